@@ -1,0 +1,173 @@
+//! Start-up benchmark: process start to the `tools/list` answer over stdio, and the peak resident
+//! memory at that moment, for this binary and (when installed) the reference implementation, in the
+//! same run. Run with `cargo bench -p agentic-hil --bench startup`.
+
+// Memory figures are KiB counts far below 2^52, so the float conversions are exact.
+#![allow(clippy::cast_precision_loss)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 30;
+
+struct Sample {
+    elapsed: Duration,
+    peak_rss_kib: u64,
+}
+
+fn main() {
+    let ours = PathBuf::from(env!("CARGO_BIN_EXE_agentic-hil"));
+    let reference = reference_binary();
+    let world = World::new(&ours);
+
+    let ours_samples = measure(&world, &ours);
+    report("agentic-hil (Rust)", &ours_samples);
+    if let Some(reference) = reference {
+        let ref_samples = measure(&world, &reference);
+        report("agentic-hil 0.25.0 (reference)", &ref_samples);
+        let ours_ms = median_ms(&ours_samples);
+        let ref_ms = median_ms(&ref_samples);
+        println!(
+            "ratio: start-up {:.1}x faster, peak RSS {:.1}x smaller (medians of {RUNS})",
+            ref_ms / ours_ms,
+            median_rss(&ref_samples) as f64 / median_rss(&ours_samples) as f64
+        );
+    } else {
+        println!(
+            "reference not installed: run scripts/setup-debian.sh (or set AHIL_REFERENCE_BIN)"
+        );
+    }
+}
+
+fn reference_binary() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("AHIL_REFERENCE_BIN") {
+        return Some(PathBuf::from(path));
+    }
+    let local =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/reference-venv/bin/agentic-hil");
+    local.exists().then_some(local)
+}
+
+/// One workspace with a configuration both implementations accept (written by ours).
+struct World {
+    _root: tempfile::TempDir,
+    home: PathBuf,
+    workspace: PathBuf,
+}
+
+impl World {
+    fn new(ours: &Path) -> Self {
+        let root = tempfile::tempdir().expect("temp dir");
+        let base = std::fs::canonicalize(root.path()).expect("resolve temp dir");
+        let home = base.join("home");
+        let workspace = base.join("ws");
+        std::fs::create_dir_all(&home).expect("home");
+        std::fs::create_dir_all(&workspace).expect("workspace");
+        let world = Self {
+            _root: root,
+            home,
+            workspace,
+        };
+        let status = world
+            .command(ours)
+            .args(["init", "--json"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("init runs");
+        assert!(status.code().is_some(), "init ran");
+        world
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.current_dir(&self.workspace)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"));
+        cmd
+    }
+}
+
+fn measure(world: &World, program: &Path) -> Vec<Sample> {
+    // One warm-up run so both start from a warm page cache.
+    let _ = once(world, program);
+    (0..RUNS).map(|_| once(world, program)).collect()
+}
+
+fn once(world: &World, program: &Path) -> Sample {
+    let start = Instant::now();
+    let mut child = world
+        .command(program)
+        .arg("mcp-stdio")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let messages = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        "\n"
+    );
+    stdin.write_all(messages.as_bytes()).expect("send");
+    stdin.flush().expect("flush");
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = stdout.read_line(&mut line).expect("read");
+        assert!(n > 0, "server closed before answering tools/list");
+        if line.contains(r#""id":2"#) && line.contains("tools") {
+            break;
+        }
+    }
+    let elapsed = start.elapsed();
+    let peak_rss_kib = peak_rss(child.id()).unwrap_or(0);
+    drop(stdin);
+    let _ = child.wait();
+    Sample {
+        elapsed,
+        peak_rss_kib,
+    }
+}
+
+/// VmHWM: the high-water mark of resident memory since the process started.
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn median_ms(samples: &[Sample]) -> f64 {
+    let mut ms: Vec<f64> = samples
+        .iter()
+        .map(|s| s.elapsed.as_secs_f64() * 1000.0)
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    ms[ms.len() / 2]
+}
+
+fn median_rss(samples: &[Sample]) -> u64 {
+    let mut kib: Vec<u64> = samples.iter().map(|s| s.peak_rss_kib).collect();
+    kib.sort_unstable();
+    kib[kib.len() / 2]
+}
+
+fn report(name: &str, samples: &[Sample]) {
+    println!(
+        "{name}: start to tools/list median {:.2} ms, peak RSS median {:.1} MiB ({} runs)",
+        median_ms(samples),
+        median_rss(samples) as f64 / 1024.0,
+        samples.len()
+    );
+}

@@ -1,0 +1,111 @@
+//! `agentic-hil`: the binary. Every command hands its request to the gate (`ahil-gate`) and prints the
+//! one result document it gets back; this crate never names a driver.
+
+mod cli;
+mod files;
+mod mcp;
+mod render;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use ahil_config::Environment;
+use clap::Parser;
+use serde_json::Value;
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // clap prints help/version on stdout with exit 0 and usage errors on stderr with exit 2.
+            let _ = err.print();
+            return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+        }
+    };
+    init_tracing();
+    match run(&cli) {
+        Ok(code) => code,
+        Err(err) => {
+            let _ = writeln!(std::io::stderr(), "agentic-hil: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr only: stdout belongs to JSON-RPC under `mcp-stdio`.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTIC_HIL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let env = Environment::from_process();
+    let workspace = workspace_dir()?;
+    let document = match &cli.command {
+        Command::McpStdio => return mcp::serve(&workspace, &env),
+        Command::Init { force } => to_value(&ahil_gate::provision::init(&workspace, &env, *force))?,
+        Command::Doctor => to_value(&ahil_gate::doctor(&workspace, &env))?,
+        Command::Schema { output, force } => {
+            let schema = ahil_config::config_json_schema();
+            match output {
+                None => {
+                    print_raw_json(&schema)?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                Some(path) => files::write_output(&workspace, path, &schema, *force, "schema")?,
+            }
+        }
+        Command::McpConfig { output, force } => match files::mcp_config_snippet(&workspace) {
+            Err(refusal) => refusal,
+            Ok(snippet) => match output {
+                None => {
+                    print_raw_json(&snippet)?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                Some(path) => {
+                    files::write_output(&workspace, path, &snippet, *force, "mcp_config")?
+                }
+            },
+        },
+    };
+    emit(&document, cli.json)?;
+    Ok(if ahil_gate::overall_success_value(&document) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The workspace is always the directory the command runs in, resolved, as the reference defines it.
+fn workspace_dir() -> anyhow::Result<std::path::PathBuf> {
+    let cwd = std::env::current_dir()?;
+    Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(value)?)
+}
+
+fn print_raw_json(value: &Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+fn emit(document: &Value, json: bool) -> anyhow::Result<()> {
+    if json {
+        print_raw_json(document)
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(render::human(document).as_bytes())?;
+        Ok(())
+    }
+}

@@ -1,0 +1,223 @@
+//! `agentic-hil mcp-stdio`: the MCP server on stdin/stdout (rmcp). It lists the gate's tools and hands
+//! every call to the gate; a failed call is an `isError` result carrying the envelope, and JSON-RPC
+//! errors are left to protocol faults.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use ahil_config::{ConfigError, Environment};
+use ahil_gate::{Bench, ToolSpec};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::sync::RwLock;
+
+mod framing;
+
+const INSTRUCTIONS: &str = "\
+This server is the only way to the bench hardware: flash, reset, probe and debug the board through \
+its tools, never with openocd, pyocd, gdb, st-flash or a serial terminal run from a shell, and never by \
+opening /dev/tty* yourself. The operator's configuration lives outside the workspace and decides what \
+is allowed. A permission_denied result is final: report which permission was refused and stop; do not \
+edit the configuration or find another route. Every result carries ok, summary and, on failure, \
+error_type and remediation; continue only while isError is false. config_file_not_found means the \
+workspace has no configuration yet: the operator runs `agentic-hil init`. Read project_config_describe \
+to see what the configuration allows.";
+
+/// Lines longer than this are dropped unread. The floor is what the reference allows; the upload size
+/// term keeps room for a base64 firmware image once uploads arrive.
+const MIN_LINE_LIMIT: usize = 10 * 1024 * 1024;
+
+pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
+    let bench = match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => {
+            let limit = line_limit(loaded.config.artifacts.max_upload_size_mb);
+            (Bench::provisioned(loaded, env.clone()), limit)
+        }
+        // With no configuration yet the server still starts, so the host connects and every call
+        // says how to create one.
+        Err(err) if err.error_type() == "config_file_not_found" => (
+            Bench::unprovisioned(workspace.to_path_buf(), err),
+            MIN_LINE_LIMIT,
+        ),
+        Err(err) => {
+            // stdout belongs to JSON-RPC, so a refusal to start goes to stderr.
+            eprintln!("{}", serde_json::to_string(&config_refusal(&err))?);
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let (bench, limit) = bench;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let served = runtime.block_on(async move {
+        let server = Server::new(bench, workspace.to_path_buf(), env.clone());
+        let (requests, answers, writer) =
+            framing::start(tokio::io::stdin(), tokio::io::stdout(), limit);
+        // The framing already enforces the limit; rmcp's own cap only has to sit above it.
+        let transport = AsyncRwTransport::new_server(requests, answers)
+            .with_max_line_length(limit.saturating_add(1024));
+        let running = server.serve(transport).await;
+        if let Ok(running) = running {
+            running.waiting().await?;
+        }
+        // Every answer reaches stdout before the process ends.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
+        anyhow::Ok(())
+    });
+    // A stdin read still parked on a blocking thread must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    served?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn line_limit(max_upload_size_mb: u64) -> usize {
+    let upload = usize::try_from(max_upload_size_mb)
+        .unwrap_or(usize::MAX / 4)
+        .saturating_mul(1024 * 1024)
+        / 3
+        * 4;
+    MIN_LINE_LIMIT.max(upload.saturating_add(1024 * 1024))
+}
+
+fn config_refusal(err: &ConfigError) -> Value {
+    let mut doc = Map::new();
+    doc.insert("ok".into(), Value::Bool(false));
+    doc.insert("tool".into(), "mcp_stdio".into());
+    doc.insert("error_type".into(), err.error_type().into());
+    doc.insert("summary".into(), err.summary().into());
+    for (key, value) in err.details() {
+        doc.entry(key).or_insert(value);
+    }
+    doc.insert(
+        "remediation".into(),
+        Value::Array(err.remediation().into_iter().map(Value::String).collect()),
+    );
+    Value::Object(doc)
+}
+
+#[derive(Clone)]
+struct Server {
+    bench: Arc<RwLock<Arc<Bench>>>,
+    workspace: PathBuf,
+    env: Environment,
+}
+
+impl Server {
+    fn new(bench: Bench, workspace: PathBuf, env: Environment) -> Self {
+        Self {
+            bench: Arc::new(RwLock::new(Arc::new(bench))),
+            workspace,
+            env,
+        }
+    }
+
+    /// An unprovisioned server binds as soon as the operator has written a configuration, so the
+    /// host need not restart it after `agentic-hil init`.
+    async fn current_bench(&self) -> Arc<Bench> {
+        let bench = self.bench.read().await.clone();
+        if bench.is_provisioned() {
+            return bench;
+        }
+        let mut slot = self.bench.write().await;
+        if !slot.is_provisioned()
+            && let Ok(loaded) = ahil_config::load_authoritative(&self.workspace, &self.env)
+        {
+            *slot = Arc::new(Bench::provisioned(loaded, self.env.clone()));
+        }
+        slot.clone()
+    }
+}
+
+fn to_tool(spec: &ToolSpec) -> Tool {
+    let schema = match &spec.input_schema {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    let annotations = if spec.read_only {
+        ToolAnnotations::with_title(spec.title.clone())
+            .read_only(true)
+            .open_world(spec.open_world)
+    } else {
+        ToolAnnotations::with_title(spec.title.clone())
+            .read_only(false)
+            .destructive(spec.destructive)
+            .idempotent(spec.idempotent)
+            .open_world(spec.open_world)
+    };
+    Tool::new(
+        Cow::Owned(spec.name.clone()),
+        Cow::Owned(spec.description.clone()),
+        Arc::new(schema),
+    )
+    .annotate(annotations)
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "agentic-hil",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let bench = self.current_bench().await;
+        let tools = bench.tools().iter().map(to_tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let bench = self.current_bench().await;
+        let arguments = request
+            .arguments
+            .map_or(Value::Object(Map::new()), Value::Object);
+        let outcome = bench.call(&request.name, arguments).await;
+        let success = ahil_gate::overall_success(&outcome);
+        let document = serde_json::to_value(&outcome)
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        let text = serde_json::to_string(&document)
+            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        let mut result = if success {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        };
+        result.structured_content = Some(document);
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_limit_never_drops_below_ten_mebibytes() {
+        assert_eq!(line_limit(1), MIN_LINE_LIMIT);
+    }
+
+    #[test]
+    fn the_line_limit_leaves_room_for_a_base64_upload() {
+        assert!(line_limit(64) >= 64 * 1024 * 1024 * 4 / 3);
+    }
+}

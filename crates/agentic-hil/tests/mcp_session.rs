@@ -1,0 +1,160 @@
+//! Black-box: the built binary as an MCP server, driven by rmcp's own client over stdio.
+
+mod support;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use support::World;
+
+async fn connect(world: &World) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let mut cmd = std::process::Command::new(World::binary());
+    world.scrub(&mut cmd);
+    cmd.arg("mcp-stdio");
+    let transport = TokioChildProcess::new(tokio::process::Command::from(cmd))
+        .expect("the server process starts");
+    ().serve(transport)
+        .await
+        .expect("the MCP handshake succeeds")
+}
+
+fn args(value: Value) -> serde_json::Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("test arguments are objects"),
+    }
+}
+
+#[tokio::test]
+async fn a_provisioned_server_lists_its_tools_and_describes_the_configuration() {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert!(code.is_some(), "init exits normally");
+
+    let client = connect(&world).await;
+    let info = client.peer_info().expect("server info after the handshake");
+    assert_eq!(
+        info.server_info.as_ref().map(|s| s.name.as_str()),
+        Some("agentic-hil")
+    );
+
+    let tools = client.list_all_tools().await.expect("tools/list answers");
+    let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
+    assert!(
+        names.contains(&"project_config_describe".to_string()),
+        "{names:?}"
+    );
+    assert!(names.contains(&"debugger_info".to_string()), "{names:?}");
+    let listing = serde_json::to_string(&tools).expect("tools serialize");
+    assert!(!listing.contains("$ref"), "tool schemas are flat");
+
+    let result = client
+        .call_tool(CallToolRequestParams::new("project_config_describe"))
+        .await
+        .expect("tools/call answers");
+    assert_eq!(result.is_error, Some(false));
+    let doc = result
+        .structured_content
+        .expect("the envelope is structured content");
+    assert_eq!(doc["ok"], json!(true));
+    assert_eq!(doc["tool"], json!("project_config_describe"));
+    assert_eq!(doc["config_version"], json!(3));
+    assert_eq!(doc["config_status"]["state"], json!("unchanged"));
+    let text = serde_json::to_string(&doc).expect("serialize");
+    assert!(
+        !text.contains(&world.home.display().to_string()),
+        "no absolute path under HOME leaks: {text}"
+    );
+
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
+async fn a_malformed_call_is_refused_as_invalid_argument_naming_the_argument() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    let client = connect(&world).await;
+
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("project_config_describe")
+                .with_arguments(args(json!({"verbose": true}))),
+        )
+        .await
+        .expect("a bad argument is a tool result, not a protocol error");
+    assert_eq!(result.is_error, Some(true));
+    let doc = result.structured_content.expect("structured envelope");
+    assert_eq!(doc["error_type"], json!("invalid_argument"));
+    assert_eq!(doc["field"], json!("verbose"));
+    let text_block = serde_json::to_string(&result.content).expect("content serializes");
+    assert!(
+        text_block.contains("invalid_argument"),
+        "the text block carries the envelope too"
+    );
+
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("open_the_pod_bay_doors"))
+        .await
+        .expect("an unknown tool is a tool result");
+    assert_eq!(unknown.is_error, Some(true));
+    let doc = unknown.structured_content.expect("structured envelope");
+    assert_eq!(doc["error_type"], json!("unknown_tool"));
+
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
+async fn an_unprovisioned_server_starts_and_says_how_to_create_a_configuration() {
+    let world = World::new();
+    let client = connect(&world).await;
+    let tools = client.list_all_tools().await.expect("tools/list answers");
+    assert!(!tools.is_empty());
+
+    let result = client
+        .call_tool(CallToolRequestParams::new("project_config_describe"))
+        .await
+        .expect("tools/call answers");
+    assert_eq!(result.is_error, Some(true));
+    let doc = result.structured_content.expect("structured envelope");
+    assert_eq!(doc["error_type"], json!("config_file_not_found"));
+    let text = serde_json::to_string(&doc).expect("serialize");
+    assert!(text.contains("agentic-hil init"), "{text}");
+
+    // Once the operator writes a configuration, the same server binds to it without a restart.
+    world.run_json(&["init"]);
+    let result = client
+        .call_tool(CallToolRequestParams::new("project_config_describe"))
+        .await
+        .expect("tools/call answers");
+    assert_eq!(
+        result.is_error,
+        Some(false),
+        "{:?}",
+        result.structured_content
+    );
+
+    client.cancel().await.expect("the session closes");
+}
+
+#[test]
+fn a_broken_configuration_stops_the_server_with_the_refusal_on_stderr_only() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    let path = world.config_path();
+    let mut text = std::fs::read_to_string(&path).expect("read config");
+    text.push_str("\nsurprise_key: 1\n");
+    std::fs::write(&path, text).expect("write config");
+
+    let out = world
+        .command()
+        .arg("mcp-stdio")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "stdout stays clean for JSON-RPC");
+    let doc: Value = serde_json::from_slice(&out.stderr).expect("stderr carries one JSON refusal");
+    assert_eq!(doc["error_type"], json!("config_invalid"));
+    assert_eq!(doc["field"], json!("surprise_key"));
+}

@@ -1,0 +1,102 @@
+//! A private world per test: its own HOME, XDG directories and workspace, and the real binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct World {
+    _root: tempfile::TempDir,
+    pub home: PathBuf,
+    pub workspace: PathBuf,
+}
+
+impl World {
+    pub fn new() -> Self {
+        let root = tempfile::tempdir().expect("a temp dir for the test world");
+        let root_path = std::fs::canonicalize(root.path()).expect("temp dir resolves");
+        let home = root_path.join("home");
+        let workspace = root_path.join("work").join("board-fw");
+        std::fs::create_dir_all(&home).expect("home dir");
+        std::fs::create_dir_all(&workspace).expect("workspace dir");
+        Self {
+            _root: root,
+            home,
+            workspace,
+        }
+    }
+
+    pub fn binary() -> &'static str {
+        env!("CARGO_BIN_EXE_agentic-hil")
+    }
+
+    /// A command for the binary, run in the workspace with only this world's environment.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(Self::binary());
+        self.scrub(&mut cmd);
+        cmd
+    }
+
+    pub fn scrub(&self, cmd: &mut Command) {
+        cmd.current_dir(&self.workspace)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("LANG", "C.UTF-8");
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command()
+            .args(args)
+            .output()
+            .expect("the agentic-hil binary runs")
+    }
+
+    /// Runs a command with `--json` and parses its one result document.
+    pub fn run_json(&self, args: &[&str]) -> (serde_json::Value, Option<i32>) {
+        let mut all: Vec<&str> = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+            panic!(
+                "stdout of {args:?} is one JSON document ({err}): {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (doc, out.status.code())
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        let dir = self.home.join(".config/agentic-hil/projects");
+        let entries: Vec<_> = std::fs::read_dir(&dir)
+            .expect("init created the projects directory")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        assert_eq!(
+            entries.len(),
+            1,
+            "one project directory in {}",
+            dir.display()
+        );
+        entries[0].join("config.yaml")
+    }
+
+    pub fn write_fake_tool(&self, name: &str, script: &str) -> PathBuf {
+        let dir = self.home.join("tools");
+        std::fs::create_dir_all(&dir).expect("tools dir");
+        let path = dir.join(name);
+        std::fs::write(&path, script).expect("write fake tool");
+        make_executable(&path);
+        path
+    }
+}
+
+pub fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mut perms = std::fs::metadata(path).expect("stat").permissions();
+    perms.set_mode(0o755);
+    std::fs::set_permissions(path, perms).expect("chmod");
+}

@@ -1,0 +1,34 @@
+//! The authoritative configuration of agentic-hil: where it lives, what it may say, and
+//! whether the copy in force still matches the file.
+//!
+//! Compatible with the files the reference implementation (agentic-hil 0.25) reads and
+//! writes, and with its `error_type` vocabulary.
+
+mod discover;
+mod error;
+mod load;
+mod model;
+mod model_io;
+mod node;
+mod paths;
+mod patterns;
+mod pin;
+mod precheck;
+mod rules;
+mod schema;
+mod spec;
+mod status;
+mod template;
+pub mod time;
+
+pub use discover::{
+    CONFIG_ENV_VAR, ConfigLocation, Environment, canonical_config_path, check_workspace_not_home,
+    config_candidates, default_state_root,
+};
+pub use error::{ConfigError, Refusal};
+pub use load::{LoadedConfig, digest_bytes, load_authoritative, load_config_file, parse_config};
+pub use model::*;
+pub use pin::{ExecutableState, PinnedExecutables};
+pub use schema::config_json_schema;
+pub use status::{ConfigInForce, ConfigStatus, FileState};
+pub use template::render_init_config;

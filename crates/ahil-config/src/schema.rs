@@ -1,0 +1,469 @@
+//! The shape of a configuration document (versions 1 to 3), as one [`Spec`] tree.
+//!
+//! Key names, types, enumerations, patterns, bounds and defaults are the compatibility
+//! surface shared with the reference implementation; the descriptions are ours.
+
+use std::sync::LazyLock;
+
+use serde_json::{Value, json};
+
+use crate::node::{Node, Path};
+use crate::patterns::Pattern;
+use crate::spec::{Problem, Spec, Ty, limit_json, to_json_schema};
+
+static CONFIG_SPEC: LazyLock<Spec> = LazyLock::new(build);
+
+pub(crate) fn config_spec() -> &'static Spec {
+    &CONFIG_SPEC
+}
+
+/// Our JSON Schema of the configuration file.
+pub fn config_json_schema() -> Value {
+    let mut schema = to_json_schema(config_spec());
+    if let Value::Object(m) = &mut schema {
+        let mut head = serde_json::Map::new();
+        head.insert(
+            "$schema".into(),
+            json!("https://json-schema.org/draft/2020-12/schema"),
+        );
+        head.insert(
+            "$id".into(),
+            json!("https://agentic-hil.local/schemas/config.schema.json"),
+        );
+        head.insert("title".into(), json!("agentic-hil configuration"));
+        head.extend(std::mem::take(m));
+        *m = head;
+    }
+    schema
+}
+
+fn boolean(default: bool) -> Spec {
+    Spec::of(&[Ty::Bool]).default(json!(default))
+}
+
+fn string(default: &str) -> Spec {
+    Spec::of(&[Ty::Str]).default(json!(default))
+}
+
+fn opt_string() -> Spec {
+    Spec::of(&[Ty::Str, Ty::Null]).default(Value::Null)
+}
+
+fn opt_id() -> Spec {
+    opt_string().pattern(Pattern::Id)
+}
+
+fn int_min(min: f64, default: i64) -> Spec {
+    Spec::of(&[Ty::Int]).min(min).default(json!(default))
+}
+
+fn choice(values: &[&str], default: Option<&str>) -> Spec {
+    let vals: Vec<Value> = values.iter().map(|v| json!(v)).collect();
+    let s = Spec::of(&[Ty::Str]).choices(&vals);
+    match default {
+        Some(d) => s.default(json!(d)),
+        None => s,
+    }
+}
+
+fn debugger_permissions() -> Spec {
+    Spec::object(vec![
+        (
+            "allow_probe",
+            boolean(false)
+                .deprecated()
+                .describe("Version 1 only: reading the probe."),
+        ),
+        ("allow_flash", boolean(false)),
+        ("allow_reset", boolean(false)),
+        ("allow_debug_execution", boolean(false)),
+        ("allow_raw_debugger_commands", boolean(false)),
+        ("allow_mass_erase", boolean(false)),
+    ])
+    .default(json!({}))
+    .describe("What this probe may do beyond reading it; an absent flag is false.")
+}
+
+fn io_permissions() -> Spec {
+    Spec::object(vec![
+        (
+            "allow_read",
+            boolean(false)
+                .deprecated()
+                .describe("Version 1 only: reading the device."),
+        ),
+        ("allow_write", boolean(false)),
+    ])
+    .default(json!({}))
+    .describe("What this port or bus may do beyond reading it; an absent flag is false.")
+}
+
+fn usb_id() -> Spec {
+    Spec::of(&[Ty::Int, Ty::Str, Ty::Null])
+        .min(0.0)
+        .max(65535.0)
+        .pattern(Pattern::UsbHex)
+        .usb_id()
+        .default(Value::Null)
+}
+
+fn debugger_entry() -> Spec {
+    Spec::object(vec![
+        (
+            "type",
+            choice(&["openocd", "stlink", "pyocd", "esptool"], Some("openocd")),
+        ),
+        ("executable", opt_string()),
+        ("gdb_server_executable", opt_string()),
+        ("probe_id", opt_id()),
+        (
+            "discovered_by",
+            choice(&["stm32cubeprogrammer_cli", "usb_serial_inventory"], None),
+        ),
+        ("probe_inventory", choice(&["complete", "incomplete"], None)),
+        ("probe_inventory_note", Spec::of(&[Ty::Str])),
+        ("target_type", opt_string().pattern(Pattern::Name)),
+        ("interface", choice(&["SWD", "JTAG"], Some("SWD"))),
+        (
+            "connect_mode",
+            choice(&["hotplug", "under_reset"], Some("hotplug")),
+        ),
+        ("interface_cfg", string("interface/stlink.cfg")),
+        ("target_cfg", string("target/stm32f4x.cfg")),
+        ("flash_address", opt_string().pattern(Pattern::FlashAddress)),
+        ("resource_id", opt_id()),
+        ("com_port", Spec::of(&[Ty::Str]).pattern(Pattern::Name)),
+        (
+            "timeout_s",
+            Spec::of(&[Ty::Num]).above(0.0).default(json!(60.0)),
+        ),
+        ("permissions", debugger_permissions()),
+        (
+            "target",
+            Spec::object(vec![
+                ("name", Spec::of(&[Ty::Str])),
+                ("controller", Spec::of(&[Ty::Str])),
+            ])
+            .describe("Overrides the project target for this probe."),
+        ),
+    ])
+}
+
+fn com_port_entry() -> Spec {
+    let sources: Vec<Value> = [
+        "resource_id",
+        "serial_number",
+        "vid_pid",
+        "vid",
+        "pid",
+        "device",
+    ]
+    .iter()
+    .map(|v| json!(v))
+    .chain([Value::Null])
+    .collect();
+    Spec::object(vec![
+        ("device", Spec::of(&[Ty::Str, Ty::Null])),
+        ("baudrate", int_min(1.0, 115_200)),
+        ("serial_number", opt_id()),
+        ("vid", usb_id()),
+        ("pid", usb_id()),
+        (
+            "timeout_s",
+            Spec::of(&[Ty::Num]).min(0.0).default(json!(0.1)),
+        ),
+        (
+            "write_timeout_s",
+            Spec::of(&[Ty::Num]).min(0.0).default(json!(1.0)),
+        ),
+        ("encoding", string("utf-8")),
+        ("assert_dtr", boolean(true)),
+        ("assert_rts", boolean(true)),
+        ("max_buffer_bytes", int_min(1.0, 65_536)),
+        ("max_write_bytes", int_min(1.0, 4_096)),
+        ("resource_id", opt_id()),
+        (
+            "identity_source",
+            Spec::of(&[Ty::Str, Ty::Null])
+                .choices(&sources)
+                .default(Value::Null),
+        ),
+        ("permissions", io_permissions()),
+    ])
+}
+
+fn share_entry() -> Spec {
+    let filter = Spec::object(vec![
+        ("id", int_min(0.0, 0)),
+        ("mask", int_min(0.0, 0x7FF)),
+        ("extended", boolean(false)),
+    ]);
+    Spec::object(vec![
+        (
+            "filter",
+            Spec::list_of(filter).describe("Identifier terms; an empty list accepts all."),
+        ),
+        ("max_frames", int_min(1.0, 1024)),
+        ("requires_listen_only", boolean(false)),
+        ("permissions", io_permissions()),
+    ])
+}
+
+/// Classic CAN carries at most 8 data bytes; only an FD bus may go to 64.
+fn can_frame_size(node: &Node, at: &Path, out: &mut Vec<Problem>) {
+    let fd = matches!(node.get("fd"), Some(Node::Bool(true)));
+    let cap: i128 = if fd { 64 } else { 8 };
+    if let Some(Node::Int(n)) = node.get("max_frame_data_bytes") {
+        // Above 64 the declared maximum has already reported it.
+        if *n > cap && *n <= 64 {
+            out.push(Problem::Bound {
+                at: at.key("max_frame_data_bytes"),
+                validator: "maximum",
+                #[allow(clippy::cast_precision_loss)]
+                limit: limit_json(cap as f64),
+                value: json!(n.to_string().parse::<i64>().unwrap_or_default()),
+            });
+        }
+    }
+}
+
+fn can_bus_entry() -> Spec {
+    Spec::object(vec![
+        (
+            "adapter",
+            choice(&["peak", "socketcan", "process"], Some("peak")),
+        ),
+        ("channel", Spec::of(&[Ty::Str])),
+        ("bitrate", int_min(1.0, 500_000)),
+        ("fd", boolean(false)),
+        (
+            "data_bitrate",
+            Spec::of(&[Ty::Int, Ty::Null]).min(1.0).default(Value::Null),
+        ),
+        ("pcanbasic_dll", opt_string()),
+        ("executable", opt_string()),
+        (
+            "timeout_s",
+            Spec::of(&[Ty::Num]).min(0.0).default(json!(10.0)),
+        ),
+        ("poll_interval_ms", int_min(1.0, 10)),
+        ("receive_own_messages", boolean(false)),
+        ("listen_only", boolean(false)),
+        ("max_buffer_frames", int_min(1.0, 1024)),
+        (
+            "max_frame_data_bytes",
+            Spec::of(&[Ty::Int])
+                .min(0.0)
+                .max(64.0)
+                .describe("Defaults to 8, or 64 on an FD bus."),
+        ),
+        ("resource_id", opt_id()),
+        ("permissions", io_permissions()),
+        (
+            "listen_only_enforcement",
+            choice(&["controller", "service"], Some("controller")),
+        ),
+        (
+            "shares",
+            Spec::map_of(Pattern::Name, share_entry())
+                .default(json!({}))
+                .describe("Named participants of a brokered bus; absent means one owner."),
+        ),
+    ])
+    .required(&["channel"])
+    .post(can_frame_size)
+}
+
+fn power_supply_entry() -> Spec {
+    let limit = || Spec::of(&[Ty::Num]).above(0.0);
+    let channel = Spec::object(vec![
+        ("voltage_limit_v", limit()),
+        ("current_limit_a", limit()),
+    ]);
+    Spec::object(vec![
+        (
+            "type",
+            Spec::of(&[Ty::Str]).describe("Supply model, e.g. rs3005p."),
+        ),
+        (
+            "com_port",
+            Spec::of(&[Ty::Str]).describe("The com_ports entry reserved for this supply."),
+        ),
+        (
+            "powers",
+            Spec::list_of(Spec::of(&[Ty::Str])).describe("Debuggers whose boards it powers."),
+        ),
+        ("voltage_limit_v", limit()),
+        ("current_limit_a", limit()),
+        (
+            "channels",
+            Spec::map_of(Pattern::Channel, channel).default(json!({})),
+        ),
+        ("idn_serial", Spec::of(&[Ty::Str]).pattern(Pattern::Id)),
+        (
+            "timeout_s",
+            Spec::of(&[Ty::Num]).above(0.0).default(json!(1.0)),
+        ),
+        (
+            "permissions",
+            Spec::object(vec![
+                ("allow_set", boolean(false)),
+                ("allow_output", boolean(false)),
+            ])
+            .default(json!({})),
+        ),
+    ])
+    .required(&["type", "com_port", "powers"])
+}
+
+fn build() -> Spec {
+    let permissions = Spec::object(vec![
+        ("allow_config_write", boolean(false)),
+        ("allow_config_description_write", boolean(false)),
+        ("allow_config_permissions_write", boolean(false)),
+        ("allow_recover", boolean(false)),
+        ("allow_upgrade", boolean(false)),
+    ])
+    .default(json!({}))
+    .describe("Grants about the project itself rather than a device.");
+    let provenance = Spec::object(vec![
+        ("created_by", choice(&["agent", "human"], None)),
+        ("created_via", Spec::of(&[Ty::Str])),
+        ("created_at", Spec::of(&[Ty::Str])),
+        ("agentic_hil_version", Spec::of(&[Ty::Str])),
+        ("last_modified_by", choice(&["agent", "human", "cli"], None)),
+        ("last_modified_via", Spec::of(&[Ty::Str])),
+        ("last_modified_at", Spec::of(&[Ty::Str])),
+        ("last_modified_keys", Spec::list_of(Spec::of(&[Ty::Str]))),
+        ("modification_count", Spec::of(&[Ty::Int]).min(0.0)),
+    ])
+    .describe("Who wrote the file; informational, grants nothing.");
+    let target = Spec::object(vec![
+        ("name", string("unknown-target")),
+        ("controller", string("unknown-controller")),
+    ]);
+    let debug = Spec::object(vec![
+        ("gdb_executable", opt_string()),
+        (
+            "allowed_symbols",
+            Spec::list_of(Spec::of(&[Ty::Str]).pattern(Pattern::Symbol)).default(json!([])),
+        ),
+        ("allow_all_symbols", boolean(false)),
+        ("max_dump_size_bytes", int_min(1.0, 1_048_576)),
+    ])
+    .default(json!({}));
+    let artifacts = Spec::object(vec![
+        (
+            "allowed_roots",
+            Spec::list_of(Spec::of(&[Ty::Str]))
+                .min_items(1)
+                .default(json!(["build"])),
+        ),
+        ("upload_directory", string(".agentic-hil/artifacts")),
+        (
+            "allowed_extensions",
+            Spec::list_of(Spec::of(&[Ty::Str])).default(json!([".elf", ".hex", ".bin"])),
+        ),
+        ("max_upload_size_mb", int_min(1.0, 64)),
+        ("allow_upload", boolean(false)),
+    ]);
+    let validation = Spec::object(vec![
+        ("require_existing_file", boolean(true)),
+        ("require_allowed_root", boolean(true)),
+        ("require_allowed_extension", boolean(true)),
+        ("compute_sha256", boolean(true)),
+        ("inspect_known_formats", boolean(true)),
+    ]);
+    let recovery = Spec::object(vec![
+        (
+            "auto_recover",
+            choice(&["off", "readonly", "reset_halt"], Some("reset_halt")),
+        ),
+        (
+            "max_attempts",
+            Spec::of(&[Ty::Int]).min(1.0).max(10.0).default(json!(3)),
+        ),
+    ])
+    .describe("How far the owning process may clear its own incidents.");
+    Spec::object(vec![
+        (
+            "version",
+            Spec::of(&[Ty::Int])
+                .choices(&[json!(1), json!(2), json!(3)])
+                .default(json!(1))
+                .describe(
+                    "Rule set: 1 gates reads, 2 drops read grants, 3 also requires COM identity.",
+                ),
+        ),
+        (
+            "workspace_root",
+            Spec::of(&[Ty::Str])
+                .min_length(1)
+                .describe("Absolute path of the project this file authorizes."),
+        ),
+        (
+            "state_root",
+            Spec::of(&[Ty::Str])
+                .min_length(1)
+                .describe("Absolute, writable, outside the workspace."),
+        ),
+        ("permissions", permissions),
+        ("provenance", provenance),
+        ("target", target),
+        (
+            "debuggers",
+            Spec::map_of(Pattern::Name, debugger_entry())
+                .default(json!({}))
+                .describe("Debug probes by name."),
+        ),
+        ("debug", debug),
+        ("artifacts", artifacts),
+        (
+            "com_ports",
+            Spec::map_of(Pattern::Name, com_port_entry())
+                .default(json!({}))
+                .describe("Serial ports by name."),
+        ),
+        (
+            "can_buses",
+            Spec::map_of(Pattern::Name, can_bus_entry())
+                .default(json!({}))
+                .describe("CAN buses by name."),
+        ),
+        (
+            "power_supplies",
+            Spec::map_of(Pattern::Name, power_supply_entry())
+                .default(json!({}))
+                .describe("Bench power supplies, version 2 and later; written only by a person."),
+        ),
+        ("validation", validation),
+        (
+            "reports",
+            Spec::object(vec![("directory", string(".agentic-hil/reports"))]),
+        ),
+        (
+            "logs",
+            Spec::object(vec![("directory", string(".agentic-hil/logs"))]),
+        ),
+        ("recovery", recovery),
+    ])
+    .required(&["workspace_root", "state_root"])
+    .describe("Authoritative agentic-hil project configuration.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_published_schema_names_the_draft_and_requires_both_roots() {
+        let s = config_json_schema();
+        assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
+        assert_eq!(s["required"], json!(["workspace_root", "state_root"]));
+        assert_eq!(s["additionalProperties"], json!(false));
+        assert_eq!(
+            s["properties"]["debuggers"]["propertyNames"]["pattern"],
+            "^[A-Za-z0-9_.-]+$"
+        );
+    }
+}

@@ -1,0 +1,140 @@
+//! What a driver knows when it fails, in the vocabulary the gate publishes.
+//!
+//! A driver never decides retry safety or quarantine; it reports what it *knows* about contact with the
+//! target through [`Contact`], and the gate turns that into `target_contacted`, `retry_safe` and incidents.
+
+use std::time::Duration;
+
+/// What the driver can prove about contact with the target when an operation ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Contact {
+    /// The operation provably never reached the target. `proof` names the backend's own evidence (for
+    /// example "the version check only runs `--version`"), so a reviewer can see why retrying is safe.
+    None {
+        /// The backend's evidence that nothing reached the board.
+        proof: String,
+    },
+    /// The operation may have reached the target; nothing proves either way.
+    Possible,
+    /// The operation certainly reached the target.
+    Made,
+}
+
+impl Contact {
+    /// Shorthand for a proof of no contact.
+    pub fn none(proof: impl Into<String>) -> Self {
+        Self::None {
+            proof: proof.into(),
+        }
+    }
+}
+
+/// A driver failure. Each variant maps to exactly one public `error_type`.
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// The configured or autodetected executable does not exist or cannot be run.
+    #[error("debugger executable could not be started: {detail}")]
+    DebuggerNotFound {
+        /// The OS's reason (e.g. "No such file or directory").
+        detail: String,
+        /// What the driver knows about contact.
+        contact: Contact,
+    },
+    /// The operation ran past its deadline and its process group was killed.
+    #[error("the command did not finish within {limit:?}")]
+    Timeout {
+        /// The deadline that expired.
+        limit: Duration,
+        /// What the driver knows about contact.
+        contact: Contact,
+        /// Output captured before the kill (stdout then stderr), for the log.
+        output: String,
+    },
+    /// The backend ran and reported a failure the driver could not classify further.
+    #[error("the backend failed: {detail}")]
+    Backend {
+        /// The backend's own words, or the exit status.
+        detail: String,
+        /// What the driver knows about contact.
+        contact: Contact,
+        /// Exit code when the backend exited normally.
+        exit_code: Option<i32>,
+        /// Output captured (stdout then stderr), for the log.
+        output: String,
+    },
+    /// The host refused something the driver needed (spawning, pipes, reading output).
+    #[error("host I/O failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl DriverError {
+    /// The public `error_type` of this failure.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            Self::DebuggerNotFound { .. } => "debugger_not_found",
+            Self::Timeout { .. } => "timeout",
+            Self::Backend { .. } => "debugger_error",
+            Self::Io(_) => "backend_error",
+        }
+    }
+
+    /// What the driver knows about contact with the target. An I/O failure of the host happened before
+    /// or beside the backend, so the driver cannot prove anything about it and says `Possible`; callers
+    /// that know better (a version check) wrap it in their own variant.
+    pub fn contact(&self) -> Contact {
+        match self {
+            Self::DebuggerNotFound { contact, .. }
+            | Self::Timeout { contact, .. }
+            | Self::Backend { contact, .. } => contact.clone(),
+            Self::Io(_) => Contact::Possible,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_maps_to_one_public_error_type() {
+        let none = Contact::none("no target");
+        let cases: [(DriverError, &str); 4] = [
+            (
+                DriverError::DebuggerNotFound {
+                    detail: "x".into(),
+                    contact: none.clone(),
+                },
+                "debugger_not_found",
+            ),
+            (
+                DriverError::Timeout {
+                    limit: Duration::from_secs(1),
+                    contact: none.clone(),
+                    output: String::new(),
+                },
+                "timeout",
+            ),
+            (
+                DriverError::Backend {
+                    detail: "x".into(),
+                    contact: Contact::Possible,
+                    exit_code: Some(1),
+                    output: String::new(),
+                },
+                "debugger_error",
+            ),
+            (DriverError::Io(std::io::Error::other("x")), "backend_error"),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(error.error_type(), expected);
+        }
+    }
+
+    #[test]
+    fn an_io_failure_claims_no_proof_of_no_contact() {
+        assert_eq!(
+            DriverError::Io(std::io::Error::other("x")).contact(),
+            Contact::Possible
+        );
+    }
+}

@@ -1,0 +1,11 @@
+//! `ahil-drivers`: everything that touches a device or a toolchain, behind small APIs, with no policy.
+//!
+//! Drivers report what they know (exit codes, output, [`Contact`]); the gate decides what it means for
+//! permissions, retry safety and incidents.
+
+pub mod error;
+pub mod process;
+pub mod version;
+
+pub use error::{Contact, DriverError};
+pub use version::{Backend, VersionReport, debugger_version};

@@ -1,0 +1,442 @@
+//! Running a backend child: its own process group, a deadline, bounded capture, and no survivors.
+//!
+//! Every child (debugger CLIs, gdb, bridges, qemu) goes through here. The child is made the leader of a
+//! new process group, so whatever it forks stays in that group; when the leader exits, times out, is
+//! cancelled, or the runner unwinds, the *whole group* is SIGKILLed and the leader reaped. A backend that
+//! leaves a server or a helper running behind it (OpenOCD with a gdb port, a `sh -c '... &'`) therefore
+//! cannot outlive the call that started it.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdout, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Default cap on bytes kept per stream. Backends are chatty when they fail; a megabyte keeps every
+/// diagnostic we have ever seen while bounding what a runaway child can make us hold.
+pub const DEFAULT_OUTPUT_CAP: usize = 1024 * 1024;
+
+/// How long to wait for the output pipes to close after the group was killed. A grandchild that left
+/// the group (setsid) can keep a pipe open forever; we stop waiting rather than hang the gate.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
+
+/// A child to run.
+#[derive(Debug, Clone)]
+pub struct Command {
+    program: PathBuf,
+    args: Vec<OsString>,
+    cwd: Option<PathBuf>,
+    env: Vec<(OsString, OsString)>,
+    deadline: Duration,
+    output_cap: usize,
+    cancel: Option<CancelFlag>,
+}
+
+impl Command {
+    /// A command with a 60 s deadline and the default output cap.
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            deadline: Duration::from_mins(1),
+            output_cap: DEFAULT_OUTPUT_CAP,
+            cancel: None,
+        }
+    }
+
+    /// Append one argument.
+    #[must_use]
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Append arguments.
+    #[must_use]
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Run in this directory.
+    #[must_use]
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Set one environment variable for the child.
+    #[must_use]
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The wall-clock budget; at expiry the whole group is killed.
+    #[must_use]
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// The most bytes kept per stream; the rest is read and dropped so the child never blocks on a pipe.
+    #[must_use]
+    pub fn output_cap(mut self, cap: usize) -> Self {
+        self.output_cap = cap;
+        self
+    }
+
+    /// Kill the group as soon as this flag is raised (the gate raises it when the call is abandoned).
+    #[must_use]
+    pub fn cancel_on(mut self, flag: CancelFlag) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// The program this command runs.
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// The command line as one display string, for logs: arguments with whitespace, `"` or `\` are
+    /// double-quoted with `\` and `"` escaped.
+    pub fn display_line(&self) -> String {
+        std::iter::once(self.program.as_os_str())
+            .chain(self.args.iter().map(OsString::as_os_str))
+            .map(|part| quote_for_log(&part.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn quote_for_log(part: &str) -> String {
+    if part.is_empty()
+        || part
+            .chars()
+            .any(|c| c.is_whitespace() || c == '"' || c == '\\')
+    {
+        format!("\"{}\"", part.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        part.to_owned()
+    }
+}
+
+/// A shared flag that cancels a running command. Cloning shares the flag.
+#[derive(Debug, Clone, Default)]
+pub struct CancelFlag(Arc<AtomicBool>);
+
+impl CancelFlag {
+    /// Raise the flag.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the flag is raised.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// A guard that raises the flag when dropped, so an abandoned async call kills its child.
+    pub fn guard(&self) -> CancelOnDrop {
+        CancelOnDrop(self.clone())
+    }
+}
+
+/// Raises its [`CancelFlag`] on drop.
+#[derive(Debug)]
+pub struct CancelOnDrop(CancelFlag);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// How the child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Exited by itself with this code.
+    Code(i32),
+    /// Ended by a signal it did not get from us.
+    Signal(i32),
+    /// Killed by us at the deadline.
+    TimedOut,
+    /// Killed by us because the call was cancelled.
+    Cancelled,
+}
+
+/// The result of a finished child.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// How it ended.
+    pub exit: Exit,
+    /// Captured stdout, at most the cap.
+    pub stdout: Vec<u8>,
+    /// Captured stderr, at most the cap.
+    pub stderr: Vec<u8>,
+    /// Whether stdout went over the cap.
+    pub stdout_truncated: bool,
+    /// Whether stderr went over the cap.
+    pub stderr_truncated: bool,
+    /// Wall time from spawn to reap.
+    pub elapsed: Duration,
+    /// The process group the child led (its pid).
+    pub pgid: i32,
+}
+
+impl Finished {
+    /// Whether the child exited by itself with code 0.
+    pub fn success(&self) -> bool {
+        self.exit == Exit::Code(0)
+    }
+
+    /// stdout decoded as UTF-8 with replacement.
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    /// stderr decoded as UTF-8 with replacement.
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+}
+
+/// How to invoke an executable: a `.py` file is run by `python3` (the backend fakes are Python scripts),
+/// anything else directly.
+pub fn invocation(executable: &Path) -> (PathBuf, Vec<OsString>) {
+    let is_python = executable
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("py"));
+    if is_python {
+        (
+            PathBuf::from("python3"),
+            vec![executable.as_os_str().to_owned()],
+        )
+    } else {
+        (executable.to_path_buf(), Vec::new())
+    }
+}
+
+/// Run `command` to completion, the deadline, or cancellation. Blocking: async callers use
+/// `spawn_blocking`. An `Err` means the child could not be started (not found, not executable, no
+/// pipes); every started child yields `Ok`.
+pub fn run(command: &Command) -> io::Result<Finished> {
+    let mut std_command = std::process::Command::new(&command.program);
+    std_command
+        .args(&command.args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(dir) = &command.cwd {
+        std_command.current_dir(dir);
+    }
+    for (key, value) in &command.env {
+        std_command.env(key, value);
+    }
+    let started = Instant::now();
+    let mut child = spawn_retrying_busy_text(&mut std_command)?;
+    let pgid = i32::try_from(child.id()).map_err(|_| io::Error::other("child pid out of range"))?;
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let mut group = GroupGuard::new(child, pgid);
+
+    let (done_tx, done_rx) = mpsc::channel();
+    let out = Capture::spawn_reader(stdout, command.output_cap, done_tx.clone());
+    let err = Capture::spawn_reader(stderr, command.output_cap, done_tx);
+
+    let exit = group.wait_until(started + command.deadline, command.cancel.as_ref())?;
+    // Whatever the leader did, nothing of its group survives the call: background children of a
+    // script would otherwise keep running and keep our pipes open.
+    group.kill_group();
+    drop(group);
+
+    let drain_until = Instant::now() + DRAIN_GRACE;
+    for _ in 0..2 {
+        let left = drain_until.saturating_duration_since(Instant::now());
+        if done_rx.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    let (stdout, stdout_truncated) = out.snapshot();
+    let (stderr, stderr_truncated) = err.snapshot();
+    Ok(Finished {
+        exit,
+        stdout,
+        stderr,
+        stdout_truncated,
+        stderr_truncated,
+        elapsed: started.elapsed(),
+        pgid,
+    })
+}
+
+/// Spawn, retrying briefly on ETXTBSY: a script written moments ago can still be open for writing in
+/// a child another thread forked meanwhile (the classic fork/exec race), which clears within
+/// milliseconds.
+fn spawn_retrying_busy_text(command: &mut std::process::Command) -> io::Result<Child> {
+    let mut attempts = 0;
+    loop {
+        match command.spawn() {
+            Err(error) if error.raw_os_error() == Some(libc::ETXTBSY) && attempts < 10 => {
+                attempts += 1;
+                thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Owns the child; on drop (including unwinding) the group is killed and the leader reaped.
+struct GroupGuard {
+    child: Child,
+    pgid: i32,
+    reaped: bool,
+}
+
+impl GroupGuard {
+    fn new(child: Child, pgid: i32) -> Self {
+        Self {
+            child,
+            pgid,
+            reaped: false,
+        }
+    }
+
+    fn wait_until(&mut self, deadline: Instant, cancel: Option<&CancelFlag>) -> io::Result<Exit> {
+        let mut pause = Duration::from_millis(1);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                self.reaped = true;
+                return Ok(match (status.code(), status.signal()) {
+                    (Some(code), _) => Exit::Code(code),
+                    (None, Some(signal)) => Exit::Signal(signal),
+                    (None, None) => Exit::Signal(0),
+                });
+            }
+            let ended_by_us = if cancel.is_some_and(CancelFlag::is_cancelled) {
+                Some(Exit::Cancelled)
+            } else if Instant::now() >= deadline {
+                Some(Exit::TimedOut)
+            } else {
+                None
+            };
+            if let Some(exit) = ended_by_us {
+                // Kill while the leader is still unreaped: its pid cannot be reused, so the signal
+                // cannot reach a stranger's group.
+                self.kill_group();
+                self.child.wait()?;
+                self.reaped = true;
+                return Ok(exit);
+            }
+            thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    fn kill_group(&self) {
+        // ESRCH (the group is already empty) is the normal case after a clean exit.
+        let _ = kill_process_group(self.pgid);
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if !self.reaped {
+            self.kill_group();
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// SIGKILL every process in group `pgid`. The one audited unsafe call of the crate.
+///
+/// After the leader has been reaped its pid could in principle be recycled, but Linux does not hand out
+/// a pid that is still in use as a process-group id, so while any member of our group lives the id is
+/// still ours; once none lives the call fails with ESRCH. Reuse would need the pid space to wrap in the
+/// microseconds between reap and kill.
+#[allow(unsafe_code)]
+fn kill_process_group(pgid: i32) -> io::Result<()> {
+    // Group ids 0 and 1 would mean "our own group" and init's; a negative id is meaningless here.
+    if pgid <= 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "refusing to signal process group <= 1",
+        ));
+    }
+    // SAFETY: killpg takes two plain integers and touches no memory of ours, so it cannot break Rust's
+    // memory safety. `pgid` is a group this module created with `process_group(0)` and checked > 1 above.
+    let rc = unsafe { libc::killpg(pgid, libc::SIGKILL) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[derive(Default)]
+struct CaptureState {
+    bytes: Vec<u8>,
+    truncated: bool,
+}
+
+/// One stream's capture, filled by a reader thread.
+struct Capture(Arc<Mutex<CaptureState>>);
+
+trait Pipe: Read + Send + 'static {}
+impl Pipe for ChildStdout {}
+impl Pipe for ChildStderr {}
+
+impl Capture {
+    fn spawn_reader<P: Pipe>(pipe: Option<P>, cap: usize, done: mpsc::Sender<()>) -> Self {
+        let state = Arc::new(Mutex::new(CaptureState::default()));
+        let Some(mut pipe) = pipe else {
+            let _ = done.send(());
+            return Self(state);
+        };
+        let shared = Arc::clone(&state);
+        thread::spawn(move || {
+            let mut buffer = [0_u8; 8192];
+            loop {
+                match pipe.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                        let room = cap.saturating_sub(state.bytes.len());
+                        let keep = n.min(room);
+                        state.bytes.extend_from_slice(&buffer[..keep]);
+                        if keep < n {
+                            // Keep reading and dropping: a child blocked on a full pipe never exits.
+                            state.truncated = true;
+                        }
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = done.send(());
+        });
+        Self(state)
+    }
+
+    fn snapshot(&self) -> (Vec<u8>, bool) {
+        let state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        (state.bytes.clone(), state.truncated)
+    }
+}
+
+#[cfg(test)]
+#[path = "process_tests.rs"]
+mod tests;

@@ -1,0 +1,184 @@
+use super::*;
+use std::fs;
+
+/// Processes of group `pgid` that are still running, and those that are zombies, read from /proc.
+fn group_members(group: i32) -> (Vec<i32>, Vec<i32>) {
+    let mut running = Vec::new();
+    let mut defunct = Vec::new();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return (running, defunct);
+    };
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state ppid pgrp ...
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(2).and_then(|f| f.parse::<i32>().ok()) == Some(group) {
+            if fields.first() == Some(&"Z") {
+                defunct.push(pid);
+            } else {
+                running.push(pid);
+            }
+        }
+    }
+    (running, defunct)
+}
+
+fn wait_for_empty_group(pgid: i32) -> Vec<i32> {
+    // SIGKILL delivery is asynchronous; give the kernel a moment to finish tearing the group down.
+    let until = Instant::now() + Duration::from_secs(2);
+    loop {
+        let (running, _) = group_members(pgid);
+        if running.is_empty() || Instant::now() > until {
+            return running;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_child_that_exits_reports_its_exit_code_and_output() {
+    let finished = run(&Command::new("sh").args(["-c", "echo out; echo err >&2; exit 7"]))
+        .expect("sh is on every POSIX host");
+    assert_eq!(finished.exit, Exit::Code(7));
+    assert_eq!(finished.stdout_text(), "out\n");
+    assert_eq!(finished.stderr_text(), "err\n");
+    assert!(!finished.success());
+}
+
+#[test]
+fn a_zero_exit_is_success() {
+    let finished = run(&Command::new("true")).expect("true runs");
+    assert!(finished.success());
+}
+
+#[test]
+fn a_child_killed_at_the_deadline_leaves_no_process_of_its_group_alive() {
+    let started = Instant::now();
+    let finished = run(&Command::new("sh")
+        .args(["-c", "sleep 30 & sleep 30"])
+        .deadline(Duration::from_millis(300)))
+    .expect("sh runs");
+    assert_eq!(finished.exit, Exit::TimedOut);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the deadline was not honoured"
+    );
+    assert_eq!(wait_for_empty_group(finished.pgid), Vec::<i32>::new());
+}
+
+#[test]
+fn background_children_of_a_clean_exit_are_killed_with_the_group() {
+    let finished = run(&Command::new("sh")
+        .args(["-c", "sleep 30 >/dev/null 2>&1 & echo started"])
+        .deadline(Duration::from_secs(10)))
+    .expect("sh runs");
+    assert_eq!(finished.exit, Exit::Code(0));
+    assert_eq!(wait_for_empty_group(finished.pgid), Vec::<i32>::new());
+}
+
+#[test]
+fn a_background_child_holding_the_pipe_does_not_hang_the_runner() {
+    let started = Instant::now();
+    let finished = run(&Command::new("sh")
+        .args(["-c", "sleep 30 & echo early"])
+        .deadline(Duration::from_secs(10)))
+    .expect("sh runs");
+    assert_eq!(finished.exit, Exit::Code(0));
+    assert_eq!(finished.stdout_text(), "early\n");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn the_direct_child_is_reaped_not_left_a_zombie() {
+    let finished = run(&Command::new("sh")
+        .args(["-c", "sleep 30"])
+        .deadline(Duration::from_millis(100)))
+    .expect("sh runs");
+    let (_, zombies) = group_members(finished.pgid);
+    assert!(!zombies.contains(&finished.pgid), "leader left as a zombie");
+}
+
+#[test]
+fn captured_output_stops_at_the_cap_and_says_so() {
+    let finished = run(&Command::new("sh")
+        .args(["-c", "head -c 100000 /dev/zero; echo tail >&2"])
+        .output_cap(1000))
+    .expect("sh runs");
+    assert_eq!(finished.stdout.len(), 1000);
+    assert!(finished.stdout_truncated);
+    assert_eq!(finished.stderr_text(), "tail\n");
+    assert!(!finished.stderr_truncated);
+    assert_eq!(
+        finished.exit,
+        Exit::Code(0),
+        "the child must not block on a full pipe"
+    );
+}
+
+#[test]
+fn a_cancelled_call_kills_its_child_at_once() {
+    let flag = CancelFlag::default();
+    let guard = flag.guard();
+    let worker = {
+        let flag = flag.clone();
+        thread::spawn(move || {
+            run(&Command::new("sh")
+                .args(["-c", "sleep 30 & sleep 30"])
+                .deadline(Duration::from_secs(30))
+                .cancel_on(flag))
+        })
+    };
+    thread::sleep(Duration::from_millis(100));
+    drop(guard);
+    let finished = worker
+        .join()
+        .expect("runner thread does not panic")
+        .expect("sh runs");
+    assert_eq!(finished.exit, Exit::Cancelled);
+    assert_eq!(wait_for_empty_group(finished.pgid), Vec::<i32>::new());
+}
+
+#[test]
+fn a_missing_program_is_an_error_not_a_result() {
+    let error =
+        run(&Command::new("/nonexistent/agentic-hil-test-binary")).expect_err("cannot spawn");
+    assert_eq!(error.kind(), io::ErrorKind::NotFound);
+}
+
+#[test]
+fn a_signal_the_child_got_elsewhere_is_reported_as_a_signal() {
+    let finished = run(&Command::new("sh").args(["-c", "kill -TERM $$"])).expect("sh runs");
+    assert_eq!(finished.exit, Exit::Signal(libc::SIGTERM));
+}
+
+#[test]
+fn python_scripts_are_run_through_python3() {
+    let (program, args) = invocation(Path::new("/x/fake_openocd.py"));
+    assert_eq!(program, PathBuf::from("python3"));
+    assert_eq!(args, vec![OsString::from("/x/fake_openocd.py")]);
+    let (program, args) = invocation(Path::new("/usr/bin/openocd"));
+    assert_eq!(program, PathBuf::from("/usr/bin/openocd"));
+    assert!(args.is_empty());
+}
+
+#[test]
+fn the_log_line_quotes_arguments_with_spaces_quotes_or_backslashes() {
+    let line = Command::new("/bin/openocd")
+        .args(["-c", "init; targets", "a\"b", "plain"])
+        .display_line();
+    assert_eq!(line, r#"/bin/openocd -c "init; targets" "a\"b" plain"#);
+}
+
+#[test]
+fn the_group_killer_refuses_to_signal_its_own_group_or_init() {
+    assert!(kill_process_group(0).is_err());
+    assert!(kill_process_group(1).is_err());
+}

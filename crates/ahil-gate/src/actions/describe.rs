@@ -1,0 +1,389 @@
+//! `project_config_describe`: what the configuration in force grants, and which keys
+//! `project_config_set` may change under which grant.
+
+use ahil_config::Config;
+use serde_json::{Map, Value, json};
+
+use super::{Acted, Context, Plan, Work};
+use crate::envelope::Outcome;
+use crate::policy::Action;
+
+const DESCRIPTION: &str = "allow_config_description_write";
+const PERMISSIONS: &str = "allow_config_permissions_write";
+
+const DEBUGGER_FIELDS: &[&str] = &[
+    "type",
+    "probe_id",
+    "executable",
+    "gdb_server_executable",
+    "interface_cfg",
+    "target_cfg",
+    "connect_mode",
+];
+const COM_FIELDS: &[&str] = &[
+    "device",
+    "baudrate",
+    "serial_number",
+    "vid",
+    "pid",
+    "identity_source",
+];
+const CAN_FIELDS: &[&str] = &[
+    "adapter",
+    "bitrate",
+    "channel",
+    "data_bitrate",
+    "executable",
+    "fd",
+    "listen_only",
+    "listen_only_enforcement",
+    "max_buffer_frames",
+    "max_frame_data_bytes",
+    "pcanbasic_dll",
+    "poll_interval_ms",
+    "receive_own_messages",
+    "resource_id",
+    "timeout_s",
+];
+const PROJECT_FLAGS: &[&str] = &[
+    "allow_config_description_write",
+    "allow_config_permissions_write",
+    "allow_config_write",
+    "allow_recover",
+    "allow_upgrade",
+];
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    Ok(Plan {
+        action: Action::ReadState,
+        device: None,
+        resources: Vec::new(),
+        work: Work::Local(Box::new(move || Acted {
+            outcome: describe(ctx),
+            contact: None,
+        })),
+    })
+}
+
+/// One settable key and the grant that opens it.
+struct KeyRule {
+    key: String,
+    right: &'static str,
+}
+
+/// Every key `project_config_set` can reach in this document, description keys first, each group in
+/// file order, permission flags sorted within their block.
+fn key_rules(config: &Config) -> Vec<KeyRule> {
+    let mut rules = Vec::new();
+    let mut add = |key: String, right: &'static str| rules.push(KeyRule { key, right });
+    add("target.controller".into(), DESCRIPTION);
+    add("target.name".into(), DESCRIPTION);
+    for name in config.debuggers.keys() {
+        for field in DEBUGGER_FIELDS {
+            add(format!("debuggers.{name}.{field}"), DESCRIPTION);
+        }
+    }
+    for name in config.com_ports.keys() {
+        for field in COM_FIELDS {
+            add(format!("com_ports.{name}.{field}"), DESCRIPTION);
+        }
+    }
+    for name in config.can_buses.keys() {
+        for field in CAN_FIELDS {
+            add(format!("can_buses.{name}.{field}"), DESCRIPTION);
+        }
+    }
+    add("debug.gdb_executable".into(), DESCRIPTION);
+    for flag in PROJECT_FLAGS {
+        add(format!("permissions.{flag}"), PERMISSIONS);
+    }
+    let v1 = config.version <= 1;
+    for name in config.debuggers.keys() {
+        let mut flags = vec![
+            "allow_debug_execution",
+            "allow_flash",
+            "allow_mass_erase",
+            "allow_raw_debugger_commands",
+            "allow_reset",
+        ];
+        if v1 {
+            flags.push("allow_probe");
+        }
+        flags.sort_unstable();
+        for flag in flags {
+            add(format!("debuggers.{name}.permissions.{flag}"), PERMISSIONS);
+        }
+    }
+    let io_flags: &[&str] = if v1 {
+        &["allow_read", "allow_write"]
+    } else {
+        &["allow_write"]
+    };
+    for (section, names) in [
+        ("com_ports", config.com_ports.keys().collect::<Vec<_>>()),
+        ("can_buses", config.can_buses.keys().collect::<Vec<_>>()),
+    ] {
+        for name in names {
+            for flag in io_flags {
+                add(format!("{section}.{name}.permissions.{flag}"), PERMISSIONS);
+            }
+        }
+    }
+    add("debug.allow_all_symbols".into(), PERMISSIONS);
+    add("artifacts.allow_upload".into(), PERMISSIONS);
+    rules
+}
+
+fn lookup<'v>(document: &'v Value, key: &str) -> Option<&'v Value> {
+    key.split('.')
+        .try_fold(document, |node, part| node.get(part))
+}
+
+/// The schema node of a dotted key: nested `properties`, map entries through `additionalProperties`,
+/// `$ref`s into `$defs` resolved; the containers' own structure is stripped.
+fn value_schema(schema: &Value, key: &str) -> Value {
+    let resolve = |node: &Value| -> Value {
+        match node.get("$ref").and_then(Value::as_str) {
+            Some(reference) => reference
+                .strip_prefix("#/")
+                .and_then(|p| p.split('/').try_fold(schema, |n, part| n.get(part)))
+                .cloned()
+                .unwrap_or(Value::Null),
+            None => node.clone(),
+        }
+    };
+    let mut node = resolve(schema);
+    for part in key.split('.') {
+        let next = node
+            .get("properties")
+            .and_then(|p| p.get(part))
+            .or_else(|| node.get("additionalProperties").filter(|a| a.is_object()))
+            .or_else(|| {
+                node.get("patternProperties")
+                    .and_then(Value::as_object)
+                    .and_then(|m| m.values().next())
+            })
+            .map(resolve);
+        match next {
+            Some(found) => node = found,
+            None => return json!({}),
+        }
+    }
+    if let Value::Object(members) = &mut node {
+        for container in [
+            "properties",
+            "additionalProperties",
+            "patternProperties",
+            "propertyNames",
+            "required",
+            "allOf",
+            "$defs",
+            "title",
+        ] {
+            members.remove(container);
+        }
+    }
+    node
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+fn permissions_in_force(config: &Config) -> Value {
+    let mut out = Map::new();
+    if let Value::Object(project) = to_json(&config.permissions) {
+        out.extend(project);
+    }
+    let section = |entries: Vec<(&String, Value)>| -> Value {
+        Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+    };
+    out.insert(
+        "debuggers".into(),
+        section(
+            config
+                .debuggers
+                .iter()
+                .map(|(n, d)| (n, to_json(&d.permissions)))
+                .collect(),
+        ),
+    );
+    out.insert(
+        "com_ports".into(),
+        section(
+            config
+                .com_ports
+                .iter()
+                .map(|(n, p)| (n, to_json(&p.permissions)))
+                .collect(),
+        ),
+    );
+    out.insert(
+        "can_buses".into(),
+        section(
+            config
+                .can_buses
+                .iter()
+                .map(|(n, b)| (n, to_json(&b.permissions)))
+                .collect(),
+        ),
+    );
+    out.insert(
+        "debug".into(),
+        json!({"allow_all_symbols": config.debug.allow_all_symbols}),
+    );
+    out.insert(
+        "artifacts".into(),
+        json!({"allow_upload": config.artifacts.allow_upload}),
+    );
+    Value::Object(out)
+}
+
+fn right_entry(permission: &str, granted: bool, covers: &str) -> Value {
+    json!({"permission": permission, "key": format!("permissions.{permission}"), "granted": granted, "covers": covers})
+}
+
+fn describe(ctx: &Context<'_>) -> Outcome {
+    let loaded = ctx.loaded;
+    let config = &loaded.config;
+    let document = serde_json::to_value(config).unwrap_or(Value::Null);
+    let schema = ahil_config::config_json_schema();
+    let granted = |right: &str| match right {
+        DESCRIPTION => config.permissions.allow_config_description_write,
+        PERMISSIONS => config.permissions.allow_config_permissions_write,
+        _ => false,
+    };
+    let mut writable = Vec::new();
+    let mut locked = Vec::new();
+    for rule in key_rules(config) {
+        let mut entry = json!({
+            "key": rule.key,
+            "right": rule.right,
+            "current_value": lookup(&document, &rule.key).cloned().unwrap_or(Value::Null),
+            "value_schema": value_schema(&schema, &rule.key),
+        });
+        if granted(rule.right) {
+            writable.push(entry);
+        } else {
+            entry["unlocked_by"] = json!(format!("permissions.{}", rule.right));
+            locked.push(entry);
+        }
+    }
+    let patterns: Vec<Value> = [("debuggers", DEBUGGER_FIELDS), ("com_ports", COM_FIELDS), ("can_buses", CAN_FIELDS)]
+        .iter()
+        .map(|(section, fields)| {
+            json!({
+                "key": format!("{section}.<name>.<field>"),
+                "right": DESCRIPTION,
+                "granted": granted(DESCRIPTION),
+                "fields": fields,
+                "note": format!("A key under a `{section}` name that does not exist creates that entry with every permission false."),
+            })
+        })
+        .collect();
+    let mut next_steps = vec![json!(
+        "Send keys from writable_keys as project_config_set changes; each value is checked against value_schema first."
+    )];
+    if !granted(DESCRIPTION) {
+        next_steps.push(json!(
+            "Describing the bench is closed (permissions.allow_config_description_write is false): report it and leave it to the operator."
+        ));
+    }
+    next_steps.push(json!(
+        "Permissions can only be narrowed over MCP: project_config_set writes false into a permission, never true."
+    ));
+    let summary = format!(
+        "{} key(s) are writable through project_config_set and {} are locked; each locked key names the grant that opens it.",
+        writable.len(),
+        locked.len()
+    );
+    Outcome::ok(ctx.tool, summary)
+        .with("document_source", "loaded")
+        .with("permissions_in_force", permissions_in_force(config))
+        .with("path", loaded.display_path.as_str())
+        .with("workspace_root", loaded.workspace.display().to_string())
+        .with("config_version", config.version)
+        .with(
+            "rights",
+            json!([
+                right_entry(DESCRIPTION, granted(DESCRIPTION), "Change the bench description field-wise (target, probes, ports, buses); never a permission."),
+                right_entry(PERMISSIONS, granted(PERMISSIONS), "Narrow permissions field-wise: only false may be written."),
+            ]),
+        )
+        .with(
+            "regeneration",
+            right_entry(
+                "allow_config_write",
+                config.permissions.allow_config_write,
+                "Regenerate the whole file from hardware discovery with project_config_create.",
+            ),
+        )
+        .with("writable_keys", Value::Array(writable))
+        .with("locked_keys", Value::Array(locked))
+        .with("new_entry_patterns", Value::Array(patterns))
+        .with("open_holds", Value::Null)
+        .with("writes_blocked_by_open_run", false)
+        .with("reference", "agentic-hil://reference/config-shape")
+        .with("next_steps", Value::Array(next_steps))
+        .not_started(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_schema_is_found_through_map_entries_and_refs() {
+        let schema = json!({
+            "$defs": {"debugger": {"type": "object", "properties": {
+                "probe_id": {"type": ["string", "null"], "default": null}}}},
+            "properties": {"debuggers": {"type": "object", "additionalProperties": {"$ref": "#/$defs/debugger"}}}
+        });
+        assert_eq!(
+            value_schema(&schema, "debuggers.dut.probe_id"),
+            json!({"type": ["string", "null"], "default": null})
+        );
+        assert_eq!(value_schema(&schema, "debuggers.dut.nothing"), json!({}));
+    }
+
+    #[test]
+    fn description_keys_come_before_permission_keys_and_flags_are_sorted() {
+        let mut config = Config {
+            version: 3,
+            ..Config::default()
+        };
+        config
+            .debuggers
+            .insert("dut".into(), ahil_config::Debugger::default());
+        let keys: Vec<String> = key_rules(&config).into_iter().map(|r| r.key).collect();
+        let first_permission = keys
+            .iter()
+            .position(|k| k == "permissions.allow_config_description_write");
+        let last_description = keys.iter().position(|k| k == "debug.gdb_executable");
+        assert!(last_description < first_permission);
+        let flags: Vec<&String> = keys
+            .iter()
+            .filter(|k| k.starts_with("debuggers.dut.permissions."))
+            .collect();
+        let mut sorted = flags.clone();
+        sorted.sort();
+        assert_eq!(flags, sorted);
+        assert!(
+            !keys.iter().any(|k| k.ends_with("allow_probe")),
+            "allow_probe is version 1 only"
+        );
+    }
+
+    #[test]
+    fn version_one_files_also_list_the_read_grants() {
+        let mut config = Config {
+            version: 1,
+            ..Config::default()
+        };
+        config
+            .debuggers
+            .insert("dut".into(), ahil_config::Debugger::default());
+        let keys: Vec<String> = key_rules(&config).into_iter().map(|r| r.key).collect();
+        assert!(keys.contains(&"debuggers.dut.permissions.allow_probe".to_owned()));
+    }
+}

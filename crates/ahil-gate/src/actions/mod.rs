@@ -1,0 +1,83 @@
+//! Per-tool actions. Each tool turns its arguments into a [`Plan`]: what policy must allow, which
+//! devices it claims, and the work to do. The pipeline in `bench.rs` runs every plan through the same
+//! stages, so no tool can skip authorization or claiming.
+
+use std::time::Duration;
+
+use ahil_config::{Environment, LoadedConfig};
+use ahil_drivers::Contact;
+use ahil_drivers::process::CancelFlag;
+use serde_json::Value;
+
+use crate::envelope::Outcome;
+use crate::policy::{Action, Device};
+use crate::snapshot::Snapshot;
+
+pub mod debugger_info;
+pub mod describe;
+
+/// What an action gets to look at.
+pub struct Context<'a> {
+    pub tool: &'a str,
+    pub args: &'a Value,
+    pub loaded: &'a LoadedConfig,
+    pub env: &'a Environment,
+    pub snapshot: &'a Snapshot,
+}
+
+/// A tool call, ready for the pipeline.
+pub struct Plan<'a> {
+    /// What policy is asked.
+    pub action: Action<'a>,
+    /// The device it addresses, with its grants.
+    pub device: Option<Device<'a>>,
+    /// Resource keys claimed for the duration of the work.
+    pub resources: Vec<String>,
+    /// The work itself.
+    pub work: Work<'a>,
+}
+
+/// The work of a call.
+pub enum Work<'a> {
+    /// Computed in-process from the snapshot; touches no device.
+    Local(Box<dyn FnOnce() -> Acted + Send + 'a>),
+    /// One driver call on a blocking thread with a deadline.
+    Driver(DriverJob),
+}
+
+/// A driver call.
+pub struct DriverJob {
+    /// The gate's own deadline (the driver has its own, shorter one).
+    pub deadline: Duration,
+    /// What is known about contact if the gate has to abandon the call at its deadline.
+    pub if_abandoned: Contact,
+    /// The call; it must honour the cancel flag.
+    pub run: Box<dyn FnOnce(CancelFlag) -> Acted + Send + 'static>,
+}
+
+/// What the work produced, and what the driver knows about contact.
+pub struct Acted {
+    pub outcome: Outcome,
+    /// `None` when the work touched no device at all (local work).
+    pub contact: Option<Contact>,
+}
+
+/// The plan for `tool`, or a refusal that needs no authorization (wrong probe count, …).
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    match ctx.tool {
+        "debugger_info" => debugger_info::plan(ctx),
+        "project_config_describe" => describe::plan(ctx),
+        other => Err(Box::new(unknown_tool(other))),
+    }
+}
+
+/// The answer to a name that is not a listed tool.
+pub fn unknown_tool(tool: &str) -> Outcome {
+    Outcome::refused(
+        tool,
+        "unknown_tool",
+        "No tool of that name is listed by this server.",
+    )
+    .with_remediation(["Call tools/list and use one of the names it returns."])
+    .with_do_not(["Do not reach the hardware another way because a tool name was not found."])
+}

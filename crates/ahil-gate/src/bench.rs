@@ -1,0 +1,285 @@
+//! The gate: every tool call runs the same stages, in this order, as code.
+//!
+//! 1 validate · 2 snapshot · 3 authorize · 4 claim · 5 act · 6 settle · 7 record · 8 answer.
+//! A refusal at any stage skips the later ones but still goes through `answer`, so every result
+//! carries the same envelope fields.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use ahil_config::{ConfigError, Environment, LoadedConfig};
+use ahil_drivers::Contact;
+use ahil_drivers::process::CancelFlag;
+use serde_json::Value;
+
+use crate::actions::{self, Acted, Context, DriverJob, Work};
+use crate::catalogue::{self, ToolSpec};
+use crate::claims::Claims;
+use crate::envelope::{HardwareState, Outcome, SideEffectStatus, mark_side_effect};
+use crate::policy::{self, Refusal};
+use crate::snapshot::Snapshot;
+use crate::validate;
+use ahil_config::time;
+
+/// Tools whose answer always carries `config_status`, stale or not: they are how an agent asks
+/// "which configuration am I talking to?".
+const ALWAYS_STATUS: &[&str] = &["debugger_info", "project_config_describe"];
+
+/// The gate for one workspace.
+pub struct Bench {
+    state: State,
+    claims: Claims,
+}
+
+enum State {
+    Provisioned(Box<Provisioned>),
+    Unprovisioned {
+        workspace: PathBuf,
+        why: ConfigError,
+    },
+}
+
+struct Provisioned {
+    loaded: LoadedConfig,
+    env: Environment,
+}
+
+impl Bench {
+    /// A gate over a loaded configuration.
+    pub fn provisioned(loaded: LoadedConfig, env: Environment) -> Self {
+        Self {
+            state: State::Provisioned(Box::new(Provisioned { loaded, env })),
+            claims: Claims::default(),
+        }
+    }
+
+    /// A gate for a workspace without a configuration: it lists the tools and refuses every call.
+    pub fn unprovisioned(workspace: PathBuf, why: ConfigError) -> Self {
+        Self {
+            state: State::Unprovisioned { workspace, why },
+            claims: Claims::default(),
+        }
+    }
+
+    /// Whether a configuration is loaded.
+    pub fn is_provisioned(&self) -> bool {
+        matches!(self.state, State::Provisioned(_))
+    }
+
+    /// Why the gate is unprovisioned, if it is.
+    pub fn unprovisioned_reason(&self) -> Option<&ConfigError> {
+        match &self.state {
+            State::Unprovisioned { why, .. } => Some(why),
+            State::Provisioned(_) => None,
+        }
+    }
+
+    /// The loaded configuration, if any.
+    pub fn loaded(&self) -> Option<&LoadedConfig> {
+        match &self.state {
+            State::Provisioned(bench) => Some(&bench.loaded),
+            State::Unprovisioned { .. } => None,
+        }
+    }
+
+    /// The tools this gate lists.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        catalogue::tools(self.is_provisioned())
+    }
+
+    /// Run one tool call through every stage.
+    pub async fn call(&self, tool: &str, args: Value) -> Outcome {
+        let started = SystemTime::now();
+        let clock = Instant::now();
+        let Some(spec) = catalogue::tool(tool, self.is_provisioned()) else {
+            return actions::unknown_tool(tool);
+        };
+        let bench = match &self.state {
+            State::Provisioned(bench) => bench,
+            State::Unprovisioned { workspace, .. } => return unprovisioned(tool, workspace),
+        };
+
+        // 1 validate
+        if let Err(refusal) = validate::validate_arguments(tool, &spec.input_schema, &args) {
+            return answer(*refusal, &Snapshot::take(&bench.loaded), started, clock);
+        }
+
+        // 2 snapshot
+        let snapshot = Snapshot::take(&bench.loaded);
+
+        // 3 authorize
+        let ctx = Context {
+            tool,
+            args: &args,
+            loaded: &bench.loaded,
+            env: &bench.env,
+            snapshot: &snapshot,
+        };
+        let plan = match actions::plan(&ctx) {
+            Ok(plan) => plan,
+            Err(refusal) => return answer(*refusal, &snapshot, started, clock),
+        };
+        let config = &bench.loaded.config;
+        if let Err(refusal) = policy::authorize(
+            config.version,
+            &config.permissions,
+            plan.device,
+            &plan.action,
+        ) {
+            return answer(refused(tool, refusal), &snapshot, started, clock);
+        }
+
+        // 4 claim: held through settle and record so the next caller sees a settled device.
+        let claim = self.claims.claim(&plan.resources).await;
+
+        // 5 act
+        let acted = act(tool, plan.work).await;
+
+        // 6 settle
+        let mut outcome = settle(acted);
+
+        // 7 record
+        record(&mut outcome);
+        drop(claim);
+
+        // 8 answer
+        answer(outcome, &snapshot, started, clock)
+    }
+}
+
+/// The refusal of an unprovisioned gate: nothing can run without a configuration.
+fn unprovisioned(tool: &str, workspace: &Path) -> Outcome {
+    Outcome::refused(
+        tool,
+        "config_file_not_found",
+        "This workspace has no agentic-hil configuration, so there is no bench and no permission to act under.",
+    )
+    .with("workspace_root", workspace.display().to_string())
+    .with_next_step("Ask the operator to run `agentic-hil init` in the workspace, then call this tool again.")
+    .with_remediation([
+        "The operator runs `agentic-hil init` in the workspace; it writes the configuration this server needs.",
+        "Then run `agentic-hil doctor` to check the bench it describes.",
+    ])
+    .with_do_not([
+        "Do not write the configuration by hand, and do not drive the hardware another way meanwhile: no configuration means no policy, not permission.",
+    ])
+    .not_started(false)
+}
+
+/// A policy refusal as an envelope. `permission_denied` is final: the next step says so.
+fn refused(tool: &str, refusal: Refusal) -> Outcome {
+    let mut outcome = Outcome::refused(tool, refusal.error_type, refusal.summary);
+    if let Some(key) = refusal.permission {
+        outcome = outcome
+            .with_next_step(format!(
+                "This refusal is the answer: report that `{key}` is false and stop. Only the operator can open it, \
+                 at their own shell (`agentic-hil grant {key}`); do not edit the configuration and do not do this another way."
+            ))
+            .with("permission", key);
+    }
+    outcome.not_contacted()
+}
+
+/// Stage 5: run the work. Driver calls run on a blocking thread under the gate's deadline; if the
+/// call is abandoned (deadline, or this future dropped), the cancel flag kills the child's group.
+async fn act(tool: &str, work: Work<'_>) -> Acted {
+    match work {
+        Work::Local(job) => job(),
+        Work::Driver(DriverJob {
+            deadline,
+            if_abandoned,
+            run,
+        }) => {
+            let cancel = CancelFlag::default();
+            let _kill_on_drop = cancel.guard();
+            let task = tokio::task::spawn_blocking({
+                let cancel = cancel.clone();
+                move || run(cancel)
+            });
+            match tokio::time::timeout(deadline, task).await {
+                Ok(Ok(acted)) => acted,
+                Ok(Err(join_error)) => Acted {
+                    outcome: Outcome::refused(
+                        tool,
+                        "hardware_action_exception",
+                        format!("The driver call failed unexpectedly: {join_error}."),
+                    ),
+                    contact: Some(if_abandoned),
+                },
+                Err(_) => Acted {
+                    outcome: Outcome::refused(
+                        tool,
+                        "timeout",
+                        format!(
+                            "The call did not finish within the gate's {} s deadline.",
+                            secs(deadline)
+                        ),
+                    ),
+                    contact: Some(if_abandoned),
+                },
+            }
+        }
+    }
+}
+
+fn secs(duration: Duration) -> u64 {
+    duration.as_secs()
+}
+
+/// Stage 6: turn what the driver knows about contact into the effect fields. Only a driver's own
+/// proof makes a failure retry-safe; a possible contact leaves the state unknown for the incident
+/// path.
+fn settle(acted: Acted) -> Outcome {
+    let Acted {
+        mut outcome,
+        contact,
+    } = acted;
+    match contact {
+        Some(Contact::None { .. }) if !outcome.ok => outcome = outcome.not_contacted(),
+        Some(Contact::None { .. }) => outcome.target_contacted = Some(false),
+        Some(Contact::Made) => outcome.target_contacted = Some(true),
+        Some(Contact::Possible) if !outcome.ok => {
+            if outcome.side_effect_status.is_none() {
+                outcome.side_effect_status = Some(SideEffectStatus::Unknown);
+            }
+            outcome.hardware_state = Some(HardwareState::Unknown);
+            outcome.retry_safe = Some(false);
+            incident_hook(&outcome);
+        }
+        Some(Contact::Possible) | None => {}
+    }
+    mark_side_effect(&mut outcome);
+    outcome
+}
+
+/// Seam for the incident and recovery policy of a later issue: an unknown hardware state will open an
+/// incident here, which the recovery policy settles or leaves standing.
+fn incident_hook(_outcome: &Outcome) {}
+
+/// Stage 7: seam for the canonical report and hash-chained effect log of a later issue. Nothing is
+/// written yet, so `audit_ok` is left unset rather than claimed.
+fn record(_outcome: &mut Outcome) {}
+
+/// Stage 8: the envelope's common fields.
+fn answer(
+    mut outcome: Outcome,
+    snapshot: &Snapshot,
+    started: SystemTime,
+    clock: Instant,
+) -> Outcome {
+    if snapshot.stale || ALWAYS_STATUS.contains(&outcome.tool.as_str()) {
+        outcome.config_status = Some(snapshot.status.clone());
+    }
+    if snapshot.stale {
+        outcome.config_stale = Some(true);
+    }
+    outcome.config_in_force = Some(snapshot.in_force.clone());
+    outcome.started_at = Some(time::iso_millis(started));
+    outcome.finished_at = Some(time::now_millis());
+    outcome.elapsed_ms = Some(u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX));
+    outcome
+}
+
+#[cfg(test)]
+#[path = "bench_tests.rs"]
+mod tests;

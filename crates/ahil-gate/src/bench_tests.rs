@@ -1,0 +1,345 @@
+use super::*;
+use crate::testkit::{Fixture, NULL_EXECUTABLE, executable_line};
+use serde_json::json;
+use std::sync::Arc;
+
+const OPENOCD_BANNER: &str = "echo 'Open On-Chip Debugger 0.12.0' >&2";
+
+fn bench_with(fixture: &Fixture, text: &str) -> Bench {
+    fixture.write_config(text);
+    Bench::provisioned(fixture.load(), fixture.env.clone())
+}
+
+fn bench_with_tool(fixture: &Fixture, kind: &str, body: &str) -> Bench {
+    let exe = fixture.tool("fake-debugger", body);
+    let text = fixture.starter_with(&[
+        ("    type: \"openocd\"", &format!("    type: \"{kind}\"")),
+        (NULL_EXECUTABLE, &executable_line(&exe)),
+    ]);
+    bench_with(fixture, &text)
+}
+
+fn unprovisioned_bench(fixture: &Fixture) -> Bench {
+    let why = ahil_config::load_authoritative(&fixture.workspace, &fixture.env)
+        .expect_err("no config yet");
+    Bench::unprovisioned(fixture.workspace.clone(), why)
+}
+
+#[tokio::test]
+async fn every_listed_tool_refuses_without_a_configuration() {
+    let fixture = Fixture::new();
+    let bench = unprovisioned_bench(&fixture);
+    assert!(!bench.is_provisioned());
+    for spec in bench.tools() {
+        let value = bench.call(&spec.name, json!({})).await.to_value();
+        assert_eq!(
+            value["error_type"], "config_file_not_found",
+            "{}",
+            spec.name
+        );
+        assert!(
+            value["next_step"]
+                .as_str()
+                .is_some_and(|s| s.contains("agentic-hil init"))
+        );
+        assert_eq!(value["side_effect_status"], "not_started");
+        assert_eq!(value["hardware_state"], "unchanged");
+        assert_eq!(value["retry_safe"], false);
+        assert_eq!(value["side_effect_committed"], false);
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_named_as_such_with_or_without_a_configuration() {
+    let fixture = Fixture::new();
+    let outcome = unprovisioned_bench(&fixture)
+        .call("flash_everything", json!({}))
+        .await;
+    assert_eq!(outcome.error_type.as_deref(), Some("unknown_tool"));
+    let bench = bench_with(&fixture, &fixture.starter());
+    let outcome = bench.call("flash_everything", json!({})).await;
+    assert_eq!(outcome.error_type.as_deref(), Some("unknown_tool"));
+}
+
+#[tokio::test]
+async fn unexpected_arguments_are_refused_before_anything_runs() {
+    let fixture = Fixture::new();
+    let bench = bench_with(&fixture, &fixture.starter());
+    let value = bench
+        .call("debugger_info", json!({"foo": 1}))
+        .await
+        .to_value();
+    assert_eq!(value["error_type"], "invalid_argument");
+    assert_eq!(value["field"], "foo");
+    assert_eq!(value["validator"], "additionalProperties");
+    let value = bench.call("debugger_info", json!([1])).await.to_value();
+    assert_eq!(value["error_type"], "invalid_argument");
+}
+
+#[tokio::test]
+async fn the_starter_entry_answers_debugger_not_found_without_contact() {
+    let fixture = Fixture::new();
+    let bench = bench_with(&fixture, &fixture.starter());
+    let outcome = bench.call("debugger_info", json!({})).await;
+    let value = outcome.to_value();
+    assert_eq!(value["error_type"], "debugger_not_found");
+    assert_eq!(value["backend_error_type"], "openocd_not_found");
+    assert_eq!(value["target_contacted"], false);
+    assert_eq!(value["retry_safe"], true);
+    assert!(!outcome.remediation.is_empty());
+    assert_eq!(value["config_status"]["state"], "unchanged");
+    assert!(
+        value["config_in_force"]["digest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("sha256:"))
+    );
+}
+
+#[tokio::test]
+async fn debugger_info_reports_the_openocd_banner() {
+    let fixture = Fixture::new();
+    let bench = bench_with_tool(&fixture, "openocd", OPENOCD_BANNER);
+    let outcome = bench.call("debugger_info", json!({})).await;
+    assert!(crate::overall_success(&outcome), "{:?}", outcome.to_value());
+    let value = outcome.to_value();
+    assert_eq!(value["backend"], "openocd");
+    assert_eq!(value["version"], "Open On-Chip Debugger 0.12.0");
+    assert_eq!(value["probe_id"], Value::Null);
+    assert_eq!(value["summary"], "OpenOCD is available.");
+    assert_eq!(value["target_contacted"], false);
+    assert_eq!(value["config_status"]["state"], "unchanged");
+    assert!(
+        value["executable"]
+            .as_str()
+            .is_some_and(|e| e.ends_with("fake-debugger"))
+    );
+    assert!(value.get("target_type").is_none() && value.get("interface").is_none());
+}
+
+#[tokio::test]
+async fn pyocd_answers_carry_the_target_type_and_stlink_answers_the_interface() {
+    let fixture = Fixture::new();
+    let value = bench_with_tool(&fixture, "pyocd", "echo 0.36.0")
+        .call("debugger_info", json!({}))
+        .await
+        .to_value();
+    assert_eq!(
+        (value["version"].clone(), value["target_type"].clone()),
+        (json!("0.36.0"), Value::Null)
+    );
+    let fixture = Fixture::new();
+    let value = bench_with_tool(
+        &fixture,
+        "stlink",
+        "echo 'STM32CubeProgrammer version: 2.16.0'",
+    )
+    .call("debugger_info", json!({}))
+    .await
+    .to_value();
+    assert_eq!(value["version"], "STM32CubeProgrammer 2.16.0");
+    assert_eq!(value["interface"], "SWD");
+}
+
+#[tokio::test]
+async fn a_hanging_toolchain_times_out_and_is_retry_safe() {
+    let fixture = Fixture::new();
+    let exe = fixture.tool("openocd-hangs", "sleep 30");
+    let text = fixture.starter_with(&[
+        (NULL_EXECUTABLE, &executable_line(&exe)),
+        ("    timeout_s: 60", "    timeout_s: 0.3"),
+    ]);
+    let bench = bench_with(&fixture, &text);
+    let started = Instant::now();
+    let value = bench.call("debugger_info", json!({})).await.to_value();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(value["error_type"], "timeout");
+    assert_eq!(value["target_contacted"], false);
+    assert_eq!(value["retry_safe"], true);
+}
+
+#[tokio::test]
+async fn a_failing_version_check_is_a_debugger_error_with_the_backends_words() {
+    let fixture = Fixture::new();
+    let value = bench_with_tool(&fixture, "openocd", "echo 'Error: no libusb' >&2\nexit 3")
+        .call("debugger_info", json!({}))
+        .await
+        .to_value();
+    assert_eq!(value["error_type"], "debugger_error");
+    assert_eq!(value["backend_error_type"], "unknown_debugger_error");
+    assert!(
+        value["backend_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no libusb"))
+    );
+}
+
+#[tokio::test]
+async fn two_debuggers_leave_none_bound() {
+    let fixture = Fixture::new();
+    let starter = fixture.starter();
+    let start = starter.find("  dut:\n").expect("starter has dut");
+    let end = starter[start..]
+        .find("\ndebug:\n")
+        .map(|i| start + i)
+        .expect("debug section");
+    let second = starter[start..end]
+        .replacen("  dut:", "  dut2:", 1)
+        .replacen("    probe_id: null", "    probe_id: \"SECOND\"", 1);
+    let text = format!(
+        "{}{}\n{}",
+        &starter[..end],
+        second.trim_end(),
+        &starter[end..]
+    );
+    let value = bench_with(&fixture, &text)
+        .call("debugger_info", json!({}))
+        .await
+        .to_value();
+    assert_eq!(value["error_type"], "not_supported");
+    assert_eq!(value["configured_debuggers"], json!(["dut", "dut2"]));
+    assert_eq!(value["retry_safe"], false);
+}
+
+#[tokio::test]
+async fn a_version_one_file_needs_allow_probe_for_debugger_info() {
+    let fixture = Fixture::new();
+    let exe = fixture.tool("openocd", OPENOCD_BANNER);
+    let text = fixture.starter_with(&[
+        ("version: 3", "version: 1"),
+        (NULL_EXECUTABLE, &executable_line(&exe)),
+        (
+            "      allow_flash: true",
+            "      allow_probe: false\n      allow_flash: true",
+        ),
+    ]);
+    let value = bench_with(&fixture, &text)
+        .call("debugger_info", json!({}))
+        .await
+        .to_value();
+    assert_eq!(value["error_type"], "permission_denied");
+    assert_eq!(value["permission"], "debuggers.dut.permissions.allow_probe");
+    assert!(
+        value["next_step"]
+            .as_str()
+            .is_some_and(|s| s.contains("agentic-hil grant"))
+    );
+    assert_eq!(value["config_status"]["state"], "unchanged");
+}
+
+#[tokio::test]
+async fn a_changed_file_marks_every_answer_stale() {
+    let fixture = Fixture::new();
+    let bench = bench_with(&fixture, &fixture.starter());
+    fixture.write_config(
+        &fixture.starter_with(&[("  name: \"example-target\"", "  name: \"other\"")]),
+    );
+    let value = bench
+        .call("project_config_describe", json!({}))
+        .await
+        .to_value();
+    assert_eq!(value["config_stale"], true);
+    assert_eq!(value["config_status"]["state"], "changed");
+    assert_eq!(value["config_in_force"]["diverged_from_file"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_calls_on_one_debugger_run_one_after_the_other() {
+    let fixture = Fixture::new();
+    let bench = Arc::new(bench_with_tool(
+        &fixture,
+        "openocd",
+        &format!("sleep 0.4\n{OPENOCD_BANNER}"),
+    ));
+    let started = Instant::now();
+    let (a, b) = tokio::join!(
+        bench.call("debugger_info", json!({})),
+        bench.call("debugger_info", json!({}))
+    );
+    assert!(a.ok && b.ok);
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_call_kills_its_child() {
+    let fixture = Fixture::new();
+    let pid_file = fixture.tools.join("pid");
+    let body = format!("echo $$ > '{}'\nexec sleep 30", pid_file.display());
+    let bench = Arc::new(bench_with_tool(&fixture, "openocd", &body));
+    let task = tokio::spawn({
+        let bench = Arc::clone(&bench);
+        async move { bench.call("debugger_info", json!({})).await }
+    });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pid_file.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let pid = std::fs::read_to_string(&pid_file).expect("the fake wrote its pid");
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let alive = |dir: &std::path::Path| {
+        std::fs::read_to_string(dir.join("stat")).is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    while alive(&proc_dir) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!alive(&proc_dir), "the child outlived its abandoned call");
+}
+
+#[tokio::test]
+async fn describe_lists_writable_and_locked_keys_with_their_grants() {
+    let fixture = Fixture::new();
+    let text = fixture.starter_with(&[(
+        "  allow_config_description_write: true",
+        "  allow_config_description_write: false",
+    )]);
+    let value = bench_with(&fixture, &text)
+        .call("project_config_describe", json!({}))
+        .await
+        .to_value();
+    assert!(value["ok"].as_bool().unwrap_or(false), "{value}");
+    for field in [
+        "config_status",
+        "document_source",
+        "permissions_in_force",
+        "path",
+        "workspace_root",
+        "config_version",
+        "rights",
+        "writable_keys",
+        "locked_keys",
+        "new_entry_patterns",
+        "open_holds",
+        "writes_blocked_by_open_run",
+        "next_steps",
+    ] {
+        assert!(value.get(field).is_some(), "missing {field}");
+    }
+    assert_eq!(value["config_version"], 3);
+    let locked = value["locked_keys"].as_array().expect("array");
+    let probe = locked
+        .iter()
+        .find(|k| k["key"] == "debuggers.dut.probe_id")
+        .expect("probe_id is locked behind the description grant");
+    assert_eq!(
+        probe["unlocked_by"],
+        "permissions.allow_config_description_write"
+    );
+    assert_eq!(probe["current_value"], Value::Null);
+    let writable = value["writable_keys"].as_array().expect("array");
+    let flash = writable
+        .iter()
+        .find(|k| k["key"] == "debuggers.dut.permissions.allow_flash")
+        .expect("permission keys stay writable");
+    assert_eq!(flash["current_value"], true);
+    assert_eq!(flash["value_schema"]["type"], "boolean");
+    assert_eq!(
+        value["permissions_in_force"]["debuggers"]["dut"]["allow_mass_erase"],
+        false
+    );
+    assert_eq!(value["rights"][0]["granted"], false);
+}

@@ -1,0 +1,259 @@
+//! `agentic-hil doctor`: load the configuration fresh and say whether this bench can work, without
+//! touching hardware (the only programs run are the pinned toolchains' `--version`).
+//!
+//! Bench binding follows the reference's verdicts: a debugger entry is unbound when it pins no
+//! executable (the untouched starter entry is never autodetected; any other entry whose toolchain
+//! was not found drives nothing), and a COM port is unbound while its `device` is null. A placeholder
+//! `target.controller` is reported but refuses nothing.
+
+use std::fs::{self, OpenOptions};
+use std::path::Path;
+use std::time::Duration;
+
+use ahil_config::{
+    Config, ConfigError, Environment, ExecutableState, LoadedConfig, load_authoritative,
+};
+use ahil_drivers::debugger_version;
+use serde_json::{Map, Value, json};
+
+use crate::actions::debugger_info::backend_of;
+use crate::envelope::Outcome;
+
+const TOOL: &str = "agentic_hil_doctor";
+
+/// One checked aspect of the bench.
+struct Finding {
+    name: &'static str,
+    ok: bool,
+    summary: String,
+    details: Map<String, Value>,
+}
+
+impl Finding {
+    fn to_value(&self) -> Value {
+        let mut object = Map::new();
+        object.insert("name".into(), json!(self.name));
+        object.insert("ok".into(), json!(self.ok));
+        object.insert("summary".into(), json!(self.summary));
+        object.extend(self.details.clone());
+        Value::Object(object)
+    }
+}
+
+/// Check the workspace's bench. `ok` is false whenever the bench cannot work (UNBOUND included).
+pub fn doctor(workspace: &Path, env: &Environment) -> Outcome {
+    let loaded = match load_authoritative(workspace, env) {
+        Ok(loaded) => loaded,
+        Err(error) => return config_error(&error),
+    };
+    let (debuggers_finding, debuggers) = check_debuggers(&loaded);
+    let findings = [
+        debuggers_finding,
+        check_state_root(&loaded.config.state_root),
+        check_binding(&loaded),
+    ];
+    let unhealthy: Vec<&str> = findings.iter().filter(|f| !f.ok).map(|f| f.name).collect();
+    // The binding verdict also stands alone at the top, where the reference's doctor puts it.
+    let binding = findings[2].to_value();
+    let ok = unhealthy.is_empty();
+    let summary = if ok {
+        format!(
+            "Configuration loaded; {} debugger(s) checked; the bench is bound.",
+            debuggers.len()
+        )
+    } else {
+        findings
+            .iter()
+            .filter(|f| !f.ok)
+            .map(|f| f.summary.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // Like the reference, an unhealthy bench is `ok: false` without an error_type: nothing failed,
+    // the findings say what is missing.
+    let mut outcome = Outcome::ok(TOOL, summary);
+    outcome.ok = ok;
+    if let Some(next) = findings
+        .iter()
+        .find_map(|f| f.details.get("next_step").and_then(Value::as_str))
+    {
+        outcome.next_step = Some(next.to_owned());
+    }
+    outcome.config_status = serde_json::to_value(loaded.status()).ok();
+    outcome
+        .with("config_path", loaded.display_path.as_str())
+        .with("findings", Value::Array(findings.iter().map(Finding::to_value).collect()))
+        .with("unhealthy", json!(unhealthy))
+        .with("bench_binding", binding)
+        .with(
+            "target",
+            json!({"name": loaded.config.target.name, "controller": loaded.config.target.controller}),
+        )
+        .with("debuggers", Value::Object(debuggers))
+}
+
+fn config_error(error: &ConfigError) -> Outcome {
+    let mut outcome = Outcome::refused(TOOL, error.error_type(), error.summary());
+    if let Some(field) = error.field() {
+        outcome.set("field", field);
+    }
+    for (key, value) in error.details() {
+        outcome.set(&key, value);
+    }
+    outcome.with_remediation(error.remediation())
+}
+
+/// Run each pinned toolchain's `--version`; entries without one are the binding check's business.
+fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Map<String, Value>) {
+    let config = &loaded.config;
+    let bound = config.auto_bound_debugger().map(|(name, _)| name);
+    let mut entries = Map::new();
+    let mut failed = Vec::new();
+    for (name, debugger) in &config.debuggers {
+        let mut entry = Map::new();
+        entry.insert("type".into(), json!(debugger.kind.as_str()));
+        entry.insert("probe_id".into(), json!(debugger.probe_id));
+        entry.insert("bound".into(), json!(bound == Some(name.as_str())));
+        let state = loaded.executables.debuggers.get(name);
+        entry.insert("executable_state".into(), json!(state_name(state)));
+        if let (Some(path), Some(backend)) =
+            (loaded.executables.debugger(name), backend_of(debugger.kind))
+        {
+            let timeout =
+                Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_secs(10));
+            let check = match debugger_version(backend, path, timeout, None) {
+                Ok(report) => json!({"ok": true, "version": report.version}),
+                Err(error) => {
+                    failed.push(name.clone());
+                    json!({"ok": false, "error_type": error.error_type(), "summary": error.to_string()})
+                }
+            };
+            entry.insert("check".into(), check);
+        }
+        entries.insert(name.clone(), Value::Object(entry));
+    }
+    let finding = Finding {
+        name: "debuggers",
+        ok: failed.is_empty(),
+        summary: if failed.is_empty() {
+            "Every pinned debugger toolchain answers `--version`.".to_owned()
+        } else {
+            format!("The toolchain check failed for: {}.", failed.join(", "))
+        },
+        details: Map::new(),
+    };
+    (finding, entries)
+}
+
+fn state_name(state: Option<&ExecutableState>) -> &'static str {
+    match state {
+        Some(ExecutableState::Pinned { .. }) => "pinned",
+        Some(ExecutableState::Unbound { .. }) => "unbound",
+        Some(ExecutableState::Disabled { .. }) | None => "disabled",
+    }
+}
+
+/// Every hardware action is recorded under the state root, so it must accept a write.
+fn check_state_root(state_root: &Path) -> Finding {
+    let probe = state_root.join(format!(".agentic-hil-doctor-{}", std::process::id()));
+    let result = fs::create_dir_all(state_root)
+        .and_then(|()| OpenOptions::new().write(true).create_new(true).open(&probe))
+        .and_then(|_| fs::remove_file(&probe));
+    match result {
+        Ok(()) => Finding {
+            name: "state_root",
+            ok: true,
+            summary: "The state root accepts writes.".to_owned(),
+            details: Map::new(),
+        },
+        Err(error) => Finding {
+            name: "state_root",
+            ok: false,
+            summary: format!("The state root does not accept writes ({error})."),
+            details: Map::new(),
+        },
+    }
+}
+
+fn check_binding(loaded: &LoadedConfig) -> Finding {
+    let config = &loaded.config;
+    let unbound_debuggers: Vec<&str> = config
+        .debuggers
+        .keys()
+        .filter(|name| loaded.executables.debugger(name).is_none())
+        .map(String::as_str)
+        .collect();
+    let unbound_ports: Vec<&str> = config
+        .com_ports
+        .iter()
+        .filter(|(_, port)| port.device.is_none())
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let mut unbound = Vec::new();
+    let mut reasons = Vec::new();
+    if !unbound_debuggers.is_empty() {
+        unbound.push(json!({"field": "debuggers", "entries": unbound_debuggers}));
+        let keys: Vec<String> = unbound_debuggers
+            .iter()
+            .map(|n| format!("debuggers.{n}"))
+            .collect();
+        reasons.push(format!("{} names no executable", keys.join(", ")));
+    }
+    if !unbound_ports.is_empty() {
+        unbound.push(json!({"field": "com_ports", "entries": unbound_ports}));
+        let keys: Vec<String> = unbound_ports
+            .iter()
+            .map(|n| format!("com_ports.{n}"))
+            .collect();
+        reasons.push(format!("{} names no device", keys.join(", ")));
+    }
+    let placeholders = placeholders(config);
+    if !placeholders.is_empty() {
+        reasons.push("target.controller is still a placeholder".to_owned());
+    }
+    let ok = unbound.is_empty();
+    let mut details = Map::new();
+    details.insert("unbound".into(), Value::Array(unbound));
+    details.insert("placeholders".into(), Value::Array(placeholders));
+    let summary = if ok && reasons.is_empty() {
+        "Every declared device names its hardware.".to_owned()
+    } else if ok {
+        format!(
+            "Bound; {} (nothing is refused for it).",
+            reasons.join(" and ")
+        )
+    } else {
+        // Starts with the key it names, lower case as written in the file.
+        format!("{}.", reasons.join(" and "))
+    };
+    if !ok {
+        // `adopt-hardware` fills these keys from the attached board once it exists; until then the
+        // operator names them by hand.
+        let step = unbound_debuggers.first().map_or_else(
+            || "Name each port's device (or its /dev/serial/by-id path) in the configuration, then run: agentic-hil doctor".to_owned(),
+            |name| {
+                format!("Set debuggers.{name}.executable to the toolchain's absolute path (outside the workspace), attach the board, then run: agentic-hil doctor")
+            },
+        );
+        details.insert("next_step".into(), json!(step));
+        details.insert("verdict".into(), json!("unbound"));
+    }
+    Finding {
+        name: "bench_binding",
+        ok,
+        summary,
+        details,
+    }
+}
+
+fn placeholders(config: &Config) -> Vec<Value> {
+    if config.is_placeholder_controller() {
+        vec![json!({"field": "target.controller", "value": config.target.controller})]
+    } else {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+#[path = "doctor_tests.rs"]
+mod tests;

@@ -1,0 +1,197 @@
+use super::*;
+use crate::testkit::{Fixture, NULL_EXECUTABLE, executable_line};
+
+const OPENOCD_BANNER: &str = "echo 'Open On-Chip Debugger 0.12.0' >&2";
+
+fn verdict(fixture: &Fixture, text: &str) -> Value {
+    fixture.write_config(text);
+    doctor(&fixture.workspace, &fixture.env).to_value()
+}
+
+fn finding<'v>(value: &'v Value, name: &str) -> &'v Value {
+    value["findings"]
+        .as_array()
+        .and_then(|all| all.iter().find(|f| f["name"] == name))
+        .unwrap_or_else(|| panic!("no {name} finding in {value}"))
+}
+
+#[test]
+fn the_generated_starter_is_unbound_and_unusable() {
+    let fixture = Fixture::new();
+    fixture.tool("openocd", OPENOCD_BANNER); // on PATH: the starter is still not autodetected
+    let value = verdict(&fixture, &fixture.starter());
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["unhealthy"], json!(["bench_binding"]));
+    let binding = finding(&value, "bench_binding");
+    assert_eq!(
+        binding["unbound"],
+        json!([{"field": "debuggers", "entries": ["dut"]}])
+    );
+    assert_eq!(binding["placeholders"][0]["field"], "target.controller");
+    assert!(
+        binding["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("debuggers.dut names no executable"))
+    );
+    assert_eq!(binding["verdict"], json!("unbound"));
+    assert_eq!(
+        &value["bench_binding"], binding,
+        "the verdict also stands at the top"
+    );
+    assert!(
+        value["next_step"]
+            .as_str()
+            .is_some_and(|s| s.contains("debuggers.dut.executable"))
+    );
+    assert!(value["config_status"].is_object());
+}
+
+#[test]
+fn a_pinned_executable_binds_the_bench_despite_the_placeholder_controller() {
+    let fixture = Fixture::new();
+    let exe = fixture.tool("openocd-fake", OPENOCD_BANNER);
+    let value = verdict(
+        &fixture,
+        &fixture.starter_with(&[(NULL_EXECUTABLE, &executable_line(&exe))]),
+    );
+    assert_eq!(value["ok"], true, "{value}");
+    assert_eq!(finding(&value, "bench_binding")["ok"], true);
+    assert_eq!(
+        value["debuggers"]["dut"]["check"]["version"],
+        "Open On-Chip Debugger 0.12.0"
+    );
+}
+
+#[test]
+fn a_probe_id_alone_does_not_bind_when_no_openocd_is_found() {
+    let fixture = Fixture::new();
+    let value = verdict(
+        &fixture,
+        &fixture.starter_with(&[("    probe_id: null", "    probe_id: \"066DFF123\"")]),
+    );
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["unhealthy"], json!(["bench_binding"]));
+}
+
+#[test]
+fn a_probe_id_makes_the_entry_autodetect_openocd_on_path() {
+    let fixture = Fixture::new();
+    fixture.tool("openocd", OPENOCD_BANNER);
+    let value = verdict(
+        &fixture,
+        &fixture.starter_with(&[("    probe_id: null", "    probe_id: \"066DFF123\"")]),
+    );
+    assert_eq!(value["ok"], true, "{value}");
+}
+
+#[test]
+fn a_real_controller_alone_leaves_the_bench_unbound() {
+    let fixture = Fixture::new();
+    let value = verdict(
+        &fixture,
+        &fixture.starter_with(&[(
+            "  controller: \"unknown-controller\"",
+            "  controller: \"STM32F446RE\"",
+        )]),
+    );
+    assert_eq!(value["unhealthy"], json!(["bench_binding"]));
+    assert_eq!(finding(&value, "bench_binding")["placeholders"], json!([]));
+}
+
+#[test]
+fn a_pyocd_entry_without_an_executable_autodetects_pyocd() {
+    let fixture = Fixture::new();
+    fixture.tool("pyocd", "echo 0.36.0");
+    let value = verdict(
+        &fixture,
+        &fixture.starter_with(&[("    type: \"openocd\"", "    type: \"pyocd\"")]),
+    );
+    assert_eq!(value["ok"], true, "{value}");
+}
+
+#[test]
+fn a_configuration_without_debuggers_is_bound() {
+    let fixture = Fixture::new();
+    let starter = fixture.starter();
+    let start = starter.find("debuggers:\n").expect("debuggers section");
+    let end = starter.find("\ndebug:\n").expect("debug section");
+    let text = format!("{}debuggers: {{}}\n{}", &starter[..start], &starter[end..]);
+    let value = verdict(&fixture, &text);
+    assert_eq!(value["ok"], true, "{value}");
+}
+
+#[test]
+fn a_failing_toolchain_makes_the_debuggers_finding_unhealthy() {
+    let fixture = Fixture::new();
+    let exe = fixture.tool("openocd-bad", "echo boom >&2\nexit 3");
+    let value = verdict(
+        &fixture,
+        &fixture.starter_with(&[(NULL_EXECUTABLE, &executable_line(&exe))]),
+    );
+    assert_eq!(value["unhealthy"], json!(["debuggers"]));
+    assert_eq!(
+        value["debuggers"]["dut"]["check"]["error_type"],
+        "debugger_error"
+    );
+}
+
+#[test]
+fn a_missing_configuration_is_the_loaders_error() {
+    let fixture = Fixture::new();
+    let value = doctor(&fixture.workspace, &fixture.env).to_value();
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error_type"], "config_file_not_found");
+    assert_eq!(value["tool"], "agentic_hil_doctor");
+}
+
+#[test]
+fn an_unwritable_state_root_is_unhealthy() {
+    let fixture = Fixture::new();
+    let blocker = fixture.home.join("not-a-dir");
+    std::fs::write(&blocker, "file").expect("write");
+    let finding = check_state_root(&blocker.join("state"));
+    assert!(!finding.ok);
+}
+
+#[test]
+fn a_changed_openocd_script_makes_the_entry_autodetect_openocd_on_path() {
+    let fixture = Fixture::new();
+    fixture.tool("openocd", OPENOCD_BANNER);
+    let value = verdict(
+        &fixture,
+        &fixture.starter_with(&[(
+            "interface_cfg: \"interface/stlink.cfg\"",
+            "interface_cfg: \"interface/cmsis-dap.cfg\"",
+        )]),
+    );
+    assert_eq!(value["ok"], true, "{value}");
+}
+
+#[test]
+fn an_stlink_entry_without_an_executable_autodetects_the_programmer_cli() {
+    let fixture = Fixture::new();
+    fixture.tool(
+        "STM32_Programmer_CLI",
+        "echo 'STM32CubeProgrammer version: 2.16.0'",
+    );
+    let value = verdict(
+        &fixture,
+        &fixture.starter_with(&[("    type: \"openocd\"", "    type: \"stlink\"")]),
+    );
+    assert_eq!(value["ok"], true, "{value}");
+    assert_eq!(
+        value["debuggers"]["dut"]["check"]["version"],
+        "STM32CubeProgrammer 2.16.0"
+    );
+}
+
+#[test]
+fn a_renamed_starter_entry_is_still_unbound() {
+    let fixture = Fixture::new();
+    fixture.tool("openocd", OPENOCD_BANNER);
+    let value = verdict(&fixture, &fixture.starter_with(&[("  dut:", "  board:")]));
+    assert_eq!(
+        finding(&value, "bench_binding")["unbound"][0]["entries"],
+        json!(["board"])
+    );
+}

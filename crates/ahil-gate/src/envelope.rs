@@ -1,0 +1,432 @@
+//! The one result envelope every tool answers with, the continue predicate over it, and the effect
+//! classification that fills the effect trio when an action did not.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Whether the action's side effect happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SideEffectStatus {
+    /// Nothing was started.
+    NotStarted,
+    /// The effect happened in full.
+    Committed,
+    /// Some of it happened.
+    Partial,
+    /// Nobody knows.
+    Unknown,
+}
+
+/// What the bench's hardware looks like after the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HardwareState {
+    /// Provably as before.
+    Unchanged,
+    /// Not known.
+    Unknown,
+}
+
+/// The result envelope. Optional fields are omitted when `None`; tool-specific fields live in
+/// `details`, serialized flat after the core fields in insertion order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    pub ok: bool,
+    pub tool: String,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub likely_causes: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remediation: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub do_not: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_contacted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub side_effect_committed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub side_effect_status: Option<SideEffectStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hardware_state: Option<HardwareState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_safe: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit_ok: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cleanup_ok: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cleanup_required: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quarantined: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_state: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_ok: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_in_force: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_status: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config_stale: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elapsed_ms: Option<u64>,
+    /// Tool-specific fields (backend, version, field, validator, …), in insertion order.
+    #[serde(flatten)]
+    pub details: IndexMap<String, Value>,
+}
+
+/// Names the envelope owns; `with` refuses them so a detail can never shadow a core field.
+const CORE_FIELDS: &[&str] = &[
+    "ok",
+    "tool",
+    "summary",
+    "error_type",
+    "likely_causes",
+    "remediation",
+    "do_not",
+    "next_step",
+    "target_contacted",
+    "side_effect_committed",
+    "side_effect_status",
+    "hardware_state",
+    "retry_safe",
+    "audit_ok",
+    "cleanup_ok",
+    "cleanup_required",
+    "quarantined",
+    "lease_state",
+    "target_ok",
+    "config_in_force",
+    "config_status",
+    "config_stale",
+    "report_path",
+    "log_path",
+    "started_at",
+    "finished_at",
+    "elapsed_ms",
+];
+
+impl Outcome {
+    fn blank(tool: &str, ok: bool, summary: String) -> Self {
+        Self {
+            ok,
+            tool: tool.to_owned(),
+            summary,
+            error_type: None,
+            likely_causes: Vec::new(),
+            remediation: Vec::new(),
+            do_not: Vec::new(),
+            next_step: None,
+            target_contacted: None,
+            side_effect_committed: None,
+            side_effect_status: None,
+            hardware_state: None,
+            retry_safe: None,
+            audit_ok: None,
+            cleanup_ok: None,
+            cleanup_required: None,
+            quarantined: None,
+            lease_state: None,
+            target_ok: None,
+            config_in_force: None,
+            config_status: None,
+            config_stale: None,
+            report_path: None,
+            log_path: None,
+            started_at: None,
+            finished_at: None,
+            elapsed_ms: None,
+            details: IndexMap::new(),
+        }
+    }
+
+    /// A successful result.
+    pub fn ok(tool: &str, summary: impl Into<String>) -> Self {
+        Self::blank(tool, true, summary.into())
+    }
+
+    /// A failed result with a public `error_type`.
+    pub fn refused(tool: &str, error_type: &str, summary: impl Into<String>) -> Self {
+        let mut outcome = Self::blank(tool, false, summary.into());
+        outcome.error_type = Some(error_type.to_owned());
+        outcome
+    }
+
+    /// The NOT_CONTACTED marker set: the failure provably never reached the bench.
+    #[must_use]
+    pub fn not_contacted(mut self) -> Self {
+        self.target_contacted = Some(false);
+        self.side_effect_committed = Some(false);
+        self.side_effect_status = Some(SideEffectStatus::NotStarted);
+        self.hardware_state = Some(HardwareState::Unchanged);
+        self.retry_safe = Some(true);
+        self
+    }
+
+    /// Nothing was started, but repeating the call unchanged will not help (`retry_safe` as given).
+    /// Used by refusals that are final until a person acts (no config, wrong probe count).
+    #[must_use]
+    pub fn not_started(mut self, retry_safe: bool) -> Self {
+        self.side_effect_committed = Some(false);
+        self.side_effect_status = Some(SideEffectStatus::NotStarted);
+        self.hardware_state = Some(HardwareState::Unchanged);
+        self.retry_safe = Some(retry_safe);
+        self
+    }
+
+    /// Add a tool-specific field. Core field names are refused (debug builds panic, release builds drop
+    /// the value) because a detail must never shadow the envelope.
+    #[must_use]
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.set(key, value);
+        self
+    }
+
+    /// In-place form of [`Outcome::with`].
+    pub fn set(&mut self, key: &str, value: impl Into<Value>) {
+        debug_assert!(
+            !CORE_FIELDS.contains(&key),
+            "`{key}` is an envelope field; set it directly"
+        );
+        if !CORE_FIELDS.contains(&key) {
+            self.details.insert(key.to_owned(), value.into());
+        }
+    }
+
+    /// A detail by name.
+    pub fn detail(&self, key: &str) -> Option<&Value> {
+        self.details.get(key)
+    }
+
+    /// Add likely causes (at most three are kept: an agent reads the first, a person the first two).
+    #[must_use]
+    pub fn with_causes<I, S>(mut self, causes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.likely_causes
+            .extend(causes.into_iter().map(Into::into));
+        self.likely_causes.truncate(3);
+        self
+    }
+
+    /// Set the remediation lines.
+    #[must_use]
+    pub fn with_remediation<I, S>(mut self, lines: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.remediation = lines.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Set the `do_not` lines.
+    #[must_use]
+    pub fn with_do_not<I, S>(mut self, lines: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.do_not = lines.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Set `next_step`.
+    #[must_use]
+    pub fn with_next_step(mut self, step: impl Into<String>) -> Self {
+        self.next_step = Some(step.into());
+        self
+    }
+
+    /// The envelope as a JSON object.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|error| {
+            // Every field is a plain JSON value, so this cannot fail; keep an answer anyway.
+            serde_json::json!({"ok": false, "tool": self.tool, "error_type": "internal_error",
+                "summary": format!("The result could not be serialized: {error}")})
+        })
+    }
+
+    /// Whether an agent may go on after this result (see [`overall_success`]).
+    pub fn succeeded(&self) -> bool {
+        overall_success(self)
+    }
+}
+
+/// The nine checks of the continue predicate, in the order they are evaluated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuccessCheck {
+    /// `ok` is true.
+    Ok,
+    /// `target_ok` is not false.
+    TargetOk,
+    /// `audit_ok` is not false.
+    AuditOk,
+    /// `cleanup_ok` is not false.
+    CleanupOk,
+    /// `cleanup_required` is not true.
+    CleanupRequired,
+    /// `quarantined` is not true.
+    Quarantined,
+    /// `lease_state` is absent, `active` or `released`.
+    LeaseState,
+    /// `side_effect_status` is neither `unknown` nor `partial`.
+    SideEffectStatus,
+    /// `hardware_state` is not `unknown`.
+    HardwareState,
+}
+
+impl SuccessCheck {
+    /// Every check, in evaluation order.
+    pub const ALL: [Self; 9] = [
+        Self::Ok,
+        Self::TargetOk,
+        Self::AuditOk,
+        Self::CleanupOk,
+        Self::CleanupRequired,
+        Self::Quarantined,
+        Self::LeaseState,
+        Self::SideEffectStatus,
+        Self::HardwareState,
+    ];
+
+    /// The check's name: the field it reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::TargetOk => "target_ok",
+            Self::AuditOk => "audit_ok",
+            Self::CleanupOk => "cleanup_ok",
+            Self::CleanupRequired => "cleanup_required",
+            Self::Quarantined => "quarantined",
+            Self::LeaseState => "lease_state",
+            Self::SideEffectStatus => "side_effect_status",
+            Self::HardwareState => "hardware_state",
+        }
+    }
+
+    fn passes(self, result: &Value) -> bool {
+        let field = result.get(self.name());
+        match self {
+            Self::Ok => field == Some(&Value::Bool(true)),
+            Self::TargetOk | Self::AuditOk | Self::CleanupOk => field != Some(&Value::Bool(false)),
+            Self::CleanupRequired | Self::Quarantined => field != Some(&Value::Bool(true)),
+            Self::LeaseState => match field {
+                None | Some(Value::Null) => true,
+                Some(Value::String(state)) => state == "active" || state == "released",
+                Some(_) => false,
+            },
+            Self::SideEffectStatus => {
+                !matches!(field.and_then(Value::as_str), Some("unknown" | "partial"))
+            }
+            Self::HardwareState => field.and_then(Value::as_str) != Some("unknown"),
+        }
+    }
+}
+
+/// The first failing check of a result document, or `None` when it succeeded.
+pub fn failed_success_check_value(result: &Value) -> Option<SuccessCheck> {
+    SuccessCheck::ALL
+        .into_iter()
+        .find(|check| !check.passes(result))
+}
+
+/// The first failing check of an envelope, or `None` when it succeeded.
+pub fn failed_success_check(outcome: &Outcome) -> Option<SuccessCheck> {
+    failed_success_check_value(&outcome.to_value())
+}
+
+/// The continue predicate: `ok` alone is the call's own verdict; this also demands a clean audit, no
+/// cleanup or quarantine, a lease in a normal state, and a known effect and hardware state.
+pub fn overall_success(outcome: &Outcome) -> bool {
+    failed_success_check(outcome).is_none()
+}
+
+/// [`overall_success`] over a result document.
+pub fn overall_success_value(result: &Value) -> bool {
+    failed_success_check_value(result).is_none()
+}
+
+/// What drives `isError` and exit codes: [`overall_success`], except that `hardware_lease_status`
+/// reports on leases without being one, so only its `ok` counts.
+pub fn conclusive_success(outcome: &Outcome) -> bool {
+    if outcome.tool == "hardware_lease_status" {
+        outcome.ok
+    } else {
+        overall_success(outcome)
+    }
+}
+
+/// Tools whose result must always say whether their effect happened.
+pub const EFFECT_TOOLS: &[&str] = &[
+    "flash_firmware",
+    "reset_target",
+    "debug_start_session",
+    "debug_set_breakpoint",
+    "debug_continue",
+    "com_session_start",
+    "com_write",
+    "can_session_start",
+    "can_send",
+];
+
+/// Refusals that happen before anything is sent to a device.
+const PRE_EFFECT_ERRORS: &[&str] = &[
+    "permission_denied",
+    "invalid_argument",
+    "session_already_active",
+    "session_not_active",
+    "not_supported",
+    "artifact_not_found",
+    "artifact_validation_failed",
+    "output_validation_failed",
+    "resource_busy",
+];
+
+/// Fill the effect trio of an effect tool's result when the action did not. Unknown is the default:
+/// absence of evidence is never read as "nothing happened".
+pub fn mark_side_effect(outcome: &mut Outcome) {
+    if !EFFECT_TOOLS.contains(&outcome.tool.as_str()) || outcome.side_effect_status.is_some() {
+        return;
+    }
+    let error_type = outcome.error_type.as_deref();
+    // `committed: None` leaves the field as the action set it: an unknown effect claims nothing.
+    let (committed, status, retry_safe) = if outcome.ok || outcome.target_ok == Some(false) {
+        (Some(true), SideEffectStatus::Committed, false)
+    } else if error_type.is_some_and(|e| PRE_EFFECT_ERRORS.contains(&e)) {
+        (Some(false), SideEffectStatus::NotStarted, true)
+    } else if error_type == Some("resource_quarantined") {
+        (Some(false), SideEffectStatus::NotStarted, false)
+    } else if outcome.side_effect_committed == Some(false) {
+        (Some(false), SideEffectStatus::NotStarted, true)
+    } else if outcome.side_effect_committed == Some(true) {
+        (Some(true), SideEffectStatus::Partial, false)
+    } else {
+        (None, SideEffectStatus::Unknown, false)
+    };
+    if committed.is_some() {
+        outcome.side_effect_committed = committed;
+    }
+    outcome.side_effect_status = Some(status);
+    outcome.retry_safe = Some(retry_safe);
+}
+
+#[cfg(test)]
+#[path = "envelope_tests.rs"]
+mod tests;

@@ -1,0 +1,82 @@
+//! File writes that never leave a half-written file behind: temp file in the same directory, fsync,
+//! rename over the target, fsync the directory.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Replaces `path` with `bytes` atomically. A reader sees the old file or the new one, never a mix; a
+/// crash leaves at worst a stray `.tmp-*` file beside it.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path names no file"))?;
+    let temp = dir.join(format!(
+        ".{}.tmp-{}-{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        unique_suffix()
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&temp, path)?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Creates `dir` and its missing parents with `mode` (0700 for private state).
+pub fn create_dir_all_private(dir: &Path, mode: u32) -> io::Result<()> {
+    fs::DirBuilder::new().recursive(true).mode(mode).create(dir)
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn unique_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_atomic_write_replaces_the_file_and_leaves_no_temp_behind() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let target = dir.path().join("config.yaml");
+        write_atomic(&target, b"one", 0o600).expect("first write");
+        write_atomic(&target, b"two", 0o600).expect("second write");
+        assert_eq!(fs::read(&target).expect("read back"), b"two");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("config.yaml")]);
+    }
+
+    #[test]
+    fn an_atomic_write_into_a_missing_directory_fails_cleanly() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let target = dir.path().join("missing").join("x");
+        assert!(write_atomic(&target, b"x", 0o600).is_err());
+    }
+}

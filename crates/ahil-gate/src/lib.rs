@@ -1,0 +1,27 @@
+//! `ahil-gate`: the one gate every frontend calls. Validate, snapshot the config in force, authorize,
+//! claim, act through a driver, settle, record, answer with one envelope.
+
+pub mod actions;
+pub mod bench;
+pub mod catalogue;
+pub mod claims;
+pub mod doctor;
+pub mod envelope;
+pub mod fsio;
+pub mod policy;
+pub mod provision;
+pub mod snapshot;
+pub mod validate;
+
+#[cfg(test)]
+mod testkit;
+
+pub use bench::Bench;
+pub use catalogue::{ToolSpec, tools};
+pub use doctor::doctor;
+pub use envelope::{
+    HardwareState, Outcome, SideEffectStatus, SuccessCheck, conclusive_success,
+    failed_success_check, failed_success_check_value, mark_side_effect, overall_success,
+    overall_success_value,
+};
+pub use policy::{Action, Refusal, authorize};

@@ -1,0 +1,491 @@
+use super::*;
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Project,
+    Debugger,
+    Com,
+    Can,
+    Supply,
+}
+
+#[derive(Clone, Copy)]
+struct Grants {
+    project: ProjectGrants,
+    debugger: DebuggerGrants,
+    port: PortGrants,
+    supply: SupplyGrants,
+}
+
+/// Every grant open except the two interlock flags, which are open only when a test says so.
+fn open() -> Grants {
+    Grants {
+        project: ProjectGrants {
+            allow_config_write: true,
+            allow_config_description_write: true,
+            allow_config_permissions_write: true,
+            allow_recover: true,
+            allow_upgrade: true,
+        },
+        debugger: DebuggerGrants {
+            allow_probe: true,
+            allow_flash: true,
+            allow_reset: true,
+            allow_debug_execution: true,
+            allow_raw_debugger_commands: false,
+            allow_mass_erase: false,
+        },
+        port: PortGrants {
+            allow_read: true,
+            allow_write: true,
+        },
+        supply: SupplyGrants {
+            allow_set: true,
+            allow_output: true,
+        },
+    }
+}
+
+/// Every flag a case can depend on, as the key a refusal must name (device entries are called `dut`).
+const FLAGS: &[&str] = &[
+    "permissions.allow_config_write",
+    "permissions.allow_config_description_write",
+    "permissions.allow_config_permissions_write",
+    "permissions.allow_recover",
+    "permissions.allow_upgrade",
+    "debuggers.dut.permissions.allow_probe",
+    "debuggers.dut.permissions.allow_flash",
+    "debuggers.dut.permissions.allow_reset",
+    "debuggers.dut.permissions.allow_debug_execution",
+    "ports.dut.permissions.allow_read",
+    "ports.dut.permissions.allow_write",
+    "power_supplies.dut.permissions.allow_set",
+    "power_supplies.dut.permissions.allow_output",
+];
+
+fn closed(flag: &str) -> Grants {
+    let mut g = open();
+    let slot: &mut bool = match flag.rsplit('.').next().unwrap_or_default() {
+        "allow_config_write" => &mut g.project.allow_config_write,
+        "allow_config_description_write" => &mut g.project.allow_config_description_write,
+        "allow_config_permissions_write" => &mut g.project.allow_config_permissions_write,
+        "allow_recover" => &mut g.project.allow_recover,
+        "allow_upgrade" => &mut g.project.allow_upgrade,
+        "allow_probe" => &mut g.debugger.allow_probe,
+        "allow_flash" => &mut g.debugger.allow_flash,
+        "allow_reset" => &mut g.debugger.allow_reset,
+        "allow_debug_execution" => &mut g.debugger.allow_debug_execution,
+        "allow_read" => &mut g.port.allow_read,
+        "allow_write" => &mut g.port.allow_write,
+        "allow_set" => &mut g.supply.allow_set,
+        "allow_output" => &mut g.supply.allow_output,
+        other => panic!("unknown flag {other}"),
+    };
+    *slot = false;
+    g
+}
+
+fn decide(version: u8, grants: &Grants, kind: Kind, action: &Action<'_>) -> Result<(), Refusal> {
+    let device = match kind {
+        Kind::Project => None,
+        Kind::Debugger => Some(Device::Debugger {
+            name: "dut",
+            grants: grants.debugger,
+        }),
+        Kind::Com => Some(Device::ComPort {
+            name: "dut",
+            grants: grants.port,
+        }),
+        Kind::Can => Some(Device::CanBus {
+            name: "dut",
+            grants: grants.port,
+        }),
+        Kind::Supply => Some(Device::PowerSupply {
+            name: "dut",
+            grants: grants.supply,
+        }),
+    };
+    authorize(version, &grants.project, device, action)
+}
+
+/// The key a refusal names, with the port section normalised so COM and CAN share the table.
+fn named(refusal: &Refusal) -> String {
+    refusal
+        .permission
+        .clone()
+        .unwrap_or_default()
+        .replace("com_ports.", "ports.")
+        .replace("can_buses.", "ports.")
+}
+
+const ALL_SYMBOLS: SymbolAllowlist<'static> = SymbolAllowlist {
+    allow_all_symbols: true,
+    allowed_symbols: &[],
+};
+const V1: &[u8] = &[1];
+const ANY: &[u8] = &[1, 2, 3];
+
+/// (action, device kind, [(flag, versions in which closing it refuses the action)]).
+/// A grant and the config versions in which closing it refuses the action.
+type Need = (&'static str, &'static [u8]);
+
+fn table() -> Vec<(Action<'static>, Kind, Vec<Need>)> {
+    let probe = ("debuggers.dut.permissions.allow_probe", V1);
+    vec![
+        (Action::DebuggerVersion, Kind::Debugger, vec![probe]),
+        (Action::ProbeList, Kind::Debugger, vec![probe]),
+        (Action::ProbeTarget, Kind::Debugger, vec![probe]),
+        (
+            Action::Flash { reset_after: false },
+            Kind::Debugger,
+            vec![("debuggers.dut.permissions.allow_flash", ANY)],
+        ),
+        (
+            Action::Flash { reset_after: true },
+            Kind::Debugger,
+            vec![
+                ("debuggers.dut.permissions.allow_flash", ANY),
+                ("debuggers.dut.permissions.allow_reset", ANY),
+            ],
+        ),
+        (
+            Action::Reset,
+            Kind::Debugger,
+            vec![("debuggers.dut.permissions.allow_reset", ANY)],
+        ),
+        (Action::DebugSessionStart, Kind::Debugger, vec![probe]),
+        (Action::DebugInspect, Kind::Debugger, vec![probe]),
+        (
+            Action::DebugBreakpoint {
+                at: BreakpointAt::Line,
+                allowlist: ALL_SYMBOLS,
+            },
+            Kind::Debugger,
+            vec![probe],
+        ),
+        (
+            Action::DebugContinue,
+            Kind::Debugger,
+            vec![
+                probe,
+                ("debuggers.dut.permissions.allow_debug_execution", ANY),
+            ],
+        ),
+        (Action::DebugContain, Kind::Debugger, vec![]),
+        (
+            Action::SymbolRead {
+                symbol: "counter",
+                allowlist: ALL_SYMBOLS,
+            },
+            Kind::Debugger,
+            vec![probe],
+        ),
+        (
+            Action::ComRead,
+            Kind::Com,
+            vec![("ports.dut.permissions.allow_read", V1)],
+        ),
+        (
+            Action::ComWrite,
+            Kind::Com,
+            vec![("ports.dut.permissions.allow_write", ANY)],
+        ),
+        (Action::ComStop, Kind::Com, vec![]),
+        (
+            Action::CanRead,
+            Kind::Can,
+            vec![("ports.dut.permissions.allow_read", V1)],
+        ),
+        (
+            Action::CanWrite,
+            Kind::Can,
+            vec![("ports.dut.permissions.allow_write", ANY)],
+        ),
+        (Action::CanStop, Kind::Can, vec![]),
+        (Action::SupplyRead, Kind::Supply, vec![]),
+        (
+            Action::SupplySet,
+            Kind::Supply,
+            vec![("power_supplies.dut.permissions.allow_set", ANY)],
+        ),
+        (
+            Action::SupplyOutput,
+            Kind::Supply,
+            vec![("power_supplies.dut.permissions.allow_output", ANY)],
+        ),
+        (
+            Action::ArtifactUpload { allow_upload: true },
+            Kind::Project,
+            vec![],
+        ),
+        (Action::ReadState, Kind::Project, vec![]),
+        (
+            Action::ConfigSetDescription,
+            Kind::Project,
+            vec![("permissions.allow_config_description_write", ANY)],
+        ),
+        (
+            Action::ConfigSetPermission,
+            Kind::Project,
+            vec![("permissions.allow_config_permissions_write", ANY)],
+        ),
+        (
+            Action::ConfigCreate,
+            Kind::Project,
+            vec![("permissions.allow_config_write", ANY)],
+        ),
+        (
+            Action::ConfigAdoptHardware { apply: false },
+            Kind::Project,
+            vec![],
+        ),
+        (
+            Action::ConfigAdoptHardware { apply: true },
+            Kind::Project,
+            vec![("permissions.allow_config_description_write", ANY)],
+        ),
+        (
+            Action::Recover,
+            Kind::Project,
+            vec![("permissions.allow_recover", ANY)],
+        ),
+        (
+            Action::Upgrade,
+            Kind::Project,
+            vec![("permissions.allow_upgrade", ANY)],
+        ),
+    ]
+}
+
+#[test]
+fn every_action_in_every_version_needs_exactly_the_grants_the_table_names() {
+    for (action, kind, needs) in table() {
+        for version in [1_u8, 2, 3] {
+            assert_eq!(
+                decide(version, &open(), kind, &action),
+                Ok(()),
+                "{action:?} v{version} with all open"
+            );
+            for flag in FLAGS {
+                let refuses = needs
+                    .iter()
+                    .any(|(f, versions)| f == flag && versions.contains(&version));
+                let result = decide(version, &closed(flag), kind, &action);
+                if refuses {
+                    let refusal = result.expect_err("closing a needed grant refuses");
+                    assert_eq!(
+                        refusal.error_type, "permission_denied",
+                        "{action:?} v{version} {flag}"
+                    );
+                    assert_eq!(named(&refusal), *flag, "{action:?} v{version}");
+                } else {
+                    assert_eq!(
+                        result,
+                        Ok(()),
+                        "{action:?} v{version} must not depend on {flag}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn flash_is_refused_while_raw_debugger_commands_are_allowed() {
+    let mut grants = open();
+    grants.debugger.allow_raw_debugger_commands = true;
+    for version in [1, 2, 3] {
+        let refusal = decide(
+            version,
+            &grants,
+            Kind::Debugger,
+            &Action::Flash { reset_after: false },
+        )
+        .expect_err("interlock");
+        assert_eq!(
+            refusal.permission.as_deref(),
+            Some("debuggers.dut.permissions.allow_raw_debugger_commands")
+        );
+    }
+}
+
+#[test]
+fn flash_is_refused_while_mass_erase_is_allowed() {
+    let mut grants = open();
+    grants.debugger.allow_mass_erase = true;
+    let refusal = decide(
+        3,
+        &grants,
+        Kind::Debugger,
+        &Action::Flash { reset_after: false },
+    )
+    .expect_err("interlock");
+    assert_eq!(refusal.error_type, "permission_denied");
+    assert_eq!(
+        refusal.permission.as_deref(),
+        Some("debuggers.dut.permissions.allow_mass_erase")
+    );
+}
+
+#[test]
+fn debug_sessions_are_refused_under_the_same_interlock() {
+    let mut grants = open();
+    grants.debugger.allow_mass_erase = true;
+    assert!(decide(2, &grants, Kind::Debugger, &Action::DebugSessionStart).is_err());
+}
+
+#[test]
+fn the_interlock_leaves_reset_and_containment_alone() {
+    let mut grants = open();
+    grants.debugger.allow_raw_debugger_commands = true;
+    grants.debugger.allow_mass_erase = true;
+    for action in [
+        Action::Reset,
+        Action::DebugContain,
+        Action::ProbeTarget,
+        Action::DebuggerVersion,
+    ] {
+        assert_eq!(
+            decide(3, &grants, Kind::Debugger, &action),
+            Ok(()),
+            "{action:?}"
+        );
+    }
+}
+
+#[test]
+fn containment_is_never_refused_even_with_every_grant_closed() {
+    let shut = Grants {
+        project: ProjectGrants::default(),
+        debugger: DebuggerGrants::default(),
+        port: PortGrants::default(),
+        supply: SupplyGrants::default(),
+    };
+    assert_eq!(
+        decide(1, &shut, Kind::Debugger, &Action::DebugContain),
+        Ok(())
+    );
+    assert_eq!(decide(1, &shut, Kind::Com, &Action::ComStop), Ok(()));
+    assert_eq!(decide(1, &shut, Kind::Can, &Action::CanStop), Ok(()));
+}
+
+#[test]
+fn an_upload_needs_artifacts_allow_upload() {
+    let refusal = decide(
+        3,
+        &open(),
+        Kind::Project,
+        &Action::ArtifactUpload {
+            allow_upload: false,
+        },
+    )
+    .expect_err("upload closed");
+    assert_eq!(
+        refusal.permission.as_deref(),
+        Some("artifacts.allow_upload")
+    );
+}
+
+#[test]
+fn a_symbol_outside_the_allowlist_is_refused_naming_the_list() {
+    let allowed = vec!["counter".to_owned()];
+    let allowlist = SymbolAllowlist {
+        allow_all_symbols: false,
+        allowed_symbols: &allowed,
+    };
+    assert_eq!(
+        decide(
+            3,
+            &open(),
+            Kind::Debugger,
+            &Action::SymbolRead {
+                symbol: "counter",
+                allowlist
+            }
+        ),
+        Ok(())
+    );
+    let refusal = decide(
+        3,
+        &open(),
+        Kind::Debugger,
+        &Action::SymbolRead {
+            symbol: "Counter",
+            allowlist,
+        },
+    )
+    .expect_err("case-sensitive");
+    assert_eq!(refusal.permission.as_deref(), Some("debug.allowed_symbols"));
+}
+
+#[test]
+fn breakpoints_by_symbol_follow_the_allowlist_and_by_line_need_every_symbol() {
+    let allowed = vec!["main".to_owned()];
+    let allowlist = SymbolAllowlist {
+        allow_all_symbols: false,
+        allowed_symbols: &allowed,
+    };
+    let by_name = Action::DebugBreakpoint {
+        at: BreakpointAt::Symbol("main"),
+        allowlist,
+    };
+    assert_eq!(decide(3, &open(), Kind::Debugger, &by_name), Ok(()));
+    let by_line = Action::DebugBreakpoint {
+        at: BreakpointAt::Line,
+        allowlist,
+    };
+    let refusal = decide(3, &open(), Kind::Debugger, &by_line).expect_err("line needs all symbols");
+    assert_eq!(
+        refusal.permission.as_deref(),
+        Some("debug.allow_all_symbols")
+    );
+}
+
+#[test]
+fn a_debugger_action_without_a_bound_debugger_is_not_supported() {
+    for action in [
+        Action::DebuggerVersion,
+        Action::Flash { reset_after: false },
+        Action::Reset,
+    ] {
+        let refusal = decide(3, &open(), Kind::Project, &action).expect_err("no debugger");
+        assert_eq!(refusal.error_type, "not_supported");
+        assert_eq!(refusal.permission, None);
+    }
+}
+
+#[test]
+fn a_port_action_on_the_wrong_kind_of_device_is_not_supported() {
+    assert_eq!(
+        decide(3, &open(), Kind::Can, &Action::ComWrite).map_err(|r| r.error_type),
+        Err("not_supported")
+    );
+    assert_eq!(
+        decide(3, &open(), Kind::Com, &Action::CanRead).map_err(|r| r.error_type),
+        Err("not_supported")
+    );
+    assert_eq!(
+        decide(3, &open(), Kind::Debugger, &Action::SupplySet).map_err(|r| r.error_type),
+        Err("not_supported")
+    );
+}
+
+#[test]
+fn a_refusal_names_the_full_key_of_the_entry() {
+    let refusal = decide(
+        1,
+        &closed("debuggers.dut.permissions.allow_probe"),
+        Kind::Debugger,
+        &Action::DebuggerVersion,
+    )
+    .expect_err("v1 needs allow_probe");
+    assert_eq!(
+        refusal.permission.as_deref(),
+        Some("debuggers.dut.permissions.allow_probe")
+    );
+    assert!(
+        refusal
+            .summary
+            .contains("debuggers.dut.permissions.allow_probe")
+    );
+}

@@ -1,0 +1,243 @@
+//! `agentic-hil init`: write the workspace's authoritative configuration outside the workspace, or
+//! keep the one that is there. A kept file is never touched; a written one is complete or absent.
+
+use std::path::Path;
+
+use ahil_config::{
+    Config, ConfigError, ConfigLocation, Environment, check_workspace_not_home, default_state_root,
+    load_authoritative, parse_config, render_init_config,
+};
+use serde_json::{Map, Value, json};
+
+use crate::envelope::Outcome;
+use crate::fsio;
+
+const TOOL: &str = "agentic_hil_init";
+
+pub fn init(workspace: &Path, env: &Environment, force: bool) -> Outcome {
+    if let Err(err) = check_workspace_not_home(workspace, env) {
+        return refusal(&err);
+    }
+    let location = match ConfigLocation::select(workspace, env) {
+        Ok(location) => location,
+        Err(err) => return refusal(&err),
+    };
+    let shown = env.display_path(&location.path);
+    let existing = std::fs::read(&location.path).ok();
+    let step = match (&existing, force) {
+        (Some(_), false) => json!({
+            "ok": true,
+            "skipped": true,
+            "existing": true,
+            "summary": "Kept the existing configuration; not a byte was written.",
+            "path": shown,
+        }),
+        _ => match write_generated(workspace, env, &location, existing.as_deref()) {
+            Ok(step) => step,
+            Err(outcome) => return *outcome,
+        },
+    };
+    let doctor = crate::doctor(workspace, env);
+    let written = step.get("skipped").is_none();
+    let summary = if written {
+        format!("Wrote the configuration to {shown}.")
+    } else {
+        format!("Kept the configuration at {shown}; pass --force to rewrite it.")
+    };
+    let mut next_steps = Vec::new();
+    if !doctor.ok {
+        next_steps.push(doctor.summary.clone());
+    }
+    next_steps.push("agentic-hil doctor".to_owned());
+    next_steps
+        .push("agentic-hil mcp-config  (then register the server with your MCP host)".to_owned());
+    Outcome::ok(TOOL, summary)
+        .with("scope", "project")
+        .with("config_path", shown)
+        .with(
+            "steps",
+            json!({
+                "config": step,
+                "doctor": {"ok": doctor.ok, "summary": doctor.summary},
+            }),
+        )
+        .with("next_steps", next_steps)
+}
+
+fn write_generated(
+    workspace: &Path,
+    env: &Environment,
+    location: &ConfigLocation,
+    previous: Option<&[u8]>,
+) -> Result<Value, Box<Outcome>> {
+    let state_root = default_state_root(env);
+    let text = render_init_config(workspace, &state_root);
+    // Check the document before it replaces anything, so a bad template can never cost the operator
+    // a working file.
+    let generated = parse_config(text.as_bytes()).map_err(|err| Box::new(refusal(&err)))?;
+    let parent = location.path.parent().unwrap_or(Path::new("/"));
+    fsio::create_dir_all_private(parent, 0o700).map_err(|err| Box::new(io_refusal(&err)))?;
+    fsio::write_atomic(&location.path, text.as_bytes(), 0o600)
+        .map_err(|err| Box::new(io_refusal(&err)))?;
+    if let Err(err) = load_authoritative(workspace, env) {
+        // The written file does not load in this environment: put back exactly what was there.
+        let _ = match previous {
+            Some(bytes) => fsio::write_atomic(&location.path, bytes, 0o600),
+            None => std::fs::remove_file(&location.path),
+        };
+        return Err(Box::new(
+            refusal(&err).with("rollback", json!({"attempted": true})),
+        ));
+    }
+    let mut step = json!({
+        "ok": true,
+        "summary": "Wrote a version 3 configuration: every permission granted except raw debugger commands and mass erase.",
+        "path": env.display_path(&location.path),
+    });
+    if let Some(old) = previous {
+        step["discarded_narrowings"] = match parse_config(old) {
+            Ok(old) => json!(discarded_narrowings(&old, &generated)),
+            Err(_) => json!("the previous file did not parse"),
+        };
+    }
+    Ok(step)
+}
+
+/// Permission keys that were false in the file `--force` replaced and are true now: what the
+/// operator had narrowed and the rewrite opened again.
+fn discarded_narrowings(old: &Config, new: &Config) -> Vec<String> {
+    let old = permission_surface(old);
+    let new = permission_surface(new);
+    new.iter()
+        .filter(|(key, granted)| {
+            **granted == Value::Bool(true) && old.get(*key) == Some(&Value::Bool(false))
+        })
+        .map(|(key, _)| key.clone())
+        .collect()
+}
+
+fn permission_surface(config: &Config) -> Map<String, Value> {
+    let mut out = Map::new();
+    if let Ok(value) = serde_json::to_value(config) {
+        collect_grants("", &value, &mut out);
+    }
+    out
+}
+
+fn collect_grants(prefix: &str, value: &Value, out: &mut Map<String, Value>) {
+    let Value::Object(map) = value else { return };
+    for (key, child) in map {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match child {
+            Value::Bool(granted) if key.starts_with("allow_") => {
+                out.insert(path, Value::Bool(*granted));
+            }
+            Value::Object(_) => collect_grants(&path, child, out),
+            _ => {}
+        }
+    }
+}
+
+fn refusal(err: &ConfigError) -> Outcome {
+    let mut outcome = Outcome::refused(TOOL, err.error_type(), err.summary());
+    for (key, value) in err.details() {
+        outcome.set(&key, value);
+    }
+    outcome.with_remediation(err.remediation())
+}
+
+fn io_refusal(err: &std::io::Error) -> Outcome {
+    // The OS message may carry the absolute path of the config directory; keep only its class.
+    Outcome::refused(
+        TOOL,
+        "unsafe_configured_path",
+        "The configuration directory could not be written.",
+    )
+    .with("error_class", format!("{:?}", err.kind()))
+    .with_remediation(["Check that the configuration directory under your home is writable by you, then run init again."])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn world() -> (tempfile::TempDir, std::path::PathBuf, Environment) {
+        let root = tempfile::tempdir().expect("temp dir");
+        let base = std::fs::canonicalize(root.path()).expect("resolve");
+        let home = base.join("home");
+        let ws = base.join("src").join("fw");
+        std::fs::create_dir_all(&home).expect("home");
+        std::fs::create_dir_all(&ws).expect("ws");
+        let env = Environment {
+            home: home.clone(),
+            xdg_config_home: Some(home.join(".config")),
+            xdg_state_home: Some(home.join(".local/state")),
+            config_override: None,
+            path: None,
+        };
+        (root, ws, env)
+    }
+
+    #[test]
+    fn init_writes_a_configuration_that_loads() {
+        let (_root, ws, env) = world();
+        let outcome = init(&ws, &env, false);
+        assert!(outcome.ok, "{}", outcome.to_value());
+        let loaded = load_authoritative(&ws, &env).expect("the written file loads");
+        assert_eq!(loaded.config.version, 3);
+        assert!(!loaded.config.debuggers["dut"].permissions.allow_mass_erase);
+    }
+
+    #[test]
+    fn init_keeps_an_existing_file_byte_for_byte() {
+        let (_root, ws, env) = world();
+        init(&ws, &env, false);
+        let path = ahil_config::canonical_config_path(&ws, &env);
+        let mut text = std::fs::read_to_string(&path).expect("read");
+        text.push_str("# operator note\n");
+        std::fs::write(&path, &text).expect("write");
+        let outcome = init(&ws, &env, false);
+        assert!(outcome.ok);
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), text);
+        assert_eq!(
+            outcome.to_value()["steps"]["config"]["skipped"],
+            json!(true)
+        );
+    }
+
+    #[test]
+    fn init_force_names_the_narrowings_it_discards() {
+        let (_root, ws, env) = world();
+        init(&ws, &env, false);
+        let path = ahil_config::canonical_config_path(&ws, &env);
+        let text = std::fs::read_to_string(&path)
+            .expect("read")
+            .replace("allow_recover: true", "allow_recover: false");
+        std::fs::write(&path, text).expect("write");
+        let outcome = init(&ws, &env, true);
+        assert!(outcome.ok);
+        let step = &outcome.to_value()["steps"]["config"];
+        assert_eq!(
+            step["discarded_narrowings"],
+            json!(["permissions.allow_recover"])
+        );
+    }
+
+    #[test]
+    fn init_refuses_a_workspace_that_is_home() {
+        let (_root, _ws, env) = world();
+        let outcome = init(&env.home.clone(), &env, false);
+        assert_eq!(outcome.error_type.as_deref(), Some("workspace_is_home"));
+    }
+
+    #[test]
+    fn no_absolute_home_path_appears_in_the_result() {
+        let (_root, ws, env) = world();
+        let text = init(&ws, &env, false).to_value().to_string();
+        assert!(!text.contains(&env.home.display().to_string()), "{text}");
+    }
+}
