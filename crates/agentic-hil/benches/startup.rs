@@ -125,7 +125,10 @@ fn once(world: &World, program: &Path) -> Sample {
         line.clear();
         let n = stdout.read_line(&mut line).expect("read");
         assert!(n > 0, "server closed before answering tools/list");
-        if line.contains(r#""id":2"#) && line.contains("tools") {
+        // The reference writes `"id": 2` with a space, so compare parsed ids, not text.
+        let answer: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        if answer["id"] == 2 {
+            assert!(answer["result"]["tools"].is_array(), "tools/list failed: {line}");
             break;
         }
     }

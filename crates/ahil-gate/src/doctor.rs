@@ -109,6 +109,7 @@ fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Map<String, Value>) {
     let bound = config.auto_bound_debugger().map(|(name, _)| name);
     let mut entries = Map::new();
     let mut failed = Vec::new();
+    let mut checked = 0usize;
     for (name, debugger) in &config.debuggers {
         let mut entry = Map::new();
         entry.insert("type".into(), json!(debugger.kind.as_str()));
@@ -129,14 +130,17 @@ fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Map<String, Value>) {
                 }
             };
             entry.insert("check".into(), check);
+            checked += 1;
         }
         entries.insert(name.clone(), Value::Object(entry));
     }
     let finding = Finding {
         name: "debuggers",
         ok: failed.is_empty(),
-        summary: if failed.is_empty() {
-            "Every pinned debugger toolchain answers `--version`.".to_owned()
+        summary: if checked == 0 {
+            "No debugger names a toolchain yet, so none was run.".to_owned()
+        } else if failed.is_empty() {
+            format!("{checked} debugger toolchain(s) answered `--version`.")
         } else {
             format!("The toolchain check failed for: {}.", failed.join(", "))
         },

@@ -44,13 +44,14 @@ pub fn init(workspace: &Path, env: &Environment, force: bool) -> Outcome {
     } else {
         format!("Kept the configuration at {shown}; pass --force to rewrite it.")
     };
-    let mut next_steps = Vec::new();
-    if !doctor.ok {
-        next_steps.push(doctor.summary.clone());
-    }
-    next_steps.push("agentic-hil doctor".to_owned());
-    next_steps
-        .push("agentic-hil mcp-config  (then register the server with your MCP host)".to_owned());
+    // The doctor's own next step already ends in running doctor again.
+    let next_steps = vec![
+        doctor
+            .next_step
+            .clone()
+            .unwrap_or_else(|| "Run: agentic-hil doctor".to_owned()),
+        "Run: agentic-hil mcp-config, and register the server with your MCP host.".to_owned(),
+    ];
     Outcome::ok(TOOL, summary)
         .with("scope", "project")
         .with("config_path", shown)
