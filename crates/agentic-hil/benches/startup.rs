@@ -128,7 +128,10 @@ fn once(world: &World, program: &Path) -> Sample {
         // The reference writes `"id": 2` with a space, so compare parsed ids, not text.
         let answer: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
         if answer["id"] == 2 {
-            assert!(answer["result"]["tools"].is_array(), "tools/list failed: {line}");
+            assert!(
+                answer["result"]["tools"].is_array(),
+                "tools/list failed: {line}"
+            );
             break;
         }
     }
