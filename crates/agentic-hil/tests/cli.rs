@@ -1,0 +1,171 @@
+//! The command line, black-box: exit codes, `--json`, and the documents each command prints.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::World;
+
+const FAKE_OPENOCD: &str = "#!/bin/sh\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 0\n";
+
+#[test]
+fn no_subcommand_prints_usage_on_stderr_and_exits_two() {
+    let out = World::new().run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Usage"));
+}
+
+#[test]
+fn json_is_accepted_before_and_after_the_subcommand() {
+    let world = World::new();
+    let before = world.run(&["--json", "init"]);
+    let after = world.run(&["init", "--json"]);
+    for out in [before, after] {
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        assert_eq!(doc["tool"], json!("agentic_hil_init"));
+    }
+}
+
+#[test]
+fn init_writes_once_and_then_keeps_the_file() {
+    let world = World::new();
+    let (first, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "{first}");
+    assert!(first["steps"]["config"]["skipped"].is_null());
+    let (second, _) = world.run_json(&["init"]);
+    assert_eq!(second["steps"]["config"]["skipped"], json!(true));
+    let text = std::fs::read_to_string(world.config_path()).expect("config written");
+    assert!(text.contains("version: 3"));
+    assert!(text.contains("allow_mass_erase: false"));
+}
+
+#[test]
+fn init_in_the_home_directory_is_refused() {
+    let world = World::new();
+    let out = world
+        .command()
+        .current_dir(&world.home)
+        .args(["init", "--json"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["error_type"], json!("workspace_is_home"));
+}
+
+#[test]
+fn doctor_is_red_while_unbound_and_green_once_the_debugger_names_a_toolchain() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    let (doc, code) = world.run_json(&["doctor"]);
+    assert_eq!(code, Some(1), "{doc}");
+    assert_eq!(doc["bench_binding"]["ok"], json!(false));
+
+    let openocd = world.write_fake_tool("openocd", FAKE_OPENOCD);
+    let path = world.config_path();
+    let text = std::fs::read_to_string(&path).expect("read");
+    std::fs::write(
+        &path,
+        text.replacen(
+            "executable: null",
+            &format!("executable: \"{}\"", openocd.display()),
+            1,
+        ),
+    )
+    .expect("write");
+    let (doc, code) = world.run_json(&["doctor"]);
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(doc["bench_binding"]["ok"], json!(true));
+}
+
+#[test]
+fn doctor_prints_one_line_per_finding_for_a_person() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    let out = world.run(&["doctor"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first_words: Vec<_> = text
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| l.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(first_words, ["OK", "OK", "UNBOUND"], "{text}");
+    assert!(text.lines().count() <= 6, "short: {text}");
+}
+
+#[test]
+fn a_configuration_kept_inside_the_workspace_is_refused() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    let inside = world.workspace.join("config.yaml");
+    std::fs::copy(world.config_path(), &inside).expect("copy");
+    let out = world
+        .command()
+        .env("AGENTIC_HIL_CONFIG", &inside)
+        .args(["doctor", "--json"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["error_type"], json!("config_invalid"), "{doc}");
+}
+
+#[test]
+fn schema_prints_our_configuration_schema() {
+    let out = World::new().run(&["schema"]);
+    assert_eq!(out.status.code(), Some(0));
+    let schema: Value = serde_json::from_slice(&out.stdout).expect("the schema is JSON");
+    for section in [
+        "debuggers",
+        "com_ports",
+        "can_buses",
+        "power_supplies",
+        "recovery",
+    ] {
+        assert!(
+            schema["properties"][section].is_object(),
+            "{section} is described"
+        );
+    }
+}
+
+#[test]
+fn schema_output_refuses_to_overwrite_without_force_and_stays_in_the_workspace() {
+    let world = World::new();
+    let (doc, code) = world.run_json(&["schema", "--output", "config.schema.json"]);
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(doc["path"], json!("config.schema.json"));
+    assert!(world.workspace.join("config.schema.json").is_file());
+
+    let (doc, code) = world.run_json(&["schema", "--output", "config.schema.json"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(doc["error_type"], json!("schema_exists"));
+    let (_, code) = world.run_json(&["schema", "--output", "config.schema.json", "--force"]);
+    assert_eq!(code, Some(0));
+
+    let (doc, code) = world.run_json(&["schema", "--output", "../escape.json"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(doc["error_type"], json!("unsafe_configured_path"));
+    assert!(
+        !world
+            .workspace
+            .parent()
+            .expect("parent")
+            .join("escape.json")
+            .exists()
+    );
+}
+
+#[test]
+fn mcp_config_names_this_binary_with_mcp_stdio() {
+    let out = World::new().run(&["mcp-config"]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON snippet");
+    let server = &doc["mcpServers"]["agentic-hil"];
+    assert_eq!(server["args"], json!(["mcp-stdio"]));
+    let command = server["command"].as_str().expect("a command");
+    assert_eq!(
+        std::fs::canonicalize(command).expect("the command exists"),
+        std::fs::canonicalize(World::binary()).expect("binary")
+    );
+}
