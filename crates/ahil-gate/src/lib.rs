@@ -8,6 +8,7 @@ pub mod claims;
 pub mod doctor;
 pub mod envelope;
 pub mod fsio;
+pub mod ownership;
 pub mod policy;
 pub mod provision;
 pub mod snapshot;

@@ -1,0 +1,460 @@
+//! Machine-wide device locks: one `flock` per physical resource under `~/.agentic-hil/device-locks`,
+//! keyed by the sha256 of the resource name exactly as the reference keys them, so the reference and
+//! this program exclude each other on one machine. Ownership *is* the kernel lock: a holder that dies
+//! frees the device at once, and the next taker only reads in the holder record that it did.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use ahil_config::time::iso_millis;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::owner::Owner;
+use crate::envelope::Outcome;
+use crate::fsio;
+
+/// Prefixes of resource names that name a physical device; only these take machine-wide locks.
+const PHYSICAL_PREFIXES: [&str; 5] = ["physical:", "probe:", "probe-exe:", "com:", "can:"];
+/// How often a waiting caller retries.
+const POLL: Duration = Duration::from_millis(200);
+/// Recorded in holder files; a later issue runs the heartbeat itself.
+const HEARTBEAT_INTERVAL_S: f64 = 30.0;
+
+pub fn is_physical(resource: &str) -> bool {
+    PHYSICAL_PREFIXES.iter().any(|p| resource.starts_with(p))
+}
+
+/// Where the locks live. Fixed below HOME with no override, so two sessions with different
+/// configurations or state roots still see each other.
+#[derive(Debug, Clone)]
+pub struct LockRoot {
+    dir: PathBuf,
+}
+
+impl LockRoot {
+    pub fn for_home(home: &Path) -> Self {
+        Self {
+            dir: home.join(".agentic-hil").join("device-locks"),
+        }
+    }
+
+    fn digest(resource: &str) -> String {
+        Sha256::digest(resource.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    pub fn lock_path(&self, resource: &str) -> PathBuf {
+        self.dir.join(format!("{}.lock", Self::digest(resource)))
+    }
+
+    pub fn holder_path(&self, resource: &str) -> PathBuf {
+        self.dir
+            .join(format!("{}.holder.json", Self::digest(resource)))
+    }
+
+    /// Creates the two directories (0700) if missing; a symlink or non-directory in their place is
+    /// refused, since whoever planted it could point every lock somewhere else.
+    fn ensure(&self) -> io::Result<()> {
+        let parent = self.dir.parent().unwrap_or(Path::new("/"));
+        for dir in [parent, self.dir.as_path()] {
+            match fs::symlink_metadata(dir) {
+                Ok(meta) if meta.file_type().is_dir() => {}
+                Ok(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "lock directory is not a plain directory",
+                    ));
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                    match fs::DirBuilder::new().mode(0o700).create(dir) {
+                        Ok(()) => {}
+                        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+                        Err(err) => return Err(err),
+                    }
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+}
+
+struct HeldLock {
+    // Dropping the file releases the flock.
+    _file: File,
+    count: usize,
+    acquired_at: String,
+}
+
+/// Devices taken by one call to [`DeviceLocks::acquire`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Acquired {
+    pub resources: Vec<String>,
+    /// Holder records that still said `held` when we took the lock: their owner died without releasing.
+    pub reclaimed: Vec<Value>,
+}
+
+/// A device someone else holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Busy {
+    pub resource: String,
+    /// The holder's owner record, when its holder file could be read.
+    pub holder: Option<Value>,
+    pub held_since: Option<String>,
+    pub heartbeat_at: Option<String>,
+    pub waited_s: f64,
+    /// Set when the lock directory itself could not be used.
+    pub error_class: Option<String>,
+}
+
+impl Busy {
+    fn holder_field(&self, key: &str) -> Option<&Value> {
+        self.holder.as_ref().and_then(|h| h.get(key))
+    }
+
+    pub fn summary(&self) -> String {
+        if let Some(class) = &self.error_class {
+            return format!(
+                "The device lock for {} could not be opened ({class}).",
+                self.resource
+            );
+        }
+        let pid = self
+            .holder_field("pid")
+            .map_or_else(|| "an unknown process".to_owned(), |p| format!("pid {p}"));
+        let host = self
+            .holder_field("host")
+            .and_then(Value::as_str)
+            .unwrap_or("this host");
+        let frontend = self
+            .holder_field("frontend")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown frontend");
+        let label = self
+            .holder_field("label")
+            .and_then(Value::as_str)
+            .map(|l| format!(" running {l}"))
+            .unwrap_or_default();
+        format!(
+            "Physical device {} is held by {pid} on {host} ({frontend}){label}.",
+            self.resource
+        )
+    }
+
+    /// The `device_busy` refusal. Nothing was contacted, so a retry later is safe.
+    pub fn into_outcome(self, tool: &str) -> Outcome {
+        let summary = self.summary();
+        let mut outcome = Outcome::refused(tool, "device_busy", summary)
+            .with("resource", self.resource.as_str())
+            .with("waited_s", self.waited_s)
+            .with_causes(["another agent or test run is using this board"])
+            .with_remediation([
+                "Wait for the holder to finish, or pass wait_s to wait for it.",
+                "If the holder is yours and stuck, stop that session or process; its lock frees when it exits.",
+            ])
+            .with_do_not(["Do not delete lock files: the kernel lock is the ownership, the file only names it."])
+            .not_contacted();
+        if let Some(holder) = self.holder {
+            outcome.set("holder", holder);
+        }
+        if let Some(at) = self.held_since {
+            outcome.set("held_since", at);
+        }
+        if let Some(at) = self.heartbeat_at {
+            outcome.set("heartbeat_at", at);
+        }
+        if let Some(class) = self.error_class {
+            outcome.set("error_class", class);
+        }
+        outcome
+    }
+}
+
+/// The locks one owner holds. Re-taking a lock it already holds counts up instead of deadlocking on
+/// its own `flock`.
+pub struct DeviceLocks {
+    root: LockRoot,
+    owner: Owner,
+    held: Mutex<BTreeMap<String, HeldLock>>,
+}
+
+impl DeviceLocks {
+    pub fn new(root: LockRoot, owner: Owner) -> Self {
+        Self {
+            root,
+            owner,
+            held: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// The physical resources this owner holds now.
+    pub fn held(&self) -> Vec<String> {
+        self.lock_table().keys().cloned().collect()
+    }
+
+    fn lock_table(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, HeldLock>> {
+        // A panic while holding the table cannot leave a lock half-recorded (every insert is one
+        // statement), so a poisoned table is still consistent.
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes every physical resource in `resources`, all or nothing, in sorted order (so two owners
+    /// asking for the same set cannot deadlock), retrying until `wait` has passed.
+    pub fn acquire(&self, resources: &[String], wait: Duration) -> Result<Acquired, Busy> {
+        let mut names: Vec<String> = resources
+            .iter()
+            .filter(|r| is_physical(r))
+            .cloned()
+            .collect();
+        names.sort();
+        names.dedup();
+        let started = Instant::now();
+        loop {
+            match self.try_all(&names) {
+                Ok(acquired) => return Ok(acquired),
+                Err(mut busy) => {
+                    let waited = started.elapsed();
+                    if busy.error_class.is_some() || waited >= wait {
+                        busy.waited_s = (waited.as_secs_f64() * 1000.0).round() / 1000.0;
+                        return Err(busy);
+                    }
+                    std::thread::sleep(POLL.min(wait.saturating_sub(waited)));
+                }
+            }
+        }
+    }
+
+    fn try_all(&self, names: &[String]) -> Result<Acquired, Busy> {
+        let mut table = self.lock_table();
+        let mut newly_taken: Vec<String> = Vec::new();
+        let mut reclaimed = Vec::new();
+        for name in names {
+            if let Some(held) = table.get_mut(name) {
+                held.count += 1;
+                continue;
+            }
+            match self.take_one(name) {
+                Ok((held, previous)) => {
+                    table.insert(name.clone(), held);
+                    newly_taken.push(name.clone());
+                    reclaimed.extend(previous);
+                }
+                Err(busy) => {
+                    // All or nothing: give back what this attempt took, and undo the re-entries.
+                    for name in names {
+                        if newly_taken.contains(name) {
+                            if let Some(held) = table.remove(name) {
+                                self.write_released(name, &held.acquired_at);
+                            }
+                        } else if let Some(held) = table.get_mut(name) {
+                            held.count = held.count.saturating_sub(1);
+                        }
+                        if name == &busy.resource {
+                            break;
+                        }
+                    }
+                    return Err(busy);
+                }
+            }
+        }
+        Ok(Acquired {
+            resources: names.to_vec(),
+            reclaimed,
+        })
+    }
+
+    fn take_one(&self, resource: &str) -> Result<(HeldLock, Option<Value>), Busy> {
+        let unusable = |err: &io::Error| Busy {
+            resource: resource.to_owned(),
+            holder: None,
+            held_since: None,
+            heartbeat_at: None,
+            waited_s: 0.0,
+            error_class: Some(format!("{:?}", err.kind())),
+        };
+        self.root.ensure().map_err(|e| unusable(&e))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(self.root.lock_path(resource))
+            .map_err(|e| unusable(&e))?;
+        let meta = file.metadata().map_err(|e| unusable(&e))?;
+        if !meta.file_type().is_file() || meta.nlink() != 1 {
+            return Err(unusable(&io::Error::new(
+                io::ErrorKind::InvalidData,
+                "lock file is not a single-link regular file",
+            )));
+        }
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                let record = self.read_settled_holder(resource);
+                return Err(Busy {
+                    resource: resource.to_owned(),
+                    holder: record.as_ref().and_then(|r| r.get("owner").cloned()),
+                    held_since: text(record.as_ref(), "acquired_at"),
+                    heartbeat_at: text(record.as_ref(), "heartbeat_at"),
+                    waited_s: 0.0,
+                    error_class: None,
+                });
+            }
+            Err(fs::TryLockError::Error(err)) => return Err(unusable(&err)),
+        }
+        let previous = self.read_holder(resource);
+        let reclaimed = previous
+            .as_ref()
+            .filter(|r| r.get("state").and_then(Value::as_str) == Some("held"))
+            .map(|r| {
+                json!({
+                    "resource": resource,
+                    "owner": r.get("owner").cloned().unwrap_or(Value::Null),
+                    "held_since": r.get("acquired_at").cloned().unwrap_or(Value::Null),
+                    "last_heartbeat_at": r.get("heartbeat_at").cloned().unwrap_or(Value::Null),
+                    "reason": "owner_process_exited_without_release",
+                    "summary": "The previous holder exited without releasing the device; the kernel freed its lock.",
+                })
+            });
+        let now = iso_millis(std::time::SystemTime::now());
+        let mut record = json!({
+            "version": 1,
+            "state": "held",
+            "resource": resource,
+            "owner": self.owner,
+            "acquired_at": now,
+            "heartbeat_at": now,
+            "heartbeat_interval_s": HEARTBEAT_INTERVAL_S,
+        });
+        if let Some(from) = &reclaimed {
+            record["reclaimed_from"] = from.clone();
+        }
+        // The record is advisory: a failure to write it does not undo the lock we hold.
+        let _ = self.write_holder(resource, &record);
+        Ok((
+            HeldLock {
+                _file: file,
+                count: 1,
+                acquired_at: now,
+            },
+            reclaimed,
+        ))
+    }
+
+    /// Gives back one hold on each physical resource; the lock is released when the last hold goes.
+    pub fn release(&self, resources: &[String]) {
+        let mut table = self.lock_table();
+        for name in resources.iter().filter(|r| is_physical(r)) {
+            let done = match table.get_mut(name) {
+                Some(held) if held.count > 1 => {
+                    held.count -= 1;
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            };
+            if done && let Some(held) = table.remove(name) {
+                // Say "released" before the kernel lock goes, so the next taker does not mistake a
+                // clean release for a crash.
+                self.write_released(name, &held.acquired_at);
+            }
+        }
+    }
+
+    fn write_released(&self, resource: &str, acquired_at: &str) {
+        let now = iso_millis(std::time::SystemTime::now());
+        let record = json!({
+            "version": 1,
+            "state": "released",
+            "resource": resource,
+            "owner": self.owner,
+            "acquired_at": acquired_at,
+            "heartbeat_at": now,
+            "heartbeat_interval_s": HEARTBEAT_INTERVAL_S,
+            "released_at": now,
+        });
+        let _ = self.write_holder(resource, &record);
+    }
+
+    fn write_holder(&self, resource: &str, record: &Value) -> io::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
+        bytes.push(b'\n');
+        fsio::write_atomic(&self.root.holder_path(resource), &bytes, 0o600)
+    }
+
+    /// The holder record as the current holder wrote it. A holder that took the lock a moment ago may
+    /// not have written its record yet, so a missing or `released` record is read again briefly
+    /// before the refusal names whoever it names.
+    fn read_settled_holder(&self, resource: &str) -> Option<Value> {
+        let mut record = self.read_holder(resource);
+        for _ in 0..10 {
+            if record
+                .as_ref()
+                .and_then(|r| r.get("state"))
+                .and_then(Value::as_str)
+                == Some("held")
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            record = self.read_holder(resource);
+        }
+        record
+    }
+
+    fn read_holder(&self, resource: &str) -> Option<Value> {
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(self.root.holder_path(resource))
+            .ok()?;
+        serde_json::from_reader(io::BufReader::new(file.take_bounded())).ok()
+    }
+}
+
+impl Drop for DeviceLocks {
+    fn drop(&mut self) {
+        let names = self.held();
+        let table = std::mem::take(&mut *self.lock_table());
+        for name in names {
+            if let Some(held) = table.get(&name) {
+                self.write_released(&name, &held.acquired_at);
+            }
+        }
+    }
+}
+
+fn text(record: Option<&Value>, key: &str) -> Option<String> {
+    record?.get(key)?.as_str().map(str::to_owned)
+}
+
+/// Holder records are small; a planted huge file must not be read whole.
+trait TakeBounded {
+    fn take_bounded(self) -> io::Take<File>;
+}
+
+impl TakeBounded for File {
+    fn take_bounded(self) -> io::Take<File> {
+        io::Read::take(self, 64 * 1024)
+    }
+}
+
+#[cfg(test)]
+#[path = "device_lock_tests.rs"]
+mod tests;
