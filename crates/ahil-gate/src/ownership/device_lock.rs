@@ -215,6 +215,17 @@ impl DeviceLocks {
     /// Takes every physical resource in `resources`, all or nothing, in sorted order (so two owners
     /// asking for the same set cannot deadlock), retrying until `wait` has passed.
     pub fn acquire(&self, resources: &[String], wait: Duration) -> Result<Acquired, Busy> {
+        self.acquire_labeled(resources, wait, None)
+    }
+
+    /// As [`Self::acquire`], with the run's label in the holder records, so whoever is refused
+    /// learns what the device is busy with.
+    pub fn acquire_labeled(
+        &self,
+        resources: &[String],
+        wait: Duration,
+        label: Option<&str>,
+    ) -> Result<Acquired, Busy> {
         let mut names: Vec<String> = resources
             .iter()
             .filter(|r| is_physical(r))
@@ -224,7 +235,7 @@ impl DeviceLocks {
         names.dedup();
         let started = Instant::now();
         loop {
-            match self.try_all(&names) {
+            match self.try_all(&names, label) {
                 Ok(acquired) => return Ok(acquired),
                 Err(mut busy) => {
                     let waited = started.elapsed();
@@ -238,7 +249,7 @@ impl DeviceLocks {
         }
     }
 
-    fn try_all(&self, names: &[String]) -> Result<Acquired, Busy> {
+    fn try_all(&self, names: &[String], label: Option<&str>) -> Result<Acquired, Busy> {
         let mut table = self.lock_table();
         let mut newly_taken: Vec<String> = Vec::new();
         let mut reclaimed = Vec::new();
@@ -247,7 +258,7 @@ impl DeviceLocks {
                 held.count += 1;
                 continue;
             }
-            match self.take_one(name) {
+            match self.take_one(name, label) {
                 Ok((held, previous)) => {
                     table.insert(name.clone(), held);
                     newly_taken.push(name.clone());
@@ -277,7 +288,11 @@ impl DeviceLocks {
         })
     }
 
-    fn take_one(&self, resource: &str) -> Result<(HeldLock, Option<Value>), Busy> {
+    fn take_one(
+        &self,
+        resource: &str,
+        label: Option<&str>,
+    ) -> Result<(HeldLock, Option<Value>), Busy> {
         let unusable = |err: &io::Error| Busy {
             resource: resource.to_owned(),
             holder: None,
@@ -333,11 +348,15 @@ impl DeviceLocks {
                 })
             });
         let now = iso_millis(std::time::SystemTime::now());
+        let mut owner = self.owner.clone();
+        if let Some(label) = label {
+            owner.label = Some(label.to_owned());
+        }
         let mut record = json!({
             "version": 1,
             "state": "held",
             "resource": resource,
-            "owner": self.owner,
+            "owner": owner,
             "acquired_at": now,
             "heartbeat_at": now,
             "heartbeat_interval_s": HEARTBEAT_INTERVAL_S,

@@ -3,6 +3,7 @@
 
 pub mod device_lock;
 pub mod owner;
+pub mod runs;
 
 pub use device_lock::{Acquired, Busy, DeviceLocks, LockRoot};
 pub use owner::Owner;

@@ -1,0 +1,521 @@
+//! Bench runs: an owner declares the devices a sequence of calls will use, takes them all at once
+//! (or none), and holds them until the run ends. Selectors resolve against the configuration in force
+//! before any lock is touched, so a typo never leaves half a bench held.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use ahil_config::time::now_millis;
+use ahil_config::{Config, Debugger, LoadedConfig};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::device_lock::{Acquired, DeviceLocks};
+use crate::envelope::Outcome;
+
+/// One device a run holds, as results show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeclaredDevice {
+    pub kind: String,
+    pub id: String,
+    pub lock_key: String,
+    pub identity_source: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity_warning: Option<String>,
+    /// Every key this device locks (the primary `lock_key` first).
+    #[serde(skip)]
+    pub lock_keys: Vec<String>,
+}
+
+/// The machine-wide keys of a debugger entry, primary first. An entry that names both a
+/// `resource_id` and a `probe_id` also locks the probe, so a neighbour naming only the probe collides.
+pub fn debugger_keys(debugger: &Debugger, executable: Option<&Path>) -> Vec<String> {
+    let exe = executable.map(|p| p.display().to_string());
+    let primary = debugger.lock_key(exe.as_deref());
+    let mut keys = vec![primary];
+    if debugger.resource_id.is_some()
+        && let Some(probe) = &debugger.probe_id
+    {
+        keys.push(format!("probe:{}", probe.to_lowercase()));
+    }
+    keys
+}
+
+fn debugger_identity(
+    debugger: &Debugger,
+    executable: Option<&Path>,
+) -> (&'static str, Option<String>) {
+    if debugger.resource_id.is_some() {
+        ("resource_id", None)
+    } else if debugger.probe_id.is_some() {
+        ("probe_id", None)
+    } else {
+        let warning = "This debugger names no probe_id or resource_id, so its lock follows the toolchain, not the board; give it a probe_id.".to_owned();
+        let source = if executable.is_some() || debugger.executable.is_some() {
+            "executable"
+        } else {
+            "backend"
+        };
+        (source, Some(warning))
+    }
+}
+
+/// Resolves `devices` selectors (`{kind, id?, participant?}`, already schema-checked) to the devices
+/// they name, or the refusal for the first that names nothing.
+pub fn resolve(
+    loaded: &LoadedConfig,
+    tool: &str,
+    selectors: &[Value],
+) -> Result<Vec<DeclaredDevice>, Box<Outcome>> {
+    let config = &loaded.config;
+    let mut devices: Vec<DeclaredDevice> = Vec::new();
+    for selector in selectors {
+        let kind = selector
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let id = selector.get("id").and_then(Value::as_str);
+        if selector.get("participant").is_some() && kind != "can" {
+            return Err(Box::new(invalid(
+                tool,
+                "participant",
+                "Only a can selector takes a participant.",
+            )));
+        }
+        let device = match kind {
+            "debugger" => resolve_debugger(loaded, tool, id)?,
+            "uart" => {
+                let id = required_id(tool, kind, id)?;
+                let port = config
+                    .com_ports
+                    .get(id)
+                    .ok_or_else(|| unknown_device(config, tool, kind, id))?;
+                let source = port.identity_source().as_str().to_owned();
+                let warning = (!port.carries_hardware_identity()).then(|| {
+                    "This port is named by its kernel device only; a second adapter can take that name.".to_owned()
+                });
+                let key = port.lock_key(id);
+                DeclaredDevice {
+                    kind: kind.to_owned(),
+                    id: id.to_owned(),
+                    lock_key: key.clone(),
+                    identity_source: source,
+                    identity_warning: warning,
+                    lock_keys: vec![key],
+                }
+            }
+            "can" => {
+                let id = required_id(tool, kind, id)?;
+                let bus = config
+                    .can_buses
+                    .get(id)
+                    .ok_or_else(|| unknown_device(config, tool, kind, id))?;
+                let key = bus.lock_key();
+                let source = if bus.resource_id.is_some() {
+                    "resource_id"
+                } else {
+                    "channel"
+                };
+                DeclaredDevice {
+                    kind: kind.to_owned(),
+                    id: id.to_owned(),
+                    lock_key: key.clone(),
+                    identity_source: source.to_owned(),
+                    identity_warning: None,
+                    lock_keys: vec![key],
+                }
+            }
+            "power_supply" => {
+                let id = required_id(tool, kind, id)?;
+                let supply = config
+                    .power_supplies
+                    .get(id)
+                    .ok_or_else(|| unknown_device(config, tool, kind, id))?;
+                // A supply is reached through its serial port, so it is held by that port's key.
+                let port = config
+                    .com_ports
+                    .get(&supply.com_port)
+                    .ok_or_else(|| unknown_device(config, tool, kind, id))?;
+                let key = port.lock_key(&supply.com_port);
+                DeclaredDevice {
+                    kind: kind.to_owned(),
+                    id: id.to_owned(),
+                    lock_key: key.clone(),
+                    identity_source: port.identity_source().as_str().to_owned(),
+                    identity_warning: None,
+                    lock_keys: vec![key],
+                }
+            }
+            _ => return Err(Box::new(invalid(tool, "kind", "Unknown device kind."))),
+        };
+        if !devices
+            .iter()
+            .any(|d| d.kind == device.kind && d.id == device.id)
+        {
+            devices.push(device);
+        }
+    }
+    Ok(devices)
+}
+
+fn resolve_debugger(
+    loaded: &LoadedConfig,
+    tool: &str,
+    id: Option<&str>,
+) -> Result<DeclaredDevice, Box<Outcome>> {
+    let config = &loaded.config;
+    let (name, debugger) = match id {
+        Some(id) => (
+            id,
+            config
+                .debuggers
+                .get(id)
+                .ok_or_else(|| unknown_device(config, tool, "debugger", id))?,
+        ),
+        None => config.auto_bound_debugger().ok_or_else(|| {
+            Box::new(invalid(
+                tool,
+                "devices",
+                "A debugger selector may omit id only when exactly one debugger is configured.",
+            ))
+        })?,
+    };
+    let exe = loaded.executables.debugger(name);
+    let keys = debugger_keys(debugger, exe);
+    let (source, warning) = debugger_identity(debugger, exe);
+    Ok(DeclaredDevice {
+        kind: "debugger".to_owned(),
+        id: name.to_owned(),
+        lock_key: keys[0].clone(),
+        identity_source: source.to_owned(),
+        identity_warning: warning,
+        lock_keys: keys,
+    })
+}
+
+fn required_id<'a>(tool: &str, kind: &str, id: Option<&'a str>) -> Result<&'a str, Box<Outcome>> {
+    id.ok_or_else(|| {
+        Box::new(invalid(
+            tool,
+            "id",
+            &format!("A {kind} selector needs the entry's id."),
+        ))
+    })
+}
+
+fn invalid(tool: &str, field: &str, summary: &str) -> Outcome {
+    Outcome::refused(tool, "invalid_argument", summary)
+        .with("field", field)
+        .with_remediation([
+            "Name each device as {kind, id} with an entry name from project_config_describe.",
+        ])
+        .not_contacted()
+}
+
+fn unknown_device(config: &Config, tool: &str, kind: &str, id: &str) -> Box<Outcome> {
+    let configured: Vec<&str> = match kind {
+        "debugger" => config.debuggers.keys().map(String::as_str).collect(),
+        "uart" => config.com_ports.keys().map(String::as_str).collect(),
+        "can" => config.can_buses.keys().map(String::as_str).collect(),
+        _ => config.power_supplies.keys().map(String::as_str).collect(),
+    };
+    Box::new(
+        Outcome::refused(
+            tool,
+            "unknown_device",
+            format!("The configuration declares no {kind} named '{id}'."),
+        )
+        .with("kind", kind)
+        .with("id", id)
+        .with("configured_devices", json!(configured))
+        .with_remediation([
+            "Use an entry name from configured_devices; the operator adds new devices.",
+        ])
+        .not_contacted(),
+    )
+}
+
+/// The run this owner has open.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub label: Option<String>,
+    pub started_at: String,
+    pub devices: Vec<DeclaredDevice>,
+}
+
+impl Run {
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .devices
+            .iter()
+            .flat_map(|d| d.lock_keys.clone())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// Whether this run declared every key in `keys` (a call inside a run may use only those).
+    pub fn covers(&self, keys: &[String]) -> bool {
+        let held = self.keys();
+        keys.iter().all(|k| held.contains(k))
+    }
+}
+
+/// At most one open run per owner.
+#[derive(Default)]
+pub struct RunSlot {
+    run: Mutex<Option<Run>>,
+}
+
+impl RunSlot {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Run>> {
+        self.run
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn current(&self) -> Option<Run> {
+        self.slot().clone()
+    }
+
+    /// Opens a run over `devices`, taking every lock or none.
+    pub fn start(
+        &self,
+        locks: &DeviceLocks,
+        tool: &str,
+        devices: Vec<DeclaredDevice>,
+        label: Option<String>,
+        wait: Duration,
+    ) -> Outcome {
+        let mut slot = self.slot();
+        if let Some(run) = slot.as_ref() {
+            return Outcome::refused(
+                tool,
+                "run_already_active",
+                "A run is already open on this server.",
+            )
+            .with("declared_devices", json!(run.keys()))
+            .with_remediation(["Call bench_run_stop first, then start the new run."])
+            .not_contacted();
+        }
+        let keys: Vec<String> = devices.iter().flat_map(|d| d.lock_keys.clone()).collect();
+        let Acquired {
+            resources,
+            reclaimed,
+        } = match locks.acquire_labeled(&keys, wait, label.as_deref()) {
+            Ok(acquired) => acquired,
+            Err(busy) => return busy.into_outcome(tool),
+        };
+        let run = Run {
+            label: label.clone(),
+            started_at: now_millis(),
+            devices,
+        };
+        let mut owner = serde_json::to_value(locks.owner()).unwrap_or(Value::Null);
+        if let Some(label) = &label {
+            owner["label"] = json!(label);
+        }
+        let mut outcome = Outcome::ok(
+            tool,
+            format!(
+                "{} device(s) are held for this run until bench_run_stop.",
+                resources.len()
+            ),
+        )
+        .with("declared_devices", json!(run.keys()))
+        .with("run_label", json!(label))
+        .with("run_started_at", run.started_at.as_str())
+        .with("owner", owner)
+        .with("devices", json!(run.devices));
+        let warnings: Vec<&str> = run
+            .devices
+            .iter()
+            .filter_map(|d| d.identity_warning.as_deref())
+            .collect();
+        if !warnings.is_empty() {
+            outcome.set("warnings", json!(warnings));
+        }
+        if !reclaimed.is_empty() {
+            outcome.set("reclaimed", json!(reclaimed));
+        }
+        *slot = Some(run);
+        outcome
+    }
+
+    /// Ends the run and releases its devices; ending no run is not an error.
+    pub fn stop(&self, locks: &DeviceLocks, tool: &str) -> Outcome {
+        let Some(run) = self.slot().take() else {
+            return Outcome::ok(tool, "No run was open.")
+                .with("released_devices", json!([]))
+                .with("run_was_active", false);
+        };
+        let keys = run.keys();
+        locks.release(&keys);
+        Outcome::ok(tool, format!("{} device(s) were released.", keys.len()))
+            .with("released_devices", json!(keys))
+            .with("run_was_active", true)
+    }
+
+    pub fn status(&self, locks: &DeviceLocks, tool: &str) -> Outcome {
+        let held = locks.held();
+        match self.current() {
+            None => Outcome::ok(tool, "No run is open.")
+                .with("run_active", false)
+                .with("declared_devices", json!([]))
+                .with("held_devices", json!(held)),
+            Some(run) => Outcome::ok(
+                tool,
+                format!(
+                    "A run holds {} device(s) until bench_run_stop or until this server ends.",
+                    run.keys().len()
+                ),
+            )
+            .with("run_active", true)
+            .with("declared_devices", json!(run.keys()))
+            .with("run_label", json!(run.label))
+            .with("run_started_at", run.started_at.as_str())
+            .with(
+                "owner",
+                serde_json::to_value(locks.owner()).unwrap_or(Value::Null),
+            )
+            .with("held_devices", json!(held))
+            .with("devices", json!(run.devices)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ownership::{LockRoot, Owner};
+    use crate::testkit::{Fixture, NULL_EXECUTABLE, executable_line};
+
+    const UART: &str = "com_ports:\n  dut_uart:\n    device: \"/dev/serial/by-id/usb-ST_STLINK_0669-if02\"\n    serial_number: \"0669FF\"\n";
+
+    fn bench(fx: &Fixture) -> LoadedConfig {
+        let openocd = fx.tool("openocd", "exit 0");
+        let text = fx
+            .starter_with(&[
+                (NULL_EXECUTABLE, &executable_line(&openocd)),
+                ("probe_id: null", "probe_id: \"ABC1\""),
+            ])
+            .replacen("com_ports: {}\n", UART, 1);
+        fx.write_config(&text);
+        fx.load()
+    }
+
+    fn locks(fx: &Fixture) -> DeviceLocks {
+        DeviceLocks::new(LockRoot::for_home(&fx.home), Owner::this_process("mcp"))
+    }
+
+    fn selectors(value: Value) -> Vec<Value> {
+        value.as_array().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_debugger_selector_without_id_names_the_only_debugger() {
+        let fx = Fixture::new();
+        let loaded = bench(&fx);
+        let devices = resolve(
+            &loaded,
+            "bench_run_start",
+            &selectors(json!([{"kind": "debugger"}])),
+        )
+        .expect("resolves");
+        assert_eq!(devices[0].id, "dut");
+        assert_eq!(devices[0].lock_key, "probe:abc1");
+        assert_eq!(devices[0].identity_source, "probe_id");
+    }
+
+    #[test]
+    fn an_unknown_entry_is_refused_before_any_lock_is_taken() {
+        let fx = Fixture::new();
+        let loaded = bench(&fx);
+        let refusal = resolve(
+            &loaded,
+            "bench_run_start",
+            &selectors(json!([{"kind": "debugger"}, {"kind": "uart", "id": "nope"}])),
+        )
+        .expect_err("nope is not configured");
+        assert_eq!(refusal.error_type.as_deref(), Some("unknown_device"));
+        assert_eq!(
+            refusal.to_value()["configured_devices"],
+            json!(["dut_uart"])
+        );
+    }
+
+    #[test]
+    fn a_run_holds_its_devices_until_it_stops() {
+        let fx = Fixture::new();
+        let loaded = bench(&fx);
+        let devices = resolve(
+            &loaded,
+            "bench_run_start",
+            &selectors(json!([{"kind": "debugger"}, {"kind": "uart", "id": "dut_uart"}])),
+        )
+        .expect("resolves");
+        let mine = locks(&fx);
+        let theirs = locks(&fx);
+        let slot = RunSlot::default();
+        let started = slot.start(
+            &mine,
+            "bench_run_start",
+            devices.clone(),
+            Some("t1".into()),
+            Duration::ZERO,
+        );
+        assert!(started.ok, "{}", started.to_value());
+        assert_eq!(
+            started.to_value()["declared_devices"],
+            json!(["com:serial:0669ff", "probe:abc1"])
+        );
+        let other = RunSlot::default();
+        let refused = other.start(
+            &theirs,
+            "bench_run_start",
+            devices.clone(),
+            None,
+            Duration::ZERO,
+        );
+        assert_eq!(refused.error_type.as_deref(), Some("device_busy"));
+        assert!(
+            refused.summary.contains("running t1"),
+            "{}",
+            refused.summary
+        );
+
+        let again = slot.start(
+            &mine,
+            "bench_run_start",
+            devices.clone(),
+            None,
+            Duration::ZERO,
+        );
+        assert_eq!(again.error_type.as_deref(), Some("run_already_active"));
+
+        let stopped = slot.stop(&mine, "bench_run_stop");
+        assert_eq!(stopped.to_value()["run_was_active"], json!(true));
+        assert!(
+            other
+                .start(&theirs, "bench_run_start", devices, None, Duration::ZERO)
+                .ok
+        );
+    }
+
+    #[test]
+    fn a_run_covers_only_what_it_declared() {
+        let fx = Fixture::new();
+        let loaded = bench(&fx);
+        let devices =
+            resolve(&loaded, "t", &selectors(json!([{"kind": "debugger"}]))).expect("resolves");
+        let run = Run {
+            label: None,
+            started_at: String::new(),
+            devices,
+        };
+        assert!(run.covers(&["probe:abc1".to_owned()]));
+        assert!(!run.covers(&["com:serial:0669ff".to_owned()]));
+    }
+}
