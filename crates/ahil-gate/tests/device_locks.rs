@@ -43,7 +43,7 @@ fn child_process_role() {
             // The harness may capture stdout, so the signal is a file.
             let journal = std::env::var(JOURNAL).expect("journal path");
             std::fs::write(journal, "HELD").expect("signal the parent");
-            std::thread::sleep(Duration::from_secs(60));
+            std::thread::sleep(Duration::from_mins(1));
         }
         other => panic!("unknown role {other}"),
     }
@@ -282,6 +282,8 @@ impl Bench {
     }
 
     /// The reference's MCP server in this workspace, with `bench_run_start` on the debugger sent.
+    /// The caller kills and reaps the child it gets back.
+    #[allow(clippy::zombie_processes)]
     fn reference_run_start(&self, reference: &Path) -> (Child, Value) {
         let mut child = Command::new(reference)
             .arg("mcp-stdio")

@@ -45,10 +45,7 @@ impl LockRoot {
     }
 
     fn digest(resource: &str) -> String {
-        Sha256::digest(resource.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        super::owner::to_hex(&Sha256::digest(resource.as_bytes()))
     }
 
     pub fn lock_path(&self, resource: &str) -> PathBuf {
@@ -214,7 +211,7 @@ impl DeviceLocks {
 
     /// Takes every physical resource in `resources`, all or nothing, in sorted order (so two owners
     /// asking for the same set cannot deadlock), retrying until `wait` has passed.
-    pub fn acquire(&self, resources: &[String], wait: Duration) -> Result<Acquired, Busy> {
+    pub fn acquire(&self, resources: &[String], wait: Duration) -> Result<Acquired, Box<Busy>> {
         self.acquire_labeled(resources, wait, None)
     }
 
@@ -225,7 +222,7 @@ impl DeviceLocks {
         resources: &[String],
         wait: Duration,
         label: Option<&str>,
-    ) -> Result<Acquired, Busy> {
+    ) -> Result<Acquired, Box<Busy>> {
         let mut names: Vec<String> = resources
             .iter()
             .filter(|r| is_physical(r))
@@ -249,7 +246,7 @@ impl DeviceLocks {
         }
     }
 
-    fn try_all(&self, names: &[String], label: Option<&str>) -> Result<Acquired, Busy> {
+    fn try_all(&self, names: &[String], label: Option<&str>) -> Result<Acquired, Box<Busy>> {
         let mut table = self.lock_table();
         let mut newly_taken: Vec<String> = Vec::new();
         let mut reclaimed = Vec::new();
@@ -292,14 +289,16 @@ impl DeviceLocks {
         &self,
         resource: &str,
         label: Option<&str>,
-    ) -> Result<(HeldLock, Option<Value>), Busy> {
-        let unusable = |err: &io::Error| Busy {
-            resource: resource.to_owned(),
-            holder: None,
-            held_since: None,
-            heartbeat_at: None,
-            waited_s: 0.0,
-            error_class: Some(format!("{:?}", err.kind())),
+    ) -> Result<(HeldLock, Option<Value>), Box<Busy>> {
+        let unusable = |err: &io::Error| {
+            Box::new(Busy {
+                resource: resource.to_owned(),
+                holder: None,
+                held_since: None,
+                heartbeat_at: None,
+                waited_s: 0.0,
+                error_class: Some(format!("{:?}", err.kind())),
+            })
         };
         self.root.ensure().map_err(|e| unusable(&e))?;
         let file = OpenOptions::new()
@@ -322,14 +321,14 @@ impl DeviceLocks {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
                 let record = self.read_settled_holder(resource);
-                return Err(Busy {
+                return Err(Box::new(Busy {
                     resource: resource.to_owned(),
                     holder: record.as_ref().and_then(|r| r.get("owner").cloned()),
                     held_since: text(record.as_ref(), "acquired_at"),
                     heartbeat_at: text(record.as_ref(), "heartbeat_at"),
                     waited_s: 0.0,
                     error_class: None,
-                });
+                }));
             }
             Err(fs::TryLockError::Error(err)) => return Err(unusable(&err)),
         }

@@ -286,7 +286,7 @@ impl RunSlot {
         locks: &DeviceLocks,
         tool: &str,
         devices: Vec<DeclaredDevice>,
-        label: Option<String>,
+        label: Option<&str>,
         wait: Duration,
     ) -> Outcome {
         let mut slot = self.slot();
@@ -304,17 +304,17 @@ impl RunSlot {
         let Acquired {
             resources,
             reclaimed,
-        } = match locks.acquire_labeled(&keys, wait, label.as_deref()) {
+        } = match locks.acquire_labeled(&keys, wait, label) {
             Ok(acquired) => acquired,
             Err(busy) => return busy.into_outcome(tool),
         };
         let run = Run {
-            label: label.clone(),
+            label: label.map(str::to_owned),
             started_at: now_millis(),
             devices,
         };
         let mut owner = serde_json::to_value(locks.owner()).unwrap_or(Value::Null);
-        if let Some(label) = &label {
+        if let Some(label) = label {
             owner["label"] = json!(label);
         }
         let mut outcome = Outcome::ok(
@@ -410,7 +410,7 @@ mod tests {
         DeviceLocks::new(LockRoot::for_home(&fx.home), Owner::this_process("mcp"))
     }
 
-    fn selectors(value: Value) -> Vec<Value> {
+    fn selectors(value: &Value) -> Vec<Value> {
         value.as_array().cloned().unwrap_or_default()
     }
 
@@ -421,7 +421,7 @@ mod tests {
         let devices = resolve(
             &loaded,
             "bench_run_start",
-            &selectors(json!([{"kind": "debugger"}])),
+            &selectors(&json!([{"kind": "debugger"}])),
         )
         .expect("resolves");
         assert_eq!(devices[0].id, "dut");
@@ -436,7 +436,7 @@ mod tests {
         let refusal = resolve(
             &loaded,
             "bench_run_start",
-            &selectors(json!([{"kind": "debugger"}, {"kind": "uart", "id": "nope"}])),
+            &selectors(&json!([{"kind": "debugger"}, {"kind": "uart", "id": "nope"}])),
         )
         .expect_err("nope is not configured");
         assert_eq!(refusal.error_type.as_deref(), Some("unknown_device"));
@@ -453,7 +453,7 @@ mod tests {
         let devices = resolve(
             &loaded,
             "bench_run_start",
-            &selectors(json!([{"kind": "debugger"}, {"kind": "uart", "id": "dut_uart"}])),
+            &selectors(&json!([{"kind": "debugger"}, {"kind": "uart", "id": "dut_uart"}])),
         )
         .expect("resolves");
         let mine = locks(&fx);
@@ -463,7 +463,7 @@ mod tests {
             &mine,
             "bench_run_start",
             devices.clone(),
-            Some("t1".into()),
+            Some("t1"),
             Duration::ZERO,
         );
         assert!(started.ok, "{}", started.to_value());
@@ -509,7 +509,7 @@ mod tests {
         let fx = Fixture::new();
         let loaded = bench(&fx);
         let devices =
-            resolve(&loaded, "t", &selectors(json!([{"kind": "debugger"}]))).expect("resolves");
+            resolve(&loaded, "t", &selectors(&json!([{"kind": "debugger"}]))).expect("resolves");
         let run = Run {
             label: None,
             started_at: String::new(),
