@@ -4,16 +4,70 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# --with-arm-gcc also installs the cross compiler that rebuilds firmware/ (about 450 MB); the tests use
+# the committed images and only compare against a rebuild when the compiler is there.
+with_arm_gcc=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-arm-gcc) with_arm_gcc=1 ;;
+    *) echo "setup: unknown option $arg (known: --with-arm-gcc)" >&2; exit 2 ;;
+  esac
+done
+sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+
 missing=()
 # A C compiler for crates that build C; a machine may already have one without Debian's package.
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
 # A machine may bring its own Python (pyenv); Debian's is needed only when venv is absent.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv python3-pip)
 if ((${#missing[@]})); then
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "setup: installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The simulated bench: QEMU's Cortex-M boards, gdb for the GDB/MI debug path, optionally the cross
+# compiler. Recommends stay out: QEMU's pull in a desktop (GTK, gstreamer, mesa).
+sim_missing=()
+command -v gdb-multiarch >/dev/null 2>&1 || sim_missing+=(gdb-multiarch)
+if ((with_arm_gcc)) && ! command -v arm-none-eabi-gcc >/dev/null 2>&1; then
+  sim_missing+=(gcc-arm-none-eabi)
+fi
+if ((${#sim_missing[@]})); then
+  echo "setup: installing ${sim_missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${sim_missing[@]}" >/dev/null
+fi
+if ! command -v qemu-system-arm >/dev/null 2>&1; then
+  # An image may carry qemu-utils from bookworm-backports; the stock qemu-system-common conflicts with
+  # it and apt would remove it. Then take qemu-system-arm from backports as well, through a private
+  # sources list so /etc/apt stays as the image made it.
+  $sudo apt-get update -qq
+  # The plan goes through a variable: under pipefail, `grep -q` closing the pipe early could turn a
+  # conflict into a silent "no conflict" and remove qemu-utils after all.
+  plan=$(apt-get install -s --no-install-recommends qemu-system-arm 2>/dev/null || true)
+  if grep -q '^Remv ' <<<"$plan"; then
+    codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+    bpo=$(mktemp -d)
+    trap '$sudo rm -rf "$bpo"' EXIT
+    chmod 755 "$bpo"  # apt downloads as _apt and must reach the lists
+    mkdir -p "$bpo/lists/partial"
+    cat >"$bpo/sources.list" <<SOURCES
+deb http://deb.debian.org/debian $codename main
+deb http://deb.debian.org/debian $codename-updates main
+deb http://deb.debian.org/debian-security $codename-security main
+deb http://deb.debian.org/debian $codename-backports main
+SOURCES
+    private=(-o "Dir::Etc::sourcelist=$bpo/sources.list" -o "Dir::Etc::sourceparts=-"
+      -o "Dir::State::lists=$bpo/lists")
+    echo "setup: installing qemu-system-arm from $codename-backports (keeps the installed qemu-utils)"
+    $sudo apt-get "${private[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get "${private[@]}" install -y -qq --no-install-recommends \
+      -t "$codename-backports" qemu-system-arm >/dev/null
+  else
+    echo "setup: installing qemu-system-arm"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends qemu-system-arm >/dev/null
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

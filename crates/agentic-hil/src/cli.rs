@@ -42,6 +42,22 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Load test plans with the reactor's own loader and say whether each is usable; no hardware.
+    #[command(name = "check-plan")]
+    CheckPlan {
+        /// Plan files, relative to the workspace (default `.agentic-hil/testconfig.yaml`).
+        plans: Vec<PathBuf>,
+    },
+    /// Print (or write) the JSON schema of test plans (`.agentic-hil/testconfig.yaml`).
+    #[command(name = "test-schema")]
+    TestSchema {
+        /// Write the schema to this file inside the workspace instead of stdout.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// Replace an existing output file.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print (or write) the snippet an MCP host needs to launch this server.
     #[command(name = "mcp-config")]
     McpConfig {
@@ -51,5 +67,18 @@ pub enum Command {
         /// Replace an existing output file.
         #[arg(long)]
         force: bool,
+    },
+    /// Move a damaged report state aside (every byte kept) and start a fresh one.
+    #[command(name = "report-state-repair")]
+    ReportStateRepair,
+    /// Turn a run report into run-summary.json, job-summary.md and copies of its logs (for CI).
+    #[command(name = "run-evidence")]
+    RunEvidence {
+        /// The run report (workspace-relative or absolute).
+        #[arg(long)]
+        report: PathBuf,
+        /// The directory to write the evidence into.
+        #[arg(long)]
+        out: PathBuf,
     },
 }

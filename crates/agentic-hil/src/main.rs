@@ -2,8 +2,10 @@
 //! one result document it gets back; this crate never names a driver.
 
 mod cli;
+mod evidence;
 mod files;
 mod mcp;
+mod plans;
 mod render;
 
 use std::io::Write;
@@ -52,13 +54,21 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::McpStdio => return mcp::serve(&workspace, &env),
         Command::Init { force } => to_value(&ahil_gate::provision::init(&workspace, &env, *force))?,
         Command::Doctor => to_value(&ahil_gate::doctor(&workspace, &env))?,
+        Command::ReportStateRepair => evidence::report_state_repair(&workspace, &env),
+        Command::RunEvidence { report, out } => evidence::run_evidence(&workspace, report, out),
         Command::Schema { output, force } => {
             let schema = ahil_config::config_json_schema();
             match output {
-                None => {
-                    print_raw_json(&schema)?;
-                    return Ok(ExitCode::SUCCESS);
-                }
+                None => return print_raw_json(&schema).map(|()| ExitCode::SUCCESS),
+                Some(path) => files::write_output(&workspace, path, &schema, *force, "schema")?,
+            }
+        }
+        Command::CheckPlan { plans } => plans::check(&workspace, plans),
+        Command::TestSchema { output, force } => {
+            let schema = ahil_config::plan::plan_json_schema();
+            match output {
+                None => return print_raw_json(&schema).map(|()| ExitCode::SUCCESS),
+                // The reference answers `schema_exists` for both schema commands.
                 Some(path) => files::write_output(&workspace, path, &schema, *force, "schema")?,
             }
         }
@@ -75,6 +85,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             },
         },
     };
+    // The terminal is a sink like any other: nothing secret reaches it.
+    let document = ahil_gate::audit::redact(&document);
     emit(&document, cli.json)?;
     Ok(if ahil_gate::overall_success_value(&document) {
         ExitCode::SUCCESS

@@ -169,3 +169,39 @@ fn mcp_config_names_this_binary_with_mcp_stdio() {
         std::fs::canonicalize(World::binary()).expect("binary")
     );
 }
+
+#[test]
+fn test_schema_prints_the_test_plan_schema() {
+    let out = World::new().run(&["test-schema"]);
+    assert_eq!(out.status.code(), Some(0));
+    let schema: Value = serde_json::from_slice(&out.stdout).expect("the schema is JSON");
+    assert!(
+        schema["properties"]["steps"].is_object(),
+        "plans have steps: {schema}"
+    );
+}
+
+#[test]
+fn check_plan_loads_a_good_plan_and_names_the_key_of_a_bad_one() {
+    let world = World::new();
+    let plans = world.workspace.join(".agentic-hil");
+    std::fs::create_dir_all(&plans).expect("plan dir");
+    std::fs::write(
+        plans.join("testconfig.yaml"),
+        "version: 3\nname: smoke\nsteps:\n  - {device: dut, action: reset, mode: run}\n",
+    )
+    .expect("good plan");
+    let (doc, code) = world.run_json(&["check-plan"]);
+    assert_eq!(code, Some(0), "{doc}");
+    assert_eq!(doc["plans"][0]["name"], json!("smoke"));
+
+    std::fs::write(
+        plans.join("bad.yaml"),
+        "version: 3\nsteps:\n  - {device: dut, action: reset, mode: run, colour: red}\n",
+    )
+    .expect("bad plan");
+    let (doc, code) = world.run_json(&["check-plan", ".agentic-hil/bad.yaml"]);
+    assert_eq!(code, Some(1), "{doc}");
+    assert_eq!(doc["error_type"], json!("test_config_invalid"));
+    assert_eq!(doc["field"], json!("steps[0].colour"));
+}

@@ -158,3 +158,104 @@ fn a_broken_configuration_stops_the_server_with_the_refusal_on_stderr_only() {
     assert_eq!(doc["error_type"], json!("config_invalid"));
     assert_eq!(doc["field"], json!("surprise_key"));
 }
+
+const FAKE_OPENOCD: &str = "#!/bin/sh\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 0\n";
+
+fn bind_debugger(world: &World) {
+    let openocd = world.write_fake_tool("openocd", FAKE_OPENOCD);
+    let path = world.config_path();
+    let text = std::fs::read_to_string(&path).expect("read config");
+    let text = text
+        .replacen(
+            "executable: null",
+            &format!("executable: \"{}\"", openocd.display()),
+            1,
+        )
+        .replacen("probe_id: null", "probe_id: \"BOARD7\"", 1);
+    std::fs::write(&path, text).expect("write config");
+}
+
+#[tokio::test]
+async fn two_servers_contending_for_one_board_get_device_busy_naming_the_holder() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    bind_debugger(&world);
+    let first = connect(&world).await;
+    let second = connect(&world).await;
+    let start = |label: &str| {
+        CallToolRequestParams::new("bench_run_start").with_arguments(args(
+            json!({"devices": [{"kind": "debugger"}], "label": label}),
+        ))
+    };
+
+    let held = first.call_tool(start("first")).await.expect("answers");
+    assert_eq!(held.is_error, Some(false), "{:?}", held.structured_content);
+    let doc = held.structured_content.expect("envelope");
+    assert_eq!(doc["declared_devices"], json!(["probe:board7"]));
+
+    let refused = second.call_tool(start("second")).await.expect("answers");
+    assert_eq!(refused.is_error, Some(true));
+    let doc = refused.structured_content.expect("envelope");
+    assert_eq!(doc["error_type"], json!("device_busy"));
+    assert_eq!(doc["holder"]["label"], json!("first"));
+    assert!(
+        doc["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("running first")),
+        "{doc}"
+    );
+
+    let stopped = first
+        .call_tool(CallToolRequestParams::new("bench_run_stop"))
+        .await
+        .expect("answers");
+    assert_eq!(
+        stopped.structured_content.expect("envelope")["released_devices"],
+        json!(["probe:board7"])
+    );
+    let taken = second.call_tool(start("second")).await.expect("answers");
+    assert_eq!(
+        taken.is_error,
+        Some(false),
+        "{:?}",
+        taken.structured_content
+    );
+
+    // Ending the session releases the run's devices too.
+    second.cancel().await.expect("closes");
+    let again = first.call_tool(start("again")).await.expect("answers");
+    assert_eq!(
+        again.is_error,
+        Some(false),
+        "{:?}",
+        again.structured_content
+    );
+    first.cancel().await.expect("closes");
+}
+
+#[tokio::test]
+async fn a_run_naming_an_unknown_device_locks_nothing() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    bind_debugger(&world);
+    let client = connect(&world).await;
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("bench_run_start").with_arguments(args(
+                json!({"devices": [{"kind": "debugger"}, {"kind": "uart", "id": "nope"}]}),
+            )),
+        )
+        .await
+        .expect("answers");
+    let doc = result.structured_content.expect("envelope");
+    assert_eq!(doc["error_type"], json!("unknown_device"));
+    let status = client
+        .call_tool(CallToolRequestParams::new("bench_run_status"))
+        .await
+        .expect("answers")
+        .structured_content
+        .expect("envelope");
+    assert_eq!(status["run_active"], json!(false));
+    assert_eq!(status["held_devices"], json!([]));
+    client.cancel().await.expect("closes");
+}

@@ -16,6 +16,26 @@ pub struct Refusal {
 }
 
 impl Refusal {
+    /// Extra machine-readable fields; `field` is repeated here when present.
+    pub fn details_map(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        if let Some(f) = &self.field {
+            out.insert("field".into(), Value::String(f.clone()));
+        }
+        for (k, v) in &self.details {
+            out.insert(k.clone(), v.clone());
+        }
+        out
+    }
+
+    /// Every refusal says what to do next: `step` unless the site gave its own.
+    pub(crate) fn or_fix(mut self, step: &str) -> Self {
+        if self.remediation.is_empty() {
+            self.remediation.push(step.to_owned());
+        }
+        self
+    }
+
     pub(crate) fn new(summary: impl Into<String>) -> Self {
         Self {
             summary: summary.into(),
@@ -65,38 +85,33 @@ pub enum ConfigError {
 
 impl ConfigError {
     pub(crate) fn invalid(r: Refusal) -> Self {
-        Self::Invalid(Box::new(default_fix(
-            r,
+        Self::Invalid(Box::new(r.or_fix(
             "Correct the key named in `field`, then run `agentic-hil doctor`.",
         )))
     }
 
     pub(crate) fn not_found(r: Refusal) -> Self {
-        Self::NotFound(Box::new(default_fix(
-            r,
+        Self::NotFound(Box::new(r.or_fix(
             "Run `agentic-hil init` in the workspace to write the configuration.",
         )))
     }
 
     pub(crate) fn unreadable(r: Refusal) -> Self {
-        Self::Unreadable(Box::new(default_fix(
-            r,
+        Self::Unreadable(Box::new(r.or_fix(
             "Make the file a readable UTF-8 regular file, then run `agentic-hil doctor`.",
         )))
     }
 
     pub(crate) fn unsafe_path(r: Refusal) -> Self {
-        Self::UnsafePath(Box::new(default_fix(
-            r,
+        Self::UnsafePath(Box::new(r.or_fix(
             "Name the real location: no symbolic link and no file may stand on the path.",
         )))
     }
 
     pub(crate) fn workspace_is_home(r: Refusal) -> Self {
-        Self::WorkspaceIsHome(Box::new(default_fix(
-            r,
-            "Change into the project directory and run the command there.",
-        )))
+        Self::WorkspaceIsHome(Box::new(
+            r.or_fix("Change into the project directory and run the command there."),
+        ))
     }
 
     fn refusal(&self) -> &Refusal {
@@ -132,28 +147,13 @@ impl ConfigError {
 
     /// Extra machine-readable fields; `field` is repeated here when present.
     pub fn details(&self) -> Map<String, Value> {
-        let r = self.refusal();
-        let mut out = Map::new();
-        if let Some(f) = &r.field {
-            out.insert("field".into(), Value::String(f.clone()));
-        }
-        for (k, v) in &r.details {
-            out.insert(k.clone(), v.clone());
-        }
-        out
+        self.refusal().details_map()
     }
 
     /// The next steps, most useful first.
     pub fn remediation(&self) -> Vec<String> {
         self.refusal().remediation.clone()
     }
-}
-
-fn default_fix(mut r: Refusal, step: &str) -> Refusal {
-    if r.remediation.is_empty() {
-        r.remediation.push(step.to_owned());
-    }
-    r
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod node;
 mod paths;
 mod patterns;
 mod pin;
+pub mod plan;
 mod precheck;
 mod rules;
 mod schema;

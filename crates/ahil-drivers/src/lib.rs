@@ -4,7 +4,10 @@
 //! permissions, retry safety and incidents.
 
 pub mod error;
+pub mod gdbmi;
+pub mod probe;
 pub mod process;
+pub mod qemu;
 pub mod version;
 
 pub use error::{Contact, DriverError};

@@ -5,6 +5,7 @@
 //! carries the same envelope fields.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use ahil_config::{ConfigError, Environment, LoadedConfig};
@@ -13,9 +14,11 @@ use ahil_drivers::process::CancelFlag;
 use serde_json::Value;
 
 use crate::actions::{self, Acted, Context, DriverJob, Work};
+use crate::audit::{self, Audit};
 use crate::catalogue::{self, ToolSpec};
 use crate::claims::Claims;
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus, mark_side_effect};
+use crate::ownership::Ownership;
 use crate::policy::{self, Refusal};
 use crate::snapshot::Snapshot;
 use crate::validate;
@@ -42,13 +45,22 @@ enum State {
 struct Provisioned {
     loaded: LoadedConfig,
     env: Environment,
+    /// Fixed when the gate starts: a configuration edited later cannot move the evidence.
+    audit: Audit,
+    /// Device locks and the open run; dropping the gate releases them.
+    ownership: Arc<Ownership>,
 }
 
 impl Bench {
     /// A gate over a loaded configuration.
     pub fn provisioned(loaded: LoadedConfig, env: Environment) -> Self {
         Self {
-            state: State::Provisioned(Box::new(Provisioned { loaded, env })),
+            state: State::Provisioned(Box::new(Provisioned {
+                audit: Audit::for_config(&loaded),
+                ownership: Arc::new(Ownership::for_process(&env.home, "mcp")),
+                loaded,
+                env,
+            })),
             claims: Claims::default(),
         }
     }
@@ -114,6 +126,7 @@ impl Bench {
             loaded: &bench.loaded,
             env: &bench.env,
             snapshot: &snapshot,
+            ownership: &bench.ownership,
         };
         let plan = match actions::plan(&ctx) {
             Ok(plan) => plan,
@@ -132,18 +145,27 @@ impl Bench {
         // 4 claim: held through settle and record so the next caller sees a settled device.
         let claim = self.claims.claim(&plan.resources).await;
 
+        // Audit readiness: an audited action whose evidence cannot be written does not start.
+        let audited = audit::is_audited(tool);
+        if audited && let Err(err) = bench.audit.readiness() {
+            drop(claim);
+            return answer(audit::unavailable(tool, &err), &snapshot, started, clock);
+        }
+
         // 5 act
         let acted = act(tool, plan.work).await;
 
         // 6 settle
-        let mut outcome = settle(acted);
+        let outcome = settle(acted);
 
-        // 7 record
-        record(&mut outcome);
+        // 7 record, with the envelope's common fields (8) already stamped so the report carries its
+        // timings and config_in_force; the claim is held until the evidence is down.
+        let mut outcome = answer(outcome, &snapshot, started, clock);
+        if audited {
+            audit::record(&bench.audit, &mut outcome, &args);
+        }
         drop(claim);
-
-        // 8 answer
-        answer(outcome, &snapshot, started, clock)
+        outcome
     }
 }
 
@@ -256,10 +278,6 @@ fn settle(acted: Acted) -> Outcome {
 /// incident here, which the recovery policy settles or leaves standing.
 fn incident_hook(_outcome: &Outcome) {}
 
-/// Stage 7: seam for the canonical report and hash-chained effect log of a later issue. Nothing is
-/// written yet, so `audit_ok` is left unset rather than claimed.
-fn record(_outcome: &mut Outcome) {}
-
 /// Stage 8: the envelope's common fields.
 fn answer(
     mut outcome: Outcome,
@@ -277,6 +295,9 @@ fn answer(
     outcome.started_at = Some(time::iso_millis(started));
     outcome.finished_at = Some(time::now_millis());
     outcome.elapsed_ms = Some(u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX));
+    if !outcome.ok {
+        audit::errors::merge_advice(&mut outcome);
+    }
     outcome
 }
 

@@ -60,10 +60,6 @@ enum Kind {
     /// Reads only.
     ReadOnly,
     /// Changes something: (destructive, idempotent).
-    #[allow(
-        dead_code,
-        reason = "the first effect tools arrive with their own issues"
-    )]
     Effect { destructive: bool, idempotent: bool },
 }
 
@@ -79,6 +75,43 @@ struct ToolDef {
 
 fn no_arguments() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
+fn artifact_upload_schema() -> Value {
+    let text = json!({"type": "string", "minLength": 1});
+    json!({
+        "type": "object",
+        "properties": {"image_path": text, "filename": text, "data_base64": text},
+        "additionalProperties": false,
+        "oneOf": [{"required": ["image_path"]}, {"required": ["filename", "data_base64"]}],
+    })
+}
+
+fn bench_run_start_schema() -> Value {
+    let text = json!({"type": "string", "minLength": 1});
+    json!({
+        "type": "object",
+        "properties": {
+            "devices": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "kind": {"type": "string", "enum": ["debugger", "uart", "can", "power_supply"]},
+                        "id": text,
+                        "participant": text,
+                    },
+                    "required": ["kind"],
+                    "additionalProperties": false,
+                },
+            },
+            "label": text,
+            "wait_s": {"type": "number", "minimum": 0, "maximum": 900},
+        },
+        "required": ["devices"],
+        "additionalProperties": false,
+    })
 }
 
 const CATALOGUE: &[ToolDef] = &[
@@ -103,6 +136,87 @@ force, writable_keys (current_value and value_schema), locked_keys (with the gra
 patterns for new entries, and whether an open run blocks writes. Needs no permission and touches no \
 hardware. Fails with config_invalid or config_unreadable when the file on disk cannot be read. Next: \
 project_config_set with keys taken from writable_keys.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "artifact_upload",
+        title: "Upload a firmware artifact",
+        description: "Store a firmware image under artifacts.upload_directory and answer its artifact_id for \
+flash_firmware or debug_start_session; touches no hardware. Give image_path (inside the workspace and \
+artifacts.allowed_roots) or filename with data_base64 (padded base64). The id is the sha256 of the bytes plus \
+the lowercased extension, so the same bytes and extension give the same id. Needs artifacts.allow_upload. Fails \
+with permission_denied, invalid_argument, artifact_not_found, artifact_validation_failed, artifact_too_large or \
+unsafe_configured_path.",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: true,
+        },
+        open_world: false,
+        schema: artifact_upload_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "bench_run_start",
+        title: "Declare a bench run",
+        description: "Hold the named devices machine-wide for a sequence of calls, so no other agent or \
+program (this one or the Python agentic-hil) can drive them until bench_run_stop or until this server ends. \
+devices: [{kind: debugger|uart|can|power_supply, id}], id optional for the only debugger; all are resolved \
+before any is locked and taken all or none. Touches no hardware. Fails with unknown_device, invalid_argument, \
+run_already_active, or device_busy naming the holder (pass wait_s to wait up to 900 s).",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: false,
+        },
+        open_world: false,
+        schema: bench_run_start_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "bench_run_stop",
+        title: "End the bench run",
+        description: "End this server's run and release every device it held; ending when no run is open \
+answers ok with run_was_active false. Touches no hardware. Next: bench_run_status to confirm nothing is held.",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: true,
+        },
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "bench_run_status",
+        title: "Bench run status",
+        description: "Say whether this server has a run open, which devices it declared and holds, its label \
+and owner. Reads only. Next: bench_run_stop to release, or bench_run_start to declare a run.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "get_last_report",
+        title: "Last report",
+        description: "Return the last report an audited hardware call recorded in this project, read from the \
+trusted copy under the state root (not the workspace file), with canonical_audit: whether the call's log \
+chain verifies and whether the workspace mirror still holds every record. Needs no permission and touches no \
+hardware. Fails with report_not_found before any report exists, or report_state_damaged. Next: \
+classify_last_error for the last failure.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "classify_last_error",
+        title: "Classify the last failure",
+        description: "Classify the last failed hardware call in this project, kept even after later successes: \
+error_type, summary, likely_causes, source_tool, report_path, log_path, remediation and canonical_audit. Reads \
+the trusted state under the state root; touches no hardware. Fails with report_not_found when nothing has \
+failed yet. Next: follow remediation, or get_last_report for the full document.",
         kind: Kind::ReadOnly,
         open_world: false,
         schema: no_arguments,
@@ -260,7 +374,7 @@ mod tests {
     fn the_first_two_tools_are_listed_with_and_without_a_configuration() {
         for provisioned in [true, false] {
             let names: Vec<String> = tools(provisioned).into_iter().map(|t| t.name).collect();
-            assert_eq!(names, ["debugger_info", "project_config_describe"]);
+            assert_eq!(names[..2], ["debugger_info", "project_config_describe"]);
         }
         assert!(tool("debugger_info", true).is_some());
         assert!(tool("flash_firmware", true).is_none());

@@ -2,6 +2,8 @@
 //! claim, act through a driver, settle, record, answer with one envelope.
 
 pub mod actions;
+pub mod artifacts;
+pub mod audit;
 pub mod bench;
 pub mod catalogue;
 pub mod claims;

@@ -1,5 +1,10 @@
-//! `ahil-sim`: the simulated bench (an emulated Cortex-M board in QEMU, a CAN bridge simulator) that
-//! the demo and the end-to-end tests drive through the same driver traits as real hardware.
-//!
-//! Empty until the emulated-board issue lands; it exists now so the crate graph is the one the
-//! architecture draws.
+//! `ahil-sim`: the simulated bench. An emulated Cortex-M board in QEMU under a small supervisor
+//! ([`board`]), its UART ([`uart`]), and our test firmware ([`firmware`]); the demo and the end-to-end
+//! tests drive it through the same driver traits as real hardware (`ahil_drivers::qemu`).
+
+pub mod board;
+pub mod firmware;
+pub mod uart;
+
+pub use board::{Board, BoardConfig, BoardState, SimError};
+pub use uart::Uart;

@@ -11,7 +11,8 @@ use ahil_config::{ConfigError, Environment};
 use ahil_gate::{Bench, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
 use rmcp::service::RequestContext;
@@ -21,6 +22,7 @@ use serde_json::{Map, Value};
 use tokio::sync::RwLock;
 
 mod framing;
+mod resources;
 
 const INSTRUCTIONS: &str = "\
 This server is the only way to the bench hardware: flash, reset, probe and debug the board through \
@@ -164,12 +166,17 @@ fn to_tool(spec: &ToolSpec) -> Tool {
 
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                "agentic-hil",
-                env!("CARGO_PKG_VERSION"),
-            ))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            "agentic-hil",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -193,8 +200,16 @@ impl ServerHandler for Server {
             .map_or(Value::Object(Map::new()), Value::Object);
         let outcome = bench.call(&request.name, arguments).await;
         let success = ahil_gate::overall_success(&outcome);
-        let document = serde_json::to_value(&outcome)
-            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+        // isError is decided on the envelope; what leaves the process is redacted, and paths under
+        // the state root or the configuration directory are shown by placeholder.
+        let mut document = ahil_gate::audit::redact(
+            &serde_json::to_value(&outcome)
+                .map_err(|err| ErrorData::internal_error(err.to_string(), None))?,
+        );
+        if let Some(loaded) = bench.loaded() {
+            let roots = ahil_gate::audit::Audit::private_roots(loaded);
+            document = ahil_gate::audit::scrub_paths(&document, &roots);
+        }
         let text = serde_json::to_string(&document)
             .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
         let mut result = if success {
@@ -204,6 +219,30 @@ impl ServerHandler for Server {
         };
         result.structured_content = Some(document);
         Ok(CallToolResponse::Complete(result))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(resources::list())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        resources::read(&request.uri).map(ReadResourceResponse::Complete)
     }
 }
 

@@ -13,8 +13,11 @@ use crate::envelope::Outcome;
 use crate::policy::{Action, Device};
 use crate::snapshot::Snapshot;
 
+pub mod artifact_upload;
+pub mod bench_run;
 pub mod debugger_info;
 pub mod describe;
+pub mod reports;
 
 /// What an action gets to look at.
 pub struct Context<'a> {
@@ -23,6 +26,8 @@ pub struct Context<'a> {
     pub loaded: &'a LoadedConfig,
     pub env: &'a Environment,
     pub snapshot: &'a Snapshot,
+    /// The devices and run this server holds.
+    pub ownership: &'a std::sync::Arc<crate::ownership::Ownership>,
 }
 
 /// A tool call, ready for the pipeline.
@@ -65,8 +70,11 @@ pub struct Acted {
 /// The plan for `tool`, or a refusal that needs no authorization (wrong probe count, …).
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     match ctx.tool {
+        "artifact_upload" => artifact_upload::plan(ctx),
+        "bench_run_start" | "bench_run_stop" | "bench_run_status" => bench_run::plan(ctx),
         "debugger_info" => debugger_info::plan(ctx),
         "project_config_describe" => describe::plan(ctx),
+        "get_last_report" | "classify_last_error" => reports::plan(ctx),
         other => Err(Box::new(unknown_tool(other))),
     }
 }

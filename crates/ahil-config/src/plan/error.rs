@@ -1,0 +1,135 @@
+//! The refusals of the test-plan loader and their public names.
+//!
+//! Plans have their own vocabulary (`test_config_*`) in the reference, distinct from the
+//! authoritative configuration's, so they get their own enum; the payload is the crate's
+//! [`Refusal`] so both layers render the same way.
+
+use serde_json::{Map, Value};
+
+use crate::error::{ConfigError, Refusal};
+
+/// A test plan that cannot be used, and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    /// The plan, or where it was named, breaks a rule.
+    #[error("{}", .0.summary)]
+    Invalid(Box<Refusal>),
+    /// No file at the named path.
+    #[error("{}", .0.summary)]
+    NotFound(Box<Refusal>),
+    /// The file exists but could not be read.
+    #[error("{}", .0.summary)]
+    Unreadable(Box<Refusal>),
+    /// A link or a non-regular file stands on the path.
+    #[error("{}", .0.summary)]
+    UnsafePath(Box<Refusal>),
+}
+
+impl PlanError {
+    pub(crate) fn invalid(r: Refusal) -> Self {
+        Self::Invalid(Box::new(r.or_fix(
+            "Correct the plan key named in `field`, then run `agentic-hil check-plan <plan>`.",
+        )))
+    }
+
+    pub(crate) fn not_found(r: Refusal) -> Self {
+        Self::NotFound(Box::new(r.or_fix(
+            "Name a plan file inside the workspace (default `.agentic-hil/testconfig.yaml`).",
+        )))
+    }
+
+    pub(crate) fn unreadable(r: Refusal) -> Self {
+        Self::Unreadable(Box::new(
+            r.or_fix("Make the plan a readable regular file for this user."),
+        ))
+    }
+
+    pub(crate) fn unsafe_path(r: Refusal) -> Self {
+        Self::UnsafePath(Box::new(r.or_fix(
+            "Name the plan by its real location: no symbolic link, no hard link, a regular file.",
+        )))
+    }
+
+    /// Re-labels a refusal of the shared file reader as a plan refusal, keeping its details
+    /// but not its configuration-specific advice.
+    pub(crate) fn from_config(e: &ConfigError, summary: &str) -> Self {
+        let mut r = Refusal::new(summary);
+        r.details = e.details();
+        r.field = e.field().map(str::to_owned);
+        match e {
+            ConfigError::NotFound(_) => Self::not_found(r),
+            ConfigError::UnsafePath(_) => Self::unsafe_path(r),
+            ConfigError::Unreadable(_) => Self::unreadable(r),
+            ConfigError::Invalid(_) | ConfigError::WorkspaceIsHome(_) => Self::invalid(r),
+        }
+    }
+
+    fn refusal(&self) -> &Refusal {
+        match self {
+            Self::Invalid(r) | Self::NotFound(r) | Self::Unreadable(r) | Self::UnsafePath(r) => r,
+        }
+    }
+
+    /// The stable public name of this refusal, shared with the reference.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            Self::Invalid(_) => "test_config_invalid",
+            Self::NotFound(_) => "test_config_not_found",
+            Self::Unreadable(_) => "test_config_unreadable",
+            Self::UnsafePath(_) => "unsafe_configured_path",
+        }
+    }
+
+    /// One sentence: what is wrong.
+    pub fn summary(&self) -> String {
+        self.refusal().summary.clone()
+    }
+
+    /// Dotted key path into the plan (`steps[2].steps[1].timeout_s`, `$` for the root).
+    pub fn field(&self) -> Option<&str> {
+        self.refusal().field.as_deref()
+    }
+
+    /// Extra machine-readable fields; `field` is repeated here when present.
+    pub fn details(&self) -> Map<String, Value> {
+        self.refusal().details_map()
+    }
+
+    /// The next steps, most useful first.
+    pub fn remediation(&self) -> Vec<String> {
+        self.refusal().remediation.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_maps_to_its_public_name() {
+        let r = || Refusal::new("x");
+        assert_eq!(PlanError::invalid(r()).error_type(), "test_config_invalid");
+        assert_eq!(
+            PlanError::not_found(r()).error_type(),
+            "test_config_not_found"
+        );
+        assert_eq!(
+            PlanError::unreadable(r()).error_type(),
+            "test_config_unreadable"
+        );
+        assert_eq!(
+            PlanError::unsafe_path(r()).error_type(),
+            "unsafe_configured_path"
+        );
+    }
+
+    #[test]
+    fn a_config_refusal_keeps_its_kind_and_details_but_not_its_advice() {
+        let e = ConfigError::NotFound(Box::new(Refusal::new("c").with("path", "p")));
+        let p = PlanError::from_config(&e, "No plan.");
+        assert_eq!(p.error_type(), "test_config_not_found");
+        assert_eq!(p.details()["path"], "p");
+        assert_eq!(p.summary(), "No plan.");
+        assert!(!p.remediation().is_empty());
+    }
+}

@@ -1,0 +1,276 @@
+//! A gdb child speaking MI: tokens, one outstanding command at a time, a deadline per command, and a
+//! transcript for the log. The child leads its own process group; dropping the session kills the group
+//! and reaps the child, so a gdb hung on a dead stub cannot outlive the call.
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, kill_process_group};
+
+use super::{Record, ResultClass, StreamKind, Value, parse_line};
+
+/// Lines kept in the transcript; a long download's progress records would otherwise grow it unbounded.
+const TRANSCRIPT_LINES: usize = 2000;
+
+/// How a command failed to get its answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// gdb could not be started.
+    #[error("gdb could not be started: {0}")]
+    Spawn(io::Error),
+    /// No result record arrived before the deadline.
+    #[error("gdb gave no answer to `{command}` within {limit:?}")]
+    Timeout {
+        /// The command sent.
+        command: String,
+        /// The deadline.
+        limit: Duration,
+    },
+    /// gdb exited (or closed its output) before answering.
+    #[error("gdb exited before answering `{command}`")]
+    Exited {
+        /// The command sent.
+        command: String,
+    },
+    /// Writing to gdb failed.
+    #[error("writing to gdb failed: {0}")]
+    Io(io::Error),
+}
+
+/// The answer to one command.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The result class.
+    pub class: ResultClass,
+    /// The result record's fields.
+    pub results: Vec<(String, Value)>,
+    /// Console and target stream text that arrived while the command ran (monitor output, `compare-sections`).
+    pub console: String,
+    /// Log stream text (`&"…"`: warnings and error details).
+    pub log: String,
+    /// Async records that arrived while the command ran.
+    pub events: Vec<Record>,
+}
+
+impl Reply {
+    /// Whether the class is `done`, `running` or `connected`.
+    pub fn ok(&self) -> bool {
+        matches!(
+            self.class,
+            ResultClass::Done | ResultClass::Running | ResultClass::Connected
+        )
+    }
+
+    /// The `msg` of an `^error`, or the log text.
+    pub fn message(&self) -> String {
+        super::find(&self.results, "msg")
+            .and_then(Value::as_str)
+            .map_or_else(|| self.log.trim().to_owned(), str::to_owned)
+    }
+}
+
+/// A running `gdb --interpreter=mi3`.
+pub struct Session {
+    child: Child,
+    pgid: Pid,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+    next_token: u64,
+    transcript: Vec<String>,
+}
+
+impl Session {
+    /// Start `gdb` (for example `gdb-multiarch`) with `-nx -q --interpreter=mi3` in its own process group.
+    pub fn spawn(gdb: &Path) -> Result<Self, SessionError> {
+        let mut child = std::process::Command::new(gdb)
+            .args(["--interpreter=mi3", "-nx", "-q"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(SessionError::Spawn)?;
+        let pgid = i32::try_from(child.id())
+            .ok()
+            .and_then(Pid::from_raw)
+            .ok_or_else(|| SessionError::Spawn(io::Error::other("child pid out of range")))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(SessionError::Spawn(io::Error::other("no pipes to gdb")));
+        };
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            // Byte lines, decoded lossily: a stub can relay any bytes and a bad one must not end the read.
+            let mut reader = BufReader::new(stdout);
+            let mut buffer = Vec::new();
+            loop {
+                buffer.clear();
+                match reader.read_until(b'\n', &mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let line = String::from_utf8_lossy(&buffer);
+                        let line = line.trim_end_matches(['\n', '\r']).to_owned();
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            pgid,
+            stdin,
+            lines,
+            next_token: 100,
+            transcript: Vec::new(),
+        })
+    }
+
+    /// The process group gdb leads.
+    pub fn pgid(&self) -> i32 {
+        self.pgid.as_raw_nonzero().get()
+    }
+
+    /// Send one MI command (without token) and wait up to `limit` for its result record.
+    pub fn command(&mut self, command: &str, limit: Duration) -> Result<Reply, SessionError> {
+        let token = self.next_token;
+        self.next_token += 1;
+        let line = format!("{token}{command}\n");
+        self.note(format!("-> {token}{command}"));
+        self.stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| self.stdin.flush())
+            .map_err(|error| {
+                if error.kind() == io::ErrorKind::BrokenPipe {
+                    SessionError::Exited {
+                        command: command.to_owned(),
+                    }
+                } else {
+                    SessionError::Io(error)
+                }
+            })?;
+        let deadline = Instant::now() + limit;
+        let mut console = String::new();
+        let mut log = String::new();
+        let mut events = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let raw = match self.lines.recv_timeout(left) {
+                Ok(raw) => raw,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(SessionError::Timeout {
+                        command: command.to_owned(),
+                        limit,
+                    });
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(SessionError::Exited {
+                        command: command.to_owned(),
+                    });
+                }
+            };
+            self.note(format!("<- {raw}"));
+            // A line that is not MI (a stray message from a pipe child) is kept in the log, not fatal.
+            let Ok(record) = parse_line(&raw) else {
+                log.push_str(&raw);
+                log.push('\n');
+                continue;
+            };
+            match record {
+                Record::Result {
+                    token: Some(answered),
+                    class,
+                    results,
+                } if answered == token => {
+                    return Ok(Reply {
+                        class,
+                        results,
+                        console,
+                        log,
+                        events,
+                    });
+                }
+                Record::Stream { kind, text } => match kind {
+                    StreamKind::Console | StreamKind::Target => console.push_str(&text),
+                    StreamKind::Log => log.push_str(&text),
+                },
+                record @ Record::Async { .. } => events.push(record),
+                Record::Result { .. } | Record::Prompt => {}
+            }
+        }
+    }
+
+    /// Wait up to `limit` for an async record that satisfies `wanted` (for example `*stopped` after
+    /// `-exec-continue`), skipping everything else. Records that arrived during an earlier command are
+    /// in that command's [`Reply::events`]; look there first.
+    pub fn wait_for(
+        &mut self,
+        wanted: impl Fn(&Record) -> bool,
+        limit: Duration,
+    ) -> Result<Record, SessionError> {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let raw = match self.lines.recv_timeout(left) {
+                Ok(raw) => raw,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(SessionError::Timeout {
+                        command: "(waiting for an async record)".into(),
+                        limit,
+                    });
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(SessionError::Exited {
+                        command: "(waiting for an async record)".into(),
+                    });
+                }
+            };
+            self.note(format!("<- {raw}"));
+            if let Ok(record) = parse_line(&raw)
+                && wanted(&record)
+            {
+                return Ok(record);
+            }
+        }
+    }
+
+    /// A console command through `-interpreter-exec console`.
+    pub fn console(&mut self, command: &str, limit: Duration) -> Result<Reply, SessionError> {
+        self.command(
+            &format!("-interpreter-exec console {}", super::quote(command)),
+            limit,
+        )
+    }
+
+    /// Everything sent and received so far (bounded), one line per record.
+    pub fn transcript(&self) -> &[String] {
+        &self.transcript
+    }
+
+    fn note(&mut self, line: String) {
+        if self.transcript.len() < TRANSCRIPT_LINES {
+            self.transcript.push(line);
+        }
+    }
+
+    /// Ask gdb to exit, then kill its group whatever it did.
+    pub fn close(mut self, limit: Duration) {
+        let _ = self.command("-gdb-exit", limit);
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Kill while the leader is unreaped, so the group id cannot have been recycled.
+        let _ = kill_process_group(self.pgid, Signal::KILL);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,183 @@
+//! `artifact_upload`: store a firmware image under `artifacts.upload_directory` and answer its id,
+//! `<sha256 hex><lowercased extension>`, so the same bytes and extension always give the same id.
+//! The stored file is validated again by the ordinary rules before the id is handed out.
+
+use base64::Engine as _;
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use serde_json::{Map, Value, json};
+
+use super::{Acted, Context, Plan, Work};
+use crate::artifacts::{
+    self, ArtifactError, ArtifactPolicy, ArtifactRef, ArtifactRefusal, Stager, store,
+};
+use crate::envelope::Outcome;
+use crate::policy::Action;
+
+const TOOL: &str = "artifact_upload";
+
+/// Padded standard base64; trailing bits are tolerated as the reference's pattern tolerates them.
+const STRICT: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::RequireCanonical)
+        .with_decode_allow_trailing_bits(true),
+);
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    Ok(Plan {
+        action: Action::ArtifactUpload {
+            allow_upload: ctx.loaded.config.artifacts.allow_upload,
+        },
+        device: None,
+        // Two uploads of the same bytes write the same name: one at a time.
+        resources: vec!["artifacts:upload".to_owned()],
+        work: Work::Local(Box::new(move || Acted {
+            outcome: upload(ctx),
+            contact: None,
+        })),
+    })
+}
+
+fn invalid(summary: &str) -> Outcome {
+    Outcome::refused(TOOL, "invalid_argument", summary)
+        .with_remediation([
+            "Give image_path, or filename (a bare name like app.elf) with data_base64.",
+        ])
+        .not_contacted()
+}
+
+/// What an upload stores: the bytes, the name they came with, and where from.
+struct Incoming {
+    bytes: Vec<u8>,
+    original_filename: String,
+    source_path: Option<String>,
+}
+
+fn upload(ctx: &Context<'_>) -> Outcome {
+    let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
+    let incoming = match incoming(ctx.args, &policy) {
+        Ok(incoming) => incoming,
+        Err(outcome) => return *outcome,
+    };
+    let extension = artifacts::extension_of(&incoming.original_filename);
+    let id = artifacts::sha256_hex(&incoming.bytes) + &extension;
+    if policy.validation().require_allowed_extension && !policy.extension_allowed(&extension) {
+        let mut validation = Map::new();
+        validation.insert("allowed_extension".into(), Value::Bool(false));
+        return ArtifactRefusal {
+            error: ArtifactError::Extension,
+            validation: Value::Object(validation),
+        }
+        .to_outcome(TOOL)
+        .with("artifact_id", id);
+    }
+    if let Err(refusal) = store::store(&policy, &id, &incoming.bytes) {
+        return refusal.to_outcome(TOOL).with("artifact_id", id);
+    }
+    // The stored file goes through the same gate as any image, so the id is only handed out for a
+    // file that flash_firmware would accept.
+    let checked = match artifacts::check(&policy, ArtifactRef::Id(&id)) {
+        Ok(checked) => checked,
+        Err(refusal) => {
+            store::remove(&policy, &id);
+            return refusal.to_outcome(TOOL).with("artifact_id", id);
+        }
+    };
+    let validation = checked.validation();
+    let mut artifact = match checked.report() {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    artifact.insert("artifact_id".into(), json!(id));
+    artifact.insert(
+        "original_filename".into(),
+        json!(incoming.original_filename),
+    );
+    if let Some(source) = incoming.source_path {
+        artifact.insert("source_path".into(), json!(source));
+    }
+    Outcome::ok(TOOL, "Firmware artifact uploaded and validated.")
+        .with("artifact_id", id.clone())
+        .with("artifact", Value::Object(artifact))
+        .with("validation", validation)
+        .with_next_step(format!(
+            "Call flash_firmware with artifact_id \"{id}\" (or debug_start_session)."
+        ))
+}
+
+fn incoming(args: &Value, policy: &ArtifactPolicy) -> Result<Incoming, Box<Outcome>> {
+    if let Some(path) = args.get("image_path").and_then(Value::as_str) {
+        // Validated and staged like a flash, so the bytes stored are the bytes that were checked.
+        let staging = Stager::process().map_err(|r| Box::new(r.to_outcome(TOOL)))?;
+        let staged = artifacts::resolve(policy, staging, ArtifactRef::Path(path))
+            .map_err(|r| Box::new(r.to_outcome(TOOL)))?;
+        let bytes = staged.read_bytes().map_err(|e| {
+            Box::new(
+                ArtifactRefusal {
+                    error: ArtifactError::Staging(e.to_string()),
+                    validation: Value::Null,
+                }
+                .to_outcome(TOOL),
+            )
+        })?;
+        let original_filename = std::path::Path::new(staged.display_path())
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        return Ok(Incoming {
+            bytes,
+            original_filename,
+            source_path: Some(staged.display_path().to_owned()),
+        });
+    }
+    let (Some(filename), Some(data)) = (
+        args.get("filename").and_then(Value::as_str),
+        args.get("data_base64").and_then(Value::as_str),
+    ) else {
+        return Err(Box::new(invalid(
+            "Give image_path, or both filename and data_base64.",
+        )));
+    };
+    let filename = filename.trim();
+    if filename.is_empty()
+        || filename.contains(['/', '\\'])
+        || filename.contains("..")
+        || filename.chars().any(char::is_control)
+    {
+        return Err(Box::new(invalid(
+            "filename must not contain path separators or traversal segments.",
+        )));
+    }
+    let compact: String = data.chars().filter(|c| !c.is_whitespace()).collect();
+    // Refuse an oversized upload before decoding it: 4 characters carry 3 bytes.
+    let estimate = u64::try_from(compact.len() / 4 * 3).unwrap_or(u64::MAX);
+    if estimate > policy.max_bytes().saturating_add(2) {
+        return Err(Box::new(too_large(estimate, policy.max_bytes())));
+    }
+    let bytes = STRICT.decode(compact.as_bytes()).map_err(|_| {
+        Box::new(invalid(
+            "data_base64 must contain valid padded base64 data.",
+        ))
+    })?;
+    if bytes.is_empty() {
+        return Err(Box::new(invalid("data_base64 decodes to no bytes.")));
+    }
+    let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    if size > policy.max_bytes() {
+        return Err(Box::new(too_large(size, policy.max_bytes())));
+    }
+    Ok(Incoming {
+        bytes,
+        original_filename: filename.to_owned(),
+        source_path: None,
+    })
+}
+
+fn too_large(bytes: u64, max_bytes: u64) -> Outcome {
+    ArtifactRefusal {
+        error: ArtifactError::TooLarge { bytes, max_bytes },
+        validation: Value::Null,
+    }
+    .to_outcome(TOOL)
+}

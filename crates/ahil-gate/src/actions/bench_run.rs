@@ -1,0 +1,79 @@
+//! `bench_run_start`, `bench_run_stop`, `bench_run_status`: declare the devices a sequence of calls
+//! will use and hold them machine-wide until the run ends. No device is contacted; these only lock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahil_drivers::Contact;
+use serde_json::Value;
+
+use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::envelope::Outcome;
+use crate::ownership::runs;
+use crate::policy::Action;
+
+/// Slack on top of `wait_s` before the gate gives up on a lock wait.
+const WAIT_SLACK: Duration = Duration::from_secs(5);
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let ownership = Arc::clone(ctx.ownership);
+    let tool = ctx.tool.to_owned();
+    let work = match ctx.tool {
+        "bench_run_start" => {
+            let selectors = ctx
+                .args
+                .get("devices")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice);
+            let devices = runs::resolve(ctx.loaded, ctx.tool, selectors)?;
+            let label = ctx
+                .args
+                .get("label")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let wait = ctx
+                .args
+                .get("wait_s")
+                .and_then(Value::as_f64)
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .unwrap_or(Duration::ZERO);
+            // Waiting for a device blocks, so it runs on a blocking thread like driver work.
+            Work::Driver(DriverJob {
+                deadline: wait + WAIT_SLACK,
+                if_abandoned: Contact::None {
+                    proof: "bench_run_start only waits for device locks".to_owned(),
+                },
+                run: Box::new(move |_cancel| Acted {
+                    outcome: ownership.runs.start(
+                        &ownership.locks,
+                        &tool,
+                        devices,
+                        label.as_deref(),
+                        wait,
+                    ),
+                    contact: None,
+                }),
+            })
+        }
+        "bench_run_stop" => Work::Local(Box::new(move || {
+            local(ownership.runs.stop(&ownership.locks, &tool))
+        })),
+        _ => Work::Local(Box::new(move || {
+            local(ownership.runs.status(&ownership.locks, &tool))
+        })),
+    };
+    Ok(Plan {
+        // Holding a device is exclusivity, not an action on it: no permission opens or closes it.
+        action: Action::ReadState,
+        device: None,
+        resources: Vec::new(),
+        work,
+    })
+}
+
+fn local(outcome: Outcome) -> Acted {
+    Acted {
+        outcome,
+        contact: None,
+    }
+}

@@ -1,0 +1,417 @@
+//! Firmware artifacts: the one resolver `flash_firmware`, `debug_start_session` and `artifact_upload`
+//! use. An agent controls every file in the workspace, so the program flashes exactly the bytes it
+//! validated and reads nothing outside the approved roots:
+//!
+//! 1. lexical checks on the request (control characters, traversal, allowed roots, extension, the
+//!    workspace) against roots frozen when the policy is built — nothing on disk is consulted;
+//! 2. a safe open ([`open`]): an `openat` chain with `O_NOFOLLOW`, a single-link regular file;
+//! 3. size, digest and format read from that one descriptor;
+//! 4. a copy into a private staging directory, re-hashed, and the source re-checked for replacement.
+//!
+//! Drivers only ever receive [`StagedArtifact::path`].
+
+mod error;
+pub mod formats;
+pub mod open;
+mod stage;
+pub mod store;
+
+use std::path::{Component, Path, PathBuf};
+
+use ahil_config::{Config, Validation};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+pub use error::{ArtifactError, ArtifactRefusal};
+pub use formats::Format;
+pub use stage::{StagedArtifact, Stager};
+
+use open::{OpenError, Opened};
+
+/// What a tool asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArtifactRef<'a> {
+    /// `image_path`: relative to the workspace, or absolute inside it.
+    Path(&'a str),
+    /// `artifact_id`: an earlier upload.
+    Id(&'a str),
+}
+
+/// The artifact rules of one configuration, with every root made absolute and normalised lexically
+/// once, when the policy is built: a link planted later cannot move a root.
+#[derive(Debug, Clone)]
+pub struct ArtifactPolicy {
+    workspace: PathBuf,
+    roots: Vec<PathBuf>,
+    upload_dir: PathBuf,
+    extensions: Vec<String>,
+    max_bytes: u64,
+    allow_upload: bool,
+    validation: Validation,
+}
+
+/// Absolute (joined onto `base` when relative) and folded without touching the disk. `..` never
+/// climbs above the root.
+pub fn lexical(base: &Path, path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    };
+    let mut out = PathBuf::from("/");
+    for component in joined.components() {
+        match component {
+            Component::Normal(name) => out.push(name),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+impl ArtifactPolicy {
+    /// Freeze the `artifacts:` and `validation:` sections of `config`.
+    pub fn from_config(config: &Config) -> Self {
+        let workspace = lexical(Path::new("/"), &config.workspace_root);
+        let artifacts = &config.artifacts;
+        Self {
+            roots: artifacts
+                .allowed_roots
+                .iter()
+                .map(|root| lexical(&workspace, Path::new(root)))
+                .collect(),
+            upload_dir: lexical(&workspace, Path::new(&artifacts.upload_directory)),
+            extensions: artifacts
+                .allowed_extensions
+                .iter()
+                .map(|e| e.to_ascii_lowercase())
+                .collect(),
+            max_bytes: artifacts.max_upload_size_mb.saturating_mul(1024 * 1024),
+            allow_upload: artifacts.allow_upload,
+            validation: config.validation.clone(),
+            workspace,
+        }
+    }
+
+    /// The size limit in bytes (`max_upload_size_mb` MiB), for paths and uploads alike.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    /// Whether uploads and `artifact_id` are allowed.
+    pub fn allow_upload(&self) -> bool {
+        self.allow_upload
+    }
+
+    /// The workspace root, lexically absolute.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The upload directory, lexically absolute.
+    pub fn upload_dir(&self) -> &Path {
+        &self.upload_dir
+    }
+
+    /// Whether `extension` (lowercased, with its dot) is allowed.
+    pub fn extension_allowed(&self, extension: &str) -> bool {
+        self.extensions.iter().any(|e| e == extension)
+    }
+
+    /// The `validation:` switches in force.
+    pub fn validation(&self) -> &Validation {
+        &self.validation
+    }
+
+    /// `path` relative to the workspace, in POSIX form, as results show it.
+    pub fn display(&self, path: &Path) -> String {
+        path.strip_prefix(&self.workspace)
+            .map_or_else(|_| path.display().to_string(), |p| p.display().to_string())
+    }
+}
+
+/// The lowercased last extension of a file name, with its dot (`""` when there is none).
+pub fn extension_of(name: &str) -> String {
+    Path::new(name)
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy().to_ascii_lowercase()))
+        .unwrap_or_default()
+}
+
+/// Whether `id` has the shape of an artifact id: 64 lowercase hex digits and an optional extension.
+pub fn is_artifact_id(id: &str) -> bool {
+    let (digest, rest) = id.split_at_checked(64).unwrap_or((id, ""));
+    digest.len() == 64
+        && digest
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        && (rest.is_empty()
+            || rest.strip_prefix('.').is_some_and(|ext| {
+                !ext.is_empty()
+                    && ext
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+            }))
+}
+
+/// The `validation` object, in the reference's key order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Checks(Map<String, Value>);
+
+impl Checks {
+    fn new(require_allowed_root: bool) -> Self {
+        let mut map = Map::new();
+        for key in [
+            "path_traversal_safe",
+            "exists",
+            "allowed_root",
+            "allowed_extension",
+            "within_workspace",
+            "sha256_computed",
+        ] {
+            map.insert(key.into(), Value::Bool(false));
+        }
+        map.insert(
+            "require_allowed_root".into(),
+            Value::Bool(require_allowed_root),
+        );
+        Self(map)
+    }
+
+    pub(crate) fn set(&mut self, key: &str, value: impl Into<Value>) {
+        self.0.insert(key.to_owned(), value.into());
+    }
+
+    pub(crate) fn into_value(self) -> Value {
+        Value::Object(self.0)
+    }
+}
+
+/// An artifact that passed every check, read from one descriptor and held in memory; not yet staged.
+#[derive(Debug)]
+pub struct CheckedArtifact {
+    source: &'static str,
+    display: String,
+    file_name: String,
+    bytes: Vec<u8>,
+    sha256: String,
+    opened: Opened,
+    components: Vec<String>,
+    checks: Checks,
+    report_sha256: bool,
+    format: Option<Format>,
+}
+
+impl CheckedArtifact {
+    /// The sha256 of the validated bytes (lowercase hex).
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The validated bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The workspace-relative path.
+    pub fn display_path(&self) -> &str {
+        &self.display
+    }
+
+    /// The file's own name.
+    pub fn file_name(&self) -> &str {
+        &self.file_name
+    }
+
+    /// The `validation` object.
+    pub fn validation(&self) -> Value {
+        self.checks.clone().into_value()
+    }
+
+    /// The `artifact` object of a result: workspace-relative paths only.
+    pub fn report(&self) -> Value {
+        let mut report = Map::new();
+        report.insert("source".into(), json!(self.source));
+        report.insert("path".into(), json!(self.display));
+        report.insert("resolved_path".into(), json!(self.display));
+        if self.report_sha256 {
+            report.insert("sha256".into(), json!(self.sha256));
+        }
+        report.insert("integrity_sha256".into(), json!(self.sha256));
+        report.insert("size_bytes".into(), json!(self.bytes.len()));
+        report.insert("validation".into(), self.validation());
+        Value::Object(report)
+    }
+
+    /// Copy the validated bytes into a private staging directory and prove the source was not
+    /// replaced meanwhile. See [`Stager::stage`].
+    pub fn stage(
+        self,
+        stager: &Stager,
+        policy: &ArtifactPolicy,
+    ) -> Result<StagedArtifact, ArtifactRefusal> {
+        stager.stage(&self, policy)
+    }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    out
+}
+
+/// sha256 of `bytes`, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Resolve and check `request` without staging it.
+pub fn check(
+    policy: &ArtifactPolicy,
+    request: ArtifactRef<'_>,
+) -> Result<CheckedArtifact, ArtifactRefusal> {
+    let v = &policy.validation;
+    let mut checks = Checks::new(v.require_allowed_root);
+    let refuse =
+        |error: ArtifactError, checks: &Checks| Err(ArtifactRefusal::new(error, checks.clone()));
+    let (raw, source): (String, &'static str) = match request {
+        ArtifactRef::Path(raw) => (raw.to_owned(), "path"),
+        ArtifactRef::Id(id) => {
+            if !policy.allow_upload {
+                return refuse(ArtifactError::UploadsDisabled, &checks);
+            }
+            if !is_artifact_id(id) {
+                return refuse(ArtifactError::BadId, &checks);
+            }
+            (policy.upload_dir.join(id).display().to_string(), "upload")
+        }
+    };
+    // Control characters and NUL never name a firmware image; refuse before any filesystem call.
+    if raw.chars().any(char::is_control) {
+        return refuse(ArtifactError::ControlCharacters, &checks);
+    }
+    let traversal = raw.split(['/', '\\']).any(|segment| segment == "..");
+    checks.set("path_traversal_safe", !traversal);
+    let resolved = lexical(&policy.workspace, Path::new(&raw));
+    let within = resolved.starts_with(&policy.workspace);
+    let in_root = policy.roots.iter().any(|root| resolved.starts_with(root))
+        || (policy.allow_upload && resolved.starts_with(&policy.upload_dir));
+    let file_name = resolved
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let extension = extension_of(&file_name);
+    let extension_ok = policy.extension_allowed(&extension);
+    checks.set("allowed_root", in_root && !traversal);
+    checks.set("allowed_extension", extension_ok);
+    checks.set("within_workspace", within && !traversal);
+    if traversal {
+        return refuse(ArtifactError::Traversal, &checks);
+    }
+    if v.require_allowed_root && !in_root {
+        return refuse(ArtifactError::OutsideRoots, &checks);
+    }
+    if v.require_allowed_extension && !extension_ok {
+        return refuse(ArtifactError::Extension, &checks);
+    }
+    if !within {
+        return refuse(ArtifactError::OutsideWorkspace, &checks);
+    }
+    let relative = resolved
+        .strip_prefix(&policy.workspace)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let components: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let opened = match open_components(policy, &components) {
+        Ok(opened) => opened,
+        Err(OpenError::NotFound) => return refuse(ArtifactError::NotFound, &checks),
+        Err(OpenError::Unsafe(why)) => {
+            checks.set("regular_file", false);
+            checks.set("single_link", false);
+            checks.set(
+                "backend_error",
+                "Configured file must be a single-link regular file.",
+            );
+            return refuse(ArtifactError::UnsafeFile(why.to_owned()), &checks);
+        }
+        Err(OpenError::Io(error)) => {
+            return refuse(ArtifactError::Unreadable(error.to_string()), &checks);
+        }
+    };
+    checks.set("exists", true);
+    checks.set("regular_file", true);
+    checks.set("single_link", true);
+    if opened.id.size > policy.max_bytes {
+        return refuse(
+            ArtifactError::TooLarge {
+                bytes: opened.id.size,
+                max_bytes: policy.max_bytes,
+            },
+            &checks,
+        );
+    }
+    let bytes = match open::read_limited(&opened.file, policy.max_bytes, opened.id.size) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
+            return refuse(
+                ArtifactError::TooLarge {
+                    bytes: policy.max_bytes.saturating_add(1),
+                    max_bytes: policy.max_bytes,
+                },
+                &checks,
+            );
+        }
+        Err(error) => return refuse(ArtifactError::Unreadable(error.to_string()), &checks),
+    };
+    let sha256 = sha256_hex(&bytes);
+    checks.set("sha256_computed", v.compute_sha256);
+    let format = Format::from_extension(&extension);
+    if v.inspect_known_formats
+        && let Some(format) = format
+    {
+        let verdict = format.check(&bytes, policy.max_bytes);
+        checks.set(format.validation_key(), verdict.is_ok());
+        if let Err(reason) = verdict {
+            checks.set("format_error", reason.clone());
+            return refuse(ArtifactError::Format(reason), &checks);
+        }
+    }
+    Ok(CheckedArtifact {
+        source,
+        display: policy.display(&resolved),
+        file_name,
+        bytes,
+        sha256,
+        opened,
+        components,
+        checks,
+        report_sha256: v.compute_sha256,
+        format,
+    })
+}
+
+/// Opens the workspace (the operator's, links followed) and walks `components` beneath it.
+fn open_components(policy: &ArtifactPolicy, components: &[String]) -> Result<Opened, OpenError> {
+    let base = open::open_dir(&policy.workspace)?;
+    let names: Vec<&str> = components.iter().map(String::as_str).collect();
+    open::open_beneath(&base, &names)
+}
+
+/// Check `request` and stage it: what `flash_firmware` and `debug_start_session` call.
+pub fn resolve(
+    policy: &ArtifactPolicy,
+    stager: &Stager,
+    request: ArtifactRef<'_>,
+) -> Result<StagedArtifact, ArtifactRefusal> {
+    check(policy, request)?.stage(stager, policy)
+}

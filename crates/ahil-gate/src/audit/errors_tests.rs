@@ -1,0 +1,136 @@
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use regex_automata::meta::Regex;
+
+use super::*;
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && !path.to_string_lossy().ends_with("_tests.rs")
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// The code before the file's unit-test module: tests plant made-up error types on purpose.
+fn production_part(text: &str) -> &str {
+    text.find("#[cfg(test)]\nmod tests")
+        .map_or(text, |at| &text[..at])
+}
+
+fn captures(re: &Regex, text: &str, out: &mut BTreeSet<String>) {
+    let mut caps = re.create_captures();
+    let mut at = 0;
+    while at < text.len() {
+        re.search_captures(&regex_automata::Input::new(text).range(at..), &mut caps);
+        let (Some(whole), Some(group)) = (caps.get_match(), caps.get_group(1)) else {
+            break;
+        };
+        out.insert(text[group.range()].to_owned());
+        at = whole.end().max(at + 1);
+    }
+}
+
+/// Every error type a string literal in the crates' production code emits.
+fn emitted_error_types() -> BTreeSet<String> {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(&crates)
+        .expect("the crates directory is readable")
+        .flatten()
+    {
+        sources(&krate.path().join("src"), &mut files);
+    }
+    assert!(files.len() > 20, "the scan found the sources");
+    let call = Regex::new(r#"\b(?:refused|refusal|tool_error)\(\s*[^,()]*,\s*"([a-z][a-z0-9_]*)""#)
+        .expect("pattern");
+    let field = Regex::new(r#"\berror_type"?\s*[:=]\s*"([a-z][a-z0-9_]*)""#).expect("pattern");
+    let arm = Regex::new(r#"=>\s*"([a-z][a-z0-9_]*)""#).expect("pattern");
+    let mut found = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("a source file is readable");
+        let text = production_part(&text);
+        captures(&call, text, &mut found);
+        captures(&field, text, &mut found);
+        // The match arms of each `fn error_type` table.
+        let mut rest = text;
+        while let Some(at) = rest.find("fn error_type(") {
+            let body = &rest[at..];
+            let end = body.find("\n    }\n").unwrap_or(body.len());
+            captures(&arm, &body[..end], &mut found);
+            rest = &body[end..];
+        }
+    }
+    found
+}
+
+#[test]
+fn every_emitted_error_type_has_a_catalogue_entry() {
+    let emitted = emitted_error_types();
+    for expected in [
+        "permission_denied",
+        "config_invalid",
+        "audit_unavailable",
+        "report_not_found",
+    ] {
+        assert!(
+            emitted.contains(expected),
+            "the scan misses {expected}: {emitted:?}"
+        );
+    }
+    let missing: Vec<_> = emitted.iter().filter(|e| lookup(e).is_none()).collect();
+    assert!(
+        missing.is_empty(),
+        "error types without a catalogue entry: {missing:?}"
+    );
+}
+
+#[test]
+fn the_catalogue_keys_are_unique_and_every_entry_is_complete() {
+    let keys: BTreeSet<_> = CATALOGUE.iter().map(|e| e.key).collect();
+    assert_eq!(keys.len(), CATALOGUE.len(), "a key is listed twice");
+    for entry in CATALOGUE {
+        assert!(
+            !entry.meaning.is_empty() && !entry.meaning.contains('\n'),
+            "{}",
+            entry.key
+        );
+        assert!(
+            !entry.remediation.is_empty(),
+            "{} has no remediation",
+            entry.key
+        );
+    }
+}
+
+#[test]
+fn a_scoped_key_falls_back_to_its_plain_entry() {
+    assert_eq!(lookup("timeout:openocd").map(|e| e.key), Some("timeout"));
+    assert!(lookup("no_such_error").is_none());
+    let value = entry_value(lookup("report_not_found").expect("listed"));
+    assert_eq!(value["error_type"], "report_not_found");
+    assert!(
+        value["remediation"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+    );
+}
+
+#[test]
+fn a_refusal_without_advice_gets_the_catalogue_advice_and_keeps_its_own() {
+    let mut bare = Outcome::refused("t", "audit_unavailable", "x");
+    merge_advice(&mut bare);
+    assert!(!bare.remediation.is_empty() && !bare.do_not.is_empty());
+    let mut own = Outcome::refused("t", "audit_unavailable", "x").with_remediation(["mine"]);
+    merge_advice(&mut own);
+    assert_eq!(own.remediation, ["mine"]);
+}

@@ -1,0 +1,373 @@
+//! The one redaction pass, for every sink (reports, logs, MCP results, the terminal).
+//!
+//! Secret-named keys lose their value entirely. Captured process output (`stdout`, `stderr`,
+//! `backend_warnings`, `backend_error`, `version`, at any depth) gets a content pass that masks only the secret span: URL
+//! userinfo passwords, `Authorization: Bearer|Basic` credentials, and secret-named assignments or
+//! query parameters. Every other byte is left as it was; prose fields are not scanned.
+
+use serde_json::Value;
+
+/// What a masked value becomes.
+pub const MASK: &str = "[redacted]";
+
+const SECRET_WORDS: &[&str] = &[
+    "token", "secret", "password", "passwd", "apikey", "api_key", "authkey", "auth_key",
+];
+/// Keys whose values are captured process output. `backend_error` and `version` carry a backend's
+/// own printed words too, so they get the same content pass.
+const STREAM_KEYS: &[&str] = &[
+    "stdout",
+    "stderr",
+    "backend_warnings",
+    "backend_error",
+    "version",
+];
+
+/// `(?:^|_)(?:token|secret|…)$`, case-insensitive.
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    SECRET_WORDS.iter().any(|word| {
+        key.strip_suffix(word)
+            .is_some_and(|rest| rest.is_empty() || rest.ends_with('_'))
+    })
+}
+
+/// A redacted copy of `value`.
+pub fn redact(value: &Value) -> Value {
+    walk(value, false)
+}
+
+fn walk(value: &Value, stream: bool) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, item)| {
+                    let item = if is_secret_key(key) {
+                        Value::String(MASK.into())
+                    } else {
+                        walk(item, stream || STREAM_KEYS.contains(&key.as_str()))
+                    };
+                    (key.clone(), item)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|i| walk(i, stream)).collect()),
+        Value::String(text) if stream => Value::String(redact_text(text)),
+        other => other.clone(),
+    }
+}
+
+/// Replaces every absolute path strictly under one of `roots` with its placeholder
+/// (`/home/u/.local/state/agentic-hil/projects/x` → `<state_root>/projects/x`), in every string.
+/// The last guard before a result leaves the process: the state root and the configuration
+/// directory are the operator's, and their location is none of an agent's business.
+pub fn scrub_paths(value: &Value, roots: &[(String, &str)]) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), scrub_paths(v, roots)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(|v| scrub_paths(v, roots)).collect()),
+        Value::String(text) => {
+            let mut text = text.clone();
+            for (root, placeholder) in roots {
+                let root = root.trim_end_matches('/');
+                if root.len() > 1 {
+                    text = text.replace(&format!("{root}/"), &format!("{placeholder}/"));
+                }
+            }
+            Value::String(text)
+        }
+        other => other.clone(),
+    }
+}
+
+/// The content pass over captured output.
+pub fn redact_text(text: &str) -> String {
+    let text = mask_userinfo(text);
+    let text = mask_authorization(&text);
+    mask_assignments(&text)
+}
+
+/// `scheme://user:SECRET@host` → `scheme://user:[redacted]@host`.
+fn mask_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        rest = tail;
+        let scheme: String = head[..at]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'))
+            .collect();
+        if !scheme
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+        {
+            continue;
+        }
+        let authority_end = rest
+            .find(|c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\''))
+            .unwrap_or(rest.len());
+        let authority = &rest[..authority_end];
+        if let Some(at_sign) = authority.rfind('@')
+            && let Some(colon) = authority[..at_sign].find(':')
+        {
+            out.push_str(&authority[..=colon]);
+            out.push_str(MASK);
+            out.push_str(&authority[at_sign..]);
+            rest = &rest[authority_end..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `Authorization: Bearer <cred>` (optionally quoted) → the credential masked, the scheme kept.
+fn mask_authorization(text: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(found) = lower[from..].find("authorization") {
+        let start = from + found + "authorization".len();
+        from = start;
+        let bytes = lower.as_bytes();
+        let mut i = start;
+        while i < bytes.len() && matches!(bytes[i], b'"' | b'\'') {
+            i += 1;
+        }
+        while i < bytes.len() && bytes[i] == b' ' {
+            i += 1;
+        }
+        if i >= bytes.len() || !matches!(bytes[i], b':' | b'=') {
+            continue;
+        }
+        i += 1;
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'"' | b'\'') {
+            i += 1;
+        }
+        let scheme_len = if lower[i..].starts_with("bearer") {
+            6
+        } else if lower[i..].starts_with("basic") {
+            5
+        } else {
+            continue;
+        };
+        let mut cred = i + scheme_len;
+        if !lower[cred..].starts_with(' ') {
+            continue;
+        }
+        while cred < bytes.len() && bytes[cred] == b' ' {
+            cred += 1;
+        }
+        let end = lower[cred..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';'))
+            .map_or(lower.len(), |n| cred + n);
+        if end > cred {
+            out.push_str(&text[copied..cred]);
+            out.push_str(MASK);
+            copied = end;
+            from = end;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
+}
+
+/// A name whose tail is a secret word on a word boundary: `DB_PASSWORD`, `--api-key`, `token`.
+fn is_secret_name(name: &str) -> bool {
+    let name = name
+        .trim_start_matches('-')
+        .to_ascii_lowercase()
+        .replace('-', "_");
+    let name = name.rsplit('.').next().unwrap_or_default();
+    is_secret_key(name)
+}
+
+/// Secret-named `name=value`: in a query (`?`/`&` before the name) the value runs to whitespace,
+/// `&`, `#` or a quote; elsewhere it is a shell word (quotes, escapes), and a wholly quoted value
+/// keeps its quotes.
+fn mask_assignments(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'=' {
+            i += 1;
+            continue;
+        }
+        let mut start = i;
+        while start > 0 && is_name_byte(bytes[start - 1]) {
+            start -= 1;
+        }
+        if start == i || start < copied || !is_secret_name(&text[start..i]) {
+            i += 1;
+            continue;
+        }
+        let query = start > 0 && matches!(bytes[start - 1], b'?' | b'&');
+        let value_start = i + 1;
+        let (mask_start, mask_end, resume) = if query {
+            let end = text[value_start..]
+                .find(|c: char| c.is_whitespace() || matches!(c, '&' | '#' | '"' | '\''))
+                .map_or(text.len(), |n| value_start + n);
+            (value_start, end, end)
+        } else {
+            shell_word(bytes, value_start)
+        };
+        if mask_end > mask_start {
+            out.push_str(&text[copied..mask_start]);
+            out.push_str(MASK);
+            copied = mask_end;
+        }
+        i = resume.max(i + 1);
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// The span of a shell word starting at `at`: `(mask_start, mask_end, word_end)`. A value that is one
+/// quoted string keeps its quotes; an unterminated quote runs to the end of the line.
+fn shell_word(bytes: &[u8], at: usize) -> (usize, usize, usize) {
+    let mut i = at;
+    let mut quote: Option<u8> = None;
+    let mut segments = 0;
+    let mut whole_quoted = true;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) if b == b'\n' => break,
+            Some(b'"') if b == b'\\' => i += 1,
+            Some(_) => {}
+            None if b.is_ascii_whitespace() => break,
+            None if b == b'"' || b == b'\'' => {
+                quote = Some(b);
+                segments += 1;
+            }
+            None if b == b'\\' => {
+                whole_quoted = false;
+                i += 1;
+            }
+            None => whole_quoted = false,
+        }
+        i += 1;
+    }
+    let end = i.min(bytes.len());
+    let closed = quote.is_none();
+    if whole_quoted && segments == 1 && closed && end >= at + 2 {
+        (at + 1, end - 1, end)
+    } else {
+        (at, end, end)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secret_named_keys_lose_their_value_at_any_depth() {
+        let doc =
+            json!({"a": {"api_key": 5, "DB_PASSWORD": ["x"], "tokens": "kept", "mytoken": "kept"}});
+        assert_eq!(
+            redact(&doc),
+            json!({"a": {"api_key": "[redacted]", "DB_PASSWORD": "[redacted]", "tokens": "kept", "mytoken": "kept"}})
+        );
+    }
+
+    #[test]
+    fn url_userinfo_passwords_are_masked_and_the_rest_kept() {
+        assert_eq!(
+            redact_text("fetch https://bob:hunter2@example.com/x ok"),
+            "fetch https://bob:[redacted]@example.com/x ok"
+        );
+        assert_eq!(
+            redact_text("see http://example.com:80/a@b"),
+            "see http://example.com:80/a@b"
+        );
+    }
+
+    #[test]
+    fn authorization_credentials_are_masked_and_the_scheme_kept() {
+        assert_eq!(
+            redact_text("> Authorization: Bearer abc.def-123\nnext"),
+            "> Authorization: Bearer [redacted]\nnext"
+        );
+        assert_eq!(
+            redact_text("-H 'authorization: Basic dXNlcjpwYXNz' x"),
+            "-H 'authorization: Basic [redacted]' x"
+        );
+    }
+
+    #[test]
+    fn secret_assignments_and_query_parameters_are_masked() {
+        assert_eq!(
+            redact_text("GET /a?x=1&api-key=s3cr3t&y=2 HTTP"),
+            "GET /a?x=1&api-key=[redacted]&y=2 HTTP"
+        );
+        assert_eq!(
+            redact_text("export DB_PASSWORD=hunter2 done"),
+            "export DB_PASSWORD=[redacted] done"
+        );
+        assert_eq!(
+            redact_text("PASSWORD=\"a b\" next"),
+            "PASSWORD=\"[redacted]\" next"
+        );
+        assert_eq!(
+            redact_text("--auth-key=ab'c d' next"),
+            "--auth-key=[redacted] next"
+        );
+        assert_eq!(
+            redact_text("TOKEN='open to end\nline2"),
+            "TOKEN=[redacted]\nline2"
+        );
+        assert_eq!(redact_text("speed=4000 kHz"), "speed=4000 kHz");
+    }
+
+    #[test]
+    fn stream_values_are_scanned_and_prose_is_not() {
+        let doc = json!({
+            "summary": "password=visible-in-prose",
+            "backend": {"stdout": ["token=abc", "fine"], "stderr": "x https://u:p@h"},
+            "backend_warnings": ["SECRET=zz"],
+        });
+        assert_eq!(
+            redact(&doc),
+            json!({
+                "summary": "password=visible-in-prose",
+                "backend": {"stdout": ["token=[redacted]", "fine"], "stderr": "x https://u:[redacted]@h"},
+                "backend_warnings": ["SECRET=[redacted]"],
+            })
+        );
+    }
+
+    #[test]
+    fn paths_under_the_state_root_become_placeholders() {
+        let roots = [(
+            "/home/u/.local/state/agentic-hil".to_owned(),
+            "<state_root>",
+        )];
+        let doc = json!({"a": ["see /home/u/.local/state/agentic-hil/projects/x/r.json"], "b": "/home/u/.local/state/agentic-hil"});
+        assert_eq!(
+            scrub_paths(&doc, &roots),
+            json!({"a": ["see <state_root>/projects/x/r.json"], "b": "/home/u/.local/state/agentic-hil"})
+        );
+    }
+
+    #[test]
+    fn text_without_secrets_is_byte_for_byte_unchanged() {
+        let text = "Open On-Chip Debugger 0.12.0\nInfo : clock speed 2000 kHz\n\u{2014} a=b c://d";
+        assert_eq!(redact_text(text), text);
+    }
+}
