@@ -144,10 +144,18 @@ impl Bench {
 
         // 4 claim: held through settle and record so the next caller sees a settled device.
         let claim = self.claims.claim(&plan.resources).await;
+        let hold = match bench.ownership.claim_for_call(tool, &plan.resources) {
+            Ok(hold) => hold,
+            Err(refusal) => {
+                drop(claim);
+                return answer(*refusal, &snapshot, started, clock);
+            }
+        };
 
         // Audit readiness: an audited action whose evidence cannot be written does not start.
         let audited = audit::is_audited(tool);
         if audited && let Err(err) = bench.audit.readiness() {
+            drop(hold);
             drop(claim);
             return answer(audit::unavailable(tool, &err), &snapshot, started, clock);
         }
@@ -156,7 +164,10 @@ impl Bench {
         let acted = act(tool, plan.work).await;
 
         // 6 settle
-        let outcome = settle(acted);
+        let mut outcome = settle(acted);
+        if let Some(run) = hold.implicit_run(tool) {
+            outcome.set("run", run);
+        }
 
         // 7 record, with the envelope's common fields (8) already stamped so the report carries its
         // timings and config_in_force; the claim is held until the evidence is down.
@@ -164,6 +175,7 @@ impl Bench {
         if audited {
             audit::record(&bench.audit, &mut outcome, &args);
         }
+        drop(hold);
         drop(claim);
         outcome
     }

@@ -10,6 +10,51 @@ pub use owner::Owner;
 pub use runs::RunSlot;
 
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::envelope::Outcome;
+
+/// The machine-wide side of a call's claim: either borrowed from the open run, or an implicit
+/// single-call run whose devices are released when this is dropped.
+pub struct DeviceHold {
+    ownership: Option<Arc<Ownership>>,
+    keys: Vec<String>,
+    started_at: String,
+}
+
+impl DeviceHold {
+    fn none() -> Self {
+        Self {
+            ownership: None,
+            keys: Vec::new(),
+            started_at: String::new(),
+        }
+    }
+
+    /// The `run` object results carry when the call ran as its own implicit run.
+    pub fn implicit_run(&self, tool: &str) -> Option<Value> {
+        self.ownership.as_ref().map(|_| {
+            json!({
+                "implicit": true,
+                "declared_devices": self.keys,
+                "run_label": format!("implicit:{tool}"),
+                "run_started_at": self.started_at,
+                "aborted": false,
+            })
+        })
+    }
+}
+
+impl Drop for DeviceHold {
+    fn drop(&mut self) {
+        if let Some(ownership) = &self.ownership {
+            ownership.locks.release(&self.keys);
+        }
+    }
+}
 
 /// What one server owns on the bench: its device locks and its open run.
 pub struct Ownership {
@@ -24,5 +69,141 @@ impl Ownership {
             locks: DeviceLocks::new(LockRoot::for_home(home), Owner::this_process(frontend)),
             runs: RunSlot::default(),
         }
+    }
+
+    /// Takes the physical devices a call addresses. Inside an open run the call may use only what
+    /// the run declared (`undeclared_device`); without one, the call is its own implicit run and
+    /// takes its devices now, all or none, or answers `device_busy`.
+    pub fn claim_for_call(
+        self: &Arc<Self>,
+        tool: &str,
+        keys: &[String],
+    ) -> Result<DeviceHold, Box<Outcome>> {
+        let mut physical: Vec<String> = keys
+            .iter()
+            .filter(|k| device_lock::is_physical(k))
+            .cloned()
+            .collect();
+        physical.sort();
+        physical.dedup();
+        if physical.is_empty() {
+            return Ok(DeviceHold::none());
+        }
+        if let Some(run) = self.runs.current() {
+            if run.covers(&physical) {
+                return Ok(DeviceHold::none());
+            }
+            return Err(Box::new(
+                Outcome::refused(
+                    tool,
+                    "undeclared_device",
+                    "This call addresses a device the open run did not declare.",
+                )
+                .with("declared_devices", json!(run.keys()))
+                .with("requested_devices", json!(physical))
+                .with_remediation([
+                    "Stop the run and start one that declares every device the sequence uses.",
+                ])
+                .not_contacted(),
+            ));
+        }
+        let label = format!("implicit:{tool}");
+        match self
+            .locks
+            .acquire_labeled(&physical, Duration::ZERO, Some(&label))
+        {
+            Ok(_) => Ok(DeviceHold {
+                ownership: Some(Arc::clone(self)),
+                keys: physical,
+                started_at: ahil_config::time::now_millis(),
+            }),
+            Err(busy) => Err(Box::new(busy.into_outcome(tool))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ownership::runs::DeclaredDevice;
+
+    fn device(key: &str) -> DeclaredDevice {
+        DeclaredDevice {
+            kind: "debugger".into(),
+            id: "dut".into(),
+            lock_key: key.into(),
+            identity_source: "probe_id".into(),
+            identity_warning: None,
+            lock_keys: vec![key.into()],
+        }
+    }
+
+    fn keys(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_call_without_a_run_holds_its_device_only_for_the_call() {
+        let home = tempfile::tempdir().expect("home");
+        let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
+        let theirs = Arc::new(Ownership::for_process(home.path(), "mcp"));
+        let hold = ours
+            .claim_for_call(
+                "reset_target",
+                &keys(&["debugger-discovery:all", "probe:a"]),
+            )
+            .expect("free");
+        assert_eq!(
+            hold.implicit_run("reset_target").expect("implicit")["declared_devices"],
+            json!(["probe:a"])
+        );
+        let busy = theirs
+            .claim_for_call("reset_target", &keys(&["probe:a"]))
+            .err()
+            .expect("held during the call");
+        assert_eq!(busy.error_type.as_deref(), Some("device_busy"));
+        assert!(
+            busy.summary.contains("implicit:reset_target"),
+            "{}",
+            busy.summary
+        );
+        drop(hold);
+        assert!(
+            theirs
+                .claim_for_call("reset_target", &keys(&["probe:a"]))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn inside_a_run_a_call_borrows_declared_devices_and_is_refused_others() {
+        let home = tempfile::tempdir().expect("home");
+        let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
+        let started = ours.runs.start(
+            &ours.locks,
+            "bench_run_start",
+            vec![device("probe:a")],
+            None,
+            Duration::ZERO,
+        );
+        assert!(started.ok);
+        let hold = ours
+            .claim_for_call("reset_target", &keys(&["probe:a"]))
+            .expect("declared");
+        assert!(
+            hold.implicit_run("reset_target").is_none(),
+            "borrowed from the run"
+        );
+        drop(hold);
+        assert_eq!(
+            ours.locks.held(),
+            keys(&["probe:a"]),
+            "the run still holds it"
+        );
+        let refused = ours
+            .claim_for_call("reset_target", &keys(&["probe:b"]))
+            .err()
+            .expect("not declared");
+        assert_eq!(refused.error_type.as_deref(), Some("undeclared_device"));
     }
 }
