@@ -71,6 +71,22 @@ pub enum Command {
     /// Move a damaged report state aside (every byte kept) and start a fresh one.
     #[command(name = "report-state-repair")]
     ReportStateRepair,
+    /// The emulated board of a `type: qemu` debugger: start, stop or show it.
+    #[command(subcommand)]
+    Sim(SimCommand),
+    /// Bind this terminal's stdin and stdout to a configured serial port (for a person, not MCP).
+    #[command(name = "com-stdio")]
+    ComStdio {
+        /// The com_ports entry to open.
+        #[arg(long = "port-id", alias = "port")]
+        port_id: String,
+        /// Most bytes written to stdout per read (default the port's max_buffer_bytes).
+        #[arg(long)]
+        max_read_bytes: Option<u64>,
+        /// After stdin ends, stop once the port has been quiet this long.
+        #[arg(long, default_value_t = 0.5)]
+        eof_idle_timeout_s: f64,
+    },
     /// Turn a run report into run-summary.json, job-summary.md and copies of its logs (for CI).
     #[command(name = "run-evidence")]
     RunEvidence {
@@ -80,5 +96,39 @@ pub enum Command {
         /// The directory to write the evidence into.
         #[arg(long)]
         out: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// Start the board detached (it outlives this command), booting `--image` or
+    /// firmware/build/ahil-fw-v1.elf, and wait until it answers.
+    Start {
+        /// The `type: qemu` debugger entry (default: the only one).
+        #[arg(long)]
+        debugger: Option<String>,
+        /// The image to boot (workspace-relative or absolute).
+        #[arg(long)]
+        image: Option<PathBuf>,
+    },
+    /// Stop the board, from any process.
+    Stop {
+        /// The `type: qemu` debugger entry (default: the only one).
+        #[arg(long)]
+        debugger: Option<String>,
+    },
+    /// Say whether the board runs.
+    Status {
+        /// The `type: qemu` debugger entry (default: the only one).
+        #[arg(long)]
+        debugger: Option<String>,
+    },
+    /// The supervisor `start` leaves running (internal).
+    #[command(hide = true)]
+    Supervise {
+        #[arg(long)]
+        debugger: Option<String>,
+        #[arg(long)]
+        image: Option<PathBuf>,
     },
 }

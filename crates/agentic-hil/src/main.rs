@@ -2,11 +2,13 @@
 //! one result document it gets back; this crate never names a driver.
 
 mod cli;
+mod comstdio;
 mod evidence;
 mod files;
 mod mcp;
 mod plans;
 mod render;
+mod sim;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -52,10 +54,23 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let workspace = workspace_dir()?;
     let document = match &cli.command {
         Command::McpStdio => return mcp::serve(&workspace, &env),
+        Command::ComStdio {
+            port_id,
+            max_read_bytes,
+            eof_idle_timeout_s,
+        } => {
+            let options = comstdio::Options {
+                port_id,
+                max_read_bytes: *max_read_bytes,
+                eof_idle_timeout_s: eof_idle_timeout_s.clamp(0.0, 60.0),
+            };
+            return Ok(comstdio::run(&workspace, &env, &options));
+        }
         Command::Init { force } => to_value(&ahil_gate::provision::init(&workspace, &env, *force))?,
         Command::Doctor => to_value(&ahil_gate::doctor(&workspace, &env))?,
         Command::ReportStateRepair => evidence::report_state_repair(&workspace, &env),
         Command::RunEvidence { report, out } => evidence::run_evidence(&workspace, report, out),
+        Command::Sim(command) => sim::run(&workspace, &env, command)?,
         Command::Schema { output, force } => {
             let schema = ahil_config::config_json_schema();
             match output {

@@ -2,22 +2,9 @@
 
 mod support;
 
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
-use support::World;
-
-async fn connect(world: &World) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
-    let mut cmd = std::process::Command::new(World::binary());
-    world.scrub(&mut cmd);
-    cmd.arg("mcp-stdio");
-    let transport = TokioChildProcess::new(tokio::process::Command::from(cmd))
-        .expect("the server process starts");
-    ().serve(transport)
-        .await
-        .expect("the MCP handshake succeeds")
-}
+use support::{World, connect};
 
 fn args(value: Value) -> serde_json::Map<String, Value> {
     match value {

@@ -4,30 +4,10 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
-use support::World;
-
-fn reference() -> Option<PathBuf> {
-    let path = std::env::var_os("AHIL_REFERENCE_BIN").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/reference-venv/bin/agentic-hil")
-        },
-        PathBuf::from,
-    );
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the reference implementation is required in CI: run scripts/setup-debian.sh"
-    );
-    eprintln!("skipped: reference agentic-hil 0.25.0 not installed (run scripts/setup-debian.sh)");
-    None
-}
+use support::{World, reference};
 
 fn doctor(world: &World, program: &std::path::Path) -> Value {
     let mut cmd = Command::new(program);

@@ -12,6 +12,8 @@ pub use crate::model_io::*;
 
 /// Controller name `init` writes when it has not seen a board.
 pub const PLACEHOLDER_CONTROLLER: &str = "unknown-controller";
+/// The machine a `qemu` debugger emulates when it names none: STM32F405, our test firmware's board.
+pub const DEFAULT_QEMU_MACHINE: &str = "netduinoplus2";
 /// Default OpenOCD interface script (a search name, not a file).
 pub const DEFAULT_INTERFACE_CFG: &str = "interface/stlink.cfg";
 /// Default OpenOCD target script (a search name, not a file).
@@ -87,6 +89,19 @@ impl Config {
             }
         }
         t
+    }
+
+    /// The state directory of a `qemu` debugger's board: `board_dir` when set (validated absolute and
+    /// outside the workspace), else `<state_root>/sim/<name>`. `None` for any other entry.
+    pub fn board_dir(&self, debugger: &str) -> Option<PathBuf> {
+        let entry = self.debuggers.get(debugger)?;
+        if entry.kind != DebuggerType::Qemu {
+            return None;
+        }
+        Some(match &entry.board_dir {
+            Some(dir) => crate::paths::normalize(std::path::Path::new(dir)),
+            None => self.state_root.join("sim").join(debugger),
+        })
     }
 
     /// Version 1 gates reads behind `allow_probe` / `allow_read`; later versions do not.
@@ -167,6 +182,8 @@ pub enum DebuggerType {
     Stlink,
     Pyocd,
     Esptool,
+    /// An emulated board under `agentic-hil sim` (our extension; the reference does not know it).
+    Qemu,
 }
 
 impl DebuggerType {
@@ -176,6 +193,7 @@ impl DebuggerType {
             Self::Stlink => "stlink",
             Self::Pyocd => "pyocd",
             Self::Esptool => "esptool",
+            Self::Qemu => "qemu",
         }
     }
 }
@@ -252,6 +270,11 @@ pub struct Debugger {
     pub discovered_by: Option<DiscoveredBy>,
     pub probe_inventory: Option<ProbeInventory>,
     pub probe_inventory_note: Option<String>,
+    /// `type: qemu` only: the emulated machine (`netduinoplus2` when absent).
+    pub machine: Option<String>,
+    /// `type: qemu` only: the board's state directory, outside the workspace
+    /// (`<state_root>/sim/<entry name>` when absent).
+    pub board_dir: Option<String>,
 }
 
 impl Default for Debugger {
@@ -275,6 +298,8 @@ impl Default for Debugger {
             discovered_by: None,
             probe_inventory: None,
             probe_inventory_note: None,
+            machine: None,
+            board_dir: None,
         }
     }
 }
@@ -295,6 +320,8 @@ impl Debugger {
             && self.flash_address.is_none()
             && self.gdb_server_executable.is_none()
             && self.com_port.is_none()
+            && self.machine.is_none()
+            && self.board_dir.is_none()
             && self.interface_cfg == DEFAULT_INTERFACE_CFG
             && self.target_cfg == DEFAULT_TARGET_CFG
     }
@@ -309,6 +336,11 @@ impl Debugger {
             return Some(rest.to_owned());
         }
         Some(id)
+    }
+
+    /// The emulated machine of a `qemu` entry.
+    pub fn qemu_machine(&self) -> &str {
+        self.machine.as_deref().unwrap_or(DEFAULT_QEMU_MACHINE)
     }
 
     /// Primary machine-wide lock key; `executable` is the pinned path when known.

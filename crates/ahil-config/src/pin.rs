@@ -60,6 +60,7 @@ fn autodetect_names(kind: DebuggerType) -> &'static [&'static str] {
         DebuggerType::Stlink => &["STM32_Programmer_CLI"],
         DebuggerType::Pyocd => &["pyocd"],
         DebuggerType::Esptool => &["esptool", "esptool.py"],
+        DebuggerType::Qemu => &["qemu-system-arm"],
     }
 }
 

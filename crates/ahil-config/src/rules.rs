@@ -86,6 +86,7 @@ fn check_backends(cfg: &Config) -> Result<(), ConfigError> {
                 "Set `connect_mode: hotplug`, or use `type: stlink` for this probe.",
             )));
         }
+        check_qemu_keys(cfg, name, d)?;
         if d.kind == DebuggerType::Esptool {
             let Some(port) = &d.com_port else {
                 return Err(err(refuse(
@@ -124,6 +125,65 @@ fn check_backends(cfg: &Config) -> Result<(), ConfigError> {
             .with("value", port.clone())
             .fix("Remove `com_port`, or set `type: esptool`.")));
         }
+    }
+    Ok(())
+}
+
+/// `machine` and `board_dir` belong to `type: qemu` (our extension); the board directory holds the
+/// emulator's sockets, so it lives outside the workspace like the rest of the state, and QEMU's option
+/// syntax cannot carry a comma in it.
+fn check_qemu_keys(
+    cfg: &Config,
+    name: &str,
+    d: &crate::model::Debugger,
+) -> Result<(), ConfigError> {
+    let at = |k: &str| format!("debuggers.{name}.{k}");
+    if d.kind != DebuggerType::Qemu {
+        for (key, set) in [
+            ("machine", d.machine.is_some()),
+            ("board_dir", d.board_dir.is_some()),
+        ] {
+            if set {
+                return Err(err(refuse(
+                    at(key),
+                    format!(
+                        "Only a qemu debugger names `{key}`; this one is {}.",
+                        d.kind.as_str()
+                    ),
+                )
+                .fix(format!("Remove `{key}`, or set `type: qemu`."))));
+            }
+        }
+        return Ok(());
+    }
+    let Some(raw) = &d.board_dir else {
+        return Ok(());
+    };
+    let dir = Path::new(raw);
+    if !dir.is_absolute() {
+        return Err(err(refuse(
+            at("board_dir"),
+            "`board_dir` must be an absolute path.",
+        )
+        .with("value", raw.clone())
+        .fix(
+            "Write the full path of the board's state directory, starting at `/`.",
+        )));
+    }
+    if raw.contains(',') || raw.contains('\n') {
+        return Err(err(refuse(
+            at("board_dir"),
+            "`board_dir` cannot contain a comma or a newline: QEMU's options could not carry it.",
+        )
+        .fix("Choose a directory whose path has no comma.")));
+    }
+    let dir = normalize(dir);
+    if is_within(&dir, &cfg.workspace_root) || is_within(&cfg.workspace_root, &dir) {
+        return Err(err(refuse(
+            at("board_dir"),
+            "`board_dir` overlaps the workspace; the board's sockets must live outside the project.",
+        )
+        .fix("Leave `board_dir` unset (it defaults under state_root), or name a directory outside the workspace.")));
     }
     Ok(())
 }

@@ -111,7 +111,10 @@ fn debugger_entry() -> Spec {
     Spec::object(vec![
         (
             "type",
-            choice(&["openocd", "stlink", "pyocd", "esptool"], Some("openocd")),
+            choice(
+                &["openocd", "stlink", "pyocd", "esptool", "qemu"],
+                Some("openocd"),
+            ),
         ),
         ("executable", opt_string()),
         ("gdb_server_executable", opt_string()),
@@ -145,6 +148,19 @@ fn debugger_entry() -> Spec {
                 ("controller", Spec::of(&[Ty::Str])),
             ])
             .describe("Overrides the project target for this probe."),
+        ),
+        (
+            "machine",
+            Spec::of(&[Ty::Str])
+                .pattern(Pattern::Name)
+                .describe("type qemu only: the emulated machine (netduinoplus2 when absent)."),
+        ),
+        (
+            "board_dir",
+            Spec::of(&[Ty::Str]).describe(
+                "type qemu only: the board's state directory, absolute and outside the workspace \
+                 (state_root/sim/<entry> when absent).",
+            ),
         ),
     ])
 }

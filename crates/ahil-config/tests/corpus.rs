@@ -128,3 +128,23 @@ fn our_starter_says_what_the_reference_init_file_says() {
             .expect("our starter parses");
     assert_eq!(ours, theirs);
 }
+
+#[test]
+fn a_qemu_board_defaults_its_machine_and_its_directory_under_the_state_root() {
+    let bench = Bench::new();
+    let raw = b"version: 3\nworkspace_root: \"{{WORKSPACE}}\"\nstate_root: \"{{STATE}}\"\n\
+debuggers:\n  board:\n    type: qemu\n";
+    let cfg = parse_config(&fill_bytes(&bench, raw)).expect("parses");
+    let board = &cfg.debuggers["board"];
+    assert_eq!(board.qemu_machine(), "netduinoplus2");
+    assert_eq!(
+        cfg.board_dir("board"),
+        Some(cfg.state_root.join("sim").join("board"))
+    );
+    let raw = fs::read(corpus_dir("valid").join("qemu-board.yaml")).expect("read");
+    let cfg = parse_config(&fill_bytes(&bench, &raw)).expect("parses");
+    assert_eq!(
+        cfg.board_dir("board"),
+        Some(bench.state().join("sim/board"))
+    );
+}

@@ -8,6 +8,7 @@ pub mod gdbmi;
 pub mod probe;
 pub mod process;
 pub mod qemu;
+pub mod serial;
 pub mod version;
 
 pub use error::{Contact, DriverError};

@@ -24,6 +24,8 @@ pub enum Backend {
     PyOcd,
     /// STM32CubeProgrammer's CLI (`type: stlink`).
     StLink,
+    /// An emulated board: `qemu-system-arm` (`type: qemu`, our extension).
+    Qemu,
 }
 
 impl Backend {
@@ -33,6 +35,7 @@ impl Backend {
             Self::OpenOcd => "openocd",
             Self::PyOcd => "pyocd",
             Self::StLink => "stlink",
+            Self::Qemu => "qemu",
         }
     }
 
@@ -42,6 +45,7 @@ impl Backend {
             Self::OpenOcd => "OpenOCD",
             Self::PyOcd => "pyOCD",
             Self::StLink => "STM32CubeProgrammer",
+            Self::Qemu => "QEMU",
         }
     }
 }

@@ -49,6 +49,8 @@ struct Provisioned {
     audit: Audit,
     /// Device locks and the open run; dropping the gate releases them.
     ownership: Arc<Ownership>,
+    /// Open COM sessions, held across calls.
+    serial: Arc<crate::serial::Sessions>,
 }
 
 impl Bench {
@@ -58,6 +60,7 @@ impl Bench {
             state: State::Provisioned(Box::new(Provisioned {
                 audit: Audit::for_config(&loaded),
                 ownership: Arc::new(Ownership::for_process(&env.home, "mcp")),
+                serial: Arc::default(),
                 loaded,
                 env,
             })),
@@ -127,6 +130,7 @@ impl Bench {
             env: &bench.env,
             snapshot: &snapshot,
             ownership: &bench.ownership,
+            serial: &bench.serial,
         };
         let plan = match actions::plan(&ctx) {
             Ok(plan) => plan,
@@ -271,7 +275,17 @@ fn settle(acted: Acted) -> Outcome {
     match contact {
         Some(Contact::None { .. }) if !outcome.ok => outcome = outcome.not_contacted(),
         Some(Contact::None { .. }) => outcome.target_contacted = Some(false),
-        Some(Contact::Made) => outcome.target_contacted = Some(true),
+        Some(Contact::Made) if outcome.ok || outcome.side_effect_status.is_some() => {
+            outcome.target_contacted = Some(true);
+        }
+        // A failure after the target answered: what it did to the board is not known.
+        Some(Contact::Made) => {
+            outcome.target_contacted = Some(true);
+            outcome.side_effect_status = Some(SideEffectStatus::Unknown);
+            outcome.hardware_state = Some(HardwareState::Unknown);
+            outcome.retry_safe = Some(false);
+            incident_hook(&outcome);
+        }
         Some(Contact::Possible) if !outcome.ok => {
             if outcome.side_effect_status.is_none() {
                 outcome.side_effect_status = Some(SideEffectStatus::Unknown);

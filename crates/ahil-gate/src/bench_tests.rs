@@ -343,3 +343,60 @@ async fn describe_lists_writable_and_locked_keys_with_their_grants() {
     );
     assert_eq!(value["rights"][0]["granted"], false);
 }
+
+fn settled(ok: bool, contact: Contact) -> Outcome {
+    let outcome = if ok {
+        Outcome::ok("flash_firmware", "done")
+    } else {
+        Outcome::refused("flash_firmware", "flash_failed", "failed")
+    };
+    settle(Acted {
+        outcome,
+        contact: Some(contact),
+    })
+}
+
+#[test]
+fn a_failure_after_the_target_answered_leaves_the_hardware_state_unknown() {
+    for contact in [Contact::Made, Contact::Possible] {
+        let outcome = settled(false, contact);
+        assert_eq!(outcome.hardware_state, Some(HardwareState::Unknown));
+        assert_eq!(outcome.side_effect_status, Some(SideEffectStatus::Unknown));
+        assert_eq!(outcome.retry_safe, Some(false));
+    }
+}
+
+#[test]
+fn only_the_drivers_proof_of_no_contact_makes_a_failure_retry_safe() {
+    let outcome = settled(false, Contact::none("the QMP socket was absent"));
+    assert_eq!(outcome.target_contacted, Some(false));
+    assert_eq!(outcome.retry_safe, Some(true));
+    let outcome = settled(true, Contact::Made);
+    assert_eq!(outcome.target_contacted, Some(true));
+    assert_eq!(
+        outcome.side_effect_status,
+        Some(SideEffectStatus::Committed)
+    );
+    assert!(outcome.hardware_state.is_none());
+}
+
+#[tokio::test]
+async fn probe_tools_answer_not_supported_for_a_backend_this_build_cannot_drive_yet() {
+    let fixture = Fixture::new();
+    let bench = bench_with_tool(&fixture, "openocd", OPENOCD_BANNER);
+    for (tool, args) in [
+        ("debugger_probes_list", json!({})),
+        ("probe_target", json!({})),
+        ("reset_target", json!({"mode": "run"})),
+        ("flash_firmware", json!({"image_path": "fw.elf"})),
+    ] {
+        let outcome = bench.call(tool, args).await;
+        assert!(!outcome.ok, "{tool}");
+        assert_eq!(
+            outcome.error_type.as_deref(),
+            Some("not_supported"),
+            "{tool}"
+        );
+        assert_eq!(outcome.target_contacted, Some(false), "{tool}");
+    }
+}

@@ -87,6 +87,10 @@ pub struct Outcome {
     /// Tool-specific fields (backend, version, field, validator, …), in insertion order.
     #[serde(flatten)]
     pub details: IndexMap<String, Value>,
+    /// Protocol metadata beside the envelope (MCP `_meta`), e.g. the mark on untrusted device bytes;
+    /// never part of the envelope or its report.
+    #[serde(skip)]
+    pub meta: Option<Value>,
 }
 
 /// Names the envelope owns; `with` refuses them so a detail can never shadow a core field.
@@ -151,6 +155,7 @@ impl Outcome {
             finished_at: None,
             elapsed_ms: None,
             details: IndexMap::new(),
+            meta: None,
         }
     }
 

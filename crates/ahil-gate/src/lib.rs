@@ -13,6 +13,8 @@ pub mod fsio;
 pub mod ownership;
 pub mod policy;
 pub mod provision;
+pub mod serial;
+pub mod sim;
 pub mod snapshot;
 pub mod validate;
 

@@ -218,6 +218,9 @@ impl ServerHandler for Server {
             CallToolResult::error(vec![ContentBlock::text(text)])
         };
         result.structured_content = Some(document);
+        if let Some(Value::Object(meta)) = &outcome.meta {
+            result.meta = Some(rmcp::model::MetaObject(meta.clone()));
+        }
         Ok(CallToolResponse::Complete(result))
     }
 

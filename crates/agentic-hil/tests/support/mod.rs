@@ -94,6 +94,40 @@ impl World {
     }
 }
 
+/// The reference implementation (agentic-hil 0.25.0) that scripts/setup-debian.sh installs. Outside
+/// CI a missing reference skips the comparison with a message; in CI it is an error.
+pub fn reference() -> Option<PathBuf> {
+    let path = std::env::var_os("AHIL_REFERENCE_BIN").map_or_else(
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/reference-venv/bin/agentic-hil")
+        },
+        PathBuf::from,
+    );
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "the reference implementation is required in CI: run scripts/setup-debian.sh"
+    );
+    eprintln!("skipped: reference agentic-hil 0.25.0 not installed (run scripts/setup-debian.sh)");
+    None
+}
+
+/// An MCP session with this world's server, over rmcp's own client.
+pub async fn connect(world: &World) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    use rmcp::ServiceExt;
+    let mut cmd = Command::new(World::binary());
+    world.scrub(&mut cmd);
+    cmd.arg("mcp-stdio");
+    let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
+        .expect("the server process starts");
+    ().serve(transport)
+        .await
+        .expect("the MCP handshake succeeds")
+}
+
 pub fn make_executable(path: &Path) {
     use std::os::unix::fs::PermissionsExt;
     let mut perms = std::fs::metadata(path).expect("stat").permissions();

@@ -20,6 +20,7 @@ pub fn backend_of(kind: DebuggerType) -> Option<Backend> {
         DebuggerType::Openocd => Some(Backend::OpenOcd),
         DebuggerType::Pyocd => Some(Backend::PyOcd),
         DebuggerType::Stlink => Some(Backend::StLink),
+        DebuggerType::Qemu => Some(Backend::Qemu),
         DebuggerType::Esptool => None,
     }
 }
@@ -30,6 +31,7 @@ fn not_found_type(kind: DebuggerType) -> &'static str {
         DebuggerType::Pyocd => "pyocd_not_found",
         DebuggerType::Stlink => "stm32_programmer_cli_not_found",
         DebuggerType::Esptool => "esptool_not_found",
+        DebuggerType::Qemu => "qemu_not_found",
     }
 }
 
@@ -192,7 +194,7 @@ fn answer(
                     );
                 }
                 Backend::StLink => outcome.set("interface", facts.interface),
-                Backend::OpenOcd => {}
+                Backend::OpenOcd | Backend::Qemu => {}
             }
             outcome.set("version", report.version);
             Acted {

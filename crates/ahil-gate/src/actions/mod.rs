@@ -15,8 +15,12 @@ use crate::snapshot::Snapshot;
 
 pub mod artifact_upload;
 pub mod bench_run;
+pub mod com_io;
+pub mod com_ports;
+pub mod com_session;
 pub mod debugger_info;
 pub mod describe;
+pub mod probe;
 pub mod reports;
 
 /// What an action gets to look at.
@@ -28,6 +32,8 @@ pub struct Context<'a> {
     pub snapshot: &'a Snapshot,
     /// The devices and run this server holds.
     pub ownership: &'a std::sync::Arc<crate::ownership::Ownership>,
+    /// The COM sessions this server holds.
+    pub serial: &'a std::sync::Arc<crate::serial::Sessions>,
 }
 
 /// A tool call, ready for the pipeline.
@@ -72,9 +78,15 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     match ctx.tool {
         "artifact_upload" => artifact_upload::plan(ctx),
         "bench_run_start" | "bench_run_stop" | "bench_run_status" => bench_run::plan(ctx),
+        "com_ports_list" => com_ports::plan(ctx),
+        "com_session_start" | "com_session_stop" => com_session::plan(ctx),
+        "com_write" | "com_read" => com_io::plan(ctx),
         "debugger_info" => debugger_info::plan(ctx),
         "project_config_describe" => describe::plan(ctx),
         "get_last_report" | "classify_last_error" => reports::plan(ctx),
+        "debugger_probes_list" | "probe_target" | "flash_firmware" | "reset_target" => {
+            probe::plan(ctx)
+        }
         other => Err(Box::new(unknown_tool(other))),
     }
 }

@@ -386,6 +386,68 @@ pub const CATALOGUE: &[Entry] = &[
         []
     ),
     entry!(
+        "com_port_not_configured",
+        "No com_ports entry has the port_id the call named.",
+        ["Call com_ports_list and pass one of its port ids, not a device path."],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "com_port_busy",
+        "Another program holds the serial device open exclusively.",
+        [
+            "Close the terminal or program that has the port, or stop the session that holds it.",
+            "Then call com_session_start again."
+        ],
+        ["Do not kill a process you did not start to free the port."]
+    ),
+    entry!(
+        "com_port_open_failed",
+        "The serial device could not be opened: missing, renamed on replug, or not permitted.",
+        [
+            "Call com_ports_list to see what the host reports, then ask the operator to fix the entry's device."
+        ],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "com_port_close_failed",
+        "The session's reader did not stop in time, so the port was left open and the session kept.",
+        ["Call com_session_stop again."],
+        []
+    ),
+    entry!(
+        "com_port_discovery_failed",
+        "The host's serial ports could not be listed.",
+        ["Run `agentic-hil doctor` and check that /sys/class/tty is readable."],
+        []
+    ),
+    entry!(
+        "com_port_identity_mismatch",
+        "The adapter attached at the configured device is not the one the entry names (serial number or USB ids differ).",
+        [
+            "Call com_ports_list to find where the expected adapter is attached.",
+            "The operator corrects the entry, preferably to a /dev/serial/by-id name."
+        ],
+        [NO_BYPASS, NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "com_port_identity_unverified",
+        "The entry names a serial number or USB ids, but the host does not report them for the configured device.",
+        ["Check the adapter is plugged in, then call com_ports_list to see what the host reports."],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "serial_read_failed",
+        "The session's reader stopped on a read failure (adapter unplugged, line hung up).",
+        ["Call com_session_start again; it replaces the failed session."],
+        []
+    ),
+    entry!(
+        "serial_write_incomplete",
+        "Only part of the bytes reached the port before it stopped accepting more.",
+        ["Read what the device answered before sending the rest; do not resend blindly."],
+        []
+    ),
+    entry!(
         "serial_write_failed",
         "Writing to the serial port failed.",
         ["Check the port is still attached, then start a new session."],
@@ -479,6 +541,56 @@ pub const CATALOGUE: &[Entry] = &[
         "workspace_is_home",
         "The workspace is the home directory, which would put the whole home under the agent's reach.",
         ["Run the command from a project directory instead."],
+        []
+    ),
+    entry!(
+        "target_not_detected",
+        "The debugger's backend ran but no board answered it (for the emulated board: no QEMU runs in its board directory).",
+        [
+            "Check the board is powered and wired; for the emulated board the operator runs `agentic-hil sim start`.",
+            "Then call probe_target again."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "flash_failed",
+        "Writing or verifying the image failed after the board was reached; what the flash holds now is not known.",
+        [
+            "Call probe_target to see whether the board answers.",
+            "Flash the image again; if it fails again, read the report with get_last_report."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "reset_failed",
+        "The reset was not confirmed by the backend.",
+        [
+            "Call probe_target to see whether the board answers.",
+            "Call reset_target again."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "probe_discovery_failed",
+        "The backend could not list its probes.",
+        ["Check the probe's USB connection (or that the emulated board runs), then list again."],
+        []
+    ),
+    entry!(
+        "capture_timeout",
+        "The image was flashed, verified and the board reset, but the capture did not see what it waited for in time.",
+        [
+            "The image is on the board: read the port again, or reset_target and capture again.",
+            "Check the capture's `until` text against what the firmware prints."
+        ],
+        ["Do not flash again only because the capture missed its text."]
+    ),
+    entry!(
+        "capture_failed",
+        "The capture port could not be opened, so the flash did not start.",
+        [
+            "Check the com_ports entry's device (for the emulated board: `<board_dir>/uart`, present while it runs)."
+        ],
         []
     ),
 ];

@@ -49,6 +49,7 @@ pub fn unavailable(tool: &str, err: &AuditError) -> Outcome {
 /// Writes the call's report (envelope plus redacted arguments). A report that cannot be written
 /// after the action marks the result `audit_ok: false` and raises [`audit_broken_hook`].
 pub fn record(audit: &Audit, outcome: &mut Outcome, args: &Value) {
+    log_transcript(audit, outcome);
     let Value::Object(mut report) = outcome.to_value() else {
         return;
     };
@@ -71,6 +72,38 @@ pub fn record(audit: &Audit, outcome: &mut Outcome, args: &Value) {
                 audit_broken_hook(outcome, &err);
             }
             debug_assert!(!overall_success(outcome));
+        }
+    }
+}
+
+/// A driver's transcript (`driver_log`, taken out of the answer) goes to the tool's chained log, and
+/// the answer names it in `log_path`, so get_last_report can verify it. A log that cannot be written
+/// marks the result `audit_ok: false` like a lost report.
+fn log_transcript(audit: &Audit, outcome: &mut Outcome) {
+    let Some(Value::String(text)) = outcome.details.shift_remove("driver_log") else {
+        return;
+    };
+    let name = format!("{}.jsonl", outcome.tool);
+    // The transcript names sockets under the state root and the private staging copy; the log is
+    // mirrored into the workspace, so neither location is written out.
+    let roots = [
+        (audit.state_root().display().to_string(), "<state_root>"),
+        (std::env::temp_dir().display().to_string(), "<tmp>"),
+    ];
+    let event = super::scrub_paths(
+        &serde_json::json!({
+            "tool": outcome.tool,
+            "ok": outcome.ok,
+            "error_type": outcome.error_type,
+            "transcript": text,
+        }),
+        &roots,
+    );
+    match audit.append_event(&name, &event) {
+        Ok(_) => outcome.log_path = Some(audit.log_path(&name)),
+        Err(err) => {
+            outcome.audit_ok = Some(false);
+            outcome.set("audit_error", err.to_value());
         }
     }
 }

@@ -1,0 +1,330 @@
+//! Black-box, end to end: the built binary as an MCP server (rmcp's client) driving a real QEMU board
+//! that `agentic-hil sim start` started in the test's own HOME, through the whole gate.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use serde_json::{Value, json};
+use support::World;
+
+type Client = RunningService<rmcp::RoleClient, ()>;
+
+/// A test world with a `qemu` debugger, the committed firmware copied into `fw/`, and a running
+/// board; the board is stopped when this is dropped, whatever the test did.
+struct Bench {
+    world: World,
+}
+
+impl Bench {
+    fn new(grants: &str) -> Self {
+        let world = World::new();
+        let (_, code) = world.run_json(&["init"]);
+        assert_eq!(code, Some(0), "init succeeds");
+        let state = world.home.join(".local/state/agentic-hil");
+        let uart = state.join("sim/board/uart");
+        let config = format!(
+            "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+             target:\n  name: sim\n  controller: stm32f405\n\
+             debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n{grants}\n\
+             artifacts:\n  allowed_roots: [fw]\n  allow_upload: true\n\
+             com_ports:\n  uart:\n    device: \"{uart}\"\n    resource_id: sim-uart\n",
+            ws = world.workspace.display(),
+            state = state.display(),
+            uart = uart.display(),
+        );
+        std::fs::write(world.config_path(), config).expect("the test config is written");
+        let fw = world.workspace.join("fw");
+        std::fs::create_dir_all(&fw).expect("fw dir");
+        for version in [1, 2] {
+            for ext in ["elf", "hex", "bin"] {
+                let name = format!("ahil-fw-v{version}.{ext}");
+                std::fs::copy(firmware().join(&name), fw.join(&name)).expect("firmware copies");
+            }
+        }
+        let bench = Self { world };
+        let (doc, code) = bench
+            .world
+            .run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
+        assert_eq!(code, Some(0), "sim start: {doc}");
+        assert_eq!(doc["running"], json!(true), "{doc}");
+        bench
+    }
+
+    fn full() -> Self {
+        Self::new("      allow_flash: true\n      allow_reset: true")
+    }
+
+    fn qemu_pid(&self) -> i32 {
+        let (doc, _) = self.world.run_json(&["sim", "status"]);
+        doc["pid"]
+            .as_i64()
+            .and_then(|p| i32::try_from(p).ok())
+            .unwrap_or_else(|| panic!("sim status names the qemu pid: {doc}"))
+    }
+
+    async fn connect(&self) -> Client {
+        support::connect(&self.world).await
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        let _ = self.world.run(&["sim", "stop"]);
+    }
+}
+
+fn firmware() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build")
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
+    let mut request = CallToolRequestParams::new(tool.to_owned());
+    if let Value::Object(map) = args {
+        request = request.with_arguments(map);
+    }
+    let result = client.call_tool(request).await.expect("tools/call answers");
+    let doc = result
+        .structured_content
+        .expect("the envelope is structured content");
+    (doc, result.is_error == Some(true))
+}
+
+fn flash_args(image: &str, version: u8) -> Value {
+    json!({
+        "image_path": image,
+        "reset_after_flash": true,
+        "capture": {"port_id": "uart", "until": format!("ahil-fw {version}.0"), "wait_timeout_s": 5},
+    })
+}
+
+#[tokio::test]
+async fn the_board_is_listed_and_probe_target_detects_it_without_a_reset() {
+    let bench = Bench::full();
+    let client = bench.connect().await;
+    let (doc, is_error) = call(&client, "debugger_probes_list", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["probes"][0]["probe_id"], json!("qemu:board"), "{doc}");
+
+    let (doc, is_error) = call(&client, "probe_target", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["target_detected"], json!(true));
+    assert_eq!(doc["target_contacted"], json!(true));
+    assert_eq!(
+        doc["core_state"],
+        json!("running"),
+        "probing leaves it running"
+    );
+    let shown = doc.to_string();
+    assert!(
+        !shown.contains(&bench.world.home.display().to_string()),
+        "no path under HOME in the result: {shown}"
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn elf_hex_and_bin_flashes_each_boot_the_new_version_on_the_uart() {
+    let bench = Bench::full();
+    let client = bench.connect().await;
+    for (image, version) in [
+        ("fw/ahil-fw-v2.elf", 2),
+        ("fw/ahil-fw-v1.hex", 1),
+        ("fw/ahil-fw-v2.bin", 2),
+    ] {
+        let (doc, is_error) = call(&client, "flash_firmware", flash_args(image, version)).await;
+        assert!(!is_error, "{image}: {doc}");
+        assert_eq!(doc["verify"], json!(true), "{image}");
+        assert_eq!(doc["side_effect_status"], json!("committed"), "{image}");
+        let text = doc["capture"]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("boot ok"), "{image}: {text:?}");
+        assert!(
+            text.contains(&format!("ahil-fw {version}.0 netduinoplus2")),
+            "{image}: {text:?}"
+        );
+        assert_eq!(doc["artifact"]["path"], json!(image), "{doc}");
+    }
+
+    let (report, is_error) = call(&client, "get_last_report", json!({})).await;
+    assert!(!is_error, "{report}");
+    assert!(
+        report.to_string().contains("flash_firmware"),
+        "the last report is the flash's: {report}"
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn an_uploaded_artifact_flashes_like_a_path() {
+    let bench = Bench::full();
+    let client = bench.connect().await;
+    let (upload, is_error) = call(
+        &client,
+        "artifact_upload",
+        json!({"image_path": "fw/ahil-fw-v2.elf"}),
+    )
+    .await;
+    assert!(!is_error, "{upload}");
+    let id = upload["artifact_id"].as_str().expect("an artifact id");
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        json!({"artifact_id": id, "reset_after_flash": true,
+               "capture": {"port_id": "uart", "until": "ahil-fw 2.0"}}),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn reset_target_honours_run_and_halt_and_refuses_init_without_contact() {
+    let bench = Bench::full();
+    let client = bench.connect().await;
+    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "halt"})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["core_state"], json!("halted"));
+    let (doc, _) = bench.world.run_json(&["sim", "status"]);
+    assert_ne!(
+        doc["vm_status"],
+        json!("running"),
+        "a halted board does not run: {doc}"
+    );
+
+    let (doc, is_error) = call(&client, "reset_target", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["mode"], json!("run"));
+    let (doc, _) = bench.world.run_json(&["sim", "status"]);
+    assert_eq!(doc["vm_status"], json!("running"), "{doc}");
+
+    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
+    assert!(is_error);
+    assert_eq!(doc["error_type"], json!("not_supported"));
+    assert_eq!(doc["supported_modes"], json!(["run", "halt"]));
+    assert_eq!(doc["retry_safe"], json!(true));
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn flashing_and_resetting_are_refused_without_their_grants() {
+    let bench = Bench::new("      allow_flash: false\n      allow_reset: false");
+    let client = bench.connect().await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        flash_args("fw/ahil-fw-v2.elf", 2),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(doc["error_type"], json!("permission_denied"), "{doc}");
+    assert_eq!(
+        doc["permission"],
+        json!("debuggers.board.permissions.allow_flash")
+    );
+    let (doc, is_error) = call(&client, "reset_target", json!({})).await;
+    assert!(is_error);
+    assert_eq!(doc["error_type"], json!("permission_denied"), "{doc}");
+    // Probing needs no grant in version 3.
+    let (doc, is_error) = call(&client, "probe_target", json!({})).await;
+    assert!(!is_error, "{doc}");
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_second_server_asking_for_the_board_gets_device_busy_while_the_first_holds_a_run() {
+    let bench = Bench::full();
+    let first = bench.connect().await;
+    let (doc, is_error) = call(
+        &first,
+        "bench_run_start",
+        json!({"devices": [{"kind": "debugger"}]}),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+
+    let second = bench.connect().await;
+    let (doc, is_error) = call(&second, "probe_target", json!({})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("device_busy"), "{doc}");
+    assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+
+    let (doc, is_error) = call(&first, "probe_target", json!({})).await;
+    assert!(!is_error, "the holder still uses it: {doc}");
+    first.cancel().await.expect("client closes");
+    second.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_board_that_is_gone_answers_target_not_detected_and_is_retry_safe() {
+    let bench = Bench::full();
+    let (_, code) = bench.world.run_json(&["sim", "stop"]);
+    assert_eq!(code, Some(0));
+    let client = bench.connect().await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/ahil-fw-v2.elf"}),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(doc["error_type"], json!("target_not_detected"), "{doc}");
+    assert_eq!(doc["retry_safe"], json!(true), "{doc}");
+    assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn killing_qemu_in_the_middle_of_a_flash_leaves_the_hardware_state_unknown() {
+    let bench = Bench::full();
+    let pid = bench.qemu_pid().to_string();
+    let client = bench.connect().await;
+    // Frozen, the board accepts the flash's connection and never answers: the flash is in flight
+    // when the board dies.
+    let stopped = Command::new("kill").args(["-STOP", &pid]).status();
+    assert!(stopped.is_ok_and(|s| s.success()), "qemu is stopped");
+    let flash = tokio::spawn({
+        let request = CallToolRequestParams::new("flash_firmware").with_arguments(
+            match flash_args("fw/ahil-fw-v2.elf", 2) {
+                Value::Object(map) => map,
+                _ => unreachable!("flash arguments are an object"),
+            },
+        );
+        let peer = client.peer().clone();
+        async move { peer.call_tool(request).await }
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let killed = Command::new("kill").args(["-KILL", &pid]).status();
+    assert!(killed.is_ok_and(|s| s.success()), "qemu is killed");
+    let result = flash
+        .await
+        .expect("the call task finishes")
+        .expect("tools/call answers");
+    let doc = result.structured_content.expect("structured content");
+    assert_eq!(result.is_error, Some(true), "{doc}");
+    assert_eq!(doc["ok"], json!(false));
+    assert_eq!(doc["hardware_state"], json!("unknown"), "{doc}");
+    assert_eq!(doc["retry_safe"], json!(false), "{doc}");
+    assert_eq!(doc["side_effect_status"], json!("unknown"), "{doc}");
+    client.cancel().await.expect("client closes");
+}
+
+#[test]
+fn sim_commands_without_a_qemu_debugger_say_so_and_start_nothing() {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0));
+    for command in ["start", "status", "stop"] {
+        let (doc, code) = world.run_json(&["sim", command]);
+        assert_eq!(code, Some(1), "{command}: {doc}");
+        assert_eq!(
+            doc["error_type"],
+            json!("not_supported"),
+            "{command}: {doc}"
+        );
+    }
+    assert!(!world.home.join(".local/state/agentic-hil/sim").exists());
+}

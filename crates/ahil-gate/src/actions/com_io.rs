@@ -1,0 +1,301 @@
+//! `com_write` and `com_read` over an open session.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahil_drivers::Contact;
+use ahil_drivers::serial::SerialError;
+use serde_json::{Value, json};
+
+use super::com_ports::{device, port_entry};
+use super::com_session::{WithLog, encoding_of};
+use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::envelope::{Outcome, SideEffectStatus};
+use crate::policy::Action;
+use crate::serial::{Encoding, Session, reader_error, text, untrusted_meta};
+
+/// Waits are capped here whatever the caller asks.
+const MAX_WAIT_S: f64 = 60.0;
+/// The default wait when `until` is given.
+const UNTIL_DEFAULT_WAIT_S: f64 = 10.0;
+
+fn not_active(tool: &str, port_id: &str, session: Option<&Session>) -> Outcome {
+    let mut outcome = Outcome::refused(
+        tool,
+        "session_not_active",
+        "No COM session is open on this port.",
+    )
+    .with("port_id", port_id)
+    .with_remediation([format!(
+        "Call com_session_start with port_id \"{port_id}\" first."
+    )])
+    .not_contacted();
+    if let Some(error) = session.and_then(|s| s.port.ring().reader_error()) {
+        outcome.summary =
+            "The COM session's reader stopped on a failure; the session is no longer active."
+                .into();
+        outcome.set("reader_error", reader_error(&error));
+        outcome.remediation = vec![format!(
+            "Call com_session_start with port_id \"{port_id}\" again; it replaces the failed session."
+        )];
+    }
+    outcome
+}
+
+fn invalid(tool: &str, field: &str, summary: impl Into<String>) -> Box<Outcome> {
+    Box::new(
+        Outcome::refused(tool, "invalid_argument", summary)
+            .with("field", field)
+            .not_contacted(),
+    )
+}
+
+/// `{hex, text, encoding}` for bytes.
+fn data(bytes: &[u8], encoding: Encoding) -> Value {
+    json!({"hex": text::to_hex(bytes), "text": encoding.decode(bytes), "encoding": encoding.name()})
+}
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let (port_id, port) = port_entry(ctx)?;
+    let encoding = encoding_of(ctx.tool, port_id, port)?;
+    let session = ctx.serial.get(port_id);
+    if ctx.tool == "com_write" {
+        let payload = if let Some(hex) = ctx.args.get("hex").and_then(Value::as_str) {
+            text::parse_hex(hex).ok_or_else(|| {
+                invalid(
+                    ctx.tool,
+                    "hex",
+                    "hex must be pairs of hexadecimal digits (whitespace is ignored).",
+                )
+            })?
+        } else {
+            let text = ctx
+                .args
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            encoding.encode(text).map_err(|c| {
+                invalid(
+                    ctx.tool,
+                    "text",
+                    format!(
+                        "The port's encoding {} cannot carry {c:?}.",
+                        encoding.name()
+                    ),
+                )
+            })?
+        };
+        let max = usize::try_from(port.max_write_bytes).unwrap_or(usize::MAX);
+        if payload.len() > max {
+            let mut refusal = invalid(
+                ctx.tool,
+                if ctx.args.get("hex").is_some() {
+                    "hex"
+                } else {
+                    "text"
+                },
+                format!(
+                    "{} bytes exceed this port's max_write_bytes of {max}.",
+                    payload.len()
+                ),
+            );
+            refusal.set("bytes_requested", payload.len());
+            refusal.set("max_write_bytes", max);
+            return Err(refusal);
+        }
+        let port_id_owned = port_id.to_owned();
+        let deadline = Duration::try_from_secs_f64(port.write_timeout_s * 4.0 + 5.0)
+            .unwrap_or(Duration::from_secs(10));
+        return Ok(Plan {
+            action: Action::ComWrite,
+            device: Some(device(port_id, port)),
+            resources: vec![port.lock_key(port_id)],
+            work: Work::Driver(DriverJob {
+                deadline,
+                if_abandoned: Contact::Possible,
+                run: Box::new(move |_cancel| write(&port_id_owned, session, &payload, encoding)),
+            }),
+        });
+    }
+    // com_read
+    let max_bytes = match ctx.args.get("max_bytes").and_then(Value::as_u64) {
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        None => usize::try_from(port.max_buffer_bytes).unwrap_or(usize::MAX),
+    };
+    let patterns: Vec<Vec<u8>> = match ctx.args.get("until") {
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(Value::Array(many)) => many
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        // Absent (or, past validation, impossible): no pattern.
+        _ => Vec::new(),
+    }
+    .iter()
+    .map(|p| {
+        encoding.encode(p).map_err(|c| {
+            invalid(
+                ctx.tool,
+                "until",
+                format!("The port's encoding cannot carry {c:?}."),
+            )
+        })
+    })
+    .collect::<Result<_, _>>()?;
+    let default_wait = if patterns.is_empty() {
+        0.0
+    } else {
+        UNTIL_DEFAULT_WAIT_S
+    };
+    let wait_s = ctx
+        .args
+        .get("wait_timeout_s")
+        .and_then(Value::as_f64)
+        .unwrap_or(default_wait)
+        .clamp(0.0, MAX_WAIT_S);
+    let wait = Duration::from_secs_f64(wait_s);
+    let port_id_owned = port_id.to_owned();
+    Ok(Plan {
+        action: Action::ComRead,
+        device: Some(device(port_id, port)),
+        // The session holds the device lock; a read claims nothing more, so a long wait does not
+        // hold up a write to the same port.
+        resources: Vec::new(),
+        work: Work::Driver(DriverJob {
+            deadline: wait + Duration::from_secs(5),
+            if_abandoned: Contact::none("a read only takes bytes already received"),
+            run: Box::new(move |_cancel| {
+                read(
+                    &port_id_owned,
+                    session,
+                    max_bytes,
+                    wait,
+                    &patterns,
+                    encoding,
+                )
+            }),
+        }),
+    })
+}
+
+fn write(
+    port_id: &str,
+    session: Option<Arc<Session>>,
+    payload: &[u8],
+    encoding: Encoding,
+) -> Acted {
+    const TOOL: &str = "com_write";
+    let Some(session) = session.filter(|s| s.port.is_alive()) else {
+        return Acted {
+            outcome: not_active(TOOL, port_id, None),
+            contact: Some(Contact::none("no session, so nothing was written")),
+        };
+    };
+    let result = session.port.write(payload);
+    let written = match &result {
+        Ok(n)
+        | Err(SerialError::Incomplete { written: n, .. } | SerialError::Write { written: n, .. }) => {
+            *n
+        }
+        Err(_) => 0,
+    };
+    let logged = session.log(&json!({
+        "direction": "tx",
+        "bytes": written,
+        "hex": text::to_hex(&payload[..written.min(payload.len())]),
+        "text": encoding.decode(&payload[..written.min(payload.len())]),
+        "requested": payload.len(),
+    }));
+    let mut outcome = match result {
+        Ok(n) => Outcome::ok(TOOL, "Stimulus written to COM port.")
+            .with("port_id", port_id)
+            .with("bytes_written", n)
+            .with("data", data(payload, encoding)),
+        Err(err) => {
+            let mut outcome = Outcome::refused(TOOL, err.error_type(), err.to_string())
+                .with("port_id", port_id)
+                .with("bytes_written", written)
+                .with("bytes_requested", payload.len());
+            outcome.side_effect_committed = Some(written > 0);
+            outcome.retry_safe = Some(false);
+            if matches!(err, SerialError::Incomplete { .. }) {
+                outcome.side_effect_status = Some(SideEffectStatus::Partial);
+                outcome.remediation = vec![
+                    "Read what the device answered before sending the rest; do not resend blindly."
+                        .into(),
+                ];
+            } else {
+                outcome.side_effect_status = Some(SideEffectStatus::Unknown);
+                outcome.cleanup_required = Some(true);
+                outcome.remediation = vec!["Stop and restart the session, then check the device's state before writing again.".into()];
+            }
+            return Acted {
+                contact: Some(err.contact()),
+                outcome: outcome.with_log(&session.log_path),
+            };
+        }
+    };
+    if let Err(err) = logged {
+        outcome.audit_ok = Some(false);
+        outcome.set("audit_error", err.to_value());
+    }
+    Acted {
+        outcome: outcome.with_log(&session.log_path),
+        contact: Some(Contact::Made),
+    }
+}
+
+fn read(
+    port_id: &str,
+    session: Option<Arc<Session>>,
+    max_bytes: usize,
+    wait: Duration,
+    patterns: &[Vec<u8>],
+    encoding: Encoding,
+) -> Acted {
+    const TOOL: &str = "com_read";
+    let none = || Contact::none("a read only takes bytes already received");
+    let Some(session) = session else {
+        return Acted {
+            outcome: not_active(TOOL, port_id, None),
+            contact: Some(none()),
+        };
+    };
+    let taken = session.port.read(max_bytes, wait, patterns);
+    if taken.bytes.is_empty() && taken.reader_error.is_some() {
+        return Acted {
+            outcome: not_active(TOOL, port_id, Some(&session)),
+            contact: Some(none()),
+        };
+    }
+    let summary = if taken.bytes.is_empty() {
+        "No COM port feedback was available."
+    } else {
+        "Feedback read from COM port."
+    };
+    let mut outcome = Outcome::ok(TOOL, summary)
+        .with("port_id", port_id)
+        .with("bytes_read", taken.bytes.len())
+        .with("buffer_remaining_bytes", taken.remaining)
+        .with("overflow_bytes", taken.overflow)
+        .with("data", data(&taken.bytes, encoding));
+    if let Some(matched) = taken.matched {
+        outcome.set("until_matched", matched);
+        if matched && let Some(pattern) = patterns.iter().find(|p| taken.bytes.ends_with(p)) {
+            outcome.set("matched", encoding.decode(pattern));
+        }
+        if !matched {
+            outcome.summary =
+                "The until text was not seen in time; the bytes so far are returned.".into();
+        }
+    }
+    if let Some(error) = &taken.reader_error {
+        outcome.set("reader_error", reader_error(error));
+    }
+    outcome.meta = Some(untrusted_meta(port_id));
+    Acted {
+        outcome: outcome.with_log(&session.log_path),
+        contact: Some(none()),
+    }
+}

@@ -1,0 +1,148 @@
+//! `com_ports_list`, and what every COM tool shares: finding the entry a `port_id` names.
+
+use ahil_config::ComPort;
+use ahil_drivers::serial::enumerate;
+use serde_json::{Map, Value, json};
+
+use super::{Acted, Context, Plan, Work};
+use crate::envelope::Outcome;
+use crate::policy::{Action, Device};
+
+/// The entry `port_id` names, or `com_port_not_configured` with the names that exist.
+pub fn port_entry<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a ComPort), Box<Outcome>> {
+    let config = &ctx.loaded.config;
+    let wanted = ctx
+        .args
+        .get("port_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if let Some((name, port)) = config.com_ports.get_key_value(wanted) {
+        return Ok((name.as_str(), port));
+    }
+    let names: Vec<&String> = config.com_ports.keys().collect();
+    Err(Box::new(
+        Outcome::refused(
+            ctx.tool,
+            "com_port_not_configured",
+            "No com_ports entry has that port_id.",
+        )
+        .with("port_id", wanted)
+        .with("configured_ports", json!(names))
+        .with_remediation(["Call com_ports_list and pass one of its port ids (not a device path)."])
+        .with_do_not(["Do not open the device path another way."])
+        .not_contacted(),
+    ))
+}
+
+/// The policy device of a port entry.
+pub fn device<'a>(name: &'a str, port: &ComPort) -> Device<'a> {
+    Device::ComPort {
+        name,
+        grants: port.permissions,
+    }
+}
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let config = &ctx.loaded.config;
+    let sessions = std::sync::Arc::clone(ctx.serial);
+    let work = Work::Local(Box::new(move || {
+        let mut ports = Map::new();
+        for (id, port) in &config.com_ports {
+            let mut entry = json!({
+                "device": port.device,
+                "baudrate": port.baudrate,
+                "encoding": port.encoding,
+                "max_buffer_bytes": port.max_buffer_bytes,
+                "max_write_bytes": port.max_write_bytes,
+                "assert_dtr": port.assert_dtr,
+                "assert_rts": port.assert_rts,
+                "identity_source": port.identity_source().as_str(),
+                "lock_key": port.lock_key(id),
+            });
+            for (key, value) in [
+                ("serial_number", port.serial_number.clone().map(Value::from)),
+                ("vid", port.vid.map(Value::from)),
+                ("pid", port.pid.map(Value::from)),
+                ("resource_id", port.resource_id.clone().map(Value::from)),
+            ] {
+                if let Some(value) = value {
+                    entry[key] = value;
+                }
+            }
+            if let Some(expected) = crate::serial::identity::expected(config, id, port)
+                && let Some(from) = expected.from
+            {
+                entry["expected_serial_number"] = json!(expected.serial);
+                entry["expected_from"] = json!(from);
+            }
+            if !port.carries_hardware_identity() {
+                entry["identity_warning"] = json!(
+                    "This port is named by its kernel device only; a second adapter can take that name."
+                );
+            }
+            match sessions.get(id) {
+                Some(session) => {
+                    let described = session.describe(true);
+                    if let Value::Object(fields) = described {
+                        for (k, v) in fields {
+                            if k != "device" {
+                                entry[k] = v;
+                            }
+                        }
+                    }
+                }
+                None => entry["session_active"] = json!(false),
+            }
+            ports.insert(id.clone(), entry);
+        }
+        let readable =
+            config.version >= 2 || config.com_ports.values().any(|p| p.permissions.allow_read);
+        let available = if readable {
+            available_ports()
+        } else {
+            json!({
+                "ok": false,
+                "tool": "com_ports_available",
+                "error_type": "permission_denied",
+                "summary": "Under a version 1 configuration the host's ports are listed only when a configured port may be read.",
+            })
+        };
+        let count = ports.len();
+        Acted {
+            outcome: Outcome::ok(
+                "com_ports_list",
+                format!(
+                    "{count} COM port{} configured.",
+                    if count == 1 { "" } else { "s" }
+                ),
+            )
+            .with("ports", Value::Object(ports))
+            .with("available_com_ports", available),
+            contact: None,
+        }
+    }));
+    Ok(Plan {
+        action: Action::ReadState,
+        device: None,
+        resources: Vec::new(),
+        work,
+    })
+}
+
+fn available_ports() -> Value {
+    match enumerate() {
+        Ok((ports, stubs)) => json!({
+            "ok": true,
+            "tool": "com_ports_available",
+            "ports": ports,
+            "legacy_stubs_hidden": stubs,
+            "summary": format!("{} serial port{} on this host.", ports.len(), if ports.len() == 1 { "" } else { "s" }),
+        }),
+        Err(err) => json!({
+            "ok": false,
+            "tool": "com_ports_available",
+            "error_type": err.error_type(),
+            "summary": err.to_string(),
+        }),
+    }
+}

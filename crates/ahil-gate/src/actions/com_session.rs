@@ -1,0 +1,346 @@
+//! `com_session_start` and `com_session_stop`: open a configured port and hold it (with its device
+//! lock) across calls, then give both back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahil_config::ComPort;
+use ahil_drivers::Contact;
+use ahil_drivers::serial::{OpenOptions, Port, RxTap, enumerate};
+use serde_json::{Value, json};
+
+use super::com_ports::{device, port_entry};
+use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::audit::{Audit, unavailable};
+use crate::envelope::Outcome;
+use crate::ownership::Ownership;
+use crate::policy::Action;
+use crate::serial::{Encoding, Session, Sessions, identity, log_stamp, text::to_hex};
+
+/// Generous: identity checks read sysfs and the open itself is quick.
+const START_DEADLINE: Duration = Duration::from_secs(30);
+/// How long the reader blocks before it looks at its stop flag.
+const READER_POLL: Duration = Duration::from_millis(50);
+
+/// The encoding of an entry, or `config_invalid` naming the key.
+pub fn encoding_of(tool: &str, port_id: &str, port: &ComPort) -> Result<Encoding, Box<Outcome>> {
+    Encoding::parse(&port.encoding).ok_or_else(|| {
+        Box::new(
+            Outcome::refused(
+                tool,
+                "config_invalid",
+                format!("com_ports.{port_id}.encoding names an encoding this build does not know."),
+            )
+            .with("encoding", port.encoding.as_str())
+            .with_remediation(["The operator sets the encoding to utf-8, latin-1 or ascii."])
+            .not_contacted(),
+        )
+    })
+}
+
+/// What the start job needs, owned so the blocking job can carry it.
+struct Start {
+    port_id: String,
+    device: String,
+    lock_key: String,
+    clear: bool,
+    options: OpenOptions,
+    encoding: Encoding,
+    close_limit: Duration,
+    expected: Option<identity::Expected>,
+    audit: Audit,
+    ownership: Arc<Ownership>,
+    sessions: Arc<Sessions>,
+}
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let (port_id, port) = port_entry(ctx)?;
+    let lock_key = port.lock_key(port_id);
+    let resources = vec![lock_key.clone()];
+    let sessions = Arc::clone(ctx.serial);
+    if ctx.tool == "com_session_stop" {
+        let work = Work::Driver(DriverJob {
+            deadline: close_limit(port) + Duration::from_secs(5),
+            if_abandoned: Contact::Possible,
+            run: Box::new({
+                let port_id = port_id.to_owned();
+                move |_cancel| stop(&sessions, &port_id)
+            }),
+        });
+        return Ok(Plan {
+            action: Action::ComStop,
+            device: Some(device(port_id, port)),
+            resources,
+            work,
+        });
+    }
+    let encoding = encoding_of(ctx.tool, port_id, port)?;
+    let Some(path) = port.device.clone() else {
+        return Err(Box::new(
+            Outcome::refused(
+                ctx.tool,
+                "com_port_open_failed",
+                format!("com_ports.{port_id} names no device yet, so there is nothing to open."),
+            )
+            .with("port_id", port_id)
+            .with_remediation([
+                "The operator sets the entry's device (a /dev/serial/by-id name is best).",
+            ])
+            .not_contacted(),
+        ));
+    };
+    let start = Start {
+        port_id: port_id.to_owned(),
+        device: path.clone(),
+        lock_key,
+        clear: ctx
+            .args
+            .get("clear_buffer")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        options: OpenOptions {
+            device: path,
+            baud: u32::try_from(port.baudrate).unwrap_or(u32::MAX),
+            assert_dtr: port.assert_dtr,
+            assert_rts: port.assert_rts,
+            max_buffer_bytes: usize::try_from(port.max_buffer_bytes).unwrap_or(usize::MAX),
+            write_timeout: Duration::try_from_secs_f64(port.write_timeout_s)
+                .unwrap_or(Duration::from_secs(1)),
+            reader_poll: READER_POLL,
+        },
+        encoding,
+        close_limit: close_limit(port),
+        expected: identity::expected(&ctx.loaded.config, port_id, port),
+        audit: Audit::for_config(ctx.loaded),
+        ownership: Arc::clone(ctx.ownership),
+        sessions,
+    };
+    // A session needs reading or writing allowed (version 1 grants reads separately): a write-only
+    // port may still be opened.
+    let grants = port.permissions;
+    let action = if grants.allow_write && !grants.allow_read {
+        Action::ComWrite
+    } else {
+        Action::ComRead
+    };
+    Ok(Plan {
+        action,
+        device: Some(device(port_id, port)),
+        resources,
+        work: Work::Driver(DriverJob {
+            deadline: START_DEADLINE,
+            if_abandoned: Contact::Possible,
+            run: Box::new(move |_cancel| start.run()),
+        }),
+    })
+}
+
+/// max(1 s, timeout_s + 0.5 s): how long a stop waits for the reader.
+fn close_limit(port: &ComPort) -> Duration {
+    Duration::try_from_secs_f64(port.timeout_s + 0.5)
+        .unwrap_or(Duration::from_secs(1))
+        .max(Duration::from_secs(1))
+}
+
+impl Start {
+    fn run(self) -> Acted {
+        const TOOL: &str = "com_session_start";
+        if let Some(existing) = self.sessions.get(&self.port_id) {
+            if existing.port.is_alive() {
+                if self.clear {
+                    existing.port.clear();
+                }
+                return Acted {
+                    outcome: Outcome::ok(TOOL, "The COM port session was already active.")
+                        .with("port_id", self.port_id.as_str())
+                        .with("already_active", true)
+                        .with("session", existing.describe(true))
+                        .with("identity", existing.identity.clone())
+                        .with_log(&existing.log_path),
+                    contact: Some(Contact::none(
+                        "the open session was reused; nothing was sent",
+                    )),
+                };
+            }
+            // A session whose reader died is replaced.
+            let _ = stop(&self.sessions, &self.port_id);
+        }
+        let identity = match identity::verify(
+            TOOL,
+            &self.port_id,
+            &self.device,
+            self.expected.as_ref(),
+            || enumerate().map(|(ports, _)| ports),
+        ) {
+            Ok(identity) => identity,
+            Err(refusal) => {
+                return Acted {
+                    outcome: *refusal,
+                    contact: Some(Contact::none("the identity check only reads sysfs")),
+                };
+            }
+        };
+        let label = format!("com_session:{}", self.port_id);
+        if let Err(busy) = self.ownership.locks.acquire_labeled(
+            std::slice::from_ref(&self.lock_key),
+            Duration::ZERO,
+            Some(&label),
+        ) {
+            return Acted {
+                outcome: busy.into_outcome(TOOL),
+                contact: Some(Contact::none(
+                    "the device lock was refused before the port was opened",
+                )),
+            };
+        }
+        let release = || {
+            self.ownership
+                .locks
+                .release(std::slice::from_ref(&self.lock_key));
+        };
+        let log_name = format!("com-{}-{}.jsonl", log_stamp(), self.port_id);
+        let log_path = self.audit.log_path(&log_name);
+        if let Err(err) = self.audit.append_event(
+            &log_name,
+            &json!({"event": "start", "port_id": self.port_id, "device": self.device}),
+        ) {
+            release();
+            return Acted {
+                outcome: unavailable(TOOL, &err),
+                contact: Some(Contact::none(
+                    "the session log could not be written, so the port was not opened",
+                )),
+            };
+        }
+        let tap: RxTap = Box::new({
+            let audit = self.audit.clone();
+            let log_name = log_name.clone();
+            let encoding = self.encoding;
+            move |bytes: &[u8]| {
+                // Passive lines only reach the workspace mirror; a failed append loses log text,
+                // never received bytes (they are in the ring already).
+                let _ = audit.append_passive(
+                    &log_name,
+                    &json!({
+                        "direction": "rx",
+                        "time": ahil_config::time::now_millis(),
+                        "bytes": bytes.len(),
+                        "hex": to_hex(bytes),
+                        "text": encoding.decode(bytes),
+                    }),
+                );
+            }
+        });
+        let port = match Port::open(&self.options, Some(tap)) {
+            Ok(port) => port,
+            Err(err) => {
+                release();
+                let _ = self.audit.append_event(
+                    &log_name,
+                    &json!({"event": "open_failed", "error_type": err.error_type(), "detail": err.to_string()}),
+                );
+                let contact = err.contact();
+                let mut outcome = Outcome::refused(TOOL, err.error_type(), err.to_string())
+                    .with("port_id", self.port_id.as_str())
+                    .with("configured_device", self.device.as_str())
+                    .with_log(&log_path)
+                    .not_contacted();
+                outcome = if err.error_type() == "com_port_busy" {
+                    outcome
+                        .with_causes(["another program (a terminal, another agentic-hil) has the port open"])
+                        .with_remediation(["Close the other program, or call com_session_stop where it is held, then start again."])
+                } else {
+                    outcome
+                        .with_causes([
+                            "the adapter is not plugged in",
+                            "the device name moved on replug",
+                            "this user may not open the device",
+                        ])
+                        .with_remediation(["Call com_ports_list to see the host's ports, then ask the operator to fix the entry."])
+                };
+                return Acted {
+                    outcome,
+                    contact: Some(contact),
+                };
+            }
+        };
+        if self.clear {
+            port.clear();
+        }
+        let session = Arc::new(Session {
+            port_id: self.port_id.clone(),
+            port,
+            lock_key: self.lock_key.clone(),
+            log_name,
+            log_path: log_path.clone(),
+            started_at: ahil_config::time::now_millis(),
+            encoding: self.encoding,
+            close_limit: self.close_limit,
+            identity: identity.clone(),
+            audit: self.audit.clone(),
+            ownership: Arc::clone(&self.ownership),
+        });
+        self.sessions.insert(Arc::clone(&session));
+        Acted {
+            outcome: Outcome::ok(TOOL, "COM port session started.")
+                .with("port_id", self.port_id.as_str())
+                .with("already_active", false)
+                .with("session", session.describe(true))
+                .with("identity", identity)
+                .with_log(&log_path),
+            // Opening a tty drives its modem lines; on a real adapter that reaches the board.
+            contact: Some(Contact::Made),
+        }
+    }
+}
+
+/// Stops the session on `port_id`: reader stopped, port closed, lock released, log closed.
+pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
+    const TOOL: &str = "com_session_stop";
+    let Some(session) = sessions.get(port_id) else {
+        return Acted {
+            outcome: Outcome::ok(TOOL, "COM port session was not active.")
+                .with("port_id", port_id)
+                .with("was_active", false),
+            contact: Some(Contact::none("there was no session to stop")),
+        };
+    };
+    if let Err(err) = session.port.close(session.close_limit) {
+        return Acted {
+            outcome: Outcome::refused(TOOL, err.error_type(), err.to_string())
+                .with("port_id", port_id)
+                .with("session", session.describe(true))
+                .with_remediation(["The session is kept; call com_session_stop again to retry."])
+                .with_log(&session.log_path),
+            contact: Some(err.contact()),
+        };
+    }
+    let logged = session.log(&json!({"event": "stop", "reason": "requested"}));
+    session.release_lock();
+    sessions.remove(port_id);
+    let mut outcome = Outcome::ok(TOOL, "COM port session stopped.")
+        .with("port_id", port_id)
+        .with("was_active", true)
+        .with("session", session.describe(false))
+        .with_log(&session.log_path);
+    if let Err(err) = logged {
+        outcome.audit_ok = Some(false);
+        outcome.set("audit_error", err.to_value());
+    }
+    Acted {
+        outcome,
+        contact: Some(Contact::none("closing a port sends nothing")),
+    }
+}
+
+/// Setting the envelope's `log_path` in a builder chain.
+pub(super) trait WithLog {
+    fn with_log(self, path: &str) -> Self;
+}
+
+impl WithLog for Outcome {
+    fn with_log(mut self, path: &str) -> Self {
+        self.log_path = Some(path.to_owned());
+        self
+    }
+}

@@ -1,0 +1,639 @@
+//! The debug-probe tools: `debugger_probes_list`, `probe_target`, `flash_firmware`, `reset_target`.
+//!
+//! Each is one driver call through the pipeline (authorized, the debugger's device locks claimed,
+//! audited). Only the `qemu` backend exists so far; other debugger types answer `not_supported`
+//! until theirs lands. Images reach the driver only as the private staged copy from
+//! [`artifacts::resolve`], resolved inside the work, after policy has allowed the flash.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ahil_config::{Debugger, DebuggerType, ExecutableState};
+use ahil_drivers::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ResetMode};
+use ahil_drivers::qemu::QemuProbe;
+use ahil_drivers::{Contact, DriverError};
+use serde_json::{Value, json};
+
+use super::debugger_info::bound_debugger;
+use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::artifacts::{self, ArtifactPolicy, ArtifactRef, Format, StagedArtifact, Stager};
+use crate::envelope::{Outcome, SideEffectStatus};
+use crate::ownership::runs::debugger_keys;
+use crate::policy::{Action, Device};
+use crate::snapshot::pinned_debugger_executable;
+
+/// Where a raw BIN goes when the entry names no `flash_address`: the STM32 flash base.
+const DEFAULT_FLASH_BASE: u64 = 0x0800_0000;
+/// The gate's margin over the driver's own budget, so the driver's timeout answers first.
+const MARGIN: Duration = Duration::from_secs(5);
+/// Capture waits 10 s unless told otherwise, 60 s at most.
+const CAPTURE_DEFAULT: f64 = 10.0;
+const CAPTURE_MAX: f64 = 60.0;
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let (name, debugger) = bound_debugger(ctx)?;
+    let tool = ctx.tool;
+    let executable = pinned_debugger_executable(ctx.loaded, name);
+    let mut resources = debugger_keys(debugger, executable.as_deref());
+    let reset_after = ctx
+        .args
+        .get("reset_after_flash")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let action = match tool {
+        "debugger_probes_list" => Action::ProbeList,
+        "probe_target" => Action::ProbeTarget,
+        "flash_firmware" => Action::Flash { reset_after },
+        _ => Action::Reset,
+    };
+    let device = Some(Device::Debugger {
+        name,
+        grants: debugger.permissions,
+    });
+    let work = if debugger.kind == DebuggerType::Qemu {
+        qemu_work(ctx, name, debugger, executable, &mut resources)?
+    } else {
+        let kind = debugger.kind;
+        Work::Local(Box::new(move || Acted {
+            outcome: Outcome::refused(
+                tool,
+                "not_supported",
+                format!(
+                    "This build drives no {} probe yet; only the qemu backend can {}.",
+                    kind.as_str(),
+                    verb(tool)
+                ),
+            )
+            .with("backend", kind.as_str())
+            .with_remediation([
+                "Use `type: qemu` with `agentic-hil sim start` to work against the emulated board.",
+            ])
+            .not_contacted(),
+            contact: Some(Contact::none("no backend exists to run")),
+        }))
+    };
+    Ok(Plan {
+        action,
+        device,
+        resources,
+        work,
+    })
+}
+
+fn verb(tool: &str) -> &'static str {
+    match tool {
+        "debugger_probes_list" => "list probes",
+        "probe_target" => "probe a target",
+        "flash_firmware" => "flash",
+        _ => "reset",
+    }
+}
+
+/// What a flash asks for, read from the arguments before anything runs.
+struct FlashArgs {
+    image: ImageArg,
+    reset_after: bool,
+    capture: Option<Capture>,
+}
+
+enum ImageArg {
+    Path(String),
+    Id(String),
+}
+
+/// A UART read across the flash.
+struct Capture {
+    port_id: String,
+    device: PathBuf,
+    until: Vec<String>,
+    wait: Duration,
+    max_bytes: usize,
+}
+
+fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
+    Box::new(
+        Outcome::refused(tool, "invalid_argument", summary)
+            .with_remediation(["Correct the arguments as the tool's input schema describes."])
+            .not_contacted(),
+    )
+}
+
+fn flash_args(ctx: &Context<'_>) -> Result<FlashArgs, Box<Outcome>> {
+    let tool = ctx.tool;
+    let image = match (
+        ctx.args.get("image_path").and_then(Value::as_str),
+        ctx.args.get("artifact_id").and_then(Value::as_str),
+    ) {
+        (Some(path), None) => ImageArg::Path(path.to_owned()),
+        (None, Some(id)) => ImageArg::Id(id.to_owned()),
+        _ => {
+            return Err(invalid(
+                tool,
+                "Give exactly one of image_path or artifact_id.",
+            ));
+        }
+    };
+    let reset_after = ctx
+        .args
+        .get("reset_after_flash")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let capture = match ctx.args.get("capture") {
+        None | Some(Value::Null) => None,
+        Some(spec) => {
+            if !reset_after {
+                return Err(invalid(
+                    tool,
+                    "capture needs reset_after_flash: without a reset the new firmware prints nothing to capture.",
+                ));
+            }
+            Some(capture_args(ctx, spec)?)
+        }
+    };
+    Ok(FlashArgs {
+        image,
+        reset_after,
+        capture,
+    })
+}
+
+fn capture_args(ctx: &Context<'_>, spec: &Value) -> Result<Capture, Box<Outcome>> {
+    let tool = ctx.tool;
+    let port_id = spec
+        .get("port_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Some(port) = ctx.loaded.config.com_ports.get(port_id) else {
+        let names: Vec<&String> = ctx.loaded.config.com_ports.keys().collect();
+        return Err(Box::new(
+            Outcome::refused(
+                tool,
+                "unknown_device",
+                format!("capture.port_id `{port_id}` is not a configured COM port."),
+            )
+            .with("configured_com_ports", json!(names))
+            .not_contacted(),
+        ));
+    };
+    let Some(device) = &port.device else {
+        return Err(invalid(
+            tool,
+            "The capture port names no device yet, so there is nothing to read.",
+        ));
+    };
+    let until = match spec.get("until") {
+        Some(Value::String(text)) => vec![text.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let wait = spec
+        .get("wait_timeout_s")
+        .and_then(Value::as_f64)
+        .unwrap_or(CAPTURE_DEFAULT);
+    if !(0.0..=CAPTURE_MAX).contains(&wait) {
+        return Err(invalid(tool, "capture.wait_timeout_s is 60 at most."));
+    }
+    let max_bytes = spec
+        .get("max_bytes")
+        .and_then(Value::as_u64)
+        .unwrap_or(port.max_buffer_bytes);
+    Ok(Capture {
+        port_id: port_id.to_owned(),
+        device: PathBuf::from(device),
+        until,
+        wait: Duration::from_secs_f64(wait),
+        max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
+    })
+}
+
+fn qemu_work<'a>(
+    ctx: &'a Context<'a>,
+    name: &str,
+    debugger: &Debugger,
+    executable: Option<PathBuf>,
+    resources: &mut Vec<String>,
+) -> Result<Work<'a>, Box<Outcome>> {
+    let tool: &'static str = match ctx.tool {
+        "debugger_probes_list" => "debugger_probes_list",
+        "probe_target" => "probe_target",
+        "flash_firmware" => "flash_firmware",
+        _ => "reset_target",
+    };
+    let config = &ctx.loaded.config;
+    let gdb = match &ctx.loaded.executables.gdb {
+        Some(ExecutableState::Pinned { path }) => Some(path.clone()),
+        _ => None,
+    };
+    let (Some(_qemu), Some(gdb)) = (executable, gdb) else {
+        return Ok(Work::Local(Box::new(move || {
+            Acted {
+            outcome: Outcome::refused(
+                tool,
+                "debugger_not_found",
+                "The emulated board needs qemu-system-arm and gdb-multiarch, and one of them was not found.",
+            )
+            .with("backend", "qemu")
+            .with_remediation([
+                "Install them with scripts/setup-debian.sh, or name them in `debuggers.<name>.executable` and `debug.gdb_executable`.",
+            ])
+            .not_contacted(),
+            contact: Some(Contact::none("nothing was started")),
+        }
+        })));
+    };
+    let Some(dir) = config.board_dir(name) else {
+        return Err(invalid(tool, "This debugger has no board directory."));
+    };
+    let probe = QemuProbe::new(dir, gdb, debugger.qemu_machine());
+    let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
+    let mut deadline = timeout + MARGIN;
+    let run: Box<dyn FnOnce(ahil_drivers::process::CancelFlag) -> Acted + Send> = match tool {
+        "debugger_probes_list" => Box::new(move |cancel| {
+            let budget = Budget::new(timeout).with_cancel(cancel);
+            list(&probe, &budget)
+        }),
+        "probe_target" => Box::new(move |cancel| {
+            let budget = Budget::new(timeout).with_cancel(cancel);
+            probe_target(&probe, &budget)
+        }),
+        "reset_target" => {
+            let mode = ctx
+                .args
+                .get("mode")
+                .and_then(Value::as_str)
+                .unwrap_or("run");
+            let Some(mode) = ResetMode::parse(mode).filter(|m| *m != ResetMode::Init) else {
+                return Ok(Work::Local(Box::new(move || {
+                    Acted {
+                    outcome: Outcome::refused(
+                        tool,
+                        "not_supported",
+                        "Reset mode `init` runs OpenOCD's reset-init scripts; the qemu backend has none.",
+                    )
+                    .with("backend", "qemu")
+                    .with("supported_modes", json!(["run", "halt"]))
+                    .with_remediation(["Call reset_target with mode `halt` or `run`."])
+                    .not_contacted(),
+                    contact: Some(Contact::none("refused before the board was reached")),
+                }
+                })));
+            };
+            Box::new(move |cancel| {
+                let budget = Budget::new(timeout).with_cancel(cancel);
+                reset(&probe, mode, &budget)
+            })
+        }
+        _ => {
+            let args = flash_args(ctx)?;
+            if let Some(capture) = &args.capture
+                && let Some(port) = config.com_ports.get(&capture.port_id)
+            {
+                resources.push(port.lock_key(&capture.port_id));
+                deadline += capture.wait;
+            }
+            let policy = ArtifactPolicy::from_config(config);
+            let base = debugger
+                .flash_address
+                .as_deref()
+                .and_then(parse_address)
+                .unwrap_or(DEFAULT_FLASH_BASE);
+            Box::new(move |cancel| {
+                let budget = Budget::new(timeout).with_cancel(cancel);
+                flash(&probe, &policy, base, &args, &budget)
+            })
+        }
+    };
+    Ok(Work::Driver(DriverJob {
+        deadline,
+        if_abandoned: if tool == "debugger_probes_list" {
+            Contact::none("listing only asks QMP for the run state")
+        } else {
+            Contact::Possible
+        },
+        run,
+    }))
+}
+
+fn parse_address(text: &str) -> Option<u64> {
+    let text = text.trim();
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn list(probe: &QemuProbe, budget: &Budget) -> Acted {
+    match probe.list_probes(budget) {
+        Ok(probes) => {
+            let listed: Vec<Value> = probes
+                .iter()
+                .map(|p| json!({"probe_id": p.id, "description": p.description}))
+                .collect();
+            let mut outcome = Outcome::ok(
+                "debugger_probes_list",
+                format!("{} connected debugger probe(s) detected.", listed.len()),
+            )
+            .with("backend", "qemu")
+            .with("probes", Value::Array(listed))
+            .with("complete", true);
+            if probes.is_empty() {
+                outcome = outcome.with_next_step(
+                    "No emulated board runs: the operator starts it with `agentic-hil sim start`.",
+                );
+            }
+            outcome.side_effect_committed = Some(false);
+            outcome.side_effect_status = Some(SideEffectStatus::NotStarted);
+            outcome.retry_safe = Some(true);
+            Acted {
+                outcome,
+                contact: Some(Contact::none("listing only asks QMP for the run state")),
+            }
+        }
+        Err(error) => failure("debugger_probes_list", "probe_discovery_failed", &error),
+    }
+}
+
+fn probe_target(probe: &QemuProbe, budget: &Budget) -> Acted {
+    let clock = Instant::now();
+    match probe.probe(budget) {
+        Ok(report) => Acted {
+            outcome: Outcome::ok(
+                "probe_target",
+                "Target detected; it was neither reset nor flashed.",
+            )
+            .with("backend", "qemu")
+            .with("probe_id", report.probe.id)
+            .with("target_detected", true)
+            .with("target", report.target)
+            .with("core_state", report.state.as_str())
+            .with("success_confirmed", true)
+            .with("driver_elapsed_ms", millis(clock.elapsed()))
+            .with("driver_log", report.log),
+            contact: Some(Contact::Made),
+        },
+        Err(error) => failure("probe_target", "target_not_detected", &error),
+    }
+}
+
+fn reset(probe: &QemuProbe, mode: ResetMode, budget: &Budget) -> Acted {
+    let clock = Instant::now();
+    match probe.reset(mode, budget) {
+        Ok(report) => Acted {
+            outcome: Outcome::ok("reset_target", format!("Target reset with mode '{mode}'."))
+                .with("backend", "qemu")
+                .with("mode", mode.as_str())
+                .with("core_state", report.state.as_str())
+                .with("success_confirmed", true)
+                .with("driver_elapsed_ms", millis(clock.elapsed()))
+                .with("driver_log", report.log),
+            contact: Some(Contact::Made),
+        },
+        Err(error) => failure("reset_target", "reset_failed", &error),
+    }
+}
+
+fn loader_format(staged: &StagedArtifact, base: u64) -> Option<ImageFormat> {
+    match staged.format()? {
+        Format::Elf => Some(ImageFormat::Elf),
+        Format::IntelHex => Some(ImageFormat::Hex),
+        Format::Bin => Some(ImageFormat::Bin { base }),
+    }
+}
+
+fn flash(
+    probe: &QemuProbe,
+    policy: &ArtifactPolicy,
+    base: u64,
+    args: &FlashArgs,
+    budget: &Budget,
+) -> Acted {
+    const TOOL: &str = "flash_firmware";
+    let refused_image = |outcome: Outcome| Acted {
+        outcome,
+        contact: Some(Contact::none(
+            "the image was refused before anything connected to the board",
+        )),
+    };
+    let request = match &args.image {
+        ImageArg::Path(path) => ArtifactRef::Path(path),
+        ImageArg::Id(id) => {
+            if !policy.allow_upload() {
+                return refused_image(
+                    Outcome::refused(
+                        TOOL,
+                        "permission_denied",
+                        "Flashing by artifact_id needs `artifacts.allow_upload`, which is false.",
+                    )
+                    .with("permission", "artifacts.allow_upload")
+                    .with_next_step("Give image_path instead, or ask the operator to open `artifacts.allow_upload`."),
+                );
+            }
+            ArtifactRef::Id(id)
+        }
+    };
+    let staged =
+        match Stager::process().and_then(|stager| artifacts::resolve(policy, stager, request)) {
+            Ok(staged) => staged,
+            Err(refusal) => return refused_image(refusal.to_outcome(TOOL)),
+        };
+    let Some(format) = loader_format(&staged, base) else {
+        return refused_image(
+            Outcome::refused(
+                TOOL,
+                "artifact_validation_failed",
+                "The image is not an ELF, HEX or BIN, so the board cannot load it.",
+            )
+            .with("artifact", staged.report().clone()),
+        );
+    };
+    // Opened before the flash: QEMU drops UART output while nobody holds the pty.
+    let mut uart = match &args.capture {
+        Some(capture) => match ahil_sim::Uart::open(&capture.device) {
+            Ok(uart) => Some(uart),
+            Err(error) => {
+                return refused_image(
+                    Outcome::refused(
+                        TOOL,
+                        "capture_failed",
+                        format!(
+                            "The capture port `{}` could not be opened: {error}.",
+                            capture.port_id
+                        ),
+                    )
+                    .with("port_id", capture.port_id.clone()),
+                );
+            }
+        },
+        None => None,
+    };
+    let request = FlashRequest {
+        image: staged.path().to_path_buf(),
+        format,
+        verify: true,
+        reset: None,
+    };
+    let clock = Instant::now();
+    let flashed = probe.flash(&request, budget);
+    let report = match flashed {
+        Ok(report) => report,
+        Err(error) => {
+            let mut acted = failure(TOOL, "flash_failed", &error);
+            acted.outcome.set("artifact", staged.report().clone());
+            return acted;
+        }
+    };
+    // Whatever the old firmware printed before gdb halted it is not the new firmware's output.
+    if let Some(uart) = &mut uart {
+        let _ = uart.read_for(Duration::from_millis(5));
+    }
+    if args.reset_after
+        && let Err(error) = probe.reset(ResetMode::Run, budget)
+    {
+        let mut acted = failure(TOOL, "reset_failed", &error);
+        acted.outcome.set("artifact", staged.report().clone());
+        acted.outcome.set("image_written", true);
+        // The image is on the board whatever the reset did.
+        acted.contact = Some(Contact::Made);
+        return acted;
+    }
+    let driver_ms = millis(clock.elapsed());
+    let summary = if args.reset_after {
+        "Firmware flashed, verified, and target reset."
+    } else {
+        "Firmware flashed and verified. Target was not reset."
+    };
+    let mut outcome = Outcome::ok(TOOL, summary)
+        .with("backend", "qemu")
+        .with("artifact", staged.report().clone())
+        .with("bytes_written", report.bytes)
+        .with("verify", report.verified)
+        .with("reset_after_flash", args.reset_after)
+        .with("success_confirmed", report.verified)
+        .with("driver_elapsed_ms", driver_ms)
+        .with("driver_log", report.log);
+    if let (Some(capture), Some(uart)) = (&args.capture, &mut uart) {
+        let capture_clock = Instant::now();
+        let (text, matched) = read_capture(uart, capture);
+        let capture_ms = millis(capture_clock.elapsed());
+        outcome.set(
+            "capture",
+            json!({
+                "port_id": capture.port_id,
+                "text": text,
+                "matched": matched,
+                "until": capture.until,
+                "capture_ms": capture_ms,
+            }),
+        );
+        if matched.is_none() {
+            outcome.ok = false;
+            outcome.error_type = Some("capture_timeout".to_owned());
+            outcome.summary = format!(
+                "Firmware flashed, verified and reset, but the capture did not see what it waited for within {} s.",
+                capture.wait.as_secs_f64()
+            );
+            outcome.side_effect_committed = Some(true);
+            outcome.side_effect_status = Some(SideEffectStatus::Committed);
+            outcome.retry_safe = Some(false);
+            outcome = outcome.with("image_written", true).with_next_step(
+                "The image is on the board; read the port again rather than flashing again.",
+            );
+        }
+    }
+    Acted {
+        outcome,
+        contact: Some(Contact::Made),
+    }
+}
+
+/// Read until one of `until` (or, without any, the first non-blank line), `max_bytes` or the wait.
+fn read_capture(uart: &mut ahil_sim::Uart, capture: &Capture) -> (String, Option<String>) {
+    let deadline = Instant::now() + capture.wait;
+    let mut text = String::new();
+    loop {
+        if let Ok(more) = uart.read_for(Duration::from_millis(10)) {
+            text.push_str(&more);
+        }
+        let matched = if capture.until.is_empty() {
+            text.split_inclusive('\n')
+                .find(|line| line.ends_with('\n') && !line.trim().is_empty())
+                .map(|line| line.trim().to_owned())
+        } else {
+            capture
+                .until
+                .iter()
+                .find(|u| text.contains(u.as_str()))
+                .cloned()
+        };
+        if matched.is_some() || text.len() >= capture.max_bytes || Instant::now() >= deadline {
+            if text.len() > capture.max_bytes {
+                let mut cut = capture.max_bytes;
+                while !text.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                text.truncate(cut);
+            }
+            return (text, matched);
+        }
+    }
+}
+
+/// A driver failure as an envelope: the driver's own error type where it has one, else `fallback`.
+fn failure(tool: &str, fallback: &str, error: &DriverError) -> Acted {
+    let contact = error.contact();
+    let unreachable = matches!(contact, Contact::None { .. });
+    let error_type = match error {
+        DriverError::Timeout { .. } => "timeout",
+        DriverError::DebuggerNotFound { .. } => "debugger_not_found",
+        _ if unreachable && tool != "debugger_probes_list" => "target_not_detected",
+        _ => fallback,
+    };
+    let mut outcome = Outcome::refused(
+        tool,
+        error_type,
+        format!(
+            "The emulated board did not complete the call: {}.",
+            detail(error)
+        ),
+    )
+    .with("backend", "qemu");
+    if let DriverError::Backend { output, .. } | DriverError::Timeout { output, .. } = error
+        && !output.is_empty()
+    {
+        outcome.set("driver_log", output.clone());
+    }
+    if unreachable {
+        outcome = outcome.with_remediation([
+            "No board answers: the operator starts it with `agentic-hil sim start`, then call this tool again.",
+        ]);
+    } else {
+        outcome = outcome.with_remediation([
+            "The board's state is unknown: probe_target to see whether it answers, then flash or reset it again.",
+        ]);
+    }
+    Acted {
+        outcome,
+        contact: Some(contact),
+    }
+}
+
+fn detail(error: &DriverError) -> String {
+    match error {
+        DriverError::Backend { detail, .. } | DriverError::DebuggerNotFound { detail, .. } => {
+            // The driver names sockets by absolute path; results never carry the state root.
+            detail.split(" (").next().unwrap_or(detail).to_owned()
+        }
+        DriverError::Timeout { limit, .. } => {
+            format!("a step did not finish within {} s", limit.as_secs())
+        }
+        DriverError::Io(error) => error.kind().to_string(),
+    }
+}
