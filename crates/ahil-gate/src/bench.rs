@@ -51,6 +51,8 @@ struct Provisioned {
     ownership: Arc<Ownership>,
     /// Open COM sessions, held across calls.
     serial: Arc<crate::serial::Sessions>,
+    /// The open debug session, held across calls.
+    debug: Arc<crate::debug::Sessions>,
 }
 
 impl Bench {
@@ -61,6 +63,7 @@ impl Bench {
                 audit: Audit::for_config(&loaded),
                 ownership: Arc::new(Ownership::for_process(&env.home, "mcp")),
                 serial: Arc::default(),
+                debug: Arc::default(),
                 loaded,
                 env,
             })),
@@ -131,6 +134,7 @@ impl Bench {
             snapshot: &snapshot,
             ownership: &bench.ownership,
             serial: &bench.serial,
+            debug: &bench.debug,
         };
         let plan = match actions::plan(&ctx) {
             Ok(plan) => plan,

@@ -400,3 +400,24 @@ async fn probe_tools_answer_not_supported_for_a_backend_this_build_cannot_drive_
         assert_eq!(outcome.target_contacted, Some(false), "{tool}");
     }
 }
+
+#[tokio::test]
+async fn debug_sessions_answer_not_supported_off_the_emulated_board() {
+    let fixture = Fixture::new();
+    let bench = bench_with_tool(&fixture, "openocd", OPENOCD_BANNER);
+    for (tool, args) in [
+        ("debug_start_session", json!({"image_path": "fw.elf"})),
+        ("debug_get_session_status", json!({})),
+        ("debug_halt", json!({})),
+        ("debug_stop_session", json!({})),
+    ] {
+        let outcome = bench.call(tool, args).await;
+        assert!(!outcome.ok, "{tool}");
+        assert_eq!(
+            outcome.error_type.as_deref(),
+            Some("not_supported"),
+            "{tool}"
+        );
+        assert_eq!(outcome.target_contacted, Some(false), "{tool}");
+    }
+}

@@ -220,6 +220,103 @@ fn com_read_schema() -> Value {
     })
 }
 
+const SYMBOL_PATTERN: &str = "^[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*$";
+
+fn timeout_schema(about: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {"timeout_s": {"type": "number", "minimum": 0, "description": about}},
+        "additionalProperties": false,
+    })
+}
+
+fn debug_start_session_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "image_path": {"type": "string", "minLength": 1, "description": "The ELF the board runs, workspace-relative, inside artifacts.allowed_roots; or artifact_id."},
+            "artifact_id": {"type": "string", "minLength": 1, "description": "An ELF stored by artifact_upload, instead of image_path."},
+            "mode": {
+                "type": "string",
+                "enum": ["attach", "reset_halt", "load"],
+                "default": "attach",
+                "description": "attach halts the running core without a reset; reset_halt resets into halt (needs allow_reset); load resets, writes the ELF and resets into halt (needs allow_reset and allow_flash).",
+            },
+            "timeout_s": {"type": "number", "minimum": 0, "description": "Seconds for each start step; the debugger's timeout_s (10 s per gdb step at most) unless lower."},
+        },
+        "additionalProperties": false,
+        "oneOf": [{"required": ["image_path"]}, {"required": ["artifact_id"]}],
+    })
+}
+
+fn debug_stop_session_schema() -> Value {
+    timeout_schema(
+        "Seconds per teardown step: 5, or the debugger's timeout_s if lower; 0.1 at least.",
+    )
+}
+
+fn debug_continue_schema() -> Value {
+    timeout_schema(
+        "Seconds to wait for a stop: the debugger's timeout_s unless lower; then a halt is requested.",
+    )
+}
+
+fn debug_halt_schema() -> Value {
+    timeout_schema(
+        "Seconds for the interrupt and its stop: 10, or the debugger's timeout_s if lower.",
+    )
+}
+
+fn debug_set_breakpoint_schema() -> Value {
+    let name = json!({"type": "string", "pattern": SYMBOL_PATTERN});
+    json!({
+        "type": "object",
+        "properties": {
+            "location": {
+                "oneOf": [
+                    name,
+                    {"type": "object", "additionalProperties": false, "required": ["symbol"], "properties": {"symbol": name}},
+                    {"type": "object", "additionalProperties": false, "required": ["function"], "properties": {"function": name}},
+                    {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": ["file", "line"],
+                        "properties": {
+                            "file": {"type": "string", "pattern": "^[A-Za-z0-9_./\\\\:-]+$", "not": {"pattern": "(?:^|[/\\\\])\\.\\.(?:$|[/\\\\])"}},
+                            "line": {"type": "integer", "minimum": 1},
+                        },
+                    },
+                ],
+                "description": "A function or symbol name (held to debug.allowed_symbols), or {file, line} (needs debug.allow_all_symbols).",
+            },
+        },
+        "additionalProperties": false,
+        "required": ["location"],
+    })
+}
+
+fn debug_symbol_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "symbol": {"type": "string", "pattern": SYMBOL_PATTERN, "description": "A C identifier (or ::-qualified name) listed in debug.allowed_symbols, or any with debug.allow_all_symbols."},
+        },
+        "additionalProperties": false,
+        "required": ["symbol"],
+    })
+}
+
+fn debug_dump_symbol_ihex_schema() -> Value {
+    let mut schema = debug_symbol_schema();
+    schema["properties"]["output_path"] = json!({
+        "type": "string",
+        "minLength": 1,
+        "description": "Workspace-relative path ending .hex or .ihex, no `..` segment.",
+    });
+    schema["required"] = json!(["symbol", "output_path"]);
+    schema
+}
+
 const CATALOGUE: &[ToolDef] = &[
     ToolDef {
         name: "debugger_info",
@@ -360,6 +457,154 @@ use probe_target.",
         },
         open_world: false,
         schema: reset_target_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_start_session",
+        title: "Start a debug session",
+        description: "Start gdb on the bound debugger's board with the given ELF and leave the core halted; the \
+session keeps the debugger's machine-wide lock until debug_stop_session, so flash and reset answer resource_busy \
+meanwhile. Refused while allow_raw_debugger_commands or allow_mass_erase is set. Fails with \
+session_already_active, artifact_validation_failed, target_not_detected, debugger_error or not_supported.",
+        kind: Kind::Effect {
+            destructive: true,
+            idempotent: false,
+        },
+        open_world: false,
+        schema: debug_start_session_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_stop_session",
+        title: "Stop the debug session",
+        description: "Confirm the core is halted, drop the breakpoints, disconnect without resuming, end gdb and \
+free the probe. Without a session it answers ok with active false. An unconfirmed halt gives halt_not_confirmed \
+and keeps the session.",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: true,
+        },
+        open_world: false,
+        schema: debug_stop_session_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_get_session_status",
+        title: "Debug session status",
+        description: "Whether a debug session is open, the core's state as the session last saw it, its \
+breakpoints and its last stop. Touches no hardware.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_set_breakpoint",
+        title: "Set a breakpoint",
+        description: "Insert a breakpoint in the open session at a function or symbol (held to \
+debug.allowed_symbols) or at file and line (needs debug.allow_all_symbols). Answers the breakpoint's id. Fails \
+with session_not_active, permission_denied or symbol_not_found.",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: false,
+        },
+        open_world: false,
+        schema: debug_set_breakpoint_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_list_breakpoints",
+        title: "List breakpoints",
+        description: "The breakpoints the open session set, with their gdb numbers. Touches no hardware.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_clear_breakpoints",
+        title: "Clear all breakpoints",
+        description: "Delete every breakpoint of the open session and check with gdb that none remains; answers \
+cleared. A breakpoint gdb still lists gives breakpoint_reconciliation_failed.",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: true,
+        },
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_continue",
+        title: "Continue the target",
+        description: "Resume the halted core and wait for its next stop; needs allow_debug_execution. A known \
+breakpoint answers ok with the stop and its frame; an unexpected breakpoint or an exception does not, and an \
+exception stop is never resumed. Without a stop in time the core is halted again: timeout with halt_confirmed.",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: false,
+        },
+        open_world: false,
+        schema: debug_continue_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_halt",
+        title: "Halt the target",
+        description: "Stop a running core and answer its stop; a core already stopped is not interrupted. An \
+unconfirmed halt gives timeout with halt_confirmed false and target_state unknown.",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: false,
+        },
+        open_world: false,
+        schema: debug_halt_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_get_stop_reason",
+        title: "Last stop reason",
+        description: "The open session's last stop: its reason, breakpoint and frame. Before any stop it answers \
+stop_reason_not_available. Touches no hardware.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_symbol_info",
+        title: "Resolve a debug symbol",
+        description: "Address and size of an allowlisted symbol from the session's ELF debug info; reads no \
+memory. Fails with permission_denied (not in debug.allowed_symbols) or symbol_not_found.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: debug_symbol_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_symbol_value",
+        title: "Read a symbol's value",
+        description: "Read an allowlisted symbol's bytes from the halted target: hex in memory order, and at 1, 2, \
+4 or 8 bytes its unsigned and signed readings in the ELF's byte order. Sizes over debug.max_dump_size_bytes are \
+refused. Fails with permission_denied, symbol_not_found or memory_read_failed.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: debug_symbol_schema,
+        availability: Availability::Always,
+    },
+    ToolDef {
+        name: "debug_dump_symbol_ihex",
+        title: "Dump a symbol as Intel HEX",
+        description: "Read an allowlisted symbol's bytes from the halted target and write them, at their address, \
+as Intel HEX to a .hex or .ihex path inside the workspace (under artifacts.allowed_roots unless \
+validation.require_allowed_root is false); folders are created and a file replaced. Sizes over \
+debug.max_dump_size_bytes are refused. Fails with output_validation_failed, permission_denied or symbol_not_found.",
+        kind: Kind::Effect {
+            destructive: true,
+            idempotent: false,
+        },
+        open_world: false,
+        schema: debug_dump_symbol_ihex_schema,
         availability: Availability::Always,
     },
     ToolDef {
@@ -610,7 +855,7 @@ mod tests {
         }
         assert!(tool("debugger_info", true).is_some());
         assert!(tool("flash_firmware", true).is_some());
-        assert!(tool("debug_start_session", true).is_none());
+        assert!(tool("debug_start_session", true).is_some());
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod bench;
 pub mod catalogue;
 pub mod claims;
+pub mod debug;
 pub mod doctor;
 pub mod envelope;
 pub mod fsio;

@@ -18,6 +18,8 @@ pub mod bench_run;
 pub mod com_io;
 pub mod com_ports;
 pub mod com_session;
+pub mod debug;
+mod debug_ops;
 pub mod debugger_info;
 pub mod describe;
 pub mod probe;
@@ -34,6 +36,8 @@ pub struct Context<'a> {
     pub ownership: &'a std::sync::Arc<crate::ownership::Ownership>,
     /// The COM sessions this server holds.
     pub serial: &'a std::sync::Arc<crate::serial::Sessions>,
+    /// The debug session this server holds.
+    pub debug: &'a std::sync::Arc<crate::debug::Sessions>,
 }
 
 /// A tool call, ready for the pipeline.
@@ -82,6 +86,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         "com_session_start" | "com_session_stop" => com_session::plan(ctx),
         "com_write" | "com_read" => com_io::plan(ctx),
         "debugger_info" => debugger_info::plan(ctx),
+        tool if debug::TOOLS.contains(&tool) => debug::plan(ctx),
         "project_config_describe" => describe::plan(ctx),
         "get_last_report" | "classify_last_error" => reports::plan(ctx),
         "debugger_probes_list" | "probe_target" | "flash_firmware" | "reset_target" => {
@@ -100,4 +105,18 @@ pub fn unknown_tool(tool: &str) -> Outcome {
     )
     .with_remediation(["Call tools/list and use one of the names it returns."])
     .with_do_not(["Do not reach the hardware another way because a tool name was not found."])
+}
+
+/// A tool this build implements only on the emulated board, asked of another backend: refused
+/// before anything ran.
+pub fn backend_not_built(tool: &str, kind: ahil_config::DebuggerType, summary: String) -> Acted {
+    Acted {
+        outcome: Outcome::refused(tool, "not_supported", summary)
+            .with("backend", kind.as_str())
+            .with_remediation([
+                "Use `type: qemu` with `agentic-hil sim start` to work against the emulated board.",
+            ])
+            .not_contacted(),
+        contact: Some(Contact::none("no backend exists to run")),
+    }
 }

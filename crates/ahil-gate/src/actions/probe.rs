@@ -50,26 +50,34 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         name,
         grants: debugger.permissions,
     });
-    let work = if debugger.kind == DebuggerType::Qemu {
-        qemu_work(ctx, name, debugger, executable, &mut resources)?
-    } else {
-        let kind = debugger.kind;
+    let work = if matches!(tool, "flash_firmware" | "reset_target") && ctx.debug.is_active() {
         Work::Local(Box::new(move || Acted {
             outcome: Outcome::refused(
                 tool,
-                "not_supported",
+                "resource_busy",
+                "A debug session holds the probe; flashing and resetting wait until it stops.",
+            )
+            .with("held_by", "debug_session")
+            .with_next_step("Call debug_stop_session first, then call this tool again.")
+            .not_contacted(),
+            contact: Some(Contact::none(
+                "refused while a debug session holds the probe",
+            )),
+        }))
+    } else if debugger.kind == DebuggerType::Qemu {
+        qemu_work(ctx, name, debugger, executable, &mut resources)?
+    } else {
+        let kind = debugger.kind;
+        Work::Local(Box::new(move || {
+            super::backend_not_built(
+                tool,
+                kind,
                 format!(
                     "This build drives no {} probe yet; only the qemu backend can {}.",
                     kind.as_str(),
                     verb(tool)
                 ),
             )
-            .with("backend", kind.as_str())
-            .with_remediation([
-                "Use `type: qemu` with `agentic-hil sim start` to work against the emulated board.",
-            ])
-            .not_contacted(),
-            contact: Some(Contact::none("no backend exists to run")),
         }))
     };
     Ok(Plan {

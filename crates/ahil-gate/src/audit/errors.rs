@@ -593,6 +593,64 @@ pub const CATALOGUE: &[Entry] = &[
         ],
         []
     ),
+    entry!(
+        "stop_reason_not_available",
+        "The debug session has not seen the target stop since it started, so there is no stop to report.",
+        ["Set a breakpoint and call debug_continue, or call debug_halt, then ask again."],
+        []
+    ),
+    entry!(
+        "symbol_not_found",
+        "The session's ELF has no symbol of that name.",
+        [
+            "Check the spelling against the firmware's sources and rebuild with debug information.",
+            "Start the session with the ELF the board actually runs."
+        ],
+        []
+    ),
+    entry!(
+        "symbol_resolution_failed",
+        "gdb could not give the symbol's address or size.",
+        ["Call debug_get_session_status; if the session is in error, stop it and start it again."],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "memory_read_failed",
+        "The target answered fewer bytes than the symbol holds, so no value is reported.",
+        ["Halt the target with debug_halt, then read the symbol again."],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "halt_not_confirmed",
+        "The debug session could not prove the core is halted, so it was kept open rather than left running unseen.",
+        [
+            "Call debug_halt, then debug_stop_session again.",
+            "If the board no longer answers, the operator restarts it with `agentic-hil sim stop` and `sim start`."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "unexpected_breakpoint",
+        "The target stopped at a breakpoint the session did not set.",
+        [
+            "Read the stop's frame; call debug_list_breakpoints and debug_clear_breakpoints before resuming."
+        ],
+        []
+    ),
+    entry!(
+        "target_exception",
+        "The target stopped in a fault or exception handler; it is not resumed.",
+        [
+            "Read the stop's frame and the globals that explain the fault, then stop the session and fix the firmware."
+        ],
+        ["Do not resume a core stopped on an exception."]
+    ),
+    entry!(
+        "breakpoint_reconciliation_failed",
+        "gdb still lists breakpoints after all were deleted, so the session's breakpoints are not known.",
+        ["Call debug_clear_breakpoints again, or stop the session and start a new one."],
+        [NO_BYPASS]
+    ),
 ];
 
 /// An entry by key: `type:scope` first, then `type`.

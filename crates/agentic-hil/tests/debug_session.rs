@@ -1,0 +1,476 @@
+//! Black-box, end to end: debug sessions through the gate on a real QEMU board that `agentic-hil sim
+//! start` started in the test's own HOME, driven by the built binary as an MCP server.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use serde_json::{Value, json};
+use support::World;
+
+type Client = RunningService<rmcp::RoleClient, ()>;
+
+const GRANTS: &str =
+    "      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true";
+
+/// A world with a `qemu` debugger, the given `debug:` section and the committed firmware in `fw/`.
+fn world(debug: &str) -> World {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let state = world.home.join(".local/state/agentic-hil");
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+         target:\n  name: sim\n  controller: stm32f405\n\
+         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n{GRANTS}\n\
+         artifacts:\n  allowed_roots: [fw]\n{debug}",
+        ws = world.workspace.display(),
+        state = state.display(),
+    );
+    std::fs::write(world.config_path(), config).expect("the test config is written");
+    let fw = world.workspace.join("fw");
+    std::fs::create_dir_all(&fw).expect("fw dir");
+    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+    for name in ["ahil-fw-v1.elf", "ahil-fw-v1.hex", "ahil-fw-v2.elf"] {
+        std::fs::copy(build.join(name), fw.join(name)).expect("firmware copies");
+    }
+    world
+}
+
+/// A running board; stopped when dropped, whatever the test did.
+struct Board<'a>(&'a World);
+
+impl<'a> Board<'a> {
+    fn start(world: &'a World) -> Self {
+        let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
+        assert_eq!(code, Some(0), "sim start: {doc}");
+        Self(world)
+    }
+
+    /// QMP's run state; a status that cannot be read fails the test rather than passing a check vacuously.
+    fn vm_status(&self) -> Value {
+        let (doc, _) = self.0.run_json(&["sim", "status"]);
+        assert!(
+            doc["vm_status"].is_string(),
+            "sim status names the run state: {doc}"
+        );
+        doc["vm_status"].clone()
+    }
+}
+
+impl Drop for Board<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(&["sim", "stop"]);
+    }
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
+    let mut request = CallToolRequestParams::new(tool.to_owned());
+    if let Value::Object(map) = args {
+        request = request.with_arguments(map);
+    }
+    let result = client.call_tool(request).await.expect("tools/call answers");
+    let doc = result
+        .structured_content
+        .expect("the envelope is structured content");
+    (doc, result.is_error == Some(true))
+}
+
+async fn ok(client: &Client, tool: &str, args: Value) -> Value {
+    let (doc, is_error) = call(client, tool, args).await;
+    assert!(!is_error, "{tool}: {doc}");
+    doc
+}
+
+/// gdb processes started under this test's HOME (the server's children inherit it).
+fn gdbs_under(home: &Path) -> Vec<u32> {
+    let wanted = format!("HOME={}", home.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains("--interpreter=mi")
+                && environ
+                    .split(|b| *b == 0)
+                    .any(|var| var == wanted.as_bytes())
+        })
+        .collect()
+}
+
+/// The data records of an Intel HEX text as (absolute address, bytes), checksums verified.
+fn read_ihex(text: &str) -> Vec<(u64, Vec<u8>)> {
+    let mut base = 0u64;
+    let mut records = Vec::new();
+    for line in text.lines() {
+        let hex = line
+            .strip_prefix(':')
+            .expect("a record starts with a colon");
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex digits"))
+            .collect();
+        assert_eq!(
+            bytes.iter().fold(0u8, |s, b| s.wrapping_add(*b)),
+            0,
+            "checksum of {line}"
+        );
+        let data = &bytes[4..bytes.len() - 1];
+        let offset = u64::from(bytes[1]) << 8 | u64::from(bytes[2]);
+        match bytes[3] {
+            0 => records.push((base + offset, data.to_vec())),
+            4 => base = (u64::from(data[0]) << 8 | u64::from(data[1])) << 16,
+            _ => {}
+        }
+    }
+    records
+}
+
+#[tokio::test]
+async fn a_session_breaks_on_on_tick_reads_and_dumps_growing_globals_and_stops_with_the_core_halted()
+ {
+    let world = world("debug:\n  allowed_symbols: [on_tick, counter, g_u8, g_i16, g_u32, magic]\n");
+    let board = Board::start(&world);
+    let client = support::connect(&world).await;
+
+    let (doc, is_error) = call(&client, "debug_get_stop_reason", json!({})).await;
+    assert!(is_error, "no session yet: {doc}");
+    assert_eq!(doc["error_type"], "session_not_active", "{doc}");
+
+    let doc = ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v1.elf"}),
+    )
+    .await;
+    assert_eq!(doc["session"]["status"], "halted", "{doc}");
+    assert_ne!(board.vm_status(), json!("running"), "started halted");
+    let (doc, is_error) = call(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v1.elf"}),
+    )
+    .await;
+    assert!(
+        is_error && doc["error_type"] == "session_already_active",
+        "{doc}"
+    );
+
+    for (tool, args) in [
+        ("flash_firmware", json!({"image_path": "fw/ahil-fw-v1.hex"})),
+        ("reset_target", json!({"mode": "halt"})),
+    ] {
+        let (doc, is_error) = call(&client, tool, args).await;
+        assert!(is_error, "{tool} during a session: {doc}");
+        assert_eq!(doc["error_type"], "resource_busy", "{tool}: {doc}");
+        assert_eq!(doc["target_contacted"], false, "{tool}: {doc}");
+    }
+
+    let doc = ok(
+        &client,
+        "debug_set_breakpoint",
+        json!({"location": "on_tick"}),
+    )
+    .await;
+    assert_eq!(doc["breakpoint"]["id"], 1, "{doc}");
+    let listed = ok(&client, "debug_list_breakpoints", json!({})).await;
+    assert_eq!(
+        listed["breakpoints"][0]["gdb_location"], "on_tick",
+        "{listed}"
+    );
+
+    let mut counters = Vec::new();
+    for _ in 0..2 {
+        let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
+        assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
+        assert_eq!(doc["stop"]["frame"]["function"], "on_tick", "{doc}");
+        let value = ok(&client, "debug_symbol_value", json!({"symbol": "counter"})).await;
+        assert_eq!(value["size_bytes"], 4, "{value}");
+        counters.push(
+            value["value_unsigned"]
+                .as_u64()
+                .expect("a 4-byte counter decodes"),
+        );
+    }
+    assert!(counters[1] > counters[0], "the counter grows: {counters:?}");
+
+    let doc = ok(&client, "debug_symbol_value", json!({"symbol": "g_i16"})).await;
+    assert_eq!(doc["hex"], "2efb", "memory order: {doc}");
+    assert_eq!(doc["value_signed"], -1234, "{doc}");
+    assert_eq!(doc["byte_order"], "little", "{doc}");
+    let doc = ok(&client, "debug_symbol_value", json!({"symbol": "g_u32"})).await;
+    assert_eq!(doc["value_unsigned"], 0xDEAD_BEEF_u64, "{doc}");
+    let doc = ok(&client, "debug_symbol_value", json!({"symbol": "g_u8"})).await;
+    assert_eq!(doc["value_unsigned"], 0xA5, "{doc}");
+    assert_eq!(doc["value_signed"], -91, "{doc}");
+    let doc = ok(&client, "debug_symbol_info", json!({"symbol": "magic"})).await;
+    assert!(
+        doc["address"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("0x2")),
+        "in RAM: {doc}"
+    );
+    let (doc, is_error) = call(&client, "debug_symbol_value", json!({"symbol": "g_float"})).await;
+    assert!(
+        is_error && doc["error_type"] == "permission_denied",
+        "not allowlisted: {doc}"
+    );
+
+    let dumped = ok(
+        &client,
+        "debug_dump_symbol_ihex",
+        json!({"symbol": "g_u32", "output_path": "fw/dumps/g_u32.hex"}),
+    )
+    .await;
+    assert_eq!(dumped["output"]["path"], "fw/dumps/g_u32.hex", "{dumped}");
+    let text = std::fs::read_to_string(world.workspace.join("fw/dumps/g_u32.hex"))
+        .expect("the dump is written");
+    let address = dumped["address_value"].as_u64().expect("an address");
+    assert_eq!(
+        read_ihex(&text),
+        vec![(address, vec![0xef, 0xbe, 0xad, 0xde])],
+        "{text}"
+    );
+    let (doc, is_error) = call(
+        &client,
+        "debug_dump_symbol_ihex",
+        json!({"symbol": "g_u32", "output_path": "elsewhere/g_u32.hex"}),
+    )
+    .await;
+    assert!(
+        is_error && doc["error_type"] == "output_validation_failed",
+        "outside the roots: {doc}"
+    );
+
+    let doc = ok(&client, "debug_get_stop_reason", json!({})).await;
+    assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
+    let doc = ok(&client, "debug_clear_breakpoints", json!({})).await;
+    assert_eq!(doc["cleared"], 1, "{doc}");
+
+    // Without a breakpoint the core runs until the wait ends, then it is halted again.
+    let (doc, is_error) = call(&client, "debug_continue", json!({"timeout_s": 0.5})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "timeout", "{doc}");
+    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    assert_eq!(doc["stop_reason"], "halted", "{doc}");
+    let doc = ok(&client, "debug_halt", json!({})).await;
+    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+
+    let doc = ok(&client, "debug_stop_session", json!({})).await;
+    assert_eq!(doc["safe_state_confirmed"], true, "{doc}");
+    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    assert_ne!(
+        board.vm_status(),
+        json!("running"),
+        "stop left the core halted"
+    );
+    assert!(
+        gdbs_under(&world.home).is_empty(),
+        "gdb ended with the session"
+    );
+    let log_path = doc["log_path"]
+        .as_str()
+        .expect("the stop names the session log");
+    let log = std::fs::read_to_string(world.workspace.join(log_path))
+        .expect("the session log is in the workspace");
+    for event in [
+        "\"start\"",
+        "\"debug_continue\"",
+        "\"debug_symbol_value\"",
+        "\"stop\"",
+        "-target-disconnect",
+    ] {
+        assert!(log.contains(event), "{event} in the session log: {log}");
+    }
+    let doc = ok(&client, "debug_get_session_status", json!({})).await;
+    assert_eq!(doc["active"], false, "{doc}");
+    let doc = ok(&client, "debug_stop_session", json!({})).await;
+    assert_eq!(doc["active"], false, "{doc}");
+
+    // The probe is free again.
+    ok(&client, "reset_target", json!({"mode": "halt"})).await;
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn an_empty_allowlist_denies_every_symbol_and_breakpoint_before_the_board_is_reached() {
+    let world = world("");
+    let client = support::connect(&world).await;
+    for (tool, args) in [
+        ("debug_symbol_value", json!({"symbol": "counter"})),
+        ("debug_symbol_info", json!({"symbol": "counter"})),
+        (
+            "debug_set_breakpoint",
+            json!({"location": {"function": "on_tick"}}),
+        ),
+        (
+            "debug_set_breakpoint",
+            json!({"location": {"file": "fw.c", "line": 9}}),
+        ),
+    ] {
+        let (doc, is_error) = call(&client, tool, args).await;
+        assert!(is_error, "{tool}: {doc}");
+        assert_eq!(doc["error_type"], "permission_denied", "{tool}: {doc}");
+        assert_eq!(doc["target_contacted"], false, "{tool}: {doc}");
+    }
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_server_that_exits_mid_session_leaves_no_gdb_and_the_core_halted() {
+    let world = world("debug:\n  allow_all_symbols: true\n");
+    let board = Board::start(&world);
+    let client = support::connect(&world).await;
+    ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v1.elf", "mode": "reset_halt"}),
+    )
+    .await;
+    assert!(!gdbs_under(&world.home).is_empty(), "the session runs gdb");
+    client.cancel().await.expect("client closes");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gdbs_under(&world.home).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        gdbs_under(&world.home).is_empty(),
+        "gdb ended with the server"
+    );
+    assert_ne!(
+        board.vm_status(),
+        json!("running"),
+        "the server's exit left the core halted"
+    );
+}
+
+#[tokio::test]
+async fn a_gdb_killed_mid_session_leaves_the_core_halted_and_the_stop_proves_it() {
+    let world = world("debug:\n  allow_all_symbols: true\n");
+    let board = Board::start(&world);
+    let client = support::connect(&world).await;
+    ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v1.elf"}),
+    )
+    .await;
+    let gdbs = gdbs_under(&world.home);
+    assert!(!gdbs.is_empty(), "the session runs gdb");
+    for pid in gdbs {
+        let status = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "gdb {pid} is killed");
+    }
+    let (doc, is_error) = call(&client, "debug_symbol_value", json!({"symbol": "counter"})).await;
+    assert!(is_error, "a dead gdb answers no value: {doc}");
+    assert_ne!(
+        board.vm_status(),
+        json!("running"),
+        "the stub keeps the core halted"
+    );
+    let doc = ok(&client, "debug_stop_session", json!({})).await;
+    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    assert_eq!(doc["halt_confirmed_by"], "qmp", "{doc}");
+    assert_eq!(doc["gdb_disconnected"], false, "{doc}");
+    assert_ne!(board.vm_status(), json!("running"));
+    ok(&client, "reset_target", json!({"mode": "halt"})).await;
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_load_session_writes_the_new_elf_and_starts_halted_at_reset() {
+    let world = world("debug:\n  allow_all_symbols: true\n");
+    let board = Board::start(&world);
+    let client = support::connect(&world).await;
+    // The version is read from the board, not from the ELF gdb was given.
+    ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v2.elf"}),
+    )
+    .await;
+    let doc = ok(
+        &client,
+        "debug_symbol_value",
+        json!({"symbol": "fw_version"}),
+    )
+    .await;
+    assert_eq!(doc["hex"], "312e3000", "the board still runs 1.0: {doc}");
+    ok(&client, "debug_stop_session", json!({})).await;
+
+    let doc = ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v2.elf", "mode": "load"}),
+    )
+    .await;
+    assert_eq!(doc["mode"], "load", "{doc}");
+    assert_ne!(board.vm_status(), json!("running"), "halted after the load");
+    let doc = ok(
+        &client,
+        "debug_symbol_value",
+        json!({"symbol": "fw_version"}),
+    )
+    .await;
+    assert_eq!(doc["hex"], "322e3000", "the board holds version 2.0: {doc}");
+    assert!(doc.get("value_unsigned").is_some(), "4 bytes decode: {doc}");
+    ok(&client, "debug_stop_session", json!({})).await;
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_core_that_faulted_is_reported_as_an_exception_and_never_resumed() {
+    let uart = "    device: \"UART\"\n    resource_id: sim-uart\n    permissions:\n      allow_write: true\n";
+    let world = world("debug:\n  allow_all_symbols: true\n");
+    let state = world.home.join(".local/state/agentic-hil");
+    let config = std::fs::read_to_string(world.config_path()).expect("config reads");
+    let uart = uart.replace("UART", &state.join("sim/board/uart").display().to_string());
+    std::fs::write(
+        world.config_path(),
+        format!("{config}com_ports:\n  uart:\n{uart}"),
+    )
+    .expect("config writes");
+    let _board = Board::start(&world);
+    let client = support::connect(&world).await;
+    ok(&client, "com_session_start", json!({"port_id": "uart"})).await;
+    ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v1.elf"}),
+    )
+    .await;
+    ok(
+        &client,
+        "com_write",
+        json!({"port_id": "uart", "text": "fault\r\n"}),
+    )
+    .await;
+
+    // The handler spins, so the wait ends and the halt lands in it.
+    let (doc, is_error) = call(&client, "debug_continue", json!({"timeout_s": 1})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    assert_eq!(doc["stop_reason"], "exception", "{doc}");
+    assert_eq!(doc["stop"]["exception_type"], "hardfault", "{doc}");
+
+    let (doc, is_error) = call(&client, "debug_continue", json!({"timeout_s": 1})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "target_exception", "{doc}");
+    assert_eq!(
+        doc["summary"], "The target stopped abnormally: exception.",
+        "{doc}"
+    );
+    let doc = ok(&client, "debug_stop_session", json!({})).await;
+    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    ok(&client, "com_session_stop", json!({"port_id": "uart"})).await;
+    client.cancel().await.expect("client closes");
+}

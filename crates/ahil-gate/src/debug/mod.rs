@@ -1,0 +1,235 @@
+//! GDB debug sessions on the emulated board, held across calls from `debug_start_session` to
+//! `debug_stop_session`. A session owns its gdb child (own process group, killed and reaped on drop),
+//! the staged ELF it debugs, and the debugger's machine-wide device lock, so flash and reset (here or in
+//! another server) wait until it stops. Dropping a session disconnects first: the QEMU stub resumes the
+//! core on a plain detach or a vanished gdb, but keeps it halted on a disconnect.
+
+pub mod ihex;
+pub mod output;
+pub mod stop;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use ahil_drivers::gdbmi::Session as Gdb;
+use ahil_drivers::qemu::qmp::Qmp;
+use serde_json::{Value, json};
+
+use crate::artifacts::StagedArtifact;
+use crate::ownership::Ownership;
+
+/// The one session slot of a gate (one bound debugger).
+#[derive(Default)]
+pub struct Sessions {
+    slot: Mutex<Option<Arc<Mutex<Live>>>>,
+}
+
+impl Sessions {
+    fn table(&self) -> MutexGuard<'_, Option<Arc<Mutex<Live>>>> {
+        // Set and take are single statements, so a poisoned slot is still consistent.
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The open session, if any.
+    pub fn get(&self) -> Option<Arc<Mutex<Live>>> {
+        self.table().clone()
+    }
+
+    /// Whether a session holds the probe.
+    pub fn is_active(&self) -> bool {
+        self.table().is_some()
+    }
+
+    pub fn insert(&self, live: Live) {
+        *self.table() = Some(Arc::new(Mutex::new(live)));
+    }
+
+    pub fn take(&self) -> Option<Arc<Mutex<Live>>> {
+        self.table().take()
+    }
+}
+
+/// Locks one session for one call.
+pub fn lock(live: &Mutex<Live>) -> MutexGuard<'_, Live> {
+    live.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One breakpoint as the session knows it.
+#[derive(Debug, Clone)]
+pub struct Breakpoint {
+    pub id: u64,
+    pub backend_id: String,
+    pub location: Value,
+    pub gdb_location: String,
+}
+
+impl Breakpoint {
+    pub fn to_value(&self) -> Value {
+        json!({
+            "id": self.id,
+            "backend_id": self.backend_id,
+            "location": self.location,
+            "gdb_location": self.gdb_location,
+        })
+    }
+}
+
+/// An open session.
+pub struct Live {
+    pub session_id: String,
+    pub mode: String,
+    pub started_at: String,
+    /// `halted`, `running` or `error`.
+    pub status: &'static str,
+    pub gdb: Option<Gdb>,
+    /// The staged ELF gdb reads; kept alive as long as gdb may read it.
+    pub elf: StagedArtifact,
+    pub breakpoints: Vec<Breakpoint>,
+    pub next_breakpoint: u64,
+    /// The last stop object, once a stop was seen.
+    pub stop: Option<Value>,
+    pub lock_keys: Vec<String>,
+    /// The chained session log.
+    pub audit: crate::audit::Audit,
+    pub log_name: String,
+    pub log_path: String,
+    /// gdb's transcript, kept when gdb ends.
+    pub gdb_transcript: Vec<String>,
+    /// The board's QMP socket: the proof of a halt that does not depend on gdb.
+    pub qmp_socket: std::path::PathBuf,
+    pub ownership: Arc<Ownership>,
+    /// Per-command limit (the debugger's timeout, 10 s at most).
+    pub step: Duration,
+    /// The debugger's own timeout.
+    pub timeout: Duration,
+    /// `little` or `big`, from the ELF header, and where that came from.
+    pub byte_order: (&'static str, &'static str),
+}
+
+impl Live {
+    /// The `session` object results carry.
+    pub fn describe(&self) -> Value {
+        json!({
+            "session_id": self.session_id,
+            "status": self.status,
+            "mode": self.mode,
+            "started_at": self.started_at,
+            "artifact": {
+                "source": "staged",
+                "path": self.elf.display_path(),
+                "sha256": self.elf.sha256(),
+            },
+            "breakpoints": self.breakpoints.iter().map(Breakpoint::to_value).collect::<Vec<_>>(),
+            "stop_reason": self.stop.as_ref().and_then(|s| s.get("stop_reason")).cloned().unwrap_or(Value::Null),
+            "backend": "qemu",
+        })
+    }
+
+    /// Appends an audited event to the session log; false if it could not be written.
+    pub fn log(&self, event: &Value) -> bool {
+        self.audit.append_event(&self.log_name, event).is_ok()
+    }
+
+    /// Gives back the session's hold on the debugger's device lock.
+    pub fn release_lock(&self) {
+        self.ownership.locks.release(&self.lock_keys);
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        // The stub resumes the core if gdb just vanishes; a disconnect leaves it halted.
+        if let Some(mut gdb) = self.gdb.take() {
+            let _ = gdb.command("-target-disconnect", Duration::from_secs(1));
+            gdb.close(Duration::from_secs(1));
+        }
+        // Between calls a session's core is always halted; keep it so when the server goes away.
+        let _ = vm_halted(&self.qmp_socket, Duration::from_secs(1));
+    }
+}
+
+/// Whether QEMU reports its CPU stopped, pausing it first if it runs.
+pub fn vm_halted(socket: &std::path::Path, limit: Duration) -> bool {
+    let Ok(mut qmp) = Qmp::connect(socket, limit) else {
+        return false;
+    };
+    match qmp.status() {
+        Ok(status) if !status.running => true,
+        Ok(_) => qmp.stop().is_ok() && qmp.status().is_ok_and(|status| !status.running),
+        Err(_) => false,
+    }
+}
+
+/// `little`/`big` from the ELF header's EI_DATA byte, `default` little when it states none.
+pub fn byte_order(elf: &[u8]) -> (&'static str, &'static str) {
+    match elf.get(5) {
+        Some(1) => ("little", "elf_header"),
+        Some(2) => ("big", "elf_header"),
+        _ => ("little", "default"),
+    }
+}
+
+/// The hex, byte order and (at 1, 2, 4 or 8 bytes) integer readings of a symbol's bytes.
+pub fn decode(bytes: &[u8], order: (&'static str, &'static str)) -> Value {
+    let mut doc = json!({
+        "hex": crate::artifacts::hex(bytes),
+        "byte_order": order.0,
+        "byte_order_from": order.1,
+    });
+    if matches!(bytes.len(), 1 | 2 | 4 | 8) {
+        let mut value: u64 = 0;
+        let ordered: Vec<u8> = if order.0 == "big" {
+            bytes.to_vec()
+        } else {
+            bytes.iter().rev().copied().collect()
+        };
+        for byte in ordered {
+            value = (value << 8) | u64::from(byte);
+        }
+        let bits = bytes.len() * 8;
+        let signed = if bits == 64 {
+            value.cast_signed()
+        } else {
+            let shift = 64 - bits;
+            (value << shift).cast_signed() >> shift
+        };
+        doc["value_unsigned"] = json!(value);
+        doc["value_signed"] = json!(signed);
+    } else {
+        doc["value_not_decoded"] =
+            json!("size_bytes is not 1, 2, 4 or 8, so the bytes carry no single integer reading.");
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn little_endian_bytes_decode_to_unsigned_and_signed_readings() {
+        let doc = decode(&[0x2e, 0xfb], ("little", "elf_header"));
+        assert_eq!(doc["hex"], "2efb");
+        assert_eq!(doc["value_unsigned"], 0xfb2e);
+        assert_eq!(doc["value_signed"], -1234);
+        let doc = decode(&[0xef, 0xbe, 0xad, 0xde], ("little", "elf_header"));
+        assert_eq!(doc["value_unsigned"], 0xdead_beef_u64);
+        let doc = decode(&[0xff; 8], ("big", "elf_header"));
+        assert_eq!(doc["value_signed"], -1);
+    }
+
+    #[test]
+    fn odd_sizes_carry_hex_but_no_integer_reading() {
+        let doc = decode(&[1, 2, 3], ("little", "default"));
+        assert_eq!(doc["hex"], "010203");
+        assert!(doc.get("value_unsigned").is_none());
+        assert!(doc["value_not_decoded"].is_string());
+    }
+
+    #[test]
+    fn the_elf_header_names_the_byte_order() {
+        assert_eq!(byte_order(b"\x7fELF\x01\x01"), ("little", "elf_header"));
+        assert_eq!(byte_order(b"\x7fELF\x01\x02"), ("big", "elf_header"));
+        assert_eq!(byte_order(b""), ("little", "default"));
+    }
+}
