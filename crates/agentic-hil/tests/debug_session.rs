@@ -474,3 +474,60 @@ async fn a_core_that_faulted_is_reported_as_an_exception_and_never_resumed() {
     ok(&client, "com_session_stop", json!({"port_id": "uart"})).await;
     client.cancel().await.expect("client closes");
 }
+
+#[test]
+fn a_server_killed_mid_session_leaves_no_gdb_and_the_core_halted() {
+    use std::io::{BufRead, BufReader, Write};
+    let world = world("debug:\n  allow_all_symbols: true\n");
+    let board = Board::start(&world);
+    let mut server = world
+        .command()
+        .arg("mcp-stdio")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("server starts");
+    let mut stdin = server.stdin.take().expect("stdin");
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"debug_start_session","arguments":{"image_path":"fw/ahil-fw-v1.elf","mode":"reset_halt"}}}"#,
+    ] {
+        writeln!(stdin, "{line}").expect("send");
+    }
+    stdin.flush().expect("flush");
+    let mut reader = BufReader::new(server.stdout.take().expect("stdout"));
+    loop {
+        let mut line = String::new();
+        assert!(
+            reader.read_line(&mut line).expect("read") > 0,
+            "server answered"
+        );
+        let msg: Value = serde_json::from_str(&line).expect("JSON-RPC");
+        if msg["id"] == 2 {
+            assert_eq!(msg["result"]["isError"], false, "{msg}");
+            break;
+        }
+    }
+    assert!(!gdbs_under(&world.home).is_empty(), "the session runs gdb");
+    // SIGKILL: no cleanup code of the server runs. gdb must not get to quit (quitting detaches,
+    // which would resume the core); its keeper kills it instead.
+    server.kill().expect("SIGKILL the server");
+    server.wait().expect("reaped");
+    drop(stdin);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !gdbs_under(&world.home).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        gdbs_under(&world.home).is_empty(),
+        "gdb ended with the server"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_ne!(
+        board.vm_status(),
+        json!("running"),
+        "the killed server left the core halted"
+    );
+}

@@ -145,6 +145,22 @@ proptest! {
     }
 
     #[test]
+    fn a_real_record_cut_anywhere_never_panics(cut in 0usize..400) {
+        let records = [
+            r#"*stopped,reason="breakpoint-hit",disp="keep",bkptno="1",frame={addr="0x08000120",func="on_tick",args=[{name="n",value="3"}],file="src/fw.c",line="42"},thread-id="1",stopped-threads="all""#,
+            r#"123^done,bkpt={number="1",type="breakpoint",addr="0x08000120",func="on_tick",times="0",original-location="on_tick"}"#,
+            r#"^error,msg="No symbol \"nope\" in current context.""#,
+            r#"~"Remote debugging using /tmp/gdb.sock\n""#,
+        ];
+        for record in records {
+            let end = cut.min(record.len());
+            if record.is_char_boundary(end) {
+                let _ = parse_line(&record[..end]);
+            }
+        }
+    }
+
+    #[test]
     fn any_quoted_text_parses_back_to_itself(text in "\\PC{0,80}") {
         let line = format!("&{}", quote(&text));
         prop_assert_eq!(parse_line(&line), Ok(Record::Stream { kind: StreamKind::Log, text }));

@@ -79,6 +79,10 @@ pub struct Session {
     child: Child,
     pgid: Pid,
     stdin: ChildStdin,
+    /// See [`spawn_keeper`]: ends gdb with SIGKILL if this process dies.
+    keeper: Option<Child>,
+    /// The only write end of the keeper's lifeline; dropping it (or dying) releases the keeper.
+    _lifeline: Option<io::PipeWriter>,
     lines: Receiver<String>,
     next_token: u64,
     transcript: Vec<String>,
@@ -104,6 +108,15 @@ impl Session {
             let _ = child.wait();
             return Err(SessionError::Spawn(io::Error::other("no pipes to gdb")));
         };
+        let (keeper, lifeline) = match spawn_keeper(&stdin, pgid) {
+            Ok((keeper, lifeline)) => (Some(keeper), Some(lifeline)),
+            Err(err) => {
+                let _ = kill_process_group(pgid, Signal::KILL);
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(SessionError::Spawn(err));
+            }
+        };
         let (tx, lines) = mpsc::channel();
         thread::spawn(move || {
             // Byte lines, decoded lossily: a stub can relay any bytes and a bad one must not end the read.
@@ -127,6 +140,8 @@ impl Session {
             child,
             pgid,
             stdin,
+            keeper,
+            _lifeline: lifeline,
             lines,
             next_token: 100,
             transcript: Vec::new(),
@@ -266,8 +281,38 @@ impl Session {
     }
 }
 
+/// If the process that drives gdb dies, gdb sees EOF on its stdin and quits, and quitting detaches,
+/// which resumes a halted target: a crash would leave the board running. A small keeper process
+/// holds a second write end of gdb's stdin (so gdb never sees that EOF) and reads a lifeline pipe
+/// whose only write end this session holds; when the lifeline ends because the driver died, the
+/// keeper kills gdb's group with SIGKILL, which leaves the target as it is.
+fn spawn_keeper(gdb_stdin: &ChildStdin, gdb_group: Pid) -> io::Result<(Child, io::PipeWriter)> {
+    use std::os::fd::AsFd;
+    let (lifeline_reader, lifeline_writer) = io::pipe()?;
+    let held_stdin = gdb_stdin.as_fd().try_clone_to_owned()?;
+    let keeper = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "read _lifeline; kill -KILL -\"$1\" 2>/dev/null",
+            "ahil-gdb-keeper",
+            &gdb_group.as_raw_nonzero().get().to_string(),
+        ])
+        .stdin(Stdio::from(lifeline_reader))
+        .stdout(Stdio::from(held_stdin))
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    Ok((keeper, lifeline_writer))
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
+        // The keeper goes first: once gdb is reaped its group id may be reused, and a keeper
+        // released later would kill whatever took it.
+        if let Some(keeper) = self.keeper.as_mut() {
+            let _ = keeper.kill();
+            let _ = keeper.wait();
+        }
         // Kill while the leader is unreaped, so the group id cannot have been recycled.
         let _ = kill_process_group(self.pgid, Signal::KILL);
         let _ = self.child.kill();
