@@ -114,17 +114,7 @@ pub(crate) fn project_leaf(workspace: &Path) -> String {
     let safe = safe.trim_matches(|c| c == '.' || c == '-');
     let safe = if safe.is_empty() { "workspace" } else { safe };
     let digest = Sha256::digest(workspace.to_string_lossy().as_bytes());
-    format!("{safe}-{}", &hex(&digest)[..10])
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    format!("{safe}-{}", &crate::digest::hex(&digest)[..10])
 }
 
 /// The candidate files for a workspace, best first: the XDG location, then the

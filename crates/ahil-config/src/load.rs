@@ -1,5 +1,6 @@
 //! Parsing a document and loading the authoritative configuration of a workspace.
 
+use crate::digest::hex;
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::os::unix::fs::MetadataExt;
@@ -9,8 +10,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::discover::{
-    ConfigLocation, Environment, canonical_config_path, check_workspace_not_home, hex,
-    resolve_lenient,
+    ConfigLocation, Environment, canonical_config_path, check_workspace_not_home, resolve_lenient,
 };
 use crate::error::{ConfigError, Refusal};
 use crate::model::Config;

@@ -9,7 +9,6 @@
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::catalogue::{ROUTE_KEYS, VERSIONS, check_list, check_step, key_since, step_kind};
 use super::error::PlanError;
@@ -350,7 +349,7 @@ pub fn load_plan(workspace: &Path, plan_path: &Path) -> Result<LoadedPlan, PlanE
         name,
         path,
         display_path: shown,
-        sha256: hex_digest(&bytes),
+        sha256: crate::digest::sha256_hex(&bytes),
     })
 }
 
@@ -395,16 +394,6 @@ fn display(path: &Path, workspace: &Path) -> String {
             .join("/"),
         Err(_) => path.display().to_string(),
     }
-}
-
-fn hex_digest(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    Sha256::digest(bytes)
-        .iter()
-        .fold(String::with_capacity(64), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }
 
 /// The default plan path of a workspace.

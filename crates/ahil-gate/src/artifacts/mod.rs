@@ -20,7 +20,6 @@ use std::path::{Component, Path, PathBuf};
 
 use ahil_config::{Config, Validation};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 pub use error::{ArtifactError, ArtifactRefusal};
 pub use formats::Format;
@@ -256,21 +255,7 @@ impl CheckedArtifact {
     }
 }
 
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
-    }
-    out
-}
-
-/// sha256 of `bytes`, lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
+pub use ahil_config::digest::{hex, sha256_hex};
 
 /// Resolve and check `request` without staging it.
 pub fn check(

@@ -6,7 +6,8 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::{Audit, AuditError, crash_point, hex, json as pyjson, safe, safe_filename};
+use super::{Audit, AuditError, crash_point, json as pyjson, safe, safe_filename};
+use ahil_config::digest::hex;
 
 /// The chain value before the first line.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -237,13 +238,26 @@ impl Audit {
         safe::append(self.workspace(), &mirror, line.as_bytes())
     }
 
-    fn append_canonical(&self, name: &str, line: &[u8]) -> Result<(), AuditError> {
+    /// Locks the canonical log `name` and reads its sidecar (genesis when absent). Returns the lock
+    /// guard, the log path, the sidecar path and the sidecar.
+    fn lock_canonical(
+        &self,
+        name: &str,
+    ) -> Result<
+        (
+            std::fs::File,
+            std::path::PathBuf,
+            std::path::PathBuf,
+            Sidecar,
+        ),
+        AuditError,
+    > {
         let root = self.state_root();
         let log = self.canonical_log(name);
         let sidecar_path = log.with_file_name(format!("{}.digest", safe_filename(name)));
         let lock_path = log.with_file_name(format!("{}.lock", safe_filename(name)));
         safe::ensure_dir(root, &self.canonical_logs())?;
-        let _lock = safe::lock(root, &lock_path)?;
+        let lock = safe::lock(root, &lock_path)?;
         let sidecar = match safe::read(root, &sidecar_path)? {
             None => Sidecar::genesis(),
             Some(bytes) => Sidecar::parse(&bytes).ok_or_else(|| AuditError::StateInvalid {
@@ -251,6 +265,12 @@ impl Audit {
                 why: "the digest sidecar is not a valid sidecar document".into(),
             })?,
         };
+        Ok((lock, log, sidecar_path, sidecar))
+    }
+
+    fn append_canonical(&self, name: &str, line: &[u8]) -> Result<(), AuditError> {
+        let root = self.state_root();
+        let (_lock, log, sidecar_path, sidecar) = self.lock_canonical(name)?;
         let actual = safe::size(root, &log)?;
         if actual != sidecar.bytes {
             return Err(AuditError::StateInvalid {
@@ -275,18 +295,7 @@ impl Audit {
     /// up by one; then the workspace copy is replaced.
     pub fn write_full_file(&self, name: &str, content: &[u8]) -> Result<(), AuditError> {
         let root = self.state_root();
-        let log = self.canonical_log(name);
-        let sidecar_path = log.with_file_name(format!("{}.digest", safe_filename(name)));
-        let lock_path = log.with_file_name(format!("{}.lock", safe_filename(name)));
-        safe::ensure_dir(root, &self.canonical_logs())?;
-        let _lock = safe::lock(root, &lock_path)?;
-        let previous = match safe::read(root, &sidecar_path)? {
-            None => Sidecar::genesis(),
-            Some(bytes) => Sidecar::parse(&bytes).ok_or_else(|| AuditError::StateInvalid {
-                what: safe::shown(root, &sidecar_path),
-                why: "the digest sidecar is not a valid sidecar document".into(),
-            })?,
-        };
+        let (_lock, log, sidecar_path, previous) = self.lock_canonical(name)?;
         safe::write_atomic(root, &log, content)?;
         let next = Sidecar {
             sequence: previous.sequence + 1,

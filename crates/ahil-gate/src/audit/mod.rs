@@ -14,7 +14,6 @@ use std::path::{Component, Path, PathBuf};
 
 use ahil_config::LoadedConfig;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 pub mod chain;
 pub mod errors;
@@ -206,15 +205,7 @@ pub fn project_digest(config_path: &Path, workspace: &Path) -> String {
         real(config_path).display(),
         real(workspace).display()
     );
-    hex(&Sha256::digest(identity.as_bytes()))
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(64), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
+    ahil_config::digest::sha256_hex(identity.as_bytes())
 }
 
 /// A configured directory as a workspace-relative POSIX path, resolved lexically (`.` and `..`

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use ahil_config::time::iso_millis;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::owner::Owner;
 use crate::envelope::Outcome;
@@ -45,7 +44,7 @@ impl LockRoot {
     }
 
     fn digest(resource: &str) -> String {
-        super::owner::to_hex(&Sha256::digest(resource.as_bytes()))
+        ahil_config::digest::sha256_hex(resource.as_bytes())
     }
 
     pub fn lock_path(&self, resource: &str) -> PathBuf {

@@ -52,18 +52,7 @@ pub fn random_hex(bytes: usize) -> String {
             *b = seed.to_le_bytes()[i % 16];
         }
     }
-    to_hex(&buf)
-}
-
-/// Lowercase hex of `bytes`.
-pub fn to_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+    ahil_config::digest::hex(&buf)
 }
 
 fn hostname() -> String {

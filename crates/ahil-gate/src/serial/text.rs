@@ -81,7 +81,7 @@ pub fn parse_hex(text: &str) -> Option<Vec<u8>> {
 
 /// Lowercase hexadecimal, no separators.
 pub fn to_hex(bytes: &[u8]) -> String {
-    crate::ownership::owner::to_hex(bytes)
+    ahil_config::digest::hex(bytes)
 }
 
 #[cfg(test)]
