@@ -30,6 +30,10 @@ fi
 # compiler. Recommends stay out: QEMU's pull in a desktop (GTK, gstreamer, mesa).
 sim_missing=()
 command -v gdb-multiarch >/dev/null 2>&1 || sim_missing+=(gdb-multiarch)
+# `ip` at a fixed system path: SocketCAN buses read the kernel's link report with it (never via PATH).
+[ -x /sbin/ip ] || [ -x /usr/sbin/ip ] || [ -x /bin/ip ] || [ -x /usr/bin/ip ] || sim_missing+=(iproute2)
+# tmux: the end-to-end test of `agentic-hil watch` reads its live screen from a detached pane.
+command -v tmux >/dev/null 2>&1 || sim_missing+=(tmux)
 if ((with_arm_gcc)) && ! command -v arm-none-eabi-gcc >/dev/null 2>&1; then
   sim_missing+=(gcc-arm-none-eabi)
 fi
@@ -70,6 +74,27 @@ SOURCES
   fi
 fi
 
+# Real probe tools for their no-hardware paths (no probe, bad script, the dummy adapter): Debian's OpenOCD,
+# and pyOCD from PyPI (Debian's python3-pyocd is far too old) in its own venv under target/.
+if ! command -v openocd >/dev/null 2>&1; then
+  echo "setup: installing openocd"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends openocd >/dev/null
+fi
+pyocd_venv=target/pyocd-venv
+if [ ! -x "$pyocd_venv/bin/pyocd" ]; then
+  echo "setup: installing pyocd 0.46.0 into $pyocd_venv"
+  python3 -m venv "$pyocd_venv"
+  "$pyocd_venv/bin/pip" install -q --disable-pip-version-check pyocd==0.46.0
+fi
+# esptool 5 (the only major the esptool backend reads) for its version and no-device paths.
+esptool_venv=target/esptool-venv
+if [ ! -x "$esptool_venv/bin/esptool" ]; then
+  echo "setup: installing esptool 5.5.0 into $esptool_venv"
+  python3 -m venv "$esptool_venv"
+  "$esptool_venv/bin/pip" install -q --disable-pip-version-check esptool==5.5.0
+fi
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust stable (rustup) and run again" >&2
   exit 1
@@ -82,4 +107,18 @@ if [ ! -x "$ref/bin/agentic-hil" ]; then
   echo "setup: installing the reference agentic-hil 0.25.0 into $ref"
   python3 -m venv "$ref"
   "$ref/bin/pip" install -q --disable-pip-version-check agentic-hil==0.25.0
+fi
+
+# The pytest plugin's suite: pytest and python/pytest-agentic-hil, installed editable so the suite
+# always runs this checkout's plugin.
+pyt=target/pytest-venv
+if ! "$pyt/bin/python" - >/dev/null 2>&1 <<'PY'
+import pathlib, pytest, pytest_agentic_hil
+assert pytest.__version__ == "8.4.2"
+assert pathlib.Path(pytest_agentic_hil.__file__).resolve().is_relative_to(pathlib.Path("python").resolve())
+PY
+then
+  echo "setup: installing pytest 8.4.2 and python/pytest-agentic-hil into $pyt"
+  python3 -m venv "$pyt"
+  "$pyt/bin/pip" install -q --disable-pip-version-check pytest==8.4.2 -e python/pytest-agentic-hil
 fi

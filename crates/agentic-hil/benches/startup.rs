@@ -1,6 +1,7 @@
-//! Start-up benchmark: process start to the `tools/list` answer over stdio, and the peak resident
-//! memory at that moment, for this binary and (when installed) the reference implementation, in the
-//! same run. Run with `cargo bench -p agentic-hil --bench startup`.
+//! Start-up benchmark: process start to the `tools/list` answer over stdio, the peak resident
+//! memory at that moment, and then the round trip of a gate-only call (`hardware_lease_status`: the
+//! whole pipeline and the lease records, no device), for this binary and (when installed) the
+//! reference implementation, in the same run. Run with `cargo bench -p agentic-hil --bench startup`.
 
 // Memory figures are KiB counts far below 2^52, so the float conversions are exact.
 #![allow(clippy::cast_precision_loss)]
@@ -11,10 +12,13 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const RUNS: usize = 30;
+/// Gate-only calls per server, after start-up.
+const CALLS: usize = 10;
 
 struct Sample {
     elapsed: Duration,
     peak_rss_kib: u64,
+    calls: Vec<Duration>,
 }
 
 fn main() {
@@ -30,9 +34,11 @@ fn main() {
         let ours_ms = median_ms(&ours_samples);
         let ref_ms = median_ms(&ref_samples);
         println!(
-            "ratio: start-up {:.1}x faster, peak RSS {:.1}x smaller (medians of {RUNS})",
+            "ratio: start-up {:.1}x faster, peak RSS {:.1}x smaller, hardware_lease_status {:.1}x faster (medians of {RUNS} starts, {} calls)",
             ref_ms / ours_ms,
-            median_rss(&ref_samples) as f64 / median_rss(&ours_samples) as f64
+            median_rss(&ref_samples) as f64 / median_rss(&ours_samples) as f64,
+            median_call_ms(&ref_samples) / median_call_ms(&ours_samples),
+            RUNS * CALLS
         );
     } else {
         println!(
@@ -137,12 +143,50 @@ fn once(world: &World, program: &Path) -> Sample {
     }
     let elapsed = start.elapsed();
     let peak_rss_kib = peak_rss(child.id()).unwrap_or(0);
+    let mut calls = Vec::with_capacity(CALLS);
+    for id in 0..CALLS {
+        let id = 100 + id;
+        let call = Instant::now();
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"hardware_lease_status","arguments":{{}}}}}}"#
+        )
+        .expect("send");
+        stdin.flush().expect("flush");
+        loop {
+            line.clear();
+            let n = stdout.read_line(&mut line).expect("read");
+            assert!(
+                n > 0,
+                "server closed before answering hardware_lease_status"
+            );
+            let answer: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            if answer["id"] == id {
+                assert!(
+                    answer["result"]["structuredContent"]["ok"] == true,
+                    "hardware_lease_status failed: {line}"
+                );
+                break;
+            }
+        }
+        calls.push(call.elapsed());
+    }
     drop(stdin);
     let _ = child.wait();
     Sample {
         elapsed,
         peak_rss_kib,
+        calls,
     }
+}
+
+fn median_call_ms(samples: &[Sample]) -> f64 {
+    let mut ms: Vec<f64> = samples
+        .iter()
+        .flat_map(|s| s.calls.iter().map(|c| c.as_secs_f64() * 1000.0))
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    ms[ms.len() / 2]
 }
 
 /// VmHWM: the high-water mark of resident memory since the process started.
@@ -171,9 +215,10 @@ fn median_rss(samples: &[Sample]) -> u64 {
 
 fn report(name: &str, samples: &[Sample]) {
     println!(
-        "{name}: start to tools/list median {:.2} ms, peak RSS median {:.1} MiB ({} runs)",
+        "{name}: start to tools/list median {:.2} ms, peak RSS median {:.1} MiB ({} runs); hardware_lease_status median {:.2} ms",
         median_ms(samples),
         median_rss(samples) as f64 / 1024.0,
-        samples.len()
+        samples.len(),
+        median_call_ms(samples)
     );
 }

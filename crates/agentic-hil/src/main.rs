@@ -2,13 +2,18 @@
 //! one result document it gets back; this crate never names a driver.
 
 mod cli;
+mod completions;
 mod comstdio;
+mod config_cli;
 mod evidence;
 mod files;
+mod install;
 mod mcp;
 mod plans;
+mod reactor_cli;
 mod render;
 mod sim;
+mod watch;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -54,6 +59,36 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let workspace = workspace_dir()?;
     let document = match &cli.command {
         Command::McpStdio => return mcp::serve(&workspace, &env),
+        Command::Completions { shell } => {
+            completions::completions(*shell, &mut std::io::stdout().lock());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Man => {
+            completions::man(&mut std::io::stdout().lock())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Watch {
+            once,
+            width,
+            height,
+            interval_ms,
+        } => {
+            let options = watch::Options {
+                once: *once,
+                width: *width,
+                height: *height,
+                refresh: std::time::Duration::from_millis(*interval_ms),
+            };
+            return watch::run(&workspace, &env, &options);
+        }
+        Command::CanBridgeSim { args } => {
+            let code = ahil_gate::can::bridge_simulator(args);
+            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+        }
+        Command::PsuSim { args } => {
+            let code = ahil_gate::power::supply_simulator(args);
+            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+        }
         Command::ComStdio {
             port_id,
             max_read_bytes,
@@ -66,9 +101,82 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             };
             return Ok(comstdio::run(&workspace, &env, &options));
         }
-        Command::Init { force } => to_value(&ahil_gate::provision::init(&workspace, &env, *force))?,
+        Command::Init { force, agent } => install::init(&workspace, &env, *force, *agent),
         Command::Doctor => to_value(&ahil_gate::doctor(&workspace, &env))?,
+        Command::LeaseStatus => ahil_gate::operator::lease_status(&workspace, &env),
+        Command::Recover {
+            confirm_safe_state,
+            quarantine_id,
+            accept_config_change,
+            retire_records,
+        } => ahil_gate::operator::recover(
+            &workspace,
+            &env,
+            &ahil_gate::operator::RecoverOptions {
+                confirm_safe_state: *confirm_safe_state,
+                quarantine_id: quarantine_id.clone(),
+                accept_config_change: *accept_config_change,
+                retire_records: *retire_records,
+            },
+        ),
+        Command::Grant { keys } => config_cli::set_permissions(&workspace, &env, keys, true),
+        Command::Revoke { keys } => config_cli::set_permissions(&workspace, &env, keys, false),
+        Command::ConfigReload => config_cli::preview_reload(&workspace, &env),
+        Command::ComPorts => config_cli::com_ports(),
+        Command::DebuggerProbes => config_cli::debugger_probes(&workspace, &env)?,
+        Command::AdoptHardware {
+            debugger,
+            com_port,
+            probe_id,
+            dry_run,
+        } => config_cli::adopt_hardware(
+            &workspace,
+            &env,
+            debugger.as_deref(),
+            com_port.as_deref(),
+            probe_id.as_deref(),
+            *dry_run,
+        ),
+        Command::AgentInstall {
+            agent,
+            force,
+            launcher,
+        } => install::agent_install(&workspace, &env, *agent, *force, launcher.as_deref()),
+        Command::SkillInstall {
+            agent,
+            target,
+            force,
+        } => install::skill_install(&env, *agent, target.as_deref(), *force),
+        Command::Uninstall { agent } => install::uninstall(&env, agent),
+        Command::Setup {
+            agent,
+            force,
+            launcher,
+        } => install::setup(&workspace, &env, *agent, *force, launcher.as_deref()),
         Command::ReportStateRepair => evidence::report_state_repair(&workspace, &env),
+        Command::TestReactor {
+            test_config,
+            wait_s,
+            detach,
+            junit_xml,
+            run_handle,
+        } => reactor_cli::run(
+            &workspace,
+            &env,
+            &reactor_cli::RunOptions {
+                test_config: test_config.as_deref(),
+                wait_s: *wait_s,
+                detach: *detach,
+                junit_xml: junit_xml.as_deref(),
+                run_handle: run_handle.as_deref(),
+            },
+        )?,
+        Command::TestReactorStatus { run } => {
+            reactor_cli::lifecycle(&workspace, &env, "test_reactor_status", run.as_deref())?
+        }
+        Command::TestReactorStop { run } => {
+            reactor_cli::lifecycle(&workspace, &env, "test_reactor_stop", Some(run))?
+        }
         Command::RunEvidence { report, out } => evidence::run_evidence(&workspace, report, out),
         Command::Sim(command) => sim::run(&workspace, &env, command)?,
         Command::Schema { output, force } => {
@@ -103,7 +211,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     // The terminal is a sink like any other: nothing secret reaches it.
     let document = ahil_gate::audit::redact(&document);
     emit(&document, cli.json)?;
-    Ok(if ahil_gate::overall_success_value(&document) {
+    Ok(if ahil_gate::conclusive_success_value(&document) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -3,63 +3,17 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::process::Stdio;
 
+use support::raw::{EchoBoard, Mcp, configure_uart as configure};
 use support::{World, reference};
-
-/// Echoes what it receives in upper case for 20 s; prints the device path first.
-const ECHO_BOARD: &str = r"
-import os, select, sys, time, tty
-m, s = os.openpty()
-tty.setraw(m); tty.setraw(s)
-print(os.ttyname(s), flush=True)
-os.close(s)
-end = time.time() + 20
-while time.time() < end:
-    r, _, _ = select.select([m], [], [], 0.1)
-    if not r:
-        continue
-    try:
-        data = os.read(m, 4096)
-    except OSError:
-        time.sleep(0.02)
-        continue
-    os.write(m, data.upper())
-";
-
-fn echo_board() -> (Child, String) {
-    let mut child = Command::new("python3")
-        .args(["-c", ECHO_BOARD])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().expect("stdout"))
-        .read_line(&mut line)
-        .expect("the board names its device");
-    (child, line.trim().to_owned())
-}
-
-fn configure(world: &World, device: &str) {
-    let out = world.run(&["init"]);
-    assert!(
-        out.status.success(),
-        "init: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = world.config_path();
-    let text = std::fs::read_to_string(&path).expect("config");
-    let ports = format!(
-        "com_ports:\n  uart0:\n    device: \"{device}\"\n    identity_source: device\n    permissions:\n      allow_write: true\n"
-    );
-    std::fs::write(&path, text.replacen("com_ports: {}", &ports, 1)).expect("write config");
-}
 
 #[test]
 fn com_stdio_sends_stdin_to_the_port_and_prints_what_comes_back() {
     let world = World::new();
-    let (mut board, device) = echo_board();
+    let board = EchoBoard::start();
+    let device = board.device.clone();
     configure(&world, &device);
     let mut child = world
         .command()
@@ -82,8 +36,7 @@ fn com_stdio_sends_stdin_to_the_port_and_prints_what_comes_back() {
         .write_all(b"hello board\n")
         .expect("typed");
     let out = child.wait_with_output().expect("com-stdio ends");
-    let _ = board.kill();
-    let _ = board.wait();
+    drop(board);
     assert!(
         out.status.success(),
         "stderr: {}",
@@ -115,77 +68,6 @@ fn com_stdio_on_an_unknown_port_fails_with_one_json_line() {
     );
 }
 
-/// An MCP server (ours or the reference) driven with JSON-RPC lines.
-struct Mcp {
-    child: Child,
-    stdin: std::process::ChildStdin,
-    stdout: BufReader<std::process::ChildStdout>,
-    next: u64,
-}
-
-impl Mcp {
-    fn start(world: &World, program: &std::path::Path) -> Self {
-        let mut cmd = Command::new(program);
-        world.scrub(&mut cmd);
-        let mut child = cmd
-            .arg("mcp-stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("mcp-stdio starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut mcp = Self {
-            child,
-            stdin,
-            stdout,
-            next: 0,
-        };
-        mcp.request("initialize", &serde_json::json!({
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}));
-        mcp.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        mcp
-    }
-
-    fn send(&mut self, message: &serde_json::Value) {
-        self.stdin
-            .write_all(format!("{message}\n").as_bytes())
-            .expect("send");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: &serde_json::Value) -> serde_json::Value {
-        self.next += 1;
-        let id = self.next;
-        self.send(
-            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
-        );
-        loop {
-            let mut line = String::new();
-            self.stdout.read_line(&mut line).expect("answer");
-            let doc: serde_json::Value = serde_json::from_str(&line).expect("JSON-RPC");
-            if doc["id"] == id {
-                return doc["result"].clone();
-            }
-        }
-    }
-
-    fn call(&mut self, tool: &str, args: &serde_json::Value) -> serde_json::Value {
-        self.request(
-            "tools/call",
-            &serde_json::json!({"name": tool, "arguments": args}),
-        )
-    }
-}
-
-impl Drop for Mcp {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn refused_as_busy(result: &serde_json::Value) -> bool {
     result["isError"] == true
         && ["device_busy", "com_port_busy", "resource_busy"].contains(
@@ -201,7 +83,8 @@ fn a_session_here_and_one_in_the_reference_exclude_each_other_on_one_port() {
         return;
     };
     let world = World::new();
-    let (mut board, device) = echo_board();
+    let board = EchoBoard::start();
+    let device = board.device.clone();
     configure(&world, &device);
     let start = serde_json::json!({"port_id": "uart0"});
     let ours_path = std::path::Path::new(World::binary());
@@ -229,14 +112,14 @@ fn a_session_here_and_one_in_the_reference_exclude_each_other_on_one_port() {
         );
         assert_eq!(other.call("com_session_stop", &start)["isError"], false);
     }
-    let _ = board.kill();
-    let _ = board.wait();
+    drop(board);
 }
 
 #[test]
 fn device_bytes_over_mcp_are_marked_untrusted_in_meta() {
     let world = World::new();
-    let (mut board, device) = echo_board();
+    let board = EchoBoard::start();
+    let device = board.device.clone();
     configure(&world, &device);
     let mut mcp = Mcp::start(&world, std::path::Path::new(World::binary()));
     let results: Vec<serde_json::Value> = [
@@ -254,8 +137,7 @@ fn device_bytes_over_mcp_are_marked_untrusted_in_meta() {
     .into_iter()
     .map(|(tool, args)| mcp.call(tool, &args))
     .collect();
-    let _ = board.kill();
-    let _ = board.wait();
+    drop(board);
     let read = &results[2];
     assert_eq!(read["isError"], false, "{read}");
     assert_eq!(

@@ -33,7 +33,12 @@ fn world(debug: &str) -> World {
     let fw = world.workspace.join("fw");
     std::fs::create_dir_all(&fw).expect("fw dir");
     let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    for name in ["ahil-fw-v1.elf", "ahil-fw-v1.hex", "ahil-fw-v2.elf"] {
+    for name in [
+        "ahil-fw-v1.elf",
+        "ahil-fw-v1.hex",
+        "ahil-fw-v2.elf",
+        "ahil-fw-v1-nodebug.elf",
+    ] {
         std::fs::copy(build.join(name), fw.join(name)).expect("firmware copies");
     }
     world
@@ -348,6 +353,17 @@ async fn a_server_that_exits_mid_session_leaves_no_gdb_and_the_core_halted() {
         json!("running"),
         "the server's exit left the core halted"
     );
+    // The session was closed in order at the end of stdin, so its lease ended cleanly.
+    let mut status = Value::Null;
+    while std::time::Instant::now() < deadline {
+        status = world.run_json(&["lease-status"]).0;
+        if status["record"]["state"] == json!("released") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(status["record"]["state"], json!("released"), "{status}");
+    assert_eq!(status["blocked"], json!(false), "{status}");
 }
 
 #[tokio::test]
@@ -530,4 +546,37 @@ fn a_server_killed_mid_session_leaves_no_gdb_and_the_core_halted() {
         json!("running"),
         "the killed server left the core halted"
     );
+}
+
+#[tokio::test]
+async fn an_image_without_debug_info_reads_symbols_from_its_symbol_table() {
+    let world = world("debug:\n  allow_all_symbols: true\n");
+    let _board = Board::start(&world);
+    let client = support::connect(&world).await;
+    ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v1-nodebug.elf", "mode": "attach"}),
+    )
+    .await;
+    let value = ok(&client, "debug_symbol_value", json!({"symbol": "g_u32"})).await;
+    assert_eq!(value["resolved_from"], json!("elf_symbol_table"), "{value}");
+    assert_eq!(value["size_bytes"], json!(4), "{value}");
+    assert_eq!(value["value_unsigned"], json!(0xDEAD_BEEF_u32), "{value}");
+    let signed = ok(&client, "debug_symbol_value", json!({"symbol": "g_i16"})).await;
+    assert_eq!(signed["value_signed"], json!(-1234), "{signed}");
+    let (missing, is_error) = call(
+        &client,
+        "debug_symbol_value",
+        json!({"symbol": "no_such_thing"}),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(
+        missing["symbol_table_lookup"],
+        json!("not_found"),
+        "{missing}"
+    );
+    ok(&client, "debug_stop_session", json!({})).await;
+    client.cancel().await.expect("client closes");
 }

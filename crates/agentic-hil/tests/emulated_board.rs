@@ -309,6 +309,71 @@ async fn killing_qemu_in_the_middle_of_a_flash_leaves_the_hardware_state_unknown
     assert_eq!(doc["hardware_state"], json!("unknown"), "{doc}");
     assert_eq!(doc["retry_safe"], json!(false), "{doc}");
     assert_eq!(doc["side_effect_status"], json!("unknown"), "{doc}");
+    // The unknown state is an incident: the default policy tries a reset into halt, which fails
+    // on a dead board, so the incident is stood down at the end of the call and said so.
+    assert_eq!(
+        doc["cleanup_reasons"],
+        json!(["debugger_result_unconfirmed"]),
+        "{doc}"
+    );
+    assert_eq!(doc["recovery"]["attempted"], json!(true), "{doc}");
+    assert_eq!(doc["recovery"]["outcome"], json!("failed"), "{doc}");
+    assert_eq!(
+        doc["recovery"]["failed_action"],
+        json!("reset_halt"),
+        "{doc}"
+    );
+    assert_eq!(doc["incident_stood_down"], json!(true), "{doc}");
+    assert_eq!(doc["quarantined"], json!(false), "{doc}");
+    client.cancel().await.expect("client closes");
+    let ledger = std::fs::read_to_string(
+        bench
+            .world
+            .home
+            .join(".local/state/agentic-hil/coordination/recovery.jsonl"),
+    )
+    .expect("the ledger exists");
+    assert!(
+        ledger.contains("\"incident_stood_down\"")
+            && ledger.contains("debugger_result_unconfirmed"),
+        "{ledger}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_killed_in_the_middle_of_a_flash_leaves_an_incident_the_next_call_recovers() {
+    let bench = Bench::full();
+    let pid = bench.qemu_pid().to_string();
+    let mut doomed = support::raw::Mcp::ours(&bench.world);
+    // Frozen, the board holds the flash in flight while its server dies.
+    let stopped = Command::new("kill").args(["-STOP", &pid]).status();
+    assert!(stopped.is_ok_and(|s| s.success()), "qemu is stopped");
+    doomed.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "flash_firmware", "arguments": flash_args("fw/ahil-fw-v2.elf", 2)}}));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    doomed.kill9();
+    let resumed = Command::new("kill").args(["-CONT", &pid]).status();
+    assert!(resumed.is_ok_and(|s| s.success()), "qemu resumes");
+
+    let (status, _) = bench.world.run_json(&["lease-status"]);
+    assert_eq!(status["blocked"], json!(true), "{status}");
+    assert_eq!(status["auto_recoverable"], json!(true), "{status}");
+    let client = bench.connect().await;
+    let (doc, is_error) = call(&client, "probe_target", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["recovery"]["outcome"], json!("recovered"), "{doc}");
+    assert_eq!(doc["recovery"]["incident_resolved"], json!(true), "{doc}");
+    assert_eq!(
+        doc["recovery"]["resolved_reason"],
+        json!("owner_process_exited_without_release"),
+        "{doc}"
+    );
+    assert_eq!(
+        doc["recovery"]["actions"],
+        json!(["reap_processes", "reset_halt", "probe_target"])
+    );
+    let (status, _) = bench.world.run_json(&["lease-status"]);
+    assert_eq!(status["blocked"], json!(false), "{status}");
     client.cancel().await.expect("client closes");
 }
 

@@ -8,6 +8,7 @@ pub mod digest;
 mod discover;
 mod error;
 mod load;
+pub mod lockfile;
 mod model;
 mod model_io;
 mod node;
@@ -22,6 +23,7 @@ mod spec;
 mod status;
 mod template;
 pub mod time;
+pub mod write;
 
 pub use discover::{
     CONFIG_ENV_VAR, ConfigLocation, Environment, canonical_config_path, check_workspace_not_home,

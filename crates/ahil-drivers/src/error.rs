@@ -65,6 +65,44 @@ pub enum DriverError {
     /// The host refused something the driver needed (spawning, pipes, reading output).
     #[error("host I/O failed: {0}")]
     Io(#[from] std::io::Error),
+    /// A CLI backend ran and its own words (or exit, or missing success text) put the failure in one
+    /// of the published classes.
+    #[error("{}", .0.summary)]
+    Classified(Box<Classified>),
+}
+
+/// One run of a backend CLI, as the log keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transcript {
+    /// The command line (arguments with whitespace quoted).
+    pub command: String,
+    /// The exit code, when the child exited by itself.
+    pub returncode: Option<i32>,
+    /// Whether the deadline (or a cancel) killed it.
+    pub timed_out: bool,
+    /// Captured stdout.
+    pub stdout: String,
+    /// Captured stderr.
+    pub stderr: String,
+}
+
+/// A classified CLI failure: the public `error_type`, the backend's finer class, and the evidence.
+#[derive(Debug, Clone)]
+pub struct Classified {
+    /// The public `error_type` (`adapter_not_found`, `verify_failed`, …).
+    pub error_type: &'static str,
+    /// The backend's own class (`probe_not_found`, `flash_unconfirmed`, …).
+    pub backend_error_type: &'static str,
+    /// One sentence for the agent.
+    pub summary: String,
+    /// What usually causes this class.
+    pub likely_causes: Vec<String>,
+    /// What the driver can prove about contact.
+    pub contact: Contact,
+    /// The runs that led here, oldest first.
+    pub transcripts: Vec<Transcript>,
+    /// Class-specific evidence (`rejected_commands`, `operation_result`, `erase_abort_point`, …).
+    pub details: serde_json::Map<String, serde_json::Value>,
 }
 
 impl DriverError {
@@ -75,6 +113,7 @@ impl DriverError {
             Self::Timeout { .. } => "timeout",
             Self::Backend { .. } => "debugger_error",
             Self::Io(_) => "backend_error",
+            Self::Classified(c) => c.error_type,
         }
     }
 
@@ -87,6 +126,7 @@ impl DriverError {
             | Self::Timeout { contact, .. }
             | Self::Backend { contact, .. } => contact.clone(),
             Self::Io(_) => Contact::Possible,
+            Self::Classified(c) => c.contact.clone(),
         }
     }
 }

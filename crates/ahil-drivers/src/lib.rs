@@ -3,10 +3,17 @@
 //! Drivers report what they know (exit codes, output, [`Contact`]); the gate decides what it means for
 //! permissions, retry safety and incidents.
 
+pub mod can;
+pub mod cubeprog;
 pub mod error;
+pub mod esptool;
 pub mod gdbmi;
+pub mod openocd;
 pub mod probe;
+pub mod probe_cli;
 pub mod process;
+pub mod psu;
+pub mod pyocd;
 pub mod qemu;
 pub mod serial;
 pub mod version;

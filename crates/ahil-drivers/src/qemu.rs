@@ -457,6 +457,10 @@ fn with_contact(error: DriverError, contact: Contact) -> DriverError {
             DriverError::DebuggerNotFound { detail, contact }
         }
         io @ DriverError::Io(_) => io,
+        DriverError::Classified(mut classified) => {
+            classified.contact = contact;
+            DriverError::Classified(classified)
+        }
     }
 }
 

@@ -161,6 +161,15 @@ fn bench(label: &str, binary: &Path) {
         assert!(answer["until_matched"] == true, "{label}: {answer}");
     }
 
+    // An audited effect: each com_write is a report plus chained log lines, fsynced, before it answers.
+    let mut writes = Vec::with_capacity(LATENCY_ROUNDS);
+    for _ in 0..LATENCY_ROUNDS {
+        let sent = Instant::now();
+        let answer = server.call("com_write", &json!({"port_id": "uart0", "text": "w\n"}));
+        writes.push(sent.elapsed().as_secs_f64() * 1000.0);
+        assert!(answer["ok"] == true, "{label}: {answer}");
+    }
+
     // Throughput: a sender thread paces 300 kB/s of a counting pattern; the client drains.
     let ticks_before = server.cpu_ticks();
     let total = BYTES_PER_S * usize::try_from(THROUGHPUT.as_secs()).unwrap_or(10);
@@ -217,6 +226,10 @@ fn bench(label: &str, binary: &Path) {
     let (rate, cpu) = (
         received as f64 / drained.as_secs_f64() / 1000.0,
         ticks as f64 / 100.0 / drained.as_secs_f64() * 100.0,
+    );
+    println!(
+        "{label:>10}: audited com_write round trip median {:.2} ms ({LATENCY_ROUNDS} writes)",
+        median(writes)
     );
     println!(
         "{label:>10}: latency median {:.2} ms (min {:.2}, {LATENCY_ROUNDS} rounds) | throughput {rate:.0} kB/s, {received}/{total} bytes in {:.1} s (sent in {:.1} s), overflow {overflow}, discontinuities {corrupt}, server CPU {cpu:.0}%",

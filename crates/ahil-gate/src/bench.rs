@@ -19,9 +19,13 @@ use crate::catalogue::{self, ToolSpec};
 use crate::claims::Claims;
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus, mark_side_effect};
 use crate::ownership::Ownership;
+use crate::ownership::coordination::Incident;
+use crate::ownership::reasons;
 use crate::policy::{self, Refusal};
 use crate::snapshot::Snapshot;
 use crate::validate;
+
+mod leases;
 use ahil_config::time;
 
 /// Tools whose answer always carries `config_status`, stale or not: they are how an agent asks
@@ -39,6 +43,8 @@ enum State {
     Unprovisioned {
         workspace: PathBuf,
         why: ConfigError,
+        /// Known when the frontend may let `project_config_create` write the first configuration.
+        env: Option<Environment>,
     },
 }
 
@@ -53,6 +59,38 @@ struct Provisioned {
     serial: Arc<crate::serial::Sessions>,
     /// The open debug session, held across calls.
     debug: Arc<crate::debug::Sessions>,
+    /// Open CAN sessions, held across calls.
+    can: Arc<crate::can::Sessions>,
+    /// This configuration's leases and incidents.
+    leases: leases::Leases,
+    /// The configuration after a description reload; `loaded` until one happens.
+    description: crate::config_edit::reload::DescriptionSlot,
+}
+
+impl Provisioned {
+    /// What an action of `tool` gets to look at: this gate's state under `loaded` (the description
+    /// in force) and the call's snapshot.
+    fn context<'a>(
+        &'a self,
+        tool: &'a str,
+        args: &'a Value,
+        loaded: &'a LoadedConfig,
+        snapshot: &'a Snapshot,
+    ) -> Context<'a> {
+        Context {
+            tool,
+            args,
+            loaded,
+            env: &self.env,
+            snapshot,
+            ownership: &self.ownership,
+            serial: &self.serial,
+            debug: &self.debug,
+            can: &self.can,
+            coordinator: &self.leases.coordinator,
+            description: &self.description,
+        }
+    }
 }
 
 impl Bench {
@@ -61,9 +99,16 @@ impl Bench {
         Self {
             state: State::Provisioned(Box::new(Provisioned {
                 audit: Audit::for_config(&loaded),
-                ownership: Arc::new(Ownership::for_process(&env.home, "mcp")),
+                ownership: {
+                    let ownership = Arc::new(Ownership::for_process(&env.home, "mcp"));
+                    ownership.start_heartbeat();
+                    ownership
+                },
                 serial: Arc::default(),
                 debug: Arc::default(),
+                can: Arc::default(),
+                leases: leases::Leases::new(&loaded, "mcp"),
+                description: crate::config_edit::reload::DescriptionSlot::default(),
                 loaded,
                 env,
             })),
@@ -71,12 +116,52 @@ impl Bench {
         }
     }
 
+    /// A gate over a loaded configuration whose device locks name `frontend` as their holder
+    /// (`operator-cli`, `test-reactor`, …) instead of `mcp`.
+    pub fn provisioned_as(loaded: LoadedConfig, env: Environment, frontend: &str) -> Self {
+        let mut bench = Self::provisioned(loaded, env);
+        if let State::Provisioned(parts) = &mut bench.state {
+            parts.ownership = Arc::new(Ownership::for_process(&parts.env.home, frontend));
+            parts.ownership.start_heartbeat();
+            parts.leases = leases::Leases::new(&parts.loaded, frontend);
+        }
+        bench
+    }
+
+    /// What the test reactor needs beside [`Bench::call`]: the configuration, the environment, the
+    /// bench ownership its run holds, and the audit trail its report goes to.
+    pub(crate) fn reactor_view(&self) -> Option<crate::reactor::View<'_>> {
+        match &self.state {
+            State::Provisioned(bench) => Some(crate::reactor::View {
+                loaded: &bench.loaded,
+                env: &bench.env,
+                ownership: &bench.ownership,
+                audit: &bench.audit,
+            }),
+            State::Unprovisioned { .. } => None,
+        }
+    }
+
     /// A gate for a workspace without a configuration: it lists the tools and refuses every call.
     pub fn unprovisioned(workspace: PathBuf, why: ConfigError) -> Self {
         Self {
-            state: State::Unprovisioned { workspace, why },
+            state: State::Unprovisioned {
+                workspace,
+                why,
+                env: None,
+            },
             claims: Claims::default(),
         }
+    }
+
+    /// A gate without a configuration whose `project_config_create` may write the first one in
+    /// `env`'s configuration directory.
+    pub fn unprovisioned_in(workspace: PathBuf, why: ConfigError, env: Environment) -> Self {
+        let mut bench = Self::unprovisioned(workspace, why);
+        if let State::Unprovisioned { env: slot, .. } = &mut bench.state {
+            *slot = Some(env);
+        }
+        bench
     }
 
     /// Whether a configuration is loaded.
@@ -105,6 +190,36 @@ impl Bench {
         catalogue::tools(self.is_provisioned())
     }
 
+    /// Closes what this server holds, in order, through the gate so each close is reported: the
+    /// debug session first (its stop reconfirms the halt before detaching), then COM and CAN sessions,
+    /// then the open run; then every lease a session kept. Returns the close results.
+    pub async fn shutdown(&self) -> Vec<Outcome> {
+        let State::Provisioned(bench) = &self.state else {
+            return Vec::new();
+        };
+        let mut closed = Vec::new();
+        if bench.debug.is_active() {
+            closed.push(self.call("debug_stop_session", serde_json::json!({})).await);
+        }
+        for port_id in bench.serial.ids() {
+            closed.push(
+                self.call("com_session_stop", serde_json::json!({"port_id": port_id}))
+                    .await,
+            );
+        }
+        for bus_id in bench.can.ids() {
+            closed.push(
+                self.call("can_session_stop", serde_json::json!({"bus_id": bus_id}))
+                    .await,
+            );
+        }
+        if bench.ownership.runs.current().is_some() {
+            closed.push(self.call("bench_run_stop", serde_json::json!({})).await);
+        }
+        bench.leases.release_kept();
+        closed
+    }
+
     /// Run one tool call through every stage.
     pub async fn call(&self, tool: &str, args: Value) -> Outcome {
         let started = SystemTime::now();
@@ -114,6 +229,13 @@ impl Bench {
         };
         let bench = match &self.state {
             State::Provisioned(bench) => bench,
+            State::Unprovisioned {
+                workspace,
+                env: Some(env),
+                ..
+            } if tool == "project_config_create" => {
+                return actions::config_create::first_creation(workspace, env);
+            }
             State::Unprovisioned { workspace, .. } => return unprovisioned(tool, workspace),
         };
 
@@ -122,25 +244,24 @@ impl Bench {
             return answer(*refusal, &Snapshot::take(&bench.loaded), started, clock);
         }
 
-        // 2 snapshot
-        let snapshot = Snapshot::take(&bench.loaded);
+        // 2 snapshot, of the reloaded description when there is one
+        let reloaded = bench.description.current();
+        let loaded = reloaded.as_deref().unwrap_or(&bench.loaded);
+        let snapshot = Snapshot::take(loaded);
+
+        // A test plan is a frontend of this gate: every step it runs comes back through `call`.
+        if tool == crate::reactor::RUN_TOOL {
+            let outcome = crate::reactor::run_tool(self, &args).await;
+            return answer(outcome, &snapshot, started, clock);
+        }
 
         // 3 authorize
-        let ctx = Context {
-            tool,
-            args: &args,
-            loaded: &bench.loaded,
-            env: &bench.env,
-            snapshot: &snapshot,
-            ownership: &bench.ownership,
-            serial: &bench.serial,
-            debug: &bench.debug,
-        };
+        let ctx = bench.context(tool, &args, loaded, &snapshot);
         let plan = match actions::plan(&ctx) {
             Ok(plan) => plan,
             Err(refusal) => return answer(*refusal, &snapshot, started, clock),
         };
-        let config = &bench.loaded.config;
+        let config = &loaded.config;
         if let Err(refusal) = policy::authorize(
             config.version,
             &config.permissions,
@@ -168,6 +289,29 @@ impl Bench {
             return answer(audit::unavailable(tool, &err), &snapshot, started, clock);
         }
 
+        // The lease: this configuration's record of the call. It may meet an incident a dead owner
+        // left, which is settled before this call acts on the bench.
+        let lease = if leases::is_leased(tool) {
+            match bench
+                .leases
+                .coordinator
+                .acquire(&plan.resources, leases::is_containment(tool))
+            {
+                Ok(lease) => Some(lease),
+                Err(refused) => {
+                    drop(hold);
+                    drop(claim);
+                    return answer(leases::refusal(tool, refused), &snapshot, started, clock);
+                }
+            }
+        } else {
+            None
+        };
+        let met = match lease.as_ref().and_then(|l| l.met.clone()) {
+            Some(incident) => Some((leases::recover(bench, &incident).await, incident)),
+            None => None,
+        };
+
         // 5 act
         let acted = act(tool, plan.work).await;
 
@@ -176,12 +320,37 @@ impl Bench {
         if let Some(run) = hold.implicit_run(tool) {
             outcome.set("run", run);
         }
+        if let Some(lease) = &lease {
+            outcome.set("lease_id", lease.id.clone());
+            outcome.lease_state = Some("active".into());
+            if let Some(released) = &lease.released_dead_owner {
+                outcome.set("released_dead_owner", released.clone());
+            }
+            if let Some((block, incident)) = met {
+                leases::apply(&mut outcome, block, &incident, false);
+            }
+            // A failure that left the hardware unknown is an incident: recorded first, then
+            // settled by the recovery policy or stood down.
+            if outcome.hardware_state == Some(HardwareState::Unknown) {
+                let incident = Incident::new(
+                    vec![reasons::for_unconfirmed(tool).to_owned()],
+                    lease.resources.clone(),
+                );
+                if bench.leases.coordinator.open_incident(&incident).is_ok() {
+                    let block = leases::recover(bench, &incident).await;
+                    leases::apply(&mut outcome, block, &incident, true);
+                }
+            }
+        }
 
         // 7 record, with the envelope's common fields (8) already stamped so the report carries its
         // timings and config_in_force; the claim is held until the evidence is down.
         let mut outcome = answer(outcome, &snapshot, started, clock);
         if audited {
             audit::record(&bench.audit, &mut outcome, &args);
+        }
+        if let Some(lease) = lease {
+            leases::end(bench, tool, lease, &mut outcome);
         }
         drop(hold);
         drop(claim);
@@ -315,10 +484,23 @@ fn answer(
     started: SystemTime,
     clock: Instant,
 ) -> Outcome {
-    if snapshot.stale || ALWAYS_STATUS.contains(&outcome.tool.as_str()) {
+    // A call that changed the configuration in force (a description reload) brings the status
+    // after it; every other call gets the status taken before it ran.
+    if outcome.config_status.is_none()
+        && (snapshot.stale || ALWAYS_STATUS.contains(&outcome.tool.as_str()))
+    {
         outcome.config_status = Some(snapshot.status.clone());
     }
-    if snapshot.stale {
+    let stale = outcome
+        .config_status
+        .as_ref()
+        .map_or(snapshot.stale, |status| {
+            matches!(
+                status.get("state").and_then(Value::as_str),
+                Some("changed" | "missing" | "unreadable")
+            )
+        });
+    if stale {
         outcome.config_stale = Some(true);
     }
     outcome.config_in_force = Some(snapshot.in_force.clone());

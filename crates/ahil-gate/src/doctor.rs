@@ -131,6 +131,30 @@ fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Map<String, Value>) {
             };
             entry.insert("check".into(), check);
             checked += 1;
+        } else if debugger.kind == ahil_config::DebuggerType::Esptool
+            && let Some(path) = loaded.executables.debugger(name)
+        {
+            let timeout =
+                Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_secs(10));
+            let probe = ahil_drivers::esptool::Esptool::new(
+                ahil_drivers::probe_cli::CliSettings {
+                    executable: path.to_path_buf(),
+                    probe_id: None,
+                    timeout,
+                },
+                "",
+                None,
+            );
+            let budget = ahil_drivers::probe::Budget::new(timeout);
+            let check = match probe.installed_version(&budget) {
+                Ok(version) => json!({"ok": true, "version": version}),
+                Err(error) => {
+                    failed.push(name.clone());
+                    json!({"ok": false, "error_type": error.error_type(), "summary": error.to_string()})
+                }
+            };
+            entry.insert("check".into(), check);
+            checked += 1;
         }
         entries.insert(name.clone(), Value::Object(entry));
     }

@@ -164,6 +164,31 @@ impl Outcome {
         Self::blank(tool, true, summary.into())
     }
 
+    /// A result built from a JSON document: envelope fields it names go to their places, the rest
+    /// become details in the document's order.
+    pub fn from_doc(tool: &str, doc: Value) -> Self {
+        let Value::Object(map) = doc else {
+            return Self::blank(tool, false, "The result could not be formed.".into());
+        };
+        let ok = map.get("ok").and_then(Value::as_bool).unwrap_or(false);
+        let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_owned);
+        let flag = |key: &str| map.get(key).and_then(Value::as_bool);
+        let mut outcome = Self::blank(tool, ok, text("summary").unwrap_or_default());
+        outcome.error_type = text("error_type");
+        outcome.next_step = text("next_step");
+        outcome.retry_safe = flag("retry_safe");
+        outcome.audit_ok = flag("audit_ok");
+        outcome.cleanup_required = flag("cleanup_required");
+        outcome.quarantined = flag("quarantined");
+        outcome.lease_state = text("lease_state");
+        for (key, value) in map {
+            if !CORE_FIELDS.contains(&key.as_str()) {
+                outcome.details.insert(key, value);
+            }
+        }
+        outcome
+    }
+
     /// A failed result with a public `error_type`.
     pub fn refused(tool: &str, error_type: &str, summary: impl Into<String>) -> Self {
         let mut outcome = Self::blank(tool, false, summary.into());
@@ -375,6 +400,15 @@ pub fn conclusive_success(outcome: &Outcome) -> bool {
         outcome.ok
     } else {
         overall_success(outcome)
+    }
+}
+
+/// [`conclusive_success`] over a result document (what the CLI's exit code follows).
+pub fn conclusive_success_value(result: &Value) -> bool {
+    if result.get("tool").and_then(Value::as_str) == Some("hardware_lease_status") {
+        result.get("ok").and_then(Value::as_bool).unwrap_or(false)
+    } else {
+        overall_success_value(result)
     }
 }
 

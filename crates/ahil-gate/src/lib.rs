@@ -5,16 +5,24 @@ pub mod actions;
 pub mod artifacts;
 pub mod audit;
 pub mod bench;
+pub mod can;
 pub mod catalogue;
 pub mod claims;
+pub mod config_edit;
 pub mod debug;
 pub mod doctor;
 pub mod envelope;
 pub mod fsio;
+pub mod incidents;
+pub mod observe;
+pub mod operator;
 pub mod ownership;
 pub mod policy;
+pub mod power;
 pub mod provision;
+pub mod reactor;
 pub mod serial;
+pub mod session_table;
 pub mod sim;
 pub mod snapshot;
 pub mod validate;
@@ -27,7 +35,7 @@ pub use catalogue::{ToolSpec, tools};
 pub use doctor::doctor;
 pub use envelope::{
     HardwareState, Outcome, SideEffectStatus, SuccessCheck, conclusive_success,
-    failed_success_check, failed_success_check_value, mark_side_effect, overall_success,
-    overall_success_value,
+    conclusive_success_value, failed_success_check, failed_success_check_value, mark_side_effect,
+    overall_success, overall_success_value,
 };
 pub use policy::{Action, Refusal, authorize};

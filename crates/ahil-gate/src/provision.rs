@@ -24,6 +24,16 @@ pub fn init(workspace: &Path, env: &Environment, force: bool) -> Outcome {
     };
     let shown = env.display_path(&location.path);
     let existing = std::fs::read(&location.path).ok();
+    // A rewrite must not move grants under a run or session, here or in another process: holding
+    // every device the current configuration names proves none is open.
+    let _held = if existing.is_some() && force {
+        match hold_bench(workspace, env) {
+            Ok(held) => held,
+            Err(outcome) => return *outcome,
+        }
+    } else {
+        None
+    };
     let step = match (&existing, force) {
         (Some(_), false) => json!({
             "ok": true,
@@ -160,6 +170,36 @@ fn io_refusal(err: &std::io::Error) -> Outcome {
     )
     .with("error_class", format!("{:?}", err.kind()))
     .with_remediation(["Check that the configuration directory under your home is writable by you, then run init again."])
+}
+
+/// Every device of the configuration in force, held for the rewrite; `None` when the current file
+/// does not load (nothing can be driven under it, so there is nothing to protect).
+fn hold_bench(
+    workspace: &Path,
+    env: &Environment,
+) -> Result<Option<crate::ownership::Ownership>, Box<Outcome>> {
+    let Ok(loaded) = ahil_config::load_authoritative(workspace, env) else {
+        return Ok(None);
+    };
+    let mut keys = crate::actions::lease::configured_keys(&loaded);
+    keys.retain(|k| crate::ownership::device_lock::is_physical(k));
+    let ownership = crate::ownership::Ownership::for_process(&env.home, "operator-cli");
+    match ownership
+        .locks
+        .acquire(&keys, std::time::Duration::ZERO)
+    {
+        Ok(_) => Ok(Some(ownership)),
+        Err(busy) => Err(Box::new(
+            Outcome::refused(
+                TOOL,
+                "config_write_in_open_run",
+                "A run or session holds a device of this bench; the configuration is not rewritten under it.",
+            )
+            .with("resource", busy.resource.clone())
+            .with_next_step("End the run or session (or wait for it), then run `agentic-hil init --force` again.")
+            .not_started(true),
+        )),
+    }
 }
 
 #[cfg(test)]

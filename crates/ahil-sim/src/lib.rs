@@ -3,7 +3,9 @@
 //! tests drive it through the same driver traits as real hardware (`ahil_drivers::qemu`).
 
 pub mod board;
+pub mod can_bridge;
 pub mod firmware;
+pub mod psu_sim;
 pub mod uart;
 
 pub use board::{Board, BoardConfig, BoardState, SimError};

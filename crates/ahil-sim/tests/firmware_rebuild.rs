@@ -98,4 +98,20 @@ fn the_committed_firmware_is_what_its_sources_build() {
             }
         }
     }
+    let stripped = "ahil-fw-v1-nodebug.elf";
+    let committed = firmware::image(1, "elf").with_file_name(stripped);
+    let rebuilt = work.path().join("out").join(stripped);
+    if same_compiler {
+        assert!(
+            std::fs::read(&committed).expect("committed")
+                == std::fs::read(&rebuilt).expect("rebuilt"),
+            "{stripped} differs from a rebuild with the same compiler ({version})"
+        );
+    } else {
+        assert_eq!(
+            sections(&committed),
+            sections(&rebuilt),
+            "{stripped} changed its sections"
+        );
+    }
 }

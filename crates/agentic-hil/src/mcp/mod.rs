@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use tokio::sync::RwLock;
 
 mod framing;
+mod progress;
 mod resources;
 
 const INSTRUCTIONS: &str = "\
@@ -47,7 +48,7 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
         // With no configuration yet the server still starts, so the host connects and every call
         // says how to create one.
         Err(err) if err.error_type() == "config_file_not_found" => (
-            Bench::unprovisioned(workspace.to_path_buf(), err),
+            Bench::unprovisioned_in(workspace.to_path_buf(), err, env.clone()),
             MIN_LINE_LIMIT,
         ),
         Err(err) => {
@@ -63,6 +64,9 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
         .build()?;
     let served = runtime.block_on(async move {
         let server = Server::new(bench, workspace.to_path_buf(), env.clone());
+        let slot = Arc::clone(&server.bench);
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let (requests, answers, writer) =
             framing::start(tokio::io::stdin(), tokio::io::stdout(), limit);
         // The framing already enforces the limit; rmcp's own cap only has to sit above it.
@@ -70,7 +74,17 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
             .with_max_line_length(limit.saturating_add(1024));
         let running = server.serve(transport).await;
         if let Ok(running) = running {
-            running.waiting().await?;
+            let token = running.cancellation_token();
+            tokio::select! {
+                quit = running.waiting() => { quit?; }
+                _ = terminate.recv() => token.cancel(),
+            }
+        }
+        // stdin ended or SIGTERM came: close sessions in order and release the bench before
+        // exiting, rather than leaving it to the kernel.
+        let bench = slot.read().await.clone();
+        for closed in bench.shutdown().await {
+            tracing::info!(tool = %closed.tool, ok = closed.ok, error_type = ?closed.error_type, "closed at shutdown");
         }
         // Every answer reaches stdout before the process ends.
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
@@ -192,14 +206,27 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let bench = self.current_bench().await;
+        let progress = progress::Progress::for_request(request.meta.as_ref(), &context);
         let arguments = request
             .arguments
             .map_or(Value::Object(Map::new()), Value::Object);
-        let outcome = bench.call(&request.name, arguments).await;
-        let success = ahil_gate::overall_success(&outcome);
+        let outcome = match &progress {
+            Some(progress) => {
+                ahil_gate::reactor::with_progress(
+                    progress.sink(),
+                    bench.call(&request.name, arguments),
+                )
+                .await
+            }
+            None => bench.call(&request.name, arguments).await,
+        };
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
+        let success = ahil_gate::conclusive_success(&outcome);
         // isError is decided on the envelope; what leaves the process is redacted, and paths under
         // the state root or the configuration directory are shown by placeholder.
         let mut document = ahil_gate::audit::redact(

@@ -129,7 +129,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     })
 }
 
-fn available_ports() -> Value {
+/// The host's serial ports as `com_ports_available` (also the `agentic-hil com-ports` command).
+pub fn available_ports() -> Value {
     match enumerate() {
         Ok((ports, stubs)) => json!({
             "ok": true,

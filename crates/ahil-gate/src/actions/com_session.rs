@@ -55,6 +55,14 @@ struct Start {
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let (port_id, port) = port_entry(ctx)?;
+    // A supply's serial link carries its commands only: a second writer would interleave bytes.
+    if ctx.tool == "com_session_start"
+        && let Some(supply) = super::power::supply_holding(&ctx.loaded.config, port_id)
+    {
+        return Err(Box::new(super::power::port_reserved(
+            ctx.tool, port_id, supply,
+        )));
+    }
     let lock_key = port.lock_key(port_id);
     let resources = vec![lock_key.clone()];
     let sessions = Arc::clone(ctx.serial);

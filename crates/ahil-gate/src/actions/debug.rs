@@ -1,14 +1,22 @@
-//! The typed debug tools on the emulated board: a GDB/MI session held across calls (`debug/`), started
-//! halted, driven one MI command at a time, and stopped with the core halted and the stub disconnected
-//! (never detached: QEMU resumes a detached core). Other debugger types answer `not_supported`.
+//! The typed debug tools: a GDB/MI session held across calls (`debug/`), started halted, driven one MI
+//! command at a time, and stopped with the core halted and gdb disconnected (never detached: QEMU
+//! resumes a detached core, OpenOCD runs its gdb-detach handler). The session start is the same for
+//! every backend but its debug server: the emulated board's stub, or an OpenOCD or ST-LINK_gdbserver
+//! started for the session on a loopback port. ST-Link entries without a gdb server, and ST-Link symbol
+//! reads outside a session, are served from the last flashed ELF (`debug/offline.rs`); other debugger
+//! types answer `not_supported`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ahil_config::{Debugger, DebuggerType, ExecutableState};
+use ahil_config::{Debugger, DebuggerType, ExecutableState, Interface};
 use ahil_drivers::Contact;
+use ahil_drivers::cubeprog::gdbserver::StlinkGdbServer;
 use ahil_drivers::gdbmi::{self, Session as Gdb, quote};
+use ahil_drivers::openocd::OpenOcd;
+use ahil_drivers::openocd::gdbserver::ServerError;
 use ahil_drivers::probe::{Budget, DebugProbe};
+use ahil_drivers::probe_cli::CliSettings;
 use ahil_drivers::qemu::QemuProbe;
 use serde_json::{Value, json};
 
@@ -16,8 +24,8 @@ use super::debug_ops as ops;
 use super::debugger_info::bound_debugger;
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::artifacts::{self, ArtifactPolicy, ArtifactRef, Format, Stager};
-use crate::debug::{self, Live, Sessions};
-use crate::envelope::Outcome;
+use crate::debug::{self, Live, Server, Sessions};
+use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
 use crate::ownership::runs::debugger_keys;
 use crate::policy::{Action, BreakpointAt, Device, SymbolAllowlist};
@@ -87,18 +95,33 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         name,
         grants: debugger.permissions,
     });
-    let work = if debugger.kind == DebuggerType::Qemu {
-        qemu_work(ctx, tool, name, debugger)?
+    let stlink_server = (debugger.kind == DebuggerType::Stlink)
+        .then(|| ctx.loaded.executables.gdb_servers.get(name))
+        .flatten()
+        .and_then(ExecutableState::path);
+    let work = if debugger.kind == DebuggerType::Stlink
+        && matches!(tool, "debug_symbol_value" | "debug_dump_symbol_ihex")
+        && (stlink_server.is_none() || !ctx.debug.is_active())
+    {
+        debug::offline::work(ctx, tool, name, debugger)?
+    } else if matches!(debugger.kind, DebuggerType::Qemu | DebuggerType::Openocd)
+        || stlink_server.is_some()
+    {
+        session_work(ctx, tool, name, debugger)?
     } else {
         let kind = debugger.kind;
         Work::Local(Box::new(move || {
             super::backend_not_built(
                 tool,
                 kind,
-                format!(
-                    "This build runs debug sessions only on the qemu backend, not on {}.",
-                    kind.as_str()
-                ),
+                if kind == DebuggerType::Stlink {
+                    "Typed debug sessions on ST-Link need ST-LINK_gdbserver, and none is pinned (debuggers.<name>.gdb_server_executable); without it ST-Link serves only debug_symbol_value and debug_dump_symbol_ihex.".to_owned()
+                } else {
+                    format!(
+                        "Typed debug sessions need the OpenOCD backend (or the emulated board), not {}.",
+                        kind.as_str()
+                    )
+                },
             )
         }))
     };
@@ -160,7 +183,7 @@ fn wait_of(args: &Value, ceiling: Duration) -> Duration {
     }
 }
 
-fn qemu_work<'a>(
+fn session_work<'a>(
     ctx: &'a Context<'a>,
     tool: &'static str,
     name: &str,
@@ -171,6 +194,7 @@ fn qemu_work<'a>(
     let args = ctx.args.clone();
     if tool == "debug_start_session" {
         let config = &ctx.loaded.config;
+        let backend = debugger.kind.as_str();
         let gdb = match &ctx.loaded.executables.gdb {
             Some(ExecutableState::Pinned { path }) => path.clone(),
             _ => {
@@ -179,9 +203,9 @@ fn qemu_work<'a>(
                     outcome: Outcome::refused(
                         tool,
                         "debugger_not_found",
-                        "The emulated board's debug sessions need gdb-multiarch, and it was not found.",
+                        "Debug sessions need gdb (gdb-multiarch or arm-none-eabi-gdb), and none was found.",
                     )
-                    .with("backend", "qemu")
+                    .with("backend", backend)
                     .with_remediation(["Install it with scripts/setup-debian.sh, or name it in `debug.gdb_executable`."])
                     .not_contacted(),
                     contact: Some(Contact::none("nothing was started")),
@@ -189,8 +213,58 @@ fn qemu_work<'a>(
                 })));
             }
         };
-        let Some(dir) = config.board_dir(name) else {
-            return Err(invalid(tool, "This debugger has no board directory."));
+        let server = if debugger.kind == DebuggerType::Openocd {
+            let Some(executable) = pinned_debugger_executable(ctx.loaded, name) else {
+                return Ok(Work::Local(Box::new(move || {
+                    Acted {
+                    outcome: Outcome::refused(
+                        tool,
+                        "debugger_not_found",
+                        "No OpenOCD executable is available for this debugger, so no debug server can start.",
+                    )
+                    .with("backend", backend)
+                    .with_remediation(["Install OpenOCD, or name it in `debuggers.<name>.executable`, then restart the server."])
+                    .not_contacted(),
+                    contact: Some(Contact::none("nothing was started")),
+                }
+                })));
+            };
+            ServerKind::OpenOcd {
+                openocd: OpenOcd::new(
+                    CliSettings {
+                        executable,
+                        probe_id: debugger.probe_id.clone(),
+                        timeout,
+                    },
+                    &debugger.interface_cfg,
+                    &debugger.target_cfg,
+                ),
+                gdb,
+            }
+        } else if debugger.kind == DebuggerType::Stlink {
+            let Some(server) = ctx
+                .loaded
+                .executables
+                .gdb_servers
+                .get(name)
+                .and_then(ExecutableState::path)
+            else {
+                return Err(invalid(tool, "This debugger has no gdb server pinned."));
+            };
+            ServerKind::Stlink {
+                server: StlinkGdbServer::new(
+                    server.to_path_buf(),
+                    pinned_debugger_executable(ctx.loaded, name).as_deref(),
+                    debugger.probe_id.as_deref(),
+                    debugger.interface == Interface::Swd,
+                ),
+                gdb,
+            }
+        } else {
+            let Some(dir) = config.board_dir(name) else {
+                return Err(invalid(tool, "This debugger has no board directory."));
+            };
+            ServerKind::Qemu(QemuProbe::new(dir, gdb, debugger.qemu_machine()))
         };
         let mode = args
             .get("mode")
@@ -221,7 +295,7 @@ fn qemu_work<'a>(
         // The argument may shorten the entry's timeout, never lengthen it.
         let timeout = wait_of(&args, timeout);
         let start = Start {
-            probe: QemuProbe::new(dir, gdb, debugger.qemu_machine()),
+            server,
             policy: ArtifactPolicy::from_config(config),
             args,
             mode,
@@ -265,9 +339,43 @@ fn qemu_work<'a>(
     }))
 }
 
+/// The debug server a session starts against.
+enum ServerKind {
+    /// The emulated board's stub, which `agentic-hil sim start` keeps running.
+    Qemu(QemuProbe),
+    /// An OpenOCD this session starts and ends.
+    OpenOcd {
+        openocd: OpenOcd,
+        gdb: std::path::PathBuf,
+    },
+    /// An ST-LINK_gdbserver this session starts and ends.
+    Stlink {
+        server: StlinkGdbServer,
+        gdb: std::path::PathBuf,
+    },
+}
+
+/// The server side of a start, before the device lock is taken.
+enum Pending<'a> {
+    /// The board answered; its stub needs nothing started.
+    Board(Box<Reached>),
+    /// OpenOCD starts once the lock is held.
+    OpenOcd(&'a OpenOcd, &'a std::path::PathBuf),
+    /// ST-LINK_gdbserver starts once the lock is held.
+    Stlink(&'a StlinkGdbServer, &'a std::path::PathBuf),
+}
+
+/// How gdb reaches a started server.
+struct Reached {
+    gdb: std::path::PathBuf,
+    remote: String,
+    reset_halt: Vec<String>,
+    server: Server,
+}
+
 /// What `debug_start_session` needs, owned for the blocking job.
 struct Start {
-    probe: QemuProbe,
+    server: ServerKind,
     policy: ArtifactPolicy,
     args: Value,
     mode: String,
@@ -338,26 +446,40 @@ impl Start {
             .map(|bytes| bytes.into_iter().take(8).collect::<Vec<u8>>())
             .unwrap_or_default();
         let budget = Budget::new(self.timeout);
-        let target = match self.probe.open_gdb(&budget) {
-            Ok(target) => target,
-            Err(error) => {
-                return Acted {
-                    outcome: Outcome::refused(
-                        TOOL,
-                        "target_not_detected",
-                        "No emulated board answers, so no debug session was started.",
-                    )
-                    .with("backend", "qemu")
-                    .with_remediation(["The operator starts the board with `agentic-hil sim start`, then call this tool again."]),
-                    contact: Some(error.contact()),
-                };
-            }
+        let backend = self.server.backend();
+        // The emulated board must answer before anything is claimed; OpenOCD starts under the lock.
+        let pending = match &self.server {
+            ServerKind::Qemu(probe) => match probe.open_gdb(&budget) {
+                Ok(target) => Pending::Board(Box::new(Reached {
+                    gdb: target.gdb,
+                    remote: target.remote,
+                    reset_halt: target.reset_halt,
+                    server: Server::Qemu {
+                        qmp_socket: probe.paths().qmp_socket(),
+                    },
+                })),
+                Err(error) => {
+                    return Acted {
+                        outcome: Outcome::refused(
+                            TOOL,
+                            "target_not_detected",
+                            "No emulated board answers, so no debug session was started.",
+                        )
+                        .with("backend", "qemu")
+                        .with_remediation(["The operator starts the board with `agentic-hil sim start`, then call this tool again."]),
+                        contact: Some(error.contact()),
+                    };
+                }
+            },
+            ServerKind::OpenOcd { openocd, gdb } => Pending::OpenOcd(openocd, gdb),
+            ServerKind::Stlink { server, gdb } => Pending::Stlink(server, gdb),
         };
-        if target.remote.is_empty()
-            || target
-                .remote
-                .chars()
-                .any(|c| c.is_whitespace() || matches!(c, '"' | '\\' | '\''))
+        if let Pending::Board(target) = &pending
+            && (target.remote.is_empty()
+                || target
+                    .remote
+                    .chars()
+                    .any(|c| c.is_whitespace() || matches!(c, '"' | '\\' | '\'')))
         {
             return refused(
                 Outcome::refused(
@@ -389,6 +511,7 @@ impl Start {
                 "event": "start",
                 "session_id": session_id,
                 "mode": self.mode,
+                "backend": backend,
                 "artifact": {"path": staged.display_path(), "sha256": staged.sha256()},
             }),
         ) {
@@ -398,19 +521,72 @@ impl Start {
                 "the session log could not be written, so gdb was not started",
             );
         }
-        let mut gdb = match Gdb::spawn(&target.gdb) {
+        let mut progress = Progress::new(&self.mode);
+        let reached = match pending {
+            Pending::Board(reached) => *reached,
+            Pending::OpenOcd(openocd, gdb) => match start_openocd(
+                openocd,
+                gdb,
+                self.mode != "attach",
+                self.timeout,
+                &mut progress,
+            ) {
+                Ok(reached) => reached,
+                Err(acted) => {
+                    release();
+                    return *acted;
+                }
+            },
+            Pending::Stlink(server, gdb) => {
+                match start_stlink(server, gdb, self.timeout, &mut progress) {
+                    Ok(reached) => reached,
+                    Err(acted) => {
+                        release();
+                        return *acted;
+                    }
+                }
+            }
+        };
+        let Reached {
+            gdb: gdb_path,
+            remote,
+            reset_halt,
+            server,
+        } = reached;
+        if let Server::OpenOcd {
+            process: Some(process),
+            ..
+        }
+        | Server::Stlink {
+            process: Some(process),
+            ..
+        } = &server
+        {
+            // Best effort: the start event is already down, and the stop logs the server's output.
+            let _ = self.audit.append_event(
+                &log_name,
+                &json!({
+                    "event": "server_started",
+                    "server_command": process.command_line(),
+                    "gdb_port": process.port(),
+                }),
+            );
+        }
+        let mut gdb = match Gdb::spawn(&gdb_path) {
             Ok(gdb) => gdb,
             Err(error) => {
+                drop(server);
                 release();
-                return refused(
-                    Outcome::refused(
-                        TOOL,
-                        "debugger_not_found",
-                        format!("gdb could not be started: {error}."),
-                    )
-                    .with("backend", "qemu"),
-                    "gdb did not start",
-                );
+                let outcome = Outcome::refused(
+                    TOOL,
+                    "debugger_not_found",
+                    format!("gdb could not be started: {error}."),
+                )
+                .with("backend", backend);
+                return match backend {
+                    "qemu" => refused(outcome, "gdb did not start"),
+                    _ => progress.failed(outcome, false),
+                };
             }
         };
         let step = self.timeout.min(STEP_MAX);
@@ -423,40 +599,47 @@ impl Start {
                 quote(&staged.path().display().to_string())
             ),
             // gdb keeps quotes as part of a remote's name, so the socket path goes bare (checked above).
-            format!("-target-select extended-remote {}", target.remote),
+            format!("-target-select extended-remote {remote}"),
         ];
         // Reset into halt, and for `load` write the ELF and reset into halt again; gdb's register
         // cache is flushed after each reset, which gdb does not see happen.
-        let mut reset_halt = target
-            .reset_halt
+        let mut reset = reset_halt
             .iter()
             .map(|reset| format!("-interpreter-exec console {}", quote(reset)))
             .collect::<Vec<_>>();
-        reset_halt.push(format!(
+        reset.push(format!(
             "-interpreter-exec console {}",
             quote("maintenance flush register-cache")
         ));
         match self.mode.as_str() {
-            "reset_halt" => commands.extend(reset_halt),
+            "reset_halt" => commands.extend(reset),
             "load" => {
-                commands.extend(reset_halt.iter().cloned());
+                commands.extend(reset.iter().cloned());
                 commands.push("-target-download".to_owned());
-                commands.extend(reset_halt);
+                commands.extend(reset);
             }
             _ => {}
         }
-        let mut connected = false;
         for command in &commands {
-            let failed = match gdb.command(command, step) {
-                Ok(reply) if reply.ok() => None,
-                Ok(reply) => Some(reply.message()),
-                Err(error) => Some(error.to_string()),
+            progress.before(command);
+            let (failed, timed_out) = match gdb.command(command, step) {
+                Ok(reply) if reply.ok() => (None, false),
+                Ok(reply) => (Some(reply.message()), false),
+                Err(error) => (
+                    Some(error.to_string()),
+                    matches!(error, gdbmi::session::SessionError::Timeout { .. }),
+                ),
             };
             if let Some(message) = failed {
+                let connected = progress.connected;
                 if connected {
+                    if matches!(server, Server::OpenOcd { .. }) {
+                        let _ = gdb.console(debug::DETACH_GUARD, step);
+                    }
                     let _ = gdb.command("-target-disconnect", step);
                 }
                 drop(gdb);
+                drop(server);
                 release();
                 let outcome = Outcome::refused(
                     TOOL,
@@ -466,21 +649,37 @@ impl Start {
                         message.lines().next().unwrap_or_default()
                     ),
                 )
-                .with("backend", "qemu")
+                .with("backend", backend)
                 .with("command", command.split(' ').next().unwrap_or_default());
-                return Acted {
-                    outcome,
-                    contact: Some(if connected {
-                        Contact::Made
-                    } else {
-                        Contact::Possible
-                    }),
-                };
+                if backend == "qemu" {
+                    return Acted {
+                        outcome,
+                        contact: Some(if connected {
+                            Contact::Made
+                        } else {
+                            Contact::Possible
+                        }),
+                    };
+                }
+                return progress.failed(outcome, timed_out);
             }
-            if command.starts_with("-target-select") {
-                connected = true;
-            }
+            progress.after(command);
         }
+        let server = match server {
+            Server::OpenOcd { process, port, .. } => Server::OpenOcd {
+                process,
+                port,
+                load_phase: progress.phase,
+                firmware_load_status: progress.firmware,
+            },
+            Server::Stlink { process, port, .. } => Server::Stlink {
+                process,
+                port,
+                load_phase: progress.phase,
+                firmware_load_status: progress.firmware,
+            },
+            qemu @ Server::Qemu { .. } => qemu,
+        };
         let live = Live {
             session_id,
             audit: self.audit.clone(),
@@ -497,13 +696,13 @@ impl Start {
             next_breakpoint: 1,
             stop: None,
             lock_keys: self.lock_keys.clone(),
-            qmp_socket: self.probe.paths().qmp_socket(),
+            server,
             ownership: Arc::clone(&self.ownership),
             step,
             timeout: self.timeout,
         };
         let mut outcome = Outcome::ok(TOOL, "Debug session started and target is halted.")
-            .with("backend", "qemu")
+            .with("backend", backend)
             .with("mode", self.mode.as_str())
             .with("artifact", live.elf.report().clone())
             .with("session", live.describe())
@@ -517,9 +716,392 @@ impl Start {
     }
 }
 
+/// Starts OpenOCD as the session's gdb server: `init; reset halt`, or `init; halt` for an attach.
+fn start_openocd(
+    openocd: &OpenOcd,
+    gdb: &std::path::Path,
+    reset_halt: bool,
+    timeout: Duration,
+    progress: &mut Progress,
+) -> Result<Reached, Box<Acted>> {
+    const TOOL: &str = "debug_start_session";
+    progress.phase = "server_spawned";
+    match openocd.start_gdb_server(reset_halt, timeout) {
+        Ok(process) => {
+            progress.phase = "server_ready";
+            let port = process.port();
+            Ok(Reached {
+                gdb: gdb.to_path_buf(),
+                remote: process.remote(),
+                reset_halt: vec!["monitor reset halt".to_owned()],
+                server: Server::OpenOcd {
+                    process: Some(process),
+                    port,
+                    load_phase: progress.phase,
+                    firmware_load_status: progress.firmware,
+                },
+            })
+        }
+        Err(ServerError::Spawn(error)) => {
+            progress.phase = "not_started";
+            Err(Box::new(
+                progress.failed(
+                    Outcome::refused(
+                        TOOL,
+                        "debugger_not_found",
+                        format!("Debug server process could not be started ({error})."),
+                    )
+                    .with("backend", "openocd"),
+                    false,
+                ),
+            ))
+        }
+        Err(ServerError::NotReady(_, tails)) => Err(Box::new(
+            progress.failed(
+                Outcome::refused(
+                    TOOL,
+                    "timeout",
+                    "Debug server did not open its GDB port before the timeout.",
+                )
+                .with("backend", "openocd")
+                .with("backend_error_type", "gdb_server_not_ready")
+                .with("server_stderr_tail", tail_lines(&tails.text())),
+                true,
+            ),
+        )),
+        Err(ServerError::Exited { code, output }) => {
+            let text = output.text();
+            let class = ahil_drivers::openocd::classify(
+                &text,
+                openocd.interface_cfg(),
+                openocd.target_cfg(),
+                false,
+            );
+            let (error_type, _, causes) = ahil_drivers::probe_cli::public(class);
+            let error_type = if class == "unknown_debugger_error" {
+                "debugger_error"
+            } else {
+                error_type
+            };
+            Err(Box::new(
+                progress.failed(
+                    Outcome::refused(
+                        TOOL,
+                        error_type,
+                        "Debug server exited before the GDB port became ready.",
+                    )
+                    .with("backend", "openocd")
+                    .with("backend_error_type", class)
+                    .with("returncode", json!(code))
+                    .with("server_stderr_tail", tail_lines(&text))
+                    .with_causes(causes.iter().copied()),
+                    false,
+                ),
+            ))
+        }
+    }
+}
+
+/// Starts ST-LINK_gdbserver as the session's gdb server, attached without a reset; gdb's
+/// `monitor reset` and `monitor halt` do the resets a mode asks for.
+fn start_stlink(
+    server: &StlinkGdbServer,
+    gdb: &std::path::Path,
+    timeout: Duration,
+    progress: &mut Progress,
+) -> Result<Reached, Box<Acted>> {
+    const TOOL: &str = "debug_start_session";
+    progress.phase = "server_spawned";
+    let failed = |outcome: Outcome,
+                  class: &'static str,
+                  tails: &ahil_drivers::openocd::gdbserver::Tails| {
+        let causes: &[&str] = match class {
+            "probe_not_found" | "target_not_detected" => ahil_drivers::probe_cli::public(class).2,
+            _ => &[
+                "another program holds the ST-LINK",
+                "the server found no STM32CubeProgrammer beside debuggers.<name>.executable",
+                "the ST-LINK firmware is older than this ST-LINK_gdbserver accepts",
+            ],
+        };
+        outcome
+            .with("backend", "stlink")
+            .with("backend_error_type", class)
+            .with("server_output_tail", tail_lines(&tails.text()))
+            .with_causes(causes.iter().copied())
+    };
+    match server.start(timeout) {
+        Ok(process) => {
+            progress.phase = "server_ready";
+            let port = process.port();
+            Ok(Reached {
+                gdb: gdb.to_path_buf(),
+                remote: process.remote(),
+                reset_halt: vec!["monitor reset".to_owned(), "monitor halt".to_owned()],
+                server: Server::Stlink {
+                    process: Some(process),
+                    port,
+                    load_phase: progress.phase,
+                    firmware_load_status: progress.firmware,
+                },
+            })
+        }
+        Err(ServerError::Spawn(error)) => {
+            progress.phase = "not_started";
+            Err(Box::new(progress.failed(
+                Outcome::refused(
+                    TOOL,
+                    "debugger_not_found",
+                    format!("ST-LINK_gdbserver could not be started ({error})."),
+                )
+                .with("backend", "stlink"),
+                false,
+            )))
+        }
+        Err(ServerError::NotReady(limit, tails)) => Err(Box::new(progress.failed(
+            failed(
+                Outcome::refused(
+                    TOOL,
+                    "probe_server_open_failed",
+                    format!(
+                        "ST-LINK_gdbserver did not open its gdb port within {} s, so it was stopped.",
+                        limit.as_secs_f64()
+                    ),
+                ),
+                "gdb_server_not_ready",
+                &tails,
+            ),
+            true,
+        ))),
+        Err(ServerError::Exited { code, output }) => {
+            let class = ahil_drivers::cubeprog::gdbserver::classify_exit(&output.text());
+            let error_type = match class {
+                "probe_not_found" => "adapter_not_found",
+                "target_not_detected" => "target_not_detected",
+                _ => "probe_server_open_failed",
+            };
+            Err(Box::new(progress.failed(
+                failed(
+                    Outcome::refused(
+                        TOOL,
+                        error_type,
+                        "ST-LINK_gdbserver exited before its gdb port opened.",
+                    ),
+                    class,
+                    &output,
+                )
+                .with("returncode", json!(code)),
+                false,
+            )))
+        }
+    }
+}
+
+impl ServerKind {
+    fn backend(&self) -> &'static str {
+        match self {
+            Self::Qemu(_) => "qemu",
+            Self::OpenOcd { .. } => "openocd",
+            Self::Stlink { .. } => "stlink",
+        }
+    }
+}
+
+/// The last lines a server printed, for a result.
+fn tail_lines(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(20)..]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect()
+}
+
+/// How far an OpenOCD session start got: what a failure may have done to the target follows from it.
+struct Progress {
+    attach: bool,
+    phase: &'static str,
+    firmware: &'static str,
+    connected: bool,
+}
+
+impl Progress {
+    fn new(mode: &str) -> Self {
+        Self {
+            attach: mode == "attach",
+            phase: "not_started",
+            firmware: "not_started",
+            connected: false,
+        }
+    }
+
+    fn before(&mut self, command: &str) {
+        if command.starts_with("-target-select") {
+            self.phase = "target_connect_started";
+        } else if command == "-target-download" {
+            self.phase = "download_started";
+            self.firmware = "partial_or_unknown";
+        } else if command.contains("reset") {
+            self.phase = if self.firmware == "not_started" {
+                "pre_load_reset_started"
+            } else {
+                "post_load_reset_started"
+            };
+        }
+    }
+
+    fn after(&mut self, command: &str) {
+        if command.starts_with("-target-select") {
+            self.phase = "target_connected";
+            self.connected = true;
+        } else if command == "-target-download" {
+            self.phase = "download_confirmed";
+            self.firmware = "committed";
+        } else if command.contains("reset") {
+            self.phase = if self.firmware == "not_started" {
+                "pre_load_reset_confirmed"
+            } else {
+                "post_load_reset_confirmed"
+            };
+        }
+    }
+
+    /// A failed start with its effect: an attach that never reached the target changed nothing, a
+    /// download that began left the flash partial, anything else (OpenOCD already ran `reset halt`,
+    /// or gdb reached the core) is unknown.
+    fn failed(&self, mut outcome: Outcome, timed_out: bool) -> Acted {
+        outcome.set("load_phase", self.phase);
+        outcome.set("firmware_load_status", self.firmware);
+        let untouched = self.attach
+            && matches!(
+                self.phase,
+                "not_started" | "server_spawned" | "server_ready"
+            );
+        if untouched {
+            return Acted {
+                outcome: outcome.not_started(true),
+                contact: Some(Contact::none(
+                    "the session only attaches, and gdb never reached the target",
+                )),
+            };
+        }
+        outcome.cleanup_required = Some(true);
+        outcome.retry_safe = Some(false);
+        if self.firmware != "not_started" {
+            outcome.side_effect_committed = Some(true);
+            outcome.side_effect_status = Some(if timed_out {
+                SideEffectStatus::Unknown
+            } else {
+                SideEffectStatus::Partial
+            });
+            outcome.hardware_state = Some(HardwareState::Unknown);
+            outcome.set("target_state", "unknown");
+            outcome.set("command_timed_out", timed_out);
+            return Acted {
+                outcome,
+                contact: Some(Contact::Made),
+            };
+        }
+        outcome.side_effect_status = Some(SideEffectStatus::Unknown);
+        Acted {
+            outcome,
+            contact: None,
+        }
+    }
+}
+
 /// The `value` of a `-data-evaluate-expression` answer.
 pub fn evaluated(results: &[(String, gdbmi::Value)]) -> Option<String> {
     gdbmi::find(results, "value")
         .and_then(gdbmi::Value::as_str)
         .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(mode: &str, steps: &[&str], failing: &str, timed_out: bool) -> Acted {
+        let mut progress = Progress::new(mode);
+        progress.phase = "server_ready";
+        for step in steps {
+            progress.before(step);
+            progress.after(step);
+        }
+        progress.before(failing);
+        progress.failed(
+            Outcome::refused("debug_start_session", "debugger_error", "x"),
+            timed_out,
+        )
+    }
+
+    #[test]
+    fn an_attach_that_never_reached_the_target_changed_nothing() {
+        let mut progress = Progress::new("attach");
+        progress.phase = "server_spawned";
+        let acted = progress.failed(Outcome::refused("t", "adapter_not_found", "x"), false);
+        assert_eq!(
+            acted.outcome.side_effect_status,
+            Some(SideEffectStatus::NotStarted)
+        );
+        assert_eq!(acted.outcome.retry_safe, Some(true));
+        assert_eq!(acted.outcome.details["load_phase"], "server_spawned");
+        assert!(matches!(acted.contact, Some(Contact::None { .. })));
+    }
+
+    #[test]
+    fn a_reset_halt_start_that_failed_anywhere_is_unknown_and_needs_cleanup() {
+        let mut progress = Progress::new("reset_halt");
+        progress.phase = "server_spawned";
+        let acted = progress.failed(Outcome::refused("t", "timeout", "x"), true);
+        assert_eq!(
+            acted.outcome.side_effect_status,
+            Some(SideEffectStatus::Unknown)
+        );
+        assert_eq!(acted.outcome.retry_safe, Some(false));
+        assert_eq!(acted.outcome.cleanup_required, Some(true));
+        assert_eq!(acted.outcome.hardware_state, None);
+    }
+
+    #[test]
+    fn a_download_that_began_left_the_flash_partial_or_unknown() {
+        let connect = "-target-select extended-remote localhost:1";
+        let reset = "-interpreter-exec console \"monitor reset halt\"";
+        let acted = failed("load", &[connect, reset], "-target-download", false);
+        assert_eq!(
+            acted.outcome.side_effect_status,
+            Some(SideEffectStatus::Partial)
+        );
+        assert_eq!(acted.outcome.side_effect_committed, Some(true));
+        assert_eq!(acted.outcome.hardware_state, Some(HardwareState::Unknown));
+        assert_eq!(acted.outcome.details["load_phase"], "download_started");
+        assert_eq!(
+            acted.outcome.details["firmware_load_status"],
+            "partial_or_unknown"
+        );
+        let acted = failed("load", &[connect, reset, "-target-download"], reset, true);
+        assert_eq!(
+            acted.outcome.side_effect_status,
+            Some(SideEffectStatus::Unknown)
+        );
+        assert_eq!(
+            acted.outcome.details["load_phase"],
+            "post_load_reset_started"
+        );
+        assert_eq!(acted.outcome.details["firmware_load_status"], "committed");
+        assert_eq!(acted.outcome.details["command_timed_out"], true);
+    }
+
+    #[test]
+    fn an_attach_that_failed_after_connecting_is_unknown() {
+        let acted = failed(
+            "attach",
+            &["-target-select extended-remote localhost:1"],
+            "-gdb-set x",
+            false,
+        );
+        assert_eq!(
+            acted.outcome.side_effect_status,
+            Some(SideEffectStatus::Unknown)
+        );
+        assert_eq!(acted.outcome.details["load_phase"], "target_connected");
+    }
 }

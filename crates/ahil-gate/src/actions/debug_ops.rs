@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 
 use super::Acted;
 use super::debug::{evaluated, location};
+use crate::debug::elfsym;
 use crate::debug::output::Output;
 use crate::debug::stop::{abnormal, classify, is_stopped};
-use crate::debug::{self, Breakpoint, Live, Sessions, ihex};
+use crate::debug::{self, Breakpoint, Live, Server, Sessions, ihex};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 
 /// Interrupts and their stops wait 5 s at most.
@@ -502,20 +503,32 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
             ))),
         }
     };
-    let address = match resolve(format!("(unsigned long)&{name}")) {
-        Ok(address) => address,
-        Err(acted) => return *acted,
-    };
-    let size = match resolve(format!("sizeof({name})")) {
-        Ok(size) => size,
-        Err(acted) => return *acted,
+    let from_gdb = resolve(format!("(unsigned long)&{name}"))
+        .and_then(|address| resolve(format!("sizeof({name})")).map(|size| (address, size)));
+    // Without DWARF gdb may know the address but not the type; the symbol table still has both.
+    let (address, size, resolved_from) = match from_gdb {
+        Ok((address, size)) => (address, size, "debug_info"),
+        Err(refused) => {
+            let staged = match staged_elf(tool, &session.elf) {
+                Ok(bytes) => bytes,
+                Err(acted) => return *acted,
+            };
+            match elfsym::lookup(&staged, &name) {
+                Ok((address, size)) => (address, size, "elf_symbol_table"),
+                Err(miss) => {
+                    let mut acted = *refused;
+                    acted.outcome.set("symbol_table_lookup", miss.reason());
+                    return acted;
+                }
+            }
+        }
     };
     let mut outcome = Outcome::ok(tool, format!("Symbol `{name}` resolved."))
         .with("symbol", name.as_str())
         .with("address", format!("0x{address:x}"))
         .with("address_value", address)
         .with("size_bytes", size)
-        .with("resolved_from", "debug_info");
+        .with("resolved_from", resolved_from);
     if tool == "debug_symbol_info" {
         return quiet(outcome.with("session", session.describe()));
     }
@@ -584,6 +597,24 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
     made(outcome.with("session", session.describe()))
 }
 
+/// The session's staged ELF, read again and checked against the digest it was staged with: the
+/// symbol table must be the one gdb loaded.
+fn staged_elf(tool: &str, elf: &crate::artifacts::StagedArtifact) -> Result<Vec<u8>, Box<Acted>> {
+    let bytes = std::fs::read(elf.path()).ok();
+    match bytes {
+        Some(bytes) if ahil_config::digest::sha256_hex(&bytes) == elf.sha256() => Ok(bytes),
+        _ => Err(Box::new(quiet(
+            Outcome::refused(
+                tool,
+                "symbol_source_changed",
+                "The session's staged ELF no longer matches the one gdb loaded, so its symbol table is not used.",
+            )
+            .with_next_step("Stop the session and start it again from the image.")
+            .not_contacted(),
+        ))),
+    }
+}
+
 /// The bytes of a `-data-read-memory-bytes` answer.
 fn contents(results: &[(String, gdbmi::Value)]) -> Option<Vec<u8>> {
     let memory = gdbmi::find(results, "memory")?;
@@ -600,7 +631,9 @@ fn contents(results: &[(String, gdbmi::Value)]) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// Confirms the halt, disconnects (the stub keeps a disconnected core halted), ends gdb, frees the lock.
+/// Confirms the halt, makes gdb's leaving harmless (the QEMU stub keeps a disconnected core halted;
+/// OpenOCD's gdb-detach and gdb-end handlers are emptied), disconnects, ends gdb and the debug server,
+/// frees the lock.
 fn stop_session(tool: &str, sessions: &Sessions, args: &Value, timeout: Duration) -> Acted {
     let Some(live) = sessions.get() else {
         return quiet(
@@ -612,19 +645,96 @@ fn stop_session(tool: &str, sessions: &Sessions, args: &Value, timeout: Duration
     let mut guard = debug::lock(&live);
     let session = &mut *guard;
     let limit = wait_for(args, timeout.min(HALT_WAIT));
-    if session.status != "halted" && session.gdb.is_some() {
-        let _ = interrupt(session, limit);
+    if session.status != "halted"
+        && session.gdb.is_some()
+        && let (_, Some(record)) = interrupt(session, limit)
+    {
+        session.status = "halted";
+        session.stop = Some(classify(&record, &session.breakpoints));
     }
     let step = session.step;
+    let on_openocd = matches!(session.server, Server::OpenOcd { .. });
+    if on_openocd {
+        // OpenOCD's own word is gdb's: a core it reported stopped and has not been resumed since.
+        let halted = session.status == "halted";
+        let guarded = halted
+            && mi(
+                session,
+                &format!("-interpreter-exec console {}", quote(debug::DETACH_GUARD)),
+                step,
+            )
+            .is_ok();
+        if !guarded {
+            // gdb and OpenOCD stay: a retry can still halt the core and guard the detach.
+            session.status = "cleanup_required";
+            let (error_type, summary) = if halted {
+                (
+                    "detach_resume_not_confirmed",
+                    "OpenOCD did not confirm that gdb leaving will keep the core halted, so the session was kept.",
+                )
+            } else {
+                (
+                    "halt_not_confirmed",
+                    "The target's halt could not be confirmed, so the session was kept.",
+                )
+            };
+            let mut outcome = Outcome::refused(tool, error_type, summary)
+                .with("status", "cleanup_required")
+                .with("safe_state_confirmed", false)
+                .with("halt_not_confirmed", !halted)
+                .with("detach_resume_guard_confirmed", false)
+                .with("session", session.describe());
+            outcome.hardware_state = Some(HardwareState::Unknown);
+            outcome.cleanup_required = Some(true);
+            return made(outcome);
+        }
+    }
+    if matches!(session.server, Server::Stlink { .. }) && session.status != "halted" {
+        // gdb and the server stay: a retry can still halt the core before the server goes.
+        session.status = "cleanup_required";
+        let mut outcome = Outcome::refused(
+            tool,
+            "halt_not_confirmed",
+            "The target's halt could not be confirmed, so the session was kept.",
+        )
+        .with("status", "cleanup_required")
+        .with("safe_state_confirmed", false)
+        .with("halt_not_confirmed", true)
+        .with("session", session.describe());
+        outcome.hardware_state = Some(HardwareState::Unknown);
+        outcome.cleanup_required = Some(true);
+        return made(outcome);
+    }
     let _ = mi(session, "-break-delete", step);
-    // The stub keeps a disconnected core halted; a detach would resume it.
+    let mut server_output = None;
+    if let Server::Stlink { process, .. } = &mut session.server
+        && let Some(process) = process.take()
+    {
+        // Killed while gdb still holds the halted core, ST-LINK_gdbserver cannot resume it on the
+        // disconnect that follows.
+        server_output = Some(process.tails());
+        process.stop();
+    }
+    // Neither server resumes a core on a disconnect (OpenOCD's handlers are empty now); a detach
+    // would resume the QEMU stub's.
     let disconnected = mi(session, "-target-disconnect", step).is_ok();
     if let Some(gdb) = session.gdb.take() {
         session.gdb_transcript = gdb.transcript().to_vec();
         gdb.close(limit);
     }
-    // With gdb gone, the emulator itself is the proof: a core it reports running is paused here.
-    let halted = debug::vm_halted(&session.qmp_socket, limit);
+    let (halted, confirmed_by) = match &mut session.server {
+        // With gdb gone, the emulator itself is the proof: a core it reports running is paused here.
+        Server::Qemu { qmp_socket } => (debug::vm_halted(qmp_socket, limit), "qmp"),
+        Server::OpenOcd { process, .. } => {
+            // SIGKILL: OpenOCD gets no chance to run a shutdown handler that might resume the core.
+            if let Some(process) = process.take() {
+                server_output = Some(process.tails());
+                process.stop();
+            }
+            (true, "gdb_stop_record")
+        }
+        Server::Stlink { .. } => (true, "server_killed_while_halted"),
+    };
     if !halted {
         session.status = "cleanup_required";
         let mut outcome = Outcome::refused(
@@ -653,9 +763,12 @@ fn stop_session(tool: &str, sessions: &Sessions, args: &Value, timeout: Duration
     let audit_ok = session.log(&json!({
         "event": "stop",
         "halt_confirmed": true,
-        "halt_confirmed_by": "qmp",
+        "halt_confirmed_by": confirmed_by,
+        "backend": session.server.backend(),
         "gdb_disconnected": disconnected,
         "gdb_transcript": transcript,
+        "server_stdout_tail": server_output.as_ref().map(|t| t.stdout.clone()),
+        "server_stderr_tail": server_output.as_ref().map(|t| t.stderr.clone()),
     }));
     let log_path = session.log_path.clone();
     let described = session.describe();
@@ -667,7 +780,7 @@ fn stop_session(tool: &str, sessions: &Sessions, args: &Value, timeout: Duration
         .with("safe_state_confirmed", true)
         .with("halt_not_confirmed", false)
         .with("halt_confirmed", true)
-        .with("halt_confirmed_by", "qmp")
+        .with("halt_confirmed_by", confirmed_by)
         .with("detach_resume_guard_confirmed", true)
         .with("gdb_disconnected", disconnected)
         .with("session", described);

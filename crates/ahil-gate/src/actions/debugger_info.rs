@@ -73,6 +73,26 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let executable = pinned_debugger_executable(loaded, name);
     let resources = vec![debugger.lock_key(executable.as_deref().and_then(|p| p.to_str()))];
     let work = match (backend_of(debugger.kind), executable) {
+        (None, Some(path)) if debugger.kind == DebuggerType::Esptool => {
+            let config_dir = loaded.path.parent().map(PathBuf::from);
+            let shown = display_path(
+                &path,
+                &loaded.workspace,
+                config_dir.as_deref(),
+                &loaded.config.state_root,
+            );
+            let timeout = Duration::try_from_secs_f64(debugger.timeout_s)
+                .unwrap_or(GATE_DEADLINE)
+                .min(GATE_DEADLINE);
+            super::probe_cli::esptool_info(path, shown, timeout)
+        }
+        (None, None) if debugger.kind == DebuggerType::Esptool => {
+            let outcome = not_found(name, debugger);
+            Work::Local(Box::new(move || Acted {
+                outcome,
+                contact: Some(Contact::none("no executable is pinned, so nothing ran")),
+            }))
+        }
         (None, _) => Work::Local(Box::new(move || Acted {
             outcome: Outcome::refused(
                 "debugger_info",
@@ -218,6 +238,7 @@ fn answer(
                     format!("The debugger's version check failed: {detail}.")
                 }
                 DriverError::Io(e) => format!("The host refused the version check: {e}."),
+                DriverError::Classified(c) => c.summary.clone(),
             };
             let mut outcome = Outcome::refused("debugger_info", error.error_type(), summary)
                 .with("backend", backend.config_name())

@@ -11,47 +11,7 @@ use crate::policy::Action;
 const DESCRIPTION: &str = "allow_config_description_write";
 const PERMISSIONS: &str = "allow_config_permissions_write";
 
-const DEBUGGER_FIELDS: &[&str] = &[
-    "type",
-    "probe_id",
-    "executable",
-    "gdb_server_executable",
-    "interface_cfg",
-    "target_cfg",
-    "connect_mode",
-];
-const COM_FIELDS: &[&str] = &[
-    "device",
-    "baudrate",
-    "serial_number",
-    "vid",
-    "pid",
-    "identity_source",
-];
-const CAN_FIELDS: &[&str] = &[
-    "adapter",
-    "bitrate",
-    "channel",
-    "data_bitrate",
-    "executable",
-    "fd",
-    "listen_only",
-    "listen_only_enforcement",
-    "max_buffer_frames",
-    "max_frame_data_bytes",
-    "pcanbasic_dll",
-    "poll_interval_ms",
-    "receive_own_messages",
-    "resource_id",
-    "timeout_s",
-];
-const PROJECT_FLAGS: &[&str] = &[
-    "allow_config_description_write",
-    "allow_config_permissions_write",
-    "allow_config_write",
-    "allow_recover",
-    "allow_upgrade",
-];
+use crate::config_edit::keys::{CAN_FIELDS, COM_FIELDS, DEBUGGER_FIELDS, PROJECT_FLAGS};
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     Ok(Plan {
@@ -190,7 +150,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-fn permissions_in_force(config: &Config) -> Value {
+pub(crate) fn permissions_in_force(config: &Config) -> Value {
     let mut out = Map::new();
     if let Value::Object(project) = to_json(&config.permissions) {
         out.extend(project);
@@ -236,7 +196,33 @@ fn permissions_in_force(config: &Config) -> Value {
         "artifacts".into(),
         json!({"allow_upload": config.artifacts.allow_upload}),
     );
+    // The typed model also holds the version-1 read grants; later versions do not have them.
+    if config.version >= 2 {
+        for section in ["debuggers", "com_ports", "can_buses"] {
+            if let Some(Value::Object(entries)) = out.get_mut(section) {
+                for flags in entries.values_mut() {
+                    if let Value::Object(flags) = flags {
+                        flags.remove("allow_probe");
+                        flags.remove("allow_read");
+                    }
+                }
+            }
+        }
+    }
     Value::Object(out)
+}
+
+/// What this server holds on the bench now (a run, sessions); `null` when nothing.
+fn open_holds(ctx: &Context<'_>) -> Value {
+    let held = ctx.ownership.locks.held();
+    let run = ctx.ownership.runs.current();
+    if held.is_empty() && run.is_none() {
+        return Value::Null;
+    }
+    json!({
+        "devices": held,
+        "run": run.map(|r| json!({"label": r.label, "started_at": r.started_at})),
+    })
 }
 
 fn right_entry(permission: &str, granted: bool, covers: &str) -> Value {
@@ -248,9 +234,19 @@ fn describe(ctx: &Context<'_>) -> Outcome {
     let config = &loaded.config;
     let document = serde_json::to_value(config).unwrap_or(Value::Null);
     let schema = ahil_config::config_json_schema();
+    // A write checks the grant both in force and in the file (a closed grant freezes at once), so
+    // the answer here does too.
+    let on_disk =
+        ahil_config::load_config_file(&loaded.path).map_or(config.permissions, |c| c.permissions);
     let granted = |right: &str| match right {
-        DESCRIPTION => config.permissions.allow_config_description_write,
-        PERMISSIONS => config.permissions.allow_config_permissions_write,
+        DESCRIPTION => {
+            config.permissions.allow_config_description_write
+                && on_disk.allow_config_description_write
+        }
+        PERMISSIONS => {
+            config.permissions.allow_config_permissions_write
+                && on_disk.allow_config_permissions_write
+        }
         _ => false,
     };
     let mut writable = Vec::new();
@@ -292,6 +288,12 @@ fn describe(ctx: &Context<'_>) -> Outcome {
     next_steps.push(json!(
         "Permissions can only be narrowed over MCP: project_config_set writes false into a permission, never true."
     ));
+    let blocked = super::config_set::open_run_refusal(ctx).is_some();
+    if blocked {
+        next_steps.insert(0, json!(
+            "A run or session of this server holds the bench: writes are refused until it is stopped."
+        ));
+    }
     let summary = format!(
         "{} key(s) are writable through project_config_set and {} are locked; each locked key names the grant that opens it.",
         writable.len(),
@@ -321,8 +323,8 @@ fn describe(ctx: &Context<'_>) -> Outcome {
         .with("writable_keys", Value::Array(writable))
         .with("locked_keys", Value::Array(locked))
         .with("new_entry_patterns", Value::Array(patterns))
-        .with("open_holds", Value::Null)
-        .with("writes_blocked_by_open_run", false)
+        .with("open_holds", open_holds(ctx))
+        .with("writes_blocked_by_open_run", blocked)
         .with("reference", "agentic-hil://reference/config-shape")
         .with("next_steps", Value::Array(next_steps))
         .not_started(true)

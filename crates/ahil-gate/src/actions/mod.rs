@@ -15,15 +15,26 @@ use crate::snapshot::Snapshot;
 
 pub mod artifact_upload;
 pub mod bench_run;
+pub mod can_buses;
+pub mod can_io;
+pub mod can_session;
 pub mod com_io;
 pub mod com_ports;
 pub mod com_session;
+pub mod config_adopt;
+pub mod config_create;
+pub mod config_reload;
+pub mod config_set;
 pub mod debug;
 mod debug_ops;
 pub mod debugger_info;
 pub mod describe;
+pub mod lease;
+pub mod power;
 pub mod probe;
+mod probe_cli;
 pub mod reports;
+pub mod test_reactor;
 
 /// What an action gets to look at.
 pub struct Context<'a> {
@@ -38,6 +49,12 @@ pub struct Context<'a> {
     pub serial: &'a std::sync::Arc<crate::serial::Sessions>,
     /// The debug session this server holds.
     pub debug: &'a std::sync::Arc<crate::debug::Sessions>,
+    /// The CAN sessions this server holds.
+    pub can: &'a std::sync::Arc<crate::can::Sessions>,
+    /// This configuration's leases and incidents.
+    pub coordinator: &'a std::sync::Arc<crate::ownership::coordination::Coordinator>,
+    /// Where a description reload puts the configuration later calls decide with.
+    pub description: &'a crate::config_edit::reload::DescriptionSlot,
 }
 
 /// A tool call, ready for the pipeline.
@@ -82,13 +99,23 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     match ctx.tool {
         "artifact_upload" => artifact_upload::plan(ctx),
         "bench_run_start" | "bench_run_stop" | "bench_run_status" => bench_run::plan(ctx),
+        "can_buses_list" => can_buses::plan(ctx),
+        "can_session_start" | "can_session_stop" => can_session::plan(ctx),
+        "can_send" | "can_read" => can_io::plan(ctx),
         "com_ports_list" => com_ports::plan(ctx),
         "com_session_start" | "com_session_stop" => com_session::plan(ctx),
         "com_write" | "com_read" => com_io::plan(ctx),
         "debugger_info" => debugger_info::plan(ctx),
         tool if debug::TOOLS.contains(&tool) => debug::plan(ctx),
         "project_config_describe" => describe::plan(ctx),
+        "hardware_lease_status" | "hardware_recover" => lease::plan(ctx),
+        tool if power::TOOLS.contains(&tool) => power::plan(ctx),
+        "project_config_set" => config_set::plan(ctx),
+        "project_config_create" => config_create::plan(ctx),
+        "project_config_adopt_hardware" => config_adopt::plan(ctx),
+        "project_config_reload_description" => config_reload::plan(ctx),
         "get_last_report" | "classify_last_error" => reports::plan(ctx),
+        "test_reactor_status" | "test_reactor_stop" => test_reactor::plan(ctx),
         "debugger_probes_list" | "probe_target" | "flash_firmware" | "reset_target" => {
             probe::plan(ctx)
         }

@@ -1,8 +1,9 @@
 //! The debug-probe tools: `debugger_probes_list`, `probe_target`, `flash_firmware`, `reset_target`.
 //!
 //! Each is one driver call through the pipeline (authorized, the debugger's device locks claimed,
-//! audited). Only the `qemu` backend exists so far; other debugger types answer `not_supported`
-//! until theirs lands. Images reach the driver only as the private staged copy from
+//! audited). The `qemu` backend lives here; OpenOCD, pyOCD and STM32CubeProgrammer in
+//! [`super::probe_cli`]; other debugger types answer `not_supported`. Images reach the driver only
+//! as the private staged copy from
 //! [`artifacts::resolve`], resolved inside the work, after policy has allowed the flash.
 
 use std::path::PathBuf;
@@ -18,7 +19,7 @@ use super::debugger_info::bound_debugger;
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::artifacts::{self, ArtifactPolicy, ArtifactRef, Format, StagedArtifact, Stager};
 use crate::envelope::{Outcome, SideEffectStatus};
-use crate::ownership::runs::debugger_keys;
+use crate::ownership::runs::claimed_keys;
 use crate::policy::{Action, Device};
 use crate::snapshot::pinned_debugger_executable;
 
@@ -34,7 +35,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let (name, debugger) = bound_debugger(ctx)?;
     let tool = ctx.tool;
     let executable = pinned_debugger_executable(ctx.loaded, name);
-    let mut resources = debugger_keys(debugger, executable.as_deref());
+    let mut resources = claimed_keys(&ctx.loaded.config, debugger, executable.as_deref());
     let reset_after = ctx
         .args
         .get("reset_after_flash")
@@ -66,6 +67,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         }))
     } else if debugger.kind == DebuggerType::Qemu {
         qemu_work(ctx, name, debugger, executable, &mut resources)?
+    } else if super::probe_cli::drives(debugger.kind) {
+        super::probe_cli::work(ctx, name, debugger, executable)?
     } else {
         let kind = debugger.kind;
         Work::Local(Box::new(move || {
@@ -98,19 +101,19 @@ fn verb(tool: &str) -> &'static str {
 }
 
 /// What a flash asks for, read from the arguments before anything runs.
-struct FlashArgs {
-    image: ImageArg,
-    reset_after: bool,
-    capture: Option<Capture>,
+pub(super) struct FlashArgs {
+    pub(super) image: ImageArg,
+    pub(super) reset_after: bool,
+    pub(super) capture: Option<Capture>,
 }
 
-enum ImageArg {
+pub(super) enum ImageArg {
     Path(String),
     Id(String),
 }
 
 /// A UART read across the flash.
-struct Capture {
+pub(super) struct Capture {
     port_id: String,
     device: PathBuf,
     until: Vec<String>,
@@ -118,7 +121,7 @@ struct Capture {
     max_bytes: usize,
 }
 
-fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
+pub(super) fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
     Box::new(
         Outcome::refused(tool, "invalid_argument", summary)
             .with_remediation(["Correct the arguments as the tool's input schema describes."])
@@ -126,7 +129,7 @@ fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
     )
 }
 
-fn flash_args(ctx: &Context<'_>) -> Result<FlashArgs, Box<Outcome>> {
+pub(super) fn flash_args(ctx: &Context<'_>) -> Result<FlashArgs, Box<Outcome>> {
     let tool = ctx.tool;
     let image = match (
         ctx.args.get("image_path").and_then(Value::as_str),
@@ -326,7 +329,7 @@ fn qemu_work<'a>(
     }))
 }
 
-fn parse_address(text: &str) -> Option<u64> {
+pub(super) fn parse_address(text: &str) -> Option<u64> {
     let text = text.trim();
     match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16).ok(),
@@ -334,7 +337,7 @@ fn parse_address(text: &str) -> Option<u64> {
     }
 }
 
-fn millis(duration: Duration) -> u64 {
+pub(super) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -408,7 +411,43 @@ fn reset(probe: &QemuProbe, mode: ResetMode, budget: &Budget) -> Acted {
     }
 }
 
-fn loader_format(staged: &StagedArtifact, base: u64) -> Option<ImageFormat> {
+/// Resolve and stage the image the call names; a refusal proves nothing reached the board.
+pub(super) fn stage_image(
+    policy: &ArtifactPolicy,
+    image: &ImageArg,
+) -> Result<StagedArtifact, Box<Acted>> {
+    const TOOL: &str = "flash_firmware";
+    let refused_image = |outcome: Outcome| {
+        Box::new(Acted {
+            outcome,
+            contact: Some(Contact::none(
+                "the image was refused before anything connected to the board",
+            )),
+        })
+    };
+    let request = match image {
+        ImageArg::Path(path) => ArtifactRef::Path(path),
+        ImageArg::Id(id) => {
+            if !policy.allow_upload() {
+                return Err(refused_image(
+                    Outcome::refused(
+                        TOOL,
+                        "permission_denied",
+                        "Flashing by artifact_id needs `artifacts.allow_upload`, which is false.",
+                    )
+                    .with("permission", "artifacts.allow_upload")
+                    .with_next_step("Give image_path instead, or ask the operator to open `artifacts.allow_upload`."),
+                ));
+            }
+            ArtifactRef::Id(id)
+        }
+    };
+    Stager::process()
+        .and_then(|stager| artifacts::resolve(policy, stager, request))
+        .map_err(|refusal| refused_image(refusal.to_outcome(TOOL)))
+}
+
+pub(super) fn loader_format(staged: &StagedArtifact, base: u64) -> Option<ImageFormat> {
     match staged.format()? {
         Format::Elf => Some(ImageFormat::Elf),
         Format::IntelHex => Some(ImageFormat::Hex),
@@ -430,28 +469,10 @@ fn flash(
             "the image was refused before anything connected to the board",
         )),
     };
-    let request = match &args.image {
-        ImageArg::Path(path) => ArtifactRef::Path(path),
-        ImageArg::Id(id) => {
-            if !policy.allow_upload() {
-                return refused_image(
-                    Outcome::refused(
-                        TOOL,
-                        "permission_denied",
-                        "Flashing by artifact_id needs `artifacts.allow_upload`, which is false.",
-                    )
-                    .with("permission", "artifacts.allow_upload")
-                    .with_next_step("Give image_path instead, or ask the operator to open `artifacts.allow_upload`."),
-                );
-            }
-            ArtifactRef::Id(id)
-        }
+    let staged = match stage_image(policy, &args.image) {
+        Ok(staged) => staged,
+        Err(refused) => return *refused,
     };
-    let staged =
-        match Stager::process().and_then(|stager| artifacts::resolve(policy, stager, request)) {
-            Ok(staged) => staged,
-            Err(refusal) => return refused_image(refusal.to_outcome(TOOL)),
-        };
     let Some(format) = loader_format(&staged, base) else {
         return refused_image(
             Outcome::refused(
@@ -643,5 +664,6 @@ fn detail(error: &DriverError) -> String {
             format!("a step did not finish within {} s", limit.as_secs())
         }
         DriverError::Io(error) => error.kind().to_string(),
+        DriverError::Classified(classified) => classified.summary.clone(),
     }
 }

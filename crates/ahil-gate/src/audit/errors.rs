@@ -143,6 +143,15 @@ pub const CATALOGUE: &[Entry] = &[
         [NO_STATE_EDIT]
     ),
     entry!(
+        "config_exists",
+        "A configuration already exists where a first one was to be written; it was left alone.",
+        [
+            "Call project_config_describe to see the configuration in force.",
+            "To regenerate it, call project_config_create on the provisioned server (needs allow_config_write)."
+        ],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
         "config_file_not_found",
         "This workspace has no authoritative configuration, so there is no bench and no permission.",
         [
@@ -161,6 +170,24 @@ pub const CATALOGUE: &[Entry] = &[
         ["Do not guess at a different key to make the error move."]
     ),
     entry!(
+        "config_changed_underneath",
+        "The configuration file changed between the check of a write and the write itself.",
+        [
+            "Run the command again; it reads the file afresh.",
+            "If it repeats, find what else is editing the file."
+        ],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "config_reload_in_open_run",
+        "The bench description cannot be reloaded while a run or session of this server holds a device.",
+        [
+            "Stop the run (bench_run_stop) and any COM or debug session.",
+            "Then call project_config_reload_description again."
+        ],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
         "config_stale",
         "The configuration on disk differs from the one this server enforces.",
         [
@@ -175,6 +202,24 @@ pub const CATALOGUE: &[Entry] = &[
         [
             "Check the file's permissions and that it is a regular file.",
             "Run `agentic-hil doctor` for the exact problem."
+        ],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "config_write_failed",
+        "The configuration file could not be replaced; the old file is unchanged.",
+        [
+            "Check that the configuration directory is writable for this user.",
+            "Run `agentic-hil doctor` for the exact problem."
+        ],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "config_write_in_open_run",
+        "The configuration cannot be written while a run or session holds the bench.",
+        [
+            "Stop the run (bench_run_stop) and any COM or debug session.",
+            "Then send the same change again."
         ],
         [NO_CONFIG_EDIT]
     ),
@@ -233,6 +278,15 @@ pub const CATALOGUE: &[Entry] = &[
         []
     ),
     entry!(
+        "hardware_mismatch",
+        "The attached hardware is not the one the configuration entry names.",
+        [
+            "Check probe_id against debugger_probes_list.",
+            "Name the entry that describes this probe with debugger_id."
+        ],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
         "invalid_argument",
         "An argument is missing, unknown, of the wrong type or out of range; nothing was started.",
         [
@@ -283,6 +337,24 @@ pub const CATALOGUE: &[Entry] = &[
         [
             "Report which permission was refused and stop.",
             "Only the operator can grant it, at their own shell (`agentic-hil grant`)."
+        ],
+        [NO_CONFIG_EDIT, "Do not carry out the action another way."]
+    ),
+    entry!(
+        "permission_change_in_open_run",
+        "Grants cannot change while a process holds a device of this bench.",
+        [
+            "Wait for the run or session named in `open_holds` to end, or stop it.",
+            "Then run the grant or revoke again."
+        ],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
+        "permission_widening_denied",
+        "Over MCP a permission can only be closed; opening one is the operator's decision.",
+        [
+            "Report which permission the task needs (`keys`) and stop.",
+            "The operator may open it at their own shell with `operator_command`."
         ],
         [NO_CONFIG_EDIT, "Do not carry out the action another way."]
     ),
@@ -347,6 +419,88 @@ pub const CATALOGUE: &[Entry] = &[
         [NO_BYPASS]
     ),
     entry!(
+        "symbol_source_changed",
+        "The ELF the symbols would be read from is not the one the target runs (it changed since it was loaded or flashed).",
+        ["Start the session (or flash) again from the image you mean, then read the symbol."],
+        []
+    ),
+    entry!(
+        "symbol_source_not_available",
+        "No ELF is on record for this probe: symbols are read offline from the image this server last flashed, and none was flashed yet.",
+        ["Flash the ELF the board should run with flash_firmware, then read the symbol."],
+        []
+    ),
+    entry!(
+        "detach_resume_not_confirmed",
+        "OpenOCD did not confirm that gdb leaving will keep the core halted, so the debug session was kept open.",
+        [
+            "Call debug_stop_session again.",
+            "If it keeps failing, the operator checks the board and the OpenOCD version."
+        ],
+        ["Do not assume the target is halted."]
+    ),
+    entry!(
+        "recovery_requires_physical_check",
+        "The incident needs a person to check the bench; an agent cannot clear it on its own word.",
+        [
+            "Ask the operator to look at the board.",
+            "Pass their words verbatim as operator_statement, or let them run the operator_command."
+        ],
+        [
+            NO_BYPASS,
+            "Do not write an operator_statement the operator did not give."
+        ]
+    ),
+    entry!(
+        "operator_confirmation_required",
+        "Recovery releases a quarantined bench only when the operator confirms its state.",
+        [
+            "Check the board, then run `agentic-hil recover --confirm-safe-state --quarantine-id <id>`."
+        ],
+        []
+    ),
+    entry!(
+        "quarantine_id_required",
+        "Recovery must name the incident it recovers.",
+        [
+            "Read the quarantine_id from `agentic-hil lease-status` and pass it with --quarantine-id."
+        ],
+        []
+    ),
+    entry!(
+        "resource_not_quarantined",
+        "No incident is open on this bench, so there is nothing to recover.",
+        ["Read `agentic-hil lease-status`; use the bench."],
+        []
+    ),
+    entry!(
+        "quarantine_changed",
+        "The open incident is not the one named: it changed since it was read.",
+        ["Read `agentic-hil lease-status` again and recover the incident it names."],
+        []
+    ),
+    entry!(
+        "config_changed",
+        "The configuration changed since the incident was recorded.",
+        [
+            "Compare recorded_config_sha256 with current_config_sha256.",
+            "If the change is intended, recover with --accept-config-change (accept_config_change over MCP)."
+        ],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "recovery_audit_failed",
+        "The recovery ledger could not be written, so the incident stays open.",
+        ["Fix the state root (space, permissions), then run the same recovery again."],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
+        "recovery_persist_failed",
+        "The recovery was recorded in the ledger but the lease records could not be rewritten.",
+        ["Run the same recovery again; it resumes with the same quarantine id."],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
         "run_report_invalid",
         "The run report is not a run report this program wrote.",
         ["Pass the report of a finished run (reports/runs/<handle>.json)."],
@@ -380,9 +534,149 @@ pub const CATALOGUE: &[Entry] = &[
         []
     ),
     entry!(
+        "run_stopped",
+        "The test run ended early because a stop was requested; the step in progress finished and every session was closed.",
+        [
+            "Read stopped_after_step and the steps that ran; run the plan again when the bench is ready."
+        ],
+        []
+    ),
+    entry!(
+        "run_failed",
+        "The detached test run ended without passing.",
+        ["Call test_reactor_status with the run handle for the failed step and its report."],
+        []
+    ),
+    entry!(
+        "step_failed",
+        "A test plan step did not succeed.",
+        [
+            "Read the failed step's result in the run report; fix the firmware or the plan, then run it again."
+        ],
+        []
+    ),
+    entry!(
+        "uart_expect_timeout",
+        "The text or pattern a uart_expect step waited for did not arrive in time.",
+        [
+            "Read received_tail: it shows what the board did send.",
+            "Check the baud rate and that the firmware prints the expected text; raise timeout_s only if the board is merely slow."
+        ],
+        [
+            "Do not widen the pattern until it matches anything; the step exists to catch a wrong output."
+        ]
+    ),
+    entry!(
+        "comparator_unmet",
+        "The value the step read (serial text, CAN frame or symbol) did not meet the plan's comparator.",
+        [
+            "Compare observed or captured_text with the comparator in the step result.",
+            "Fix the firmware behaviour, or the plan if its expectation was wrong."
+        ],
+        ["Do not loosen the comparator just to make the run pass."]
+    ),
+    entry!(
+        "symbol_size_mismatch",
+        "The symbol a read_symbol step read is not as wide as the plan's size_bytes says.",
+        ["Check the symbol's type in the firmware, then correct size_bytes or the firmware."],
+        []
+    ),
+    entry!(
+        "unexpected_stop",
+        "The target stopped somewhere other than the breakpoint the plan ran to.",
+        [
+            "Read the stop reason and frame in the step result; a fault or another breakpoint stopped the core.",
+            "Inspect the state with the debug tools before running the plan again."
+        ],
+        []
+    ),
+    entry!(
+        "cleanup_failed",
+        "A session the test run opened could not be closed at its end.",
+        [
+            "Read cleanup_errors for the session and its error.",
+            "Call the matching stop tool (debug_stop_session, com_session_stop, can_session_stop) once more."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "run_worker_gone",
+        "The process running this test plan ended before the run did; its devices were freed when it died.",
+        [
+            "Read the run's last progress with test_reactor_status and check the board's state.",
+            "Run the plan again once the board is known to be safe."
+        ],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
+        "run_worker_failed",
+        "The worker process of a detached test run ended before it registered the run.",
+        ["Read worker_output for the reason, fix it, then start the run again."],
+        []
+    ),
+    entry!(
+        "run_worker_unresponsive",
+        "The worker of a detached test run did not take its devices in time; a stop was requested for it.",
+        [
+            "Follow the handle with test_reactor_status; it ends once it reads the stop.",
+            "Check for another owner holding the devices."
+        ],
+        []
+    ),
+    entry!(
+        "run_state_invalid",
+        "A test run's record under the state root cannot be read.",
+        ["Run `agentic-hil doctor` to check the state root, then ask again."],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
+        "junit_xml_requires_synchronous_run",
+        "JUnit XML is written at a run's end, so it cannot be asked of a detached run.",
+        [
+            "Drop --detach to get the JUnit XML, or drop --junit-xml and read the run's report later."
+        ],
+        []
+    ),
+    entry!(
         "schema_exists",
         "The output file already exists.",
         ["Pass --force to replace it, or choose another path."],
+        []
+    ),
+    entry!(
+        "mcp_config_conflict",
+        "The agent host's file already registers an agentic-hil server that agentic-hil did not write; it was left as it was.",
+        [
+            "Compare that entry with the output of `agentic-hil mcp-config`.",
+            "Keep it, or run agent-install again with --force to replace it."
+        ],
+        ["Do not delete the host's file to get past this; it holds the operator's other servers."]
+    ),
+    entry!(
+        "agent_mcp_config_invalid",
+        "The agent host's registration file is not plain JSON (or its marker lines are unmatched), so it cannot be edited without losing something.",
+        [
+            "Repair the file, or add the entry by hand from `agentic-hil mcp-config`.",
+            "Then run agent-install again."
+        ],
+        []
+    ),
+    entry!(
+        "skill_conflict",
+        "The host's skills directory already holds an agentic-hil skill that agentic-hil did not write.",
+        ["Move that file away, or run again with --force to replace it."],
+        []
+    ),
+    entry!(
+        "skill_exists",
+        "The --target file already exists and agentic-hil did not write it.",
+        ["Pass --force to replace it, or name another --target."],
+        []
+    ),
+    entry!(
+        "unsupported_agent",
+        "This agent host has no place for what was asked (for example no user-level skills directory).",
+        ["Name a file with --target, or use agent-install, which registers the MCP server alone."],
         []
     ),
     entry!(
@@ -421,6 +715,88 @@ pub const CATALOGUE: &[Entry] = &[
         []
     ),
     entry!(
+        "com_port_reserved_for_power_supply",
+        "The port is the serial link of a configured power supply; only the supply's own tools use it.",
+        [
+            "Use power_supply_status, power_supply_set, power_supply_output or power_supply_cycle for the supply.",
+            "For the board's console, use the com_ports entry of the board's own adapter."
+        ],
+        [
+            "Do not open the port another way: the supply would read bytes nobody meant for it.",
+            NO_CONFIG_EDIT
+        ]
+    ),
+    entry!(
+        "permission_denied:power_supply_limits",
+        "A write on this supply channel is refused because the configuration sets no limit for it; the refusal names the missing keys.",
+        [
+            "Report every key in `missing_limits` and stop.",
+            "Only the operator writes a supply's limits, by hand, then restarts the server; power_supply_status still reads it."
+        ],
+        [
+            "Do not propose a limit from the supply's range, its present set point or a datasheet.",
+            NO_BYPASS
+        ]
+    ),
+    entry!(
+        "power_supply_identity_mismatch",
+        "The unit on the supply's port reports a serial other than the configured idn_serial: another unit is connected.",
+        [
+            "Check which supply is cabled to the port and connect the configured unit.",
+            "If the unit was replaced on purpose, the operator writes its idn_serial and checks that the limits still fit."
+        ],
+        [
+            "Do not drive this unit through another entry or another way.",
+            NO_CONFIG_EDIT
+        ]
+    ),
+    entry!(
+        "power_supply_identity_unknown",
+        "The unit reports a model or firmware this build has no verified record for, so only its identity was asked.",
+        [
+            "Report the reported `model` and `firmware` and stop.",
+            "Check that the supply on this port is the type the configuration names."
+        ],
+        [
+            "Do not change the entry's `type` to get the call through.",
+            NO_BYPASS
+        ]
+    ),
+    entry!(
+        "power_supply_limit_exceeded",
+        "A requested or stored set point is above the channel's effective limit (the lower of the supply's and the channel's), so nothing was written.",
+        [
+            "Ask for a value at or below `limit`; when a stored set point is too high, set it within the limit first.",
+            "If the task needs more, report it and stop: only the operator raises a limit."
+        ],
+        [
+            "Do not raise the limit yourself or drive the supply another way.",
+            NO_CONFIG_EDIT
+        ]
+    ),
+    entry!(
+        "power_supply_no_reply",
+        "The supply did not answer (or its port did not open). Before any write nothing changed; after one the unit's state is unknown.",
+        [
+            "Read `cause`, `backend_error` and `last_known_output`.",
+            "Without a write, check the cable and the port, then call power_supply_status once.",
+            "After a write, the operator checks the set points and output on the unit itself before the bench is used again."
+        ],
+        [
+            "Do not retry a write in a loop: a write without an answer may have been applied.",
+            NO_BYPASS
+        ]
+    ),
+    entry!(
+        "power_supply_readback_mismatch",
+        "The supply accepted a write but reads back a different value or output state; the comparison is exact.",
+        [
+            "Report `requested` and `read_back`, then call power_supply_status to read the whole channel.",
+            "A supply that does not hold what it is told is for the operator to look at."
+        ],
+        ["Do not write an offset value to land on the request, and do not retry in a loop."]
+    ),
+    entry!(
         "com_port_identity_mismatch",
         "The adapter attached at the configured device is not the one the entry names (serial number or USB ids differ).",
         [
@@ -434,6 +810,170 @@ pub const CATALOGUE: &[Entry] = &[
         "The entry names a serial number or USB ids, but the host does not report them for the configured device.",
         ["Check the adapter is plugged in, then call com_ports_list to see what the host reports."],
         [NO_BYPASS]
+    ),
+    entry!(
+        "bridge_process_reap_failed",
+        "The CAN bridge process could not be reaped when its session was stopped; the session is kept.",
+        [
+            "Call can_session_stop again.",
+            "If it keeps failing, ask the operator to check the bridge process."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "bridge_safe_state_unconfirmed",
+        "The CAN session ended but its bridge never confirmed that it left the bus in a safe state (it crashed, or answered close wrongly).",
+        [
+            "Check the bus and the adapter behind the bridge before opening another session.",
+            "Read `cleanup_reasons`."
+        ],
+        ["Do not assume the adapter stopped transmitting."]
+    ),
+    entry!(
+        "can_adapter_close_failed",
+        "The CAN adapter refused to close cleanly.",
+        ["Call can_session_stop again."],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "can_adapter_invalid_request",
+        "A request could not be written to the CAN bridge.",
+        ["Stop the session and start it again."],
+        []
+    ),
+    entry!(
+        "can_adapter_invalid_response",
+        "The CAN bridge answered outside protocol v2 (extra keys, wrong types, malformed frames); what it did is unknown.",
+        ["Stop the session, then ask the operator to fix or replace the bridge."],
+        ["Do not trust frames from a bridge that answers malformed responses."]
+    ),
+    entry!(
+        "can_adapter_not_found",
+        "The CAN bridge executable named by the configuration is no longer a file.",
+        ["Ask the operator to reinstall the bridge or correct `can_buses.<id>.executable`."],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "can_adapter_open_failed",
+        "The CAN adapter could not be opened; with `channel_open` it may already have been on the bus.",
+        ["Check the adapter and its cabling, then call can_session_start again."],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "can_adapter_process_exited",
+        "The CAN bridge process is not running (it exited or crashed); `stderr_tail` holds its last words.",
+        ["Call can_session_stop to reap it and release the bus, then can_session_start."],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "can_adapter_process_start_failed",
+        "The CAN bridge executable could not be started.",
+        ["Ask the operator to check the bridge executable and its permissions."],
+        []
+    ),
+    entry!(
+        "can_adapter_protocol_unsupported",
+        "The CAN bridge's open answer is not protocol v2; it was closed.",
+        ["Ask the operator for a bridge that speaks protocol v2."],
+        []
+    ),
+    entry!(
+        "can_adapter_timeout",
+        "The CAN bridge did not answer within the bus's timeout_s.",
+        ["Check the bridge and the adapter behind it, then call can_session_start again."],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "can_backend_not_available",
+        "This host cannot reach the adapter kind: the kernel has no SocketCAN support, or the bus names a PCAN-Basic channel, which this build does not load.",
+        [
+            "On Linux use the adapter's SocketCAN interface name (can0, …) as the channel.",
+            "Run `agentic-hil doctor`."
+        ],
+        []
+    ),
+    entry!(
+        "can_bus_not_configured",
+        "No can_buses entry has that bus_id; `configured_buses` lists the ones that exist.",
+        ["Call can_buses_list and use one of its bus_id values."],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "can_channel_not_available",
+        "The CAN bridge says the requested channel is not available.",
+        ["Check that the adapter is plugged in, then call can_session_start again."],
+        []
+    ),
+    entry!(
+        "can_classic_frame_too_large",
+        "A classic CAN frame carries at most 8 data bytes.",
+        ["Send at most 8 bytes, or use an FD bus."],
+        []
+    ),
+    entry!(
+        "can_fd_frame_length_invalid",
+        "An FD frame carries 0-8, 12, 16, 20, 24, 32, 48 or 64 bytes; `allowed_lengths` lists them.",
+        ["Pad the payload to the next allowed length."],
+        []
+    ),
+    entry!(
+        "can_fd_remote_frame_unsupported",
+        "CAN FD has no remote frames.",
+        ["Send a data frame (rtr false)."],
+        []
+    ),
+    entry!(
+        "can_interface_down",
+        "The SocketCAN interface exists but is down; it was refused before a socket was bound.",
+        ["Ask the operator to bring it up (`ip link set <if> up type can bitrate …`)."],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "can_interface_not_found",
+        "The kernel has no CAN interface of that name (or the name is not a CAN interface).",
+        ["Check the adapter is plugged in and the channel name in can_buses_list."],
+        []
+    ),
+    entry!(
+        "can_listen_only_mode",
+        "The bus is configured listen-only, so nothing may be sent on it; refused before any adapter call.",
+        ["Use can_read to observe the bus."],
+        ["Do not send through another tool or program."]
+    ),
+    entry!(
+        "can_listen_only_unconfirmed",
+        "The adapter opened but did not confirm listen-only; it was closed again.",
+        ["Ask the operator to check the adapter's listen-only support."],
+        ["Do not clear listen_only to get past this."]
+    ),
+    entry!(
+        "can_listen_only_unsupported",
+        "The adapter cannot prove listen-only (for SocketCAN the kernel does not report LISTEN-ONLY); nothing was opened.",
+        [
+            "Ask the operator to enable listen-only on the controller (`ip link set <if> type can listen-only on`)."
+        ],
+        ["Do not clear listen_only to get past this."]
+    ),
+    entry!(
+        "can_participant_not_configured",
+        "The bus declares no shares with that participant name.",
+        ["Call the tool again without `participant`."],
+        []
+    ),
+    entry!(
+        "can_read_failed",
+        "Reading from the CAN adapter failed; nothing was sent.",
+        ["Stop and restart the session."],
+        []
+    ),
+    entry!(
+        "can_send_failed",
+        "The CAN adapter did not take the frame; whether it reached the bus is unknown.",
+        [
+            "Read the bus (can_read) before sending again.",
+            "Stop and restart the session if it keeps failing."
+        ],
+        ["Do not resend blindly."]
     ),
     entry!(
         "serial_read_failed",
@@ -492,6 +1032,15 @@ pub const CATALOGUE: &[Entry] = &[
         [
             "Check the probe's connection and the board's power.",
             "Call the tool again; a slow host may need a longer timeout from the operator."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "probe_server_open_failed",
+        "The probe's gdb server did not open its port; it was stopped and its process group killed.",
+        [
+            "Read `server_output_tail`: the server's last lines say why it stopped.",
+            "Ask the operator to close any other program that holds the probe, then call the tool again."
         ],
         [NO_BYPASS]
     ),
@@ -575,6 +1124,69 @@ pub const CATALOGUE: &[Entry] = &[
         "The backend could not list its probes.",
         ["Check the probe's USB connection (or that the emulated board runs), then list again."],
         []
+    ),
+    entry!(
+        "adapter_not_found",
+        "The debug probe was not found or could not be opened, so nothing reached the target.",
+        [
+            "Check that the probe is plugged in and that no other program (an IDE, another debugger) holds it.",
+            "Check `probe_id` with debugger_probes_list; the operator fixes the configuration if it names another probe."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "debugger_config_not_found",
+        "The debugger could not find an interface or target script (or another file) the configuration names.",
+        [
+            "Ask the operator to check `interface_cfg` and `target_cfg` against the scripts the installed tool ships.",
+            "Call debugger_info to see which executable and version runs."
+        ],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "debugger_command_rejected",
+        "The debugger refused a command before it opened the probe; the target was not touched.",
+        [
+            "Check the installed tool's version with debugger_info; the command may not exist in it.",
+            "Report `rejected_commands` to the operator."
+        ],
+        []
+    ),
+    entry!(
+        "target_state_unconfirmed",
+        "The debugger exited without the text that proves it reached the target, so the target's state is not known.",
+        [
+            "Call probe_target again; if it repeats, report the debugger output to the operator.",
+            "Check the backend version with debugger_info."
+        ],
+        ["Do not assume the operation happened."]
+    ),
+    entry!(
+        "verify_failed",
+        "The flash contents did not match the image after programming; the target holds an unknown image.",
+        [
+            "Flash the same image again once; if it fails again, report it: the flash may be protected or worn.",
+            "Check that the image fits the target's flash and does not overlap protected regions."
+        ],
+        ["Do not run or debug the target as if it held the new image."]
+    ),
+    entry!(
+        "flash_erase_failed",
+        "The programmer could not erase flash; `erase_abort_point` says whether writing had begun.",
+        [
+            "Read `erase_abort_point.reading`: `flash_change_underway` means the flash holds a partial image.",
+            "Ask the operator to check the option bytes (write or read protection) before flashing again."
+        ],
+        ["Do not mass-erase or change option bytes another way to get past this."]
+    ),
+    entry!(
+        "target_type_invalid",
+        "pyOCD does not know the configured target type; nothing reached the target.",
+        [
+            "Ask the operator to install the device pack (`install_commands`) or correct `target_type`.",
+            "Then call the tool again."
+        ],
+        [NO_CONFIG_EDIT]
     ),
     entry!(
         "capture_timeout",

@@ -24,6 +24,10 @@ pub const AUDITED_TOOLS: &[&str] = &[
     "can_session_start",
     "can_send",
     "can_read",
+    "power_supply_status",
+    "power_supply_set",
+    "power_supply_output",
+    "power_supply_cycle",
     "project_config_adopt_hardware",
     "project_config_create",
 ];

@@ -1,10 +1,14 @@
-//! GDB debug sessions on the emulated board, held across calls from `debug_start_session` to
-//! `debug_stop_session`. A session owns its gdb child (own process group, killed and reaped on drop),
-//! the staged ELF it debugs, and the debugger's machine-wide device lock, so flash and reset (here or in
-//! another server) wait until it stops. Dropping a session disconnects first: the QEMU stub resumes the
-//! core on a plain detach or a vanished gdb, but keeps it halted on a disconnect.
+//! GDB debug sessions, held across calls from `debug_start_session` to `debug_stop_session`, on the
+//! emulated board (gdb on QEMU's stub) or through OpenOCD (gdb on the loopback port of an OpenOCD this
+//! session started). A session owns its gdb child (own process group, killed and reaped on drop), the
+//! debug server's process when there is one, the staged ELF it debugs, and the debugger's machine-wide
+//! device lock, so flash and reset (here or in another server) wait until it stops. Dropping a session
+//! keeps the core halted: it disconnects rather than detaches (the QEMU stub resumes on a detach), and
+//! on OpenOCD first turns the gdb-detach and gdb-end events into no-ops.
 
+pub mod elfsym;
 pub mod ihex;
+pub mod offline;
 pub mod output;
 pub mod stop;
 
@@ -12,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use ahil_drivers::gdbmi::Session as Gdb;
+use ahil_drivers::openocd::gdbserver::GdbServer;
 use ahil_drivers::qemu::qmp::Qmp;
 use serde_json::{Value, json};
 
@@ -95,8 +100,8 @@ pub struct Live {
     pub log_path: String,
     /// gdb's transcript, kept when gdb ends.
     pub gdb_transcript: Vec<String>,
-    /// The board's QMP socket: the proof of a halt that does not depend on gdb.
-    pub qmp_socket: std::path::PathBuf,
+    /// The debug server gdb talks to.
+    pub server: Server,
     pub ownership: Arc<Ownership>,
     /// Per-command limit (the debugger's timeout, 10 s at most).
     pub step: Duration,
@@ -109,7 +114,7 @@ pub struct Live {
 impl Live {
     /// The `session` object results carry.
     pub fn describe(&self) -> Value {
-        json!({
+        let mut doc = json!({
             "session_id": self.session_id,
             "status": self.status,
             "mode": self.mode,
@@ -121,8 +126,26 @@ impl Live {
             },
             "breakpoints": self.breakpoints.iter().map(Breakpoint::to_value).collect::<Vec<_>>(),
             "stop_reason": self.stop.as_ref().and_then(|s| s.get("stop_reason")).cloned().unwrap_or(Value::Null),
-            "backend": "qemu",
-        })
+            "backend": self.server.backend(),
+        });
+        if let Server::OpenOcd {
+            port,
+            load_phase,
+            firmware_load_status,
+            ..
+        }
+        | Server::Stlink {
+            port,
+            load_phase,
+            firmware_load_status,
+            ..
+        } = &self.server
+        {
+            doc["gdb_port"] = json!(port);
+            doc["load_phase"] = json!(load_phase);
+            doc["firmware_load_status"] = json!(firmware_load_status);
+        }
+        doc
     }
 
     /// Appends an audited event to the session log; false if it could not be written.
@@ -138,13 +161,67 @@ impl Live {
 
 impl Drop for Live {
     fn drop(&mut self) {
-        // The stub resumes the core if gdb just vanishes; a disconnect leaves it halted.
-        if let Some(mut gdb) = self.gdb.take() {
-            let _ = gdb.command("-target-disconnect", Duration::from_secs(1));
-            gdb.close(Duration::from_secs(1));
+        let second = Duration::from_secs(1);
+        if let Server::Stlink { process, .. } = &mut self.server
+            && let Some(process) = process.take()
+        {
+            process.stop();
         }
-        // Between calls a session's core is always halted; keep it so when the server goes away.
-        let _ = vm_halted(&self.qmp_socket, Duration::from_secs(1));
+        // The stub resumes the core if gdb just vanishes; a disconnect leaves it halted. OpenOCD runs
+        // its gdb-detach handler on any disconnect, so that handler is emptied first.
+        if let Some(mut gdb) = self.gdb.take() {
+            if matches!(self.server, Server::OpenOcd { .. }) {
+                let _ = gdb.console(DETACH_GUARD, second);
+            }
+            let _ = gdb.command("-target-disconnect", second);
+            gdb.close(second);
+        }
+        match &mut self.server {
+            // Between calls a session's core is always halted; keep it so when the server goes away.
+            Server::Qemu { qmp_socket } => {
+                let _ = vm_halted(qmp_socket, second);
+            }
+            Server::OpenOcd { process, .. } | Server::Stlink { process, .. } => {
+                if let Some(process) = process.take() {
+                    process.stop();
+                }
+            }
+        }
+    }
+}
+
+/// Empties OpenOCD's gdb-detach and gdb-end handlers, so gdb leaving cannot resume the core.
+pub const DETACH_GUARD: &str =
+    "monitor $_TARGETNAME configure -event gdb-detach {}; $_TARGETNAME configure -event gdb-end {}";
+
+/// The debug server a session's gdb talks to.
+pub enum Server {
+    /// The emulated board's stub; its QMP socket proves a halt without gdb.
+    Qemu { qmp_socket: std::path::PathBuf },
+    /// An OpenOCD this session started, serving gdb on a loopback port.
+    OpenOcd {
+        process: Option<GdbServer>,
+        port: u16,
+        load_phase: &'static str,
+        firmware_load_status: &'static str,
+    },
+    /// An ST-LINK_gdbserver this session started, serving gdb on a loopback port. It may resume the
+    /// core when gdb leaves, so a stop kills it before gdb disconnects.
+    Stlink {
+        process: Option<GdbServer>,
+        port: u16,
+        load_phase: &'static str,
+        firmware_load_status: &'static str,
+    },
+}
+
+impl Server {
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Self::Qemu { .. } => "qemu",
+            Self::OpenOcd { .. } => "openocd",
+            Self::Stlink { .. } => "stlink",
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -88,6 +88,8 @@ struct HeldLock {
     _file: File,
     count: usize,
     acquired_at: String,
+    /// What the hold is for (a run's label), kept so heartbeats rewrite the same owner.
+    label: Option<String>,
 }
 
 /// Devices taken by one call to [`DeviceLocks::acquire`].
@@ -300,22 +302,8 @@ impl DeviceLocks {
             })
         };
         self.root.ensure().map_err(|e| unusable(&e))?;
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(self.root.lock_path(resource))
+        let file = ahil_config::lockfile::open(&self.root.lock_path(resource))
             .map_err(|e| unusable(&e))?;
-        let meta = file.metadata().map_err(|e| unusable(&e))?;
-        if !meta.file_type().is_file() || meta.nlink() != 1 {
-            return Err(unusable(&io::Error::new(
-                io::ErrorKind::InvalidData,
-                "lock file is not a single-link regular file",
-            )));
-        }
         match file.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
@@ -369,6 +357,7 @@ impl DeviceLocks {
                 _file: file,
                 count: 1,
                 acquired_at: now,
+                label: label.map(str::to_owned),
             },
             reclaimed,
         ))
@@ -391,6 +380,64 @@ impl DeviceLocks {
                 // clean release for a crash.
                 self.write_released(name, &held.acquired_at);
             }
+        }
+    }
+
+    /// Who holds `resource` right now, without taking it for longer than a probe: `None` when it
+    /// is free. A hold of this owner's own is reported with `holder_is_this_owner`.
+    pub fn peek(&self, resource: &str) -> Option<Value> {
+        if let Some(held) = self.lock_table().get(resource) {
+            return Some(json!({
+                "resource": resource,
+                "holder": self.owner,
+                "held_since": held.acquired_at,
+                "holder_is_this_owner": true,
+            }));
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(self.root.lock_path(resource))
+            .ok()?;
+        match file.try_lock() {
+            // Free: the probe's lock goes with the file.
+            Ok(()) => None,
+            Err(fs::TryLockError::WouldBlock) => {
+                let record = self.read_settled_holder(resource);
+                Some(json!({
+                    "resource": resource,
+                    "holder": record.as_ref().and_then(|r| r.get("owner").cloned()),
+                    "held_since": text(record.as_ref(), "acquired_at"),
+                    "heartbeat_at": text(record.as_ref(), "heartbeat_at"),
+                    "holder_is_this_owner": false,
+                }))
+            }
+            Err(fs::TryLockError::Error(err)) => Some(json!({
+                "resource": resource,
+                "error_class": format!("{:?}", err.kind()),
+                "errno": err.raw_os_error(),
+            })),
+        }
+    }
+
+    /// Rewrites the holder record of every held device with a fresh `heartbeat_at`, so a waiting
+    /// owner can tell a long hold from a stale record.
+    pub fn heartbeat(&self) {
+        let table = self.lock_table();
+        let now = iso_millis(std::time::SystemTime::now());
+        for (resource, held) in table.iter() {
+            let mut owner = self.owner.clone();
+            owner.label.clone_from(&held.label);
+            let record = json!({
+                "version": 1,
+                "state": "held",
+                "resource": resource,
+                "owner": owner,
+                "acquired_at": held.acquired_at,
+                "heartbeat_at": now,
+                "heartbeat_interval_s": HEARTBEAT_INTERVAL_S,
+            });
+            let _ = self.write_holder(resource, &record);
         }
     }
 

@@ -1,8 +1,10 @@
 //! Bench ownership: who may drive which physical device right now. Machine-wide device locks live
 //! here; leases, runs and incidents build on them.
 
+pub mod coordination;
 pub mod device_lock;
 pub mod owner;
+pub mod reasons;
 pub mod runs;
 
 pub use device_lock::{Acquired, Busy, DeviceLocks, LockRoot};
@@ -69,6 +71,23 @@ impl Ownership {
             locks: DeviceLocks::new(LockRoot::for_home(home), Owner::this_process(frontend)),
             runs: RunSlot::default(),
         }
+    }
+
+    /// Refreshes the holder records of held devices every heartbeat interval for as long as this
+    /// ownership lives.
+    pub fn start_heartbeat(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let _ = std::thread::Builder::new()
+            .name("device-heartbeat".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(Duration::from_secs(30));
+                    match weak.upgrade() {
+                        Some(ownership) => ownership.locks.heartbeat(),
+                        None => break,
+                    }
+                }
+            });
     }
 
     /// Takes the physical devices a call addresses. Inside an open run the call may use only what

@@ -42,11 +42,29 @@ pub fn debugger_keys(debugger: &Debugger, executable: Option<&Path>) -> Vec<Stri
     keys
 }
 
+/// The keys a call on `debugger` claims. An esptool entry has no probe: its chip is reached only
+/// through its COM port, so it claims that port's key, and a COM session on the port excludes it.
+pub fn claimed_keys(
+    config: &Config,
+    debugger: &Debugger,
+    executable: Option<&Path>,
+) -> Vec<String> {
+    if debugger.kind == ahil_config::DebuggerType::Esptool
+        && let Some(name) = debugger.com_port.as_deref()
+        && let Some(port) = config.com_ports.get(name)
+    {
+        return vec![port.lock_key(name)];
+    }
+    debugger_keys(debugger, executable)
+}
+
 fn debugger_identity(
     debugger: &Debugger,
     executable: Option<&Path>,
 ) -> (&'static str, Option<String>) {
-    if debugger.resource_id.is_some() {
+    if debugger.kind == ahil_config::DebuggerType::Esptool {
+        ("com_port", None)
+    } else if debugger.resource_id.is_some() {
         ("resource_id", None)
     } else if debugger.probe_id.is_some() {
         ("probe_id", None)
@@ -182,7 +200,7 @@ fn resolve_debugger(
         })?,
     };
     let exe = loaded.executables.debugger(name);
-    let keys = debugger_keys(debugger, exe);
+    let keys = claimed_keys(config, debugger, exe);
     let (source, warning) = debugger_identity(debugger, exe);
     Ok(DeclaredDevice {
         kind: "debugger".to_owned(),
@@ -412,6 +430,25 @@ mod tests {
 
     fn selectors(value: &Value) -> Vec<Value> {
         value.as_array().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn an_esptool_debugger_claims_its_com_ports_key_and_no_toolchain_key() {
+        let fx = Fixture::new();
+        let loaded = bench(&fx);
+        let mut config = loaded.config.clone();
+        let esp = config.debuggers.values_mut().next().expect("a debugger");
+        esp.kind = ahil_config::DebuggerType::Esptool;
+        esp.probe_id = None;
+        esp.com_port = Some("dut_uart".into());
+        let esp = esp.clone();
+        assert_eq!(
+            claimed_keys(&config, &esp, Some(Path::new("/usr/bin/esptool"))),
+            ["com:serial:0669ff"]
+        );
+        assert_eq!(debugger_identity(&esp, None).0, "com_port");
+        let openocd = loaded.config.debuggers.values().next().expect("a debugger");
+        assert_eq!(claimed_keys(&loaded.config, openocd, None), ["probe:abc1"]);
     }
 
     #[test]

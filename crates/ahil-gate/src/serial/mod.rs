@@ -5,8 +5,7 @@
 pub mod identity;
 pub mod text;
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ahil_drivers::serial::Port;
@@ -16,31 +15,16 @@ use crate::audit::Audit;
 use crate::ownership::Ownership;
 pub use text::Encoding;
 
-/// The sessions of one gate.
-#[derive(Default)]
-pub struct Sessions {
-    map: Mutex<BTreeMap<String, Arc<Session>>>,
+/// The COM sessions of one gate, by port id.
+pub type Sessions = crate::session_table::Table<Session>;
+
+impl crate::session_table::Keyed for Session {
+    fn key(&self) -> &str {
+        &self.port_id
+    }
 }
 
 impl Sessions {
-    fn table(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Session>>> {
-        // Inserts and removes are single statements, so a poisoned table is still consistent.
-        self.map.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The session on `port_id`, if one is registered.
-    pub fn get(&self, port_id: &str) -> Option<Arc<Session>> {
-        self.table().get(port_id).cloned()
-    }
-
-    pub fn insert(&self, session: Arc<Session>) {
-        self.table().insert(session.port_id.clone(), session);
-    }
-
-    pub fn remove(&self, port_id: &str) -> Option<Arc<Session>> {
-        self.table().remove(port_id)
-    }
-
     /// Whether `port_id` has a live session.
     pub fn is_active(&self, port_id: &str) -> bool {
         self.get(port_id).is_some_and(|s| s.port.is_alive())

@@ -1,0 +1,452 @@
+//! The user half of an installation: register the server with an agent host and give the host our
+//! skill (`agent-install`, `skill-install`), take both back (`uninstall`), and `setup` (the user half,
+//! then `init` for the project). Every command writes only its own entries, refuses to replace one the
+//! operator wrote unless forced, and restores every file it touched if it fails half-way.
+
+mod deny;
+mod host;
+mod journal;
+mod launcher;
+mod marked;
+mod registry;
+mod skill;
+
+use std::path::Path;
+
+use ahil_config::Environment;
+use serde_json::{Value, json};
+
+pub use host::Agent;
+use journal::Journal;
+use registry::{Change, Removal};
+
+const AGENT_INSTALL: &str = "agentic_hil_agent_install";
+const SKILL_INSTALL: &str = "agentic_hil_skill_install";
+const UNINSTALL: &str = "agentic_hil_uninstall";
+const SETUP: &str = "agentic_hil_setup";
+
+fn refusal(tool: &str, error_type: &str, summary: &str, remediation: &str) -> Value {
+    json!({
+        "ok": false,
+        "tool": tool,
+        "error_type": error_type,
+        "summary": summary,
+        "remediation": [remediation],
+    })
+}
+
+/// A failed step: the refusal of the command, after every file it touched was put back.
+fn failed(mut doc: Value, journal: &mut Journal, steps: Value) -> Value {
+    let attempted = !journal.is_empty();
+    let errors = journal.roll_back();
+    doc["steps"] = steps;
+    doc["rollback"] = json!({"attempted": attempted, "ok": errors.is_empty(), "errors": errors});
+    doc
+}
+
+/// A skill step's outcome, or its refusal (`error_type`, summary, remediation).
+fn install_skill(
+    env: &Environment,
+    agent: Agent,
+    target: Option<&Path>,
+    force: bool,
+    journal: &mut Journal,
+) -> Result<Value, (&'static str, String, &'static str)> {
+    let explicit = target.is_some();
+    let Some(path) = target
+        .map(Path::to_path_buf)
+        .or_else(|| agent.skill_file(&env.home))
+    else {
+        return Err((
+            "unsupported_agent",
+            format!("{} has no user-level skills directory.", agent.label()),
+            "Name a file with --target, or use agent-install, which registers the MCP server alone for this host.",
+        ));
+    };
+    let shown = env.display_path(&path);
+    let (installed, updated) = match skill::state(&path) {
+        skill::State::Current => (false, false),
+        skill::State::Absent => (true, false),
+        skill::State::Stale => (true, true),
+        skill::State::Foreign if force => (true, true),
+        skill::State::Foreign => {
+            return Err(if explicit {
+                (
+                    "skill_exists",
+                    format!("{shown} already exists and agentic-hil did not write it."),
+                    "Pass --force to replace it, or name another --target.",
+                )
+            } else {
+                (
+                    "skill_conflict",
+                    format!("{shown} holds a skill agentic-hil did not write."),
+                    "Move that file away, or pass --force to replace it.",
+                )
+            });
+        }
+    };
+    if installed {
+        journal
+            .write(&path, skill::SKILL.as_bytes())
+            .map_err(|err| {
+                (
+                    "output_write_failed",
+                    format!("{shown} could not be written: {err}"),
+                    "Make the directory writable for this user, then run this again.",
+                )
+            })?;
+    }
+    let mut step = json!({
+        "ok": true,
+        "summary": if installed { format!("Wrote the skill to {shown}.") } else { format!("The skill at {shown} is current.") },
+        "agent": agent.id(),
+        "path": shown,
+        "installed": installed,
+        "updated": updated,
+    });
+    if agent == Agent::Codex && !explicit {
+        let agents_md = env.home.join(".codex/AGENTS.md");
+        let registered = skill::register_in_agents_md(&agents_md, &shown, journal).map_err(|err| {
+            (
+                "output_write_failed",
+                format!("~/.codex/AGENTS.md could not be updated: {err}"),
+                "Fix or remove the agentic-hil block in ~/.codex/AGENTS.md, then run this again.",
+            )
+        })?;
+        step["registration"] = json!({"path": env.display_path(&agents_md), "changed": registered});
+    }
+    Ok(step)
+}
+
+pub fn skill_install(env: &Environment, agent: Agent, target: Option<&Path>, force: bool) -> Value {
+    let mut journal = Journal::default();
+    match install_skill(env, agent, target, force, &mut journal) {
+        Ok(mut step) => {
+            step["tool"] = json!(SKILL_INSTALL);
+            step
+        }
+        Err((error_type, summary, remediation)) => {
+            let doc = refusal(SKILL_INSTALL, error_type, &summary, remediation);
+            failed(doc, &mut journal, json!({}))
+        }
+    }
+}
+
+pub fn agent_install(
+    workspace: &Path,
+    env: &Environment,
+    agent: Agent,
+    force: bool,
+    launcher: Option<&Path>,
+) -> Value {
+    let launcher = match launcher::resolve(workspace, launcher) {
+        Ok(launcher) => launcher,
+        Err(refused) => {
+            return refusal(
+                AGENT_INSTALL,
+                refused.error_type,
+                &refused.summary,
+                refused.remediation,
+            );
+        }
+    };
+    let mut journal = Journal::default();
+    let mut steps = json!({});
+    if agent.skill_file(&env.home).is_some() {
+        match install_skill(env, agent, None, force, &mut journal) {
+            Ok(step) => steps["skill_install"] = step,
+            Err((error_type, summary, remediation)) => {
+                let doc = refusal(AGENT_INSTALL, error_type, &summary, remediation);
+                return failed(doc, &mut journal, steps);
+            }
+        }
+    }
+    let file = match agent.registry(&env.home) {
+        host::Registry::Json { file, .. } | host::Registry::TomlBlock { file } => file,
+    };
+    let shown = env.display_path(&file);
+    let changed = match registry::install(agent, &env.home, &launcher, force, &shown, &mut journal)
+    {
+        Ok(change) => change,
+        Err(err) => {
+            let remediation = match err {
+                registry::RegistryError::Conflict(_) => {
+                    "Compare that entry with `agentic-hil mcp-config`; pass --force to replace it, or keep it and skip this step."
+                }
+                registry::RegistryError::Unparsable(..) => {
+                    "Repair the file (or add the entry by hand from `agentic-hil mcp-config`), then run this again."
+                }
+                registry::RegistryError::Io(..) => {
+                    "Make the file and its directory writable for this user, then run this again."
+                }
+                registry::RegistryError::ChangedUnderneath(_) => {
+                    "Close the agent host (it is rewriting that file), then run this again."
+                }
+            };
+            let doc = refusal(
+                AGENT_INSTALL,
+                err.error_type(),
+                &err.to_string(),
+                remediation,
+            );
+            return failed(doc, &mut journal, steps);
+        }
+    };
+    let (written, replaced_foreign) = match changed {
+        Change::Written { replaced_foreign } => (true, replaced_foreign),
+        Change::Unchanged => (false, false),
+    };
+    steps["mcp_config"] = json!({
+        "ok": true,
+        "agent": agent.id(),
+        "path": shown,
+        "changed": written,
+        "replaced_foreign": replaced_foreign,
+        "summary": if written {
+            format!("Registered the agentic-hil MCP server in {shown}.")
+        } else {
+            format!("{shown} already registers this agentic-hil.")
+        },
+    });
+    let changed_anything = !journal.is_empty();
+    let summary = if changed_anything {
+        format!(
+            "Registered agentic-hil with {} for this user; restart {} to see its tools.",
+            agent.label(),
+            agent.label()
+        )
+    } else {
+        format!(
+            "agentic-hil was already registered with {}; nothing written.",
+            agent.label()
+        )
+    };
+    json!({
+        "ok": true,
+        "tool": AGENT_INSTALL,
+        "scope": "user",
+        "summary": summary,
+        "agent": agent.id(),
+        "command": launcher,
+        "restart_required": changed_anything,
+        "steps": steps,
+        "rollback": {"attempted": false, "ok": true, "errors": []},
+        "next_step": format!("In each project: agentic-hil init (or agentic-hil setup --agent {}), then agentic-hil doctor.", agent.id()),
+    })
+}
+
+fn item(what: &str, path: &str) -> Value {
+    json!({"what": what, "path": path})
+}
+
+fn uninstall_one(env: &Environment, agent: Agent, journal: &mut Journal) -> Result<Value, String> {
+    let mut removed = Vec::new();
+    let mut left_alone = Vec::new();
+    let file = match agent.registry(&env.home) {
+        host::Registry::Json { file, .. } | host::Registry::TomlBlock { file } => file,
+    };
+    let shown = env.display_path(&file);
+    match registry::uninstall(agent, &env.home, &shown, journal).map_err(|err| err.to_string())? {
+        Removal::Removed => removed.push(item("MCP registration", &shown)),
+        Removal::Absent => {}
+        Removal::Kept(reason) => {
+            let mut kept = item("MCP registration", &shown);
+            kept["reason"] = json!(reason);
+            left_alone.push(kept);
+        }
+    }
+    if let Some(path) = agent.skill_file(&env.home) {
+        let shown = env.display_path(&path);
+        match skill::state(&path) {
+            skill::State::Absent => {}
+            skill::State::Current | skill::State::Stale => {
+                journal
+                    .remove(&path)
+                    .map_err(|err| format!("{shown}: {err}"))?;
+                removed.push(item("skill", &shown));
+            }
+            skill::State::Foreign => {
+                let mut kept = item("skill", &shown);
+                kept["reason"] =
+                    json!("agentic-hil did not write this file; it is the operator's to remove.");
+                left_alone.push(kept);
+            }
+        }
+    }
+    if agent == Agent::ClaudeCode {
+        let removed_rules = deny::remove(env, journal)?;
+        if removed_rules > 0 {
+            let settings = env.display_path(&env.home.join(".claude/settings.json"));
+            let mut rules = item("write-refusal rules", &settings);
+            rules["count"] = json!(removed_rules);
+            removed.push(rules);
+        }
+    }
+    if agent == Agent::Codex {
+        let agents_md = env.home.join(".codex/AGENTS.md");
+        let shown = env.display_path(&agents_md);
+        match skill::unregister_in_agents_md(&agents_md, journal) {
+            Ok(true) => removed.push(item("skill pointer", &shown)),
+            Ok(false) => {}
+            Err(reason) => {
+                let mut kept = item("skill pointer", &shown);
+                kept["reason"] = json!(reason);
+                left_alone.push(kept);
+            }
+        }
+    }
+    Ok(json!({
+        "agent": agent.id(),
+        "ok": true,
+        "removed": removed,
+        "left_alone": left_alone,
+    }))
+}
+
+pub fn uninstall(env: &Environment, agents: &[Agent]) -> Value {
+    let agents: Vec<Agent> = if agents.is_empty() {
+        Agent::ALL.to_vec()
+    } else {
+        agents.to_vec()
+    };
+    let mut journal = Journal::default();
+    let mut results = Vec::new();
+    for agent in agents {
+        match uninstall_one(env, agent, &mut journal) {
+            Ok(result) => results.push(result),
+            Err(err) => {
+                let doc = refusal(
+                    UNINSTALL,
+                    "output_write_failed",
+                    &format!("Could not take back {}'s half: {err}", agent.label()),
+                    "Make the named file writable for this user, then run this again; nothing was removed.",
+                );
+                return failed(doc, &mut journal, json!({"agents": results}));
+            }
+        }
+    }
+    let count = |key: &str| {
+        results
+            .iter()
+            .map(|r| r[key].as_array().map_or(0, Vec::len))
+            .sum::<usize>()
+    };
+    let (removed, kept) = (count("removed"), count("left_alone"));
+    let mut summary = format!("Removed {removed} item(s) agentic-hil wrote.");
+    if kept > 0 {
+        summary.push_str(" Left ");
+        summary.push_str(&kept.to_string());
+        summary.push_str(" item(s) it did not write; `left_alone` names them.");
+    }
+    json!({
+        "ok": true,
+        "tool": UNINSTALL,
+        "scope": "user",
+        "summary": summary,
+        "agents": results,
+        "kept_trees": [
+            {"what": "project configurations", "path": env.display_path(&ahil_config_root(env))},
+            {"what": "state roots (audit evidence and incidents)", "path": "each configuration's state_root"},
+        ],
+        "next_steps": [
+            "Project configurations and state roots stay: they are the operator's policy and the bench's evidence. Remove them by hand after reading them.",
+            "Remove the binary last: cargo uninstall agentic-hil (or delete the copied file).",
+        ],
+    })
+}
+
+/// `init [--agent A]`: the project's configuration, then (for Claude Code) the write refusals on it.
+pub fn init(workspace: &Path, env: &Environment, force: bool, agent: Option<Agent>) -> Value {
+    let mut doc = serde_json::to_value(ahil_gate::provision::init(workspace, env, force))
+        .unwrap_or_else(|err| json!({"ok": false, "summary": err.to_string()}));
+    if doc["ok"] != json!(true) {
+        return doc;
+    }
+    if agent == Some(Agent::ClaudeCode) {
+        let step = restrict_claude_writes(workspace, env);
+        if step["ok"] == json!(false) {
+            doc["ok"] = json!(false);
+            doc["error_type"] = json!("output_write_failed");
+            doc["summary"] = step["summary"].clone();
+        }
+        doc["steps"]["agent_write_restriction"] = step;
+    }
+    doc
+}
+
+/// The project half's Claude Code rules: its edit tools may not write the configuration directory or
+/// the state root. Paths stay out of the answer (the state root's is never printed).
+fn restrict_claude_writes(workspace: &Path, env: &Environment) -> Value {
+    let loaded = match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            return json!({"ok": false, "summary": format!("The configuration did not load: {}", err.summary())});
+        }
+    };
+    let config_dir = loaded.path.parent().unwrap_or(&loaded.path);
+    let mut journal = Journal::default();
+    let settings = env.display_path(&env.home.join(".claude/settings.json"));
+    match deny::add(env, &[config_dir, &loaded.config.state_root], &mut journal) {
+        Ok(added) => json!({
+            "ok": true,
+            "path": settings,
+            "rules_added": added,
+            "summary": if added == 0 {
+                format!("{settings} already refuses Claude Code's edits to the configuration and the state root.")
+            } else {
+                format!("{settings} now refuses Claude Code's edits to the configuration and the state root.")
+            },
+        }),
+        Err(err) => {
+            let errors = journal.roll_back();
+            json!({"ok": false, "path": settings, "summary": format!("Could not add the write refusals: {err}"), "rollback_errors": errors})
+        }
+    }
+}
+
+fn ahil_config_root(env: &Environment) -> std::path::PathBuf {
+    env.xdg_config_home
+        .clone()
+        .unwrap_or_else(|| env.home.join(".config"))
+        .join("agentic-hil")
+}
+
+pub fn setup(
+    workspace: &Path,
+    env: &Environment,
+    agent: Agent,
+    force: bool,
+    launcher: Option<&Path>,
+) -> Value {
+    let user = agent_install(workspace, env, agent, force, launcher);
+    let user_ok = user["ok"].as_bool().unwrap_or(false);
+    if !user_ok {
+        let mut doc = user.clone();
+        doc["tool"] = json!(SETUP);
+        doc["scopes"] = json!({"user": user});
+        return doc;
+    }
+    // `--force` is for the operator's host files only: it never regenerates a project's policy.
+    let project = init(workspace, env, false, Some(agent));
+    let project_ok = project["ok"].as_bool().unwrap_or(false);
+    let mut doc = json!({
+        "ok": project_ok,
+        "tool": SETUP,
+        "summary": if project_ok {
+            format!("{} Then: {}", user["summary"].as_str().unwrap_or(""), project["summary"].as_str().unwrap_or(""))
+        } else {
+            format!("Registered with {}, but this project could not be set up: {}", agent.label(), project["summary"].as_str().unwrap_or(""))
+        },
+        "agent": agent.id(),
+        "command": user["command"],
+        "restart_required": user["restart_required"],
+        "scopes": {"user": user, "project": project},
+    });
+    if project_ok {
+        doc["next_steps"] = project["next_steps"].clone();
+    } else {
+        doc["error_type"] = project["error_type"].clone();
+        doc["next_step"] = json!("Fix what the project half names, then run: agentic-hil init");
+    }
+    doc
+}

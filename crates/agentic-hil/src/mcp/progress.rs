@@ -1,0 +1,78 @@
+//! MCP progress notifications for calls that report progress (attached test plan runs): when the
+//! request carries a `progressToken`, each step the gate reports becomes one
+//! `notifications/progress`, in order, before the call's result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahil_gate::reactor::ProgressSink;
+use rmcp::RoleServer;
+use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestMetaObject};
+use rmcp::service::RequestContext;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// The forwarding side of one call's progress.
+pub struct Progress {
+    sink: ProgressSink,
+    forwarder: JoinHandle<()>,
+}
+
+impl Progress {
+    /// Progress for this request, if the client asked for it.
+    pub fn for_request(
+        meta: Option<&RequestMetaObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Self> {
+        let token = meta
+            .and_then(RequestMetaObject::get_progress_token)
+            .or_else(|| context.meta.get_progress_token())?;
+        let (tx, rx) = mpsc::unbounded_channel::<Value>();
+        let forwarder = tokio::spawn(forward(token, rx, context.peer.clone()));
+        let sink: ProgressSink = Arc::new(move |doc| {
+            let _ = tx.send(doc);
+        });
+        Some(Self { sink, forwarder })
+    }
+
+    pub fn sink(&self) -> ProgressSink {
+        Arc::clone(&self.sink)
+    }
+
+    /// Lets the last notifications out before the result is answered.
+    pub async fn finish(self) {
+        drop(self.sink);
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.forwarder).await;
+    }
+}
+
+async fn forward(
+    token: ProgressToken,
+    mut rx: mpsc::UnboundedReceiver<Value>,
+    peer: rmcp::Peer<RoleServer>,
+) {
+    let mut count = 0.0;
+    while let Some(doc) = rx.recv().await {
+        count += 1.0;
+        let mut message = format!(
+            "step {} of {}: {}",
+            doc["step"],
+            doc["total_steps"],
+            doc["action"].as_str().unwrap_or("?")
+        );
+        if let Some(route) = doc["route"].as_str() {
+            message = format!("{message} ({route})");
+        }
+        if let Some(i) = doc.get("iteration") {
+            message = format!("{message}, iteration {i}");
+        }
+        if let Some(nested) = doc["nested_action"].as_str() {
+            message = format!("{message}, step {}: {nested}", doc["nested_step"]);
+        }
+        let param = ProgressNotificationParam::new(token.clone(), count).with_message(message);
+        if peer.notify_progress(param).await.is_err() {
+            break;
+        }
+    }
+}

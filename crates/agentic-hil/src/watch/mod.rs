@@ -1,0 +1,165 @@
+//! `agentic-hil watch`: a live, read-only view of this workspace's bench, redrawn every 500 ms
+//! (`--interval-ms`).
+//! ratatui keeps the previous frame and sends only the cells that changed, so the picture does not
+//! flicker, even over ssh. `--once` prints one frame as plain text instead.
+
+mod render;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ahil_config::Environment;
+use ahil_gate::observe::{Action, observe};
+use ratatui::Terminal;
+use ratatui::backend::{CrosstermBackend, TestBackend};
+use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::crossterm::{execute, terminal};
+
+/// Actions kept on screen. The audit keeps only the last report and the last failure, so the
+/// history beyond those two is what this watcher saw come and go.
+const HISTORY: usize = 20;
+
+pub struct Options {
+    pub once: bool,
+    pub width: Option<u16>,
+    pub height: Option<u16>,
+    pub refresh: Duration,
+}
+
+/// Adds newly seen actions to `history`, newest first, without repeats.
+fn remember(history: &mut Vec<Action>, seen: &[Action]) {
+    for action in seen {
+        if !history.contains(action) {
+            history.push(action.clone());
+        }
+    }
+    history.sort_by(|a, b| b.finished_at.cmp(&a.finished_at));
+    history.truncate(HISTORY);
+}
+
+/// A buffer's text, one line per row, trailing blanks cut.
+pub fn buffer_text(buffer: &Buffer) -> String {
+    let area = buffer.area;
+    let mut out = String::new();
+    for y in area.top()..area.bottom() {
+        let mut line = String::new();
+        for x in area.left()..area.right() {
+            line.push_str(buffer[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+pub fn run(workspace: &Path, env: &Environment, options: &Options) -> anyhow::Result<ExitCode> {
+    if options.once {
+        let (cols, rows) = terminal::size().unwrap_or((100, 30));
+        let width = options.width.unwrap_or(cols).clamp(40, 500);
+        let height = options.height.unwrap_or(rows).clamp(10, 500);
+        let view = observe(workspace, env);
+        let mut history = Vec::new();
+        remember(&mut history, &view.actions);
+        let at = ahil_config::time::now_millis();
+        let mut term = Terminal::new(TestBackend::new(width, height))?;
+        term.draw(|f| {
+            render::draw(
+                f,
+                &render::Screen {
+                    view: &view,
+                    actions: &history,
+                    at: &at,
+                },
+            );
+        })?;
+        let mut out = std::io::stdout().lock();
+        out.write_all(buffer_text(term.backend().buffer()).as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    live(workspace, env, options.refresh)
+}
+
+/// Puts the terminal back however the loop ends (error or panic included).
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = terminal::disable_raw_mode();
+        let _ = execute!(
+            std::io::stdout(),
+            terminal::LeaveAlternateScreen,
+            ratatui::crossterm::cursor::Show
+        );
+    }
+}
+
+fn live(workspace: &Path, env: &Environment, refresh: Duration) -> anyhow::Result<ExitCode> {
+    terminal::enable_raw_mode()?;
+    let _restore = Restore;
+    execute!(
+        std::io::stdout(),
+        terminal::EnterAlternateScreen,
+        ratatui::crossterm::cursor::Hide
+    )?;
+    let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    let mut history = Vec::new();
+    loop {
+        let view = observe(workspace, env);
+        remember(&mut history, &view.actions);
+        let at = ahil_config::time::now_millis();
+        term.draw(|f| {
+            render::draw(
+                f,
+                &render::Screen {
+                    view: &view,
+                    actions: &history,
+                    at: &at,
+                },
+            );
+        })?;
+        if event::poll(refresh)? {
+            match event::read()? {
+                Event::Key(key) if key.kind == KeyEventKind::Press => {
+                    let quit = matches!(key.code, KeyCode::Char('q') | KeyCode::Esc)
+                        || (key.code == KeyCode::Char('c')
+                            && key.modifiers.contains(KeyModifiers::CONTROL));
+                    if quit {
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                }
+                // A resize redraws everything at the new size on the next pass.
+                Event::Resize(..) => term.autoresize()?,
+                _ => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn action(at: &str, tool: &str) -> Action {
+        Action {
+            finished_at: at.into(),
+            tool: tool.into(),
+            verdict: "ok".into(),
+            summary: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_history_keeps_each_action_once_newest_first() {
+        let mut history = Vec::new();
+        remember(&mut history, &[action("T1", "reset_target")]);
+        remember(
+            &mut history,
+            &[action("T2", "flash_firmware"), action("T1", "reset_target")],
+        );
+        let tools: Vec<&str> = history.iter().map(|a| a.tool.as_str()).collect();
+        assert_eq!(tools, ["flash_firmware", "reset_target"]);
+    }
+}

@@ -1,0 +1,223 @@
+//! Black-box, end to end: symbol reads on a `type: stlink` debugger, which has no debug session. The
+//! symbol is resolved (with the real gdb) in the ELF the last confirmed `flash_firmware` wrote, and the
+//! bytes come from `STM32_Programmer_CLI -r` (ahil-sim's scripted fake), as Intel HEX parsed back.
+
+mod support;
+
+use std::path::PathBuf;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use serde_json::{Value, json};
+use support::World;
+
+type Client = RunningService<rmcp::RoleClient, ()>;
+
+struct Bench {
+    world: World,
+    tools: PathBuf,
+    state: PathBuf,
+}
+
+impl Bench {
+    fn new() -> Self {
+        let world = World::new();
+        let (_, code) = world.run_json(&["init"]);
+        assert_eq!(code, Some(0), "init succeeds");
+        let tools = world.home.join("tools");
+        std::fs::create_dir_all(&tools).expect("tools dir");
+        let exe = tools.join("STM32_Programmer_CLI.py");
+        std::fs::copy(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py"),
+            &exe,
+        )
+        .expect("the fake is installed");
+        let state = world.home.join(".local/state/agentic-hil");
+        let config = format!(
+            "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+             target:\n  name: board\n  controller: stm32f405\n\
+             debuggers:\n  probe:\n    type: stlink\n    executable: \"{exe}\"\n    \
+             probe_id: 066DFF535254887767184038\n    \
+             permissions:\n      allow_flash: true\n      allow_reset: true\n\
+             artifacts:\n  allowed_roots: [fw]\n\
+             debug:\n  allowed_symbols: [counter, no_such_symbol]\n",
+            ws = world.workspace.display(),
+            state = state.display(),
+            exe = exe.display(),
+        );
+        std::fs::write(world.config_path(), config).expect("the test config is written");
+        let fw = world.workspace.join("fw");
+        std::fs::create_dir_all(&fw).expect("fw dir");
+        std::fs::copy(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf"),
+            fw.join("fw.elf"),
+        )
+        .expect("firmware copies");
+        Self {
+            world,
+            tools,
+            state,
+        }
+    }
+
+    fn scenario(&self, scenario: &str) {
+        std::fs::write(self.tools.join("fake-scenario"), scenario).expect("scenario");
+    }
+
+    fn reads(&self) -> Vec<Vec<String>> {
+        std::fs::read_to_string(self.tools.join("calls.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str::<Vec<String>>(line).expect("call line"))
+            .filter(|argv| argv.contains(&"-r".to_owned()))
+            .collect()
+    }
+
+    /// The private copy a confirmed flash recorded.
+    fn recorded_elf(&self) -> PathBuf {
+        let dir = self.state.join("debug/flashed");
+        let entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("a flash recorded its ELF")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        assert_eq!(entries.len(), 1, "one probe's record");
+        entries[0].join("image.elf")
+    }
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
+    let mut request = CallToolRequestParams::new(tool.to_owned());
+    if let Value::Object(map) = args {
+        request = request.with_arguments(map);
+    }
+    let result = client.call_tool(request).await.expect("tools/call answers");
+    let doc = result
+        .structured_content
+        .expect("the envelope is structured content");
+    (doc, result.is_error == Some(true))
+}
+
+async fn ok(client: &Client, tool: &str, args: Value) -> Value {
+    let (doc, is_error) = call(client, tool, args).await;
+    assert!(!is_error, "{tool}: {doc}");
+    doc
+}
+
+#[tokio::test]
+async fn stlink_reads_and_dumps_a_symbol_of_the_elf_it_last_flashed() {
+    let bench = Bench::new();
+    let client = support::connect(&bench.world).await;
+
+    let (doc, is_error) = call(&client, "debug_symbol_value", json!({"symbol": "counter"})).await;
+    assert!(is_error, "nothing flashed yet: {doc}");
+    assert_eq!(doc["error_type"], "symbol_source_not_available", "{doc}");
+    assert_eq!(doc["target_contacted"], false, "{doc}");
+
+    ok(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/fw.elf"}),
+    )
+    .await;
+    let doc = ok(&client, "debug_symbol_value", json!({"symbol": "counter"})).await;
+    assert_eq!(doc["backend"], "stlink", "{doc}");
+    assert_eq!(doc["resolved_from"], "debug_info", "{doc}");
+    assert_eq!(doc["address"], "0x2000006c", "{doc}");
+    assert_eq!(doc["size_bytes"], 4, "{doc}");
+    // The fake reads back bytes 00 01 02 03; the ELF says little endian.
+    assert_eq!(doc["hex"], "00010203", "{doc}");
+    assert_eq!(doc["value_unsigned"], 0x0302_0100, "{doc}");
+    assert_eq!(doc["byte_order"], "little", "{doc}");
+    assert_eq!(doc["symbol_source"]["path"], "fw/fw.elf", "{doc}");
+    assert_eq!(doc["side_effect_status"], "not_started", "{doc}");
+    assert!(
+        !doc.to_string().contains(&bench.state.display().to_string()),
+        "no state-root path in the result: {doc}"
+    );
+    let read = bench.reads().pop().expect("the programmer read memory");
+    let at = read.iter().position(|a| a == "-r").expect("-r");
+    assert_eq!(read[at + 1..at + 3], ["0x2000006c", "4"], "{read:?}");
+    assert!(
+        read.contains(&"mode=NORMAL".to_owned()),
+        "reads connect normally: {read:?}"
+    );
+
+    let doc = ok(
+        &client,
+        "debug_dump_symbol_ihex",
+        json!({"symbol": "counter", "output_path": "fw/out/counter.hex"}),
+    )
+    .await;
+    assert_eq!(doc["output"]["path"], "fw/out/counter.hex", "{doc}");
+    let text = std::fs::read_to_string(bench.world.workspace.join("fw/out/counter.hex"))
+        .expect("the dump is in the workspace");
+    assert_eq!(
+        text, ":020000042000DA\n:04006C00000102038A\n:00000001FF\n",
+        "the dump holds what was read"
+    );
+
+    // A record that no longer matches its digest is not used.
+    let recorded = bench.recorded_elf();
+    let mut bytes = std::fs::read(&recorded).expect("the record");
+    bytes.push(0);
+    std::fs::write(&recorded, bytes).expect("tampered");
+    let reads_before = bench.reads().len();
+    let (doc, is_error) = call(&client, "debug_symbol_value", json!({"symbol": "counter"})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "symbol_source_changed", "{doc}");
+    assert_eq!(doc["target_contacted"], false, "{doc}");
+    assert_eq!(bench.reads().len(), reads_before, "no read was made");
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn stlink_refuses_unknown_symbols_and_reads_left_uncovered_by_the_hex() {
+    let bench = Bench::new();
+    let client = support::connect(&bench.world).await;
+    ok(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/fw.elf"}),
+    )
+    .await;
+
+    let (doc, is_error) = call(
+        &client,
+        "debug_symbol_value",
+        json!({"symbol": "no_such_symbol"}),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "symbol_not_found", "{doc}");
+    assert_eq!(doc["symbol_table_lookup"], "not_found", "{doc}");
+    assert_eq!(doc["target_contacted"], false, "{doc}");
+    assert!(bench.reads().is_empty(), "no read was made");
+
+    bench.scenario("hex-short");
+    let (doc, is_error) = call(&client, "debug_symbol_value", json!({"symbol": "counter"})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "memory_read_failed", "{doc}");
+    assert_eq!(doc["target_contacted"], true, "{doc}");
+    assert_eq!(
+        doc["side_effect_status"], "not_started",
+        "a read changes nothing: {doc}"
+    );
+
+    let (doc, is_error) = call(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/fw.elf"}),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(
+        doc["error_type"], "not_supported",
+        "ST-Link has no sessions: {doc}"
+    );
+
+    bench.scenario("no-target");
+    let (doc, is_error) = call(&client, "debug_symbol_value", json!({"symbol": "counter"})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "target_not_detected", "{doc}");
+    client.cancel().await.expect("client closes");
+}

@@ -1,0 +1,136 @@
+use std::fs;
+
+use serde_json::json;
+
+use super::*;
+use crate::template::render_init_config;
+
+struct Scene {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    env: Environment,
+}
+
+fn scene(header: &str) -> Scene {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ws = dir.path().join("ws");
+    let state = dir.path().join("state");
+    fs::create_dir_all(&ws).expect("ws");
+    fs::create_dir_all(&state).expect("state");
+    let path = dir.path().join("config.yaml");
+    fs::write(
+        &path,
+        format!("{header}{}", render_init_config(&ws, &state)),
+    )
+    .expect("seed");
+    let env = Environment {
+        home: dir.path().to_path_buf(),
+        ..Environment::from_process()
+    };
+    Scene {
+        _dir: dir,
+        path,
+        env,
+    }
+}
+
+const AGENT: Stamp<'static> = Stamp {
+    actor: Actor::Agent,
+    via: "mcp:project_config_set",
+};
+
+fn set(doc: &mut Value, section: &str, key: &str, value: Value) {
+    doc[section][key] = value;
+}
+
+#[test]
+fn a_write_keeps_the_header_adds_one_change_line_and_counts_modifications() {
+    let s = scene("# Bench of team A\n# do not share\n\n");
+    for name in ["first", "second"] {
+        let written = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+            set(doc, "target", "name", json!(name));
+            Ok::<_, ()>(vec!["target.name".into()])
+        })
+        .expect("written");
+        assert!(written.written);
+        assert_eq!(written.config.target.name, name);
+    }
+    let text = fs::read_to_string(&s.path).expect("read");
+    assert!(text.starts_with(
+        "# Bench of team A\n# do not share\n# Changed by an agent via mcp:project_config_set at "
+    ));
+    assert_eq!(text.matches("# Changed by").count(), 1);
+    let config = crate::load::load_config_file(&s.path).expect("loads");
+    let provenance = config.provenance.expect("provenance");
+    assert_eq!(provenance.modification_count, Some(2));
+    assert_eq!(provenance.last_modified_by, Some(Actor::Agent));
+    assert_eq!(
+        provenance.last_modified_keys,
+        Some(vec!["target.name".to_owned()])
+    );
+    assert!(
+        provenance.created_by.is_none(),
+        "created_* is never written by a field edit"
+    );
+}
+
+#[test]
+fn an_edit_that_breaks_a_rule_writes_nothing() {
+    let s = scene("");
+    let before = fs::read(&s.path).expect("read");
+    let err = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+        doc["version"] = json!(9);
+        Ok::<_, ()>(vec!["version".into()])
+    })
+    .expect_err("refused");
+    match err {
+        WriteError::Invalid(e) => assert_eq!(e.error_type(), "config_invalid"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(fs::read(&s.path).expect("read"), before);
+}
+
+#[test]
+fn a_refused_or_empty_edit_leaves_the_bytes_alone() {
+    let s = scene("");
+    let before = fs::read(&s.path).expect("read");
+    let refused = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+        doc["target"]["name"] = json!("x");
+        Err::<Vec<String>, _>("no")
+    });
+    assert!(matches!(refused, Err(WriteError::Refused("no"))));
+    let noop = edit_config(&s.path, &s.env, AGENT, |_, _| Ok::<_, ()>(Vec::new())).expect("ok");
+    assert!(!noop.written);
+    assert_eq!(fs::read(&s.path).expect("read"), before);
+}
+
+#[test]
+fn the_edit_sees_the_configuration_on_disk() {
+    let s = scene("");
+    edit_config(&s.path, &s.env, AGENT, |_, current| {
+        assert!(current.permissions.allow_config_permissions_write);
+        assert!(current.debuggers.contains_key("dut"));
+        Ok::<_, ()>(Vec::new())
+    })
+    .expect("ok");
+}
+
+#[test]
+fn a_hand_edit_during_the_write_wins_and_the_write_is_refused() {
+    let s = scene("");
+    let err = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+        let edited = fs::read_to_string(&s.path)
+            .expect("read")
+            .replace("example-target", "edited-by-hand");
+        fs::write(&s.path, edited).expect("the editor saves");
+        set(doc, "target", "name", json!("from-the-agent"));
+        Ok::<_, ()>(vec!["target.name".into()])
+    })
+    .expect_err("refused");
+    assert!(matches!(err, WriteError::ChangedUnderneath), "{err:?}");
+    assert!(
+        fs::read_to_string(&s.path)
+            .expect("read")
+            .contains("edited-by-hand")
+    );
+}

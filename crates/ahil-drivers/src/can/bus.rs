@@ -1,0 +1,370 @@
+//! An open adapter with a pump thread: received frames go into a capped queue the session reads from.
+//!
+//! The pump is the adapter's only reader, so a frame is handed out once. When the queue is full the
+//! oldest frame is dropped and counted, never the newest silently. Readers wait on a condvar, so a
+//! wait for an identifier answers as soon as that frame lands, without polling the queue.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use super::{Adapter, CanError, Closed, Frame};
+
+#[derive(Default)]
+struct Queue {
+    frames: VecDeque<Frame>,
+    dropped: u64,
+    received: u64,
+    /// Adapter reads completed, so a caller can wait for one that started after it.
+    reads: u64,
+    /// The failure that stopped the pump.
+    error: Option<CanError>,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    arrived: Condvar,
+    cap: usize,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        // Every critical section leaves the queue consistent, so a poisoned lock is still usable.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// What a take returned.
+#[derive(Debug)]
+pub struct Taken {
+    pub frames: Vec<Frame>,
+    /// An `until` identifier was among them (the last frame is the match).
+    pub matched: bool,
+    /// Frames dropped because the queue was full, since the bus opened.
+    pub dropped_total: u64,
+    /// Frames still queued after this take.
+    pub remaining: usize,
+}
+
+/// An adapter and its pump.
+pub struct Bus {
+    adapter: Arc<dyn Adapter>,
+    shared: Arc<Shared>,
+    pump: Mutex<Option<JoinHandle<()>>>,
+    kind: &'static str,
+}
+
+impl Bus {
+    /// Start pumping `adapter` into a queue of at most `cap` frames; each adapter read waits up to
+    /// `poll` for its first frame, which bounds how long a stop waits for the pump.
+    pub fn start(adapter: Box<dyn Adapter>, cap: usize, poll: Duration) -> Self {
+        let kind = adapter.kind();
+        let adapter: Arc<dyn Adapter> = Arc::from(adapter);
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            arrived: Condvar::new(),
+            cap: cap.max(1),
+            stop: AtomicBool::new(false),
+        });
+        let pump = thread::spawn({
+            let adapter = Arc::clone(&adapter);
+            let shared = Arc::clone(&shared);
+            move || {
+                pump(
+                    adapter.as_ref(),
+                    &shared,
+                    poll.max(Duration::from_millis(1)),
+                );
+            }
+        });
+        Self {
+            adapter,
+            shared,
+            pump: Mutex::new(Some(pump)),
+            kind,
+        }
+    }
+
+    /// `process` or `socketcan`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// Whether the pump still runs (the adapter has not failed).
+    pub fn is_alive(&self) -> bool {
+        self.shared.queue().error.is_none() && !self.shared.stop.load(Ordering::SeqCst)
+    }
+
+    /// The failure that stopped the pump, if any.
+    pub fn error(&self) -> Option<CanError> {
+        self.shared.queue().error.clone()
+    }
+
+    /// (queued, dropped, received) since the bus opened.
+    pub fn levels(&self) -> (usize, u64, u64) {
+        let q = self.shared.queue();
+        (q.frames.len(), q.dropped, q.received)
+    }
+
+    /// Send one frame through the adapter.
+    pub fn send(&self, frame: &Frame) -> Result<Map<String, Value>, CanError> {
+        if let Some(error) = self.error() {
+            return Err(error);
+        }
+        self.adapter.send(frame)
+    }
+
+    /// Wait (at most `limit`) until the pump has finished a whole adapter read that began after this
+    /// call, so frames the adapter held when the session opened are in the queue.
+    pub fn settle(&self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        let mut q = self.shared.queue();
+        let target = q.reads + 2;
+        while q.reads < target && q.error.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            q = self
+                .shared
+                .arrived
+                .wait_timeout(q, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Drop everything queued; answers how many frames went.
+    pub fn drain(&self) -> usize {
+        let mut q = self.shared.queue();
+        let n = q.frames.len();
+        q.frames.clear();
+        n
+    }
+
+    /// Take up to `max` frames, waiting up to `wait` for the first (or, with `until`, for a frame
+    /// whose identifier is listed; the answer then ends at that frame).
+    pub fn take(&self, max: usize, wait: Duration, until: &[u32]) -> Taken {
+        let deadline = Instant::now() + wait;
+        let max = max.max(1);
+        let mut frames = Vec::new();
+        let mut matched = false;
+        let mut q = self.shared.queue();
+        loop {
+            while frames.len() < max
+                && !matched
+                && let Some(frame) = q.frames.pop_front()
+            {
+                matched = until.contains(&frame.id);
+                frames.push(frame);
+            }
+            let satisfied = if until.is_empty() {
+                !frames.is_empty()
+            } else {
+                matched
+            };
+            let now = Instant::now();
+            if satisfied || frames.len() >= max || now >= deadline || q.error.is_some() {
+                break;
+            }
+            q = self
+                .shared
+                .arrived
+                .wait_timeout(q, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        Taken {
+            frames,
+            matched,
+            dropped_total: q.dropped,
+            remaining: q.frames.len(),
+        }
+    }
+
+    /// Stop the pump and close the adapter.
+    pub fn close(&self) -> Closed {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.arrived.notify_all();
+        let pump = self
+            .pump
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(pump) = pump {
+            let _ = pump.join();
+        }
+        self.adapter.close()
+    }
+}
+
+impl Drop for Bus {
+    fn drop(&mut self) {
+        // A bus dropped without close (a server shutting down) still stops its pump; the adapter's own
+        // drop ends any child process.
+        self.shared.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn pump(adapter: &dyn Adapter, shared: &Shared, poll: Duration) {
+    while !shared.stop.load(Ordering::SeqCst) {
+        let result = adapter.read(shared.cap, poll);
+        let mut q = shared.queue();
+        q.reads += 1;
+        match result {
+            Ok(frames) if frames.is_empty() => shared.arrived.notify_all(),
+            Ok(frames) => {
+                q.received += frames.len() as u64;
+                for frame in frames {
+                    if q.frames.len() >= shared.cap {
+                        q.frames.pop_front();
+                        q.dropped += 1;
+                    }
+                    q.frames.push_back(frame);
+                }
+                shared.arrived.notify_all();
+            }
+            Err(error) => {
+                q.error = Some(error);
+                shared.arrived.notify_all();
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// An adapter fed by a channel, so tests control exactly what arrives and when.
+    struct Fed(Mutex<mpsc::Receiver<Result<Frame, CanError>>>);
+
+    impl Adapter for Fed {
+        fn kind(&self) -> &'static str {
+            "test"
+        }
+        fn send(&self, _frame: &Frame) -> Result<Map<String, Value>, CanError> {
+            Ok(Map::new())
+        }
+        fn read(&self, max: usize, wait: Duration) -> Result<Vec<Frame>, CanError> {
+            let rx = self.0.lock().expect("one reader");
+            let mut out = Vec::new();
+            match rx.recv_timeout(wait) {
+                Ok(frame) => out.push(frame?),
+                Err(mpsc::RecvTimeoutError::Timeout) => return Ok(out),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    thread::sleep(wait);
+                    return Ok(out);
+                }
+            }
+            while out.len() < max
+                && let Ok(frame) = rx.try_recv()
+            {
+                out.push(frame?);
+            }
+            Ok(out)
+        }
+        fn close(&self) -> Closed {
+            Closed {
+                safe_state_confirmed: true,
+                process_reaped: true,
+                report: Map::new(),
+            }
+        }
+    }
+
+    fn frame(id: u32) -> Frame {
+        Frame::new(u64::from(id), false, false, vec![]).expect("valid id")
+    }
+
+    fn settle(bus: &Bus, received: u64) {
+        let until = Instant::now() + Duration::from_secs(5);
+        while bus.levels().2 < received && Instant::now() < until {
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn frames_are_handed_out_once_in_arrival_order() {
+        let (tx, rx) = mpsc::channel();
+        let bus = Bus::start(Box::new(Fed(Mutex::new(rx))), 16, Duration::from_millis(5));
+        for id in 1..=3 {
+            tx.send(Ok(frame(id))).expect("pump alive");
+        }
+        settle(&bus, 3);
+        let first = bus.take(2, Duration::ZERO, &[]);
+        assert_eq!(
+            first.frames.iter().map(|f| f.id).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        let second = bus.take(10, Duration::ZERO, &[]);
+        assert_eq!(second.frames.iter().map(|f| f.id).collect::<Vec<_>>(), [3]);
+        assert!(bus.take(10, Duration::ZERO, &[]).frames.is_empty());
+        assert!(bus.close().safe_state_confirmed);
+    }
+
+    #[test]
+    fn a_full_queue_drops_the_oldest_frames_and_counts_them() {
+        let (tx, rx) = mpsc::channel();
+        let bus = Bus::start(Box::new(Fed(Mutex::new(rx))), 4, Duration::from_millis(5));
+        for id in 1..=10 {
+            tx.send(Ok(frame(id))).expect("pump alive");
+        }
+        settle(&bus, 10);
+        let taken = bus.take(100, Duration::ZERO, &[]);
+        assert_eq!(
+            taken.frames.iter().map(|f| f.id).collect::<Vec<_>>(),
+            [7, 8, 9, 10]
+        );
+        assert_eq!(taken.dropped_total, 6);
+        bus.close();
+    }
+
+    #[test]
+    fn a_wait_for_an_identifier_ends_at_that_frame_as_soon_as_it_lands() {
+        let (tx, rx) = mpsc::channel();
+        let bus = Bus::start(Box::new(Fed(Mutex::new(rx))), 16, Duration::from_millis(5));
+        tx.send(Ok(frame(1))).expect("pump alive");
+        let feeder = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(100));
+            tx.send(Ok(frame(0x7e8))).expect("pump alive");
+            tx.send(Ok(frame(2))).expect("pump alive");
+            tx
+        });
+        let started = Instant::now();
+        let taken = bus.take(100, Duration::from_secs(10), &[0x7e8]);
+        assert!(taken.matched);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            taken.frames.iter().map(|f| f.id).collect::<Vec<_>>(),
+            [1, 0x7e8]
+        );
+        let _tx = feeder.join().expect("feeder");
+        bus.close();
+    }
+
+    #[test]
+    fn an_adapter_failure_stops_the_pump_and_is_kept_for_the_session() {
+        let (tx, rx) = mpsc::channel();
+        let bus = Bus::start(Box::new(Fed(Mutex::new(rx))), 16, Duration::from_millis(5));
+        tx.send(Err(CanError::ProcessExited {
+            stderr_tail: String::new(),
+        }))
+        .expect("pump alive");
+        let taken = bus.take(1, Duration::from_secs(5), &[]);
+        assert!(taken.frames.is_empty());
+        assert!(!bus.is_alive());
+        assert_eq!(
+            bus.error().map(|e| e.error_type()),
+            Some("can_adapter_process_exited")
+        );
+        bus.close();
+    }
+}

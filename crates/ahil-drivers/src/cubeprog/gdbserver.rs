@@ -1,0 +1,179 @@
+//! ST-LINK_gdbserver (`gdb_server_executable`) as the gdb server of a `type: stlink` debug session.
+//! STM32CubeProgrammer's CLI serves no gdb, so the session runs ST's own server, which STM32CubeCLT
+//! installs beside it and which loads the CLI's libraries from the directory `-cp` names.
+//!
+//! It runs exactly like OpenOCD's server: a reserved loopback port, its own process group under a
+//! keeper, killed and reaped when the session lets go of it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::openocd::gdbserver::{self, GdbServer, ServerError};
+use crate::probe_cli::any;
+
+/// One entry's ST-LINK gdb server.
+#[derive(Debug, Clone)]
+pub struct StlinkGdbServer {
+    executable: PathBuf,
+    programmer_dir: Option<PathBuf>,
+    probe_id: Option<String>,
+    swd: bool,
+}
+
+impl StlinkGdbServer {
+    /// The server at `executable`; `programmer_cli` is the entry's pinned STM32_Programmer_CLI, whose
+    /// directory the server needs; `swd` false means JTAG.
+    pub fn new(
+        executable: PathBuf,
+        programmer_cli: Option<&Path>,
+        probe_id: Option<&str>,
+        swd: bool,
+    ) -> Self {
+        Self {
+            executable,
+            programmer_dir: programmer_cli.and_then(Path::parent).map(Path::to_path_buf),
+            probe_id: probe_id.map(str::to_owned),
+            swd,
+        }
+    }
+
+    /// The argv after the executable for a server on `port`. `-g` attaches without resetting: a
+    /// reset is the session's to ask for through gdb. `-e` keeps the server up across gdb
+    /// disconnects, because the readiness check is itself a connection that ends at once.
+    pub fn argv(&self, port: u16) -> Vec<OsString> {
+        let mut argv: Vec<OsString> = vec!["-p".into(), port.to_string().into(), "-e".into()];
+        if self.swd {
+            argv.push("-d".into());
+        }
+        if let Some(dir) = &self.programmer_dir {
+            argv.push("-cp".into());
+            argv.push(dir.clone().into_os_string());
+        }
+        if let Some(serial) = &self.probe_id {
+            argv.push("-i".into());
+            argv.push(serial.into());
+        }
+        argv.push("-g".into());
+        argv
+    }
+
+    /// Starts the server and waits up to `limit` for its port.
+    pub fn start(&self, limit: Duration) -> Result<GdbServer, ServerError> {
+        gdbserver::spawn(&self.executable, |port| self.argv(port), limit)
+    }
+}
+
+/// The class of a server that ended before its port opened, read from its own words.
+pub fn classify_exit(output: &str) -> &'static str {
+    let lower = output.to_lowercase();
+    if any(
+        &lower,
+        &[
+            "no st-link",
+            "no stlink",
+            "st-link not found",
+            "stlink not found",
+        ],
+    ) {
+        return "probe_not_found";
+    }
+    if any(
+        &lower,
+        &[
+            "no device found on target",
+            "cannot connect to target",
+            "target not found",
+            "unable to connect",
+        ],
+    ) {
+        return "target_not_detected";
+    }
+    "probe_server_open_failed"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(argv: &[OsString]) -> Vec<String> {
+        argv.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn the_server_serves_the_reserved_port_with_the_programmers_directory_and_the_probe() {
+        let server = StlinkGdbServer::new(
+            PathBuf::from("/opt/st/clt/STLink-gdb-server/bin/ST-LINK_gdbserver"),
+            Some(Path::new(
+                "/opt/st/clt/STM32CubeProgrammer/bin/STM32_Programmer_CLI",
+            )),
+            Some("066DFF535254"),
+            true,
+        );
+        assert_eq!(
+            strings(&server.argv(40123)),
+            [
+                "-p",
+                "40123",
+                "-e",
+                "-d",
+                "-cp",
+                "/opt/st/clt/STM32CubeProgrammer/bin",
+                "-i",
+                "066DFF535254",
+                "-g"
+            ]
+        );
+    }
+
+    #[test]
+    fn jtag_drops_the_swd_flag() {
+        let server = StlinkGdbServer::new(PathBuf::from("ST-LINK_gdbserver"), None, None, false);
+        assert_eq!(strings(&server.argv(1)), ["-p", "1", "-e", "-g"]);
+    }
+
+    #[test]
+    fn an_early_exit_is_told_apart_by_the_servers_words() {
+        assert_eq!(
+            classify_exit("Error in initializing ST-LINK device.\nReason: No ST-LINK detected!"),
+            "probe_not_found"
+        );
+        assert_eq!(
+            classify_exit(
+                "Error in initializing ST-LINK device.\nReason: No device found on target."
+            ),
+            "target_not_detected"
+        );
+        assert_eq!(
+            classify_exit("Error in initializing ST-LINK device.\nReason: ST-LINK DLL error."),
+            "probe_server_open_failed"
+        );
+    }
+
+    #[test]
+    fn a_server_that_never_opens_its_port_is_killed_at_the_limit() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("dir");
+        let exe = dir.path().join("ST-LINK_gdbserver");
+        std::fs::write(
+            &exe,
+            "#!/bin/sh\necho $$ > \"$(dirname \"$0\")/pid\"\nexec sleep 30\n",
+        )
+        .expect("script");
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("mode");
+        let error = StlinkGdbServer::new(exe, None, None, true)
+            .start(Duration::from_millis(300))
+            .err()
+            .expect("no server");
+        assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
+        let pid = std::fs::read_to_string(dir.path().join("pid")).expect("pid");
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z"),
+            "the server is gone: {stat}"
+        );
+    }
+}

@@ -1,0 +1,406 @@
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::probe_cli::fake;
+
+fn backend(exe: &Path, probe_id: Option<&str>, timeout: Duration) -> OpenOcd {
+    OpenOcd::new(
+        fake::settings(exe, probe_id, timeout),
+        "interface/stlink.cfg",
+        "target/stm32f4x.cfg",
+    )
+}
+
+fn budget() -> Budget {
+    Budget::new(Duration::from_secs(30))
+}
+
+fn classified(error: DriverError) -> Box<Classified> {
+    match error {
+        DriverError::Classified(c) => c,
+        other => panic!("expected a classified failure, got {other:?}"),
+    }
+}
+
+fn flash_request(image: &str, format: ImageFormat, reset: bool) -> FlashRequest {
+    FlashRequest {
+        image: image.into(),
+        format,
+        verify: true,
+        reset: reset.then_some(ResetMode::Run),
+    }
+}
+
+#[test]
+fn the_command_line_names_scripts_serial_and_disables_every_server() {
+    let probe = backend(
+        Path::new("/opt/openocd"),
+        Some("0670FF"),
+        Duration::from_secs(5),
+    );
+    let argv: Vec<String> = probe
+        .argv("targets")
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        argv,
+        [
+            "-f",
+            "interface/stlink.cfg",
+            "-c",
+            "adapter serial 0670FF",
+            "-f",
+            "target/stm32f4x.cfg",
+            "-c",
+            "gdb_port disabled",
+            "-c",
+            "tcl_port disabled",
+            "-c",
+            "telnet_port disabled",
+            "-c",
+            "targets"
+        ]
+    );
+}
+
+#[test]
+fn image_paths_are_escaped_for_tcl() {
+    assert_eq!(
+        tcl_quote(Path::new("/s/a \"b\" $c[1].elf")),
+        "\"/s/a \\\"b\\\" \\$c\\[1\\].elf\""
+    );
+}
+
+#[test]
+fn a_probe_succeeds_only_with_both_markers_and_sends_the_marker_script() {
+    let (dir, exe) = fake::install("openocd.py", "ok");
+    let done = backend(&exe, None, Duration::from_secs(10))
+        .probe_target(&budget())
+        .expect("probe");
+    assert_eq!(
+        done.matched_success_text,
+        [INIT_MARKER, "AGENTIC_HIL_RESULT:probe_target:ok"]
+    );
+    assert!(done.warnings.is_empty());
+    let calls = fake::calls(dir.path());
+    assert_eq!(
+        calls[0].last().map(String::as_str),
+        Some(
+            "init; echo \"AGENTIC_HIL_STAGE:init:ok\"; targets; echo \"AGENTIC_HIL_RESULT:probe_target:ok\"; shutdown"
+        )
+    );
+}
+
+#[test]
+fn a_raw_image_is_programmed_at_its_base_with_verify_and_reset() {
+    let (dir, exe) = fake::install("openocd.py", "ok");
+    backend(&exe, None, Duration::from_secs(10))
+        .flash(
+            &flash_request("/s/fw.bin", ImageFormat::Bin { base: 0x0800_0000 }, true),
+            &budget(),
+        )
+        .expect("flash");
+    let calls = fake::calls(dir.path());
+    assert!(
+        calls[0]
+            .last()
+            .expect("script")
+            .contains("program \"/s/fw.bin\" verify reset 0x8000000;"),
+        "{calls:?}"
+    );
+}
+
+#[test]
+fn failure_words_before_the_result_marker_are_warnings_not_failures() {
+    let (_dir, exe) = fake::install("openocd.py", "warnings");
+    let done = backend(&exe, None, Duration::from_secs(10))
+        .reset(ResetMode::Halt, &budget())
+        .expect("reset");
+    assert_eq!(
+        done.warnings,
+        ["Error: auto0.tap: IR capture error; saw 0x0003 not 0x0001"]
+    );
+}
+
+#[test]
+fn open_failed_is_an_adapter_not_found_with_proof_of_no_contact() {
+    let (_dir, exe) = fake::install("openocd.py", "no-probe");
+    let failed = classified(
+        backend(&exe, None, Duration::from_secs(10))
+            .flash(
+                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &budget(),
+            )
+            .expect_err("no probe"),
+    );
+    assert_eq!(failed.error_type, "adapter_not_found");
+    assert!(matches!(failed.contact, Contact::None { .. }));
+    assert!(!failed.likely_causes.is_empty());
+}
+
+#[test]
+fn a_missing_interface_script_is_a_config_error_without_contact() {
+    let (_dir, exe) = fake::install("openocd.py", "bad-interface");
+    let failed = classified(
+        backend(&exe, None, Duration::from_secs(10))
+            .probe_target(&budget())
+            .expect_err("bad script"),
+    );
+    assert_eq!(failed.error_type, "debugger_config_not_found");
+    assert_eq!(failed.backend_error_type, "interface_config_not_found");
+    assert!(matches!(failed.contact, Contact::None { .. }));
+}
+
+#[test]
+fn a_command_rejected_before_init_is_named() {
+    let (_dir, exe) = fake::install("openocd.py", "rejected");
+    let failed = classified(
+        backend(&exe, None, Duration::from_secs(10))
+            .reset(ResetMode::Init, &budget())
+            .expect_err("rejected"),
+    );
+    assert_eq!(failed.error_type, "debugger_command_rejected");
+    assert_eq!(
+        failed.details["rejected_commands"],
+        serde_json::json!(["reset"])
+    );
+    assert!(matches!(failed.contact, Contact::None { .. }));
+}
+
+#[test]
+fn an_absent_target_proves_no_contact_only_for_the_read_only_probe() {
+    let (_dir, exe) = fake::install("openocd.py", "target-absent");
+    let probe = backend(&exe, None, Duration::from_secs(10));
+    let read = classified(probe.probe_target(&budget()).expect_err("absent"));
+    assert_eq!(read.error_type, "target_not_detected");
+    assert!(matches!(read.contact, Contact::None { .. }));
+    let write = classified(
+        probe
+            .flash(
+                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &budget(),
+            )
+            .expect_err("absent"),
+    );
+    assert_eq!(write.error_type, "target_not_detected");
+    assert_eq!(write.contact, Contact::Possible);
+}
+
+#[test]
+fn exit_zero_without_markers_is_unconfirmed() {
+    let (_dir, exe) = fake::install("openocd.py", "no-marker");
+    let probe = backend(&exe, None, Duration::from_secs(10));
+    let read = classified(probe.probe_target(&budget()).expect_err("unconfirmed"));
+    assert_eq!(read.error_type, "target_state_unconfirmed");
+    assert_eq!(read.details["operation_result"]["confirmed"], false);
+    let write = classified(
+        probe
+            .flash(
+                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &budget(),
+            )
+            .expect_err("unconfirmed"),
+    );
+    assert_eq!(
+        (write.error_type, write.backend_error_type),
+        ("flash_failed", "flash_unconfirmed")
+    );
+}
+
+#[test]
+fn verify_erase_and_reset_failures_after_init_are_classified_with_contact() {
+    for (scenario, expected) in [
+        ("verify-fail", "verify_failed"),
+        ("flash-fail", "flash_erase_failed"),
+        ("write-fail", "flash_failed"),
+        ("reset-fail", "reset_failed"),
+    ] {
+        let (_dir, exe) = fake::install("openocd.py", scenario);
+        let probe = backend(&exe, None, Duration::from_secs(10));
+        let error = if scenario == "reset-fail" {
+            probe.reset(ResetMode::Halt, &budget())
+        } else {
+            probe.flash(
+                &flash_request("/s/fw.elf", ImageFormat::Elf, true),
+                &budget(),
+            )
+        };
+        let failed = classified(error.expect_err(scenario));
+        assert_eq!(failed.error_type, expected, "{scenario}");
+        assert_eq!(failed.contact, Contact::Made, "{scenario}");
+    }
+}
+
+#[test]
+fn an_erase_refusal_keeps_the_whole_capture_and_never_proves_no_contact() {
+    let (_dir, exe) = fake::install("openocd.py", "flash-fail");
+    let failed = classified(
+        backend(&exe, None, Duration::from_secs(10))
+            .flash(
+                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &budget(),
+            )
+            .expect_err("erase"),
+    );
+    assert_eq!(failed.error_type, "flash_erase_failed");
+    assert!(
+        failed.details["programmer_output"]["stderr"]
+            .as_str()
+            .is_some_and(|e| e.contains("failed erasing sectors 0 to 3"))
+    );
+    assert_eq!(failed.contact, Contact::Made);
+}
+
+#[test]
+fn a_hang_is_killed_at_the_timeout_with_its_grandchild() {
+    let (dir, exe) = fake::install("openocd.py", "fork-hang");
+    let clock = Instant::now();
+    let failed = classified(
+        backend(&exe, None, Duration::from_secs(3))
+            .flash(
+                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &budget(),
+            )
+            .expect_err("hang"),
+    );
+    assert!(clock.elapsed() < Duration::from_secs(10));
+    assert_eq!(failed.error_type, "timeout");
+    assert_eq!(failed.contact, Contact::Possible);
+    assert!(failed.transcripts[0].timed_out);
+    for file in ["child.pid", "grandchild.pid"] {
+        let pid: i32 = std::fs::read_to_string(dir.path().join(file))
+            .expect("pid file")
+            .trim()
+            .parse()
+            .expect("pid");
+        assert!(!fake::alive(pid), "{file} {pid} survived");
+    }
+    let leader: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("pid");
+    assert!(
+        fake::group_members(leader).is_empty(),
+        "the process group {leader} is gone"
+    );
+}
+
+#[test]
+fn a_missing_executable_is_debugger_not_found_without_contact() {
+    let failed = classified(
+        backend(
+            Path::new("/nonexistent/openocd"),
+            None,
+            Duration::from_secs(5),
+        )
+        .probe_target(&budget())
+        .expect_err("missing"),
+    );
+    assert_eq!(failed.error_type, "debugger_not_found");
+    assert_eq!(failed.backend_error_type, "openocd_not_found");
+    assert!(matches!(failed.contact, Contact::None { .. }));
+}
+
+#[test]
+fn the_listing_is_the_usb_inventory_of_probe_vendors_and_never_complete() {
+    let sysfs = tempfile::tempdir().expect("dir");
+    for (dev, vendor, serial) in [
+        ("1-1", "0483", "066DFF"),
+        ("1-2", "046d", "MOUSE"),
+        ("1-3", "1366", "000123"),
+    ] {
+        let d = sysfs.path().join(dev);
+        std::fs::create_dir(&d).expect("dev");
+        std::fs::write(d.join("idVendor"), format!("{vendor}\n")).expect("vendor");
+        std::fs::write(d.join("serial"), format!("{serial}\n")).expect("serial");
+    }
+    let listing = backend(Path::new("/opt/openocd"), None, Duration::from_secs(5))
+        .with_sysfs_usb(sysfs.path())
+        .list(&budget())
+        .expect("list");
+    let ids: Vec<&str> = listing.probes.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["000123", "066DFF"]);
+    assert!(!listing.complete);
+}
+
+/// The real OpenOCD, where installed: its no-hardware paths classify as the fakes do.
+mod real {
+    use super::*;
+
+    fn openocd() -> Option<std::path::PathBuf> {
+        let found = std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("openocd"))
+                .find(|candidate| candidate.is_file())
+        });
+        if found.is_none() {
+            eprintln!("skipped: openocd is not installed (scripts/setup-debian.sh installs it)");
+        }
+        found
+    }
+
+    fn real(exe: &Path, interface: &str, target: &str) -> OpenOcd {
+        OpenOcd::new(
+            fake::settings(exe, None, Duration::from_secs(20)),
+            interface,
+            target,
+        )
+    }
+
+    #[test]
+    fn real_openocd_reports_its_version() {
+        let Some(exe) = openocd() else { return };
+        let report =
+            crate::debugger_version(crate::Backend::OpenOcd, &exe, Duration::from_secs(10), None)
+                .expect("version");
+        assert!(
+            report.version.starts_with("Open On-Chip Debugger"),
+            "{}",
+            report.version
+        );
+    }
+
+    #[test]
+    fn real_openocd_without_a_probe_is_adapter_not_found_without_contact() {
+        let Some(exe) = openocd() else { return };
+        let failed = classified(
+            real(&exe, "interface/stlink.cfg", "target/stm32f4x.cfg")
+                .probe_target(&budget())
+                .expect_err("no probe here"),
+        );
+        assert_eq!(failed.error_type, "adapter_not_found");
+        assert!(matches!(failed.contact, Contact::None { .. }));
+        assert!(failed.transcripts[0].stderr.contains("open failed"));
+    }
+
+    #[test]
+    fn real_openocd_with_a_missing_script_is_a_config_error() {
+        let Some(exe) = openocd() else { return };
+        let failed = classified(
+            real(&exe, "interface/no-such-adapter.cfg", "target/stm32f4x.cfg")
+                .probe_target(&budget())
+                .expect_err("bad script"),
+        );
+        assert_eq!(failed.error_type, "debugger_config_not_found");
+        assert_eq!(failed.backend_error_type, "interface_config_not_found");
+        assert!(matches!(failed.contact, Contact::None { .. }));
+    }
+
+    #[test]
+    fn real_openocd_runs_the_marker_script_on_the_dummy_adapter() {
+        let Some(exe) = openocd() else { return };
+        let done = real(&exe, "interface/dummy.cfg", "target/swj-dp.tcl")
+            .probe_target(&budget())
+            .expect("the dummy adapter reaches both markers");
+        assert_eq!(done.matched_success_text.len(), 2);
+        // The dummy adapter finds no scan chain and says so before the markers.
+        assert!(
+            done.warnings.iter().any(|w| w.contains("IR capture error")),
+            "{:?}",
+            done.warnings
+        );
+    }
+}

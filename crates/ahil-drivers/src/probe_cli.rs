@@ -1,0 +1,574 @@
+//! What the three probe CLIs (OpenOCD, pyOCD, STM32CubeProgrammer) share: running one command in its
+//! own process group under the entry's timeout, the success/failure vocabulary, and the trait the gate
+//! drives them through.
+//!
+//! A CLI backend decides success from the child's own words. Each backend module classifies output into
+//! a backend class; this module turns a class into a [`DriverError::Classified`] with the public
+//! `error_type`, likely causes, and the [`Contact`] the backend can prove.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Classified, Contact, DriverError, Transcript};
+use crate::probe::{Budget, FlashRequest, ProbeInfo, ResetMode};
+use crate::process::{self, Command, Exit};
+
+/// Probe CLIs are chatty on failure but never need more than this per stream.
+const OUTPUT_CAP: usize = 4 * 1024 * 1024;
+
+/// One finished run with its decoded output.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// What the log keeps.
+    pub transcript: Transcript,
+    /// How it ended.
+    pub exit: Exit,
+}
+
+impl Ran {
+    /// stdout then stderr, as the classifiers read them.
+    pub fn output(&self) -> String {
+        format!("{}{}", self.transcript.stdout, self.transcript.stderr)
+    }
+
+    /// Whether the deadline or a cancel ended it.
+    pub fn timed_out(&self) -> bool {
+        matches!(self.exit, Exit::TimedOut | Exit::Cancelled)
+    }
+
+    /// The exit code when the child exited by itself.
+    pub fn code(&self) -> Option<i32> {
+        match self.exit {
+            Exit::Code(code) => Some(code),
+            _ => None,
+        }
+    }
+}
+
+/// Run `executable args…` in the executable's directory, with `min(limit, budget left)`.
+///
+/// A child that cannot be started is `debugger_not_found` with no contact: nothing ran.
+pub fn run(
+    executable: &Path,
+    args: Vec<OsString>,
+    limit: Duration,
+    budget: &Budget,
+    not_found_class: &'static str,
+) -> Result<Ran, DriverError> {
+    let (program, leading) = process::invocation(executable);
+    let mut command = Command::new(program)
+        .args(leading)
+        .args(args)
+        .deadline(budget.step(limit))
+        .output_cap(OUTPUT_CAP)
+        .cancel_on(budget.cancel_flag().clone());
+    if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
+        command = command.current_dir(dir);
+    }
+    let line = command.display_line();
+    let finished = process::run(&command).map_err(|error| {
+        DriverError::Classified(Box::new(Classified {
+            error_type: "debugger_not_found",
+            backend_error_type: not_found_class,
+            summary: format!("The debugger executable could not be started ({error})."),
+            likely_causes: vec![
+                "the tool is not installed where the configuration points".into(),
+                "the file is not executable".into(),
+            ],
+            contact: Contact::none("the debugger executable never started"),
+            transcripts: vec![Transcript {
+                command: line.clone(),
+                ..Transcript::default()
+            }],
+            details: Map::new(),
+        }))
+    })?;
+    let exit = finished.exit;
+    Ok(Ran {
+        transcript: Transcript {
+            command: line,
+            returncode: match exit {
+                Exit::Code(code) => Some(code),
+                _ => None,
+            },
+            timed_out: matches!(exit, Exit::TimedOut | Exit::Cancelled),
+            stdout: finished.stdout_text(),
+            stderr: finished.stderr_text(),
+        },
+        exit,
+    })
+}
+
+/// Words that mark a line (or an output) as reporting a failure.
+pub fn contains_failure_text(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    ["error:", "failed", "failure", "mismatch"]
+        .iter()
+        .any(|word| lower.contains(word))
+}
+
+/// Whether `lower` contains any of `words`.
+pub fn any(lower: &str, words: &[&str]) -> bool {
+    words.iter().any(|word| lower.contains(word))
+}
+
+/// A confirmed success.
+#[derive(Debug, Clone, Default)]
+pub struct CliSuccess {
+    /// The runs, oldest first.
+    pub transcripts: Vec<Transcript>,
+    /// Failure-worded lines the backend printed before its success proof arrived.
+    pub warnings: Vec<String>,
+    /// The success text that proved the outcome.
+    pub matched_success_text: Vec<String>,
+}
+
+/// What a listing found.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// The probes seen.
+    pub probes: Vec<ProbeInfo>,
+    /// Whether the listing is known to show every probe the backend could use.
+    pub complete: bool,
+    /// A note on how the list was made, for the agent.
+    pub note: Option<String>,
+    /// The runs, if any.
+    pub transcripts: Vec<Transcript>,
+}
+
+/// A probe CLI the gate can drive. Every method blocks, honours the budget, and returns classified
+/// failures.
+pub trait CliProbe: Send + Sync {
+    /// `openocd`, `pyocd`, `stlink`.
+    fn backend(&self) -> &'static str;
+    /// The product name for summaries.
+    fn product(&self) -> &'static str;
+    /// The probes this backend can see.
+    fn list(&self, budget: &Budget) -> Result<Listing, DriverError>;
+    /// Connect, identify, change nothing.
+    fn probe_target(&self, budget: &Budget) -> Result<CliSuccess, DriverError>;
+    /// Program and verify, then reset when asked.
+    fn flash(&self, request: &FlashRequest, budget: &Budget) -> Result<CliSuccess, DriverError>;
+    /// Reset in `mode`.
+    fn reset(&self, mode: ResetMode, budget: &Budget) -> Result<CliSuccess, DriverError>;
+}
+
+/// The common settings of a CLI backend.
+#[derive(Debug, Clone)]
+pub struct CliSettings {
+    /// The pinned executable.
+    pub executable: PathBuf,
+    /// `probe_id` from the entry.
+    pub probe_id: Option<String>,
+    /// The entry's `timeout_s`.
+    pub timeout: Duration,
+}
+
+/// The published meaning of a backend class: public `error_type`, summary, likely causes.
+pub fn public(class: &'static str) -> (&'static str, &'static str, &'static [&'static str]) {
+    match class {
+        "openocd_not_found" | "pyocd_not_found" | "stm32_programmer_cli_not_found" => (
+            "debugger_not_found",
+            "The debugger executable could not be found.",
+            &["the tool is not installed", "the configured path is wrong"],
+        ),
+        "adapter_not_found" | "probe_not_found" => (
+            "adapter_not_found",
+            "The debug probe (adapter) was not found or could not be opened.",
+            &[
+                "the probe is not plugged in",
+                "another program holds the probe",
+                "missing USB permissions (udev rules)",
+                "the configured probe_id names another probe",
+            ],
+        ),
+        "target_not_detected" => (
+            "target_not_detected",
+            "The probe opened but the target did not answer.",
+            &[
+                "DUT is not powered",
+                "wrong interface configuration",
+                "SWD/JTAG wiring issue",
+                "debug probe already in use",
+            ],
+        ),
+        "interface_config_not_found" | "target_config_not_found" | "config_file_not_found" => (
+            "debugger_config_not_found",
+            "The debugger could not find a script or file it was told to load.",
+            &[
+                "interface_cfg or target_cfg names a script this installation does not ship",
+                "a path in the configuration is wrong",
+            ],
+        ),
+        "command_rejected_before_init" => (
+            "debugger_command_rejected",
+            "The debugger rejected a command before it opened the probe.",
+            &[
+                "the OpenOCD version does not know the command",
+                "a script redefined or removed a command",
+            ],
+        ),
+        "probe_unconfirmed" => (
+            "target_state_unconfirmed",
+            "The debugger exited without printing the text that proves the target was reached.",
+            &[
+                "the backend's output format changed",
+                "a script ended the run early",
+            ],
+        ),
+        "flash_unconfirmed" | "flash_failed" => (
+            "flash_failed",
+            "Programming did not complete with a confirmed result.",
+            &[
+                "flash is write-protected or locked",
+                "the image does not fit the target's flash",
+                "the connection dropped during programming",
+            ],
+        ),
+        "flash_erase_failed" => (
+            "flash_erase_failed",
+            "The programmer could not erase flash before writing.",
+            &[
+                "flash is write- or read-protected (option bytes)",
+                "the address range is outside the device's flash",
+                "the target reset or lost power during the erase",
+            ],
+        ),
+        "verify_failed" => (
+            "verify_failed",
+            "The flash contents did not match the image after programming.",
+            &[
+                "flash wear or a failing sector",
+                "the image overlaps a protected region",
+                "the target ran and rewrote flash during verify",
+            ],
+        ),
+        "reset_unconfirmed" | "reset_failed" => (
+            "reset_failed",
+            "The reset did not complete with a confirmed result.",
+            &[
+                "the reset line is not wired to the probe",
+                "the target is held in reset or lost power",
+            ],
+        ),
+        "memory_read_unconfirmed" => (
+            "memory_read_failed",
+            "The memory read did not complete with a confirmed result.",
+            &[
+                "the address range is not readable",
+                "the target stopped answering",
+            ],
+        ),
+        "target_type_invalid" => (
+            "target_type_invalid",
+            "pyOCD does not know the configured target type.",
+            &[
+                "the target type is misspelt",
+                "the device needs a CMSIS pack that is not installed",
+            ],
+        ),
+        "probe_discovery_failed" => (
+            "probe_discovery_failed",
+            "The backend could not list debug probes.",
+            &[
+                "the backend's output format changed",
+                "USB enumeration failed",
+            ],
+        ),
+        "timeout" => (
+            "timeout",
+            "Debugger command timed out.",
+            &[
+                "the probe or target stopped answering",
+                "the timeout is too short for this operation",
+            ],
+        ),
+        _ => (
+            "unknown_debugger_error",
+            "The debugger reported a failure this build does not recognise.",
+            &["see the debugger output in driver_log"],
+        ),
+    }
+}
+
+/// Build a classified failure for `class`.
+pub fn failure(
+    class: &'static str,
+    contact: Contact,
+    transcripts: Vec<Transcript>,
+) -> Box<Classified> {
+    let (error_type, summary, causes) = public(class);
+    Box::new(Classified {
+        error_type,
+        backend_error_type: class,
+        summary: summary.to_owned(),
+        likely_causes: causes.iter().map(|c| (*c).to_owned()).collect(),
+        contact,
+        transcripts,
+        details: Map::new(),
+    })
+}
+
+/// A failure with one extra detail.
+pub fn with_detail(mut failure: Box<Classified>, key: &str, value: Value) -> Box<Classified> {
+    failure.details.insert(key.to_owned(), value);
+    failure
+}
+
+/// The `not_supported` answer for an operation a backend does not offer.
+pub fn not_supported(summary: &str, details: Map<String, Value>) -> DriverError {
+    DriverError::Classified(Box::new(Classified {
+        error_type: "not_supported",
+        backend_error_type: "not_supported",
+        summary: summary.to_owned(),
+        likely_causes: Vec::new(),
+        contact: Contact::none("refused before anything ran"),
+        transcripts: Vec::new(),
+        details,
+    }))
+}
+
+/// The refusal of a `.bin` image without a base address on a backend that needs one.
+pub fn bin_needs_address(product: &str) -> DriverError {
+    DriverError::Classified(Box::new(Classified {
+        error_type: "invalid_argument",
+        backend_error_type: "invalid_argument",
+        summary: format!(
+            "Flashing .bin artifacts with {product} requires debuggers.<name>.flash_address."
+        ),
+        likely_causes: Vec::new(),
+        contact: Contact::none("refused before anything ran"),
+        transcripts: Vec::new(),
+        details: Map::new(),
+    }))
+}
+
+/// Lines with failure words, in order, trimmed.
+pub fn failure_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && contains_failure_text(line))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Implements [`crate::probe::DebugProbe`] for a [`CliProbe`], so the gate can hold any backend behind
+/// one trait; the CLI backends run no gdb server of their own here.
+#[macro_export]
+macro_rules! debug_probe_via_cli {
+    ($ty:ty) => {
+        impl $crate::probe::DebugProbe for $ty {
+            fn backend(&self) -> &'static str {
+                $crate::probe_cli::CliProbe::backend(self)
+            }
+            fn list_probes(
+                &self,
+                budget: &$crate::probe::Budget,
+            ) -> Result<Vec<$crate::probe::ProbeInfo>, $crate::DriverError> {
+                $crate::probe_cli::CliProbe::list(self, budget).map(|l| l.probes)
+            }
+            fn probe(
+                &self,
+                budget: &$crate::probe::Budget,
+            ) -> Result<$crate::probe::ProbeReport, $crate::DriverError> {
+                let done = $crate::probe_cli::CliProbe::probe_target(self, budget)?;
+                Ok($crate::probe::ProbeReport {
+                    probe: $crate::probe::ProbeInfo {
+                        id: String::new(),
+                        description: $crate::probe_cli::CliProbe::product(self).to_owned(),
+                    },
+                    target: String::new(),
+                    state: $crate::probe::CoreState::Unknown,
+                    log: $crate::probe_cli::log_text(&done.transcripts),
+                })
+            }
+            fn flash(
+                &self,
+                request: &$crate::probe::FlashRequest,
+                budget: &$crate::probe::Budget,
+            ) -> Result<$crate::probe::FlashReport, $crate::DriverError> {
+                let done = $crate::probe_cli::CliProbe::flash(self, request, budget)?;
+                Ok($crate::probe::FlashReport {
+                    bytes: 0,
+                    regions: Vec::new(),
+                    verified: request.verify,
+                    reset: request.reset,
+                    state: $crate::probe::CoreState::Unknown,
+                    log: $crate::probe_cli::log_text(&done.transcripts),
+                })
+            }
+            fn reset(
+                &self,
+                mode: $crate::probe::ResetMode,
+                budget: &$crate::probe::Budget,
+            ) -> Result<$crate::probe::ResetReport, $crate::DriverError> {
+                let done = $crate::probe_cli::CliProbe::reset(self, mode, budget)?;
+                Ok($crate::probe::ResetReport {
+                    mode,
+                    state: match mode {
+                        $crate::probe::ResetMode::Run => $crate::probe::CoreState::Running,
+                        _ => $crate::probe::CoreState::Halted,
+                    },
+                    log: $crate::probe_cli::log_text(&done.transcripts),
+                })
+            }
+            fn open_gdb(
+                &self,
+                _budget: &$crate::probe::Budget,
+            ) -> Result<$crate::probe::GdbTarget, $crate::DriverError> {
+                Err($crate::probe_cli::not_supported(
+                    "Typed debug sessions are not available on this backend in this build.",
+                    serde_json::Map::new(),
+                ))
+            }
+        }
+    };
+}
+
+/// The transcripts as one text, for logs.
+pub fn log_text(transcripts: &[Transcript]) -> String {
+    transcripts
+        .iter()
+        .map(|t| {
+            format!(
+                "$ {}\n[returncode {:?}{}]\n{}{}",
+                t.command,
+                t.returncode,
+                if t.timed_out { ", timed out" } else { "" },
+                t.stdout,
+                t.stderr
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The timeout failure: the contact is what the collected output proves, per backend.
+pub fn timed_out(ran: Ran, contact: Contact) -> DriverError {
+    DriverError::Classified(failure("timeout", contact, vec![ran.transcript]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_words_are_found_case_insensitively() {
+        assert!(contains_failure_text("Error: open failed"));
+        assert!(contains_failure_text("Verify MISMATCH at 0x0"));
+        assert!(!contains_failure_text("Info : clock speed 2000 kHz"));
+    }
+
+    #[test]
+    fn the_group_check_sees_a_live_group_and_not_a_reaped_one() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("sleep runs");
+        let pgid = i32::try_from(child.id()).expect("pid");
+        assert_eq!(fake::group_members(pgid), [pgid]);
+        child.kill().expect("kill");
+        child.wait().expect("reap");
+        assert!(fake::group_members(pgid).is_empty());
+    }
+
+    #[test]
+    fn every_backend_class_maps_to_a_public_error_type() {
+        for (class, public_type) in [
+            ("pyocd_not_found", "debugger_not_found"),
+            ("probe_not_found", "adapter_not_found"),
+            ("interface_config_not_found", "debugger_config_not_found"),
+            ("command_rejected_before_init", "debugger_command_rejected"),
+            ("probe_unconfirmed", "target_state_unconfirmed"),
+            ("flash_unconfirmed", "flash_failed"),
+            ("reset_unconfirmed", "reset_failed"),
+            ("memory_read_unconfirmed", "memory_read_failed"),
+            ("verify_failed", "verify_failed"),
+            ("something_else", "unknown_debugger_error"),
+        ] {
+            assert_eq!(public(class).0, public_type, "{class}");
+        }
+    }
+}
+
+/// The scripted fake CLIs of `ahil-sim`, installed into a private directory per test.
+#[cfg(test)]
+pub(crate) mod fake {
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use super::CliSettings;
+
+    /// The fake script in the source tree.
+    pub fn script() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py")
+    }
+
+    /// A fake named `name` (`openocd.py`, `pyocd.py`, `STM32_Programmer_CLI.py`) playing `scenario`.
+    pub fn install(name: &str, scenario: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let exe = dir.path().join(name);
+        std::fs::copy(script(), &exe).expect("copy fake");
+        std::fs::write(dir.path().join("fake-scenario"), scenario).expect("scenario");
+        (dir, exe)
+    }
+
+    /// Settings over `exe`.
+    pub fn settings(exe: &Path, probe_id: Option<&str>, timeout: Duration) -> CliSettings {
+        CliSettings {
+            executable: exe.to_path_buf(),
+            probe_id: probe_id.map(str::to_owned),
+            timeout,
+        }
+    }
+
+    /// The argument lists the fake was called with, in order.
+    pub fn calls(dir: &Path) -> Vec<Vec<String>> {
+        std::fs::read_to_string(dir.join("calls.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("call line"))
+            .collect()
+    }
+
+    /// Live (non-zombie) processes whose process group is `pgid`.
+    pub fn group_members(pgid: i32) -> Vec<i32> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                    // After the command name: state, ppid, pgrp.
+                    let mut rest = stat
+                        .rsplit(')')
+                        .next()
+                        .unwrap_or_default()
+                        .split_whitespace();
+                    let state = rest.next().unwrap_or("Z");
+                    let pgrp = rest.nth(1).and_then(|g| g.parse::<i32>().ok());
+                    state != "Z" && pgrp == Some(pgid)
+                })
+            })
+            .collect()
+    }
+
+    /// Whether a process with this pid still exists (a zombie counts as gone).
+    pub fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or_default()
+                .trim_start()
+                .starts_with('Z')
+        })
+    }
+}

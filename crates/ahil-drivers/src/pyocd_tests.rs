@@ -1,0 +1,348 @@
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::error::Classified;
+use crate::probe_cli::fake;
+
+fn backend(exe: &Path, probe_id: Option<&str>, target: Option<&str>) -> PyOcd {
+    PyOcd::new(
+        fake::settings(exe, probe_id, Duration::from_secs(20)),
+        target,
+    )
+}
+
+fn budget() -> Budget {
+    Budget::new(Duration::from_mins(1))
+}
+
+fn classified(error: DriverError) -> Box<Classified> {
+    match error {
+        DriverError::Classified(c) => c,
+        other => panic!("expected a classified failure, got {other:?}"),
+    }
+}
+
+fn request(image: &str, format: ImageFormat, reset: bool) -> FlashRequest {
+    FlashRequest {
+        image: image.into(),
+        format,
+        verify: true,
+        reset: reset.then_some(ResetMode::Run),
+    }
+}
+
+#[test]
+fn a_probe_id_is_resolved_to_one_full_uid() {
+    let uids = vec![
+        "0670FF515455827267135939".to_owned(),
+        "E6614103E7".to_owned(),
+    ];
+    assert_eq!(select_uid("stlink:0670ff", &uids), Ok(uids[0].clone()));
+    assert!(select_uid("99", &uids).is_err());
+    let nested = vec!["0670FF5154".to_owned(), "0670FF5154AA".to_owned()];
+    assert!(select_uid("0670FF5154AA", &nested).is_ok());
+    assert!(select_uid("0670", &nested).is_err());
+    assert!(select_uid("0670FF5154", &nested).is_err(), "ambiguous");
+}
+
+#[test]
+fn the_probe_listing_must_be_pyocd_json() {
+    assert_eq!(
+        parse_probes(
+            r#"{"status":0,"boards":[{"unique_id":"A"},{"unique_id":"A"},{"unique_id":"B"}]}"#
+        ),
+        Some(vec!["A".to_owned(), "B".to_owned()])
+    );
+    assert_eq!(parse_probes(r#"{"status":1,"boards":[]}"#), None);
+    assert_eq!(parse_probes("No available debug probes"), None);
+}
+
+#[test]
+fn flashing_resolves_the_uid_passes_no_wait_and_resets_afterwards() {
+    let (dir, exe) = fake::install("pyocd.py", "ok");
+    let done = backend(&exe, Some("0670ff"), Some("stm32f405rg"))
+        .flash(
+            &request("/s/fw.bin", ImageFormat::Bin { base: 0x0800_0000 }, true),
+            &budget(),
+        )
+        .expect("flash");
+    assert_eq!(done.transcripts.len(), 2);
+    let calls = fake::calls(dir.path());
+    let uid = "0670FF515455827267135939";
+    assert_eq!(calls[0], ["json", "--probes", "--no-config"]);
+    assert_eq!(
+        calls[1],
+        [
+            "flash",
+            "-W",
+            "--no-reset",
+            "--uid",
+            uid,
+            "--target",
+            "stm32f405rg",
+            "--base-address",
+            "0x8000000",
+            "/s/fw.bin"
+        ]
+    );
+    assert_eq!(
+        calls[2],
+        [
+            "commander",
+            "-W",
+            "--command",
+            "reset",
+            "--uid",
+            uid,
+            "--target",
+            "stm32f405rg"
+        ]
+    );
+}
+
+#[test]
+fn no_probe_is_adapter_not_found_without_contact() {
+    let (_dir, exe) = fake::install("pyocd.py", "no-probe");
+    let failed = classified(
+        backend(&exe, None, None)
+            .probe_target(&budget())
+            .expect_err("no probe"),
+    );
+    assert_eq!(
+        (failed.error_type, failed.backend_error_type),
+        ("adapter_not_found", "probe_not_found")
+    );
+    assert!(matches!(failed.contact, Contact::None { .. }));
+    let listing = backend(&exe, None, None)
+        .list(&budget())
+        .expect("empty list");
+    assert!(listing.probes.is_empty() && listing.complete);
+}
+
+#[test]
+fn an_ambiguous_probe_id_is_refused_before_any_target_is_opened() {
+    let (dir, exe) = fake::install("pyocd.py", "two-probes");
+    let failed = classified(
+        backend(&exe, Some("0670FF5154"), None)
+            .reset(ResetMode::Halt, &budget())
+            .expect_err("ambiguous"),
+    );
+    assert_eq!(failed.error_type, "adapter_not_found");
+    assert_eq!(
+        failed.details["candidate_probe_ids"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(fake::calls(dir.path()).len(), 1, "only the listing ran");
+}
+
+#[test]
+fn a_probe_another_debugger_also_selects_is_refused() {
+    let (_dir, exe) = fake::install("pyocd.py", "ok");
+    let other = |probe_id: &str, by_substring| OtherSelector {
+        debugger: "second".into(),
+        probe_id: probe_id.into(),
+        by_substring,
+    };
+    let failed = classified(
+        backend(&exe, Some("0670FF51"), None)
+            .with_others(vec![other("5939", true)])
+            .probe_target(&budget())
+            .expect_err("collision"),
+    );
+    assert_eq!(failed.error_type, "adapter_not_found");
+    assert_eq!(failed.details["other_debugger"], "second");
+    backend(&exe, Some("0670FF51"), None)
+        .with_others(vec![other("5939", false), other("E6614103E7", true)])
+        .probe_target(&budget())
+        .expect("an exact selector elsewhere names another probe");
+}
+
+#[test]
+fn an_unknown_target_type_carries_pack_install_commands() {
+    let (_dir, exe) = fake::install("pyocd.py", "target-invalid");
+    let failed = classified(
+        backend(&exe, None, Some("nosuchchip"))
+            .flash(&request("/s/fw.elf", ImageFormat::Elf, false), &budget())
+            .expect_err("target type"),
+    );
+    assert_eq!(failed.error_type, "target_type_invalid");
+    assert!(matches!(failed.contact, Contact::None { .. }));
+    assert_eq!(
+        failed.details["install_commands"][1],
+        "pyocd pack install nosuchchip"
+    );
+}
+
+#[test]
+fn an_unexplained_failure_checks_the_target_type_against_pyocds_list() {
+    let (dir, exe) = fake::install("pyocd.py", "odd-failure");
+    let failed = classified(
+        backend(&exe, None, Some("STM32F405RG"))
+            .probe_target(&budget())
+            .expect_err("odd"),
+    );
+    assert_eq!(failed.error_type, "target_type_invalid");
+    assert!(matches!(failed.contact, Contact::None { .. }));
+    assert_eq!(
+        fake::calls(dir.path())[1],
+        ["json", "--targets", "--no-config"]
+    );
+    let failed = classified(
+        backend(&exe, None, Some("STM32F439XI"))
+            .probe_target(&budget())
+            .expect_err("odd"),
+    );
+    assert_eq!(
+        failed.error_type, "unknown_debugger_error",
+        "a known target stays unexplained"
+    );
+    assert_eq!(normalise_target("STM32F4-39 xi"), "stm32f4_39_xi");
+}
+
+#[test]
+fn an_unresponsive_target_proves_no_contact_only_for_the_probe() {
+    let (_dir, exe) = fake::install("pyocd.py", "not-connected");
+    let read = classified(
+        backend(&exe, None, None)
+            .probe_target(&budget())
+            .expect_err("absent"),
+    );
+    assert_eq!(read.error_type, "target_not_detected");
+    assert!(matches!(read.contact, Contact::None { .. }));
+    let write = classified(
+        backend(&exe, None, None)
+            .reset(ResetMode::Run, &budget())
+            .expect_err("absent"),
+    );
+    assert_eq!(write.contact, Contact::Possible);
+}
+
+#[test]
+fn a_failed_post_flash_reset_says_the_image_was_written() {
+    let (_dir, exe) = fake::install("pyocd.py", "reset-fail");
+    let failed = classified(
+        backend(&exe, None, None)
+            .flash(&request("/s/fw.elf", ImageFormat::Elf, true), &budget())
+            .expect_err("reset"),
+    );
+    assert_eq!(failed.error_type, "reset_failed");
+    assert_eq!(failed.contact, Contact::Made);
+    assert_eq!(failed.details["image_written"], true);
+    assert_eq!(failed.transcripts.len(), 2);
+}
+
+#[test]
+fn verify_failure_and_failure_words_on_exit_zero_fail_the_flash() {
+    for (scenario, expected) in [("verify-fail", "verify_failed"), ("noisy", "flash_failed")] {
+        let (_dir, exe) = fake::install("pyocd.py", scenario);
+        let failed = classified(
+            backend(&exe, None, None)
+                .flash(&request("/s/fw.elf", ImageFormat::Elf, false), &budget())
+                .expect_err(scenario),
+        );
+        assert_eq!(failed.error_type, expected, "{scenario}");
+    }
+}
+
+#[test]
+fn a_listing_that_is_not_json_is_a_discovery_failure() {
+    let (_dir, exe) = fake::install("pyocd.py", "bad-json");
+    let failed = classified(
+        backend(&exe, None, None)
+            .list(&budget())
+            .expect_err("bad json"),
+    );
+    assert_eq!(failed.error_type, "probe_discovery_failed");
+}
+
+#[test]
+fn reset_init_is_not_supported() {
+    let failed = classified(
+        backend(Path::new("/nonexistent/pyocd"), None, None)
+            .reset(ResetMode::Init, &budget())
+            .expect_err("init"),
+    );
+    assert_eq!(failed.error_type, "not_supported");
+    assert_eq!(
+        failed.details["supported_modes"],
+        serde_json::json!(["run", "halt"])
+    );
+}
+
+#[test]
+fn a_hung_pyocd_is_killed_with_its_grandchild() {
+    let (dir, exe) = fake::install("pyocd.py", "fork-hang");
+    let probe = PyOcd::new(fake::settings(&exe, None, Duration::from_secs(3)), None);
+    let failed = classified(probe.probe_target(&budget()).expect_err("hang"));
+    assert_eq!(failed.error_type, "timeout");
+    for file in ["child.pid", "grandchild.pid"] {
+        let pid: i32 = std::fs::read_to_string(dir.path().join(file))
+            .expect("pid")
+            .trim()
+            .parse()
+            .expect("pid");
+        assert!(!fake::alive(pid), "{file} survived");
+    }
+    let leader: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("pid");
+    assert!(
+        fake::group_members(leader).is_empty(),
+        "the process group {leader} is gone"
+    );
+}
+
+/// The real pyOCD from `target/pyocd-venv`, where installed.
+mod real {
+    use super::*;
+
+    fn pyocd() -> Option<std::path::PathBuf> {
+        let exe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pyocd-venv/bin/pyocd");
+        if exe.is_file() {
+            Some(exe)
+        } else {
+            eprintln!(
+                "skipped: pyocd is not installed in target/pyocd-venv (scripts/setup-debian.sh installs it)"
+            );
+            None
+        }
+    }
+
+    #[test]
+    fn real_pyocd_reports_its_version() {
+        let Some(exe) = pyocd() else { return };
+        let report =
+            crate::debugger_version(crate::Backend::PyOcd, &exe, Duration::from_secs(10), None)
+                .expect("version");
+        assert_eq!(report.version, "0.46.0");
+    }
+
+    #[test]
+    fn real_pyocd_lists_no_probes_here() {
+        let Some(exe) = pyocd() else { return };
+        let listing = backend(&exe, None, None).list(&budget()).expect("list");
+        assert!(listing.probes.is_empty());
+    }
+
+    #[test]
+    fn real_pyocd_without_a_probe_fails_at_once_as_adapter_not_found() {
+        let Some(exe) = pyocd() else { return };
+        let clock = std::time::Instant::now();
+        let failed = classified(
+            backend(&exe, None, Some("stm32f439xi"))
+                .reset(ResetMode::Halt, &budget())
+                .expect_err("no probe"),
+        );
+        assert_eq!(failed.error_type, "adapter_not_found");
+        assert!(matches!(failed.contact, Contact::None { .. }));
+        assert!(
+            clock.elapsed() < Duration::from_secs(15),
+            "-W must stop pyOCD waiting"
+        );
+    }
+}

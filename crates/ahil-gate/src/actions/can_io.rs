@@ -1,0 +1,337 @@
+//! `can_send` and `can_read` over an open session.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahil_drivers::Contact;
+use ahil_drivers::can::{Frame, FrameError, frame};
+use serde_json::{Value, json};
+
+use super::can_buses::{bus_entry, device};
+use super::can_session::adapter_refusal;
+use super::com_session::WithLog;
+use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::can::{Session, adapter, untrusted_meta};
+use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
+use crate::policy::Action;
+
+/// Waits are capped here whatever the caller or the bus asks.
+const MAX_WAIT_S: f64 = 60.0;
+/// The default wait when `until_id` is given.
+const UNTIL_DEFAULT_WAIT_S: f64 = 10.0;
+
+fn not_active(tool: &str, bus_id: &str) -> Outcome {
+    Outcome::refused(
+        tool,
+        "session_not_active",
+        "No CAN session is open on this bus.",
+    )
+    .with("bus_id", bus_id)
+    .with_remediation([format!(
+        "Call can_session_start with bus_id \"{bus_id}\" first."
+    )])
+    .not_contacted()
+}
+
+/// The session's adapter failed: the session is not active any more.
+fn failed_session(tool: &str, session: &Session) -> Option<Outcome> {
+    let error = session.bus.error()?;
+    let mut outcome = adapter_refusal(tool, &session.bus_id, &error)
+        .with("session", session.describe(true))
+        .with_remediation([format!(
+            "Call can_session_stop with bus_id \"{}\", then can_session_start to open the bus again.",
+            session.bus_id
+        )])
+        .with_log(&session.log_path);
+    outcome.summary = format!("The CAN session's adapter failed: {error}.");
+    Some(outcome)
+}
+
+fn invalid(tool: &str, field: &str, summary: impl Into<String>) -> Outcome {
+    Outcome::refused(tool, "invalid_argument", summary)
+        .with("field", field)
+        .not_contacted()
+}
+
+/// The frame of a `can_send` call, checked against the bus.
+fn frame_of(tool: &str, args: &Value, fd: bool, max_bytes: usize) -> Result<Frame, Box<Outcome>> {
+    let flag = |key: &str| args.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let (extended, rtr) = (flag("extended"), flag("rtr"));
+    let id = args
+        .get("frame_id")
+        .and_then(frame::parse_id)
+        .ok_or_else(|| {
+            Box::new(invalid(
+                tool,
+                "frame_id",
+                "frame_id must be an integer, a decimal string or a 0x hex string.",
+            ))
+        })?;
+    let data = frame::parse_hex(args.get("data_hex").and_then(Value::as_str).unwrap_or(""))
+        .map_err(|e| Box::new(invalid(tool, "data_hex", e.to_string())))?;
+    let refuse = |error: &FrameError, field: &str| {
+        let mut outcome = Outcome::refused(tool, error.error_type(), format!("{error}."))
+            .with("field", field)
+            .not_contacted();
+        if let FrameError::FdLength(n) | FrameError::ClassicTooLarge(n) = error {
+            outcome.set("bytes_requested", *n);
+        }
+        if matches!(error, FrameError::FdLength(_)) {
+            outcome.set("allowed_lengths", json!(frame::fd_lengths()));
+        }
+        Box::new(outcome)
+    };
+    let frame = Frame::new(id, extended, rtr, data).map_err(|e| refuse(&e, "frame_id"))?;
+    frame.check_for_bus(fd).map_err(|e| {
+        refuse(
+            &e,
+            if e == FrameError::FdRemote {
+                "rtr"
+            } else {
+                "data_hex"
+            },
+        )
+    })?;
+    if frame.data.len() > max_bytes {
+        let mut outcome = invalid(
+            tool,
+            "data_hex",
+            format!(
+                "{} bytes exceed this bus's max_frame_data_bytes of {max_bytes}.",
+                frame.data.len()
+            ),
+        );
+        outcome.set("bytes_requested", frame.data.len());
+        outcome.set("max_frame_data_bytes", max_bytes);
+        return Err(Box::new(outcome));
+    }
+    Ok(frame)
+}
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let (bus_id, bus) = bus_entry(ctx)?;
+    let session = ctx.can.get(bus_id);
+    let owned_id = bus_id.to_owned();
+    if ctx.tool == "can_send" {
+        if bus.listen_only {
+            // Before policy and before any driver call: a listen-only bus never transmits, whatever
+            // the grants say.
+            return Err(Box::new(
+                Outcome::refused(
+                    ctx.tool,
+                    "can_listen_only_mode",
+                    format!("can_buses.{bus_id} is listen-only; nothing may be sent on it."),
+                )
+                .with("bus_id", bus_id)
+                .with_remediation(["Use can_read to observe the bus; sending needs the operator to configure a bus that is not listen-only."])
+                .not_started(false),
+            ));
+        }
+        let args = ctx.args.clone();
+        let (fd, max_bytes) = (bus.fd, usize::from(bus.max_frame_data_bytes));
+        let timeout = adapter::timeout(bus);
+        return Ok(Plan {
+            action: Action::CanWrite,
+            device: Some(device(bus_id, bus)),
+            resources: vec![bus.lock_key()],
+            work: Work::Driver(DriverJob {
+                deadline: timeout + Duration::from_secs(5),
+                if_abandoned: Contact::Possible,
+                run: Box::new(move |_cancel| send(&owned_id, session, &args, fd, max_bytes)),
+            }),
+        });
+    }
+    // can_read
+    let cap = usize::try_from(bus.max_buffer_frames.max(1)).unwrap_or(usize::MAX);
+    let max_frames = match ctx.args.get("max_frames").and_then(Value::as_u64) {
+        None => cap,
+        Some(n) if usize::try_from(n).is_ok_and(|n| n <= cap) => usize::try_from(n).unwrap_or(cap),
+        Some(n) => {
+            return Err(Box::new(
+                invalid(
+                    ctx.tool,
+                    "max_frames",
+                    format!("max_frames {n} is above this bus's max_buffer_frames of {cap}."),
+                )
+                .with("max_buffer_frames", cap),
+            ));
+        }
+    };
+    let until: Vec<u32> = match ctx.args.get("until_id") {
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .into_iter()
+            .collect(),
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .filter_map(|v| v.as_u64().and_then(|n| u32::try_from(n).ok()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let (default_wait, max_wait) = if until.is_empty() {
+        (0.0, bus.timeout_s.min(MAX_WAIT_S))
+    } else {
+        (UNTIL_DEFAULT_WAIT_S, MAX_WAIT_S)
+    };
+    let wait_s = ctx
+        .args
+        .get("wait_timeout_s")
+        .and_then(Value::as_f64)
+        .unwrap_or(default_wait)
+        .clamp(0.0, max_wait.max(0.0));
+    let wait = Duration::from_secs_f64(wait_s);
+    Ok(Plan {
+        action: Action::CanRead,
+        device: Some(device(bus_id, bus)),
+        // The session holds the device lock; a read claims nothing more, so a long wait does not
+        // hold up a send on the same bus.
+        resources: Vec::new(),
+        work: Work::Driver(DriverJob {
+            deadline: wait + Duration::from_secs(5),
+            if_abandoned: Contact::none("a read only takes frames already received"),
+            run: Box::new(move |_cancel| read(&owned_id, session, max_frames, wait, &until)),
+        }),
+    })
+}
+
+fn send(
+    bus_id: &str,
+    session: Option<Arc<Session>>,
+    args: &Value,
+    fd: bool,
+    max_bytes: usize,
+) -> Acted {
+    const TOOL: &str = "can_send";
+    let Some(session) = session else {
+        return Acted {
+            outcome: not_active(TOOL, bus_id),
+            contact: Some(Contact::none("no session, so nothing was sent")),
+        };
+    };
+    if let Some(outcome) = failed_session(TOOL, &session) {
+        return Acted {
+            outcome,
+            contact: Some(Contact::none(
+                "the adapter had already failed; nothing was sent",
+            )),
+        };
+    }
+    let frame = match frame_of(TOOL, args, fd, max_bytes) {
+        Ok(frame) => frame,
+        Err(refusal) => {
+            return Acted {
+                outcome: *refusal,
+                contact: Some(Contact::none(
+                    "the frame was refused before the adapter saw it",
+                )),
+            };
+        }
+    };
+    let result = session.bus.send(&frame);
+    let logged = session.log(&json!({
+        "direction": "tx",
+        "frame": frame.to_json(),
+        "ok": result.is_ok(),
+        "error_type": result.as_ref().err().map(ahil_drivers::can::CanError::public_error_type),
+    }));
+    let mut outcome = match result {
+        Ok(adapter_result) => Outcome::ok(TOOL, "CAN frame sent.")
+            .with("bus_id", bus_id)
+            .with("adapter", session.adapter)
+            .with("frame", frame.to_json())
+            .with("adapter_result", Value::Object(adapter_result)),
+        Err(error) => {
+            let contact = error.contact();
+            let mut outcome = adapter_refusal(TOOL, bus_id, &error).with("frame", frame.to_json());
+            if !matches!(contact, Contact::None { .. }) {
+                // The frame may be on the bus, or the controller may be in a state nobody knows.
+                outcome.side_effect_status = Some(SideEffectStatus::Unknown);
+                outcome.hardware_state = Some(HardwareState::Unknown);
+                outcome.cleanup_required = Some(true);
+                outcome.retry_safe = Some(false);
+                outcome.set("cleanup_reasons", json!(["can_send_failed"]));
+                outcome.remediation = vec![
+                    "Read the bus (can_read) to see what happened before sending again.".into(),
+                    "Stop and restart the session if the adapter keeps failing.".into(),
+                ];
+            }
+            return Acted {
+                outcome: outcome.with_log(&session.log_path),
+                contact: Some(contact),
+            };
+        }
+    };
+    if let Err(err) = logged {
+        outcome.audit_ok = Some(false);
+        outcome.set("audit_error", err.to_value());
+    }
+    Acted {
+        outcome: outcome.with_log(&session.log_path),
+        contact: Some(Contact::Made),
+    }
+}
+
+fn read(
+    bus_id: &str,
+    session: Option<Arc<Session>>,
+    max_frames: usize,
+    wait: Duration,
+    until: &[u32],
+) -> Acted {
+    const TOOL: &str = "can_read";
+    let no_contact = || Some(Contact::none("a read only takes frames already received"));
+    let Some(session) = session else {
+        return Acted {
+            outcome: not_active(TOOL, bus_id),
+            contact: no_contact(),
+        };
+    };
+    let failed = failed_session(TOOL, &session);
+    // A failed adapter still hands out what it had queued, without waiting.
+    let wait = if failed.is_some() {
+        Duration::ZERO
+    } else {
+        wait
+    };
+    let taken = session.bus.take(max_frames, wait, until);
+    let frames: Vec<Value> = taken.frames.iter().map(Frame::to_json).collect();
+    if !frames.is_empty() {
+        session.log_passive(&json!({
+            "direction": "rx",
+            "time": ahil_config::time::now_millis(),
+            "frames": frames,
+        }));
+    }
+    let (_, dropped, _) = session.bus.levels();
+    let mut outcome = if let Some(mut refusal) = failed {
+        refusal.set("frames", json!(frames));
+        refusal.set("frames_read", frames.len());
+        refusal
+    } else {
+        let summary = if frames.is_empty() {
+            "No CAN frames were available."
+        } else {
+            "CAN frame(s) read."
+        };
+        Outcome::ok(TOOL, summary)
+            .with("bus_id", bus_id)
+            .with("adapter", session.adapter)
+            .with("frames_read", frames.len())
+            .with("frames", json!(frames))
+            .with(
+                "adapter_result",
+                json!({"ok": true, "queued_frames": taken.remaining, "dropped_frames": dropped}),
+            )
+            .with("dropped_frames", dropped)
+            .with_log(&session.log_path)
+    };
+    if !until.is_empty() {
+        outcome.set("until_matched", taken.matched);
+    }
+    outcome.meta = Some(untrusted_meta(bus_id));
+    Acted {
+        outcome,
+        contact: no_contact(),
+    }
+}

@@ -1,0 +1,365 @@
+//! `can_session_start` and `can_session_stop`: open a configured bus and hold it (with its device
+//! lock) across calls, then give both back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahil_drivers::Contact;
+use ahil_drivers::can::{self, AdapterSpec, Bus, CanError, OpenRequest};
+use serde_json::{Value, json};
+
+use super::can_buses::{bus_entry, device};
+use super::com_session::WithLog;
+use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::audit::{Audit, unavailable};
+use crate::can::{Session, Sessions, adapter};
+use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
+use crate::ownership::Ownership;
+use crate::policy::Action;
+use crate::serial::log_stamp;
+
+/// How long a start waits for the adapter's backlog to reach the queue before it drains.
+const DRAIN_SETTLE: Duration = Duration::from_secs(1);
+
+/// What the start job needs, owned so the blocking job can carry it.
+struct Start {
+    bus_id: String,
+    kind: &'static str,
+    spec: AdapterSpec,
+    request: OpenRequest,
+    cap: usize,
+    clear: bool,
+    lock_key: String,
+    audit: Audit,
+    ownership: Arc<Ownership>,
+    sessions: Arc<Sessions>,
+}
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let (bus_id, bus) = bus_entry(ctx)?;
+    let lock_key = bus.lock_key();
+    let sessions = Arc::clone(ctx.can);
+    let policy_device = device(bus_id, bus);
+    if ctx.tool == "can_session_stop" {
+        let bus_id = bus_id.to_owned();
+        return Ok(Plan {
+            action: Action::CanStop,
+            device: Some(policy_device),
+            resources: vec![lock_key],
+            work: Work::Driver(DriverJob {
+                deadline: Duration::from_secs(15),
+                if_abandoned: Contact::Possible,
+                run: Box::new(move |_cancel| stop(&sessions, &bus_id)),
+            }),
+        });
+    }
+    let clear = ctx
+        .args
+        .get("clear_rx_queue")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    if clear && ctx.loaded.config.version <= 1 && !bus.permissions.allow_read {
+        // Clearing discards what the bus sent: that is reading it, so it is not silently skipped.
+        let key = format!("can_buses.{bus_id}.permissions.allow_read");
+        return Err(Box::new(
+            Outcome::refused(
+                ctx.tool,
+                "permission_denied",
+                "Clearing the receive queue reads the bus, and this bus does not allow reading.",
+            )
+            .with("permission", key)
+            .with_remediation(["Call can_session_start with clear_rx_queue false."])
+            .not_contacted(),
+        ));
+    }
+    let spec = adapter::spec(ctx.loaded, bus_id, bus).map_err(|error| {
+        Box::new(
+            Outcome::refused(ctx.tool, error.error_type(), error.to_string())
+                .with("bus_id", bus_id)
+                .with_remediation(["Ask the operator to correct the can_buses entry; `agentic-hil doctor` shows it."])
+                .not_started(false),
+        )
+    })?;
+    let request = adapter::request(bus);
+    let deadline = request.timeout * 2 + Duration::from_secs(15);
+    let start = Start {
+        bus_id: bus_id.to_owned(),
+        kind: adapter::effective_kind(bus),
+        spec,
+        request,
+        cap: usize::try_from(bus.max_buffer_frames.max(1)).unwrap_or(usize::MAX),
+        clear,
+        lock_key,
+        audit: Audit::for_config(ctx.loaded),
+        ownership: Arc::clone(ctx.ownership),
+        sessions,
+    };
+    // A session needs reading or writing allowed (version 1 grants reads separately): a write-only
+    // bus may still be opened.
+    let grants = bus.permissions;
+    let action = if grants.allow_write && !grants.allow_read {
+        Action::CanWrite
+    } else {
+        Action::CanRead
+    };
+    Ok(Plan {
+        action,
+        device: Some(policy_device),
+        // The same resources as the stop, so the session's lease is the one the stop ends.
+        resources: vec![start.lock_key.clone()],
+        work: Work::Driver(DriverJob {
+            deadline,
+            if_abandoned: Contact::Possible,
+            run: Box::new(move |_cancel| start.run()),
+        }),
+    })
+}
+
+/// The refusal for an adapter failure, with what is known about the bus.
+pub fn adapter_refusal(tool: &str, bus_id: &str, error: &CanError) -> Outcome {
+    let mut outcome = Outcome::refused(tool, &error.public_error_type(), error.to_string())
+        .with("bus_id", bus_id);
+    if let CanError::ListenOnlyUnsupported(_, link_state) = error {
+        outcome.set("link_state", link_state.clone());
+    }
+    if let CanError::Refused { body, .. } = error {
+        outcome.set("adapter_result", Value::Object(body.clone()));
+    }
+    if let Some(tail) = error.stderr_tail() {
+        outcome.set("stderr_tail", tail);
+    }
+    match error.contact() {
+        Contact::None { .. } => outcome.not_contacted(),
+        _ => outcome,
+    }
+}
+
+impl Start {
+    fn run(self) -> Acted {
+        const TOOL: &str = "can_session_start";
+        if let Some(existing) = self.sessions.get(&self.bus_id) {
+            if existing.bus.is_alive() {
+                let drained = if self.clear { existing.bus.drain() } else { 0 };
+                return Acted {
+                    outcome: Outcome::ok(TOOL, "The CAN bus session was already active.")
+                        .with("bus_id", self.bus_id.as_str())
+                        .with("already_active", true)
+                        .with("adapter", existing.adapter)
+                        .with("frames_drained", drained)
+                        .with("session", existing.describe(true))
+                        .with_log(&existing.log_path),
+                    contact: Some(Contact::none(
+                        "the open session was reused; nothing was sent",
+                    )),
+                };
+            }
+            // A session whose adapter failed is replaced.
+            let _ = stop(&self.sessions, &self.bus_id);
+        }
+        let label = format!("can_session:{}", self.bus_id);
+        if let Err(busy) = self.ownership.locks.acquire_labeled(
+            std::slice::from_ref(&self.lock_key),
+            Duration::ZERO,
+            Some(&label),
+        ) {
+            return Acted {
+                outcome: busy.into_outcome(TOOL),
+                contact: Some(Contact::none(
+                    "the device lock was refused before the adapter was opened",
+                )),
+            };
+        }
+        let release = || {
+            self.ownership
+                .locks
+                .release(std::slice::from_ref(&self.lock_key));
+        };
+        let log_name = format!("can-{}-{}.jsonl", log_stamp(), self.bus_id);
+        let log_path = self.audit.log_path(&log_name);
+        let started = json!({
+            "event": "start",
+            "bus_id": self.bus_id,
+            "adapter": self.kind,
+            "channel": self.request.channel,
+            "bitrate": self.request.bitrate,
+            "fd": self.request.fd,
+            "listen_only": self.request.listen_only,
+        });
+        if let Err(err) = self.audit.append_event(&log_name, &started) {
+            release();
+            return Acted {
+                outcome: unavailable(TOOL, &err),
+                contact: Some(Contact::none(
+                    "the session log could not be written, so the adapter was not opened",
+                )),
+            };
+        }
+        let (adapter, opened) = match can::open(&self.spec, &self.request) {
+            Ok(pair) => pair,
+            Err(error) => {
+                release();
+                let _ = self.audit.append_event(
+                    &log_name,
+                    &json!({"event": "open_failed", "error_type": error.public_error_type(), "detail": error.to_string()}),
+                );
+                let mut outcome = adapter_refusal(TOOL, &self.bus_id, &error).with_log(&log_path);
+                outcome = match error.error_type() {
+                    "can_listen_only_unsupported" | "can_listen_only_unconfirmed" => outcome
+                        .with_causes(["the adapter cannot prove its controller stays silent on the bus"])
+                        .with_remediation(["The operator puts the controller in listen-only mode (SocketCAN: `ip link set <if> type can listen-only on`) or clears listen_only for this bus."]),
+                    "can_adapter_timeout" => outcome
+                        .with_causes(["the bridge hung", "the adapter behind it does not answer"])
+                        .with_remediation(["Check the bridge on its own, then call can_session_start again."]),
+                    _ => outcome.with_remediation(["Call can_buses_list, check the adapter and its cabling, then call can_session_start again."]),
+                };
+                return Acted {
+                    contact: Some(error.contact()),
+                    outcome,
+                };
+            }
+        };
+        let bus = Bus::start(adapter, self.cap, self.request.poll_interval);
+        let drained = if self.clear {
+            bus.settle(DRAIN_SETTLE);
+            bus.drain()
+        } else {
+            0
+        };
+        let session = Arc::new(Session {
+            bus_id: self.bus_id.clone(),
+            bus,
+            adapter: self.kind,
+            backend: opened.backend.clone(),
+            listen_only: self.request.listen_only,
+            fd: self.request.fd,
+            lock_key: self.lock_key.clone(),
+            log_name,
+            log_path: log_path.clone(),
+            started_at: ahil_config::time::now_millis(),
+            audit: self.audit.clone(),
+            ownership: Arc::clone(&self.ownership),
+        });
+        self.sessions.insert(Arc::clone(&session));
+        let mut adapter_result = opened.report.clone();
+        adapter_result.insert("backend".into(), opened.backend.clone().into());
+        if opened.listen_only_confirmed {
+            adapter_result.insert("listen_only".into(), true.into());
+            adapter_result.insert(
+                "listen_only_enforcement".into(),
+                if self.kind == "process" {
+                    "bridge_confirmed"
+                } else {
+                    "link_verified"
+                }
+                .into(),
+            );
+        }
+        let mut outcome = Outcome::ok(TOOL, "CAN bus session started.")
+            .with("bus_id", self.bus_id.as_str())
+            .with("already_active", false)
+            .with("adapter", self.kind)
+            .with("adapter_result", Value::Object(adapter_result))
+            .with("frames_drained", drained)
+            .with("session", session.describe(true))
+            .with_log(&log_path);
+        if self.kind == "socketcan" {
+            outcome.set("bitrate_verified", false);
+            outcome.set(
+                "bitrate_note",
+                "The interface keeps the bit timing the operator set with `ip link`; the configured bitrate is not applied.",
+            );
+        }
+        Acted {
+            outcome,
+            // The channel is on the bus now: in active mode the controller acknowledges frames.
+            contact: Some(Contact::Made),
+        }
+    }
+}
+
+/// Stops the session on `bus_id`: pump stopped, adapter closed, bridge reaped, lock released.
+pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
+    const TOOL: &str = "can_session_stop";
+    let Some(session) = sessions.get(bus_id) else {
+        return Acted {
+            outcome: Outcome::ok(TOOL, "CAN bus session was not active.")
+                .with("bus_id", bus_id)
+                .with("was_active", false),
+            contact: Some(Contact::none("there was no session to stop")),
+        };
+    };
+    let failure = session.bus.error();
+    let closed = session.bus.close();
+    let close = json!({
+        "safe_state_confirmed": closed.safe_state_confirmed,
+        "process_reaped": closed.process_reaped,
+        "report": Value::Object(closed.report.clone()),
+    });
+    if !closed.process_reaped {
+        return Acted {
+            outcome: Outcome::refused(
+                TOOL,
+                "bridge_process_reap_failed",
+                "The bridge process could not be reaped; the session is kept so the stop can be retried.",
+            )
+            .with("bus_id", bus_id)
+            .with("close_result", close)
+            .with_remediation(["Call can_session_stop again."])
+            .with_log(&session.log_path),
+            contact: Some(Contact::Possible),
+        };
+    }
+    let logged = session.log(&json!({
+        "event": "stop",
+        "reason": "requested",
+        "safe_state_confirmed": closed.safe_state_confirmed,
+        "process_reaped": closed.process_reaped,
+    }));
+    session.release_lock();
+    sessions.remove(bus_id);
+    let mut outcome = if closed.safe_state_confirmed {
+        Outcome::ok(TOOL, "CAN bus session stopped.")
+    } else {
+        // The bridge is gone (reaped) but never said the bus was left safe: the lock is released
+        // because nothing of ours holds the channel any more, and the unknown state is reported.
+        let mut outcome = Outcome::refused(
+            TOOL,
+            "bridge_safe_state_unconfirmed",
+            "The bus session ended, but the bridge did not confirm it left the bus in a safe state.",
+        )
+        .with_remediation(["Check the bus and its adapter before starting another session."]);
+        outcome.side_effect_status = Some(SideEffectStatus::Unknown);
+        outcome.hardware_state = Some(HardwareState::Unknown);
+        outcome.cleanup_required = Some(true);
+        outcome.retry_safe = Some(false);
+        outcome.set(
+            "cleanup_reasons",
+            json!(["can_bridge_safe_state_unconfirmed"]),
+        );
+        outcome
+    };
+    outcome = outcome
+        .with("bus_id", bus_id)
+        .with("was_active", true)
+        .with("session", session.describe(false))
+        .with("close_result", close)
+        .with_log(&session.log_path);
+    if let Some(error) = failure {
+        outcome.set(
+            "adapter_error",
+            json!({"error_type": error.public_error_type(), "summary": error.to_string()}),
+        );
+    }
+    if let Err(err) = logged {
+        outcome.audit_ok = Some(false);
+        outcome.set("audit_error", err.to_value());
+    }
+    Acted {
+        outcome,
+        contact: Some(if closed.safe_state_confirmed {
+            Contact::none("closing takes the channel off the bus and sends nothing")
+        } else {
+            Contact::Possible
+        }),
+    }
+}

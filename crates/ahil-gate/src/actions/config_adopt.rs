@@ -1,0 +1,313 @@
+//! `project_config_adopt_hardware`: read the attached board and fill the configuration's unset
+//! description keys from it. Only `apply: true` writes, through the same field-wise writer and ratchet
+//! as `project_config_set`; a COM port it creates arrives with every grant false. A key that already
+//! holds another value is reported (`kept`), never overwritten.
+//!
+//! On this bench the attachable board is the emulated one of a `type: qemu` debugger; other backends
+//! answer `not_supported` until their probe enumeration lands.
+
+use ahil_config::write::{Stamp, edit_config};
+use ahil_config::{Actor, Config, DebuggerType, Environment, LoadedConfig, ProjectPermissions};
+use ahil_drivers::qemu::BoardPaths;
+use ahil_sim::BoardState;
+use serde_json::{Value, json};
+
+use super::{Acted, Context, Plan, Work};
+use crate::config_edit::{Change, Rights, apply_agent_changes};
+use crate::envelope::Outcome;
+use crate::policy::Action;
+
+/// Controllers of the QEMU machines we emulate.
+const MACHINE_CONTROLLERS: &[(&str, &str)] = &[("netduinoplus2", "stm32f405")];
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let apply = ctx
+        .args
+        .get("apply")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Ok(Plan {
+        action: Action::ConfigAdoptHardware { apply },
+        device: None,
+        resources: Vec::new(),
+        work: Work::Local(Box::new(move || Acted {
+            outcome: adopt(ctx, apply),
+            contact: None,
+        })),
+    })
+}
+
+/// Which probe and entries an adoption is about (the tool's optional arguments, the CLI's flags).
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub debugger_id: Option<String>,
+    pub probe_id: Option<String>,
+    pub com_port_id: Option<String>,
+}
+
+impl Target {
+    fn from_args(args: &Value) -> Self {
+        let arg = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
+        Self {
+            debugger_id: arg("debugger_id"),
+            probe_id: arg("probe_id"),
+            com_port_id: arg("com_port_id"),
+        }
+    }
+}
+
+/// What the board says, key by key, and what the file says now.
+struct Proposal {
+    debugger_id: String,
+    com_port_id: Option<String>,
+    creates_com_port: bool,
+    carried: Vec<Change>,
+    already_current: Vec<Value>,
+    kept: Vec<Value>,
+    unavailable: Vec<Value>,
+}
+
+fn adopt(ctx: &Context<'_>, apply: bool) -> Outcome {
+    if apply && let Some(refusal) = super::config_set::open_run_refusal(ctx) {
+        return refusal;
+    }
+    let held = ctx.loaded.config.permissions;
+    let stamp = Stamp {
+        actor: Actor::Agent,
+        via: "mcp:project_config_adopt_hardware",
+    };
+    run(
+        ctx.tool,
+        ctx.loaded,
+        ctx.env,
+        &Target::from_args(ctx.args),
+        apply.then_some((stamp, Some(held))),
+    )
+}
+
+/// Proposes, and with `write` writes: `(stamp, grants the writer holds)`; `None` grants is the
+/// operator, who needs none for the description.
+pub fn run(
+    tool: &str,
+    loaded: &LoadedConfig,
+    env: &Environment,
+    target: &Target,
+    write: Option<(Stamp<'_>, Option<ProjectPermissions>)>,
+) -> Outcome {
+    let proposal = match propose(tool, &loaded.config, target) {
+        Ok(p) => p,
+        Err(refusal) => return *refusal,
+    };
+    let carried: Vec<Value> = proposal
+        .carried
+        .iter()
+        .map(|c| json!({"key": c.key, "value": c.value}))
+        .collect();
+    let mut outcome = Outcome::ok(tool, "")
+        .with("debugger_id", proposal.debugger_id.as_str())
+        .with("com_port_id", json!(proposal.com_port_id))
+        .with("creates_com_port", proposal.creates_com_port)
+        .with("carried", Value::Array(carried))
+        .with(
+            "already_current",
+            Value::Array(proposal.already_current.clone()),
+        )
+        .with("kept", Value::Array(proposal.kept.clone()))
+        .with("unavailable", Value::Array(proposal.unavailable.clone()));
+    let Some((stamp, held)) = write.filter(|_| !proposal.carried.is_empty()) else {
+        outcome.summary = if proposal.carried.is_empty() {
+            "The configuration already says everything the board tells; nothing to write."
+                .to_owned()
+        } else {
+            format!(
+                "The board fills {} key(s); nothing was written (apply to write them).",
+                proposal.carried.len()
+            )
+        };
+        outcome.set("applied", false);
+        return outcome.not_contacted();
+    };
+    let mut applied = None;
+    let result = edit_config(&loaded.path, env, stamp, |doc, current| {
+        let description = held.is_none_or(|h| {
+            h.allow_config_description_write && current.permissions.allow_config_description_write
+        });
+        let rights = Rights {
+            description,
+            permissions: false,
+        };
+        let done = apply_agent_changes(doc, current.version, rights, &proposal.carried)?;
+        let keys = done.changed.clone();
+        applied = Some(done);
+        Ok(keys)
+    });
+    let written = match result {
+        Ok(w) => w,
+        Err(err) => return super::config_set::refusal(tool, err),
+    };
+    let applied = applied.unwrap_or_default();
+    outcome.summary = format!(
+        "Wrote {} key(s) from the board; reload the description (or restart) to use them.",
+        written.changed_keys.len()
+    );
+    outcome
+        .with("applied", true)
+        .with("created_entries", json!(applied.created_entries))
+        .with("permissions_changed", json!([]))
+        .with("provenance", written.provenance)
+        .with(
+            "write",
+            json!({"path": loaded.display_path, "keys": written.changed_keys}),
+        )
+        .with("reload_required", true)
+        .with(
+            "next_steps",
+            json!([
+                "Call project_config_reload_description to put the adopted description in force."
+            ]),
+        )
+        .not_contacted()
+}
+
+fn propose(tool: &str, config: &Config, target: &Target) -> Result<Proposal, Box<Outcome>> {
+    let refuse = |error_type: &str, summary: String| {
+        Box::new(Outcome::refused(tool, error_type, summary).not_started(true))
+    };
+    let named = target
+        .debugger_id
+        .as_deref()
+        .or_else(|| config.auto_bound_debugger().map(|(id, _)| id));
+    let debugger_id = match named {
+        Some(id) => id.to_owned(),
+        None => {
+            return Err(refuse(
+                "invalid_argument",
+                "Several debuggers are configured; name one with debugger_id.".into(),
+            ));
+        }
+    };
+    let Some(entry) = config.debuggers.get(&debugger_id) else {
+        return Err(refuse(
+            "unknown_device",
+            format!("No debugger `{debugger_id}` is configured."),
+        ));
+    };
+    if entry.kind != DebuggerType::Qemu {
+        return Err(Box::new(
+            Outcome::refused(
+                tool,
+                "not_supported",
+                format!(
+                    "Adopting hardware reads the emulated board of a `type: qemu` debugger; `{debugger_id}` is `{}`.",
+                    entry.kind.as_str()
+                ),
+            )
+            .with("backend", entry.kind.as_str())
+            .not_started(true),
+        ));
+    }
+    if let Some(probe) = target.probe_id.as_deref()
+        && probe != format!("qemu:{debugger_id}")
+    {
+        return Err(refuse(
+            "hardware_mismatch",
+            format!("The board of `{debugger_id}` is `qemu:{debugger_id}`, not `{probe}`."),
+        ));
+    }
+    let dir = config.board_dir(&debugger_id).unwrap_or_default();
+    if !matches!(ahil_sim::board::status(&dir), BoardState::Running { .. }) {
+        return Err(Box::new(
+            Outcome::refused(
+                tool,
+                "target_not_detected",
+                format!("The emulated board of `{debugger_id}` is not running."),
+            )
+            .with_next_step("Ask the operator to run `agentic-hil sim start`, then call again.")
+            .not_started(true),
+        ));
+    }
+    let uart = BoardPaths::new(&dir).uart().display().to_string();
+    let named = target.com_port_id.clone();
+    let by_device = config
+        .com_ports
+        .iter()
+        .find(|(_, p)| p.device.as_deref() == Some(uart.as_str()))
+        .map(|(n, _)| n.clone());
+    let mut unavailable = Vec::new();
+    let com_port_id = named.or(by_device).or_else(|| match config.com_ports.len() {
+        0 => Some(format!("{debugger_id}_uart")),
+        1 => config.com_ports.keys().next().cloned(),
+        _ => {
+            unavailable.push(json!({"key": "com_ports", "reason": "several ports are configured and none names the board's UART; name one with com_port_id"}));
+            None
+        }
+    });
+    let creates_com_port = com_port_id
+        .as_ref()
+        .is_some_and(|id| !config.com_ports.contains_key(id));
+
+    let mut proposal = Proposal {
+        debugger_id: debugger_id.clone(),
+        com_port_id: com_port_id.clone(),
+        creates_com_port,
+        carried: Vec::new(),
+        already_current: Vec::new(),
+        kept: Vec::new(),
+        unavailable,
+    };
+    let machine = entry.qemu_machine();
+    match MACHINE_CONTROLLERS.iter().find(|(m, _)| *m == machine) {
+        Some((_, controller)) => consider(
+            &mut proposal,
+            "target.controller",
+            (!config.is_placeholder_controller()).then(|| json!(config.target.controller)),
+            json!(controller),
+        ),
+        None => proposal.unavailable.push(
+            json!({"key": "target.controller", "reason": format!("the controller of machine `{machine}` is not known")}),
+        ),
+    }
+    if let Some(id) = com_port_id {
+        let port = config.com_ports.get(&id);
+        consider(
+            &mut proposal,
+            &format!("com_ports.{id}.device"),
+            port.and_then(|p| p.device.clone()).map(Value::from),
+            json!(uart),
+        );
+        // A pty has no serial number: the port is named by its stable link, which only this board
+        // creates, so the device itself is the identity (version 3 wants one said).
+        let identity_set = port.is_some_and(|p| {
+            p.serial_number.is_some()
+                || p.resource_id.is_some()
+                || p.declared_identity_source.is_some()
+        });
+        if !identity_set {
+            consider(
+                &mut proposal,
+                &format!("com_ports.{id}.identity_source"),
+                None,
+                json!("device"),
+            );
+        }
+    }
+    Ok(proposal)
+}
+
+/// Sorts one key into carried (unset), already_current (same) or kept (another value stays).
+fn consider(proposal: &mut Proposal, key: &str, current: Option<Value>, discovered: Value) {
+    match current {
+        None => proposal.carried.push(Change {
+            key: key.to_owned(),
+            value: discovered,
+        }),
+        Some(value) if value == discovered => {
+            proposal
+                .already_current
+                .push(json!({"key": key, "value": value}));
+        }
+        Some(value) => proposal
+            .kept
+            .push(json!({"key": key, "current_value": value, "discovered_value": discovered})),
+    }
+}

@@ -1,0 +1,201 @@
+//! `project_config_create`: read the bench and write the whole configuration from what was found.
+//! Over an existing configuration it needs `permissions.allow_config_write` and carries the grants this
+//! server loaded over to every entry it still names; in a workspace without one it writes the first.
+
+use std::path::Path;
+
+use ahil_config::write::{Stamp, WriteError, write_generated};
+use ahil_config::{
+    Actor, Config, ConfigLocation, Environment, check_workspace_not_home, default_state_root,
+    load_authoritative, load_config_file,
+};
+use serde_json::{Value, json};
+
+use super::{Acted, Context, Plan, Work};
+use crate::config_edit::generate::{Generated, discover, generate};
+use crate::config_edit::permission_surface;
+use crate::envelope::Outcome;
+use crate::policy::Action;
+
+const TOOL: &str = "project_config_create";
+const STAMP: Stamp<'static> = Stamp {
+    actor: Actor::Agent,
+    via: "mcp:project_config_create",
+};
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    Ok(Plan {
+        action: Action::ConfigCreate,
+        device: None,
+        resources: Vec::new(),
+        work: Work::Local(Box::new(move || Acted {
+            outcome: regenerate(ctx),
+            contact: None,
+        })),
+    })
+}
+
+fn regenerate(ctx: &Context<'_>) -> Outcome {
+    if let Some(refusal) = super::config_set::open_run_refusal(ctx) {
+        return refusal;
+    }
+    let loaded = ctx.loaded;
+    let disk = load_config_file(&loaded.path).ok();
+    create(
+        &loaded.workspace,
+        ctx.env,
+        &loaded.path,
+        &loaded.config.state_root,
+        Some(&loaded.config),
+        disk.as_ref(),
+    )
+}
+
+/// The first configuration of a workspace, written by an unprovisioned server.
+pub fn first_creation(workspace: &Path, env: &Environment) -> Outcome {
+    if let Err(e) = check_workspace_not_home(workspace, env) {
+        return config_refusal(&e);
+    }
+    let location = match ConfigLocation::select(workspace, env) {
+        Ok(location) => location,
+        Err(e) => return config_refusal(&e),
+    };
+    if location.path.exists() {
+        return Outcome::refused(
+            TOOL,
+            "config_exists",
+            "A configuration appeared for this workspace meanwhile; it was left alone.",
+        )
+        .with_next_step("Call project_config_describe: the server binds the file on disk.")
+        .not_started(true);
+    }
+    let outcome = create(
+        workspace,
+        env,
+        &location.path,
+        &default_state_root(env),
+        None,
+        None,
+    );
+    if outcome.ok
+        && let Err(e) = load_authoritative(workspace, env)
+    {
+        // The file does not load in this environment: take it back rather than leave a broken one.
+        let _ = std::fs::remove_file(&location.path);
+        return config_refusal(&e).with("rollback", json!({"attempted": true}));
+    }
+    outcome
+}
+
+fn create(
+    workspace: &Path,
+    env: &Environment,
+    path: &Path,
+    state_root: &Path,
+    known: Option<&Config>,
+    disk: Option<&Config>,
+) -> Outcome {
+    let found = discover(state_root);
+    let generated = match generate(
+        workspace,
+        state_root,
+        &found,
+        known,
+        disk,
+        &ahil_config::time::utc_now(),
+    ) {
+        Ok(g) => g,
+        Err(e) => return config_refusal(&e),
+    };
+    let Generated {
+        document,
+        dropped_entries,
+        skeleton,
+    } = generated;
+    let written = match write_generated(path, env, STAMP, &document) {
+        Ok(w) => w,
+        Err(WriteError::Invalid(e) | WriteError::Current(e)) => return config_refusal(&e),
+        Err(WriteError::Io(e)) => {
+            return Outcome::refused(
+                TOOL,
+                "config_write_failed",
+                "The configuration file could not be written; nothing changed.",
+            )
+            .with("error_class", format!("{:?}", e.kind()))
+            .not_started(false);
+        }
+        Err(WriteError::Refused(never)) => match never {},
+        Err(WriteError::ChangedUnderneath) => {
+            return Outcome::refused(
+                TOOL,
+                "config_changed_underneath",
+                "The configuration file changed while it was being regenerated; nothing was written.",
+            )
+            .not_started(true);
+        }
+    };
+    let surface = permission_surface(&document);
+    let narrowed: Vec<&String> = surface
+        .iter()
+        .filter(|(_, v)| !**v)
+        .map(|(k, _)| k)
+        .collect();
+    let shown = env.display_path(path);
+    let config = &written.config;
+    let summary = if skeleton {
+        format!(
+            "Discovery found no board and no USB serial adapter; wrote the starter configuration to {shown}."
+        )
+    } else {
+        format!(
+            "Wrote the configuration to {shown}: {} probe(s) and {} serial port(s) from discovery.",
+            config.debuggers.len(),
+            config.com_ports.len()
+        )
+    };
+    let mut next_steps = Vec::new();
+    if known.is_some() {
+        next_steps.push(json!(
+            "Call project_config_reload_description to take the new description now; grants take effect after a restart."
+        ));
+    } else {
+        next_steps.push(json!(
+            "Call project_config_describe: this server now enforces the new file."
+        ));
+    }
+    if skeleton {
+        next_steps.push(json!(
+            "Start the bench (`agentic-hil sim start` for the emulated board, or plug the probe in) and call project_config_create again, or fill debuggers with project_config_set."
+        ));
+    }
+    Outcome::ok(TOOL, summary)
+        .with("created", true)
+        .with("path", shown.as_str())
+        .with("workspace_root", workspace.display().to_string())
+        .with("state_root", env.display_path(state_root))
+        .with("optional_override", format!("AGENTIC_HIL_CONFIG={shown}"))
+        .with("permissions", json!(surface))
+        .with("narrowed_permissions", json!(narrowed))
+        .with("dropped_entries", json!(dropped_entries))
+        .with("reload_required", known.is_some())
+        .with(
+            "hardware_discovery",
+            json!({
+                "ran": found.ran,
+                "debuggers": config.debuggers.keys().collect::<Vec<_>>(),
+                "com_ports": config.com_ports.keys().collect::<Vec<_>>(),
+                "skeleton": skeleton,
+            }),
+        )
+        .with("provenance", written.provenance)
+        .with("next_steps", Value::Array(next_steps))
+        .not_contacted()
+}
+
+fn config_refusal(e: &ahil_config::ConfigError) -> Outcome {
+    let mut outcome = Outcome::refused(TOOL, e.error_type(), e.summary());
+    for (k, v) in e.details() {
+        outcome.set(&k, v);
+    }
+    outcome.with_remediation(e.remediation()).not_started(false)
+}

@@ -1,0 +1,96 @@
+//! `project_config_reload_description`: the server takes the bench description from the file as it is
+//! now, without a restart; grants and every other section stay as loaded.
+
+use serde_json::{Value, json};
+
+use super::{Acted, Context, Plan, Work};
+use crate::config_edit::reload::{NOT_RELOADED, RELOADED_SECTIONS, reload};
+use crate::envelope::Outcome;
+use crate::policy::Action;
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    Ok(Plan {
+        action: Action::ReadState,
+        device: None,
+        resources: Vec::new(),
+        work: Work::Local(Box::new(move || Acted {
+            outcome: run(ctx),
+            contact: None,
+        })),
+    })
+}
+
+fn run(ctx: &Context<'_>) -> Outcome {
+    let held = ctx.ownership.locks.held();
+    if !held.is_empty() || ctx.ownership.runs.current().is_some() {
+        return Outcome::refused(
+            ctx.tool,
+            "config_reload_in_open_run",
+            "The bench description cannot change under an open run or session.",
+        )
+        .with("open_holds", json!(held))
+        .with_next_step("Stop the run and the sessions, then reload.")
+        .not_started(true);
+    }
+    let reloaded = match reload(ctx.loaded, ctx.env, ctx.description) {
+        Ok(r) => r,
+        Err(e) => {
+            let mut outcome = Outcome::refused(
+                ctx.tool,
+                e.error_type(),
+                format!("{} The description in force is unchanged.", e.summary()),
+            );
+            for (k, v) in e.details() {
+                outcome.set(&k, v);
+            }
+            return outcome.not_started(false);
+        }
+    };
+    let loaded = &reloaded.loaded;
+    let changed = !reloaded.description_changes.is_empty();
+    let summary = if changed {
+        format!(
+            "Reloaded the bench description: {} section entr(ies) changed; grants are as loaded at startup.",
+            reloaded.description_changes.len()
+        )
+    } else {
+        "Reloaded the bench description; it matches what was in force.".to_owned()
+    };
+    let not_reloaded: Vec<Value> = NOT_RELOADED
+        .iter()
+        .map(|(section, why)| json!({"section": section, "why": why}))
+        .collect();
+    let mut next_steps = vec![json!("Calls from now on use the reloaded description.")];
+    if !reloaded.restart_required_for.is_empty() {
+        next_steps.push(json!(
+            "The file also differs outside the description (restart_required_for); those parts take effect only after the operator restarts the server."
+        ));
+    }
+    let mut outcome = Outcome::ok(ctx.tool, summary)
+        .with("reloaded", true)
+        .with("description_changed", changed)
+        .with("path", loaded.display_path.as_str())
+        .with("workspace_root", loaded.workspace.display().to_string())
+        .with("description_changes", json!(reloaded.description_changes))
+        .with("reloaded_sections", json!(RELOADED_SECTIONS))
+        .with("not_reloaded_sections", Value::Array(not_reloaded))
+        .with("permissions_reloaded", false)
+        .with(
+            "permissions_in_force",
+            super::describe::permissions_in_force(&loaded.config),
+        )
+        .with(
+            "permission_differences",
+            json!(reloaded.permission_differences),
+        )
+        .with("restart_required_for", json!(reloaded.restart_required_for))
+        .with("reference", "agentic-hil://reference/config-shape")
+        .with("next_steps", Value::Array(next_steps))
+        .not_contacted();
+    let mut status = serde_json::to_value(loaded.status()).unwrap_or(Value::Null);
+    if let Value::Object(fields) = &mut status {
+        fields.insert("description_source".into(), json!("description_reload"));
+    }
+    outcome.config_status = Some(status);
+    outcome
+}

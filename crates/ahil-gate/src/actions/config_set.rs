@@ -1,0 +1,230 @@
+//! `project_config_set`: field-wise edits of the bench description, and narrowing of grants, under the
+//! ratchet. The file is written through `ahil_config::write` (lock, check, atomic replace).
+
+use ahil_config::Actor;
+use ahil_config::write::{Stamp, WriteError, edit_config};
+use serde_json::{Value, json};
+
+use super::{Acted, Context, Plan, Work};
+use crate::config_edit::{Change, Refused, Right, Rights, apply_agent_changes, classify};
+use crate::envelope::Outcome;
+use crate::policy::Action;
+
+const VIA: &str = "mcp:project_config_set";
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let changes = parse_changes(ctx.args);
+    let version = ctx.loaded.config.version;
+    // The pipeline checks the stronger grant the request needs; the work checks each kind again
+    // against the file, so a grant closed on disk since startup is closed here too.
+    let needs_permissions = changes
+        .iter()
+        .any(|c| classify(&c.key, version).is_ok_and(|r| r.right == Right::Permissions));
+    Ok(Plan {
+        action: if needs_permissions {
+            Action::ConfigSetPermission
+        } else {
+            Action::ConfigSetDescription
+        },
+        device: None,
+        resources: Vec::new(),
+        work: Work::Local(Box::new(move || Acted {
+            outcome: set(ctx, &changes),
+            contact: None,
+        })),
+    })
+}
+
+fn parse_changes(args: &Value) -> Vec<Change> {
+    args.get("changes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| Change {
+            key: c
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            value: c.get("value").cloned().unwrap_or(Value::Null),
+        })
+        .collect()
+}
+
+/// `config_write_in_open_run` while this server holds any device (a run, a session).
+pub fn open_run_refusal(ctx: &Context<'_>) -> Option<Outcome> {
+    let held = ctx.ownership.locks.held();
+    let run = ctx.ownership.runs.current();
+    if held.is_empty() && run.is_none() {
+        return None;
+    }
+    Some(
+        Outcome::refused(
+            ctx.tool,
+            "config_write_in_open_run",
+            "The configuration cannot change while a run or session holds the bench.",
+        )
+        .with("open_holds", json!(held))
+        .with_next_step("Stop the run and the sessions (bench_run_stop, com_session_stop, debug_stop_session), then call again.")
+        .not_started(true),
+    )
+}
+
+fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
+    if let Some(refusal) = open_run_refusal(ctx) {
+        return refusal;
+    }
+    let loaded = ctx.loaded;
+    let held = loaded.config.permissions;
+    let mut previous = Vec::new();
+    let mut applied = None;
+    let stamp = Stamp {
+        actor: Actor::Agent,
+        via: VIA,
+    };
+    let result = edit_config(&loaded.path, ctx.env, stamp, |document, current| {
+        let rights = Rights {
+            description: held.allow_config_description_write
+                && current.permissions.allow_config_description_write,
+            permissions: held.allow_config_permissions_write
+                && current.permissions.allow_config_permissions_write,
+        };
+        previous = changes
+            .iter()
+            .map(|c| lookup(document, &c.key).cloned().unwrap_or(Value::Null))
+            .collect();
+        let done = apply_agent_changes(document, current.version, rights, changes)?;
+        let keys = done.changed.clone();
+        applied = Some(done);
+        Ok(keys)
+    });
+    let written = match result {
+        Ok(written) => written,
+        Err(err) => return refusal(ctx.tool, err),
+    };
+    let applied = applied.unwrap_or_default();
+    let frozen = applied
+        .permissions_changed
+        .iter()
+        .any(|(k, _, now)| k == "permissions.allow_config_permissions_write" && !now);
+    let change_list: Vec<Value> = changes
+        .iter()
+        .zip(&previous)
+        .map(|(c, before)| {
+            json!({"key": c.key, "previous_value": before, "value": c.value, "changed": applied.changed.contains(&c.key)})
+        })
+        .collect();
+    let permissions_changed: Vec<Value> = applied
+        .permissions_changed
+        .iter()
+        .map(|(k, was, now)| json!({"key": k, "previous_value": was, "value": now}))
+        .collect();
+    let summary = if written.written {
+        format!(
+            "Wrote {} key(s) to the configuration; the server enforces them after a reload or restart.",
+            written.changed_keys.len()
+        )
+    } else {
+        "Every key already held the requested value; nothing was written.".to_owned()
+    };
+    let mut next_steps = vec![json!(
+        "Call project_config_reload_description to put target, debuggers, com_ports and can_buses changes in force now."
+    )];
+    if !permissions_changed.is_empty() {
+        next_steps.push(json!(
+            "Narrowed grants hold in the file at once; the running server enforces them after a restart."
+        ));
+    }
+    let mut outcome = Outcome::ok(ctx.tool, summary)
+        .with("path", loaded.display_path.as_str())
+        .with("workspace_root", loaded.workspace.display().to_string())
+        .with("changes", Value::Array(change_list))
+        .with("created_entries", json!(applied.created_entries))
+        .with("permissions_changed", Value::Array(permissions_changed))
+        .with("written", written.written)
+        .with("provenance", written.provenance)
+        .with("reload_required", written.written)
+        .with("next_steps", Value::Array(next_steps));
+    if frozen {
+        outcome.set("permissions_frozen", true);
+    }
+    // The file now differs from what this server enforces; say so with the status after the write.
+    outcome.config_status = serde_json::to_value(loaded.status()).ok();
+    outcome.not_contacted()
+}
+
+fn lookup<'v>(document: &'v Value, key: &str) -> Option<&'v Value> {
+    // Entry names may hold dots: try the longest entry name first.
+    if let Some(found) = key
+        .split('.')
+        .try_fold(document, |node, part| node.get(part))
+    {
+        return Some(found);
+    }
+    let (section, rest) = key.split_once('.')?;
+    let entries = document.get(section)?.as_object()?;
+    entries.iter().find_map(|(name, entry)| {
+        let field = rest.strip_prefix(name.as_str())?.strip_prefix('.')?;
+        field
+            .split('.')
+            .try_fold(entry, |node, part| node.get(part))
+    })
+}
+
+/// A refused write as an envelope; every grant refusal names the grant that would open it.
+pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
+    let outcome = match err {
+        WriteError::Refused(Refused::Denied { right, keys }) => Outcome::refused(
+            tool,
+            "permission_denied",
+            format!(
+                "`{}` is false, so {} cannot be changed over MCP.",
+                right.key(),
+                if right == Right::Permissions { "permissions" } else { "the bench description" }
+            ),
+        )
+        .with("permission", right.key())
+        .with("keys", json!(keys))
+        .with_next_step(format!(
+            "This refusal is the answer: report that `{}` is false and stop; only the operator can open it (`agentic-hil grant {}`).",
+            right.key(),
+            right.key()
+        )),
+        WriteError::Refused(Refused::Widening { keys }) => Outcome::refused(
+            tool,
+            "permission_widening_denied",
+            "Over MCP a permission can only be closed (false); opening one is the operator's decision.",
+        )
+        .with("permission", keys.first().cloned().unwrap_or_default())
+        .with("keys", json!(keys))
+        .with("operator_command", format!("agentic-hil grant {}", keys.join(" ")))
+        .with_next_step("Report which permission the task needs and stop; the operator decides whether to run the grant."),
+        WriteError::Refused(Refused::Invalid { key, reason }) => Outcome::refused(
+            tool,
+            "invalid_argument",
+            format!("`{key}` {reason}; nothing was written."),
+        )
+        .with("key", key)
+        .with_next_step("Take keys and value shapes from project_config_describe (writable_keys, new_entry_patterns)."),
+        WriteError::Invalid(e) | WriteError::Current(e) => {
+            let mut outcome = Outcome::refused(tool, e.error_type(), format!("{} Nothing was written.", e.summary()));
+            for (k, v) in e.details() {
+                outcome.set(&k, v);
+            }
+            outcome
+        }
+        WriteError::ChangedUnderneath => Outcome::refused(
+            tool,
+            "config_changed_underneath",
+            "The configuration file changed while this edit was being made; nothing was written.",
+        )
+        .with_next_step("Call project_config_describe to see the file as it is now, then send the change again."),
+        WriteError::Io(e) => Outcome::refused(
+            tool,
+            "config_write_failed",
+            "The configuration file could not be replaced; it is unchanged.",
+        )
+        .with("error_class", format!("{:?}", e.kind())),
+    };
+    outcome.not_started(false)
+}

@@ -1,0 +1,264 @@
+//! Which dotted configuration keys a field-wise write may reach, and the grant each needs.
+
+use std::fmt;
+
+/// Description fields of a `debuggers` entry a field-wise write may change.
+pub const DEBUGGER_FIELDS: &[&str] = &[
+    "type",
+    "probe_id",
+    "executable",
+    "gdb_server_executable",
+    "interface_cfg",
+    "target_cfg",
+    "connect_mode",
+];
+/// Description fields of a `com_ports` entry.
+pub const COM_FIELDS: &[&str] = &[
+    "device",
+    "baudrate",
+    "serial_number",
+    "vid",
+    "pid",
+    "identity_source",
+];
+/// Description fields of a `can_buses` entry (every scalar but the grants).
+pub const CAN_FIELDS: &[&str] = &[
+    "adapter",
+    "bitrate",
+    "channel",
+    "data_bitrate",
+    "executable",
+    "fd",
+    "listen_only",
+    "listen_only_enforcement",
+    "max_buffer_frames",
+    "max_frame_data_bytes",
+    "pcanbasic_dll",
+    "poll_interval_ms",
+    "receive_own_messages",
+    "resource_id",
+    "timeout_s",
+];
+/// The project grants.
+pub const PROJECT_FLAGS: &[&str] = &[
+    "allow_config_description_write",
+    "allow_config_permissions_write",
+    "allow_config_write",
+    "allow_recover",
+    "allow_upgrade",
+];
+/// Device grants of a debugger in version 2 and later, sorted.
+pub const DEBUGGER_FLAGS: &[&str] = &[
+    "allow_debug_execution",
+    "allow_flash",
+    "allow_mass_erase",
+    "allow_raw_debugger_commands",
+    "allow_reset",
+];
+
+/// The grant a key needs before a field-wise write may touch it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Right {
+    /// `permissions.allow_config_description_write`: the bench description.
+    Description,
+    /// `permissions.allow_config_permissions_write`: narrowing a grant.
+    Permissions,
+}
+
+impl Right {
+    /// The project grant's own name.
+    pub fn permission(self) -> &'static str {
+        match self {
+            Self::Description => "allow_config_description_write",
+            Self::Permissions => "allow_config_permissions_write",
+        }
+    }
+
+    /// The grant's dotted key, as refusals name it.
+    pub fn key(self) -> String {
+        format!("permissions.{}", self.permission())
+    }
+}
+
+/// The entry sections whose names a key may introduce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    Debuggers,
+    ComPorts,
+    CanBuses,
+}
+
+impl Section {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Debuggers => "debuggers",
+            Self::ComPorts => "com_ports",
+            Self::CanBuses => "can_buses",
+        }
+    }
+
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            Self::Debuggers => DEBUGGER_FIELDS,
+            Self::ComPorts => COM_FIELDS,
+            Self::CanBuses => CAN_FIELDS,
+        }
+    }
+
+    /// The grants a new entry of this section is written with, every one false.
+    pub fn flags(self, version: u8) -> Vec<&'static str> {
+        let mut flags: Vec<&'static str> = match self {
+            Self::Debuggers => DEBUGGER_FLAGS.to_vec(),
+            Self::ComPorts | Self::CanBuses => vec!["allow_write"],
+        };
+        if version <= 1 {
+            flags.push(match self {
+                Self::Debuggers => "allow_probe",
+                Self::ComPorts | Self::CanBuses => "allow_read",
+            });
+            flags.sort_unstable();
+        }
+        flags
+    }
+}
+
+/// A settable key, understood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRule {
+    pub key: String,
+    pub right: Right,
+    /// The entry the key lives under, if it is in an entry section.
+    pub entry: Option<(Section, String)>,
+}
+
+/// Why a key cannot be set field-wise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKey {
+    pub key: String,
+    pub reason: &'static str,
+}
+
+impl fmt::Display for UnknownKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.key, self.reason)
+    }
+}
+
+fn valid_entry_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// Classifies a dotted key for a file of `version`.
+pub fn classify(key: &str, version: u8) -> Result<KeyRule, UnknownKey> {
+    let unknown = |reason| UnknownKey {
+        key: key.to_owned(),
+        reason,
+    };
+    let rule = |right, entry| KeyRule {
+        key: key.to_owned(),
+        right,
+        entry,
+    };
+    match key {
+        "target.name" | "target.controller" | "debug.gdb_executable" => {
+            return Ok(rule(Right::Description, None));
+        }
+        "debug.allow_all_symbols" | "artifacts.allow_upload" => {
+            return Ok(rule(Right::Permissions, None));
+        }
+        _ => {}
+    }
+    if let Some(flag) = key.strip_prefix("permissions.") {
+        return if PROJECT_FLAGS.contains(&flag) {
+            Ok(rule(Right::Permissions, None))
+        } else {
+            Err(unknown("no such project permission"))
+        };
+    }
+    let (section, rest) = [Section::Debuggers, Section::ComPorts, Section::CanBuses]
+        .into_iter()
+        .find_map(|s| {
+            key.strip_prefix(s.name())
+                .and_then(|r| r.strip_prefix('.'))
+                .map(|r| (s, r))
+        })
+        .ok_or_else(|| unknown("not a key a field-wise write may change"))?;
+    // Entry names may hold dots, so the field is found from the right.
+    if let Some((name, flag)) = rest.rsplit_once(".permissions.") {
+        if !valid_entry_name(name) {
+            return Err(unknown(
+                "the entry name may use only letters, digits, `_`, `.` and `-`",
+            ));
+        }
+        return if section.flags(version).contains(&flag) {
+            Ok(rule(Right::Permissions, Some((section, name.to_owned()))))
+        } else {
+            Err(unknown(
+                "no such permission on this kind of entry in this configuration version",
+            ))
+        };
+    }
+    let (name, field) = rest
+        .rsplit_once('.')
+        .ok_or_else(|| unknown("name an entry and one of its fields"))?;
+    if !valid_entry_name(name) {
+        return Err(unknown(
+            "the entry name may use only letters, digits, `_`, `.` and `-`",
+        ));
+    }
+    if section.fields().contains(&field) {
+        Ok(rule(Right::Description, Some((section, name.to_owned()))))
+    } else {
+        Err(unknown(
+            "not a description field a field-wise write may change",
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn description_and_permission_keys_are_told_apart() {
+        assert_eq!(
+            classify("target.name", 3).map(|r| r.right),
+            Ok(Right::Description)
+        );
+        assert_eq!(
+            classify("debuggers.dut.probe_id", 3).map(|r| r.right),
+            Ok(Right::Description)
+        );
+        let flag = classify("com_ports.dut.uart.permissions.allow_write", 3).expect("known");
+        assert_eq!(flag.right, Right::Permissions);
+        assert_eq!(flag.entry, Some((Section::ComPorts, "dut.uart".to_owned())));
+        assert_eq!(
+            classify("permissions.allow_recover", 3).map(|r| r.right),
+            Ok(Right::Permissions)
+        );
+        assert_eq!(
+            classify("artifacts.allow_upload", 3).map(|r| r.right),
+            Ok(Right::Permissions)
+        );
+    }
+
+    #[test]
+    fn keys_outside_the_model_are_refused_with_a_reason() {
+        for key in [
+            "workspace_root",
+            "state_root",
+            "permissions.allow_everything",
+            "debuggers.dut.timeout_s",
+            "debuggers.dut.permissions.allow_probe",
+            "debuggers.bad name.probe_id",
+            "artifacts.allowed_roots",
+            "debuggers.dut",
+        ] {
+            assert!(classify(key, 3).is_err(), "{key}");
+        }
+        assert!(classify("debuggers.dut.permissions.allow_probe", 1).is_ok());
+    }
+}

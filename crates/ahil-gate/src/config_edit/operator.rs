@@ -1,0 +1,306 @@
+//! The operator's side of the ratchet: `agentic-hil grant` / `revoke` move named permissions either way,
+//! and `agentic-hil config-reload` previews what a running server's description reload would take.
+//! Neither is reachable over MCP.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Duration;
+
+use ahil_config::write::{Stamp, WriteError, edit_config};
+use ahil_config::{Actor, ConfigError, Environment, LoadedConfig, load_authoritative};
+use serde_json::{Value, json};
+
+use super::keys::classify;
+use super::ratchet::{Change, Refused, apply_operator_changes, config_surface, permission_surface};
+use super::reload::{DescriptionSlot, NOT_RELOADED, reload};
+use crate::envelope::Outcome;
+use crate::ownership::Ownership;
+use crate::ownership::runs::debugger_keys;
+
+/// `grant` (true) or `revoke` (false) of `keys`, all or nothing.
+pub fn set_permissions(
+    workspace: &Path,
+    env: &Environment,
+    keys: &[String],
+    value: bool,
+) -> Outcome {
+    let verb = if value { "grant" } else { "revoke" };
+    let tool = format!("agentic-hil {verb}");
+    let loaded = match load_authoritative(workspace, env) {
+        Ok(loaded) => loaded,
+        Err(e) => return config_refusal(&tool, &e),
+    };
+    let version = loaded.config.version;
+    let here: Vec<String> = config_surface(&loaded.config).into_keys().collect();
+    let mut changes = Vec::new();
+    let mut rejected = Vec::new();
+    for key in keys {
+        let canonical = canonical_key(key);
+        match classify(&canonical, version) {
+            Ok(rule) if rule.right == super::Right::Permissions => changes.push(Change {
+                key: canonical,
+                value: Value::Bool(value),
+            }),
+            Ok(_) => rejected.push(json!({"key": key, "reason": "not a permission; description keys change with project_config_set"})),
+            Err(e) => rejected.push(json!({"key": key, "reason": e.reason})),
+        }
+    }
+    if !rejected.is_empty() {
+        return Outcome::refused(
+            &tool,
+            "invalid_argument",
+            "Some keys are not permissions of this configuration; nothing was changed.",
+        )
+        .with("field", "keys")
+        .with("rejected_keys", Value::Array(rejected))
+        .with("permission_keys_here", json!(here))
+        .not_started(true);
+    }
+
+    // Holding every device of the bench proves no run or session (here or in another process) is
+    // using a grant while it moves.
+    let ownership = Ownership::for_process(&env.home, "operator-cli");
+    let devices = bench_keys(&loaded);
+    if let Err(busy) = ownership.locks.acquire(&devices, Duration::ZERO) {
+        return Outcome::refused(
+            &tool,
+            "permission_change_in_open_run",
+            "A run or session holds a device of this bench; grants cannot move under it.",
+        )
+        .with("open_holds", json!(busy.summary()))
+        .not_started(true);
+    }
+    let via = format!("cli:{verb}");
+    let actor = if std::io::stdin().is_terminal() {
+        Actor::Human
+    } else {
+        Actor::Cli
+    };
+    let mut before = Value::Null;
+    let result = edit_config(&loaded.path, env, Stamp { actor, via: &via }, |doc, _| {
+        before = doc.clone();
+        apply_operator_changes(doc, version, &changes).map(|a| a.changed)
+    });
+    ownership.locks.release(&devices);
+    let written = match result {
+        Ok(w) => w,
+        Err(WriteError::Refused(Refused::Invalid { key, reason })) => {
+            return Outcome::refused(
+                &tool,
+                "invalid_argument",
+                format!("`{key}` {reason}; nothing was changed."),
+            )
+            .with("permission_keys_here", json!(here))
+            .not_started(true);
+        }
+        Err(WriteError::Refused(_)) => {
+            return Outcome::refused(
+                &tool,
+                "invalid_argument",
+                "The keys could not be applied; nothing was changed.",
+            )
+            .not_started(true);
+        }
+        Err(WriteError::Current(e) | WriteError::Invalid(e)) => return config_refusal(&tool, &e),
+        Err(WriteError::ChangedUnderneath) => {
+            return Outcome::refused(
+                &tool,
+                "config_changed_underneath",
+                "The configuration file changed while the grants were being written; nothing was written.",
+            )
+            .with_next_step("Run the command again; it reads the file afresh.")
+            .not_started(true);
+        }
+        Err(WriteError::Io(e)) => {
+            return Outcome::refused(
+                &tool,
+                "config_write_failed",
+                "The configuration file could not be replaced; it is unchanged.",
+            )
+            .with("error_class", format!("{:?}", e.kind()))
+            .not_started(false);
+        }
+    };
+    let before = permission_surface(&before);
+    let (mut moved, mut unchanged) = (Vec::new(), Vec::new());
+    for change in &changes {
+        let previous = before.get(&change.key).copied().unwrap_or(false);
+        let row = json!({"key": change.key, "previous_value": previous, "value": value});
+        if written.changed_keys.contains(&change.key) {
+            moved.push(row);
+        } else {
+            unchanged.push(row);
+        }
+    }
+    let summary = if written.written {
+        format!(
+            "{} {} permission(s); restart the MCP server to enforce them.",
+            if value { "Granted" } else { "Revoked" },
+            moved.len()
+        )
+    } else {
+        "Every permission already held that value; nothing was written.".to_owned()
+    };
+    let reloaded_status = load_authoritative(workspace, env).map_or(Value::Null, |l| {
+        serde_json::to_value(l.status()).unwrap_or(Value::Null)
+    });
+    let mut outcome = Outcome::ok(&tool, summary)
+        .with("command", tool.as_str())
+        .with("changed", Value::Array(moved))
+        .with("path", loaded.display_path.as_str())
+        .with("workspace_root", loaded.workspace.display().to_string())
+        .with("unchanged", Value::Array(unchanged))
+        .with("provenance", written.provenance)
+        .with("restart_required", written.written)
+        .with(
+            "next_steps",
+            json!(if written.written {
+                vec!["Restart the MCP server (or the agent host) so it enforces the new grants."]
+            } else {
+                Vec::new()
+            }),
+        );
+    outcome.config_status = Some(reloaded_status);
+    outcome
+}
+
+/// `agentic-hil adopt-hardware`: the operator's adoption, holding every device of the bench while it
+/// reads and writes; with `dry_run` it only proposes.
+pub fn adopt_hardware(
+    workspace: &Path,
+    env: &Environment,
+    target: &crate::actions::config_adopt::Target,
+    dry_run: bool,
+) -> Outcome {
+    let tool = "project_config_adopt_hardware";
+    let loaded = match load_authoritative(workspace, env) {
+        Ok(loaded) => loaded,
+        Err(e) => return config_refusal(tool, &e),
+    };
+    let ownership = Ownership::for_process(&env.home, "operator-cli");
+    let devices = bench_keys(&loaded);
+    if let Err(busy) = ownership.locks.acquire(&devices, Duration::ZERO) {
+        return busy.into_outcome(tool);
+    }
+    let actor = if std::io::stdin().is_terminal() {
+        Actor::Human
+    } else {
+        Actor::Cli
+    };
+    let stamp = Stamp {
+        actor,
+        via: "cli:adopt-hardware",
+    };
+    let outcome = crate::actions::config_adopt::run(
+        tool,
+        &loaded,
+        env,
+        target,
+        (!dry_run).then_some((stamp, None)),
+    );
+    ownership.locks.release(&devices);
+    outcome
+}
+
+/// `section.entry.allow_x` is shorthand for `section.entry.permissions.allow_x`.
+fn canonical_key(key: &str) -> String {
+    for section in ["debuggers.", "com_ports.", "can_buses."] {
+        if let Some(rest) = key.strip_prefix(section)
+            && !rest.contains(".permissions.")
+            && let Some((name, flag)) = rest.rsplit_once('.')
+            && flag.starts_with("allow_")
+        {
+            return format!("{section}{name}.permissions.{flag}");
+        }
+    }
+    key.to_owned()
+}
+
+/// The machine-wide lock keys of every configured device.
+fn bench_keys(loaded: &LoadedConfig) -> Vec<String> {
+    let config = &loaded.config;
+    let mut keys: Vec<String> = config
+        .debuggers
+        .iter()
+        .flat_map(|(name, d)| debugger_keys(d, loaded.executables.debugger(name)))
+        .collect();
+    keys.extend(config.com_ports.iter().map(|(name, p)| p.lock_key(name)));
+    keys.extend(config.can_buses.values().map(ahil_config::CanBus::lock_key));
+    keys.retain(|k| crate::ownership::device_lock::is_physical(k));
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// `agentic-hil config-reload`: what a running server's description reload would take; writes nothing.
+pub fn preview_reload(workspace: &Path, env: &Environment) -> Outcome {
+    let tool = "agentic_hil_config_reload";
+    // The preview compares the file with itself as a server would have loaded it at startup: the
+    // grants a server enforces are the ones it loaded then, which this process cannot see, so the
+    // preview reports what the reload takes and which grants the file holds.
+    let loaded = match load_authoritative(workspace, env) {
+        Ok(loaded) => loaded,
+        Err(e) => return config_refusal(tool, &e),
+    };
+    let merged = match reload(&loaded, env, &DescriptionSlot::default()) {
+        Ok(r) => r,
+        Err(e) => return config_refusal(tool, &e),
+    };
+    let config = &merged.loaded.config;
+    let not_reloaded: Vec<Value> = NOT_RELOADED
+        .iter()
+        .map(|(section, why)| json!({"section": section, "reason": why}))
+        .collect();
+    Outcome::ok(tool, "A running server's project_config_reload_description would take this description; nothing was written.")
+        .with("scope", "preview")
+        .with("path", loaded.display_path.as_str())
+        .with("would_reload", json!({
+            "target": {"name": config.target.name, "controller": config.target.controller},
+            "debuggers": config.debuggers.keys().collect::<Vec<_>>(),
+            "com_ports": config.com_ports.keys().collect::<Vec<_>>(),
+            "can_buses": config.can_buses.keys().collect::<Vec<_>>(),
+        }))
+        .with("not_reloaded_sections", Value::Array(not_reloaded))
+        .with("permissions_in_file", json!(config_surface(config)))
+        .with("next_steps", json!([
+            "Ask the agent to call project_config_reload_description, or restart the MCP server to apply grants too."
+        ]))
+}
+
+/// A configuration that cannot be loaded, as a result document.
+pub fn config_error(tool: &str, e: &ConfigError) -> Value {
+    config_refusal(tool, e).to_value()
+}
+
+fn config_refusal(tool: &str, e: &ConfigError) -> Outcome {
+    let mut outcome = Outcome::refused(tool, e.error_type(), e.summary());
+    for (k, v) in e.details() {
+        outcome.set(&k, v);
+    }
+    outcome.with_remediation(e.remediation()).not_started(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_permission_shorthand_gains_its_permissions_segment() {
+        assert_eq!(
+            canonical_key("debuggers.dut.allow_flash"),
+            "debuggers.dut.permissions.allow_flash"
+        );
+        assert_eq!(
+            canonical_key("com_ports.a.b.allow_write"),
+            "com_ports.a.b.permissions.allow_write"
+        );
+        assert_eq!(
+            canonical_key("debuggers.dut.permissions.allow_flash"),
+            "debuggers.dut.permissions.allow_flash"
+        );
+        assert_eq!(
+            canonical_key("permissions.allow_recover"),
+            "permissions.allow_recover"
+        );
+    }
+}

@@ -1,0 +1,422 @@
+//! The ratchet: over MCP a permission moves only from true to false; describing the bench and
+//! narrowing grants each need their own project grant. Pure functions over the document tree, so the
+//! same code decides for the tool, the CLI and the property test.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::keys::{KeyRule, Right, classify};
+
+/// One requested `{key, value}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub key: String,
+    pub value: Value,
+}
+
+/// The grants a writer holds, already the tighter of the server's and the file's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rights {
+    pub description: bool,
+    pub permissions: bool,
+}
+
+/// Why an agent's change set was refused; nothing is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// The keys need a grant that is false (`permission_denied`).
+    Denied { right: Right, keys: Vec<String> },
+    /// The keys would open a permission (`permission_widening_denied`).
+    Widening { keys: Vec<String> },
+    /// A key or value no field-wise write accepts (`invalid_argument`).
+    Invalid { key: String, reason: String },
+}
+
+/// What an accepted change set did to the document.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Applied {
+    /// Keys whose value changed, sorted.
+    pub changed: Vec<String>,
+    /// `<section>.<name>` of entries the changes created (every grant false).
+    pub created_entries: Vec<String>,
+    /// Permission keys that moved, with their values before and after.
+    pub permissions_changed: Vec<(String, bool, bool)>,
+}
+
+/// Checks an agent's changes and applies them to `document` (a file of `version`).
+pub fn apply_agent_changes(
+    document: &mut Value,
+    version: u8,
+    rights: Rights,
+    changes: &[Change],
+) -> Result<Applied, Refused> {
+    let rules = classify_all(changes, version)?;
+    for right in [Right::Permissions, Right::Description] {
+        let open = match right {
+            Right::Description => rights.description,
+            Right::Permissions => rights.permissions,
+        };
+        let keys: Vec<String> = rules
+            .iter()
+            .filter(|r| r.right == right)
+            .map(|r| r.key.clone())
+            .collect();
+        if !open && !keys.is_empty() {
+            return Err(Refused::Denied { right, keys });
+        }
+    }
+    let widening: Vec<String> = rules
+        .iter()
+        .zip(changes)
+        .filter(|(rule, change)| rule.right == Right::Permissions && change.value != json!(false))
+        .map(|(rule, _)| rule.key.clone())
+        .collect();
+    if !widening.is_empty() {
+        return Err(Refused::Widening { keys: widening });
+    }
+    for (rule, change) in rules.iter().zip(changes) {
+        if rule.right == Right::Description && (change.value.is_object() || change.value.is_array())
+        {
+            return Err(Refused::Invalid {
+                key: rule.key.clone(),
+                reason: "takes a single scalar value".into(),
+            });
+        }
+    }
+    let before = permission_surface(document);
+    let applied = apply(document, version, &rules, changes);
+    // The request check above is the rule; this diff proves the document obeys it whatever the
+    // keys touched (a created entry, an alias).
+    let after = permission_surface(document);
+    let opened: Vec<String> = after
+        .iter()
+        .filter(|(key, now)| **now && !before.get(*key).copied().unwrap_or(false))
+        .map(|(key, _)| key.clone())
+        .collect();
+    if !opened.is_empty() {
+        return Err(Refused::Widening { keys: opened });
+    }
+    Ok(applied)
+}
+
+/// The operator's `grant` / `revoke`: permission keys only, either direction, no grant needed.
+pub fn apply_operator_changes(
+    document: &mut Value,
+    version: u8,
+    changes: &[Change],
+) -> Result<Applied, Refused> {
+    let rules = classify_all(changes, version)?;
+    if let Some(rule) = rules.iter().find(|r| r.right != Right::Permissions) {
+        return Err(Refused::Invalid {
+            key: rule.key.clone(),
+            reason: "is not a permission".into(),
+        });
+    }
+    if let Some((rule, _)) = rules
+        .iter()
+        .zip(changes)
+        .find(|(_, c)| !c.value.is_boolean())
+    {
+        return Err(Refused::Invalid {
+            key: rule.key.clone(),
+            reason: "takes true or false".into(),
+        });
+    }
+    Ok(apply(document, version, &rules, changes))
+}
+
+fn classify_all(changes: &[Change], version: u8) -> Result<Vec<KeyRule>, Refused> {
+    let mut seen = std::collections::BTreeSet::new();
+    changes
+        .iter()
+        .map(|change| {
+            if !seen.insert(change.key.as_str()) {
+                return Err(Refused::Invalid {
+                    key: change.key.clone(),
+                    reason: "appears more than once".into(),
+                });
+            }
+            classify(&change.key, version).map_err(|e| Refused::Invalid {
+                key: e.key,
+                reason: e.reason.into(),
+            })
+        })
+        .collect()
+}
+
+fn apply(document: &mut Value, version: u8, rules: &[KeyRule], changes: &[Change]) -> Applied {
+    let before = permission_surface(document);
+    let mut applied = Applied::default();
+    for (rule, change) in rules.iter().zip(changes) {
+        if let Some((section, name)) = &rule.entry {
+            let entries = object_at(document, &[section.name()]);
+            if !entries.contains_key(name) {
+                let flags: Map<String, Value> = section
+                    .flags(version)
+                    .into_iter()
+                    .map(|f| (f.to_owned(), Value::Bool(false)))
+                    .collect();
+                entries.insert(name.clone(), json!({"permissions": flags}));
+                applied
+                    .created_entries
+                    .push(format!("{}.{name}", section.name()));
+            }
+        }
+        let path = split_key(rule);
+        let (last, parents) = path.split_last().expect("a key has a field");
+        let parent = object_at(document, parents);
+        if parent.get(*last) != Some(&change.value) {
+            parent.insert((*last).to_owned(), change.value.clone());
+            applied.changed.push(rule.key.clone());
+        }
+    }
+    let after = permission_surface(document);
+    applied.permissions_changed = after
+        .iter()
+        .filter_map(|(key, now)| {
+            let was = before.get(key).copied().unwrap_or(false);
+            (was != *now).then(|| (key.clone(), was, *now))
+        })
+        .collect();
+    applied.changed.sort();
+    applied
+}
+
+/// The key as path segments; the entry name stays whole even when it holds dots.
+fn split_key(rule: &KeyRule) -> Vec<&str> {
+    match &rule.entry {
+        Some((section, name)) => {
+            let rest = &rule.key[section.name().len() + name.len() + 2..];
+            let mut path = vec![section.name(), name.as_str()];
+            path.extend(rest.split('.'));
+            path
+        }
+        None => rule.key.split('.').collect(),
+    }
+}
+
+/// The object at `path`, created (or replaced, if something else stood there) on the way.
+fn object_at<'v>(document: &'v mut Value, path: &[&str]) -> &'v mut Map<String, Value> {
+    let mut node = document;
+    for part in path {
+        if !node.is_object() {
+            *node = Value::Object(Map::new());
+        }
+        node = node
+            .as_object_mut()
+            .expect("made an object")
+            .entry((*part).to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    if !node.is_object() {
+        *node = Value::Object(Map::new());
+    }
+    node.as_object_mut().expect("made an object")
+}
+
+/// The grants of a loaded configuration, as its version spells them: the typed model also holds the
+/// version-1 read grants, which later versions refuse by name, so those are left out there.
+pub fn config_surface(config: &ahil_config::Config) -> BTreeMap<String, bool> {
+    let mut surface = permission_surface(&serde_json::to_value(config).unwrap_or(Value::Null));
+    if config.version >= 2 {
+        surface.retain(|key, _| !key.ends_with(".allow_probe") && !key.ends_with(".allow_read"));
+    }
+    surface
+}
+
+/// Every permission in the document as `dotted key -> granted`; an absent key is false.
+pub fn permission_surface(document: &Value) -> BTreeMap<String, bool> {
+    let mut surface = BTreeMap::new();
+    let mut flags = |prefix: String, block: Option<&Value>| {
+        for (flag, value) in block.and_then(Value::as_object).into_iter().flatten() {
+            surface.insert(format!("{prefix}.{flag}"), value.as_bool().unwrap_or(false));
+        }
+    };
+    flags("permissions".into(), document.get("permissions"));
+    for (section, flag) in [
+        ("debug", "allow_all_symbols"),
+        ("artifacts", "allow_upload"),
+    ] {
+        let value = document.get(section).and_then(|s| s.get(flag));
+        flags(
+            section.into(),
+            Some(&json!({flag: value.and_then(Value::as_bool).unwrap_or(false)})),
+        );
+    }
+    for section in ["debuggers", "com_ports", "can_buses", "power_supplies"] {
+        for (name, entry) in document
+            .get(section)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            flags(
+                format!("{section}.{name}.permissions"),
+                entry.get("permissions"),
+            );
+            for (share, body) in entry
+                .get("shares")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                flags(
+                    format!("{section}.{name}.shares.{share}.permissions"),
+                    body.get("permissions"),
+                );
+            }
+        }
+    }
+    surface
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc() -> Value {
+        json!({
+            "version": 3,
+            "permissions": {"allow_config_description_write": true, "allow_config_permissions_write": true},
+            "debuggers": {"dut": {"permissions": {"allow_flash": true, "allow_mass_erase": false}}},
+            "com_ports": {},
+        })
+    }
+
+    const OPEN: Rights = Rights {
+        description: true,
+        permissions: true,
+    };
+
+    fn change(key: &str, value: Value) -> Change {
+        Change {
+            key: key.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn a_permission_can_be_closed_but_never_opened_by_an_agent() {
+        let mut d = doc();
+        let applied = apply_agent_changes(
+            &mut d,
+            3,
+            OPEN,
+            &[change(
+                "debuggers.dut.permissions.allow_flash",
+                json!(false),
+            )],
+        )
+        .expect("narrowing is allowed");
+        assert_eq!(
+            applied.permissions_changed,
+            [(
+                "debuggers.dut.permissions.allow_flash".to_owned(),
+                true,
+                false
+            )]
+        );
+        let refused = apply_agent_changes(
+            &mut d,
+            3,
+            OPEN,
+            &[change(
+                "debuggers.dut.permissions.allow_mass_erase",
+                json!(true),
+            )],
+        );
+        assert_eq!(
+            refused,
+            Err(Refused::Widening {
+                keys: vec!["debuggers.dut.permissions.allow_mass_erase".into()]
+            })
+        );
+    }
+
+    #[test]
+    fn each_kind_of_key_needs_its_own_grant() {
+        let mut d = doc();
+        let closed = Rights {
+            description: false,
+            permissions: true,
+        };
+        assert_eq!(
+            apply_agent_changes(&mut d, 3, closed, &[change("target.name", json!("b"))]),
+            Err(Refused::Denied {
+                right: Right::Description,
+                keys: vec!["target.name".into()]
+            })
+        );
+        let frozen = Rights {
+            description: true,
+            permissions: false,
+        };
+        assert!(matches!(
+            apply_agent_changes(
+                &mut d,
+                3,
+                frozen,
+                &[change("permissions.allow_recover", json!(false))]
+            ),
+            Err(Refused::Denied {
+                right: Right::Permissions,
+                ..
+            })
+        ));
+        assert_eq!(d, doc(), "a refusal leaves the document alone");
+    }
+
+    #[test]
+    fn a_key_under_a_new_name_creates_the_entry_with_every_grant_false() {
+        let mut d = doc();
+        let applied = apply_agent_changes(
+            &mut d,
+            3,
+            OPEN,
+            &[change("com_ports.uart.1.device", json!("/dev/ttyACM0"))],
+        )
+        .expect("applied");
+        assert_eq!(applied.created_entries, ["com_ports.uart.1"]);
+        assert_eq!(
+            d["com_ports"]["uart.1"],
+            json!({"permissions": {"allow_write": false}, "device": "/dev/ttyACM0"})
+        );
+    }
+
+    #[test]
+    fn repeated_or_unknown_keys_are_invalid_arguments() {
+        let mut d = doc();
+        let twice = [
+            change("target.name", json!("a")),
+            change("target.name", json!("b")),
+        ];
+        assert!(matches!(
+            apply_agent_changes(&mut d, 3, OPEN, &twice),
+            Err(Refused::Invalid { .. })
+        ));
+        assert!(matches!(
+            apply_agent_changes(&mut d, 3, OPEN, &[change("state_root", json!("/x"))]),
+            Err(Refused::Invalid { .. })
+        ));
+    }
+
+    #[test]
+    fn the_operator_may_open_a_permission() {
+        let mut d = doc();
+        let applied = apply_operator_changes(
+            &mut d,
+            3,
+            &[change(
+                "debuggers.dut.permissions.allow_mass_erase",
+                json!(true),
+            )],
+        )
+        .expect("granted");
+        assert_eq!(
+            applied.changed,
+            ["debuggers.dut.permissions.allow_mass_erase"]
+        );
+        assert!(apply_operator_changes(&mut d, 3, &[change("target.name", json!(true))]).is_err());
+    }
+}

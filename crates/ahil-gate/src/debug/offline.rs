@@ -1,0 +1,550 @@
+//! Symbol reads without a session, for ST-Link (STM32CubeProgrammer has no gdb server): the symbol is
+//! resolved offline in the ELF that a confirmed `flash_firmware` on this probe last wrote, and its
+//! bytes are read through the programmer into Intel HEX and parsed back.
+//!
+//! The flash records a private copy of the ELF and its digest under the state root, per probe (its
+//! lock key), so the symbols come from what the board runs, not from whatever the workspace holds now.
+//! A flash of a HEX or BIN image drops the record: the board no longer runs a known ELF.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ahil_config::{Debugger, ExecutableState, Interface};
+use ahil_drivers::cubeprog::{ConnectMode, CubeProg};
+use ahil_drivers::error::Classified;
+use ahil_drivers::probe::Budget;
+use ahil_drivers::probe_cli::CliSettings;
+use ahil_drivers::process::{self, Command, Exit};
+use ahil_drivers::{Contact, DriverError};
+use serde_json::{Value, json};
+
+use super::elfsym;
+use super::output::Output;
+use crate::actions::{Acted, Context, DriverJob, Work};
+use crate::artifacts::{Format, StagedArtifact};
+use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
+use crate::ownership::runs::debugger_keys;
+use crate::snapshot::pinned_debugger_executable;
+
+/// gdb's offline symbol query waits 30 s at most.
+const GDB_MAX: Duration = Duration::from_secs(30);
+/// The gate's margin over the job's own waits.
+const MARGIN: Duration = Duration::from_secs(5);
+const ADDRESS_MARK: &str = "AHIL_SYMBOL_ADDRESS=";
+const SIZE_MARK: &str = "AHIL_SYMBOL_SIZE=";
+
+/// Where a probe's flashed ELF is kept: one directory per lock key under the state root.
+#[derive(Debug, Clone)]
+pub struct Record {
+    dir: PathBuf,
+}
+
+impl Record {
+    /// The record of the probe behind `lock_key`.
+    pub fn new(state_root: &Path, lock_key: &str) -> Self {
+        let id = ahil_config::digest::sha256_hex(lock_key.as_bytes());
+        Self {
+            dir: state_root.join("debug").join("flashed").join(&id[..16]),
+        }
+    }
+
+    /// The record of a debugger entry, keyed as its device lock is.
+    pub fn for_debugger(state_root: &Path, debugger: &Debugger, executable: Option<&Path>) -> Self {
+        Self::new(state_root, &debugger_keys(debugger, executable)[0])
+    }
+
+    fn elf(&self) -> PathBuf {
+        self.dir.join("image.elf")
+    }
+
+    fn meta(&self) -> PathBuf {
+        self.dir.join("record.json")
+    }
+
+    /// Records what a confirmed flash wrote: the ELF's copy and digest, or, for another format, that
+    /// no ELF describes the board any more.
+    pub fn flashed(&self, staged: &StagedArtifact) -> std::io::Result<()> {
+        if staged.format() != Some(Format::Elf) {
+            return match std::fs::remove_file(self.meta()) {
+                Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+                _ => Ok(()),
+            };
+        }
+        let bytes = std::fs::read(staged.path())?;
+        crate::fsio::create_dir_all_private(&self.dir, 0o700)?;
+        // The metadata goes last: a record is complete once it names the digest.
+        let _ = std::fs::remove_file(self.meta());
+        crate::fsio::write_atomic(&self.elf(), &bytes, 0o600)?;
+        let meta = json!({
+            "path": staged.display_path(),
+            "sha256": staged.sha256(),
+            "flashed_at": ahil_config::time::now_millis(),
+        });
+        crate::fsio::write_atomic(&self.meta(), meta.to_string().as_bytes(), 0o600)
+    }
+
+    /// The recorded ELF's bytes and its description, once its digest is checked.
+    fn load(&self, tool: &str) -> Result<(Vec<u8>, Value), Box<Acted>> {
+        let meta: Option<Value> = std::fs::read(self.meta())
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        let Some(meta) = meta else {
+            return Err(quiet(
+                Outcome::refused(
+                    tool,
+                    "symbol_source_not_available",
+                    "No ELF is on record for this probe: flash one with flash_firmware first.",
+                )
+                .with_causes([
+                    "nothing was flashed through this probe since the state root was created",
+                    "the last flash wrote a HEX or BIN image, which carries no symbols",
+                ])
+                .with_next_step("Call flash_firmware with the ELF the board should run."),
+            ));
+        };
+        let source = json!({"path": meta["path"], "sha256": meta["sha256"]});
+        match std::fs::read(self.elf()) {
+            Ok(bytes)
+                if meta["sha256"].as_str()
+                    == Some(ahil_config::digest::sha256_hex(&bytes).as_str()) =>
+            {
+                Ok((bytes, source))
+            }
+            _ => Err(quiet(
+                Outcome::refused(
+                    tool,
+                    "symbol_source_changed",
+                    "The recorded copy of the flashed ELF no longer matches its digest, so its symbols are not used.",
+                )
+                .with("symbol_source", source)
+                .with_next_step("Flash the ELF again with flash_firmware, then read the symbol."),
+            )),
+        }
+    }
+}
+
+fn quiet(outcome: Outcome) -> Box<Acted> {
+    Box::new(Acted {
+        outcome,
+        contact: Some(Contact::none("answered before the probe was opened")),
+    })
+}
+
+/// A C identifier or a `::`-qualified C++ name; nothing gdb would evaluate as an expression.
+fn plain_symbol(name: &str) -> bool {
+    !name.is_empty()
+        && name.split("::").all(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
+/// The work of `debug_symbol_value` or `debug_dump_symbol_ihex` on an ST-Link entry.
+pub fn work<'a>(
+    ctx: &'a Context<'a>,
+    tool: &'static str,
+    name: &str,
+    debugger: &Debugger,
+) -> Result<Work<'a>, Box<Outcome>> {
+    let config = &ctx.loaded.config;
+    let symbol = ctx
+        .args
+        .get("symbol")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if !plain_symbol(&symbol) {
+        return Err(Box::new(
+            Outcome::refused(
+                tool,
+                "invalid_argument",
+                "symbol must be a valid C/C++ identifier.",
+            )
+            .not_contacted(),
+        ));
+    }
+    let output = if tool == "debug_dump_symbol_ihex" {
+        let text = ctx
+            .args
+            .get("output_path")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Some(super::output::check(tool, config, text)?)
+    } else {
+        None
+    };
+    let executable = pinned_debugger_executable(ctx.loaded, name);
+    let Some(programmer) = executable.clone() else {
+        return Err(Box::new(
+            Outcome::refused(
+                tool,
+                "debugger_not_found",
+                "No STM32_Programmer_CLI is available for this debugger, so memory cannot be read.",
+            )
+            .with("backend", "stlink")
+            .with_remediation([
+                "Install STM32CubeProgrammer, or name it in `debuggers.<name>.executable`, then restart the server.",
+            ])
+            .not_contacted(),
+        ));
+    };
+    let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
+    let gdb = match &ctx.loaded.executables.gdb {
+        Some(ExecutableState::Pinned { path }) => Some(path.clone()),
+        _ => None,
+    };
+    let read = Read {
+        tool,
+        symbol,
+        record: Record::for_debugger(&config.state_root, debugger, executable.as_deref()),
+        gdb,
+        gdb_limit: timeout.min(GDB_MAX),
+        programmer: CubeProg::new(
+            CliSettings {
+                executable: programmer,
+                probe_id: debugger.probe_id.clone(),
+                timeout,
+            },
+            match debugger.interface {
+                Interface::Swd => "SWD",
+                Interface::Jtag => "JTAG",
+            },
+            ConnectMode::Hotplug,
+        ),
+        timeout,
+        max_dump: config.debug.max_dump_size_bytes,
+        output,
+    };
+    Ok(Work::Driver(DriverJob {
+        deadline: read.gdb_limit + timeout + MARGIN,
+        if_abandoned: Contact::Possible,
+        run: Box::new(move |cancel| read.run(cancel)),
+    }))
+}
+
+/// One offline symbol read, owned for the blocking job.
+struct Read {
+    tool: &'static str,
+    symbol: String,
+    record: Record,
+    gdb: Option<PathBuf>,
+    gdb_limit: Duration,
+    programmer: CubeProg,
+    timeout: Duration,
+    max_dump: u64,
+    output: Option<Output>,
+}
+
+impl Read {
+    fn run(self, cancel: process::CancelFlag) -> Acted {
+        let tool = self.tool;
+        let (elf, source) = match self.record.load(tool) {
+            Ok(found) => found,
+            Err(refused) => return *refused,
+        };
+        let Ok(private) = Scratch::new() else {
+            return *quiet(Outcome::refused(
+                tool,
+                "symbol_resolution_failed",
+                "No private directory could be made for the symbol query.",
+            ));
+        };
+        let (address, size, resolved_from) = match self.resolve(&elf, private.path()) {
+            Ok(found) => found,
+            Err(refused) => return *refused,
+        };
+        let mut outcome = Outcome::ok(tool, format!("Symbol `{}` read.", self.symbol))
+            .with("backend", "stlink")
+            .with("symbol", self.symbol.as_str())
+            .with("address", format!("0x{address:x}"))
+            .with("address_value", address)
+            .with("size_bytes", size)
+            .with("resolved_from", resolved_from)
+            .with("symbol_source", source);
+        if size > self.max_dump {
+            return *quiet(
+                Outcome::refused(
+                    tool,
+                    "permission_denied",
+                    "Symbol read/dump exceeds debug.max_dump_size_bytes.",
+                )
+                .with("symbol", self.symbol.as_str())
+                .with("size_bytes", size)
+                .with("max_dump_size_bytes", self.max_dump)
+                .with("permission", "debug.max_dump_size_bytes"),
+            );
+        }
+        let bytes = if size == 0 {
+            Vec::new()
+        } else {
+            match self.read_memory(address, size, private.path(), cancel) {
+                Ok(bytes) => bytes,
+                Err(acted) => return *acted,
+            }
+        };
+        if let Some(output) = &self.output {
+            if let Err(why) = output.write(&super::ihex::write(address, &bytes)) {
+                return Acted {
+                    outcome: read_only(Outcome::refused(
+                        tool,
+                        "output_write_failed",
+                        format!("The memory was read but the dump could not be written: {why}."),
+                    ))
+                    .with("symbol", self.symbol.as_str()),
+                    contact: Some(Contact::Made),
+                };
+            }
+            "Symbol memory dumped as Intel HEX.".clone_into(&mut outcome.summary);
+            outcome = outcome.with(
+                "output",
+                json!({"path": output.display, "resolved_path": output.display}),
+            );
+        } else if let Value::Object(decoded) = super::decode(&bytes, super::byte_order(&elf)) {
+            for (key, value) in decoded {
+                outcome.set(&key, value);
+            }
+        }
+        Acted {
+            outcome: read_only(outcome),
+            contact: Some(Contact::Made),
+        }
+    }
+
+    /// Address and size from gdb's debug info, else from the ELF's symbol table.
+    fn resolve(&self, elf: &[u8], dir: &Path) -> Result<(u64, u64, &'static str), Box<Acted>> {
+        let tool = self.tool;
+        let gdb_said = match &self.gdb {
+            Some(gdb) => self.ask_gdb(gdb, elf, dir)?,
+            None => String::new(),
+        };
+        let marked = |mark: &str| {
+            gdb_said.lines().find_map(|line| {
+                let digits = line.trim().strip_prefix(mark)?;
+                digits.parse::<u64>().ok()
+            })
+        };
+        if let (Some(address), Some(size)) = (marked(ADDRESS_MARK), marked(SIZE_MARK)) {
+            return Ok((address, size, "debug_info"));
+        }
+        match elfsym::lookup(elf, &self.symbol) {
+            Ok((address, size)) => Ok((address, size, "elf_symbol_table")),
+            Err(miss) => {
+                let lower = gdb_said.to_lowercase();
+                let (error_type, summary) = if matches!(miss, elfsym::Miss::NotFound)
+                    && (self.gdb.is_none()
+                        || lower.contains("no symbol")
+                        || lower.contains("not defined"))
+                {
+                    (
+                        "symbol_not_found",
+                        format!("The flashed ELF has no symbol `{}`.", self.symbol),
+                    )
+                } else {
+                    (
+                        "symbol_resolution_failed",
+                        format!(
+                            "The address and size of `{}` could not be resolved from the flashed ELF.",
+                            self.symbol
+                        ),
+                    )
+                };
+                Err(quiet(
+                    Outcome::refused(tool, error_type, summary)
+                        .with("symbol", self.symbol.as_str())
+                        .with("symbol_table_lookup", miss.reason()),
+                ))
+            }
+        }
+    }
+
+    /// gdb's `--batch` answer for the symbol's address and size (its output, whatever it said).
+    fn ask_gdb(&self, gdb: &Path, elf: &[u8], dir: &Path) -> Result<String, Box<Acted>> {
+        let copy = dir.join("symbols.elf");
+        if std::fs::write(&copy, elf).is_err() {
+            return Err(quiet(Outcome::refused(
+                self.tool,
+                "symbol_resolution_failed",
+                "The flashed ELF could not be copied for gdb.",
+            )));
+        }
+        let symbol = &self.symbol;
+        let command = Command::new(gdb)
+            .args(["--batch", "-nx", "-q", "-ex"])
+            .arg(format!(
+                "printf \"{ADDRESS_MARK}%lu\\n\", (unsigned long)&{symbol}"
+            ))
+            .arg("-ex")
+            .arg(format!(
+                "printf \"{SIZE_MARK}%lu\\n\", (unsigned long)sizeof({symbol})"
+            ))
+            .arg(&copy)
+            .deadline(self.gdb_limit)
+            .output_cap(64 * 1024);
+        match process::run(&command) {
+            Ok(done) if done.exit == Exit::TimedOut => Err(quiet(
+                Outcome::refused(
+                    self.tool,
+                    "timeout",
+                    "gdb did not resolve the symbol in time.",
+                )
+                .with("symbol", symbol.as_str()),
+            )),
+            Ok(done) => Ok(format!("{}{}", done.stdout_text(), done.stderr_text())),
+            // gdb that cannot start leaves the symbol table.
+            Err(_) => Ok(String::new()),
+        }
+    }
+
+    /// The `size` bytes at `address`, through the programmer's Intel HEX.
+    fn read_memory(
+        &self,
+        address: u64,
+        size: u64,
+        dir: &Path,
+        cancel: process::CancelFlag,
+    ) -> Result<Vec<u8>, Box<Acted>> {
+        let tool = self.tool;
+        let file = dir.join("symbol-value.hex");
+        let budget = Budget::new(self.timeout).with_cancel(cancel);
+        if let Err(error) = self
+            .programmer
+            .read_memory_hex(address, size, &file, &budget)
+        {
+            return Err(Box::new(failed(tool, error)));
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        super::ihex::read(&text, address, size).map_err(|why| {
+            Box::new(Acted {
+                outcome: read_only(
+                    Outcome::refused(
+                        tool,
+                        "memory_read_failed",
+                        "STM32CubeProgrammer confirmed the read but left no Intel HEX covering the requested bytes.",
+                    )
+                    .with("symbol", self.symbol.as_str())
+                    .with("hex_problem", why.to_string()),
+                ),
+                contact: Some(Contact::Made),
+            })
+        })
+    }
+}
+
+/// A private directory in the system temp dir for one read (the ELF copy gdb reads, the programmer's
+/// HEX), removed with everything in it when the read ends. It is made fresh with mode 0700, so no
+/// other user can plant or read a file in it.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> std::io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt as _;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "ahil-symbol-{}-{}-{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        Ok(Self(dir))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A read changes nothing on the target, whatever it answered.
+fn read_only(mut outcome: Outcome) -> Outcome {
+    outcome.side_effect_committed = Some(false);
+    outcome.side_effect_status = Some(SideEffectStatus::NotStarted);
+    outcome.hardware_state = Some(HardwareState::Unchanged);
+    outcome.retry_safe = Some(true);
+    outcome
+}
+
+/// The programmer's classified failure as an envelope.
+fn failed(tool: &str, error: DriverError) -> Acted {
+    let classified: Box<Classified> = match error {
+        DriverError::Classified(classified) => classified,
+        other => {
+            let contact = other.contact();
+            return Acted {
+                outcome: Outcome::refused(tool, other.error_type(), format!("{other}."))
+                    .with("backend", "stlink"),
+                contact: Some(contact),
+            };
+        }
+    };
+    let Classified {
+        error_type,
+        backend_error_type,
+        summary,
+        likely_causes,
+        contact,
+        transcripts,
+        details,
+    } = *classified;
+    let mut outcome = Outcome::refused(tool, error_type, summary)
+        .with("backend", "stlink")
+        .with("backend_error_type", backend_error_type)
+        .with_causes(likely_causes);
+    for (key, value) in details {
+        outcome.set(&key, value);
+    }
+    if !transcripts.is_empty() {
+        outcome.set(
+            "driver_log",
+            ahil_drivers::probe_cli::log_text(&transcripts),
+        );
+    }
+    // A failed read leaves the target as it was, but a programmer that got as far as the target
+    // leaves the probe's state to be checked; only a provable no-contact is retry-safe.
+    Acted {
+        outcome,
+        contact: Some(match contact {
+            Contact::None { .. } => contact,
+            _ => Contact::Possible,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_identifiers_reach_gdb() {
+        for good in ["counter", "_g", "ns::value", "A1_b"] {
+            assert!(plain_symbol(good), "{good}");
+        }
+        for bad in ["", "1a", "a.b", "a[0]", "a)", "ns::", "::a", "a b", "&x"] {
+            assert!(!plain_symbol(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn each_probe_keeps_its_own_record() {
+        let root = Path::new("/state");
+        assert_eq!(
+            Record::new(root, "probe:a").dir,
+            Record::new(root, "probe:a").dir
+        );
+        assert_ne!(
+            Record::new(root, "probe:a").dir,
+            Record::new(root, "probe:b").dir
+        );
+    }
+}

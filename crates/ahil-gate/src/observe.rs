@@ -1,0 +1,449 @@
+//! A read-only view of one bench for `agentic-hil watch`: who holds which device, the lease record
+//! and any incident on it, the last audited call, and the open COM session logs.
+//!
+//! Nothing here takes a lock, not even for a probe: a watcher that polls twice a second must never be
+//! the reason an agent's flash gets `device_busy`. Whether a lock file is held is read from the
+//! kernel's lock table (`/proc/locks`), which lists every flock by device and inode; records and
+//! reports are read as the atomic renames left them.
+
+use std::collections::HashSet;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use ahil_config::{Environment, LoadedConfig};
+use serde_json::Value;
+
+use crate::actions::lease::configured_keys;
+use crate::audit::Audit;
+use crate::ownership::LockRoot;
+use crate::ownership::coordination::{Coordinator, Dirs};
+
+/// One configured device and whoever holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    pub resource: String,
+    /// `None` when the kernel's lock table cannot be read.
+    pub held: Option<bool>,
+    /// `frontend pid N` of the holder record (only while held).
+    pub holder: Option<String>,
+    pub label: Option<String>,
+    pub since: Option<String>,
+}
+
+/// This configuration's lease record.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lease {
+    pub owner_active: Option<bool>,
+    /// The record's `state` (`active`, `released`, `cleanup_required`, `quarantined`, …).
+    pub state: Option<String>,
+    pub owner: Option<String>,
+    pub incident: Option<Incident>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incident {
+    pub state: String,
+    pub quarantine_id: Option<String>,
+    pub reasons: Vec<String>,
+}
+
+/// An audited call, as its report recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Action {
+    pub finished_at: String,
+    pub tool: String,
+    /// `ok`, or the refusal's `error_type`.
+    pub verdict: String,
+    pub summary: String,
+}
+
+/// The end of an open COM session log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub port_id: String,
+    /// Workspace-relative.
+    pub log: String,
+    pub lines: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BenchView {
+    pub workspace: String,
+    /// Why there is nothing else to show (no configuration, …).
+    pub problem: Option<String>,
+    pub holds: Vec<Hold>,
+    pub lease: Lease,
+    /// Newest first: the last report, and the last failure when it is another call.
+    pub actions: Vec<Action>,
+    pub sessions: Vec<Session>,
+}
+
+/// How many lines of each session log to keep.
+pub const SESSION_TAIL_LINES: usize = 6;
+/// How much of the end of a log to read for them.
+const TAIL_BYTES: u64 = 16 * 1024;
+
+pub fn observe(workspace: &Path, env: &Environment) -> BenchView {
+    let shown = workspace.file_name().map_or_else(
+        || workspace.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let loaded = match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => loaded,
+        Err(err) => {
+            return BenchView {
+                workspace: shown,
+                problem: Some(format!("{}: {}", err.error_type(), err.summary())),
+                ..BenchView::default()
+            };
+        }
+    };
+    let table = KernelLocks::read();
+    let locks = LockRoot::for_home(&env.home);
+    let holds: Vec<Hold> = configured_keys(&loaded)
+        .into_iter()
+        .map(|resource| hold(&locks, &table, resource))
+        .collect();
+    let audit = Audit::for_config(&loaded);
+    BenchView {
+        workspace: shown,
+        problem: None,
+        lease: lease(&loaded, &table),
+        actions: actions(&audit),
+        sessions: sessions(&loaded, &audit, &holds),
+        holds,
+    }
+}
+
+/// The kernel's table of held file locks, by (device, inode).
+struct KernelLocks(Option<HashSet<(u32, u32, u64)>>);
+
+impl KernelLocks {
+    fn read() -> Self {
+        let Ok(text) = std::fs::read_to_string("/proc/locks") else {
+            return Self(None);
+        };
+        Self(Some(text.lines().filter_map(parse_proc_lock).collect()))
+    }
+
+    fn holds(&self, path: &Path) -> Option<bool> {
+        let table = self.0.as_ref()?;
+        let Ok(meta) = std::fs::metadata(path) else {
+            // No lock file: nobody ever took this device.
+            return Some(false);
+        };
+        let dev = meta.dev();
+        Some(table.contains(&(dev_major(dev), dev_minor(dev), meta.ino())))
+    }
+}
+
+/// `1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF` → (0x08, 0x01, 5678). Waiters (`->`) are not
+/// holders.
+fn parse_proc_lock(line: &str) -> Option<(u32, u32, u64)> {
+    let mut fields = line.split_whitespace().skip(1);
+    let kind = fields.next()?;
+    if kind == "->" {
+        return None;
+    }
+    let id = fields.nth(3)?;
+    let mut parts = id.split(':');
+    let major = u32::from_str_radix(parts.next()?, 16).ok()?;
+    let minor = u32::from_str_radix(parts.next()?, 16).ok()?;
+    let inode = parts.next()?.parse().ok()?;
+    Some((major, minor, inode))
+}
+
+// Linux's encoding of dev_t (glibc `gnu_dev_major`/`gnu_dev_minor`).
+#[allow(clippy::cast_possible_truncation)]
+fn dev_major(dev: u64) -> u32 {
+    (((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0x0000_0fff)) as u32
+}
+
+#[allow(clippy::cast_possible_truncation)]
+fn dev_minor(dev: u64) -> u32 {
+    (((dev >> 12) & 0xffff_ff00) | (dev & 0x0000_00ff)) as u32
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    let bytes = std::fs::read(path).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn text(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn hold(locks: &LockRoot, table: &KernelLocks, resource: String) -> Hold {
+    let held = table.holds(&locks.lock_path(&resource));
+    let record = if held == Some(false) {
+        None
+    } else {
+        read_json(&locks.holder_path(&resource))
+            .filter(|r| r.get("state").and_then(Value::as_str) == Some("held"))
+    };
+    let owner = record.as_ref().and_then(|r| r.get("owner"));
+    Hold {
+        holder: owner.map(|o| {
+            format!(
+                "{} pid {}",
+                o.get("frontend").and_then(Value::as_str).unwrap_or("?"),
+                o.get("pid").and_then(Value::as_u64).unwrap_or(0)
+            )
+        }),
+        label: owner.and_then(|o| text(o, "label")),
+        since: record.as_ref().and_then(|r| text(r, "acquired_at")),
+        resource,
+        held,
+    }
+}
+
+fn lease(loaded: &LoadedConfig, table: &KernelLocks) -> Lease {
+    // Building a coordinator touches no file; it only names this configuration's records.
+    let coordinator = Coordinator::new(loaded, "watch");
+    let resource = coordinator.project_resource();
+    let stem = ahil_config::digest::sha256_hex(resource.as_bytes());
+    let root = loaded.config.state_root.join("coordination");
+    let owner_active = table.holds(&root.join("locks").join(format!("{stem}.lock")));
+    let Ok(Some(record)) = Dirs::under(&loaded.config.state_root).read_record(resource) else {
+        return Lease {
+            owner_active,
+            ..Lease::default()
+        };
+    };
+    let state = text(&record, "state");
+    let incident = state
+        .as_deref()
+        .filter(|s| matches!(*s, "cleanup_required" | "quarantined" | "recovery_pending"))
+        .map(|s| {
+            let mut reasons: Vec<String> = record
+                .get("cleanup_reasons")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect();
+            if let Some(reason) = text(&record, "reason")
+                && !reasons.contains(&reason)
+            {
+                reasons.push(reason);
+            }
+            Incident {
+                state: s.to_owned(),
+                quarantine_id: text(&record, "quarantine_id"),
+                reasons,
+            }
+        });
+    let owner = (owner_active == Some(true)).then(|| {
+        format!(
+            "{} pid {}",
+            text(&record, "frontend").unwrap_or_else(|| "?".into()),
+            record.get("owner_pid").and_then(Value::as_u64).unwrap_or(0)
+        )
+    });
+    Lease {
+        owner_active,
+        state,
+        owner,
+        incident,
+    }
+}
+
+fn action(report: &Value) -> Option<Action> {
+    let tool = text(report, "tool")?;
+    let ok = crate::envelope::overall_success_value(report);
+    Some(Action {
+        finished_at: text(report, "finished_at").unwrap_or_default(),
+        verdict: if ok {
+            "ok".to_owned()
+        } else {
+            text(report, "error_type").unwrap_or_else(|| "failed".into())
+        },
+        summary: text(report, "summary").unwrap_or_default(),
+        tool,
+    })
+}
+
+fn actions(audit: &Audit) -> Vec<Action> {
+    let state = read_json(
+        &audit
+            .project_dir()
+            .join("reports")
+            .join("report-state.json"),
+    );
+    let Some(state) = state else {
+        return Vec::new();
+    };
+    let mut out: Vec<Action> = ["last_report", "last_failure"]
+        .iter()
+        .filter_map(|key| state.get(*key).and_then(action))
+        .collect();
+    out.dedup();
+    out.sort_by(|a, b| b.finished_at.cmp(&a.finished_at));
+    out
+}
+
+/// The last `TAIL_BYTES` of a file, from its first whole line.
+fn tail(path: &Path) -> Option<String> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Some(if start > 0 {
+        text.split_once('\n')
+            .map_or(String::new(), |(_, rest)| rest.to_owned())
+    } else {
+        text
+    })
+}
+
+/// A session log as a person reads it: received and sent text joined across reads and cut at line
+/// ends (`rx boot ok`, `tx ping`), events as `-- start`.
+fn session_lines(log: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    // The direction and text of a line not yet ended.
+    let mut open: Option<(String, String)> = None;
+    let flush = |open: &mut Option<(String, String)>, lines: &mut Vec<String>| {
+        if let Some((direction, text)) = open.take()
+            && !text.trim().is_empty()
+        {
+            lines.push(format!("{direction} {}", text.trim_end()));
+        }
+    };
+    for raw in log.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(raw) else {
+            continue;
+        };
+        if let Some(direction) = event.get("direction").and_then(Value::as_str) {
+            if open.as_ref().is_some_and(|(d, _)| d != direction) {
+                flush(&mut open, &mut lines);
+            }
+            let data = event.get("text").and_then(Value::as_str).unwrap_or("");
+            for c in data.chars() {
+                let (_, text) = open.get_or_insert_with(|| (direction.to_owned(), String::new()));
+                match c {
+                    '\n' => flush(&mut open, &mut lines),
+                    c if c.is_control() => {}
+                    c => text.push(c),
+                }
+            }
+        } else if let Some(name) = text(&event, "event") {
+            flush(&mut open, &mut lines);
+            lines.push(format!("-- {name}"));
+        }
+    }
+    flush(&mut open, &mut lines);
+    lines
+}
+
+fn sessions(loaded: &LoadedConfig, audit: &Audit, holds: &[Hold]) -> Vec<Session> {
+    let logs_rel = audit.logs_rel().to_owned();
+    let dir: PathBuf = audit.workspace().join(&logs_rel);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let held: HashSet<&str> = holds
+        .iter()
+        .filter(|h| h.held != Some(false))
+        .map(|h| h.resource.as_str())
+        .collect();
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("com-") && Path::new(n).extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    // `com-<stamp>-<port>.jsonl`: newest first by name.
+    names.sort_unstable_by(|a, b| b.cmp(a));
+    let mut out = Vec::new();
+    for (port_id, port) in &loaded.config.com_ports {
+        if !held.contains(port.lock_key(port_id).as_str()) {
+            continue;
+        }
+        let suffix = format!("-{port_id}.jsonl");
+        let Some(name) = names.iter().find(|n| n.ends_with(&suffix)) else {
+            continue;
+        };
+        let Some(text) = tail(&dir.join(name)) else {
+            continue;
+        };
+        let lines = session_lines(&text);
+        if lines.last().is_some_and(|l| l == "-- stop") {
+            continue;
+        }
+        let start = lines.len().saturating_sub(SESSION_TAIL_LINES);
+        out.push(Session {
+            port_id: port_id.clone(),
+            log: if logs_rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{logs_rel}/{name}")
+            },
+            lines: lines[start..].to_vec(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proc_locks_line_names_the_device_and_inode_and_a_waiter_is_skipped() {
+        assert_eq!(
+            parse_proc_lock("1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"),
+            Some((8, 1, 5678))
+        );
+        assert_eq!(
+            parse_proc_lock("2: POSIX  ADVISORY  WRITE 99 00:2a:42 0 EOF"),
+            Some((0, 0x2a, 42))
+        );
+        assert_eq!(
+            parse_proc_lock("1: -> FLOCK  ADVISORY  WRITE 77 08:01:5678 0 EOF"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_file_this_process_flocks_shows_as_held_and_unlocked_it_does_not() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("x.lock");
+        let file = std::fs::File::create(&path).expect("create");
+        assert_eq!(KernelLocks::read().holds(&path), Some(false));
+        file.lock().expect("flock");
+        assert_eq!(KernelLocks::read().holds(&path), Some(true));
+        file.unlock().expect("unlock");
+        assert_eq!(KernelLocks::read().holds(&path), Some(false));
+        assert_eq!(
+            KernelLocks::read().holds(&dir.path().join("never.lock")),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn session_text_is_joined_across_reads_and_cut_at_line_ends() {
+        let log = [
+            r#"{"event": "start", "port_id": "uart"}"#,
+            r#"{"direction": "rx", "text": "boot o"}"#,
+            r#"{"direction": "rx", "text": "k\r\ntick 1\r\nti"}"#,
+            r#"{"direction": "tx", "text": "ping\n"}"#,
+            r#"{"event": "stop", "reason": "requested"}"#,
+        ]
+        .join("\n");
+        assert_eq!(
+            session_lines(&log),
+            [
+                "-- start",
+                "rx boot ok",
+                "rx tick 1",
+                "rx ti",
+                "tx ping",
+                "-- stop"
+            ]
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! The operator's commands for bench ownership: `lease-status` (what holds the bench, what stands)
+//! and `recover --confirm-safe-state` (the person at the bench vouches for its state). They read
+//! and write the same records as the MCP tools, as the `operator-cli` frontend.
+
+use std::path::Path;
+
+use ahil_config::{ConfigError, Environment};
+use serde_json::{Map, Value, json};
+
+use crate::actions::lease;
+use crate::ownership::Ownership;
+use crate::ownership::coordination::{Coordinator, Incident, Recovery};
+
+/// What `recover` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct RecoverOptions {
+    pub confirm_safe_state: bool,
+    pub quarantine_id: Option<String>,
+    pub accept_config_change: bool,
+    pub retire_records: bool,
+}
+
+/// `agentic-hil lease-status`.
+pub fn lease_status(workspace: &Path, env: &Environment) -> Value {
+    let loaded = match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => loaded,
+        Err(err) => return config_refusal("hardware_lease_status", &err),
+    };
+    let coordinator = Coordinator::new(&loaded, "operator-cli");
+    let ownership = Ownership::for_process(&env.home, "operator-cli");
+    lease::status(&loaded, &coordinator, &ownership.locks)
+}
+
+/// `agentic-hil recover`.
+pub fn recover(workspace: &Path, env: &Environment, options: &RecoverOptions) -> Value {
+    if !options.confirm_safe_state {
+        return json!({
+            "ok": false,
+            "tool": "hardware_recover",
+            "error_type": "operator_confirmation_required",
+            "summary": "Recovery releases a quarantined bench only on the operator's confirmation: pass --confirm-safe-state after checking the board.",
+            "retry_safe": true,
+        });
+    }
+    let loaded = match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => loaded,
+        Err(err) => return config_refusal("hardware_recover", &err),
+    };
+    let coordinator = Coordinator::new(&loaded, "operator-cli");
+    if options.retire_records {
+        let mut keys = lease::configured_keys(&loaded);
+        keys.push("debugger-discovery:all".into());
+        return match coordinator.retire_records(&keys) {
+            Ok(retired) => json!({
+                "ok": true,
+                "tool": "hardware_recover",
+                "records_retired": retired,
+                "summary": format!("{} unreadable lease record(s) were set aside under coordination/records/retired; nothing was deleted.", retired.len()),
+            }),
+            Err(err) => json!({
+                "ok": false,
+                "tool": "hardware_recover",
+                "error_type": "coordination_state_invalid",
+                "summary": "The lease records could not be set aside.",
+                "detail": err.to_string(),
+            }),
+        };
+    }
+    let observed = match coordinator.observe() {
+        Ok(observed) => observed,
+        Err(err) => {
+            return json!({
+                "ok": false,
+                "tool": "hardware_recover",
+                "error_type": "coordination_state_invalid",
+                "summary": "A lease record under the state root cannot be read; `recover --retire-records` sets unreadable ones aside.",
+                "detail": err.to_string(),
+            });
+        }
+    };
+    if !observed.incident.as_ref().is_some_and(Incident::stands) {
+        return lease::nothing_to_recover();
+    }
+    let request = Recovery {
+        quarantine_id: options.quarantine_id.clone(),
+        accept_config_change: options.accept_config_change,
+        actor: "human",
+        via: "cli:recover",
+        attestation: "operator_confirmation",
+        operator_statement: None,
+    };
+    match coordinator.recover(&request) {
+        Ok(done) => done,
+        Err(refused) => {
+            let mut doc = Map::new();
+            doc.insert("ok".into(), false.into());
+            doc.insert("tool".into(), "hardware_recover".into());
+            doc.insert("error_type".into(), refused.error_type.into());
+            doc.insert("summary".into(), refused.summary.into());
+            doc.extend(refused.details);
+            Value::Object(doc)
+        }
+    }
+}
+
+fn config_refusal(tool: &str, err: &ConfigError) -> Value {
+    let mut doc = Map::new();
+    doc.insert("ok".into(), false.into());
+    doc.insert("tool".into(), tool.into());
+    doc.insert("error_type".into(), err.error_type().into());
+    doc.insert("summary".into(), err.summary().into());
+    for (key, value) in err.details() {
+        doc.entry(key).or_insert(value);
+    }
+    doc.insert("remediation".into(), json!(err.remediation()));
+    Value::Object(doc)
+}

@@ -1,0 +1,932 @@
+//! Per-configuration leases, incidents and the recovery ledger.
+//!
+//! Device locks (`device_lock.rs`) say who drives a device right now, machine-wide. This layer says
+//! what state the bench was left in. Every hardware call takes a *lease*: the project's lock, a lock
+//! and a marker per resource, and a project record that says `active`. A clean end writes
+//! `released`. An end without proof of a safe bench writes `quarantined` with the reasons. A process
+//! that dies mid-call leaves `active` behind with its lock free, which the next taker recognises as
+//! a dead owner: released when the owner's own last report proves it never touched the target,
+//! adopted as an incident otherwise.
+//!
+//! Liveness is always "can I take the lock", never a pid. The ledger line is written before any
+//! record moves, so an incident is never lost between the two.
+
+mod files;
+mod records;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use ahil_config::LoadedConfig;
+use ahil_config::time::now_millis;
+use serde_json::{Map, Value, json};
+
+pub use files::Dirs;
+use records::{incident_from_record, lease_status, marker_state};
+
+use super::owner::random_hex;
+use super::reasons;
+
+/// An incident: reasons the bench's state is not proven, over some resources.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incident {
+    pub quarantine_id: String,
+    pub reasons: Vec<String>,
+    pub resources: Vec<String>,
+}
+
+impl Incident {
+    pub fn new(reasons: Vec<String>, resources: Vec<String>) -> Self {
+        Self {
+            quarantine_id: random_hex(16),
+            reasons,
+            resources,
+        }
+    }
+
+    /// Only a damaged evidence chain keeps an incident standing past the call that met it.
+    pub fn stands(&self) -> bool {
+        reasons::any_standing(&self.reasons)
+    }
+}
+
+/// A lease one call (or one session) holds.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub id: String,
+    pub resources: Vec<String>,
+    /// A non-standing incident found when the lease was taken (a dead owner's, adopted now); the
+    /// call that met it settles it or stands it down.
+    pub met: Option<Incident>,
+    /// Set when a dead owner was released on its own proof of no contact.
+    pub released_dead_owner: Option<Value>,
+}
+
+/// Why a lease was not granted.
+#[derive(Debug)]
+pub enum Refused {
+    /// Another process holds this configuration's lock.
+    Busy,
+    /// An incident stands on this project.
+    Standing(Incident),
+    /// A resource belongs to another project's unresolved incident.
+    Foreign { resource: String },
+    /// A record could not be read or written.
+    Invalid(io::Error),
+}
+
+/// How a lease ended.
+#[derive(Debug, Clone, Default)]
+pub struct End {
+    /// Standing reasons (the audit-broken family) to quarantine the lease under; empty for a clean
+    /// end. Other reasons are settled by the caller before release.
+    pub standing_reasons: Vec<String>,
+}
+
+/// What a settled incident becomes in the ledger.
+#[derive(Debug, Clone)]
+pub enum Settled {
+    /// A verified recovery action proved the safe state.
+    Resolved { reason: String },
+    /// Nothing proved it, and nothing damaged the evidence: the incident does not outlive the call.
+    StoodDown,
+}
+
+/// An operator's (or agent's) recovery request.
+#[derive(Debug, Clone)]
+pub struct Recovery {
+    pub quarantine_id: Option<String>,
+    pub accept_config_change: bool,
+    pub actor: &'static str,
+    pub via: &'static str,
+    pub attestation: &'static str,
+    pub operator_statement: Option<String>,
+}
+
+/// A refused recovery: `error_type`, summary, and fields for the result.
+#[derive(Debug, Clone)]
+pub struct RecoveryRefusal {
+    pub error_type: &'static str,
+    pub summary: String,
+    pub details: Map<String, Value>,
+}
+
+#[derive(Default)]
+struct Inner {
+    project_lock: Option<File>,
+    resource_locks: HashMap<String, (File, usize)>,
+    leases: Vec<(String, Vec<String>)>,
+    /// The open incident while this process holds the project lock.
+    incident: Option<Incident>,
+}
+
+impl Inner {
+    fn drop_resources(&mut self, resources: &[String]) {
+        for resource in resources {
+            let last = match self.resource_locks.get_mut(resource) {
+                Some((_, count)) => {
+                    *count = count.saturating_sub(1);
+                    *count == 0
+                }
+                None => false,
+            };
+            if last {
+                self.resource_locks.remove(resource);
+            }
+        }
+    }
+
+    /// The project lock is held only while this process has leases: an idle server leaves the
+    /// record readable under the lock by anyone.
+    fn let_go_if_idle(&mut self) {
+        if self.leases.is_empty() {
+            self.project_lock = None;
+            self.incident = None;
+        }
+    }
+}
+
+/// One process's view of one configuration's leases.
+pub struct Coordinator {
+    dirs: Dirs,
+    project_resource: String,
+    workspace: String,
+    config_path: String,
+    config_sha256: String,
+    report_state: PathBuf,
+    owner_marker: String,
+    owner_pid: u32,
+    owner_started_at: String,
+    frontend: String,
+    inner: Mutex<Inner>,
+}
+
+impl Coordinator {
+    /// The coordinator for `loaded`, seen by others as `frontend`.
+    pub fn new(loaded: &LoadedConfig, frontend: &str) -> Self {
+        let digest = crate::audit::project_digest(&loaded.path, &loaded.workspace);
+        let state_root = &loaded.config.state_root;
+        Self {
+            dirs: Dirs::under(state_root),
+            report_state: state_root
+                .join("projects")
+                .join(&digest[..24])
+                .join("reports")
+                .join("report-state.json"),
+            project_resource: format!("project:{digest}"),
+            workspace: loaded.workspace.display().to_string(),
+            config_path: loaded.path.display().to_string(),
+            config_sha256: loaded.digest.trim_start_matches("sha256:").to_owned(),
+            owner_marker: random_hex(32),
+            owner_pid: std::process::id(),
+            owner_started_at: now_millis(),
+            frontend: frontend.to_owned(),
+            inner: Mutex::default(),
+        }
+    }
+
+    /// `project:<digest>`: the name of this configuration's lock and record.
+    pub fn project_resource(&self) -> &str {
+        &self.project_resource
+    }
+
+    /// The digest of the configuration this coordinator was built from (bare hex).
+    pub fn config_sha256(&self) -> &str {
+        &self.config_sha256
+    }
+
+    fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes a lease on `resources`. A containment call (closing a session, halting) is let
+    /// through a standing incident, which it leaves standing; everything else is refused by it.
+    pub fn acquire(&self, resources: &[String], containment: bool) -> Result<Lease, Refused> {
+        let mut inner = self.inner();
+        let mut released_dead_owner = None;
+        if inner.project_lock.is_none() {
+            match self.dirs.try_lock(&self.project_resource) {
+                Ok(Some(file)) => inner.project_lock = Some(file),
+                Ok(None) => return Err(Refused::Busy),
+                Err(err) => return Err(Refused::Invalid(err)),
+            }
+            match self.heal(&mut inner) {
+                Ok(released) => released_dead_owner = released,
+                Err(err) => {
+                    inner.let_go_if_idle();
+                    return Err(Refused::Invalid(err));
+                }
+            }
+        }
+        let mut met = None;
+        if let Some(incident) = inner.incident.clone() {
+            if incident.stands() {
+                if !containment {
+                    inner.let_go_if_idle();
+                    return Err(Refused::Standing(incident));
+                }
+            } else {
+                met = Some(incident);
+            }
+        }
+        let mut resources = resources.to_vec();
+        resources.sort();
+        resources.dedup();
+        if let Err(refused) = self.take_resources(&mut inner, &resources) {
+            inner.let_go_if_idle();
+            return Err(refused);
+        }
+        let id = random_hex(16);
+        inner.leases.push((id.clone(), resources.clone()));
+        let written = resources
+            .iter()
+            .try_for_each(|r| self.write_marker(&inner, r, "active", Some(&id), None))
+            .and_then(|()| self.write_project(&inner, None));
+        if let Err(err) = written {
+            inner.leases.retain(|(lease, _)| lease != &id);
+            inner.drop_resources(&resources);
+            inner.let_go_if_idle();
+            return Err(Refused::Invalid(err));
+        }
+        Ok(Lease {
+            id,
+            resources,
+            met,
+            released_dead_owner,
+        })
+    }
+
+    /// Ends `lease`. Standing reasons quarantine its resources under the project's incident;
+    /// otherwise they are released. Returns the lease's status as results show it.
+    pub fn release(&self, lease: &Lease, end: &End) -> Value {
+        let mut inner = self.inner();
+        inner.leases.retain(|(id, _)| id != &lease.id);
+        let mut persisted = true;
+        if end.standing_reasons.is_empty() {
+            let kept: Vec<String> = inner
+                .incident
+                .as_ref()
+                .map(|i| i.resources.clone())
+                .unwrap_or_default();
+            // A resource another lease of ours still holds (a session's) stays active under it.
+            let still: Vec<String> = inner
+                .leases
+                .iter()
+                .flat_map(|(_, r)| r.iter().cloned())
+                .collect();
+            for resource in lease.resources.iter().filter(|r| !kept.contains(r)) {
+                let state = if still.contains(resource) {
+                    "active"
+                } else {
+                    "released"
+                };
+                persisted &= self
+                    .write_marker(&inner, resource, state, None, None)
+                    .is_ok();
+            }
+        } else {
+            let incident = inner
+                .incident
+                .get_or_insert_with(|| Incident::new(Vec::new(), Vec::new()));
+            for reason in &end.standing_reasons {
+                if !incident.reasons.contains(reason) {
+                    incident.reasons.push(reason.clone());
+                }
+            }
+            for resource in &lease.resources {
+                if !incident.resources.contains(resource) {
+                    incident.resources.push(resource.clone());
+                }
+            }
+            let incident = incident.clone();
+            for resource in &incident.resources {
+                persisted &= self
+                    .write_marker(&inner, resource, "quarantined", None, Some(&incident))
+                    .is_ok();
+            }
+        }
+        persisted &= self.write_project(&inner, None).is_ok();
+        let quarantine_id = (!end.standing_reasons.is_empty())
+            .then(|| inner.incident.as_ref().map(|i| i.quarantine_id.clone()))
+            .flatten();
+        inner.drop_resources(&lease.resources);
+        inner.let_go_if_idle();
+        let mut reasons = end.standing_reasons.clone();
+        if !persisted {
+            reasons.push("lease_release_unconfirmed".into());
+        }
+        lease_status(
+            &lease.id,
+            &lease.resources,
+            &reasons,
+            quarantine_id.as_deref(),
+        )
+    }
+
+    /// Records an incident the current call raised, before anything tries to settle it, so a
+    /// crash in recovery leaves it on disk.
+    pub fn open_incident(&self, incident: &Incident) -> io::Result<()> {
+        let mut inner = self.inner();
+        let merged = match inner.incident.take() {
+            Some(mut open) => {
+                for reason in &incident.reasons {
+                    if !open.reasons.contains(reason) {
+                        open.reasons.push(reason.clone());
+                    }
+                }
+                for resource in &incident.resources {
+                    if !open.resources.contains(resource) {
+                        open.resources.push(resource.clone());
+                    }
+                }
+                open
+            }
+            None => incident.clone(),
+        };
+        inner.incident = Some(merged.clone());
+        for resource in &merged.resources {
+            self.write_marker(&inner, resource, "quarantined", None, Some(&merged))?;
+        }
+        self.write_project(&inner, None)
+    }
+
+    /// Settles a non-standing incident: the ledger line first, then the records.
+    pub fn settle(&self, incident: &Incident, how: &Settled) -> io::Result<()> {
+        let mut inner = self.inner();
+        let mut event = self.ledger_base(incident);
+        let released_reason = match how {
+            Settled::Resolved { reason } => {
+                event.insert("recovery".into(), "incident_resolved".into());
+                event.insert("reason".into(), reason.clone().into());
+                event.insert("actor".into(), "server".into());
+                event.insert("via".into(), "recovery_action".into());
+                event.insert("attestation".into(), "recovery_action_verified".into());
+                None
+            }
+            Settled::StoodDown => {
+                event.insert("recovery".into(), "incident_stood_down".into());
+                event.insert("reasons".into(), json!(incident.reasons));
+                event.insert("actor".into(), "server".into());
+                event.insert(
+                    "via".into(),
+                    format!("coordination:{}", self.frontend).into(),
+                );
+                event.insert("attestation".into(), "no_standing_state".into());
+                Some("incident_stood_down")
+            }
+        };
+        self.dirs.append_ledger(&Value::Object(event))?;
+        if inner
+            .incident
+            .as_ref()
+            .is_some_and(|open| open.quarantine_id == incident.quarantine_id)
+        {
+            inner.incident = None;
+        }
+        let active: Vec<String> = inner
+            .leases
+            .iter()
+            .flat_map(|(_, r)| r.iter().cloned())
+            .collect();
+        for resource in &incident.resources {
+            let state = if active.contains(resource) {
+                "active"
+            } else {
+                "released"
+            };
+            self.write_marker(&inner, resource, state, None, None)?;
+        }
+        let extra = match released_reason {
+            Some(reason) => json!({
+                "released_reason": reason,
+                "stood_down_reasons": incident.reasons,
+                "safe_state_confirmed": false,
+            }),
+            None => json!({
+                "recovered_quarantine_id": incident.quarantine_id,
+                "recovered_at": now_millis(),
+                "safe_state_confirmed": true,
+            }),
+        };
+        self.write_project(&inner, Some(&extra))
+    }
+
+    /// The incident open on this project, as seen now (healing a dead owner's record on the way,
+    /// when its lock is free). `owner_active` is false when no live process holds the project.
+    pub fn observe(&self) -> io::Result<Observed> {
+        let mut inner = self.inner();
+        if inner.project_lock.is_some() {
+            let record = self.dirs.read_record(&self.project_resource)?;
+            return Ok(Observed {
+                owner_active: true,
+                held_by_us: true,
+                snapshot_atomic: true,
+                incident: inner.incident.clone(),
+                record,
+                released_dead_owner: None,
+            });
+        }
+        match self.dirs.try_lock(&self.project_resource)? {
+            None => {
+                let record = self.dirs.read_record(&self.project_resource)?;
+                let incident = record.as_ref().and_then(incident_from_record);
+                Ok(Observed {
+                    owner_active: true,
+                    held_by_us: false,
+                    snapshot_atomic: false,
+                    incident,
+                    record,
+                    released_dead_owner: None,
+                })
+            }
+            Some(file) => {
+                inner.project_lock = Some(file);
+                let healed = self.heal(&mut inner);
+                let record = self.dirs.read_record(&self.project_resource);
+                let incident = inner.incident.clone();
+                inner.let_go_if_idle();
+                let released_dead_owner = healed?;
+                Ok(Observed {
+                    owner_active: false,
+                    held_by_us: false,
+                    snapshot_atomic: true,
+                    incident,
+                    record: record?,
+                    released_dead_owner,
+                })
+            }
+        }
+    }
+
+    /// Whether this process holds any lease.
+    pub fn holds_leases(&self) -> bool {
+        !self.inner().leases.is_empty()
+    }
+
+    /// Operator (or agent) recovery of the standing or open incident.
+    pub fn recover(&self, request: &Recovery) -> Result<Value, RecoveryRefusal> {
+        let mut inner = self.inner();
+        if !inner.leases.is_empty() {
+            return Err(refusal(
+                "resource_busy",
+                "This process holds leases on the bench; recover after its calls and sessions end.",
+            ));
+        }
+        if inner.project_lock.is_none() {
+            match self.dirs.try_lock(&self.project_resource) {
+                Ok(Some(file)) => inner.project_lock = Some(file),
+                Ok(None) => {
+                    return Err(refusal(
+                        "resource_busy",
+                        "Another agentic-hil process holds this configuration's bench; recover after it ends.",
+                    ));
+                }
+                Err(err) => return Err(invalid(&err)),
+            }
+        }
+        let result = self.recover_locked(&mut inner, request);
+        inner.let_go_if_idle();
+        result
+    }
+
+    fn recover_locked(
+        &self,
+        inner: &mut Inner,
+        request: &Recovery,
+    ) -> Result<Value, RecoveryRefusal> {
+        self.heal(inner).map_err(|e| invalid(&e))?;
+        let record = self
+            .dirs
+            .read_record(&self.project_resource)
+            .map_err(|e| invalid(&e))?;
+        let Some(incident) = inner.incident.clone() else {
+            return Err(refusal(
+                "resource_not_quarantined",
+                "No incident is open on this configuration's bench.",
+            ));
+        };
+        let Some(asked) = request.quarantine_id.as_deref() else {
+            let mut refused = refusal(
+                "quarantine_id_required",
+                "Name the incident to recover with --quarantine-id; lease-status shows it.",
+            );
+            refused.details.insert(
+                "quarantine_id".into(),
+                incident.quarantine_id.clone().into(),
+            );
+            return Err(refused);
+        };
+        if asked != incident.quarantine_id {
+            let mut refused = refusal(
+                "quarantine_changed",
+                "The open incident is not the one named; read lease-status again.",
+            );
+            refused.details.insert(
+                "quarantine_id".into(),
+                incident.quarantine_id.clone().into(),
+            );
+            return Err(refused);
+        }
+        let recorded = record
+            .as_ref()
+            .and_then(|r| r.get("config_sha256"))
+            .and_then(Value::as_str)
+            .unwrap_or(&self.config_sha256)
+            .to_owned();
+        if recorded != self.config_sha256 && !request.accept_config_change {
+            let mut refused = refusal(
+                "config_changed",
+                "The configuration changed since the incident was recorded; confirm with --accept-config-change.",
+            );
+            refused
+                .details
+                .insert("recorded_config_sha256".into(), recorded.into());
+            refused.details.insert(
+                "current_config_sha256".into(),
+                self.config_sha256.clone().into(),
+            );
+            refused.details.insert("override".into(), false.into());
+            return Err(refused);
+        }
+        let mut event = self.ledger_base(&incident);
+        event.insert("actor".into(), request.actor.into());
+        event.insert("via".into(), request.via.into());
+        event.insert("attestation".into(), request.attestation.into());
+        event.insert("reasons".into(), json!(incident.reasons));
+        event.insert("recorded_config_sha256".into(), recorded.clone().into());
+        event.insert(
+            "config_change_accepted".into(),
+            (recorded != self.config_sha256).into(),
+        );
+        if let Some(statement) = &request.operator_statement {
+            event.insert("operator_statement".into(), statement.clone().into());
+        }
+        if let Err(err) = self.dirs.append_ledger(&Value::Object(event)) {
+            let mut refused = refusal(
+                "recovery_audit_failed",
+                "The recovery ledger could not be written, so the incident stays open.",
+            );
+            refused
+                .details
+                .insert("detail".into(), err.to_string().into());
+            return Err(refused);
+        }
+        inner.incident = None;
+        let recovered_at = now_millis();
+        let persisted = incident
+            .resources
+            .iter()
+            .try_for_each(|r| self.write_marker(inner, r, "released", None, None))
+            .and_then(|()| {
+                self.write_project(
+                    inner,
+                    Some(&json!({
+                        "recovered_at": recovered_at,
+                        "safe_state_confirmed": true,
+                        "recovered_quarantine_id": incident.quarantine_id,
+                    })),
+                )
+            });
+        if let Err(err) = persisted {
+            inner.incident = Some(incident);
+            let mut refused = refusal(
+                "recovery_persist_failed",
+                "The recovery was recorded but the lease records could not be rewritten; run the same recovery again.",
+            );
+            refused
+                .details
+                .insert("detail".into(), err.to_string().into());
+            refused.details.insert("retry_safe".into(), true.into());
+            return Err(refused);
+        }
+        let mut done = json!({
+            "ok": true,
+            "tool": "hardware_recover",
+            "resources": incident.resources,
+            "safe_state_confirmed": true,
+            "recovered_quarantine_id": incident.quarantine_id,
+            "cleared_reasons": incident.reasons,
+            "resumed": false,
+            "config_change_accepted": recorded != self.config_sha256,
+            "actor": request.actor,
+            "attestation": request.attestation,
+            "was_quarantined": true,
+            "summary": "The incident is recovered: its devices are released and the ledger records who confirmed the bench.",
+        });
+        if let Some(statement) = &request.operator_statement {
+            done["operator_statement"] = statement.clone().into();
+        }
+        Ok(done)
+    }
+
+    /// Sets aside this project's records that cannot be read (or are of a version this program
+    /// does not know) into `records/retired/`, with a ledger line; returns the retired file names.
+    /// Nothing is deleted: the operator can still read what was there.
+    pub fn retire_records(&self, resources: &[String]) -> io::Result<Vec<String>> {
+        let mut inner = self.inner();
+        if !inner.leases.is_empty() {
+            return Err(io::Error::other("this process holds leases"));
+        }
+        let Some(lock) = self.dirs.try_lock(&self.project_resource)? else {
+            return Err(io::Error::other("another process holds this project"));
+        };
+        inner.project_lock = Some(lock);
+        let mut names = vec![self.project_resource.clone()];
+        names.extend(resources.iter().cloned());
+        let stamp = now_millis().replace([':', '-', '.'], "");
+        let mut retired = Vec::new();
+        let result = (|| {
+            for name in &names {
+                let readable = match self.dirs.read_record(name) {
+                    Ok(None) => continue,
+                    Ok(Some(record)) => {
+                        let version = record.get("version").and_then(Value::as_u64);
+                        matches!(version, Some(1 | 2))
+                    }
+                    Err(_) => false,
+                };
+                if readable {
+                    continue;
+                }
+                let dir = self.dirs.retired_dir();
+                crate::fsio::create_dir_all_private(&dir, 0o700)?;
+                let file = format!("{}.{stamp}.json", files::stem(name));
+                std::fs::rename(self.dirs.record_path(name), dir.join(&file))?;
+                retired.push(file);
+            }
+            if !retired.is_empty() {
+                self.dirs.append_ledger(&json!({
+                    "event": "recovery",
+                    "recovery": "records_retired",
+                    "actor": "human",
+                    "via": "cli:recover",
+                    "attestation": "operator_confirmation",
+                    "retired": retired,
+                    "workspace": self.workspace,
+                    "config_path": self.config_path,
+                    "time": now_millis(),
+                }))?;
+            }
+            Ok(retired.clone())
+        })();
+        inner.let_go_if_idle();
+        result
+    }
+
+    /// With the project lock just taken: load the record's incident, and settle a dead owner's
+    /// `active` record (released on its own proof of no contact, adopted otherwise).
+    fn heal(&self, inner: &mut Inner) -> io::Result<Option<Value>> {
+        let Some(record) = self.dirs.read_record(&self.project_resource)? else {
+            inner.incident = None;
+            return Ok(None);
+        };
+        let state = record.get("state").and_then(Value::as_str).unwrap_or("");
+        match state {
+            "released" => {
+                inner.incident = None;
+                Ok(None)
+            }
+            "active" => {
+                if let Some(evidence) = records::no_contact_proof(&record, &self.report_state) {
+                    let resources = records::string_list(&record, "resources");
+                    let mut event = Map::new();
+                    event.insert("event".into(), "recovery".into());
+                    event.insert("recovery".into(), "dead_owner_no_contact".into());
+                    event.insert("reason".into(), "released_dead_owner_no_contact".into());
+                    event.insert("actor".into(), "server".into());
+                    event.insert(
+                        "via".into(),
+                        format!("coordination:{}", self.frontend).into(),
+                    );
+                    event.insert("attestation".into(), "no_contact_reason_class".into());
+                    event.insert("resources".into(), json!(resources));
+                    event.insert("evidence".into(), evidence.clone());
+                    event.insert("time".into(), now_millis().into());
+                    self.dirs.append_ledger(&Value::Object(event))?;
+                    for resource in &resources {
+                        self.write_marker(inner, resource, "released", None, None)?;
+                    }
+                    inner.incident = None;
+                    self.write_project(
+                        inner,
+                        Some(&json!({"released_reason": "released_dead_owner_no_contact"})),
+                    )?;
+                    return Ok(Some(json!({
+                        "reason": "released_dead_owner_no_contact",
+                        "resources": resources,
+                        "summary": "The previous owner exited mid-call, but its own last report proves it never touched the target; its lease was released.",
+                        "evidence": evidence,
+                    })));
+                }
+                let incident = Incident {
+                    quarantine_id: record
+                        .get("quarantine_id")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| random_hex(16), str::to_owned),
+                    reasons: vec!["owner_process_exited_without_release".into()],
+                    resources: records::string_list(&record, "resources"),
+                };
+                inner.incident = Some(incident.clone());
+                for resource in &incident.resources {
+                    self.write_marker(inner, resource, "quarantined", None, Some(&incident))?;
+                }
+                self.write_project(
+                    inner,
+                    Some(&json!({
+                        "quarantined_at": now_millis(),
+                        "reason": "owner_process_exited_without_release",
+                    })),
+                )?;
+                Ok(None)
+            }
+            _ => {
+                inner.incident = incident_from_record(&record);
+                Ok(None)
+            }
+        }
+    }
+
+    fn take_resources(&self, inner: &mut Inner, resources: &[String]) -> Result<(), Refused> {
+        let mut taken: Vec<String> = Vec::new();
+        for resource in resources {
+            if let Some((_, count)) = inner.resource_locks.get_mut(resource) {
+                *count += 1;
+                taken.push(resource.clone());
+                continue;
+            }
+            let refused = match self.dirs.try_lock(resource) {
+                Ok(Some(file)) => match self.dirs.read_record(resource) {
+                    Ok(marker) if self.foreign_incident(marker.as_ref()) => {
+                        Some(Refused::Foreign {
+                            resource: resource.clone(),
+                        })
+                    }
+                    Ok(_) => {
+                        inner.resource_locks.insert(resource.clone(), (file, 1));
+                        taken.push(resource.clone());
+                        None
+                    }
+                    Err(err) => Some(Refused::Invalid(err)),
+                },
+                Ok(None) => Some(Refused::Busy),
+                Err(err) => Some(Refused::Invalid(err)),
+            };
+            if let Some(refused) = refused {
+                inner.drop_resources(&taken);
+                return Err(refused);
+            }
+        }
+        Ok(())
+    }
+
+    fn foreign_incident(&self, marker: Option<&Value>) -> bool {
+        marker.is_some_and(|m| {
+            let state = m.get("state").and_then(Value::as_str).unwrap_or("");
+            let project = m
+                .get("project_resource")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            !matches!(state, "released" | "active" | "") && project != self.project_resource
+        })
+    }
+
+    fn base(&self, state: &str, resources: &[String]) -> Map<String, Value> {
+        let mut base = Map::new();
+        base.insert("version".into(), 2.into());
+        base.insert("state".into(), state.into());
+        base.insert("owner_marker".into(), self.owner_marker.clone().into());
+        base.insert("owner_pid".into(), self.owner_pid.into());
+        base.insert(
+            "owner_started_at".into(),
+            self.owner_started_at.clone().into(),
+        );
+        base.insert("frontend".into(), self.frontend.clone().into());
+        base.insert("workspace".into(), self.workspace.clone().into());
+        base.insert("config_path".into(), self.config_path.clone().into());
+        base.insert("config_sha256".into(), self.config_sha256.clone().into());
+        base.insert(
+            "project_resource".into(),
+            self.project_resource.clone().into(),
+        );
+        base.insert("resources".into(), json!(resources));
+        base.insert("updated_at".into(), now_millis().into());
+        base
+    }
+
+    fn write_marker(
+        &self,
+        inner: &Inner,
+        resource: &str,
+        state: &str,
+        lease_id: Option<&str>,
+        incident: Option<&Incident>,
+    ) -> io::Result<()> {
+        let lease_id = lease_id.map(str::to_owned).or_else(|| {
+            inner
+                .leases
+                .iter()
+                .find(|(_, r)| r.iter().any(|x| x == resource))
+                .map(|(id, _)| id.clone())
+        });
+        let resources = incident.map_or_else(|| vec![resource.to_owned()], |i| i.resources.clone());
+        let mut marker = self.base(state, &resources);
+        marker.insert("lease_id".into(), json!(lease_id));
+        marker_state(&mut marker, incident);
+        self.dirs.write_record(resource, &Value::Object(marker))
+    }
+
+    fn write_project(&self, inner: &Inner, extra: Option<&Value>) -> io::Result<()> {
+        let mut resources: Vec<String> = inner
+            .leases
+            .iter()
+            .flat_map(|(_, r)| r.iter().cloned())
+            .collect();
+        if let Some(incident) = &inner.incident {
+            resources.extend(incident.resources.iter().cloned());
+        }
+        resources.sort();
+        resources.dedup();
+        let state = if inner.incident.is_some() {
+            "quarantined"
+        } else if inner.leases.is_empty() {
+            "released"
+        } else {
+            "active"
+        };
+        let mut record = self.base(state, &resources);
+        let leases: Vec<Value> = inner
+            .leases
+            .iter()
+            .map(|(id, r)| records::active_lease(id, r))
+            .collect();
+        record.insert("leases".into(), Value::Array(leases));
+        if let Some(incident) = &inner.incident {
+            records::incident_fields(&mut record, incident);
+        }
+        if let Some(Value::Object(extra)) = extra {
+            for (key, value) in extra {
+                record.insert(key.clone(), value.clone());
+            }
+        }
+        self.dirs
+            .write_record(&self.project_resource, &Value::Object(record))
+    }
+
+    fn ledger_base(&self, incident: &Incident) -> Map<String, Value> {
+        let mut event = Map::new();
+        event.insert("event".into(), "recovery".into());
+        event.insert(
+            "quarantine_id".into(),
+            incident.quarantine_id.clone().into(),
+        );
+        event.insert("resources".into(), json!(incident.resources));
+        event.insert("workspace".into(), self.workspace.clone().into());
+        event.insert("config_path".into(), self.config_path.clone().into());
+        event.insert(
+            "current_config_sha256".into(),
+            self.config_sha256.clone().into(),
+        );
+        event.insert("resumed".into(), false.into());
+        event.insert("time".into(), now_millis().into());
+        event
+    }
+}
+
+/// What [`Coordinator::observe`] saw.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    /// A live process (possibly this one) holds the project lock.
+    pub owner_active: bool,
+    /// That process is this one.
+    pub held_by_us: bool,
+    /// The record was read under the lock.
+    pub snapshot_atomic: bool,
+    pub incident: Option<Incident>,
+    pub record: Option<Value>,
+    pub released_dead_owner: Option<Value>,
+}
+
+fn refusal(error_type: &'static str, summary: &str) -> RecoveryRefusal {
+    RecoveryRefusal {
+        error_type,
+        summary: summary.to_owned(),
+        details: Map::new(),
+    }
+}
+
+fn invalid(err: &io::Error) -> RecoveryRefusal {
+    let mut refused = refusal(
+        "coordination_state_invalid",
+        "A coordination record under the state root cannot be read; it is never ignored.",
+    );
+    refused
+        .details
+        .insert("detail".into(), err.to_string().into());
+    refused
+}
+
+#[cfg(test)]
+mod tests;

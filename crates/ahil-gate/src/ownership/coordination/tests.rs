@@ -1,0 +1,182 @@
+use super::*;
+
+use crate::testkit;
+
+fn keys(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn project_record(coordinator: &Coordinator) -> Value {
+    coordinator
+        .dirs
+        .read_record(coordinator.project_resource())
+        .expect("readable")
+        .expect("written")
+}
+
+#[test]
+fn a_clean_lease_leaves_the_project_released_and_the_lock_free() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    let lease = ours.acquire(&keys(&["probe:a"]), false).expect("free");
+    assert_eq!(project_record(&ours)["state"], "active");
+    assert_eq!(project_record(&ours)["leases"][0]["lease_id"], lease.id);
+    let status = ours.release(&lease, &End::default());
+    assert_eq!(status["lease_state"], "released");
+    assert_eq!(project_record(&ours)["state"], "released");
+    let theirs = Coordinator::new(&world.load(), "mcp");
+    assert!(
+        theirs.acquire(&keys(&["probe:a"]), false).is_ok(),
+        "nothing left held"
+    );
+}
+
+#[test]
+fn a_second_process_is_refused_while_a_lease_is_held() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    let theirs = Coordinator::new(&world.load(), "mcp");
+    let lease = ours.acquire(&keys(&["probe:a"]), false).expect("free");
+    assert!(matches!(
+        theirs.acquire(&keys(&["probe:b"]), false),
+        Err(Refused::Busy)
+    ));
+    ours.release(&lease, &End::default());
+}
+
+#[test]
+fn an_owner_that_vanished_mid_call_is_adopted_as_an_incident() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let dead = Coordinator::new(&world.load(), "mcp");
+    let lease = dead.acquire(&keys(&["probe:a"]), false).expect("free");
+    // Dropping without release is what the kernel does for a killed process: the lock goes, the
+    // record stays `active`.
+    drop(dead);
+    let next = Coordinator::new(&world.load(), "mcp");
+    let met = next
+        .acquire(&keys(&["probe:a"]), false)
+        .expect("not standing");
+    let incident = met.met.clone().expect("adopted");
+    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
+    assert_eq!(incident.resources, ["probe:a"]);
+    assert_ne!(met.id, lease.id);
+    next.settle(&incident, &Settled::StoodDown).expect("ledger");
+    next.release(&met, &End::default());
+    assert_eq!(project_record(&next)["state"], "released");
+    let ledger = std::fs::read_to_string(next.dirs.ledger()).expect("ledger");
+    let line: Value = serde_json::from_str(ledger.lines().last().expect("line")).expect("json");
+    assert_eq!(line["recovery"], "incident_stood_down");
+    assert_eq!(line["attestation"], "no_standing_state");
+    assert_eq!(line["quarantine_id"], incident.quarantine_id.as_str());
+}
+
+#[test]
+fn an_audit_broken_lease_stands_until_the_operator_recovers_it() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    let lease = ours
+        .acquire(&keys(&["com:/dev/ttyx"]), false)
+        .expect("free");
+    let status = ours.release(
+        &lease,
+        &End {
+            standing_reasons: vec!["com_write_audit_broken".into()],
+        },
+    );
+    assert_eq!(status["lease_state"], "quarantined");
+    assert_eq!(status["audit_ok"], false);
+    let id = status["quarantine_id"].as_str().expect("id").to_owned();
+
+    for process in [&ours, &Coordinator::new(&world.load(), "mcp")] {
+        match process.acquire(&keys(&["com:/dev/ttyx"]), false) {
+            Err(Refused::Standing(incident)) => assert_eq!(incident.quarantine_id, id),
+            other => panic!("expected a standing refusal, got {other:?}"),
+        }
+    }
+    let closing = ours
+        .acquire(&keys(&["com:/dev/ttyx"]), true)
+        .expect("containment passes");
+    ours.release(&closing, &End::default());
+    assert_eq!(
+        project_record(&ours)["state"],
+        "quarantined",
+        "containment does not clear it"
+    );
+
+    let operator = Coordinator::new(&world.load(), "operator-cli");
+    let request = |quarantine_id: Option<&str>| Recovery {
+        quarantine_id: quarantine_id.map(str::to_owned),
+        accept_config_change: false,
+        actor: "human",
+        via: "cli:recover",
+        attestation: "operator_confirmation",
+        operator_statement: None,
+    };
+    assert_eq!(
+        operator
+            .recover(&request(Some("0000")))
+            .unwrap_err()
+            .error_type,
+        "quarantine_changed"
+    );
+    let done = operator.recover(&request(Some(&id))).expect("recovered");
+    assert_eq!(done["recovered_quarantine_id"], id.as_str());
+    assert!(ours.acquire(&keys(&["com:/dev/ttyx"]), false).is_ok());
+}
+
+#[test]
+fn a_dead_owner_whose_last_report_proves_no_contact_is_released_without_an_incident() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let loaded = world.load();
+    let dead = Coordinator::new(&loaded, "mcp");
+    let lease = dead.acquire(&keys(&["probe:a"]), false).expect("free");
+    let state = dead.report_state.clone();
+    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
+    let report = json!({
+        "version": 1,
+        "last_report": {
+            "tool": "probe_target", "lease_id": lease.id, "lease_state": "active",
+            "side_effect_committed": false, "side_effect_status": "not_started",
+            "config_in_force": {"digest": loaded.digest},
+        },
+        "last_failure": null,
+    });
+    std::fs::write(&state, report.to_string()).expect("write");
+    drop(dead);
+    let next = Coordinator::new(&loaded, "mcp");
+    let met = next.acquire(&keys(&["probe:a"]), false).expect("free");
+    assert!(met.met.is_none(), "no incident");
+    assert_eq!(
+        met.released_dead_owner.as_ref().expect("released")["reason"],
+        "released_dead_owner_no_contact"
+    );
+    next.release(&met, &End::default());
+}
+
+#[test]
+fn a_device_in_another_projects_incident_is_refused() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    // The same configuration used from a second workspace is a second project on one state root.
+    let mut other = world.load();
+    other.workspace = world.home.join("second-ws");
+    std::fs::create_dir_all(&other.workspace).expect("dir");
+    let ours = Coordinator::new(&world.load(), "mcp");
+    let lease = ours.acquire(&keys(&["probe:shared"]), false).expect("free");
+    ours.release(
+        &lease,
+        &End {
+            standing_reasons: vec!["audit_broken".into()],
+        },
+    );
+    let theirs = Coordinator::new(&other, "mcp");
+    assert!(matches!(
+        theirs.acquire(&keys(&["probe:shared"]), false),
+        Err(Refused::Foreign { .. })
+    ));
+}

@@ -1,0 +1,640 @@
+//! Preflight: everything a plan needs is checked against the configuration in force before the
+//! first hardware action — every route names a configured device, every effect is permitted, every
+//! regex compiles, every image and dump path is acceptable, every symbol is allowlisted, and sessions
+//! are opened before they are used. A plan that fails here never touches the bench.
+
+use std::collections::BTreeSet;
+
+use ahil_config::plan::{
+    CanComparator, DebugStartMode, Location, Matcher, Route, RouteKey, Step, SymbolComparator,
+    TestPlan, TextComparator, UartMatch,
+};
+use ahil_config::{Config, LoadedConfig};
+use regex_automata::meta::Regex;
+use serde_json::{Value, json};
+
+use crate::artifacts::{self, ArtifactPolicy, ArtifactRef};
+use crate::policy::{self, Action, BreakpointAt, Device, SymbolAllowlist};
+
+/// Why a plan cannot run on this bench.
+#[derive(Debug, Clone)]
+pub struct Invalid {
+    pub error_type: String,
+    pub summary: String,
+    /// `steps[i]…​.<key>`.
+    pub field: String,
+    /// Top-level index (1-based) of the step that failed.
+    pub step: usize,
+    pub action: &'static str,
+    pub route: Option<String>,
+    pub permission: Option<String>,
+}
+
+impl Invalid {
+    pub fn to_value(&self) -> Value {
+        let mut doc = json!({
+            "error_type": self.error_type,
+            "step": self.step,
+            "field": self.field,
+            "route": self.route,
+            "action": self.action,
+            "summary": self.summary,
+        });
+        if let Some(key) = &self.permission {
+            doc["permission"] = json!(key);
+        }
+        doc
+    }
+}
+
+/// A plan that passed preflight: the devices it names, as run selectors.
+#[derive(Debug, Clone, Default)]
+pub struct Prepared {
+    pub selectors: Vec<Value>,
+}
+
+/// Where the walk is, and which sessions the steps so far have opened.
+struct Walk<'a> {
+    loaded: &'a LoadedConfig,
+    artifacts: ArtifactPolicy,
+    top: usize,
+    uart_open: BTreeSet<String>,
+    can_open: BTreeSet<String>,
+    debug_open: bool,
+    selectors: Vec<Value>,
+}
+
+/// Checks `plan` against the loaded configuration.
+pub fn check(loaded: &LoadedConfig, plan: &TestPlan) -> Result<Prepared, Box<Invalid>> {
+    let mut walk = Walk {
+        loaded,
+        artifacts: ArtifactPolicy::from_config(&loaded.config),
+        top: 0,
+        uart_open: BTreeSet::new(),
+        can_open: BTreeSet::new(),
+        debug_open: false,
+        selectors: Vec::new(),
+    };
+    for (i, step) in plan.steps.iter().enumerate() {
+        walk.top = i + 1;
+        walk.step(step, &format!("steps[{i}]"))?;
+    }
+    Ok(Prepared {
+        selectors: walk.selectors,
+    })
+}
+
+/// The device kind a step drives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Debugger,
+    Uart,
+    Can,
+    Any,
+}
+
+impl Walk<'_> {
+    fn config(&self) -> &Config {
+        &self.loaded.config
+    }
+
+    fn fail(
+        &self,
+        step: &Step,
+        at: &str,
+        key: &str,
+        error_type: &str,
+        summary: String,
+    ) -> Box<Invalid> {
+        Box::new(Invalid {
+            error_type: error_type.to_owned(),
+            summary,
+            field: if key.is_empty() {
+                at.to_owned()
+            } else {
+                format!("{at}.{key}")
+            },
+            step: self.top,
+            action: step.action(),
+            route: step.route().map(|r| r.name.clone()),
+            permission: None,
+        })
+    }
+
+    fn invalid(&self, step: &Step, at: &str, key: &str, summary: String) -> Box<Invalid> {
+        self.fail(step, at, key, "test_config_invalid", summary)
+    }
+
+    fn select(&mut self, kind: &str, id: &str) {
+        let selector = json!({"kind": kind, "id": id});
+        if !self.selectors.contains(&selector) {
+            self.selectors.push(selector);
+        }
+    }
+
+    /// The configured entry a step drives, by the key it was named with.
+    fn route(
+        &mut self,
+        step: &Step,
+        at: &str,
+        route: Option<&Route>,
+        kind: Kind,
+    ) -> Result<String, Box<Invalid>> {
+        let config = self.config();
+        let Some(route) = route else {
+            return match config.auto_bound_debugger() {
+                Some((name, _)) => {
+                    let name = name.to_owned();
+                    self.select("debugger", &name);
+                    Ok(name)
+                }
+                None => Err(self.invalid(
+                    step,
+                    at,
+                    "device",
+                    "This step names no debugger, and the configuration does not have exactly one."
+                        .into(),
+                )),
+            };
+        };
+        let key_fits = matches!(
+            (route.key, kind),
+            (RouteKey::Device | RouteKey::Debugger, Kind::Debugger)
+                | (RouteKey::Device | RouteKey::PortId, Kind::Uart)
+                | (RouteKey::Device | RouteKey::BusId, Kind::Can)
+                | (_, Kind::Any)
+        );
+        if !key_fits {
+            return Err(self.invalid(
+                step,
+                at,
+                route.key.as_str(),
+                format!(
+                    "`{}` cannot name the device of a {} step.",
+                    route.key.as_str(),
+                    step.action()
+                ),
+            ));
+        }
+        let name = route.name.clone();
+        let found = match kind {
+            Kind::Debugger => config.debuggers.contains_key(&name).then_some("debugger"),
+            Kind::Uart => config.com_ports.contains_key(&name).then_some("uart"),
+            Kind::Can => config.can_buses.contains_key(&name).then_some("can"),
+            Kind::Any => {
+                if config.debuggers.contains_key(&name) {
+                    Some("debugger")
+                } else if config.com_ports.contains_key(&name) {
+                    Some("uart")
+                } else if config.can_buses.contains_key(&name) {
+                    Some("can")
+                } else {
+                    None
+                }
+            }
+        };
+        let Some(found) = found else {
+            return Err(self.fail(
+                step,
+                at,
+                route.key.as_str(),
+                "unknown_device",
+                format!(
+                    "The configuration has no device named '{name}' for a {} step.",
+                    step.action()
+                ),
+            ));
+        };
+        self.select(found, &name);
+        Ok(name)
+    }
+
+    fn authorize(
+        &self,
+        step: &Step,
+        at: &str,
+        device: Option<Device<'_>>,
+        action: &Action<'_>,
+    ) -> Result<(), Box<Invalid>> {
+        let config = self.config();
+        policy::authorize(config.version, &config.permissions, device, action).map_err(|refusal| {
+            let mut invalid = self.fail(step, at, "", refusal.error_type, refusal.summary);
+            invalid.permission = refusal.permission;
+            invalid
+        })
+    }
+
+    fn debugger<'c>(&'c self, name: &'c str) -> Option<Device<'c>> {
+        self.config().debuggers.get(name).map(|d| Device::Debugger {
+            name,
+            grants: d.permissions,
+        })
+    }
+
+    fn port<'c>(&'c self, name: &'c str) -> Option<Device<'c>> {
+        self.config().com_ports.get(name).map(|p| Device::ComPort {
+            name,
+            grants: p.permissions,
+        })
+    }
+
+    fn bus<'c>(&'c self, name: &'c str) -> Option<Device<'c>> {
+        self.config().can_buses.get(name).map(|b| Device::CanBus {
+            name,
+            grants: b.permissions,
+        })
+    }
+
+    fn allowlist(&self) -> SymbolAllowlist<'_> {
+        SymbolAllowlist {
+            allow_all_symbols: self.config().debug.allow_all_symbols,
+            allowed_symbols: &self.config().debug.allowed_symbols,
+        }
+    }
+
+    fn image(&self, step: &Step, at: &str, path: &str) -> Result<(), Box<Invalid>> {
+        artifacts::check(&self.artifacts, ArtifactRef::Path(path))
+            .map(|_| ())
+            .map_err(|refusal| {
+                self.fail(
+                    step,
+                    at,
+                    "image_path",
+                    refusal.error_type(),
+                    refusal.to_outcome("test_reactor").summary,
+                )
+            })
+    }
+
+    fn regex(
+        &self,
+        step: &Step,
+        at: &str,
+        key: &str,
+        pattern: &str,
+        needs_group: bool,
+    ) -> Result<(), Box<Invalid>> {
+        let regex = Regex::new(pattern).map_err(|err| {
+            self.invalid(
+                step,
+                at,
+                key,
+                format!("The pattern does not compile: {err}."),
+            )
+        })?;
+        if needs_group && regex.captures_len() < 2 {
+            return Err(self.invalid(
+                step,
+                at,
+                key,
+                "A pattern with a range needs a capture group for the number.".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn matcher(&self, step: &Step, at: &str, matcher: &Matcher) -> Result<(), Box<Invalid>> {
+        if let Matcher::Pattern { pattern, range } = matcher {
+            self.regex(step, at, "comparator.pattern", pattern, range.is_some())?;
+        }
+        Ok(())
+    }
+
+    fn uart_in_session(&self, step: &Step, at: &str, port: &str) -> Result<(), Box<Invalid>> {
+        if self.uart_open.contains(port) {
+            Ok(())
+        } else {
+            Err(self.invalid(
+                step,
+                at,
+                "action",
+                format!("No earlier uart_open step opens '{port}'."),
+            ))
+        }
+    }
+
+    fn can_in_session(&self, step: &Step, at: &str, bus: &str) -> Result<(), Box<Invalid>> {
+        if self.can_open.contains(bus) {
+            Ok(())
+        } else {
+            Err(self.invalid(
+                step,
+                at,
+                "action",
+                format!("No earlier can_open step opens '{bus}'."),
+            ))
+        }
+    }
+
+    fn in_debug(&self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
+        if self.debug_open {
+            Ok(())
+        } else {
+            Err(self.invalid(
+                step,
+                at,
+                "action",
+                "No earlier debug_start step opens a debug session.".into(),
+            ))
+        }
+    }
+
+    fn symbol(
+        &self,
+        step: &Step,
+        at: &str,
+        debugger: &str,
+        symbol: &str,
+    ) -> Result<(), Box<Invalid>> {
+        let action = Action::SymbolRead {
+            symbol,
+            allowlist: self.allowlist(),
+        };
+        self.authorize(step, at, self.debugger(debugger), &action)
+            .map_err(|mut e| {
+                e.field = format!("{at}.symbol");
+                e
+            })
+    }
+
+    #[allow(clippy::too_many_lines)]
+    fn step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
+        match step {
+            Step::Flash {
+                route,
+                image_path,
+                reset_after_flash,
+            } => {
+                let name = self.route(step, at, route.as_ref(), Kind::Debugger)?;
+                if self.debug_open {
+                    return Err(self.invalid(step, at, "action", "Flashing is refused while the plan's debug session is open; add a debug_stop step first.".into()));
+                }
+                self.authorize(
+                    step,
+                    at,
+                    self.debugger(&name),
+                    &Action::Flash {
+                        reset_after: *reset_after_flash,
+                    },
+                )?;
+                self.image(step, at, image_path)?;
+            }
+            Step::Reset { route, .. } => {
+                let name = self.route(step, at, route.as_ref(), Kind::Debugger)?;
+                if self.debug_open {
+                    return Err(self.invalid(step, at, "action", "A reset is refused while the plan's debug session is open; add a debug_stop step first.".into()));
+                }
+                self.authorize(step, at, self.debugger(&name), &Action::Reset)?;
+            }
+            Step::UartOpen { route, .. } => {
+                let name = self.route(step, at, Some(route), Kind::Uart)?;
+                self.authorize(step, at, self.port(&name), &Action::ComRead)?;
+                self.uart_open.insert(name);
+            }
+            Step::UartWrite { route, .. } => {
+                let name = self.route(step, at, Some(route), Kind::Uart)?;
+                self.uart_in_session(step, at, &name)?;
+                self.authorize(step, at, self.port(&name), &Action::ComWrite)?;
+            }
+            Step::UartRead {
+                route, comparator, ..
+            } => {
+                let name = self.route(step, at, Some(route), Kind::Uart)?;
+                self.uart_in_session(step, at, &name)?;
+                if let Some(TextComparator { matcher }) = comparator {
+                    self.matcher(step, at, matcher)?;
+                }
+            }
+            Step::UartExpect { route, matcher, .. } => {
+                let name = self.route(step, at, Some(route), Kind::Uart)?;
+                self.uart_in_session(step, at, &name)?;
+                if let UartMatch::Pattern(pattern) = matcher {
+                    self.regex(step, at, "pattern", pattern, false)?;
+                }
+            }
+            Step::UartClose { route } => {
+                let name = self.route(step, at, Some(route), Kind::Uart)?;
+                self.uart_in_session(step, at, &name)?;
+                self.uart_open.remove(&name);
+            }
+            Step::CanOpen { route, .. } => {
+                let name = self.route(step, at, Some(route), Kind::Can)?;
+                self.authorize(step, at, self.bus(&name), &Action::CanRead)?;
+                self.can_open.insert(name);
+            }
+            Step::CanSend { route, .. } => {
+                let name = self.route(step, at, Some(route), Kind::Can)?;
+                self.can_in_session(step, at, &name)?;
+                self.authorize(step, at, self.bus(&name), &Action::CanWrite)?;
+                if self
+                    .config()
+                    .can_buses
+                    .get(&name)
+                    .is_some_and(|b| b.listen_only)
+                {
+                    return Err(self.fail(step, at, "action", "can_listen_only_mode", format!("The bus '{name}' is configured listen_only, so the plan may not send on it.")));
+                }
+            }
+            Step::CanRead {
+                route, comparator, ..
+            } => {
+                let name = self.route(step, at, Some(route), Kind::Can)?;
+                self.can_in_session(step, at, &name)?;
+                if let Some(CanComparator { matcher, .. }) = comparator {
+                    self.matcher(step, at, matcher)?;
+                }
+            }
+            Step::CanClose { route, .. } => {
+                let name = self.route(step, at, Some(route), Kind::Can)?;
+                self.can_in_session(step, at, &name)?;
+                self.can_open.remove(&name);
+            }
+            Step::DebugStart {
+                route,
+                image_path,
+                mode,
+                ..
+            } => {
+                let name = self.route(step, at, route.as_ref(), Kind::Debugger)?;
+                if self.debug_open {
+                    return Err(self.invalid(
+                        step,
+                        at,
+                        "action",
+                        "A debug session is already open at this step.".into(),
+                    ));
+                }
+                let device = self.debugger(&name);
+                self.authorize(step, at, device, &Action::DebugSessionStart)?;
+                if *mode != DebugStartMode::Attach {
+                    self.authorize(step, at, device, &Action::Reset)?;
+                }
+                if *mode == DebugStartMode::Load {
+                    self.authorize(step, at, device, &Action::Flash { reset_after: false })?;
+                }
+                if !image_path.to_ascii_lowercase().ends_with(".elf") {
+                    return Err(self.invalid(
+                        step,
+                        at,
+                        "image_path",
+                        "A debug session needs the .elf image (symbols).".into(),
+                    ));
+                }
+                self.image(step, at, image_path)?;
+                self.debug_open = true;
+            }
+            Step::RunUntilBreakpoint {
+                route, location, ..
+            } => {
+                let name = self.route(step, at, route.as_ref(), Kind::Debugger)?;
+                self.in_debug(step, at)?;
+                let at_symbol = match location {
+                    Location::Symbol(s) | Location::Function(s) => BreakpointAt::Symbol(s),
+                    Location::FileLine { .. } => BreakpointAt::Line,
+                };
+                let device = self.debugger(&name);
+                self.authorize(
+                    step,
+                    at,
+                    device,
+                    &Action::DebugBreakpoint {
+                        at: at_symbol,
+                        allowlist: self.allowlist(),
+                    },
+                )?;
+                self.authorize(step, at, device, &Action::DebugContinue)?;
+            }
+            Step::DumpMemory {
+                route,
+                symbol,
+                output_path,
+            } => {
+                let name = self.route(step, at, route.as_ref(), Kind::Debugger)?;
+                self.in_debug(step, at)?;
+                self.symbol(step, at, &name, symbol)?;
+                crate::debug::output::check("test_reactor", self.config(), output_path).map_err(
+                    |refusal| {
+                        self.fail(
+                            step,
+                            at,
+                            "output_path",
+                            refusal
+                                .error_type
+                                .as_deref()
+                                .unwrap_or("output_validation_failed"),
+                            refusal.summary.clone(),
+                        )
+                    },
+                )?;
+            }
+            Step::ReadSymbol {
+                route,
+                symbol,
+                size_bytes,
+                comparator,
+            } => {
+                let name = self.route(step, at, route.as_ref(), Kind::Debugger)?;
+                self.in_debug(step, at)?;
+                self.symbol(step, at, &name, symbol)?;
+                if let Some(size) = size_bytes {
+                    if comparator.is_some() && !matches!(size, 1 | 2 | 4 | 8) {
+                        return Err(self.invalid(
+                            step,
+                            at,
+                            "size_bytes",
+                            "A comparator reads 1, 2, 4 or 8 bytes.".into(),
+                        ));
+                    }
+                    if *size > self.config().debug.max_dump_size_bytes {
+                        return Err(self.invalid(
+                            step,
+                            at,
+                            "size_bytes",
+                            "size_bytes exceeds debug.max_dump_size_bytes.".into(),
+                        ));
+                    }
+                }
+                if let Some(SymbolComparator::Range { min, max, .. }) = comparator
+                    && min > max
+                {
+                    return Err(self.invalid(
+                        step,
+                        at,
+                        "comparator.range",
+                        "The range's min is above its max.".into(),
+                    ));
+                }
+            }
+            Step::DebugStop { route, .. } => {
+                self.route(step, at, route.as_ref(), Kind::Debugger)?;
+                self.in_debug(step, at)?;
+                self.debug_open = false;
+            }
+            Step::Delay { route, .. } => {
+                self.route(step, at, Some(route), Kind::Any)?;
+            }
+            Step::Repeat { steps, .. } => {
+                for (j, nested) in steps.iter().enumerate() {
+                    self.step(nested, &format!("{at}.steps[{j}]"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::Fixture;
+
+    const UART: &str =
+        "com_ports:\n  dut_uart:\n    device: \"/dev/ttyUSB9\"\n    identity_source: device\n";
+
+    fn loaded(fx: &Fixture) -> LoadedConfig {
+        fx.write_config(&fx.starter().replacen("com_ports: {}\n", UART, 1));
+        fx.load()
+    }
+
+    fn refused(text: &str) -> Invalid {
+        let fx = Fixture::new();
+        let plan = ahil_config::plan::parse_plan(text.as_bytes()).expect("the plan loads");
+        *check(&loaded(&fx), &plan).expect_err("preflight refuses it")
+    }
+
+    #[test]
+    fn a_serial_step_before_its_uart_open_is_refused_with_its_path() {
+        let invalid = refused(
+            "version: 5\nsteps:\n - action: repeat\n   count: 2\n   steps:\n    - {device: dut_uart, action: uart_read}\n",
+        );
+        assert_eq!(invalid.error_type, "test_config_invalid");
+        assert_eq!(invalid.field, "steps[0].steps[0].action");
+        assert_eq!(invalid.step, 1);
+    }
+
+    #[test]
+    fn a_pattern_that_does_not_compile_or_lacks_a_group_for_its_range_is_refused() {
+        let open = "version: 5\nsteps:\n - {device: dut_uart, action: uart_open}\n";
+        let bad = refused(&format!(
+            "{open} - {{device: dut_uart, action: uart_expect, pattern: \"(unclosed\", timeout_s: 1}}\n"
+        ));
+        assert_eq!(bad.field, "steps[1].pattern");
+        let no_group = refused(&format!(
+            "{open} - {{device: dut_uart, action: uart_read, comparator: {{pattern: \"t=\\\\d+\", range: {{min: 1, max: 2}}}}, timeout_s: 1}}\n"
+        ));
+        assert_eq!(no_group.field, "steps[1].comparator.pattern");
+    }
+
+    #[test]
+    fn a_write_without_its_grant_names_the_permission() {
+        let invalid = refused(
+            "version: 5\nsteps:\n - {device: dut_uart, action: uart_open}\n - {device: dut_uart, action: uart_write, text: x}\n",
+        );
+        assert_eq!(invalid.error_type, "permission_denied");
+        assert_eq!(
+            invalid.permission.as_deref(),
+            Some("com_ports.dut_uart.permissions.allow_write")
+        );
+        assert_eq!(invalid.step, 2);
+    }
+}

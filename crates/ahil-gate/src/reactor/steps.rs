@@ -1,0 +1,813 @@
+//! Running steps. Every hardware step is one or more calls of [`Bench::call`], so policy, claims,
+//! device locks and the audit trail apply exactly as for an agent's own calls; the reactor adds only
+//! waiting, matching and bookkeeping. Stops are honoured between steps and inside waits.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use ahil_config::plan::{
+    CanComparator, DebugStartMode, Location, ResetMode, Step, TextComparator, UartMatch,
+    UartPayload,
+};
+use serde_json::{Map, Value, json};
+
+use super::matching;
+use super::records::Registration;
+use crate::bench::Bench;
+use crate::envelope::{Outcome, overall_success};
+
+/// Delays and waits are cut into slices this long so a stop request ends them early.
+const SLICE: Duration = Duration::from_millis(250);
+/// Longest single read inside a read-until loop.
+const READ_SLICE_S: f64 = 0.25;
+/// Failure reports keep this many bytes of what was received.
+const TAIL: usize = 512;
+
+/// Sessions the run opened and must close.
+#[derive(Debug, Default)]
+pub struct Opened {
+    pub debug: Option<String>,
+    pub uarts: Vec<String>,
+    /// (bus, participant).
+    pub cans: Vec<(String, Option<String>)>,
+}
+
+/// Where a step sits, for progress.
+#[derive(Debug, Clone, Default)]
+pub struct Position {
+    pub step: usize,
+    pub iteration: Option<u64>,
+    pub nested_step: Option<usize>,
+}
+
+/// A callback for progress (MCP notifications for attached runs).
+pub type ProgressSink = std::sync::Arc<dyn Fn(Value) + Send + Sync>;
+
+/// One step's outcome.
+pub struct Done {
+    pub ok: bool,
+    pub result: Value,
+    pub error_type: Option<String>,
+    pub iterations: Option<Value>,
+}
+
+impl Done {
+    fn from_outcome(outcome: &Outcome) -> Self {
+        Self {
+            ok: overall_success(outcome),
+            result: outcome.to_value(),
+            error_type: outcome.error_type.clone(),
+            iterations: None,
+        }
+    }
+
+    fn failed(error_type: &str, mut result: Map<String, Value>) -> Self {
+        result.insert("ok".into(), false.into());
+        result.insert("error_type".into(), error_type.into());
+        Self {
+            ok: false,
+            result: Value::Object(result),
+            error_type: Some(error_type.to_owned()),
+            iterations: None,
+        }
+    }
+
+    fn passed(result: Map<String, Value>) -> Self {
+        let mut result = result;
+        result.insert("ok".into(), true.into());
+        Self {
+            ok: true,
+            result: Value::Object(result),
+            error_type: None,
+            iterations: None,
+        }
+    }
+}
+
+/// The running plan.
+pub struct Exec<'a> {
+    pub bench: &'a Bench,
+    pub reg: &'a mut Registration,
+    pub opened: Opened,
+    pub stopped: bool,
+    pub progress: Option<ProgressSink>,
+    pub total_steps: usize,
+}
+
+fn route_name(step: &Step) -> Option<String> {
+    step.route().map(|r| r.name.clone())
+}
+
+impl Exec<'_> {
+    /// One gate call; boxed because the gate's own future contains the reactor's.
+    pub async fn call(&self, tool: &str, args: Value) -> Outcome {
+        let future: Pin<Box<dyn Future<Output = Outcome> + Send + '_>> =
+            Box::pin(self.bench.call(tool, args));
+        future.await
+    }
+
+    /// Whether a stop was requested (remembered once seen).
+    pub fn stop_requested(&mut self) -> bool {
+        if !self.stopped {
+            self.stopped = self.reg.stop_requested();
+        }
+        self.stopped
+    }
+
+    fn report_progress(&mut self, at: &Position, step: &Step) {
+        // Inside a repeat the top-level step is the repeat; the step running is the nested one.
+        let mut doc = match at.nested_step {
+            None => json!({"step": at.step, "action": step.action(), "route": route_name(step)}),
+            Some(n) => json!({
+                "step": at.step,
+                "action": "repeat",
+                "route": null,
+                "iteration": at.iteration,
+                "nested_step": n,
+                "nested_action": step.action(),
+                "nested_route": route_name(step),
+            }),
+        };
+        self.reg.progress(doc.clone());
+        if let Some(sink) = &self.progress {
+            doc["total_steps"] = json!(self.total_steps);
+            sink(doc);
+        }
+    }
+
+    /// Sleeps `total`, in slices, ending early on a stop; answers whether it slept it all.
+    async fn wait(&mut self, total: Duration) -> bool {
+        let end = Instant::now() + total;
+        loop {
+            if self.stop_requested() {
+                return false;
+            }
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            tokio::time::sleep(left.min(SLICE)).await;
+        }
+    }
+
+    /// Runs one step (a `repeat` runs its nested steps).
+    pub fn run<'s>(
+        &'s mut self,
+        step: &'s Step,
+        at: Position,
+    ) -> Pin<Box<dyn Future<Output = Done> + Send + 's>> {
+        Box::pin(async move {
+            self.report_progress(&at, step);
+            match step {
+                Step::Flash {
+                    image_path,
+                    reset_after_flash,
+                    ..
+                } => {
+                    self.simple(
+                        "flash_firmware",
+                        json!({"image_path": image_path, "reset_after_flash": reset_after_flash}),
+                    )
+                    .await
+                }
+                Step::Reset { mode, .. } => {
+                    let mode = match mode {
+                        ResetMode::Run => "run",
+                        ResetMode::Halt => "halt",
+                        ResetMode::Init => "init",
+                    };
+                    self.simple("reset_target", json!({"mode": mode})).await
+                }
+                Step::UartOpen {
+                    route,
+                    clear_buffer,
+                } => {
+                    let done = self
+                        .simple(
+                            "com_session_start",
+                            json!({"port_id": route.name, "clear_buffer": clear_buffer}),
+                        )
+                        .await;
+                    if done.ok && !self.opened.uarts.contains(&route.name) {
+                        self.opened.uarts.push(route.name.clone());
+                    }
+                    done
+                }
+                Step::UartWrite { route, payload } => {
+                    let args = match payload {
+                        UartPayload::Text(text) => json!({"port_id": route.name, "text": text}),
+                        UartPayload::Hex(hex) => json!({"port_id": route.name, "hex": hex}),
+                    };
+                    self.simple("com_write", args).await
+                }
+                Step::UartRead {
+                    route,
+                    comparator: None,
+                    timeout_s,
+                } => {
+                    let mut args = json!({"port_id": route.name});
+                    if let Some(t) = timeout_s {
+                        args["wait_timeout_s"] = json!(t.min(60.0));
+                    }
+                    self.simple("com_read", args).await
+                }
+                Step::UartRead {
+                    route,
+                    comparator: Some(comparator),
+                    timeout_s,
+                } => {
+                    self.read_until(
+                        &route.name,
+                        Until::Comparator(comparator),
+                        timeout_s.unwrap_or(1.0),
+                    )
+                    .await
+                }
+                Step::UartExpect {
+                    route,
+                    matcher,
+                    timeout_s,
+                } => {
+                    self.read_until(&route.name, Until::Expect(matcher), *timeout_s)
+                        .await
+                }
+                Step::UartClose { route } => {
+                    let done = self
+                        .simple("com_session_stop", json!({"port_id": route.name}))
+                        .await;
+                    if done.ok {
+                        self.opened.uarts.retain(|p| p != &route.name);
+                    }
+                    done
+                }
+                Step::CanOpen {
+                    route,
+                    participant,
+                    clear_rx_queue,
+                } => {
+                    let args = bus_args(
+                        &route.name,
+                        participant.as_ref(),
+                        json!({"clear_rx_queue": clear_rx_queue}),
+                    );
+                    let done = self.simple("can_session_start", args).await;
+                    let key = (route.name.clone(), participant.clone());
+                    if done.ok && !self.opened.cans.contains(&key) {
+                        self.opened.cans.push(key);
+                    }
+                    done
+                }
+                Step::CanSend {
+                    route,
+                    participant,
+                    frame_id,
+                    extended,
+                    rtr,
+                    data_hex,
+                } => {
+                    let args = bus_args(
+                        &route.name,
+                        participant.as_ref(),
+                        json!({"frame_id": frame_id, "extended": extended, "rtr": rtr, "data_hex": data_hex}),
+                    );
+                    self.simple("can_send", args).await
+                }
+                Step::CanRead {
+                    route,
+                    participant,
+                    comparator: None,
+                    max_frames,
+                    wait_timeout_s,
+                    ..
+                } => {
+                    let mut args = bus_args(&route.name, participant.as_ref(), json!({}));
+                    if let Some(n) = max_frames {
+                        args["max_frames"] = json!(n);
+                    }
+                    if let Some(t) = wait_timeout_s {
+                        args["wait_timeout_s"] = json!(t);
+                    }
+                    self.simple("can_read", args).await
+                }
+                Step::CanRead {
+                    route,
+                    participant,
+                    comparator: Some(comparator),
+                    timeout_s,
+                    ..
+                } => {
+                    self.can_until(
+                        &route.name,
+                        participant.as_ref(),
+                        comparator,
+                        timeout_s.unwrap_or(1.0),
+                    )
+                    .await
+                }
+                Step::CanClose { route, participant } => {
+                    let done = self
+                        .simple(
+                            "can_session_stop",
+                            bus_args(&route.name, participant.as_ref(), json!({})),
+                        )
+                        .await;
+                    if done.ok {
+                        self.opened
+                            .cans
+                            .retain(|(b, p)| !(b == &route.name && p == participant));
+                    }
+                    done
+                }
+                Step::DebugStart {
+                    route,
+                    image_path,
+                    mode,
+                    timeout_s,
+                } => {
+                    let mode = match mode {
+                        DebugStartMode::Attach => "attach",
+                        DebugStartMode::ResetHalt => "reset_halt",
+                        DebugStartMode::Load => "load",
+                    };
+                    let mut args = json!({"image_path": image_path, "mode": mode});
+                    if let Some(t) = timeout_s {
+                        args["timeout_s"] = json!(t);
+                    }
+                    let done = self.simple("debug_start_session", args).await;
+                    if done.ok {
+                        // Preflight allowed an omitted route only with exactly one debugger.
+                        let only = || {
+                            self.bench
+                                .loaded()
+                                .and_then(|l| l.config.auto_bound_debugger())
+                                .map(|(name, _)| name.to_owned())
+                                .unwrap_or_default()
+                        };
+                        self.opened.debug =
+                            Some(route.as_ref().map_or_else(only, |r| r.name.clone()));
+                    }
+                    done
+                }
+                Step::RunUntilBreakpoint {
+                    location,
+                    timeout_s,
+                    ..
+                } => self.until_breakpoint(location, *timeout_s).await,
+                Step::DumpMemory {
+                    symbol,
+                    output_path,
+                    ..
+                } => {
+                    self.simple(
+                        "debug_dump_symbol_ihex",
+                        json!({"symbol": symbol, "output_path": output_path}),
+                    )
+                    .await
+                }
+                Step::ReadSymbol {
+                    symbol,
+                    size_bytes,
+                    comparator,
+                    ..
+                } => {
+                    let outcome = self
+                        .call("debug_symbol_value", json!({"symbol": symbol}))
+                        .await;
+                    let mut done = Done::from_outcome(&outcome);
+                    if !done.ok {
+                        return done;
+                    }
+                    if let Some(size) = size_bytes
+                        && outcome.detail("size_bytes").and_then(Value::as_u64) != Some(*size)
+                    {
+                        let mut doc = as_map(done.result);
+                        doc.insert("expected_size_bytes".into(), json!(size));
+                        doc.insert(
+                            "summary".into(),
+                            json!(format!("The symbol {symbol} is not {size} bytes wide.")),
+                        );
+                        return Done::failed("symbol_size_mismatch", doc);
+                    }
+                    if let Some(comparator) = comparator {
+                        let mut doc = as_map(done.result.clone());
+                        match matching::symbol(comparator, &done.result) {
+                            Ok(judged) => {
+                                doc.insert("comparator".into(), Value::Object(judged));
+                                done.result = Value::Object(doc);
+                            }
+                            Err(judged) => {
+                                doc.insert("comparator".into(), Value::Object(judged));
+                                doc.insert(
+                                    "summary".into(),
+                                    json!(format!(
+                                        "The value of {symbol} did not meet the comparator."
+                                    )),
+                                );
+                                return Done::failed("comparator_unmet", doc);
+                            }
+                        }
+                    }
+                    done
+                }
+                Step::DebugStop { timeout_s, .. } => {
+                    let mut args = json!({});
+                    if let Some(t) = timeout_s {
+                        args["timeout_s"] = json!(t);
+                    }
+                    let done = self.simple("debug_stop_session", args).await;
+                    if done.ok {
+                        self.opened.debug = None;
+                    }
+                    done
+                }
+                Step::Delay { duration_ms, .. } => {
+                    let started = Instant::now();
+                    let whole = self
+                        .wait(Duration::from_millis(u64::from(*duration_ms)))
+                        .await;
+                    let mut doc = Map::new();
+                    doc.insert("action".into(), "delay".into());
+                    doc.insert("duration_ms".into(), json!(duration_ms));
+                    doc.insert("elapsed_ms".into(), json!(elapsed_ms(started)));
+                    if !whole {
+                        doc.insert("interrupted_by_stop".into(), true.into());
+                    }
+                    Done::passed(doc)
+                }
+                Step::Repeat {
+                    count,
+                    duration_s,
+                    steps,
+                } => self.repeat(*count, *duration_s, steps, at).await,
+            }
+        })
+    }
+
+    async fn simple(&self, tool: &str, args: Value) -> Done {
+        Done::from_outcome(&self.call(tool, args).await)
+    }
+
+    async fn until_breakpoint(&mut self, location: &Location, timeout_s: Option<f64>) -> Done {
+        let location = match location {
+            Location::Symbol(s) => json!({"symbol": s}),
+            Location::Function(f) => json!({"function": f}),
+            Location::FileLine { file, line } => json!({"file": file, "line": line}),
+        };
+        let set = self
+            .call("debug_set_breakpoint", json!({"location": location}))
+            .await;
+        if !overall_success(&set) {
+            return Done::from_outcome(&set);
+        }
+        let id = set.detail("breakpoint").and_then(|b| b.get("id")).cloned();
+        let mut args = json!({});
+        if let Some(t) = timeout_s {
+            args["timeout_s"] = json!(t);
+        }
+        let resumed = self.call("debug_continue", args).await;
+        let cleared = self.call("debug_clear_breakpoints", json!({})).await;
+        let mut doc = Map::new();
+        doc.insert("action".into(), "run_until_breakpoint".into());
+        doc.insert("set".into(), set.to_value());
+        doc.insert("continue".into(), resumed.to_value());
+        doc.insert("clear".into(), cleared.to_value());
+        if !overall_success(&resumed) {
+            let error_type = resumed
+                .error_type
+                .clone()
+                .unwrap_or_else(|| "unexpected_stop".into());
+            doc.insert("summary".into(), json!(resumed.summary));
+            return Done::failed(&error_type, doc);
+        }
+        let stop = resumed.detail("stop").cloned().unwrap_or(Value::Null);
+        let ours = resumed.detail("stop_reason").and_then(Value::as_str) == Some("breakpoint_hit")
+            && (id.is_none() || stop.get("breakpoint_id") == id.as_ref());
+        if !ours {
+            doc.insert(
+                "summary".into(),
+                json!("The target stopped, but not at the plan's breakpoint."),
+            );
+            doc.insert(
+                "stop_reason".into(),
+                resumed
+                    .detail("stop_reason")
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            );
+            return Done::failed("unexpected_stop", doc);
+        }
+        if !overall_success(&cleared) {
+            doc.insert("summary".into(), json!(cleared.summary));
+            return Done::failed(
+                cleared.error_type.as_deref().unwrap_or("cleanup_failed"),
+                doc,
+            );
+        }
+        doc.insert("stop".into(), stop);
+        doc.insert(
+            "summary".into(),
+            json!("The target stopped at the plan's breakpoint."),
+        );
+        Done::passed(doc)
+    }
+
+    /// Reads until the matcher is met or time runs out, keeping a bounded window of bytes.
+    async fn read_until(&mut self, port: &str, until: Until<'_>, timeout_s: f64) -> Done {
+        let expected_len = until.expected_len();
+        let window_cap = matching::window_size(expected_len);
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.clamp(0.0, 3600.0));
+        let mut window: Vec<u8> = Vec::new();
+        let mut received = 0usize;
+        let mut reads = 0u32;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let last_pass = left.is_zero();
+            let answer = self
+                .call("com_read", json!({"port_id": port, "wait_timeout_s": left.as_secs_f64().min(READ_SLICE_S)}))
+                .await;
+            reads += 1;
+            if !overall_success(&answer) {
+                return Done::from_outcome(&answer);
+            }
+            let bytes = answer
+                .detail("data")
+                .and_then(|d| d["hex"].as_str())
+                .and_then(decode_hex)
+                .unwrap_or_default();
+            received += bytes.len();
+            window.extend_from_slice(&bytes);
+            if window.len() > window_cap {
+                window.drain(..window.len() - window_cap);
+            }
+            let text = String::from_utf8_lossy(&window).into_owned();
+            let hit = until.judge(&text, last_pass);
+            let mut doc = Map::new();
+            doc.insert("port_id".into(), port.into());
+            doc.insert("bytes_received".into(), json!(received));
+            doc.insert("reads".into(), json!(reads));
+            if let Some(hit) = hit {
+                doc.insert("matched".into(), true.into());
+                if let Some(t) = hit.captured_text {
+                    doc.insert("captured_text".into(), t.into());
+                }
+                if let Some(v) = hit.captured_value {
+                    doc.insert("captured_value".into(), json!(v));
+                }
+                doc.insert("summary".into(), json!("The expected output arrived."));
+                return Done::passed(doc);
+            }
+            let stopped = self.stop_requested();
+            if last_pass || stopped {
+                let tail = &window[window.len().saturating_sub(TAIL)..];
+                doc.insert("matched".into(), false.into());
+                doc.insert(
+                    "received_tail".into(),
+                    String::from_utf8_lossy(tail).into_owned().into(),
+                );
+                if let Until::Comparator(TextComparator {
+                    matcher: ahil_config::plan::Matcher::Pattern { pattern, .. },
+                }) = until
+                    && let Some(last) = matching::last_capture(pattern, &text)
+                {
+                    doc.insert("captured_text".into(), last.into());
+                }
+                if stopped {
+                    doc.insert("interrupted_by_stop".into(), true.into());
+                }
+                doc.insert(
+                    "summary".into(),
+                    json!(format!(
+                        "The expected output did not arrive on '{port}' within {timeout_s} s."
+                    )),
+                );
+                return Done::failed(until.error_type(), doc);
+            }
+            if bytes.is_empty() {
+                tokio::time::sleep(left.min(Duration::from_millis(50))).await;
+            }
+        }
+    }
+
+    /// Reads frames until one the comparator selects passes, or time runs out.
+    async fn can_until(
+        &mut self,
+        bus: &str,
+        participant: Option<&String>,
+        comparator: &CanComparator,
+        timeout_s: f64,
+    ) -> Done {
+        let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.clamp(0.0, 3600.0));
+        let mut tail: Vec<Value> = Vec::new();
+        let mut seen = 0usize;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let answer = self
+                .call(
+                    "can_read",
+                    bus_args(
+                        bus,
+                        participant,
+                        json!({"wait_timeout_s": left.as_secs_f64().min(READ_SLICE_S)}),
+                    ),
+                )
+                .await;
+            if !overall_success(&answer) {
+                return Done::from_outcome(&answer);
+            }
+            let frames = answer
+                .detail("frames")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for frame in frames {
+                seen += 1;
+                let selected = matching::frame_selected(comparator, &frame);
+                if selected && let Some(hit) = matching::frame(comparator, &frame) {
+                    let mut doc = Map::new();
+                    doc.insert("bus_id".into(), bus.into());
+                    doc.insert("frame".into(), frame);
+                    doc.insert("frames_seen".into(), json!(seen));
+                    if let Some(v) = hit.captured_value {
+                        doc.insert("captured_value".into(), json!(v));
+                    }
+                    doc.insert("summary".into(), json!("A matching frame arrived."));
+                    return Done::passed(doc);
+                }
+                tail.push(frame);
+                if tail.len() > 16 {
+                    tail.remove(0);
+                }
+            }
+            let stopped = self.stop_requested();
+            if left.is_zero() || stopped {
+                let mut doc = Map::new();
+                doc.insert("bus_id".into(), bus.into());
+                doc.insert("frames_seen".into(), json!(seen));
+                doc.insert("frames_tail".into(), Value::Array(tail));
+                doc.insert(
+                    "summary".into(),
+                    json!(format!(
+                        "No frame on '{bus}' met the comparator within {timeout_s} s."
+                    )),
+                );
+                return Done::failed("comparator_unmet", doc);
+            }
+        }
+    }
+
+    async fn repeat(
+        &mut self,
+        count: Option<u64>,
+        duration_s: Option<f64>,
+        steps: &[Step],
+        at: Position,
+    ) -> Done {
+        let started = Instant::now();
+        let mut iterations: Vec<Value> = Vec::new();
+        let mut doc = Map::new();
+        doc.insert("action".into(), "repeat".into());
+        if let Some(c) = count {
+            doc.insert("count".into(), json!(c));
+        }
+        if let Some(d) = duration_s {
+            doc.insert("duration_s".into(), json!(d));
+        }
+        let mut iteration = 0u64;
+        let (ok, exit_reason) = 'outer: loop {
+            iteration += 1;
+            let mut records = Vec::new();
+            for (j, nested) in steps.iter().enumerate() {
+                if self.stop_requested() {
+                    doc.insert("stopped_after_nested_step".into(), json!(j));
+                    iterations.push(json!({"iteration": iteration, "steps": records}));
+                    break 'outer (true, "stopped");
+                }
+                let position = Position {
+                    step: at.step,
+                    iteration: Some(iteration),
+                    nested_step: Some(j + 1),
+                };
+                let clock = Instant::now();
+                let done = self.run(nested, position).await;
+                records.push(record(j + 1, nested, &done, clock));
+                if !done.ok {
+                    doc.insert("failed_iteration".into(), json!(iteration));
+                    doc.insert("failed_nested_step".into(), json!(j + 1));
+                    doc.insert("failed_nested_action".into(), nested.action().into());
+                    if let Some(e) = &done.error_type {
+                        doc.insert("error_type".into(), e.clone().into());
+                    }
+                    iterations.push(json!({"iteration": iteration, "steps": records}));
+                    break 'outer (false, "step_failed");
+                }
+            }
+            iterations.push(json!({"iteration": iteration, "steps": records}));
+            if count.is_some_and(|c| iteration >= c) {
+                break (true, "count");
+            }
+            if duration_s.is_some_and(|d| started.elapsed().as_secs_f64() >= d) {
+                break (true, "duration_s");
+            }
+            if self.stop_requested() {
+                break (true, "stopped");
+            }
+        };
+        doc.insert("iterations_run".into(), json!(iteration));
+        doc.insert(
+            "elapsed_s".into(),
+            json!((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0),
+        );
+        doc.insert("exit_reason".into(), exit_reason.into());
+        doc.insert("ok".into(), ok.into());
+        let error_type = doc
+            .get("error_type")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Done {
+            ok,
+            result: Value::Object(doc),
+            error_type,
+            iterations: Some(Value::Array(iterations)),
+        }
+    }
+}
+
+/// What a read-until waits for.
+enum Until<'p> {
+    Expect(&'p UartMatch),
+    Comparator(&'p TextComparator),
+}
+
+impl Until<'_> {
+    fn expected_len(&self) -> usize {
+        match self {
+            Until::Expect(UartMatch::Text(t) | UartMatch::Pattern(t)) => t.len(),
+            Until::Comparator(c) => match &c.matcher {
+                ahil_config::plan::Matcher::Equals(v) => v.len(),
+                ahil_config::plan::Matcher::Pattern { pattern, .. } => pattern.len(),
+            },
+        }
+    }
+
+    fn judge(&self, text: &str, last_pass: bool) -> Option<matching::Hit> {
+        match self {
+            Until::Expect(m) => matching::expect(m, text).then(matching::Hit::default),
+            Until::Comparator(c) => matching::text(&c.matcher, text, last_pass),
+        }
+    }
+
+    fn error_type(&self) -> &'static str {
+        match self {
+            Until::Expect(_) => "uart_expect_timeout",
+            Until::Comparator(_) => "comparator_unmet",
+        }
+    }
+}
+
+/// A step as the run report lists it.
+pub fn record(index: usize, step: &Step, done: &Done, clock: Instant) -> Value {
+    let mut doc = json!({
+        "index": index,
+        "route": route_name(step),
+        "action": step.action(),
+        "result": done.result,
+        "elapsed_ms": elapsed_ms(clock),
+    });
+    if let Some(iterations) = &done.iterations {
+        doc["iterations"] = iterations.clone();
+    }
+    doc
+}
+
+fn elapsed_ms(clock: Instant) -> u64 {
+    u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn as_map(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// A CAN tool's arguments: the bus, the participant when the step names one, and `rest`.
+pub fn bus_args(bus: &str, participant: Option<&String>, rest: Value) -> Value {
+    let mut args = rest;
+    args["bus_id"] = json!(bus);
+    if let Some(p) = participant {
+        args["participant"] = json!(p);
+    }
+    args
+}
+
+fn decode_hex(text: &str) -> Option<Vec<u8>> {
+    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    if !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
+}

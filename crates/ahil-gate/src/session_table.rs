@@ -1,0 +1,48 @@
+//! The sessions a gate holds across calls (COM ports, CAN buses), by the device id they were
+//! opened for.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// A session knows the id it is registered under.
+pub trait Keyed {
+    fn key(&self) -> &str;
+}
+
+/// The open sessions of one kind.
+pub struct Table<S> {
+    map: Mutex<BTreeMap<String, Arc<S>>>,
+}
+
+impl<S> Default for Table<S> {
+    fn default() -> Self {
+        Self {
+            map: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+impl<S: Keyed> Table<S> {
+    fn table(&self) -> MutexGuard<'_, BTreeMap<String, Arc<S>>> {
+        // Inserts and removes are single statements, so a poisoned table is still consistent.
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The session on `id`, if one is registered (alive or failed).
+    pub fn get(&self, id: &str) -> Option<Arc<S>> {
+        self.table().get(id).cloned()
+    }
+
+    pub fn insert(&self, session: Arc<S>) {
+        self.table().insert(session.key().to_owned(), session);
+    }
+
+    pub fn remove(&self, id: &str) -> Option<Arc<S>> {
+        self.table().remove(id)
+    }
+
+    /// The ids with a registered session (for shutdown).
+    pub fn ids(&self) -> Vec<String> {
+        self.table().keys().cloned().collect()
+    }
+}

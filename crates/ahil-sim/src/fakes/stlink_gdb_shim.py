@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""A stand-in for ST-LINK_gdbserver as a debug session's gdb server, backed by the emulated board.
+
+Copy it beside `openocd_gdb_shim.py` (whose relay it reuses), `board-dir` (the directory
+`agentic-hil sim start` gave the board) and, optionally, `fake-scenario`:
+
+  ok          serve gdb on the `-p` port, relaying to the board's stub, across reconnects (default)
+  exit-early  print ST-LINK_gdbserver's "No ST-LINK detected" and exit 1 before the port opens
+  no-port     run but never open the port
+
+ST-LINK_gdbserver's monitor commands are answered here: `reset` resets the board through QMP and
+keeps it paused, `halt` pauses it. Each run appends its arguments to `calls.jsonl`, each monitor
+command to `monitor.log`, and writes its pid to `shim.pid`.
+"""
+import json
+import os
+import socket
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(sys.argv[0]))
+sys.path.insert(0, HERE)
+
+import openocd_gdb_shim as shim  # noqa: E402
+
+ARGS = sys.argv[1:]
+
+
+def say(text):
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def monitor(board, command):
+    """Answers one monitor command as ST-LINK_gdbserver would for a halted board."""
+    words = command.split()
+    if words == ["reset"]:
+        shim.qmp(board, "system_reset", "stop")
+        return shim.packet("OK")
+    if words == ["halt"]:
+        shim.qmp(board, "stop")
+        return shim.packet("OK")
+    text = "Unknown monitor command '%s'\n" % command
+    return shim.packet("O" + text.encode().hex()) + shim.packet("E01")
+
+
+def main():
+    with open(os.path.join(HERE, "calls.jsonl"), "a", encoding="utf-8") as f:
+        f.write(json.dumps(ARGS) + "\n")
+    with open(os.path.join(HERE, "shim.pid"), "w", encoding="utf-8") as f:
+        f.write(str(os.getpid()))
+    say("STMicroelectronics ST-LINK GDB server. Version 7.10.0")
+    case = shim.beside("fake-scenario", "ok")
+    if case == "exit-early":
+        say("Error in initializing ST-LINK device.")
+        say("Reason: No ST-LINK detected! Please connect ST-LINK and restart the debug session.")
+        return 1
+    if case == "no-port":
+        time.sleep(3600)
+        return 0
+    board = shim.beside("board-dir")
+    port = int(ARGS[ARGS.index("-p") + 1])
+    shim.monitor = monitor
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", port))
+    server.listen(1)
+    say("Waiting for debugger connection...")
+    while True:
+        client, _ = server.accept()
+        say("Debugger connected")
+        shim.Relay(board, client).run()
+        if "-e" not in ARGS:
+            return 0
+        say("Waiting for debugger connection...")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
