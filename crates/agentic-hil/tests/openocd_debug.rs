@@ -5,224 +5,21 @@
 
 mod support;
 
+use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
-use serde_json::{Value, json};
-use support::World;
+use serde_json::Value;
+use support::shim::{Bench, Server, alive, call, counter, gdbs_under, gone, ok};
 
-type Client = RunningService<rmcp::RoleClient, ()>;
-
-const GRANTS: &str = "    permissions:\n      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n";
-
-struct Bench {
-    world: World,
-    tools: PathBuf,
-    board_dir: PathBuf,
-    qemu_config: String,
-    openocd_config: String,
-}
-
-impl Bench {
-    fn new(scenario: &str, timeout_s: u32) -> Self {
-        let world = World::new();
-        let (_, code) = world.run_json(&["init"]);
-        assert_eq!(code, Some(0), "init succeeds");
-        let state = world.home.join(".local/state/agentic-hil");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
-        let shim = tools.join("openocd.py");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../ahil-sim/src/fakes/openocd_gdb_shim.py"),
-            &shim,
-        )
-        .expect("the shim is installed");
-        std::fs::write(tools.join("fake-scenario"), scenario).expect("scenario");
-        let board_dir = state.join("sim").join("board");
-        std::fs::write(tools.join("board-dir"), board_dir.display().to_string())
-            .expect("board dir");
-        let head = format!(
-            "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-             target:\n  name: board\n  controller: stm32f405\n",
-            ws = world.workspace.display(),
-            state = state.display(),
-        );
-        let tail = "artifacts:\n  allowed_roots: [fw]\n\
-                    debug:\n  allowed_symbols: [on_tick, counter]\n";
-        let qemu_config = format!(
-            "{head}debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{GRANTS}{tail}"
-        );
-        let openocd_config = format!(
-            "{head}debuggers:\n  ocd:\n    type: openocd\n    executable: \"{exe}\"\n    \
-             probe_id: SIM0\n    timeout_s: {timeout_s}\n{GRANTS}{tail}",
-            exe = shim.display(),
-        );
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf"),
-            fw.join("fw.elf"),
-        )
-        .expect("firmware copies");
-        std::fs::write(world.config_path(), &openocd_config).expect("config");
-        Self {
-            world,
-            tools,
-            board_dir,
-            qemu_config,
-            openocd_config,
-        }
-    }
-
-    /// Starts the emulated board under the `type: qemu` entry, then hands the config to OpenOCD.
-    fn start_board(&self) -> Board<'_> {
-        std::fs::write(self.world.config_path(), &self.qemu_config).expect("config");
-        let (doc, code) = self
-            .world
-            .run_json(&["sim", "start", "--image", "fw/fw.elf"]);
-        let board = Board(self);
-        assert_eq!(code, Some(0), "sim start: {doc}");
-        std::fs::write(self.world.config_path(), &self.openocd_config).expect("config");
-        board
-    }
-
-    fn calls(&self) -> Vec<Vec<String>> {
-        std::fs::read_to_string(self.tools.join("calls.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("call line"))
-            .collect()
-    }
-
-    /// The monitor commands gdb sent through the shim, in order.
-    fn monitor(&self) -> Vec<String> {
-        std::fs::read_to_string(self.tools.join("monitor.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    fn shim_pid(&self) -> i32 {
-        std::fs::read_to_string(self.tools.join("shim.pid"))
-            .expect("the shim ran")
-            .trim()
-            .parse()
-            .expect("a pid")
-    }
-}
-
-/// A running board; stopped when dropped, whatever the test did.
-struct Board<'a>(&'a Bench);
-
-impl Board<'_> {
-    /// QMP's run state, read from the board's own socket (the server's config names no qemu entry).
-    fn vm_status(&self) -> String {
-        let mut stream =
-            UnixStream::connect(self.0.board_dir.join("qmp.sock")).expect("the board's QMP");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-        let mut line = String::new();
-        reader.read_line(&mut line).expect("greeting");
-        for command in ["qmp_capabilities", "query-status"] {
-            writeln!(stream, "{}", json!({"execute": command})).expect("request");
-            loop {
-                line.clear();
-                reader.read_line(&mut line).expect("answer");
-                let doc: Value = serde_json::from_str(&line).expect("QMP JSON");
-                if let Some(answer) = doc.get("return") {
-                    if command == "query-status" {
-                        return answer["status"].as_str().expect("a status").to_owned();
-                    }
-                    break;
-                }
-            }
-        }
-        unreachable!("query-status answered")
-    }
-}
-
-impl Drop for Board<'_> {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.0.world.config_path(), &self.0.qemu_config);
-        let _ = self.0.world.run(&["sim", "stop"]);
-    }
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(map) = args {
-        request = request.with_arguments(map);
-    }
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    let doc = result
-        .structured_content
-        .expect("the envelope is structured content");
-    (doc, result.is_error == Some(true))
-}
-
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let (doc, is_error) = call(client, tool, args).await;
-    assert!(!is_error, "{tool}: {doc}");
-    doc
-}
-
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or_default()
-            .trim_start()
-            .starts_with('Z')
-    })
-}
-
-/// Waits up to 5 s for `pid` to be gone.
-fn gone(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while alive(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    !alive(pid)
-}
-
-/// gdb processes started under this test's HOME.
-fn gdbs_under(home: &Path) -> usize {
-    let wanted = format!("HOME={}", home.display());
-    std::fs::read_dir("/proc").map_or(0, |entries| {
-        entries
-            .filter_map(Result::ok)
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                String::from_utf8_lossy(&cmdline).contains("--interpreter=mi")
-                    && environ
-                        .split(|b| *b == 0)
-                        .any(|var| var == wanted.as_bytes())
-            })
-            .count()
-    })
-}
-
-async fn counter(client: &Client) -> u64 {
-    let value = ok(client, "debug_symbol_value", json!({"symbol": "counter"})).await;
-    assert_eq!(value["size_bytes"], 4, "{value}");
-    value["value_unsigned"].as_u64().expect("a reading")
+fn bench(scenario: &str, timeout_s: u32) -> Bench {
+    Bench::new(Server::OpenOcd, scenario, timeout_s)
 }
 
 #[tokio::test]
 async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_with_the_board_halted()
  {
-    let bench = Bench::new("ok", 10);
+    let bench = bench("ok", 10);
     let board = bench.start_board();
     assert_eq!(board.vm_status(), "running", "the board boots running");
     let client = support::connect(&bench.world).await;
@@ -311,7 +108,7 @@ async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_
 
 #[tokio::test]
 async fn a_reset_halt_session_resets_through_openocd_and_runs_to_the_tick_breakpoint() {
-    let bench = Bench::new("ok", 10);
+    let bench = bench("ok", 10);
     let board = bench.start_board();
     let client = support::connect(&bench.world).await;
     let doc = ok(
@@ -354,7 +151,7 @@ async fn a_reset_halt_session_resets_through_openocd_and_runs_to_the_tick_breakp
 
 #[tokio::test]
 async fn a_load_session_writes_the_elf_between_two_resets_and_records_the_load_as_committed() {
-    let bench = Bench::new("ok", 10);
+    let bench = bench("ok", 10);
     let board = bench.start_board();
     let client = support::connect(&bench.world).await;
     let doc = ok(
@@ -392,7 +189,7 @@ async fn a_load_session_writes_the_elf_between_two_resets_and_records_the_load_a
 #[tokio::test]
 async fn an_openocd_that_exits_before_its_port_opens_fails_the_start_with_its_words_and_leaves_nothing()
  {
-    let bench = Bench::new("exit-early", 10);
+    let bench = bench("exit-early", 10);
     let client = support::connect(&bench.world).await;
     for _ in 0..2 {
         let (doc, is_error) = call(
@@ -418,7 +215,7 @@ async fn an_openocd_that_exits_before_its_port_opens_fails_the_start_with_its_wo
 
 #[tokio::test]
 async fn an_openocd_that_never_opens_its_port_is_killed_at_the_timeout() {
-    let bench = Bench::new("no-port", 1);
+    let bench = bench("no-port", 1);
     let client = support::connect(&bench.world).await;
     let (doc, is_error) = call(
         &client,
@@ -438,7 +235,7 @@ async fn an_openocd_that_never_opens_its_port_is_killed_at_the_timeout() {
 
 #[test]
 fn a_server_killed_mid_session_takes_gdb_and_openocd_with_it_and_leaves_the_core_halted() {
-    let bench = Bench::new("ok", 10);
+    let bench = bench("ok", 10);
     let board = bench.start_board();
     let mut server = bench
         .world

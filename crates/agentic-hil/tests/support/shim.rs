@@ -1,0 +1,251 @@
+//! A debug session through a gdb server whose executable is `ahil-sim`'s shim (OpenOCD's or
+//! ST-LINK_gdbserver's arguments, gdb served on the port it is given, relayed to a real emulated
+//! board started with `agentic-hil sim start` under a `type: qemu` entry): the world, the board, and
+//! the checks both backends' tests make.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use serde_json::{Value, json};
+
+use super::World;
+
+pub type Client = RunningService<rmcp::RoleClient, ()>;
+
+/// Installs the server's fakes in `tools` and returns its `debuggers` entry (without grants).
+fn install(server: Server, fakes: &Path, tools: &Path, timeout_s: u32) -> String {
+    let copy = |from: &str, to: &str| {
+        let path = tools.join(to);
+        std::fs::copy(fakes.join(from), &path).expect("a fake is installed");
+        path
+    };
+    match server {
+        Server::OpenOcd => {
+            let shim = copy("openocd_gdb_shim.py", "openocd.py");
+            format!(
+                "  ocd:\n    type: openocd\n    executable: \"{exe}\"\n    \
+                 probe_id: SIM0\n    timeout_s: {timeout_s}\n",
+                exe = shim.display(),
+            )
+        }
+        Server::Stlink => {
+            let shim = copy("stlink_gdb_shim.py", "ST-LINK_gdbserver.py");
+            copy("openocd_gdb_shim.py", "openocd_gdb_shim.py");
+            let cli = copy("probe_cli.py", "STM32_Programmer_CLI.py");
+            format!(
+                "  st:\n    type: stlink\n    executable: \"{cli}\"\n    \
+                 gdb_server_executable: \"{exe}\"\n    \
+                 probe_id: SIM0\n    timeout_s: {timeout_s}\n",
+                cli = cli.display(),
+                exe = shim.display(),
+            )
+        }
+    }
+}
+
+pub const GRANTS: &str = "    permissions:\n      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n";
+
+/// Which debug server the shim stands in for.
+#[derive(Debug, Clone, Copy)]
+pub enum Server {
+    /// `type: openocd`: the shim is the `openocd` executable.
+    OpenOcd,
+    /// `type: stlink`: the shim is `gdb_server_executable`, beside the programmer CLI fake.
+    Stlink,
+}
+
+/// A test world whose debugger's gdb server is `ahil-sim`'s shim, relaying to an emulated board.
+pub struct Bench {
+    pub world: World,
+    pub tools: PathBuf,
+    pub board_dir: PathBuf,
+    qemu_config: String,
+    server_config: String,
+}
+
+impl Bench {
+    pub fn new(server: Server, scenario: &str, timeout_s: u32) -> Self {
+        let world = World::new();
+        let (_, code) = world.run_json(&["init"]);
+        assert_eq!(code, Some(0), "init succeeds");
+        let state = world.home.join(".local/state/agentic-hil");
+        let tools = world.home.join("tools");
+        std::fs::create_dir_all(&tools).expect("tools dir");
+        let fakes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes");
+        let entry = install(server, &fakes, &tools, timeout_s);
+        std::fs::write(tools.join("fake-scenario"), scenario).expect("scenario");
+        let board_dir = state.join("sim").join("board");
+        std::fs::write(tools.join("board-dir"), board_dir.display().to_string())
+            .expect("board dir");
+        let head = format!(
+            "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+             target:\n  name: board\n  controller: stm32f405\n",
+            ws = world.workspace.display(),
+            state = state.display(),
+        );
+        let tail = "artifacts:\n  allowed_roots: [fw]\n\
+                    debug:\n  allowed_symbols: [on_tick, counter]\n";
+        let qemu_config = format!(
+            "{head}debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{GRANTS}{tail}"
+        );
+        let server_config = format!("{head}debuggers:\n{entry}{GRANTS}{tail}");
+        let fw = world.workspace.join("fw");
+        std::fs::create_dir_all(&fw).expect("fw dir");
+        std::fs::copy(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf"),
+            fw.join("fw.elf"),
+        )
+        .expect("firmware copies");
+        std::fs::write(world.config_path(), &server_config).expect("config");
+        Self {
+            world,
+            tools,
+            board_dir,
+            qemu_config,
+            server_config,
+        }
+    }
+
+    /// Starts the emulated board under the `type: qemu` entry, then hands the config to the server.
+    pub fn start_board(&self) -> Board<'_> {
+        std::fs::write(self.world.config_path(), &self.qemu_config).expect("config");
+        let (doc, code) = self
+            .world
+            .run_json(&["sim", "start", "--image", "fw/fw.elf"]);
+        let board = Board(self);
+        assert_eq!(code, Some(0), "sim start: {doc}");
+        std::fs::write(self.world.config_path(), &self.server_config).expect("config");
+        board
+    }
+
+    pub fn calls(&self) -> Vec<Vec<String>> {
+        std::fs::read_to_string(self.tools.join("calls.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("call line"))
+            .collect()
+    }
+
+    /// The monitor commands gdb sent through the shim, in order.
+    pub fn monitor(&self) -> Vec<String> {
+        std::fs::read_to_string(self.tools.join("monitor.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    pub fn shim_pid(&self) -> i32 {
+        std::fs::read_to_string(self.tools.join("shim.pid"))
+            .expect("the shim ran")
+            .trim()
+            .parse()
+            .expect("a pid")
+    }
+}
+
+/// A running board; stopped when dropped, whatever the test did.
+pub struct Board<'a>(&'a Bench);
+
+impl Board<'_> {
+    /// QMP's run state, read from the board's own socket (the server's config names no qemu entry).
+    pub fn vm_status(&self) -> String {
+        let mut stream =
+            UnixStream::connect(self.0.board_dir.join("qmp.sock")).expect("the board's QMP");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("greeting");
+        for command in ["qmp_capabilities", "query-status"] {
+            writeln!(stream, "{}", json!({"execute": command})).expect("request");
+            loop {
+                line.clear();
+                reader.read_line(&mut line).expect("answer");
+                let doc: Value = serde_json::from_str(&line).expect("QMP JSON");
+                if let Some(answer) = doc.get("return") {
+                    if command == "query-status" {
+                        return answer["status"].as_str().expect("a status").to_owned();
+                    }
+                    break;
+                }
+            }
+        }
+        unreachable!("query-status answered")
+    }
+}
+
+impl Drop for Board<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.0.world.config_path(), &self.0.qemu_config);
+        let _ = self.0.world.run(&["sim", "stop"]);
+    }
+}
+
+pub async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
+    let mut request = CallToolRequestParams::new(tool.to_owned());
+    if let Value::Object(map) = args {
+        request = request.with_arguments(map);
+    }
+    let result = client.call_tool(request).await.expect("tools/call answers");
+    let doc = result
+        .structured_content
+        .expect("the envelope is structured content");
+    (doc, result.is_error == Some(true))
+}
+
+pub async fn ok(client: &Client, tool: &str, args: Value) -> Value {
+    let (doc, is_error) = call(client, tool, args).await;
+    assert!(!is_error, "{tool}: {doc}");
+    doc
+}
+
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or_default()
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// Waits up to 5 s for `pid` to be gone.
+pub fn gone(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    !alive(pid)
+}
+
+/// gdb processes started under this test's HOME.
+pub fn gdbs_under(home: &Path) -> usize {
+    let wanted = format!("HOME={}", home.display());
+    std::fs::read_dir("/proc").map_or(0, |entries| {
+        entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+                String::from_utf8_lossy(&cmdline).contains("--interpreter=mi")
+                    && environ
+                        .split(|b| *b == 0)
+                        .any(|var| var == wanted.as_bytes())
+            })
+            .count()
+    })
+}
+
+pub async fn counter(client: &Client) -> u64 {
+    let value = ok(client, "debug_symbol_value", json!({"symbol": "counter"})).await;
+    assert_eq!(value["size_bytes"], 4, "{value}");
+    value["value_unsigned"].as_u64().expect("a reading")
+}
