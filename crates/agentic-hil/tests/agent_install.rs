@@ -34,6 +34,33 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).expect("the host file exists")).expect("JSON")
 }
 
+/// This world's own temp dir. The launcher rule is "not under the temp dir", and the binary under
+/// test may itself live under /tmp (a CI checkout there), so each test names its own.
+fn private_tmp(world: &World) -> PathBuf {
+    let tmp = world.home.parent().expect("world root").join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp dir");
+    tmp
+}
+
+/// `world.run_json` with the world's own temp dir.
+fn run_json(world: &World, args: &[&str]) -> (Value, Option<i32>) {
+    let out = world
+        .command()
+        .env("TMPDIR", private_tmp(world))
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("the binary runs");
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+        panic!(
+            "stdout of {args:?} is one JSON document ({err}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (doc, out.status.code())
+}
+
 fn launcher() -> String {
     std::fs::canonicalize(World::binary())
         .expect("binary resolves")
@@ -46,7 +73,7 @@ fn each_host_gets_the_entry_it_expects_and_a_second_run_writes_nothing() {
     let world = World::new();
     let exe = launcher();
     for agent in AGENTS {
-        let (doc, code) = world.run_json(&["agent-install", "--agent", agent]);
+        let (doc, code) = run_json(&world, &["agent-install", "--agent", agent]);
         assert_eq!(code, Some(0), "{agent}: {doc:#}");
         assert_eq!(doc["command"], json!(exe), "{agent}");
         assert_eq!(
@@ -106,7 +133,7 @@ fn each_host_gets_the_entry_it_expects_and_a_second_run_writes_nothing() {
         .map(|a| std::fs::read(registration_file(home, a)).expect("file"))
         .collect();
     for agent in AGENTS {
-        let (doc, code) = world.run_json(&["agent-install", "--agent", agent]);
+        let (doc, code) = run_json(&world, &["agent-install", "--agent", agent]);
         assert_eq!(code, Some(0), "{agent}: {doc:#}");
         assert_eq!(doc["restart_required"], json!(false), "{agent}: {doc:#}");
     }
@@ -126,7 +153,7 @@ fn an_entry_the_operator_wrote_is_refused_without_force_and_nothing_is_left_behi
     let original = "{\n  \"numStartups\": 3,\n  \"mcpServers\": {\n    \"agentic-hil\": {\"command\": \"/usr/local/bin/agentic-hil\", \"args\": [\"mcp-stdio\"], \"env\": {\"X\": \"1\"}},\n    \"other\": {\"command\": \"/bin/true\"}\n  },\n  \"theme\": \"dark\"\n}\n";
     std::fs::write(&file, original).expect("seed");
 
-    let (doc, code) = world.run_json(&["agent-install", "--agent", "claude-code"]);
+    let (doc, code) = run_json(&world, &["agent-install", "--agent", "claude-code"]);
     assert_eq!(code, Some(1));
     assert_eq!(doc["error_type"], json!("mcp_config_conflict"), "{doc:#}");
     assert_eq!(std::fs::read_to_string(&file).expect("file"), original);
@@ -139,7 +166,10 @@ fn an_entry_the_operator_wrote_is_refused_without_force_and_nothing_is_left_behi
             .exists()
     );
 
-    let (doc, code) = world.run_json(&["agent-install", "--agent", "claude-code", "--force"]);
+    let (doc, code) = run_json(
+        &world,
+        &["agent-install", "--agent", "claude-code", "--force"],
+    );
     assert_eq!(code, Some(0), "{doc:#}");
     assert_eq!(doc["steps"]["mcp_config"]["replaced_foreign"], json!(true));
     let after = read_json(&file);
@@ -168,12 +198,12 @@ fn a_codex_table_the_operator_wrote_is_refused_and_force_keeps_the_rest_of_the_f
     std::fs::create_dir_all(file.parent().expect("dir")).expect("dir");
     let original = "model = \"o3\"\n\n[mcp_servers.agentic-hil]\ncommand = \"agentic-hil\"\n\n[profiles.fast]\nmodel = \"o4-mini\"\n";
     std::fs::write(&file, original).expect("seed");
-    let (doc, code) = world.run_json(&["agent-install", "--agent", "codex"]);
+    let (doc, code) = run_json(&world, &["agent-install", "--agent", "codex"]);
     assert_eq!(code, Some(1));
     assert_eq!(doc["error_type"], json!("mcp_config_conflict"), "{doc:#}");
     assert_eq!(std::fs::read_to_string(&file).expect("file"), original);
 
-    let (doc, code) = world.run_json(&["agent-install", "--agent", "codex", "--force"]);
+    let (doc, code) = run_json(&world, &["agent-install", "--agent", "codex", "--force"]);
     assert_eq!(code, Some(0), "{doc:#}");
     let text = std::fs::read_to_string(&file).expect("file");
     assert!(
@@ -186,7 +216,7 @@ fn a_codex_table_the_operator_wrote_is_refused_and_force_keeps_the_rest_of_the_f
         "{text}"
     );
 
-    let (doc, code) = world.run_json(&["uninstall", "--agent", "codex"]);
+    let (doc, code) = run_json(&world, &["uninstall", "--agent", "codex"]);
     assert_eq!(code, Some(0), "{doc:#}");
     assert_eq!(
         std::fs::read_to_string(&file).expect("file"),
@@ -198,7 +228,7 @@ fn a_codex_table_the_operator_wrote_is_refused_and_force_keeps_the_rest_of_the_f
 fn uninstall_takes_back_only_what_agentic_hil_wrote_and_names_what_it_kept() {
     let world = World::new();
     for agent in ["cursor", "opencode", "claude-code"] {
-        let (doc, code) = world.run_json(&["agent-install", "--agent", agent]);
+        let (doc, code) = run_json(&world, &["agent-install", "--agent", agent]);
         assert_eq!(code, Some(0), "{doc:#}");
     }
     // The operator adds a server of their own beside ours, and writes their own Gemini entry.
@@ -213,7 +243,7 @@ fn uninstall_takes_back_only_what_agentic_hil_wrote_and_names_what_it_kept() {
     let skill = world.home.join(".claude/skills/agentic-hil/SKILL.md");
     std::fs::write(&skill, "my own notes\n").expect("operator's skill");
 
-    let (doc, code) = world.run_json(&["uninstall"]);
+    let (doc, code) = run_json(&world, &["uninstall"]);
     assert_eq!(code, Some(0), "{doc:#}");
     assert_eq!(
         read_json(&cursor),
@@ -257,11 +287,14 @@ fn a_skill_target_the_operator_wrote_is_not_replaced_without_force() {
     std::fs::create_dir_all(target.parent().expect("dir")).expect("dir");
     std::fs::write(&target, "mine\n").expect("seed");
     let target_arg = target.to_string_lossy().into_owned();
-    let (doc, code) = world.run_json(&["skill-install", "--target", &target_arg]);
+    let (doc, code) = run_json(&world, &["skill-install", "--target", &target_arg]);
     assert_eq!(code, Some(1));
     assert_eq!(doc["error_type"], json!("skill_exists"), "{doc:#}");
     assert_eq!(std::fs::read_to_string(&target).expect("kept"), "mine\n");
-    let (doc, code) = world.run_json(&["skill-install", "--target", &target_arg, "--force"]);
+    let (doc, code) = run_json(
+        &world,
+        &["skill-install", "--target", &target_arg, "--force"],
+    );
     assert_eq!(code, Some(0), "{doc:#}");
     assert!(
         std::fs::read_to_string(&target)
@@ -269,7 +302,7 @@ fn a_skill_target_the_operator_wrote_is_not_replaced_without_force() {
             .contains("permission_denied")
     );
 
-    let (doc, code) = world.run_json(&["skill-install", "--agent", "cursor"]);
+    let (doc, code) = run_json(&world, &["skill-install", "--agent", "cursor"]);
     assert_eq!(code, Some(1));
     assert_eq!(doc["error_type"], json!("unsupported_agent"), "{doc:#}");
 }
@@ -280,7 +313,7 @@ fn a_launcher_in_the_temp_dir_or_the_workspace_is_refused() {
     let copy = world.workspace.join("agentic-hil");
     std::fs::copy(World::binary(), &copy).expect("copy");
     let copy_arg = copy.to_string_lossy().into_owned();
-    let (doc, code) = world.run_json(&["agent-install", "--launcher", &copy_arg]);
+    let (doc, code) = run_json(&world, &["agent-install", "--launcher", &copy_arg]);
     assert_eq!(code, Some(1));
     assert_eq!(
         doc["error_type"],
@@ -294,10 +327,12 @@ fn a_launcher_in_the_temp_dir_or_the_workspace_is_refused() {
             .contains("workspace")
     );
 
-    let temp = tempfile::tempdir().expect("temp");
-    let in_temp = temp.path().join("agentic-hil");
+    let in_temp = private_tmp(&world).join("agentic-hil");
     std::fs::copy(World::binary(), &in_temp).expect("copy");
-    let (doc, code) = world.run_json(&["agent-install", "--launcher", &in_temp.to_string_lossy()]);
+    let (doc, code) = run_json(
+        &world,
+        &["agent-install", "--launcher", &in_temp.to_string_lossy()],
+    );
     assert_eq!(code, Some(1));
     assert_eq!(
         doc["error_type"],
@@ -315,7 +350,7 @@ fn setup_in_a_fresh_home_leaves_a_registered_server_that_lists_its_tools() {
     let operator_settings = json!({"model": "opus", "permissions": {"deny": ["Bash(rm:*)"]}});
     std::fs::write(&settings, operator_settings.to_string()).expect("operator's settings");
 
-    let (doc, code) = world.run_json(&["setup", "--agent", "claude-code"]);
+    let (doc, code) = run_json(&world, &["setup", "--agent", "claude-code"]);
     assert_eq!(code, Some(0), "{doc:#}");
     assert!(world.config_path().exists(), "init wrote the configuration");
     let state_root = world.home.join(".local/state/agentic-hil");
@@ -361,7 +396,7 @@ fn setup_in_a_fresh_home_leaves_a_registered_server_that_lists_its_tools() {
     assert_ne!(described["isError"], json!(true), "{described:#}");
     server.close();
 
-    let (doc, code) = world.run_json(&["uninstall", "--agent", "claude-code"]);
+    let (doc, code) = run_json(&world, &["uninstall", "--agent", "claude-code"]);
     assert_eq!(code, Some(0), "{doc:#}");
     assert_eq!(
         read_json(&settings),
@@ -400,7 +435,7 @@ fn the_binary_prints_shell_completions_and_its_man_page() {
 #[test]
 fn init_for_claude_code_adds_its_write_refusals_once() {
     let world = World::new();
-    let (doc, code) = world.run_json(&["init", "--agent", "claude-code"]);
+    let (doc, code) = run_json(&world, &["init", "--agent", "claude-code"]);
     assert_eq!(code, Some(0), "{doc:#}");
     assert_eq!(
         doc["steps"]["agent_write_restriction"]["rules_added"],
@@ -408,7 +443,7 @@ fn init_for_claude_code_adds_its_write_refusals_once() {
     );
     let settings = world.home.join(".claude/settings.json");
     let first = std::fs::read(&settings).expect("settings written");
-    let (doc, code) = world.run_json(&["init", "--agent", "claude-code"]);
+    let (doc, code) = run_json(&world, &["init", "--agent", "claude-code"]);
     assert_eq!(code, Some(0), "{doc:#}");
     assert_eq!(
         doc["steps"]["agent_write_restriction"]["rules_added"],

@@ -66,8 +66,9 @@ pub fn resolve(workspace: &Path, requested: Option<&Path>) -> Result<String, Ref
     })
 }
 
+/// Under this process's temp dir (`TMPDIR`, else `/tmp`), as the host that runs the launcher sees it.
 fn under_temp_dir(path: &Path) -> bool {
     let temp = std::env::temp_dir();
     let resolved: PathBuf = std::fs::canonicalize(&temp).unwrap_or(temp);
-    path.starts_with(&resolved) || path.starts_with("/tmp") || path.starts_with("/var/tmp")
+    path.starts_with(&resolved)
 }
