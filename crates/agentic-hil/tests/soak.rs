@@ -1,4 +1,5 @@
-//! Soak: two servers on one emulated board take random tool calls at the same time. Afterwards
+//! Soak: two servers on one emulated board and one simulated CAN bus (the bridge simulator with its
+//! ECU) take random tool calls at the same time. Afterwards
 //! nothing leaked (no child process, no file descriptor growth, no held lock, flat memory), every
 //! audited call is in the canonical chained log, and the chain verifies.
 //!
@@ -40,15 +41,24 @@ fn configure(world: &World) {
     assert!(world.run(&["init"]).status.success());
     let state = world.home.join(".local/state/agentic-hil");
     let uart = state.join("sim/board/uart");
+    let bridge = world.write_fake_tool(
+        "bridge-ecu",
+        &format!(
+            "#!/bin/sh\nexec \"{}\" can-bridge-sim --mode normal --period-ms 20\n",
+            World::binary()
+        ),
+    );
     let config = format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
          target:\n  name: sim\n  controller: stm32f405\n\
          debuggers:\n  board:\n    type: qemu\n    probe_id: soak-board\n    timeout_s: 10\n    permissions:\n      allow_flash: true\n      allow_reset: true\n\
          artifacts:\n  allowed_roots: [fw]\n\
-         com_ports:\n  uart:\n    device: \"{uart}\"\n    resource_id: soak-uart\n    permissions:\n      allow_write: true\n",
+         com_ports:\n  uart:\n    device: \"{uart}\"\n    resource_id: soak-uart\n    permissions:\n      allow_write: true\n\
+         can_buses:\n  ecu:\n    adapter: process\n    channel: sim-ecu\n    executable: \"{bridge}\"\n    timeout_s: 5\n    permissions:\n      allow_write: true\n",
         ws = world.workspace.display(),
         state = state.display(),
         uart = uart.display(),
+        bridge = bridge.display(),
     );
     std::fs::write(world.config_path(), config).expect("config");
     let fw = world.workspace.join("fw");
@@ -102,8 +112,18 @@ fn pick(rng: &mut Rng) -> (&'static str, Value) {
             "com_read",
             json!({"port_id": "uart", "until": "\n", "wait_timeout_s": 0.2}),
         ),
-        75..=79 => ("com_session_stop", json!({"port_id": "uart"})),
-        80..=89 => ("hardware_lease_status", json!({})),
+        75..=77 => ("com_session_stop", json!({"port_id": "uart"})),
+        78..=80 => ("can_session_start", json!({"bus_id": "ecu"})),
+        81..=84 => (
+            "can_send",
+            json!({"bus_id": "ecu", "frame_id": "0x7E0", "data_hex": "10 01"}),
+        ),
+        85..=88 => (
+            "can_read",
+            json!({"bus_id": "ecu", "max_frames": 16, "wait_timeout_s": 0.1}),
+        ),
+        89 => ("can_session_stop", json!({"bus_id": "ecu"})),
+        90..=94 => ("hardware_lease_status", json!({})),
         _ => ("get_last_report", json!({})),
     }
 }
@@ -111,6 +131,8 @@ fn pick(rng: &mut Rng) -> (&'static str, Value) {
 struct Tally {
     /// Calls of each tool whose result names a canonical log line (`log_path`).
     logged: std::collections::BTreeMap<String, usize>,
+    /// Calls of each tool that succeeded.
+    succeeded: std::collections::BTreeMap<String, usize>,
     calls: usize,
     /// (fds, rss KiB) after the warm-up and at the end.
     warm: (usize, u64),
@@ -123,6 +145,7 @@ fn drive(world: &World, seed: u64, count: usize) -> Tally {
     let mut rng = Rng(seed);
     let mut tally = Tally {
         logged: std::collections::BTreeMap::new(),
+        succeeded: std::collections::BTreeMap::new(),
         calls: 0,
         warm: (0, 0),
         end: (0, 0),
@@ -130,6 +153,7 @@ fn drive(world: &World, seed: u64, count: usize) -> Tally {
     for i in 0..count {
         if i == count / 5 {
             let _ = server.call("com_session_stop", &json!({"port_id": "uart"}));
+            let _ = server.call("can_session_stop", &json!({"bus_id": "ecu"}));
             tally.warm = (open_fds(pid), proc_field(pid, "VmRSS:"));
         }
         let (tool, args) = pick(&mut rng);
@@ -143,13 +167,17 @@ fn drive(world: &World, seed: u64, count: usize) -> Tally {
                 "nothing in a soak loses evidence: {result}"
             );
         }
-        if doc["log_path"].is_string() && !tool.starts_with("com_") {
+        if result["isError"] == false {
+            *tally.succeeded.entry(tool.to_owned()).or_default() += 1;
+        }
+        if doc["log_path"].is_string() && !tool.starts_with("com_") && !tool.starts_with("can_") {
             *tally.logged.entry(tool.to_owned()).or_default() += 1;
         }
         tally.calls += 1;
     }
     // Measured with no session open, as at the warm-up point's worst case.
     let _ = server.call("com_session_stop", &json!({"port_id": "uart"}));
+    let _ = server.call("can_session_stop", &json!({"bus_id": "ecu"}));
     tally.end = (open_fds(pid), proc_field(pid, "VmRSS:"));
     assert_eq!(server.close(), Some(0), "the server ends cleanly");
     tally
@@ -200,8 +228,8 @@ fn two_clients_of_random_calls_leak_nothing_and_every_audited_call_is_in_the_cha
 
     for tally in &tallies {
         eprintln!(
-            "soak client: {} calls, logged {:?}, fds {} -> {}, rss {} -> {} KiB",
-            tally.calls, tally.logged, tally.warm.0, tally.end.0, tally.warm.1, tally.end.1
+            "soak client: {} calls, succeeded {:?}, fds {} -> {}, rss {} -> {} KiB",
+            tally.calls, tally.succeeded, tally.warm.0, tally.end.0, tally.warm.1, tally.end.1
         );
         assert_eq!(tally.calls, count);
         assert!(
