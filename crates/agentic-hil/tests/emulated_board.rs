@@ -393,3 +393,45 @@ fn sim_commands_without_a_qemu_debugger_say_so_and_start_nothing() {
     }
     assert!(!world.home.join(".local/state/agentic-hil/sim").exists());
 }
+
+/// The parent of `pid`, from /proc.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+#[test]
+fn a_supervisor_killed_with_sigkill_takes_its_qemu_with_it() {
+    let bench = Bench::full();
+    let qemu = bench.qemu_pid();
+    let supervisor = parent_of(qemu).expect("qemu has a parent");
+    let cmdline = std::fs::read(format!("/proc/{supervisor}/cmdline")).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&cmdline).contains("supervise"),
+        "the parent is the supervisor"
+    );
+    let killed = Command::new("kill")
+        .args(["-KILL", &supervisor.to_string()])
+        .status();
+    assert!(killed.is_ok_and(|s| s.success()));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running(qemu) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!running(qemu), "qemu outlived its supervisor");
+    let (doc, _) = bench.world.run_json(&["sim", "status"]);
+    assert_eq!(doc["running"], json!(false), "{doc}");
+}

@@ -154,6 +154,30 @@ pub struct Board {
     reaped: bool,
 }
 
+/// Makes the child get SIGKILL when the thread that spawned it ends, so a supervisor killed with
+/// SIGKILL cannot leave QEMU running. The crate's one audited unsafe call.
+///
+/// Every caller keeps the `Board` on the thread that started it (the `sim supervise` main thread, a
+/// test's own thread), which is what the kernel's parent-death signal follows.
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the child between fork and exec, where only async-signal-safe calls
+    // are allowed. It makes two raw syscalls through rustix (prctl, getppid) and allocates nothing,
+    // takes no lock and touches no memory shared with the parent.
+    let parent = rustix::process::getpid();
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The parent may have died before the prctl landed: then nobody would signal us.
+            if rustix::process::getppid() != Some(parent) {
+                return Err(io::Error::other("the supervisor exited during the start"));
+            }
+            Ok(())
+        });
+    }
+}
+
 impl Board {
     /// Start QEMU paused with `config`; returns once QMP answers and the UART link exists.
     pub fn start(config: BoardConfig) -> Result<Self, SimError> {
@@ -183,18 +207,19 @@ impl Board {
             .write(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
             .open(paths.qemu_log())?;
-        let mut child = std::process::Command::new(&config.qemu)
+        let mut command = std::process::Command::new(&config.qemu);
+        command
             .args(config.args())
             .current_dir(paths.dir())
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
-            .process_group(0)
-            .spawn()
-            .map_err(|source| SimError::Spawn {
-                program: config.qemu.clone(),
-                source,
-            })?;
+            .process_group(0);
+        die_with_parent(&mut command);
+        let mut child = command.spawn().map_err(|source| SimError::Spawn {
+            program: config.qemu.clone(),
+            source,
+        })?;
         let Some(pid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
             let _ = child.kill();
             let _ = child.wait();
