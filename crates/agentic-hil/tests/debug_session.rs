@@ -5,12 +5,9 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use support::World;
-
-type Client = RunningService<rmcp::RoleClient, ()>;
+use support::{call, ok};
 
 const GRANTS: &str =
     "      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true";
@@ -69,24 +66,6 @@ impl Drop for Board<'_> {
     fn drop(&mut self) {
         let _ = self.0.run(&["sim", "stop"]);
     }
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(map) = args {
-        request = request.with_arguments(map);
-    }
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    let doc = result
-        .structured_content
-        .expect("the envelope is structured content");
-    (doc, result.is_error == Some(true))
-}
-
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let (doc, is_error) = call(client, tool, args).await;
-    assert!(!is_error, "{tool}: {doc}");
-    doc
 }
 
 /// gdb processes started under this test's HOME (the server's children inherit it).

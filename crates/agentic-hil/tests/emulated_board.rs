@@ -11,6 +11,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use support::World;
+use support::call;
 
 type Client = RunningService<rmcp::RoleClient, ()>;
 
@@ -80,18 +81,6 @@ impl Drop for Bench {
 
 fn firmware() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build")
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(map) = args {
-        request = request.with_arguments(map);
-    }
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    let doc = result
-        .structured_content
-        .expect("the envelope is structured content");
-    (doc, result.is_error == Some(true))
 }
 
 fn flash_args(image: &str, version: u8) -> Value {

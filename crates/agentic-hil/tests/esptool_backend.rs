@@ -7,10 +7,10 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::World;
+use support::call;
 use support::raw::EchoBoard;
 
 type Client = RunningService<rmcp::RoleClient, ()>;
@@ -117,18 +117,6 @@ impl Bench {
     async fn connect(&self) -> Client {
         support::connect(&self.world).await
     }
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(map) = args {
-        request = request.with_arguments(map);
-    }
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    let doc = result
-        .structured_content
-        .expect("the envelope is structured content");
-    (doc, result.is_error == Some(true))
 }
 
 #[tokio::test]

@@ -8,10 +8,10 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use support::World;
+use support::call;
 
 type Client = RunningService<rmcp::RoleClient, ()>;
 
@@ -149,18 +149,6 @@ impl Drop for Bench {
         let _ = self.sim.kill();
         let _ = self.sim.wait();
     }
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(map) = args {
-        request = request.with_arguments(map);
-    }
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    let doc = result
-        .structured_content
-        .expect("the envelope is structured content");
-    (doc, result.is_error == Some(true))
 }
 
 async fn ok(client: &Client, tool: &str, args: Value) -> Value {

@@ -7,10 +7,10 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use support::World;
+use support::call;
 
 type Client = RunningService<rmcp::RoleClient, ()>;
 
@@ -103,18 +103,6 @@ impl Bench {
             "no state-root path in the result: {shown}"
         );
     }
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(map) = args {
-        request = request.with_arguments(map);
-    }
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    let doc = result
-        .structured_content
-        .expect("the envelope is structured content");
-    (doc, result.is_error == Some(true))
 }
 
 fn alive(pid: i32) -> bool {

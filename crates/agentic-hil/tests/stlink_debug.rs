@@ -10,7 +10,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::shim::{Bench, Server, alive, call, counter, gdbs_under, gone, ok};
+use support::shim::{Bench, Server, alive, counter, gdbs_under, gone};
+use support::{call, ok};
 
 fn bench(scenario: &str, timeout_s: u32) -> Bench {
     Bench::new(Server::Stlink, scenario, timeout_s)

@@ -6,12 +6,9 @@ mod support;
 
 use std::path::PathBuf;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::World;
-
-type Client = RunningService<rmcp::RoleClient, ()>;
+use support::{call, ok};
 
 struct Bench {
     world: World,
@@ -83,24 +80,6 @@ impl Bench {
         assert_eq!(entries.len(), 1, "one probe's record");
         entries[0].join("image.elf")
     }
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(map) = args {
-        request = request.with_arguments(map);
-    }
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    let doc = result
-        .structured_content
-        .expect("the envelope is structured content");
-    (doc, result.is_error == Some(true))
-}
-
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let (doc, is_error) = call(client, tool, args).await;
-    assert!(!is_error, "{tool}: {doc}");
-    doc
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use support::World;
+use support::call;
 
 type Client = RunningService<rmcp::RoleClient, ()>;
 
@@ -69,18 +70,6 @@ fn write_plan(world: &World, name: &str, text: &str) -> String {
     std::fs::create_dir_all(path.parent().expect("plans dir")).expect("plans dir");
     std::fs::write(&path, text).expect("plan written");
     rel
-}
-
-async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(map) = args {
-        request = request.with_arguments(map);
-    }
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    let doc = result
-        .structured_content
-        .expect("the envelope is structured content");
-    (doc, result.is_error == Some(true))
 }
 
 fn runs_dir(world: &World) -> PathBuf {

@@ -137,3 +137,30 @@ pub fn make_executable(path: &Path) {
     perms.set_mode(0o755);
     std::fs::set_permissions(path, perms).expect("chmod");
 }
+
+/// An MCP client session with a server of this world.
+pub type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
+
+/// One `tools/call`: the envelope (structured content) and whether the result is an error.
+pub async fn call(
+    client: &Client,
+    tool: &str,
+    args: serde_json::Value,
+) -> (serde_json::Value, bool) {
+    let mut request = rmcp::model::CallToolRequestParams::new(tool.to_owned());
+    if let serde_json::Value::Object(map) = args {
+        request = request.with_arguments(map);
+    }
+    let result = client.call_tool(request).await.expect("tools/call answers");
+    let doc = result
+        .structured_content
+        .expect("the envelope is structured content");
+    (doc, result.is_error == Some(true))
+}
+
+/// A call that must succeed; its envelope.
+pub async fn ok(client: &Client, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    let (doc, is_error) = call(client, tool, args).await;
+    assert!(!is_error, "{tool}: {doc}");
+    doc
+}

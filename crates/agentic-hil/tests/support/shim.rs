@@ -8,13 +8,9 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
 use serde_json::{Value, json};
 
-use super::World;
-
-pub type Client = RunningService<rmcp::RoleClient, ()>;
+use super::{Client, World, ok};
 
 /// Installs the server's fakes in `tools` and returns its `debuggers` entry (without grants).
 fn install(server: Server, fakes: &Path, tools: &Path, timeout_s: u32) -> String {
@@ -185,24 +181,6 @@ impl Drop for Board<'_> {
         let _ = std::fs::write(self.0.world.config_path(), &self.0.qemu_config);
         let _ = self.0.world.run(&["sim", "stop"]);
     }
-}
-
-pub async fn call(client: &Client, tool: &str, args: Value) -> (Value, bool) {
-    let mut request = CallToolRequestParams::new(tool.to_owned());
-    if let Value::Object(map) = args {
-        request = request.with_arguments(map);
-    }
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    let doc = result
-        .structured_content
-        .expect("the envelope is structured content");
-    (doc, result.is_error == Some(true))
-}
-
-pub async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let (doc, is_error) = call(client, tool, args).await;
-    assert!(!is_error, "{tool}: {doc}");
-    doc
 }
 
 pub fn alive(pid: i32) -> bool {
