@@ -95,6 +95,16 @@ pub enum Command {
         #[arg(long = "dry-run")]
         dry_run: bool,
     },
+    /// Replace this installation with a newer build: by cargo when cargo installed it, or from a
+    /// built binary given with --from. Checks first; an installation already current is left alone.
+    Upgrade {
+        /// Say what would be installed and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// A built agentic-hil binary, a source directory, or a git URL to upgrade from.
+        #[arg(long, value_name = "PATH_OR_SOURCE")]
+        from: Option<String>,
+    },
     /// Print (or write) the JSON schema of the configuration file.
     Schema {
         /// Write the schema to this file inside the workspace instead of stdout.
@@ -206,6 +216,14 @@ pub enum Command {
     #[command(name = "can-bridge-sim", hide = true)]
     CanBridgeSim {
         /// `--mode M`, `--period-ms N`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// One probe-rs action in a child of the server: `--request <json>`, progress and one answer as
+    /// JSON lines on stdout (so a USB hang or a library panic ends this child, not the server).
+    #[command(name = "probe-rs-worker", hide = true)]
+    ProbeRsWorker {
+        /// `--request <json>`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

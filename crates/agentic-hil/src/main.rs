@@ -13,6 +13,7 @@ mod plans;
 mod reactor_cli;
 mod render;
 mod sim;
+mod upgrade;
 mod watch;
 
 use std::io::Write;
@@ -85,6 +86,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             let code = ahil_gate::can::bridge_simulator(args);
             return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
         }
+        Command::ProbeRsWorker { args } => {
+            let code = ahil_gate::actions::probe_rs::worker(args);
+            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+        }
         Command::PsuSim { args } => {
             let code = ahil_gate::power::supply_simulator(args);
             return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
@@ -153,6 +158,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             force,
             launcher,
         } => install::setup(&workspace, &env, *agent, *force, launcher.as_deref()),
+        Command::Upgrade { dry_run, from } => upgrade::run(&workspace, *dry_run, from.as_deref()),
         Command::ReportStateRepair => evidence::report_state_repair(&workspace, &env),
         Command::TestReactor {
             test_config,

@@ -184,6 +184,10 @@ pub enum DebuggerType {
     Esptool,
     /// An emulated board under `agentic-hil sim` (our extension; the reference does not know it).
     Qemu,
+    /// The native probe-rs backend in a worker child of this binary (our extension; the reference
+    /// does not know it). `target_type` is probe-rs's chip name.
+    #[serde(rename = "probe-rs")]
+    ProbeRs,
 }
 
 impl DebuggerType {
@@ -194,6 +198,7 @@ impl DebuggerType {
             Self::Pyocd => "pyocd",
             Self::Esptool => "esptool",
             Self::Qemu => "qemu",
+            Self::ProbeRs => "probe-rs",
         }
     }
 }

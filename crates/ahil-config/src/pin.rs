@@ -61,6 +61,8 @@ fn autodetect_names(kind: DebuggerType) -> &'static [&'static str] {
         DebuggerType::Pyocd => &["pyocd"],
         DebuggerType::Esptool => &["esptool", "esptool.py"],
         DebuggerType::Qemu => &["qemu-system-arm"],
+        // probe-rs runs inside this binary's own worker command; there is nothing to look up.
+        DebuggerType::ProbeRs => &[],
     }
 }
 
@@ -206,6 +208,12 @@ pub(crate) fn pin_executables(
         let state = match &d.executable {
             Some(raw) => ExecutableState::Pinned {
                 path: p.configured(raw, &field)?,
+            },
+            None if d.kind == DebuggerType::ProbeRs => match std::env::current_exe() {
+                Ok(path) => ExecutableState::Pinned { path },
+                Err(error) => ExecutableState::Disabled {
+                    reason: format!("this program's own path is unknown ({error})"),
+                },
             },
             None if d.is_placeholder_starter() => ExecutableState::Unbound {
                 reason: "the entry names no executable, probe or target yet".into(),

@@ -87,6 +87,20 @@ fn check_backends(cfg: &Config) -> Result<(), ConfigError> {
             )));
         }
         check_qemu_keys(cfg, name, d)?;
+        if d.kind == DebuggerType::ProbeRs {
+            for (key, set) in [
+                ("executable", d.executable.is_some()),
+                ("gdb_server_executable", d.gdb_server_executable.is_some()),
+            ] {
+                if set {
+                    return Err(err(refuse(
+                        at(key),
+                        format!("A probe-rs debugger runs inside agentic-hil itself; it takes no `{key}`."),
+                    )
+                    .fix(format!("Remove `{key}`."))));
+                }
+            }
+        }
         if d.kind == DebuggerType::Esptool {
             let Some(port) = &d.com_port else {
                 return Err(err(refuse(

@@ -112,7 +112,7 @@ fn debugger_entry() -> Spec {
         (
             "type",
             choice(
-                &["openocd", "stlink", "pyocd", "esptool", "qemu"],
+                &["openocd", "stlink", "pyocd", "esptool", "qemu", "probe-rs"],
                 Some("openocd"),
             ),
         ),

@@ -11,6 +11,8 @@ pub mod gdbmi;
 pub mod openocd;
 pub mod probe;
 pub mod probe_cli;
+pub mod probe_rs;
+pub mod probe_rs_worker;
 pub mod process;
 pub mod psu;
 pub mod pyocd;

@@ -950,6 +950,23 @@ recovery_requires_physical_check names what must be checked.",
         availability: Availability::Always,
     },
     ToolDef {
+        name: "server_upgrade",
+        title: "Upgrade this Agentic HIL installation",
+        description: "Install a newer agentic-hil the way this one was installed (cargo install), checking first: \
+already_current with install_skipped when nothing newer exists. Call it only when the operator asks; it takes no \
+arguments, needs permissions.allow_upgrade and is refused during an open run or session (upgrade_in_open_run). \
+This server keeps running its old version (running_version) until it is restarted. A copied binary answers \
+upgrade_manager_not_found: the operator runs `agentic-hil upgrade --from <binary>`. On failure the operator runs \
+reinstall_command.",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: true,
+        },
+        open_world: true,
+        schema: no_arguments,
+        availability: Availability::Always,
+    },
+    ToolDef {
         name: "com_ports_list",
         title: "List COM ports",
         description: "Show the configured com_ports by port_id (the name the other COM tools take) with their \

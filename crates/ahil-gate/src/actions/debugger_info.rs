@@ -21,7 +21,7 @@ pub fn backend_of(kind: DebuggerType) -> Option<Backend> {
         DebuggerType::Pyocd => Some(Backend::PyOcd),
         DebuggerType::Stlink => Some(Backend::StLink),
         DebuggerType::Qemu => Some(Backend::Qemu),
-        DebuggerType::Esptool => None,
+        DebuggerType::Esptool | DebuggerType::ProbeRs => None,
     }
 }
 
@@ -32,6 +32,7 @@ fn not_found_type(kind: DebuggerType) -> &'static str {
         DebuggerType::Stlink => "stm32_programmer_cli_not_found",
         DebuggerType::Esptool => "esptool_not_found",
         DebuggerType::Qemu => "qemu_not_found",
+        DebuggerType::ProbeRs => "probe_rs_not_built",
     }
 }
 
@@ -92,6 +93,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 outcome,
                 contact: Some(Contact::none("no executable is pinned, so nothing ran")),
             }))
+        }
+        (None, _) if debugger.kind == DebuggerType::ProbeRs => {
+            Work::Local(Box::new(super::probe_rs::info))
         }
         (None, _) => Work::Local(Box::new(move || Acted {
             outcome: Outcome::refused(

@@ -33,8 +33,10 @@ pub mod lease;
 pub mod power;
 pub mod probe;
 mod probe_cli;
+pub mod probe_rs;
 pub mod reports;
 pub mod test_reactor;
+pub mod upgrade;
 
 /// What an action gets to look at.
 pub struct Context<'a> {
@@ -116,6 +118,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         "project_config_reload_description" => config_reload::plan(ctx),
         "get_last_report" | "classify_last_error" => reports::plan(ctx),
         "test_reactor_status" | "test_reactor_stop" => test_reactor::plan(ctx),
+        "server_upgrade" => upgrade::plan(ctx),
         "debugger_probes_list" | "probe_target" | "flash_firmware" | "reset_target" => {
             probe::plan(ctx)
         }

@@ -29,7 +29,11 @@ const MARGIN: Duration = Duration::from_secs(5);
 pub fn drives(kind: DebuggerType) -> bool {
     matches!(
         kind,
-        DebuggerType::Openocd | DebuggerType::Pyocd | DebuggerType::Stlink | DebuggerType::Esptool
+        DebuggerType::Openocd
+            | DebuggerType::Pyocd
+            | DebuggerType::Stlink
+            | DebuggerType::Esptool
+            | DebuggerType::ProbeRs
     )
 }
 
@@ -176,6 +180,7 @@ fn backend_for(
         DebuggerType::Pyocd => {
             Box::new(PyOcd::new(settings, debugger.target_type.as_deref()).with_others(others))
         }
+        DebuggerType::ProbeRs => super::probe_rs::backend(debugger, settings),
         _ => Box::new(CubeProg::new(
             settings,
             match debugger.interface {

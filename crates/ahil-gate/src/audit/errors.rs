@@ -1263,6 +1263,65 @@ pub const CATALOGUE: &[Entry] = &[
         ["Call debug_clear_breakpoints again, or stop the session and start a new one."],
         [NO_BYPASS]
     ),
+    entry!(
+        "upgrade_in_open_run",
+        "The installation is not upgraded while this server holds a run or a session.",
+        [
+            "Stop the run (bench_run_stop) and every COM, CAN or debug session.",
+            "Then call server_upgrade again."
+        ],
+        []
+    ),
+    entry!(
+        "upgrade_blocked_by_pin",
+        "The installation was installed at a pinned version; upgrading would silently undo the pin.",
+        [
+            "Ask the operator whether the pin should go; if so they run reinstall_command in a shell."
+        ],
+        ["Do not reinstall around the pin without the operator's word."]
+    ),
+    entry!(
+        "upgrade_manager_not_found",
+        "Nothing records where a newer build of this installation comes from (a copied binary), or cargo is missing.",
+        [
+            "For a copied binary the operator runs `agentic-hil upgrade --from <new binary>`.",
+            "For a cargo install, make sure `cargo` is on PATH and run `agentic-hil upgrade` again."
+        ],
+        []
+    ),
+    entry!(
+        "installation_in_use",
+        "Another upgrade of this installation is in progress (held_by names its process).",
+        ["Wait for that upgrade to finish, then check the version with `agentic-hil --version`."],
+        ["Do not delete the upgrade lock file beside the binary."]
+    ),
+    entry!(
+        "upgrade_failed",
+        "The upgrade did not complete; the installed binary on disk is the one that was there before.",
+        [
+            "Read install (cargo's output) or the summary for the cause.",
+            "The operator runs reinstall_command in a shell once the cause is fixed."
+        ],
+        []
+    ),
+    entry!(
+        "installation_broken",
+        "After the upgrade the installed binary does not run or does not say which version it is.",
+        [
+            "The operator runs reinstall_command in a shell.",
+            "Restart the MCP server only after `agentic-hil --version` works."
+        ],
+        ["Do not restart the agent host's server before the installation runs again."]
+    ),
+    entry!(
+        "installation_changed_after_failed_upgrade",
+        "The upgrade failed, but the installed binary on disk changed before it failed; which build is there now is not known.",
+        [
+            "The operator runs reinstall_command in a shell.",
+            "Check `agentic-hil --version` before restarting the server."
+        ],
+        []
+    ),
 ];
 
 /// An entry by key: `type:scope` first, then `type`.

@@ -1,0 +1,114 @@
+//! Running a helper program (cargo, a candidate binary) with a deadline, so a hung one cannot hang
+//! the upgrade with the installation lock held.
+
+use std::io::Read;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long output may keep arriving after the child was reaped: a grandchild (rustc under cargo)
+/// can hold the pipes open, and we stop reading rather than wait for it.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+pub enum Ran {
+    Finished(Output),
+    TimedOut,
+}
+
+/// Runs `command` with stdin closed and its output captured; kills it at `deadline`.
+pub fn run_with_deadline(command: &mut Command, deadline: Duration) -> std::io::Result<Ran> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Both pipes are drained on threads: a chatty child must not block on a full pipe while we wait.
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let grace_end = Instant::now() + DRAIN_GRACE;
+    let collect = |rx: mpsc::Receiver<Vec<u8>>| {
+        rx.recv_timeout(grace_end.saturating_duration_since(Instant::now()))
+            .unwrap_or_default()
+    };
+    let stdout = collect(stdout);
+    let stderr = collect(stderr);
+    Ok(match status {
+        Some(status) => Ran::Finished(Output {
+            status,
+            stdout,
+            stderr,
+        }),
+        None => Ran::TimedOut,
+    })
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut buf);
+        }
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_past_its_deadline_is_killed_and_reported_timed_out() {
+        let started = Instant::now();
+        let ran = run_with_deadline(Command::new("sleep").arg("30"), Duration::from_millis(200))
+            .expect("sh starts");
+        assert!(matches!(ran, Ran::TimedOut));
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_grandchild_holding_the_pipes_does_not_hold_the_answer() {
+        let started = Instant::now();
+        let ran = run_with_deadline(
+            Command::new("sh").args(["-c", "echo done; sleep 4 & exit 0"]),
+            Duration::from_secs(20),
+        )
+        .expect("sh starts");
+        let Ran::Finished(out) = ran else {
+            panic!("the shell exits by itself")
+        };
+        assert!(out.status.success());
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "answered before the grandchild ended"
+        );
+    }
+
+    #[test]
+    fn output_and_status_are_captured() {
+        let ran = run_with_deadline(
+            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            Duration::from_secs(20),
+        )
+        .expect("sh starts");
+        let Ran::Finished(out) = ran else {
+            panic!("finished")
+        };
+        assert_eq!(out.status.code(), Some(3));
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+    }
+}

@@ -1,0 +1,201 @@
+//! Black-box, end to end: the built binary as an MCP server with a `type: probe-rs` debugger. Every
+//! probe-rs action runs in the binary's own `probe-rs-worker` child. No test machine has a USB probe,
+//! so these cover what must hold without one: listing, the no-probe and wrong-chip refusals (no
+//! contact, retry safe), and a worker that hangs or crashes (the debug build's test seam) ending that
+//! child while the server keeps answering.
+
+mod support;
+
+use rmcp::ServiceExt;
+use serde_json::json;
+use support::{Client, World, call};
+
+/// A world whose one debugger is probe-rs for `chip`, with `entry` extra YAML (six-space indent).
+fn world(chip: &str, entry: &str) -> World {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let state = world.home.join(".local/state/agentic-hil");
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+         target:\n  name: board\n  controller: stm32f405\n\
+         debuggers:\n  probe:\n    type: probe-rs\n    target_type: {chip}\n{entry}\
+         \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
+         artifacts:\n  allowed_roots: [fw]\n",
+        ws = world.workspace.display(),
+        state = state.display(),
+    );
+    std::fs::write(world.config_path(), config).expect("the test config is written");
+    world
+}
+
+/// The server, with the worker's test seam set to `seam` (hang, panic) when given.
+async fn serve(world: &World, seam: Option<&str>) -> Client {
+    let mut cmd = std::process::Command::new(World::binary());
+    world.scrub(&mut cmd);
+    cmd.arg("mcp-stdio");
+    if let Some(seam) = seam {
+        cmd.env("AHIL_TEST_PROBE_RS_WORKER", seam);
+    }
+    let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
+        .expect("the server process starts");
+    ().serve(transport)
+        .await
+        .expect("the MCP handshake succeeds")
+}
+
+/// Worker processes whose request names `marker` (a probe serial unique to the test).
+fn workers_naming(marker: &str) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let text = String::from_utf8_lossy(&cmdline);
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or_default()
+                .trim_start()
+                .starts_with('Z');
+            text.contains("probe-rs-worker") && text.contains(marker) && !zombie
+        })
+        .collect()
+}
+
+async fn still_answers(client: &Client) {
+    let (doc, is_error) = call(client, "debugger_info", json!({})).await;
+    assert!(!is_error, "the server still answers: {doc}");
+    assert_eq!(doc["backend"], json!("probe-rs"));
+}
+
+#[tokio::test]
+async fn probe_rs_lists_probes_through_its_worker_without_touching_a_target() {
+    let world = world("STM32F405RGTx", "");
+    let client = serve(&world, None).await;
+    let (doc, is_error) = call(&client, "debugger_probes_list", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["backend"], json!("probe-rs"));
+    assert!(doc["probes"].is_array(), "{doc}");
+    let usb_tree = std::path::Path::new("/sys/bus/usb/devices").is_dir();
+    assert_eq!(doc["complete"], json!(usb_tree), "{doc}");
+    assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+    still_answers(&client).await;
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
+async fn probe_rs_without_a_probe_is_adapter_not_found_and_retry_safe() {
+    let world = world("STM32F405RGTx", "    probe_id: NO-SUCH-PROBE-1\n");
+    let client = serve(&world, None).await;
+    for (tool, args) in [
+        ("probe_target", json!({})),
+        ("reset_target", json!({"mode": "halt"})),
+    ] {
+        let (doc, is_error) = call(&client, tool, args).await;
+        assert!(is_error, "{doc}");
+        assert_eq!(
+            doc["error_type"],
+            json!("adapter_not_found"),
+            "{tool}: {doc}"
+        );
+        assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+        assert_eq!(doc["retry_safe"], json!(true), "{doc}");
+    }
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
+async fn probe_rs_with_an_unknown_chip_is_refused_before_any_probe_opens() {
+    let world = world("NOT_A_REAL_CHIP_42", "");
+    let client = serve(&world, None).await;
+    let (doc, is_error) = call(&client, "probe_target", json!({})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("target_type_invalid"), "{doc}");
+    assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+    assert_eq!(doc["retry_safe"], json!(true), "{doc}");
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
+async fn probe_rs_refuses_reset_init_which_only_openocd_has() {
+    let world = world("STM32F405RGTx", "");
+    let client = serve(&world, None).await;
+    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("not_supported"), "{doc}");
+    assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
+async fn a_hanging_probe_rs_worker_times_out_is_reaped_and_the_server_stays_up() {
+    let marker = "HANG-MARKER-7731";
+    let world = world(
+        "STM32F405RGTx",
+        &format!("    probe_id: {marker}\n    timeout_s: 2\n"),
+    );
+    let client = serve(&world, Some("hang")).await;
+    let started = std::time::Instant::now();
+    let (doc, is_error) = call(&client, "probe_target", json!({})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("timeout"), "{doc}");
+    assert_eq!(doc["retry_safe"], json!(false), "{doc}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert!(
+        workers_naming(marker).is_empty(),
+        "the hung worker was reaped"
+    );
+    still_answers(&client).await;
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
+async fn a_crashing_probe_rs_worker_is_a_classified_failure_and_the_server_stays_up() {
+    let world = world("STM32F405RGTx", "");
+    let client = serve(&world, Some("panic")).await;
+    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "run"})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("unknown_debugger_error"), "{doc}");
+    assert_eq!(doc["retry_safe"], json!(false), "{doc}");
+    let log = doc.to_string();
+    assert!(log.contains("worker_crashed"), "{doc}");
+    still_answers(&client).await;
+    client.cancel().await.expect("the session closes");
+}
+
+#[test]
+fn a_probe_rs_entry_naming_an_executable_is_refused_by_the_config() {
+    let world = world("STM32F405RGTx", "    executable: /usr/bin/probe-rs\n");
+    let out = world.run(&["doctor", "--json"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("debuggers.probe.executable"), "{text}");
+}
+
+#[tokio::test]
+async fn probe_rs_offers_no_debug_session_or_symbol_read_and_touches_nothing() {
+    let world = world("STM32F405RGTx", "");
+    let mut config = std::fs::read_to_string(world.config_path()).expect("config");
+    config.push_str("debug:\n  allowed_symbols: [counter]\n");
+    std::fs::write(world.config_path(), config).expect("config");
+    let client = serve(&world, None).await;
+    for (tool, args) in [
+        ("debug_start_session", json!({"image_path": "fw/fw.elf"})),
+        ("debug_symbol_value", json!({"symbol": "counter"})),
+    ] {
+        let (doc, is_error) = call(&client, tool, args).await;
+        assert!(is_error, "{doc}");
+        assert_eq!(doc["error_type"], json!("not_supported"), "{tool}: {doc}");
+        assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+    }
+    client.cancel().await.expect("the session closes");
+}
