@@ -102,6 +102,42 @@ fn every_protocol_version_from_2024_11_05_is_accepted_as_asked() {
     }
 }
 
+/// With every log level on, the logs must exist (so this test can see them misrouted) and reach
+/// stderr, while stdout stays pure JSON-RPC.
+#[test]
+fn with_trace_logging_stdout_carries_only_json_rpc_and_the_logs_go_to_stderr() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    let log_path = world.home.join("server-stderr.log");
+    let log = std::fs::File::create(&log_path).expect("create log file");
+    let mut child = world
+        .command()
+        .arg("mcp-stdio")
+        .env("AGENTIC_HIL_LOG", "trace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("server starts");
+    let mut session = Session {
+        stdin: child.stdin.take().expect("stdin piped"),
+        stdout: BufReader::new(child.stdout.take().expect("stdout piped")),
+        child,
+    };
+    session.initialize("2025-06-18");
+    session.send(&json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}));
+    session.response(2);
+    session.send(&json!({"jsonrpc":"2.0","id":3,"method":"tools/call",
+        "params":{"name":"debugger_info","arguments":{}}}));
+    session.response(3);
+    assert!(session.finish().success());
+    let logs = std::fs::read_to_string(&log_path).expect("read log file");
+    assert!(
+        !logs.trim().is_empty(),
+        "trace logging produced nothing on stderr"
+    );
+}
+
 #[test]
 fn an_over_long_line_is_refused_and_the_server_keeps_serving() {
     let world = World::new();

@@ -219,6 +219,27 @@ fn a_directory_with_an_image_extension_is_refused() {
     );
 }
 
+/// The file-type check must be what refuses these, not a later read whose bytes fail to parse.
+#[test]
+fn a_directory_or_a_fifo_is_refused_as_not_a_regular_file() {
+    let world = World::new();
+    fs::create_dir(world.ws("build/dir.elf")).expect("dir");
+    let status = std::process::Command::new("mkfifo")
+        .arg(world.ws("build/fifo.bin"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success(), "mkfifo failed");
+    let policy = world.policy();
+    for path in ["build/dir.elf", "build/fifo.bin"] {
+        let Err(refusal) = artifacts::resolve(&policy, &world.stager, ArtifactRef::Path(path))
+        else {
+            panic!("{path} was accepted");
+        };
+        let why = format!("{:?}", refusal.error);
+        assert!(why.contains("regular file"), "{path}: {why}");
+    }
+}
+
 #[test]
 fn a_file_over_the_size_limit_is_refused_as_too_large() {
     let world = World::new();

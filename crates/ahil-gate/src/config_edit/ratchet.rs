@@ -296,6 +296,32 @@ mod tests {
         }
     }
 
+    /// The request itself is judged, not only the resulting file: `true` written over a grant
+    /// that is already true opens nothing, yet an agent may still only ever write `false`.
+    #[test]
+    fn a_permission_key_takes_only_false_even_over_a_grant_already_true() {
+        for value in [json!(true), json!("false"), json!(0)] {
+            let mut d = doc();
+            let refused = apply_agent_changes(
+                &mut d,
+                3,
+                OPEN,
+                &[change(
+                    "debuggers.dut.permissions.allow_flash",
+                    value.clone(),
+                )],
+            );
+            assert_eq!(
+                refused,
+                Err(Refused::Widening {
+                    keys: vec!["debuggers.dut.permissions.allow_flash".into()]
+                }),
+                "{value}"
+            );
+            assert_eq!(d, doc(), "a refused change left the document touched");
+        }
+    }
+
     #[test]
     fn a_permission_can_be_closed_but_never_opened_by_an_agent() {
         let mut d = doc();
