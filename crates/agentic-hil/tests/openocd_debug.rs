@@ -6,10 +6,8 @@
 mod support;
 
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use support::shim::{Bench, Server, alive, counter, gdbs_under, gone};
 use support::{call, ok};
 
@@ -238,44 +236,14 @@ async fn an_openocd_that_never_opens_its_port_is_killed_at_the_timeout() {
 fn a_server_killed_mid_session_takes_gdb_and_openocd_with_it_and_leaves_the_core_halted() {
     let bench = bench("ok", 10);
     let board = bench.start_board();
-    let mut server = bench
-        .world
-        .command()
-        .arg("mcp-stdio")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("server starts");
-    let mut stdin = server.stdin.take().expect("stdin");
-    for line in [
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"debug_start_session","arguments":{"image_path":"fw/fw.elf"}}}"#,
-    ] {
-        writeln!(stdin, "{line}").expect("send");
-    }
-    stdin.flush().expect("flush");
-    let mut reader = BufReader::new(server.stdout.take().expect("stdout"));
-    loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).expect("read") > 0,
-            "server answered"
-        );
-        let msg: Value = serde_json::from_str(&line).expect("JSON-RPC");
-        if msg["id"] == 2 {
-            assert_eq!(msg["result"]["isError"], false, "{msg}");
-            break;
-        }
-    }
+    let mut server = support::raw::Mcp::ours(&bench.world);
+    let started = server.call("debug_start_session", &json!({"image_path": "fw/fw.elf"}));
+    assert_eq!(started["isError"], false, "{started}");
     let openocd = bench.shim_pid();
     assert!(alive(openocd), "the session runs OpenOCD");
     assert_eq!(gdbs_under(&bench.world.home), 1, "the session runs gdb");
     // SIGKILL: none of the server's cleanup runs; the keepers end gdb and OpenOCD.
-    server.kill().expect("SIGKILL the server");
-    server.wait().expect("reaped");
-    drop(stdin);
+    server.kill9();
     assert!(gone(openocd), "OpenOCD ended with the server");
     let deadline = Instant::now() + Duration::from_secs(5);
     while gdbs_under(&bench.world.home) > 0 && Instant::now() < deadline {

@@ -6,10 +6,8 @@
 mod support;
 
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use support::shim::{Bench, Server, alive, counter, gdbs_under, gone};
 use support::{call, ok};
 
@@ -209,42 +207,12 @@ fn a_server_killed_mid_session_takes_gdb_and_the_stlink_server_with_it_and_leave
 {
     let bench = bench("ok", 10);
     let board = bench.start_board();
-    let mut server = bench
-        .world
-        .command()
-        .arg("mcp-stdio")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("server starts");
-    let mut stdin = server.stdin.take().expect("stdin");
-    for line in [
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"debug_start_session","arguments":{"image_path":"fw/fw.elf"}}}"#,
-    ] {
-        writeln!(stdin, "{line}").expect("send");
-    }
-    stdin.flush().expect("flush");
-    let mut reader = BufReader::new(server.stdout.take().expect("stdout"));
-    loop {
-        let mut line = String::new();
-        assert!(
-            reader.read_line(&mut line).expect("read") > 0,
-            "server answered"
-        );
-        let msg: Value = serde_json::from_str(&line).expect("JSON-RPC");
-        if msg["id"] == 2 {
-            assert_eq!(msg["result"]["isError"], false, "{msg}");
-            break;
-        }
-    }
+    let mut server = support::raw::Mcp::ours(&bench.world);
+    let started = server.call("debug_start_session", &json!({"image_path": "fw/fw.elf"}));
+    assert_eq!(started["isError"], false, "{started}");
     let stlink = bench.shim_pid();
     assert!(alive(stlink), "the session runs ST-LINK_gdbserver");
-    server.kill().expect("SIGKILL the server");
-    server.wait().expect("reaped");
-    drop(stdin);
+    server.kill9();
     assert!(gone(stlink), "ST-LINK_gdbserver ended with the server");
     let deadline = Instant::now() + Duration::from_secs(5);
     while gdbs_under(&bench.world.home) > 0 && Instant::now() < deadline {
