@@ -35,13 +35,15 @@ fn main() -> ExitCode {
         }
     };
     init_tracing();
-    match run(&cli) {
+    let code = match run(&cli) {
         Ok(code) => code,
         Err(err) => {
             let _ = writeln!(std::io::stderr(), "agentic-hil: {err:#}");
             ExitCode::FAILURE
         }
-    }
+    };
+    ahil_gate::artifacts::Stager::release_process();
+    code
 }
 
 /// Logs go to stderr only: stdout belongs to JSON-RPC under `mcp-stdio`.

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::Duration;
 
@@ -29,6 +29,8 @@ pub const PROTOCOL_VERSION: u64 = 2;
 /// Captured stderr kept per bridge; failures quote its last [`TAIL`] characters.
 const STDERR_KEPT: usize = 65_536;
 const TAIL: usize = 2_000;
+/// How long a report on a dead bridge waits for the rest of its stderr.
+const STDERR_DRAIN_LIMIT: Duration = Duration::from_millis(500);
 /// How long `close` may take before the group is killed anyway.
 const CLOSE_LIMIT: Duration = Duration::from_secs(1);
 /// How long the killed group may take to disappear.
@@ -56,7 +58,7 @@ pub struct Bridge {
     pgid: Pid,
     writer: Mutex<Writer>,
     waiting: Arc<Mutex<Waiting>>,
-    stderr: Arc<Mutex<String>>,
+    stderr: Arc<StderrLog>,
     timeout: Duration,
     safe_state_confirmed: AtomicBool,
     reaped: AtomicBool,
@@ -172,7 +174,8 @@ impl Bridge {
     }
 
     fn stderr_tail(&self) -> String {
-        let text = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+        let log = lock(&self.stderr.log);
+        let text = &log.0;
         let start = text.len().saturating_sub(TAIL);
         let start = (start..text.len())
             .find(|&i| text.is_char_boundary(i))
@@ -180,9 +183,22 @@ impl Bridge {
         text[start..].to_owned()
     }
 
+    /// The tail once the process has gone: its last words may still be in the pipe when stdout
+    /// closes, so wait (briefly: a grandchild may hold the pipe open) for the reader to see EOF.
+    fn stderr_tail_after_exit(&self) -> String {
+        let log = lock(&self.stderr.log);
+        drop(
+            self.stderr
+                .closed
+                .wait_timeout_while(log, STDERR_DRAIN_LIMIT, |log| !log.1)
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        self.stderr_tail()
+    }
+
     fn exited(&self) -> CanError {
         CanError::ProcessExited {
-            stderr_tail: self.stderr_tail(),
+            stderr_tail: self.stderr_tail_after_exit(),
         }
     }
 
@@ -240,7 +256,7 @@ impl Bridge {
             }
             Err(RecvTimeoutError::Disconnected) => Err(CanError::ExitedMidRequest {
                 method,
-                stderr_tail: self.stderr_tail(),
+                stderr_tail: self.stderr_tail_after_exit(),
             }),
         }
     }
@@ -556,31 +572,41 @@ fn spawn_reader(stdout: Option<std::process::ChildStdout>, waiting: Arc<Mutex<Wa
     });
 }
 
-/// The last [`STDERR_KEPT`] characters of stderr, kept for failure reports.
-fn spawn_stderr(stderr: Option<std::process::ChildStderr>) -> Arc<Mutex<String>> {
-    let kept = Arc::new(Mutex::new(String::new()));
-    if let Some(mut stderr) = stderr {
-        let shared = Arc::clone(&kept);
-        thread::spawn(move || {
-            let mut chunk = [0_u8; 4096];
-            loop {
-                match stderr.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let mut text = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                        text.push_str(&String::from_utf8_lossy(&chunk[..n]));
-                        if text.len() > STDERR_KEPT {
-                            let mut cut = text.len() - STDERR_KEPT;
-                            while !text.is_char_boundary(cut) {
-                                cut += 1;
-                            }
-                            text.drain(..cut);
+/// Stderr as read so far (its last [`STDERR_KEPT`] characters) and whether the pipe has closed.
+#[derive(Default)]
+struct StderrLog {
+    log: Mutex<(String, bool)>,
+    closed: Condvar,
+}
+
+fn spawn_stderr(stderr: Option<std::process::ChildStderr>) -> Arc<StderrLog> {
+    let kept = Arc::new(StderrLog::default());
+    let Some(mut stderr) = stderr else {
+        lock(&kept.log).1 = true;
+        return kept;
+    };
+    let shared = Arc::clone(&kept);
+    thread::spawn(move || {
+        let mut chunk = [0_u8; 4096];
+        loop {
+            match stderr.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let text = &mut lock(&shared.log).0;
+                    text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                    if text.len() > STDERR_KEPT {
+                        let mut cut = text.len() - STDERR_KEPT;
+                        while !text.is_char_boundary(cut) {
+                            cut += 1;
                         }
+                        text.drain(..cut);
                     }
                 }
             }
-        });
-    }
+        }
+        lock(&shared.log).1 = true;
+        shared.closed.notify_all();
+    });
     kept
 }
 

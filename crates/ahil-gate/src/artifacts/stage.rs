@@ -16,6 +16,10 @@ use sha2::{Digest, Sha256};
 use super::error::{ArtifactError, ArtifactRefusal};
 use super::{ArtifactPolicy, CheckedArtifact, Format, hex, open, open_components};
 
+const PREFIX: &str = "agentic-hil-artifacts-";
+
+static PROCESS: OnceLock<Result<Stager, String>> = OnceLock::new();
+
 /// The per-process staging directory.
 #[derive(Debug)]
 pub struct Stager {
@@ -24,15 +28,17 @@ pub struct Stager {
 }
 
 impl Stager {
-    /// A fresh private directory `agentic-hil-artifacts-<pid>-<n>` inside `parent`.
+    /// A fresh private directory `agentic-hil-artifacts-<pid>-<n>` inside `parent`. Directories
+    /// that dead processes of this user left there (a server killed mid-flash) are removed first.
     pub fn new_in(parent: &Path) -> io::Result<Self> {
+        sweep_abandoned(parent);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
         let mut last = io::Error::other("no attempt made");
         for attempt in 0..32_u32 {
             let root = parent.join(format!(
-                "agentic-hil-artifacts-{}-{nanos:x}-{attempt}",
+                "{PREFIX}{}-{nanos:x}-{attempt}",
                 std::process::id()
             ));
             // Not recursive: an existing directory (someone else's) is an error, never reused.
@@ -52,11 +58,19 @@ impl Stager {
 
     /// The staging directory of this process, under the system temporary directory.
     pub fn process() -> Result<&'static Self, ArtifactRefusal> {
-        static PROCESS: OnceLock<Result<Stager, String>> = OnceLock::new();
         PROCESS
             .get_or_init(|| Self::new_in(&std::env::temp_dir()).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|why| ArtifactRefusal::bare(ArtifactError::Staging(why.clone())))
+    }
+
+    /// Removes this process's staging directory, if it was ever created. Called once on the way
+    /// out: a staged copy still held then is worthless, and a directory per server run would
+    /// otherwise pile up in the temporary directory.
+    pub fn release_process() {
+        if let Some(Ok(stager)) = PROCESS.get() {
+            let _ = fs::remove_dir_all(&stager.root);
+        }
     }
 
     /// The private directory.
@@ -120,6 +134,56 @@ impl Stager {
         }
         Ok(staged)
     }
+}
+
+/// Removes staging directories whose creator is gone. Only real directories (never a link) owned by
+/// this user, named by a pid that no longer runs: a live server's copies, or another user's, are left
+/// alone. Best effort: a directory that cannot be removed now is tried again by the next server.
+fn sweep_abandoned(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(creator_pid) else {
+            continue;
+        };
+        if pid == std::process::id() || creator_is_running(pid) {
+            continue;
+        }
+        let Ok(meta) = fs::symlink_metadata(entry.path()) else {
+            continue;
+        };
+        if meta.is_dir() && std::os::unix::fs::MetadataExt::uid(&meta) == me {
+            // remove_dir_all does not follow links inside the tree.
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// The pid in `agentic-hil-artifacts-<pid>-<nanos>-<attempt>`.
+fn creator_pid(name: &str) -> Option<u32> {
+    let mut parts = name.strip_prefix(PREFIX)?.splitn(3, '-');
+    let pid = parts.next()?.parse().ok()?;
+    let nanos = parts.next()?;
+    let attempt = parts.next()?;
+    let hex = nanos.chars().all(|c| c.is_ascii_hexdigit()) && !nanos.is_empty();
+    (hex && attempt.parse::<u32>().is_ok()).then_some(pid)
+}
+
+fn creator_is_running(pid: u32) -> bool {
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return false;
+    };
+    // EPERM means it runs under another user: alive all the same.
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }
 
 fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -207,5 +271,67 @@ impl Drop for StagedArtifact {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.path);
         let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn a_new_stager_removes_directories_that_dead_servers_left_behind() {
+        let parent = tempfile::tempdir().unwrap();
+        let dead = parent.path().join(format!("{PREFIX}{}-1f-0", dead_pid()));
+        fs::create_dir_all(dead.join("stage-0")).unwrap();
+        fs::write(dead.join("stage-0/app.elf"), b"image").unwrap();
+
+        let stager = Stager::new_in(parent.path()).unwrap();
+
+        assert!(!dead.exists());
+        assert!(stager.root().is_dir());
+    }
+
+    #[test]
+    fn a_live_server_s_staging_a_link_and_unrelated_names_are_left_alone() {
+        let parent = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        fs::write(elsewhere.path().join("keep"), b"keep").unwrap();
+        let mut live_child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let live = parent
+            .path()
+            .join(format!("{PREFIX}{}-1f-0", live_child.id()));
+        fs::create_dir(&live).unwrap();
+        let link = parent.path().join(format!("{PREFIX}{}-2f-0", dead_pid()));
+        std::os::unix::fs::symlink(elsewhere.path(), &link).unwrap();
+        let unrelated = parent.path().join(format!("{PREFIX}notapid"));
+        fs::create_dir(&unrelated).unwrap();
+
+        let _stager = Stager::new_in(parent.path()).unwrap();
+        live_child.kill().unwrap();
+        live_child.wait().unwrap();
+
+        assert!(live.is_dir());
+        assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(elsewhere.path().join("keep").is_file());
+        assert!(unrelated.is_dir());
+    }
+
+    #[test]
+    fn staging_names_parse_only_in_the_shape_this_code_writes() {
+        assert_eq!(creator_pid("agentic-hil-artifacts-42-1a2b-0"), Some(42));
+        assert_eq!(creator_pid("agentic-hil-artifacts-42-xyz-0"), None);
+        assert_eq!(creator_pid("agentic-hil-artifacts-42-1a2b"), None);
+        assert_eq!(creator_pid("agentic-hil-artifacts-ytlzulvx"), None);
+        assert_eq!(creator_pid("other-42-1a-0"), None);
     }
 }
