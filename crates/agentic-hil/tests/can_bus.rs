@@ -693,3 +693,55 @@ async fn the_reference_drives_the_same_bridge_simulator() {
     .await;
     ok(&client, "can_session_stop", json!({"bus_id": "listen"})).await;
 }
+
+/// Whether `pid` still runs (a zombie waiting for a reaper has stopped running).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+#[test]
+fn a_bridge_that_ignores_eof_dies_with_a_server_killed_by_sigkill() {
+    let world = world();
+    let pid_file = world.home.join("lingering-bridge.pid");
+    // The simulator leaves at EOF; the script around it then lingers, as a careless bridge would.
+    let bridge = world.write_fake_tool(
+        "bridge-lingering",
+        &format!(
+            "#!/bin/sh\necho $$ > \"{}\"\n\"{}\" can-bridge-sim --mode normal --period-ms 0\nexec sleep 300\n",
+            pid_file.display(),
+            World::binary()
+        ),
+    );
+    let config = world.config_path();
+    let text = std::fs::read_to_string(&config).expect("config");
+    let bus = format!(
+        "can_buses:\n  lingering:\n    adapter: process\n    channel: sim-lingering\n    executable: \"{}\"\n    timeout_s: 2\n    permissions:\n      allow_write: true\n",
+        bridge.display()
+    );
+    std::fs::write(&config, text.replacen("can_buses:\n", &bus, 1)).expect("write config");
+
+    let mut server = support::raw::Mcp::ours(&world);
+    let started = server.call("can_session_start", &json!({"bus_id": "lingering"}));
+    assert_eq!(started["isError"], false, "{started}");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("the bridge wrote its pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(running(pid), "the bridge runs while its session is open");
+
+    // No destructor runs under SIGKILL: only the keeper can end the bridge now.
+    server.kill9();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while running(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !running(pid),
+        "the bridge (pid {pid}) outlived the server that started it"
+    );
+}

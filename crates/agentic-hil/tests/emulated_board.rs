@@ -108,6 +108,23 @@ async fn the_board_is_listed_and_probe_target_detects_it_without_a_reset() {
         json!("running"),
         "probing leaves it running"
     );
+    // The single-action lease's status is merged into the result, as the reference does.
+    assert_eq!(doc["lease_state"], json!("released"), "{doc}");
+    assert!(
+        doc["resources"].as_array().is_some_and(|r| !r.is_empty()),
+        "{doc}"
+    );
+    assert_eq!(doc["resources"], doc["run"]["declared_devices"], "{doc}");
+    for (key, value) in [
+        ("safe_state_confirmed", json!(true)),
+        ("processes_reaped", json!(true)),
+        ("cleanup_required", json!(false)),
+        ("quarantined", json!(false)),
+        ("cleanup_reasons", json!([])),
+        ("quarantine_id", Value::Null),
+    ] {
+        assert_eq!(doc[key], value, "{key}: {doc}");
+    }
     let shown = doc.to_string();
     assert!(
         !shown.contains(&bench.world.home.display().to_string()),
@@ -314,6 +331,7 @@ async fn killing_qemu_in_the_middle_of_a_flash_leaves_the_hardware_state_unknown
     );
     assert_eq!(doc["incident_stood_down"], json!(true), "{doc}");
     assert_eq!(doc["quarantined"], json!(false), "{doc}");
+    assert_eq!(doc["safe_state_confirmed"], json!(false), "{doc}");
     client.cancel().await.expect("client closes");
     let ledger = std::fs::read_to_string(
         bench

@@ -437,6 +437,49 @@ impl Capture {
     }
 }
 
+/// Ends a long-lived child's process group if this process dies without ending it (SIGKILL included,
+/// when no destructor runs). A tiny `sh`, in a group of its own, reads a lifeline pipe whose only
+/// write end this value holds; the pipe closes when the value is dropped or this process dies, and
+/// the keeper then SIGKILLs the group. Drop the keeper before reaping the group's leader: once the
+/// leader is reaped its group id may be recycled, and a keeper released later would kill a stranger.
+#[derive(Debug)]
+pub struct GroupKeeper {
+    keeper: Child,
+    lifeline: Option<io::PipeWriter>,
+}
+
+impl GroupKeeper {
+    /// Watches `group` (a live leader's pid); `name` is the keeper's argv[0] in `ps`.
+    pub fn spawn(group: i32, name: &str) -> io::Result<Self> {
+        let (reader, writer) = io::pipe()?;
+        let keeper = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "read _lifeline; kill -KILL -\"$1\" 2>/dev/null",
+                name,
+                &group.to_string(),
+            ])
+            .stdin(Stdio::from(reader))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        Ok(Self {
+            keeper,
+            lifeline: Some(writer),
+        })
+    }
+}
+
+impl Drop for GroupKeeper {
+    fn drop(&mut self) {
+        // Killed, not released: closing the lifeline first would make it kill the group itself.
+        let _ = self.keeper.kill();
+        let _ = self.keeper.wait();
+        self.lifeline.take();
+    }
+}
+
 #[cfg(test)]
 #[path = "process_tests.rs"]
 mod tests;

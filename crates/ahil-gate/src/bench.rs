@@ -341,6 +341,7 @@ impl Bench {
                     leases::apply(&mut outcome, block, &incident, true);
                 }
             }
+            leases::merge_status(&mut outcome, lease);
         }
 
         // 7 record, with the envelope's common fields (8) already stamped so the report carries its

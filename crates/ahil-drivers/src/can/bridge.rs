@@ -22,7 +22,7 @@ use rustix::process::{Pid, Signal, kill_process_group};
 use serde_json::{Map, Value, json};
 
 use super::{Adapter, CanError, Closed, Frame, OpenRequest, Opened};
-use crate::process::invocation;
+use crate::process::{GroupKeeper, invocation};
 
 /// The protocol version spoken.
 pub const PROTOCOL_VERSION: u64 = 2;
@@ -59,6 +59,8 @@ pub struct Bridge {
     writer: Mutex<Writer>,
     waiting: Arc<Mutex<Waiting>>,
     stderr: Arc<StderrLog>,
+    /// A bridge may ignore EOF on stdin; the keeper ends it if this process dies without closing it.
+    keeper: Mutex<Option<GroupKeeper>>,
     timeout: Duration,
     safe_state_confirmed: AtomicBool,
     reaped: AtomicBool,
@@ -97,6 +99,15 @@ impl Bridge {
                 "child pid out of range".into(),
             ));
         };
+        let keeper = match GroupKeeper::spawn(pgid.as_raw_nonzero().get(), "ahil-can-keeper") {
+            Ok(keeper) => keeper,
+            Err(error) => {
+                let _ = kill_process_group(pgid, Signal::KILL);
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(CanError::ProcessStartFailed(error.to_string()));
+            }
+        };
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let waiting = Arc::new(Mutex::new(Waiting::default()));
@@ -107,6 +118,7 @@ impl Bridge {
             writer: Mutex::new(Writer { stdin, last_id: 0 }),
             waiting,
             stderr: spawn_stderr(stderr),
+            keeper: Mutex::new(Some(keeper)),
             timeout: request.timeout,
             safe_state_confirmed: AtomicBool::new(false),
             reaped: AtomicBool::new(false),
@@ -211,6 +223,8 @@ impl Bridge {
     ) -> Result<Map<String, Value>, CanError> {
         if self.reaped.load(Ordering::SeqCst) || matches!(lock(&self.child).try_wait(), Ok(Some(_)))
         {
+            // The leader is reaped now: release the keeper before its group id can be recycled.
+            drop(lock(&self.keeper).take());
             return Err(self.exited());
         }
         let (tx, rx) = mpsc::channel();
@@ -269,6 +283,8 @@ impl Bridge {
         }
         // Closing stdin first lets a well-behaved bridge see EOF; the kill follows regardless.
         lock(&self.writer).stdin = None;
+        // The keeper before the reap: a recycled group id must never be its target.
+        drop(lock(&self.keeper).take());
         // Kill while the leader is unreaped, so the group id cannot have been recycled.
         let _ = kill_process_group(self.pgid, Signal::KILL);
         let _ = child.kill();

@@ -20,6 +20,7 @@ use rustix::process::{Pid, Signal, kill_process_group};
 
 use super::OpenOcd;
 use crate::process;
+use crate::process::GroupKeeper;
 
 /// Bytes of each output stream kept for the log and for classifying an early exit.
 const TAIL: usize = 65_536;
@@ -89,8 +90,7 @@ pub struct GdbServer {
     command_line: String,
     stdout: Arc<Tail>,
     stderr: Arc<Tail>,
-    keeper: Option<Child>,
-    _lifeline: Option<io::PipeWriter>,
+    keeper: Option<GroupKeeper>,
 }
 
 /// Reserves a free loopback port: bound and listening, so nothing else takes it until it is released
@@ -196,7 +196,7 @@ pub fn spawn(
     if let Some(pipe) = child.stderr.take() {
         drain(pipe, Arc::clone(&stderr));
     }
-    let keeper = match spawn_keeper(pgid) {
+    let keeper = match GroupKeeper::spawn(pgid.as_raw_nonzero().get(), "ahil-openocd-keeper") {
         Ok(keeper) => keeper,
         Err(error) => {
             let _ = kill_process_group(pgid, Signal::KILL);
@@ -212,8 +212,7 @@ pub fn spawn(
         command_line,
         stdout,
         stderr,
-        keeper: Some(keeper.0),
-        _lifeline: Some(keeper.1),
+        keeper: Some(keeper),
     };
     server.wait_ready(limit)?;
     Ok(server)
@@ -290,10 +289,7 @@ impl GdbServer {
 
     fn end(&mut self) -> bool {
         // The keeper first: once OpenOCD is reaped its group id may be reused.
-        if let Some(mut keeper) = self.keeper.take() {
-            let _ = keeper.kill();
-            let _ = keeper.wait();
-        }
+        drop(self.keeper.take());
         let _ = kill_process_group(self.pgid, Signal::KILL);
         let _ = self.child.kill();
         self.child.wait().is_ok()
@@ -304,24 +300,6 @@ impl Drop for GdbServer {
     fn drop(&mut self) {
         self.end();
     }
-}
-
-/// A keeper that SIGKILLs `group` when the lifeline's write end closes (its holder died or let go).
-fn spawn_keeper(group: Pid) -> io::Result<(Child, io::PipeWriter)> {
-    let (reader, writer) = io::pipe()?;
-    let keeper = std::process::Command::new("sh")
-        .args([
-            "-c",
-            "read _lifeline; kill -KILL -\"$1\" 2>/dev/null",
-            "ahil-openocd-keeper",
-            &group.as_raw_nonzero().get().to_string(),
-        ])
-        .stdin(Stdio::from(reader))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()?;
-    Ok((keeper, writer))
 }
 
 #[cfg(test)]

@@ -251,6 +251,28 @@ pub fn apply(outcome: &mut Outcome, block: Value, incident: &Incident, raised_he
 
 /// Ends the call's lease: a session start keeps it for the session; a session stop ends the
 /// session's too; lost evidence quarantines it.
+/// The lease's own status, in every leased result as the reference gives it. What an incident, a
+/// recovery or the action already said stands; the rest is what a clean lease says of itself.
+pub fn merge_status(outcome: &mut Outcome, lease: &Lease) {
+    let unsettled = outcome.hardware_state == Some(crate::envelope::HardwareState::Unknown)
+        || outcome.cleanup_required == Some(true)
+        || outcome.quarantined == Some(true);
+    let clean = [
+        ("resources", json!(lease.resources)),
+        ("safe_state_confirmed", json!(!unsettled)),
+        ("processes_reaped", json!(true)),
+        ("cleanup_reasons", json!([])),
+        ("quarantine_id", Value::Null),
+    ];
+    for (key, value) in clean {
+        if outcome.detail(key).is_none() {
+            outcome.set(key, value);
+        }
+    }
+    outcome.cleanup_required.get_or_insert(false);
+    outcome.quarantined.get_or_insert(false);
+}
+
 pub fn end(bench: &Provisioned, tool: &str, lease: Lease, outcome: &mut Outcome) {
     let leases = &bench.leases;
     // Lost evidence of a call that may have touched the bench: nothing the server says about
