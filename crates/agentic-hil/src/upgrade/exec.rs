@@ -2,6 +2,7 @@
 //! the upgrade with the installation lock held.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt as _;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -15,12 +16,14 @@ pub enum Ran {
     TimedOut,
 }
 
-/// Runs `command` with stdin closed and its output captured; kills it at `deadline`.
+/// Runs `command` with stdin closed and its output captured, in a process group of its own; at
+/// `deadline` the whole group is killed (cargo's rustc and build scripts with it).
 pub fn run_with_deadline(command: &mut Command, deadline: Duration) -> std::io::Result<Ran> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()?;
     // Both pipes are drained on threads: a chatty child must not block on a full pipe while we wait.
     let stdout = drain(child.stdout.take());
@@ -31,6 +34,11 @@ pub fn run_with_deadline(command: &mut Command, deadline: Duration) -> std::io::
             break Some(status);
         }
         if started.elapsed() >= deadline {
+            // The leader is not reaped yet, so its group id cannot have been given to anyone else.
+            let _ = rustix::process::kill_process_group(
+                rustix::process::Pid::from_child(&child),
+                rustix::process::Signal::KILL,
+            );
             let _ = child.kill();
             let _ = child.wait();
             break None;
@@ -77,6 +85,33 @@ mod tests {
             .expect("sh starts");
         assert!(matches!(ran, Ran::TimedOut));
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_child_past_its_deadline_takes_its_grandchildren_with_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pid_file = dir.path().join("grandchild.pid");
+        let script = format!("sleep 30 & echo $! > '{}'; wait", pid_file.display());
+        let ran = run_with_deadline(
+            Command::new("sh").args(["-c", &script]),
+            Duration::from_millis(500),
+        )
+        .expect("sh starts");
+        assert!(matches!(ran, Ran::TimedOut));
+        let pid = std::fs::read_to_string(&pid_file).expect("the grandchild's pid");
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let running = || {
+            std::fs::read_to_string(&stat).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().next())
+                    .is_some_and(|state| state != "Z" && state != "X")
+            })
+        };
+        while running() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!running(), "the grandchild outlived the deadline");
     }
 
     #[test]

@@ -249,8 +249,6 @@ pub fn apply(outcome: &mut Outcome, block: Value, incident: &Incident, raised_he
     outcome.set("recovery", block);
 }
 
-/// Ends the call's lease: a session start keeps it for the session; a session stop ends the
-/// session's too; lost evidence quarantines it.
 /// The lease's own status, in every leased result as the reference gives it. What an incident, a
 /// recovery or the action already said stands; the rest is what a clean lease says of itself.
 pub fn merge_status(outcome: &mut Outcome, lease: &Lease) {
@@ -273,6 +271,8 @@ pub fn merge_status(outcome: &mut Outcome, lease: &Lease) {
     outcome.quarantined.get_or_insert(false);
 }
 
+/// Ends the call's lease: a session start keeps it for the session; a session stop ends the
+/// session's too; lost evidence quarantines it.
 pub fn end(bench: &Provisioned, tool: &str, lease: Lease, outcome: &mut Outcome) {
     let leases = &bench.leases;
     // Lost evidence of a call that may have touched the bench: nothing the server says about
