@@ -454,6 +454,48 @@ async fn sockets_are_refused_from_the_kernels_own_report_before_contact() {
 }
 
 #[tokio::test]
+async fn an_ip_planted_on_path_cannot_vouch_for_listen_only() {
+    let world = world();
+    // The agent's `ip`, first on the server's PATH, claims `lo` is a listen-only CAN controller.
+    let planted = world.workspace.join("bin");
+    std::fs::create_dir_all(&planted).expect("bin dir");
+    let ran = planted.join("ip-ran");
+    let report = r#"[{"ifname":"lo","flags":["UP"],"operstate":"UP","linkinfo":{"info_kind":"can","info_data":{"ctrlmode":["LISTEN-ONLY"]}}}]"#;
+    std::fs::write(
+        planted.join("ip"),
+        format!("#!/bin/sh\ntouch \"{}\"\necho '{report}'\n", ran.display()),
+    )
+    .expect("the planted ip is written");
+    support::make_executable(&planted.join("ip"));
+    let mut path = std::ffi::OsString::from(&planted);
+    path.push(":");
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let mut cmd = std::process::Command::new(World::binary());
+    world.scrub(&mut cmd);
+    cmd.env("PATH", path).arg("mcp-stdio");
+    let client = {
+        use rmcp::ServiceExt;
+        let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
+            .expect("the server process starts");
+        ().serve(transport)
+            .await
+            .expect("the MCP handshake succeeds")
+    };
+    let (doc, is_error) = call(
+        &client,
+        "can_session_start",
+        json!({"bus_id": "kernel_listen"}),
+    )
+    .await;
+    assert!(is_error, "lo is no listen-only controller: {doc}");
+    assert!(!ran.exists(), "the planted ip was run: {doc}");
+    // The fixed-path `ip` told the truth about `lo`.
+    assert_eq!(doc["error_type"], "can_listen_only_unsupported", "{doc}");
+    assert_eq!(doc["link_state"]["info_kind"], Value::Null, "{doc}");
+    assert_eq!(doc["target_contacted"], false, "{doc}");
+}
+
+#[tokio::test]
 async fn a_misbehaving_bridge_is_refused_with_its_failure_named() {
     let world = world();
     let client = support::connect(&world).await;

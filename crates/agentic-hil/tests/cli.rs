@@ -110,6 +110,42 @@ fn a_configuration_kept_inside_the_workspace_is_refused() {
     assert_eq!(doc["error_type"], json!("config_invalid"), "{doc}");
 }
 
+/// D2: every frontend reads the configuration through the one loader, so each refuses the same file.
+#[test]
+fn every_frontend_refuses_a_configuration_kept_inside_the_workspace() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    let inside = world.workspace.join("config.yaml");
+    std::fs::copy(world.config_path(), &inside).expect("copy");
+    std::fs::write(world.workspace.join("plan.yaml"), "version: 5\nsteps: []\n").expect("plan");
+    for args in [
+        &["doctor", "--json"][..],
+        &["mcp-stdio"],
+        &["com-stdio", "--port-id", "uart"],
+        &["test-reactor", "--test-config", "plan.yaml"],
+        &["sim", "status"],
+        &["lease-status"],
+    ] {
+        let out = world
+            .command()
+            .env("AGENTIC_HIL_CONFIG", &inside)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("runs");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {said}");
+        assert!(
+            said.contains("config_invalid") && said.contains("outside the workspace"),
+            "{args:?}: {said}"
+        );
+    }
+}
+
 #[test]
 fn schema_prints_our_configuration_schema() {
     let out = World::new().run(&["schema"]);

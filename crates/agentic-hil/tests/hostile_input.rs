@@ -21,6 +21,8 @@ struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
+    /// The last line sent, named when the server stops answering.
+    last_sent: String,
 }
 
 impl Server {
@@ -49,6 +51,7 @@ impl Server {
             child,
             stdin,
             lines,
+            last_sent: String::new(),
         };
         server.send_bytes(
             json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
@@ -64,6 +67,7 @@ impl Server {
 
     fn send_bytes(&mut self, bytes: &[u8]) {
         let stdin = self.stdin.as_mut().expect("stdin open");
+        self.last_sent = String::from_utf8_lossy(bytes).chars().take(400).collect();
         let mut line = bytes.to_vec();
         line.push(b'\n');
         // A server that closed its stdin has already failed the test below.
@@ -74,10 +78,12 @@ impl Server {
     /// Waits for the answer whose id is the string `id`; every line on the way must be JSON-RPC.
     fn answer(&mut self, id: &str) -> Value {
         loop {
-            let line = self
-                .lines
-                .recv_timeout(ANSWER_WITHIN)
-                .unwrap_or_else(|_| panic!("no answer to id {id}: the server hung or died"));
+            let line = self.lines.recv_timeout(ANSWER_WITHIN).unwrap_or_else(|_| {
+                panic!(
+                    "no answer to id {id}: the server hung or died; last sent: {}",
+                    self.last_sent
+                )
+            });
             let doc: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"));
             assert_eq!(doc["jsonrpc"], "2.0", "{line}");
@@ -184,22 +190,133 @@ fn message() -> impl Strategy<Value = Message> {
     ]
 }
 
+/// Every listed tool with the names of its arguments.
 fn tools(server: &mut Server) -> Vec<(String, Vec<String>)> {
-    server.send_bytes(br#"{"jsonrpc":"2.0","id":"list","method":"tools/list"}"#);
-    let listed = server.answer("list");
-    listed["result"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .map(|tool| {
-            let name = tool["name"].as_str().expect("name").to_owned();
-            let keys = tool["inputSchema"]["properties"]
+    schemas(server)
+        .into_iter()
+        .map(|(name, schema)| {
+            let keys = schema["properties"]
                 .as_object()
                 .map(|p| p.keys().cloned().collect())
                 .unwrap_or_default();
             (name, keys)
         })
         .collect()
+}
+
+/// Every listed tool with its input schema.
+fn schemas(server: &mut Server) -> Vec<(String, Value)> {
+    server.send_bytes(br#"{"jsonrpc":"2.0","id":"schemas","method":"tools/list"}"#);
+    let listed = server.answer("schemas");
+    listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|tool| {
+            let name = tool["name"].as_str().expect("name").to_owned();
+            (name, tool["inputSchema"].clone())
+        })
+        .collect()
+}
+
+/// A hostile value of each JSON type, so a member can be sent as the type its schema names.
+#[derive(Debug, Clone)]
+struct Typed {
+    text: String,
+    integer: i64,
+    number: f64,
+    flag: bool,
+    other: Value,
+}
+
+fn typed() -> impl Strategy<Value = Typed> {
+    (
+        prop_oneof![
+            1 => Just("../../etc/passwd".to_owned()),
+            1 => Just("x".repeat(100_000)),
+            1 => Just(String::new()),
+            // Plausible names and ids, which get past the first checks to the deeper ones.
+            4 => "[a-z][a-z0-9_.:-]{0,11}",
+            1 => "[a-z_/.=!]{0,24}",
+            1 => any::<String>(),
+        ],
+        any::<i64>(),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()),
+        any::<bool>(),
+        hostile_value(),
+    )
+        .prop_map(|(text, integer, number, flag, other)| Typed {
+            text,
+            integer,
+            number,
+            flag,
+            other,
+        })
+}
+
+/// The material for one tool's schema-shaped arguments: which `oneOf`/`anyOf` branch's required
+/// members to send, and for each member (in schema order) whether it is sent and as what.
+#[derive(Debug, Clone)]
+struct Shaped {
+    branch: usize,
+    members: Vec<(bool, Typed)>,
+}
+
+fn shaped() -> impl Strategy<Value = Shaped> {
+    (
+        0..4usize,
+        prop::collection::vec((any::<bool>(), typed()), 12),
+    )
+        .prop_map(|(branch, members)| Shaped { branch, members })
+}
+
+/// Arguments that have the shape `schema` asks for (its required members and those of one branch,
+/// each of the type it names), with hostile contents.
+fn shaped_arguments(schema: &Value, shape: &Shaped) -> Value {
+    fn names(list: &Value) -> Vec<&str> {
+        list.as_array()
+            .map(|l| l.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+    let mut required: Vec<&str> = names(&schema["required"]);
+    // Members only another branch requires are left out, so the call usually passes the schema.
+    let mut excluded: Vec<&str> = Vec::new();
+    for key in ["oneOf", "anyOf"] {
+        if let Some(branches) = schema[key].as_array().filter(|b| !b.is_empty()) {
+            let chosen = shape.branch % branches.len();
+            for (i, branch) in branches.iter().enumerate() {
+                if i == chosen {
+                    required.extend(names(&branch["required"]));
+                } else {
+                    excluded.extend(names(&branch["required"]));
+                }
+            }
+        }
+    }
+    let mut arguments = serde_json::Map::new();
+    let Some(properties) = schema["properties"].as_object() else {
+        return Value::Object(arguments);
+    };
+    for (i, (name, member)) in properties.iter().enumerate() {
+        let (send, value) = &shape.members[i % shape.members.len()];
+        let required = required.contains(&name.as_str());
+        if !required && (!*send || excluded.contains(&name.as_str())) {
+            continue;
+        }
+        let kind = member["type"]
+            .as_str()
+            .or_else(|| member["type"][0].as_str())
+            .unwrap_or("");
+        let value = match kind {
+            "string" => Value::String(value.text.clone()),
+            "integer" => Value::from(value.integer),
+            "number" => Value::from(value.number),
+            "boolean" => Value::Bool(value.flag),
+            _ => value.other.clone(),
+        };
+        arguments.insert(name.clone(), value);
+    }
+    Value::Object(arguments)
 }
 
 /// Every file under `root`, relative.
@@ -288,6 +405,39 @@ proptest! {
         server.send_bytes(br#"{"jsonrpc":"2.0","id":"final","method":"tools/list"}"#);
         let last = server.answer("final");
         prop_assert!(last["result"]["tools"].is_array(), "{}", last);
+        prop_assert_eq!(server.finish(), Some(0));
+        let outside: Vec<String> = files_under(&root)
+            .into_iter()
+            .filter(|p| !(p.starts_with("home") || p.starts_with("work")))
+            .collect();
+        prop_assert!(outside.is_empty(), "files written outside HOME and the workspace: {:?}", outside);
+    }
+}
+
+proptest! {
+    // A dropped request costs ANSWER_WITHIN per shrinking step, so shrinking is bounded.
+    #![proptest_config(ProptestConfig {
+        cases: 12, failure_persistence: None, max_shrink_time: 90_000, ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn every_tool_given_arguments_of_its_schemas_shape_answers_structurally(
+        shapes in prop::collection::vec(shaped(), 64)
+    ) {
+        let world = World::new();
+        prop_assert!(world.run(&["init"]).status.success());
+        let root = world.home.parent().expect("root").to_path_buf();
+        let mut server = Server::start(&world);
+        for (i, (name, schema)) in schemas(&mut server).into_iter().enumerate() {
+            let arguments = shaped_arguments(&schema, &shapes[i % shapes.len()]);
+            let id = format!("s{i}");
+            server.send_bytes(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": name, "arguments": arguments}}).to_string().as_bytes());
+            let answer = server.answer(&id);
+            let result = &answer["result"];
+            prop_assert!(result["structuredContent"]["ok"].is_boolean(), "{}: {}", name, answer);
+            prop_assert!(result["structuredContent"]["summary"].is_string(), "{}: {}", name, answer);
+        }
         prop_assert_eq!(server.finish(), Some(0));
         let outside: Vec<String> = files_under(&root)
             .into_iter()

@@ -257,3 +257,60 @@ fn a_server_killed_mid_session_takes_gdb_and_openocd_with_it_and_leaves_the_core
     std::thread::sleep(Duration::from_millis(300));
     assert_ne!(board.vm_status(), "running", "the core stays halted");
 }
+
+/// Runs the core past a lost halt: `debug_continue` times out and its interrupt is not confirmed.
+async fn run_past_an_unconfirmed_halt(client: &support::Client) {
+    ok(
+        client,
+        "debug_start_session",
+        json!({"image_path": "fw/fw.elf"}),
+    )
+    .await;
+    let (doc, is_error) = call(client, "debug_continue", json!({"timeout_s": 0.5})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "timeout", "{doc}");
+    assert_eq!(doc["halt_confirmed"], false, "{doc}");
+}
+
+#[tokio::test]
+async fn a_stop_after_a_lost_interrupt_halts_the_core_again_before_it_lets_go() {
+    let bench = bench("lose-first-interrupt", 10);
+    let board = bench.start_board();
+    let client = support::connect(&bench.world).await;
+    run_past_an_unconfirmed_halt(&client).await;
+    assert_eq!(
+        board.vm_status(),
+        "running",
+        "the lost interrupt left it running"
+    );
+    let doc = ok(&client, "debug_stop_session", json!({})).await;
+    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    assert!(
+        bench.monitor().iter().any(|m| m.contains("gdb-detach {}")),
+        "the detach handlers were emptied: {:?}",
+        bench.monitor()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_ne!(board.vm_status(), "running", "the stop halted the core");
+    drop(client);
+}
+
+#[tokio::test]
+async fn a_stop_is_refused_while_the_halt_cannot_be_confirmed_and_sends_no_detach_guard() {
+    let bench = bench("deaf", 10);
+    let board = bench.start_board();
+    let client = support::connect(&bench.world).await;
+    run_past_an_unconfirmed_halt(&client).await;
+    let (doc, is_error) = call(&client, "debug_stop_session", json!({})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "halt_not_confirmed", "{doc}");
+    assert_eq!(doc["status"], "cleanup_required", "{doc}");
+    assert_eq!(doc["hardware_state"], "unknown", "{doc}");
+    assert!(
+        !bench.monitor().iter().any(|m| m.contains("gdb-detach")),
+        "no detach guard on a running core: {:?}",
+        bench.monitor()
+    );
+    assert_eq!(board.vm_status(), "running", "the core still runs");
+    drop(client);
+}

@@ -53,6 +53,14 @@ struct Bench {
 }
 
 impl Bench {
+    /// The default supply entry, with the simulator in `mode`.
+    fn in_mode(mode: &'static str) -> Self {
+        Self::new(&Supply {
+            mode,
+            ..Supply::default()
+        })
+    }
+
     fn new(supply: &Supply) -> Self {
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
@@ -433,10 +441,7 @@ async fn cycle_switches_off_waits_and_switches_on() {
 
 #[tokio::test]
 async fn a_supply_that_does_not_hold_a_value_gives_a_readback_mismatch() {
-    let bench = Bench::new(&Supply {
-        mode: "lie-readback",
-        ..Supply::default()
-    });
+    let bench = Bench::in_mode("lie-readback");
     let client = bench.connect().await;
     let doc = refused(
         &client,
@@ -458,11 +463,36 @@ async fn a_supply_that_does_not_hold_a_value_gives_a_readback_mismatch() {
 }
 
 #[tokio::test]
+async fn an_output_that_does_not_switch_on_gives_a_readback_mismatch() {
+    let bench = Bench::in_mode("output-stuck-off");
+    let client = bench.connect().await;
+    let doc = refused(
+        &client,
+        "power_supply_output",
+        json!({"supply_id": "bench", "on": true}),
+        "power_supply_readback_mismatch",
+    )
+    .await;
+    assert_eq!(doc["requested"], json!({"output_on": true}));
+    assert_eq!(doc["read_back"], json!({"output_on": false}));
+    assert_eq!(doc["side_effect_status"], "partial");
+    assert_eq!(doc["retry_safe"], false);
+    // A cycle stops at the switch that did not take.
+    let doc = refused(
+        &client,
+        "power_supply_cycle",
+        json!({"supply_id": "bench", "off_s": 0.5}),
+        "power_supply_readback_mismatch",
+    )
+    .await;
+    assert_eq!(doc["read_back"], json!({"output_on": false}));
+    assert_eq!(bench.writes(), ["OUT1", "OUT0", "OUT1"]);
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
 async fn a_supply_silent_after_a_write_leaves_the_state_unknown_and_raises_an_incident() {
-    let bench = Bench::new(&Supply {
-        mode: "silent-after-write",
-        ..Supply::default()
-    });
+    let bench = Bench::in_mode("silent-after-write");
     let client = bench.connect().await;
     let doc = refused(
         &client,
@@ -491,10 +521,7 @@ async fn a_supply_silent_after_a_write_leaves_the_state_unknown_and_raises_an_in
 
 #[tokio::test]
 async fn a_silent_supply_without_a_write_is_no_reply_and_changes_nothing() {
-    let bench = Bench::new(&Supply {
-        mode: "silent",
-        ..Supply::default()
-    });
+    let bench = Bench::in_mode("silent");
     let client = bench.connect().await;
     let doc = refused(
         &client,

@@ -5,7 +5,7 @@
 
 mod support;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 use support::shim::{Bench, Server, alive, counter, gdbs_under, gone};
@@ -181,9 +181,9 @@ async fn a_server_that_finds_no_stlink_fails_the_start_with_its_words_and_leaves
     drop(client);
 }
 
-#[tokio::test]
-async fn a_server_that_never_opens_its_port_is_probe_server_open_failed_and_is_killed() {
-    let bench = bench("no-port", 1);
+/// A start that must fail with `probe_server_open_failed` of `class`, leaving neither the server
+/// nor gdb, and no session; answers the refusal.
+async fn a_refused_start(bench: &Bench, class: &str) -> Value {
     let client = support::connect(&bench.world).await;
     let (doc, is_error) = call(
         &client,
@@ -193,13 +193,31 @@ async fn a_server_that_never_opens_its_port_is_probe_server_open_failed_and_is_k
     .await;
     assert!(is_error, "{doc}");
     assert_eq!(doc["error_type"], "probe_server_open_failed", "{doc}");
-    assert_eq!(doc["backend_error_type"], "gdb_server_not_ready", "{doc}");
+    assert_eq!(doc["backend_error_type"], class, "{doc}");
     assert_eq!(doc["backend"], "stlink", "{doc}");
     assert!(gone(bench.shim_pid()), "the server was killed");
     assert_eq!(gdbs_under(&bench.world.home), 0, "gdb never started");
-    let doc = ok(&client, "debug_get_session_status", json!({})).await;
-    assert_eq!(doc["active"], false, "{doc}");
-    drop(client);
+    let status = ok(&client, "debug_get_session_status", json!({})).await;
+    assert_eq!(status["active"], false, "{status}");
+    doc
+}
+
+#[tokio::test]
+async fn a_server_that_never_opens_its_port_is_probe_server_open_failed_and_is_killed() {
+    a_refused_start(&bench("no-port", 1), "gdb_server_not_ready").await;
+}
+
+#[tokio::test]
+async fn a_server_listening_beyond_loopback_is_stopped_before_gdb_connects() {
+    let bench = bench("all-interfaces", 10);
+    let _board = bench.start_board();
+    let doc = a_refused_start(&bench, "gdb_server_not_loopback").await;
+    assert!(
+        doc["listen_addresses"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|a| a.as_str().is_some_and(|a| a.starts_with("0.0.0.0:")))),
+        "{doc}"
+    );
 }
 
 #[test]
@@ -225,4 +243,26 @@ fn a_server_killed_mid_session_takes_gdb_and_the_stlink_server_with_it_and_leave
     );
     std::thread::sleep(Duration::from_millis(300));
     assert_ne!(board.vm_status(), "running", "the core stays halted");
+}
+
+#[tokio::test]
+async fn a_stop_is_refused_while_the_halt_cannot_be_confirmed_on_an_stlink_server() {
+    let bench = bench("deaf", 10);
+    let board = bench.start_board();
+    let client = support::connect(&bench.world).await;
+    ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/fw.elf"}),
+    )
+    .await;
+    let (doc, is_error) = call(&client, "debug_continue", json!({"timeout_s": 0.5})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["halt_confirmed"], false, "{doc}");
+    let (doc, is_error) = call(&client, "debug_stop_session", json!({})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "halt_not_confirmed", "{doc}");
+    assert_eq!(doc["status"], "cleanup_required", "{doc}");
+    assert_eq!(board.vm_status(), "running", "the core still runs");
+    drop(client);
 }

@@ -424,6 +424,55 @@ async fn a_detached_run_is_followed_to_completion_over_mcp() {
     client.cancel().await.expect("client closes");
 }
 
+/// A2: the worker the server starts is its own executable, never a program found by name.
+#[tokio::test]
+async fn a_detached_worker_is_the_servers_own_binary_even_with_a_lookalike_first_on_path() {
+    use rmcp::ServiceExt;
+    let world = world();
+    let plan = write_plan(&world, "long.yaml", LONG_DELAY);
+    let marker = world.home.join("lookalike-ran");
+    let lookalike = world.write_fake_tool(
+        "agentic-hil",
+        &format!(
+            "#!/bin/sh\ntouch '{}'\nexec '{}' \"$@\"\n",
+            marker.display(),
+            World::binary()
+        ),
+    );
+    let dir = lookalike.parent().expect("tools dir");
+    let mut cmd = std::process::Command::new(World::binary());
+    world.scrub(&mut cmd);
+    let path = std::env::join_paths(std::iter::once(dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("PATH");
+    cmd.env("PATH", path).arg("mcp-stdio");
+    let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
+        .expect("the server starts");
+    let client = ().serve(transport).await.expect("handshake");
+    let (doc, is_error) = call(
+        &client,
+        "test_reactor_run",
+        json!({"test_config_path": plan, "detach": true}),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+    let run = doc["run"].as_str().expect("a handle").to_owned();
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(runs_dir(&world).join(format!("{run}.json"))).expect("the run record"),
+    )
+    .expect("JSON");
+    let pid = record["pid"].as_u64().expect("the worker's pid");
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the worker runs");
+    let ours = std::fs::canonicalize(World::binary()).expect("our binary");
+    let (stop, _) = call(&client, "test_reactor_stop", json!({"run": run})).await;
+    assert_eq!(stop["stop_requested"], true, "{stop}");
+    wait_for_state(&client, &run, &["stopped"], Duration::from_secs(10)).await;
+    client.cancel().await.expect("client closes");
+    assert_eq!(exe, ours, "the worker is another program");
+    assert!(!marker.exists(), "a program found on PATH was started");
+}
+
 #[tokio::test]
 async fn a_stop_ends_a_detached_run_in_the_middle_of_a_long_delay() {
     let world = world();

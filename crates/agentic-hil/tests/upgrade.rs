@@ -468,6 +468,38 @@ fn the_same_version_from_a_binary_is_already_current() {
     assert_eq!(doc["install_skipped"], json!(true));
 }
 
+#[test]
+fn a_from_binary_that_runs_only_where_it_lies_is_not_put_in_place() {
+    // Like a release binary that loads a library from its own directory: it answers where it was
+    // unpacked, but its copy beside the installation does not run.
+    let (world, exe) = copied_install();
+    let unpacked = world.home.join("unpacked");
+    std::fs::create_dir_all(&unpacked).expect("unpacked dir");
+    std::fs::write(unpacked.join("libahil.so"), "").expect("library");
+    let new = unpacked.join("agentic-hil");
+    write_script(
+        &new,
+        &format!(
+            "#!/bin/sh\n[ -f \"$(dirname \"$0\")/libahil.so\" ] || {{ echo 'libahil.so: not found' >&2; exit 127; }}\necho \"agentic-hil {NEWER}\"\n"
+        ),
+    );
+    assert_eq!(version_of(&new), format!("agentic-hil {NEWER}"));
+    let doc = run_copied(&world, &exe, &["--from", new.to_str().expect("utf-8")]);
+    assert_eq!(doc["error_type"], json!("upgrade_failed"), "{doc}");
+    assert!(doc["reinstall_command"].is_string(), "{doc}");
+    assert_eq!(version_of(&exe), format!("agentic-hil {RUNNING}"));
+    let mut left: Vec<String> = std::fs::read_dir(exe.parent().expect("dir"))
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [".agentic-hil-upgrade.lock", "agentic-hil"],
+        "the copy that did not run is gone"
+    );
+}
+
 // ---- over MCP ----
 
 async fn connect(install: &CargoInstall) -> support::Client {
@@ -561,6 +593,27 @@ async fn server_upgrade_is_refused_while_a_run_holds_the_bench() {
     assert_eq!(
         install.installed_version(),
         format!("agentic-hil {RUNNING}")
+    );
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
+async fn a_server_upgrade_whose_command_gives_no_result_names_the_command_for_the_operator() {
+    let install = CargoInstall::new();
+    initialised(&install);
+    let client = connect(&install).await;
+    // The installed file is replaced under the running server by one that answers no JSON.
+    let exe = install.exe();
+    let swapped = exe.with_file_name(".swapped");
+    write_script(&swapped, "#!/bin/sh\necho 'not a result'\n");
+    std::fs::rename(&swapped, &exe).expect("the installation is swapped");
+    let (doc, is_error) = call(&client, "server_upgrade", json!({})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("upgrade_failed"), "{doc}");
+    assert_eq!(
+        doc["reinstall_command"],
+        json!("agentic-hil upgrade"),
+        "{doc}"
     );
     client.cancel().await.expect("the session closes");
 }

@@ -83,3 +83,74 @@ fn an_alias_bomb_is_refused() {
     );
     assert!(refusal.contains("budget breached"), "{refusal}");
 }
+
+/// Asserts that our loader refuses `doc` on the named parser budget while the YAML library,
+/// left to its own defaults, parses it: the refusal then proves our setting, not the library's.
+fn refused_by_our_budget_alone(doc: &str, breach: &str) {
+    let defaults = serde_saphyr::from_str::<serde_json::Value>(doc);
+    assert!(
+        defaults.is_ok(),
+        "{breach}: the library's defaults refuse this input too: {defaults:?}"
+    );
+    let refusal = format!(
+        "{:?}",
+        parse_config(doc.as_bytes()).expect_err("accepted by our loader")
+    );
+    assert!(
+        refusal.contains(&format!("budget breached: {breach} ")),
+        "{breach}: {refusal}"
+    );
+}
+
+#[test]
+fn an_alias_bomb_within_the_library_defaults_is_refused_by_our_node_budget() {
+    // Five levels of ten: a hundred thousand scalars, under the library's own node and
+    // replay limits but over ours.
+    let mut doc = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..5 {
+        let p = i - 1;
+        let _ = writeln!(
+            doc,
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]"
+        );
+    }
+    refused_by_our_budget_alone(&doc, "Nodes");
+}
+
+#[test]
+fn each_parser_budget_refuses_a_file_the_library_defaults_accept() {
+    let mut aliases = String::new();
+    for i in 0..101 {
+        let _ = writeln!(aliases, "k{i}: &a{i} v");
+    }
+    aliases.push_str("l: [");
+    for i in 0..1_001 {
+        let _ = write!(aliases, "*a{}, ", i % 101);
+    }
+    aliases.push_str("]\n");
+    refused_by_our_budget_alone(&aliases, "Aliases");
+
+    let mut anchors = String::new();
+    for i in 0..1_001 {
+        let _ = writeln!(anchors, "k{i}: &a{i} v");
+    }
+    refused_by_our_budget_alone(&anchors, "Anchors");
+
+    let depth = format!("a: {}{}\n", "[".repeat(49), "]".repeat(49));
+    refused_by_our_budget_alone(&depth, "Depth");
+
+    let nodes = format!("a: [{}]\n", "0,".repeat(100_001));
+    refused_by_our_budget_alone(&nodes, "Nodes");
+
+    // Empty sequences cost two events per node, so the event budget trips first.
+    let events = format!("[{}]\n", "[],".repeat(99_999));
+    refused_by_our_budget_alone(&events, "Events");
+
+    // A tag handle expands on every use, so the scalar bytes can outgrow the file.
+    let mut tags = format!("%TAG !e! tag:{}:\n---\nl: [", "x".repeat(1_000));
+    for _ in 0..5_000 {
+        tags.push_str("!e!a 1, ");
+    }
+    tags.push_str("]\n");
+    refused_by_our_budget_alone(&tags, "ScalarBytes");
+}

@@ -8,6 +8,7 @@ pub mod cubeprog;
 pub mod error;
 pub mod esptool;
 pub mod gdbmi;
+pub mod listeners;
 pub mod openocd;
 pub mod probe;
 pub mod probe_cli;

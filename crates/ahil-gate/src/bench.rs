@@ -257,9 +257,24 @@ impl Bench {
 
         // 3 authorize
         let ctx = bench.context(tool, &args, loaded, &snapshot);
-        let plan = match actions::plan(&ctx) {
-            Ok(plan) => plan,
-            Err(refusal) => return answer(*refusal, &snapshot, started, clock),
+        // A bug in a tool's planning must still be answered: the agent would otherwise wait forever.
+        let planned =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| actions::plan(&ctx)));
+        let plan = match planned {
+            Ok(Ok(plan)) => plan,
+            Ok(Err(refusal)) => return answer(*refusal, &snapshot, started, clock),
+            Err(panic) => {
+                let refusal = Outcome::refused(
+                    tool,
+                    "internal_error",
+                    format!(
+                        "The server failed while checking this request ({}); nothing was done.",
+                        panic_message(panic.as_ref())
+                    ),
+                )
+                .not_contacted();
+                return answer(refusal, &snapshot, started, clock);
+            }
         };
         let config = &loaded.config;
         if let Err(refusal) = policy::authorize(
@@ -396,7 +411,19 @@ fn refused(tool: &str, refusal: Refusal) -> Outcome {
 /// call is abandoned (deadline, or this future dropped), the cancel flag kills the child's group.
 async fn act(tool: &str, work: Work<'_>) -> Acted {
     match work {
-        Work::Local(job) => job(),
+        // The same for local work; what it did to a session's device is not known.
+        Work::Local(job) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
+            .unwrap_or_else(|panic| Acted {
+                outcome: Outcome::refused(
+                    tool,
+                    "hardware_action_exception",
+                    format!(
+                        "The action failed unexpectedly inside the server ({}).",
+                        panic_message(panic.as_ref())
+                    ),
+                ),
+                contact: Some(Contact::Possible),
+            }),
         Work::Driver(DriverJob {
             deadline,
             if_abandoned,
@@ -477,6 +504,15 @@ fn settle(acted: Acted) -> Outcome {
 /// Seam for the incident and recovery policy of a later issue: an unknown hardware state will open an
 /// incident here, which the recovery policy settles or leaves standing.
 fn incident_hook(_outcome: &Outcome) {}
+
+/// A panic's own words, when it gave a string.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
+}
 
 /// Stage 8: the envelope's common fields.
 fn answer(

@@ -1,6 +1,6 @@
 //! A simulated RS-3005P bench supply on a pty: it answers the unit's serial protocol from a kept
-//! state, and can be told to misbehave the ways a real unit does (lie about a set point, fall
-//! silent after a write, never answer, report another identity).
+//! state, and can be told to misbehave the ways a real unit does (lie about a set point, keep its
+//! output off, fall silent after a write, never answer, report another identity).
 //!
 //! `agentic-hil psu-sim --link PATH [--mode M] [--idn TEXT] [--journal FILE]` links the pty's
 //! slave at PATH, prints PATH, and serves until its stdin closes. Every command it receives is
@@ -31,6 +31,8 @@ pub enum Mode {
     SilentAfterWrite,
     /// Never answers anything.
     Silent,
+    /// Takes `OUT1` but keeps its output off, as a unit whose protection has tripped does.
+    OutputStuckOff,
 }
 
 impl Mode {
@@ -40,6 +42,7 @@ impl Mode {
             "lie-readback" => Self::LieReadback,
             "silent-after-write" => Self::SilentAfterWrite,
             "silent" => Self::Silent,
+            "output-stuck-off" => Self::OutputStuckOff,
             _ => return None,
         })
     }
@@ -116,7 +119,7 @@ impl Unit {
         } else if let Some(a) = command.strip_prefix("ISET1:") {
             Fixed::parse(a, 3).map(|f| self.set_a = f.units).is_some()
         } else if command == "OUT1" || command == "OUT0" {
-            self.output_on = command == "OUT1";
+            self.output_on = command == "OUT1" && self.mode != Mode::OutputStuckOff;
             true
         } else {
             false
@@ -306,6 +309,13 @@ mod tests {
         unit.answer("OUT1");
         assert!(unit.output_on);
         assert_eq!(unit.answer("STATUS?"), None);
+    }
+
+    #[test]
+    fn a_unit_with_its_output_stuck_off_takes_out1_and_stays_off() {
+        let mut unit = Unit::new(Mode::OutputStuckOff, DEFAULT_IDN);
+        assert_eq!(unit.answer("OUT1"), None);
+        assert_eq!(unit.answer("STATUS?"), Some(vec![0x01, b'\n']));
     }
 
     #[test]

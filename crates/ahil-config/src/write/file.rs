@@ -100,4 +100,18 @@ mod tests {
         names.sort();
         assert_eq!(names, [".config.yaml.agentic-hil.lock", "config.yaml"]);
     }
+
+    #[test]
+    fn a_replacement_is_a_new_file_so_a_reader_of_the_old_one_never_sees_a_mix() {
+        use std::io::Read as _;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("config.yaml");
+        fs::write(&path, "a: 1\n").expect("seed");
+        let mut reader = File::open(&path).expect("open");
+        replace(&path, b"b: 22\n").expect("replace");
+        let mut old = String::new();
+        reader.read_to_string(&mut old).expect("read");
+        assert_eq!(old, "a: 1\n", "the open file was rewritten in place");
+        assert_eq!(fs::read(&path).expect("read"), b"b: 22\n");
+    }
 }

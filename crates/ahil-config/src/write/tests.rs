@@ -134,3 +134,45 @@ fn a_hand_edit_during_the_write_wins_and_the_write_is_refused() {
             .contains("edited-by-hand")
     );
 }
+
+#[test]
+fn a_write_waits_while_another_writer_holds_the_lock() {
+    let s = scene("");
+    let held = file::WriteLock::take(&s.path).expect("lock");
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let written = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+                set(doc, "target", "name", json!("after-the-lock"));
+                Ok::<_, ()>(vec!["target.name".into()])
+            });
+            done_tx.send(written.is_ok()).expect("send");
+        });
+        let early = done_rx.recv_timeout(std::time::Duration::from_millis(300));
+        assert!(early.is_err(), "the write went ahead under a held lock");
+        drop(held);
+        let finished = done_rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(finished, Ok(true), "the write follows the release");
+    });
+    assert!(
+        fs::read_to_string(&s.path)
+            .expect("read")
+            .contains("after-the-lock")
+    );
+}
+
+#[test]
+fn a_generated_document_that_would_not_load_writes_nothing() {
+    let s = scene("");
+    let before = fs::read(&s.path).expect("read");
+    let mut document = parse_yaml(&String::from_utf8_lossy(&before))
+        .expect("parses")
+        .to_json();
+    document["version"] = json!(9);
+    let err = write_generated(&s.path, &s.env, AGENT, &document).expect_err("refused");
+    match err {
+        WriteError::Invalid(e) => assert_eq!(e.error_type(), "config_invalid"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(fs::read(&s.path).expect("read"), before);
+}

@@ -300,7 +300,7 @@ impl Bridge {
 fn group_emptied(pgid: i32) -> bool {
     let deadline = std::time::Instant::now() + GROUP_GONE_LIMIT;
     loop {
-        let Some(live) = live_members(pgid) else {
+        let Some(live) = crate::listeners::group_members(pgid).map(|m| m.len()) else {
             return true;
         };
         if live == 0 {
@@ -311,35 +311,6 @@ fn group_emptied(pgid: i32) -> bool {
         }
         thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// Live members of group `pgid`, from `/proc/<pid>/stat` (state and pgrp follow the command name).
-fn live_members(pgid: i32) -> Option<usize> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    let mut live = 0;
-    for entry in entries.flatten() {
-        if !entry
-            .file_name()
-            .to_string_lossy()
-            .bytes()
-            .all(|b| b.is_ascii_digit())
-        {
-            continue;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
-        if group == Some(pgid) && state != Some("Z") && state != Some("X") {
-            live += 1;
-        }
-    }
-    Some(live)
 }
 
 /// Spawn, retrying briefly on ETXTBSY: a bridge script written moments ago can still be open for

@@ -285,7 +285,9 @@ impl Session {
 /// which resumes a halted target: a crash would leave the board running. A small keeper process
 /// holds a second write end of gdb's stdin (so gdb never sees that EOF) and reads a lifeline pipe
 /// whose only write end this session holds; when the lifeline ends because the driver died, the
-/// keeper kills gdb's group with SIGKILL, which leaves the target as it is.
+/// keeper kills gdb's group with SIGKILL, which leaves the target as it is. It waits half a second
+/// first: a gdb server (OpenOCD, ST-LINK_gdbserver) has its own keeper, and must die before gdb's
+/// connection closes, since a server may resume the core when its debugger leaves.
 fn spawn_keeper(gdb_stdin: &ChildStdin, gdb_group: Pid) -> io::Result<(Child, io::PipeWriter)> {
     use std::os::fd::AsFd;
     let (lifeline_reader, lifeline_writer) = io::pipe()?;
@@ -293,7 +295,7 @@ fn spawn_keeper(gdb_stdin: &ChildStdin, gdb_group: Pid) -> io::Result<(Child, io
     let keeper = std::process::Command::new("sh")
         .args([
             "-c",
-            "read _lifeline; kill -KILL -\"$1\" 2>/dev/null",
+            "read _lifeline; sleep 0.5; kill -KILL -\"$1\" 2>/dev/null",
             "ahil-gdb-keeper",
             &gdb_group.as_raw_nonzero().get().to_string(),
         ])

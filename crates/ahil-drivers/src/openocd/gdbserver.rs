@@ -38,6 +38,15 @@ pub enum ServerError {
     /// OpenOCD runs but did not open its gdb port in time (it was killed).
     #[error("the debug server did not open its gdb port within {0:?}")]
     NotReady(Duration, Tails),
+    /// The server listens on an address other than loopback (it was stopped): a debug port must be
+    /// reachable from this machine only.
+    #[error("the debug server listens beyond the loopback interface: {}", addresses.join(", "))]
+    Exposed {
+        /// Where it listens, beyond loopback.
+        addresses: Vec<String>,
+        /// What it printed.
+        output: Tails,
+    },
     /// OpenOCD exited before its gdb port opened.
     #[error("the debug server exited (code {code:?}) before its gdb port opened")]
     Exited {
@@ -245,13 +254,25 @@ impl GdbServer {
                 });
             }
             if TcpStream::connect_timeout(&address, CONNECT).is_ok() {
-                return Ok(());
+                return self.check_loopback_only();
             }
             if Instant::now() >= deadline {
                 return Err(ServerError::NotReady(limit, self.tails()));
             }
             thread::sleep(POLL);
         }
+    }
+
+    /// Checked, not trusted: ST-LINK_gdbserver takes no option that limits where it listens.
+    fn check_loopback_only(&self) -> Result<(), ServerError> {
+        let exposed = crate::listeners::exposed(self.pgid.as_raw_nonzero().get());
+        if exposed.is_empty() {
+            return Ok(());
+        }
+        Err(ServerError::Exposed {
+            addresses: exposed.iter().map(ToString::to_string).collect(),
+            output: self.tails(),
+        })
     }
 
     /// The loopback port gdb connects to.

@@ -769,6 +769,9 @@ fn start_openocd(
                 true,
             ),
         )),
+        Err(ServerError::Exposed { addresses, output }) => Err(Box::new(
+            progress.failed(exposed_server("openocd", &addresses, &output), false),
+        )),
         Err(ServerError::Exited { code, output }) => {
             let text = output.text();
             let class = ahil_drivers::openocd::classify(
@@ -800,6 +803,33 @@ fn start_openocd(
             ))
         }
     }
+}
+
+/// A debug server found listening beyond loopback (it was stopped before gdb connected).
+fn exposed_server(
+    backend: &'static str,
+    addresses: &[String],
+    output: &ahil_drivers::openocd::gdbserver::Tails,
+) -> Outcome {
+    Outcome::refused(
+        "debug_start_session",
+        "probe_server_open_failed",
+        format!(
+            "The debug server listened beyond this machine ({}), so it was stopped before gdb connected.",
+            addresses.join(", ")
+        ),
+    )
+    .with("backend", backend)
+    .with("backend_error_type", "gdb_server_not_loopback")
+    .with("listen_addresses", addresses.to_vec())
+    .with("server_output_tail", tail_lines(&output.text()))
+    .with_causes([
+        "the server's own settings or a wrapper script make it listen on every interface",
+        "the executable configured is not the debug server it is named for",
+    ])
+    .with_next_step(
+        "Stop and ask the operator to make the debug server listen on 127.0.0.1 only; a debug port open to the network hands the target to anyone on it.",
+    )
 }
 
 /// Starts ST-LINK_gdbserver as the session's gdb server, attached without a reset; gdb's
@@ -872,6 +902,9 @@ fn start_stlink(
             ),
             true,
         ))),
+        Err(ServerError::Exposed { addresses, output }) => Err(Box::new(
+            progress.failed(exposed_server("stlink", &addresses, &output), false),
+        )),
         Err(ServerError::Exited { code, output }) => {
             let class = ahil_drivers::cubeprog::gdbserver::classify_exit(&output.text());
             let error_type = match class {

@@ -811,3 +811,7 @@ fn decode_hex(text: &str) -> Option<Vec<u8>> {
         .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
         .collect()
 }
+
+#[cfg(test)]
+#[path = "steps_tests.rs"]
+mod tests;

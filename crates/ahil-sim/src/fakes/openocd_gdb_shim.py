@@ -7,6 +7,8 @@ Copy it beside two files: `board-dir` (the directory `agentic-hil sim start` gav
   ok          listen on the `gdb_port` given, relay gdb's remote protocol to the board's stub (default)
   exit-early  print OpenOCD's "open failed" and exit 1 before the port opens
   no-port     run but never open the port
+  lose-first-interrupt  serve as `ok`, but gdb's first interrupt (Ctrl-C) never reaches the board
+  deaf        serve as `ok`, but no interrupt ever reaches the board, so a running core never halts
 
 The board stub cannot run OpenOCD's monitor commands, so `qRcmd` packets are answered here:
 `reset halt` resets the board through QMP and keeps it paused; `$_TARGETNAME configure -event ...`
@@ -25,8 +27,13 @@ ARGS = sys.argv[1:]
 
 
 def log(text):
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+    # Like a real server, which ignores SIGPIPE, it outlives whoever read its output: only the
+    # keeper's kill may end it when the session's process dies.
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
 
 
 def beside(name, default=""):
@@ -84,6 +91,19 @@ def monitor(board, command):
     return packet("O" + text.encode().hex()) + packet("OK")
 
 
+# How many of gdb's interrupts this process has lost.
+LOST = [0]
+
+
+def passes_interrupt(scenario):
+    """Whether gdb's interrupt reaches the board under `scenario`."""
+    if scenario == "deaf" or (scenario == "lose-first-interrupt" and LOST[0] == 0):
+        LOST[0] += 1
+        log("Info : interrupt lost")
+        return False
+    return True
+
+
 class Relay:
     """gdb on a TCP socket, the board's stub on a unix socket; packets from gdb are parsed so
     `qRcmd` can be answered here."""
@@ -94,6 +114,7 @@ class Relay:
         self.stub = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.stub.connect(os.path.join(board, "gdb.sock"))
         self.pending = b""
+        self.scenario = beside("fake-scenario", "ok")
 
     def from_gdb(self, data):
         self.pending += data
@@ -102,7 +123,10 @@ class Relay:
             if self.pending[:1] != b"$":
                 cut = self.pending.find(b"$")
                 cut = len(self.pending) if cut < 0 else cut
-                forward += self.pending[:cut]
+                chunk = self.pending[:cut]
+                if b"\x03" in chunk and not passes_interrupt(self.scenario):
+                    chunk = chunk.replace(b"\x03", b"")
+                forward += chunk
                 self.pending = self.pending[cut:]
                 continue
             end = self.pending.find(b"#")

@@ -7,10 +7,14 @@ Copy it beside `openocd_gdb_shim.py` (whose relay it reuses), `board-dir` (the d
   ok          serve gdb on the `-p` port, relaying to the board's stub, across reconnects (default)
   exit-early  print ST-LINK_gdbserver's "No ST-LINK detected" and exit 1 before the port opens
   no-port     run but never open the port
+  lose-first-interrupt, deaf  serve as `ok`, losing gdb's interrupts as `openocd_gdb_shim.py` says
+  all-interfaces  serve as `ok`, but listen on 0.0.0.0 (as the real server may: it has no bind option)
 
 ST-LINK_gdbserver's monitor commands are answered here: `reset` resets the board through QMP and
-keeps it paused, `halt` pauses it. Each run appends its arguments to `calls.jsonl`, each monitor
-command to `monitor.log`, and writes its pid to `shim.pid`.
+keeps it paused, `halt` pauses it. When gdb's connection ends the board is resumed, the worst a real
+server may do, so only a server killed before gdb leaves keeps the core halted. Each run appends
+its arguments to `calls.jsonl`, each monitor command to `monitor.log`, and writes its pid to
+`shim.pid`.
 """
 import json
 import os
@@ -27,8 +31,12 @@ ARGS = sys.argv[1:]
 
 
 def say(text):
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    # A closed reader does not end the server (see `openocd_gdb_shim.log`).
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except OSError:
+        pass
 
 
 def monitor(board, command):
@@ -63,13 +71,15 @@ def main():
     shim.monitor = monitor
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("127.0.0.1", port))
+    server.bind(("0.0.0.0" if case == "all-interfaces" else "127.0.0.1", port))
     server.listen(1)
     say("Waiting for debugger connection...")
     while True:
         client, _ = server.accept()
         say("Debugger connected")
         shim.Relay(board, client).run()
+        # The worst a real server may do when gdb leaves: let the core run.
+        shim.qmp(board, "cont")
         if "-e" not in ARGS:
             return 0
         say("Waiting for debugger connection...")

@@ -180,3 +180,81 @@ fn a_device_in_another_projects_incident_is_refused() {
         Err(Refused::Foreign { .. })
     ));
 }
+
+/// A lease taken and left `active` by a process that then vanished, with a last report that
+/// proves no contact once `edit` has had its say over that report and the project record;
+/// returns what the next process met.
+fn dead_owner_met(edit: impl FnOnce(&mut Value, &mut Value)) -> Lease {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let loaded = world.load();
+    let dead = Coordinator::new(&loaded, "mcp");
+    let lease = dead.acquire(&keys(&["probe:a"]), false).expect("free");
+    let mut report = json!({
+        "version": 1,
+        "last_report": {
+            "tool": "probe_target", "lease_id": lease.id, "lease_state": "active",
+            "side_effect_committed": false, "side_effect_status": "not_started",
+            "config_in_force": {"digest": loaded.digest},
+        },
+        "last_failure": null,
+    });
+    let mut record = project_record(&dead);
+    edit(&mut report["last_report"], &mut record);
+    dead.dirs
+        .write_record(dead.project_resource(), &record)
+        .expect("record");
+    let state = dead.report_state.clone();
+    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
+    std::fs::write(&state, report.to_string()).expect("write");
+    drop(dead);
+    Coordinator::new(&loaded, "mcp")
+        .acquire(&keys(&["probe:a"]), false)
+        .expect("not standing")
+}
+
+#[test]
+fn a_last_report_short_of_a_no_contact_proof_leaves_the_dead_owner_adopted_as_an_incident() {
+    type Edit = fn(&mut Value, &mut Value);
+    let untouched = dead_owner_met(|_, _| {});
+    assert!(untouched.met.is_none(), "the unedited report is a proof");
+    let cases: [(&str, Edit); 9] = [
+        ("another lease's report", |r, _| {
+            r["lease_id"] = "0000".into();
+        }),
+        ("a report of a released lease", |r, _| {
+            r["lease_state"] = "released".into();
+        }),
+        ("a tool that proves nothing", |r, _| {
+            r["tool"] = "com_write".into();
+        }),
+        ("a committed side effect", |r, _| {
+            r["side_effect_committed"] = true.into();
+        }),
+        ("a side effect in progress", |r, _| {
+            r["side_effect_status"] = "started".into();
+        }),
+        ("a first contact", |r, _| {
+            r["first_contact_at"] = "2026-01-01T00:00:00Z".into();
+        }),
+        ("a broken audit", |r, _| {
+            r["audit_ok"] = false.into();
+        }),
+        ("another configuration", |r, _| {
+            r["config_in_force"]["digest"] = "sha256:00".into();
+        }),
+        ("a record already quarantined", |_, record| {
+            record["quarantine_id"] = "feedfeedfeedfeed".into();
+        }),
+    ];
+    for (case, edit) in cases {
+        let met = dead_owner_met(edit);
+        assert!(met.released_dead_owner.is_none(), "{case}: released");
+        let incident = met.met.unwrap_or_else(|| panic!("{case}: not adopted"));
+        assert_eq!(
+            incident.reasons,
+            ["owner_process_exited_without_release"],
+            "{case}"
+        );
+    }
+}
