@@ -226,6 +226,50 @@ async fn every_board_step_type_runs_end_to_end_through_the_gate() {
 }
 
 #[tokio::test]
+async fn a_plan_runs_on_the_bench_a_description_reload_installed() {
+    let world = world();
+    let _board = Board::start(&world);
+    // The server starts while the UART is still described under its old identity.
+    let config = world.config_path();
+    let current = std::fs::read_to_string(&config).expect("config");
+    let uart = world
+        .home
+        .join(".local/state/agentic-hil/sim/board/uart")
+        .display()
+        .to_string();
+    let old = current.replace(
+        &format!("device: \"{uart}\"\n    resource_id: sim-uart\n"),
+        &format!("device: \"{uart}-old\"\n    resource_id: sim-uart-old\n"),
+    );
+    assert_ne!(old, current, "the UART entry was rewritten");
+    std::fs::write(&config, &old).expect("old description");
+    let client = support::connect(&world).await;
+
+    // The operator describes the UART as it is now; the agent reloads the description.
+    std::fs::write(&config, &current).expect("new description");
+    let (reload, is_error) = call(&client, "project_config_reload_description", json!({})).await;
+    assert!(!is_error, "{reload}");
+    assert_eq!(reload["description_changed"], json!(true), "{reload}");
+
+    let plan = write_plan(
+        &world,
+        "after-reload.yaml",
+        "version: 5\nsteps:\n\
+         - {device: uart, action: uart_open}\n\
+         - {device: uart, action: uart_expect, text: \"tick\", timeout_s: 5}\n\
+         - {device: uart, action: uart_close}\n",
+    );
+    let (doc, is_error) = call(
+        &client,
+        "test_reactor_run",
+        json!({"test_config_path": plan}),
+    )
+    .await;
+    assert!(!is_error, "the run uses the reloaded UART: {doc}");
+    assert!(step_results(&doc).iter().all(|(_, ok)| *ok), "{doc}");
+}
+
+#[tokio::test]
 async fn a_failing_step_ends_the_plan_closes_its_sessions_and_writes_junit_from_the_cli() {
     let world = world();
     let _board = Board::start(&world);

@@ -133,7 +133,8 @@ impl Bench {
     pub(crate) fn reactor_view(&self) -> Option<crate::reactor::View<'_>> {
         match &self.state {
             State::Provisioned(bench) => Some(crate::reactor::View {
-                loaded: &bench.loaded,
+                startup: &bench.loaded,
+                reloaded: bench.description.current(),
                 env: &bench.env,
                 ownership: &bench.ownership,
                 audit: &bench.audit,

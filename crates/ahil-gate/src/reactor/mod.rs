@@ -44,12 +44,22 @@ pub async fn with_progress<F: Future>(sink: ProgressSink, future: F) -> F::Outpu
     PROGRESS.scope(sink, future).await
 }
 
+impl View<'_> {
+    /// The configuration in force now: the reloaded description, else the startup one.
+    pub fn loaded(&self) -> &LoadedConfig {
+        self.reloaded.as_deref().unwrap_or(self.startup)
+    }
+}
+
 /// The tool the gate hands to the reactor instead of an action.
 pub const RUN_TOOL: &str = "test_reactor_run";
 
 /// What the reactor reads from the gate beside `call`.
 pub struct View<'a> {
-    pub loaded: &'a LoadedConfig,
+    pub startup: &'a LoadedConfig,
+    /// The description a reload installed: preflight and the run's devices must see the bench the
+    /// steps will see, or a moved port would be declared under its old path.
+    pub reloaded: Option<Arc<LoadedConfig>>,
     pub env: &'a Environment,
     pub ownership: &'a Arc<Ownership>,
     pub audit: &'a Audit,

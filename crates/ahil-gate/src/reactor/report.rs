@@ -21,7 +21,7 @@ pub async fn recover_after_failed_run(
     declared: &Value,
     failed_error_type: Option<&str>,
 ) -> Value {
-    let loaded = view.loaded;
+    let loaded = view.loaded();
     let config = &loaded.config;
     let policy = crate::incidents::policy_name(loaded);
     let source = if loaded.auto_recover_explicit {
@@ -153,7 +153,7 @@ pub fn canonical_path(view: &View<'_>, handle: &str) -> String {
 
 /// Writes the JUnit XML to `target` (workspace-relative or absolute inside the workspace).
 pub fn write_junit(view: &View<'_>, outcome: &mut Outcome, target: &Path, planned: &[&str]) {
-    let workspace = &view.loaded.workspace;
+    let workspace = &view.loaded().workspace;
     let path = crate::artifacts::lexical(workspace, target);
     let shown = path
         .strip_prefix(workspace)

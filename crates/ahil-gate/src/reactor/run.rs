@@ -54,7 +54,7 @@ pub fn bench_run_open(view: &View<'_>) -> Option<Outcome> {
 
 /// Loads the plan named by `plan_path`, or the refusal (`test_config_*`) before any hardware.
 pub fn load(view: &View<'_>, plan_path: Option<&str>) -> Result<LoadedPlan, Box<Outcome>> {
-    let workspace = &view.loaded.workspace;
+    let workspace = &view.loaded().workspace;
     let path = plan_path.map_or_else(
         || ahil_config::plan::default_plan_path(workspace),
         PathBuf::from,
@@ -122,12 +122,12 @@ pub async fn execute(bench: &Bench, request: Request) -> Outcome {
     base.insert("detached".into(), request.detached.into());
     base.insert("pid".into(), std::process::id().into());
     base.insert("started_at".into(), now_millis().into());
-    let dir = RunsDir::new(&view.loaded.config.state_root);
+    let dir = RunsDir::new(&view.loaded().config.state_root);
     let mut reg = match dir.register(&handle, base) {
         Ok(reg) => reg,
         Err(err) => return refusal_from(&err),
     };
-    let snapshot = crate::snapshot::Snapshot::take(view.loaded);
+    let snapshot = crate::snapshot::Snapshot::take(view.loaded());
     let mut outcome = drive(bench, &view, &plan, &mut reg, &request).await;
     outcome.set("run", handle.as_str());
     outcome.set("test_config_sha256", plan.sha256.as_str());
@@ -161,7 +161,7 @@ async fn drive(
     request: &Request,
 ) -> Outcome {
     // Preflight: nothing is locked or touched until the whole plan fits this bench.
-    let prepared = match preflight::check(view.loaded, &plan.plan) {
+    let prepared = match preflight::check(view.loaded(), &plan.plan) {
         Ok(prepared) => prepared,
         Err(invalid) => {
             let mut outcome = base(plan);
@@ -178,7 +178,7 @@ async fn drive(
             );
         }
     };
-    let devices = match runs::resolve(view.loaded, TOOL, &prepared.selectors) {
+    let devices = match runs::resolve(view.loaded(), TOOL, &prepared.selectors) {
         Ok(devices) => devices,
         Err(refusal) => return no_step(merge(base(plan), *refusal, "No step ran.")),
     };

@@ -40,12 +40,12 @@ pub async fn start_detached(bench: &Bench, plan_path: Option<String>, wait: Dura
         Ok(plan) => plan,
         Err(refusal) => return *refusal,
     };
-    let dir = RunsDir::new(&view.loaded.config.state_root);
+    let dir = RunsDir::new(&view.loaded().config.state_root);
     let handle = Handle::mint();
     let child = match spawn(
         &dir,
         &handle,
-        view.loaded.workspace.as_path(),
+        view.loaded().workspace.as_path(),
         run::plan_arg(&plan),
         wait,
     ) {
