@@ -337,11 +337,16 @@ impl Exec<'_> {
                     let done = self.simple("debug_start_session", args).await;
                     if done.ok {
                         // Preflight allowed an omitted route only with exactly one debugger.
+                        // The description in force now, as the step itself was planned on.
                         let only = || {
                             self.bench
-                                .loaded()
-                                .and_then(|l| l.config.auto_bound_debugger())
-                                .map(|(name, _)| name.to_owned())
+                                .reactor_view()
+                                .and_then(|view| {
+                                    view.loaded()
+                                        .config
+                                        .auto_bound_debugger()
+                                        .map(|(name, _)| name.to_owned())
+                                })
                                 .unwrap_or_default()
                         };
                         self.opened.debug =
