@@ -8,7 +8,9 @@ mod support;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-use support::shim::{Bench, Server, alive, counter, gdbs_under, gone};
+use support::shim::{
+    Bench, Server, alive, gdbs_under, gone, reset_is_busy_and_on_tick_breaks_twice,
+};
 use support::{call, ok};
 
 fn bench(scenario: &str, timeout_s: u32) -> Bench {
@@ -50,27 +52,7 @@ async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_
         assert!(argv.contains(&expected), "{expected} in {argv:?}");
     }
 
-    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "halt"})).await;
-    assert!(is_error, "reset during a session: {doc}");
-    assert_eq!(doc["error_type"], "resource_busy", "{doc}");
-
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let mut seen = Vec::new();
-    for _ in 0..2 {
-        let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-        assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
-        assert_eq!(doc["stop"]["frame"]["function"], "on_tick", "{doc}");
-        seen.push(counter(&client).await);
-    }
-    assert!(
-        seen[1] > seen[0],
-        "the counter grows between hits: {seen:?}"
-    );
+    reset_is_busy_and_on_tick_breaks_twice(&client).await;
 
     assert!(bench.monitor().is_empty(), "an attach resets nothing");
     let doc = ok(&client, "debug_stop_session", json!({})).await;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{Client, World, ok};
+use super::{Client, World, call, ok};
 
 /// Installs the server's fakes in `tools` and returns its `debuggers` entry (without grants).
 fn install(server: Server, fakes: &Path, tools: &Path, timeout_s: u32) -> String {
@@ -226,4 +226,30 @@ pub async fn counter(client: &Client) -> u64 {
     let value = ok(client, "debug_symbol_value", json!({"symbol": "counter"})).await;
     assert_eq!(value["size_bytes"], 4, "{value}");
     value["value_unsigned"].as_u64().expect("a reading")
+}
+
+/// In an open session: a reset is `resource_busy`, and two stops at `on_tick` show the counter
+/// growing between them.
+pub async fn reset_is_busy_and_on_tick_breaks_twice(client: &Client) {
+    let (doc, is_error) = call(client, "reset_target", json!({"mode": "halt"})).await;
+    assert!(is_error, "reset during a session: {doc}");
+    assert_eq!(doc["error_type"], "resource_busy", "{doc}");
+
+    ok(
+        client,
+        "debug_set_breakpoint",
+        json!({"location": "on_tick"}),
+    )
+    .await;
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let doc = ok(client, "debug_continue", json!({"timeout_s": 5})).await;
+        assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
+        assert_eq!(doc["stop"]["frame"]["function"], "on_tick", "{doc}");
+        seen.push(counter(client).await);
+    }
+    assert!(
+        seen[1] > seen[0],
+        "the counter grows between hits: {seen:?}"
+    );
 }

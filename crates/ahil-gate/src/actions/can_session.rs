@@ -156,18 +156,14 @@ impl Start {
             // A session whose adapter failed is replaced.
             let _ = stop(&self.sessions, &self.bus_id);
         }
-        let label = format!("can_session:{}", self.bus_id);
-        if let Err(busy) = self.ownership.locks.acquire_labeled(
+        if let Err(refused) = super::take_session_locks(
+            &self.ownership,
             std::slice::from_ref(&self.lock_key),
-            Duration::ZERO,
-            Some(&label),
+            &format!("can_session:{}", self.bus_id),
+            TOOL,
+            "the device lock was refused before the adapter was opened",
         ) {
-            return Acted {
-                outcome: busy.into_outcome(TOOL),
-                contact: Some(Contact::none(
-                    "the device lock was refused before the adapter was opened",
-                )),
-            };
+            return *refused;
         }
         let release = || {
             self.ownership

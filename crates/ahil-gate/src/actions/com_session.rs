@@ -188,18 +188,14 @@ impl Start {
                 };
             }
         };
-        let label = format!("com_session:{}", self.port_id);
-        if let Err(busy) = self.ownership.locks.acquire_labeled(
+        if let Err(refused) = super::take_session_locks(
+            &self.ownership,
             std::slice::from_ref(&self.lock_key),
-            Duration::ZERO,
-            Some(&label),
+            &format!("com_session:{}", self.port_id),
+            TOOL,
+            "the device lock was refused before the port was opened",
         ) {
-            return Acted {
-                outcome: busy.into_outcome(TOOL),
-                contact: Some(Contact::none(
-                    "the device lock was refused before the port was opened",
-                )),
-            };
+            return *refused;
         }
         let release = || {
             self.ownership

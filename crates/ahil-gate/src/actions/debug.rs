@@ -491,15 +491,14 @@ impl Start {
                 "refused before gdb started",
             );
         }
-        if let Err(busy) =
-            self.ownership
-                .locks
-                .acquire_labeled(&self.lock_keys, Duration::ZERO, Some(&self.label))
-        {
-            return refused(
-                busy.into_outcome(TOOL),
-                "the device lock was refused before gdb started",
-            );
+        if let Err(refused) = super::take_session_locks(
+            &self.ownership,
+            &self.lock_keys,
+            &self.label,
+            TOOL,
+            "the device lock was refused before gdb started",
+        ) {
+            return *refused;
         }
         let release = || self.ownership.locks.release(&self.lock_keys);
         let session_id = format!("debug-{}", crate::serial::log_stamp());

@@ -96,6 +96,28 @@ pub struct Acted {
     pub contact: Option<Contact>,
 }
 
+/// Takes a session's own device locks, held from its start to its stop (past this call's claim), or
+/// answers `tool`'s `device_busy` refusal as work that touched nothing: `before` says what had not
+/// been opened yet.
+pub(crate) fn take_session_locks(
+    ownership: &crate::ownership::Ownership,
+    keys: &[String],
+    label: &str,
+    tool: &str,
+    before: &'static str,
+) -> Result<(), Box<Acted>> {
+    ownership
+        .locks
+        .acquire_labeled(keys, Duration::ZERO, Some(label))
+        .map(drop)
+        .map_err(|busy| {
+            Box::new(Acted {
+                outcome: busy.into_outcome(tool),
+                contact: Some(Contact::none(before)),
+            })
+        })
+}
+
 /// The plan for `tool`, or a refusal that needs no authorization (wrong probe count, …).
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     match ctx.tool {
