@@ -12,10 +12,13 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+mod common;
+use common::{World, reference_binary};
 
 const BURST: u64 = 1000;
 const BURST_ROUNDS: usize = 5;
@@ -24,7 +27,7 @@ const EXCHANGES: usize = 100;
 
 fn main() {
     let ours = PathBuf::from(env!("CARGO_BIN_EXE_agentic-hil"));
-    let world = World::new(&ours);
+    let world = world(&ours);
     run("agentic-hil (Rust)", &world, &ours);
     match reference_binary() {
         Some(reference) => run("agentic-hil 0.25.0 (reference)", &world, &reference),
@@ -34,79 +37,38 @@ fn main() {
     }
 }
 
-fn reference_binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("AHIL_REFERENCE_BIN") {
-        return Some(PathBuf::from(path));
-    }
-    let local =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/reference-venv/bin/agentic-hil");
-    local.exists().then_some(local)
-}
-
-struct World {
-    _root: tempfile::TempDir,
-    home: PathBuf,
-    workspace: PathBuf,
-}
-
-impl World {
-    fn new(ours: &Path) -> Self {
-        let root = tempfile::tempdir().expect("temp dir");
-        let base = std::fs::canonicalize(root.path()).expect("resolve temp dir");
-        let home = base.join("home");
-        let workspace = base.join("ws");
-        std::fs::create_dir_all(home.join("tools")).expect("home");
-        std::fs::create_dir_all(&workspace).expect("workspace");
-        let world = Self {
-            _root: root,
-            home,
-            workspace,
-        };
-        let out = world
-            .command(ours)
-            .args(["init", "--json"])
-            .output()
-            .expect("init runs");
-        assert!(out.status.success(), "init succeeds");
-        let bridge = world.home.join("tools/bridge");
-        std::fs::write(
-            &bridge,
-            format!(
-                "#!/bin/sh\nexec \"{}\" can-bridge-sim --period-ms 0\n",
-                ours.display()
-            ),
-        )
-        .expect("bridge wrapper");
-        let mut perms = std::fs::metadata(&bridge).expect("stat").permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-        std::fs::set_permissions(&bridge, perms).expect("chmod");
-        let projects = world.home.join(".config/agentic-hil/projects");
-        let config = std::fs::read_dir(&projects)
-            .expect("projects")
-            .next()
-            .expect("one project")
-            .expect("entry")
-            .path()
-            .join("config.yaml");
-        let text = std::fs::read_to_string(&config).expect("config");
-        let bus = format!(
-            "can_buses:\n  bench:\n    adapter: process\n    channel: sim0\n    executable: \"{}\"\n    timeout_s: 5\n    max_buffer_frames: 1024\n    permissions:\n      allow_write: true",
-            bridge.display()
-        );
-        std::fs::write(&config, text.replacen("can_buses: {}", &bus, 1)).expect("write config");
-        world
-    }
-
-    fn command(&self, program: &Path) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.current_dir(&self.workspace)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_STATE_HOME", self.home.join(".local/state"));
-        cmd
-    }
+/// The common world plus a bus `bench` whose adapter is the bridge simulator.
+fn world(ours: &Path) -> World {
+    let world = World::new(ours);
+    let tools = world.home.join("tools");
+    std::fs::create_dir_all(&tools).expect("tools dir");
+    let bridge = tools.join("bridge");
+    std::fs::write(
+        &bridge,
+        format!(
+            "#!/bin/sh\nexec \"{}\" can-bridge-sim --period-ms 0\n",
+            ours.display()
+        ),
+    )
+    .expect("bridge wrapper");
+    let mut perms = std::fs::metadata(&bridge).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&bridge, perms).expect("chmod");
+    let projects = world.home.join(".config/agentic-hil/projects");
+    let config = std::fs::read_dir(&projects)
+        .expect("projects")
+        .next()
+        .expect("one project")
+        .expect("entry")
+        .path()
+        .join("config.yaml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    let bus = format!(
+        "can_buses:\n  bench:\n    adapter: process\n    channel: sim0\n    executable: \"{}\"\n    timeout_s: 5\n    max_buffer_frames: 1024\n    permissions:\n      allow_write: true",
+        bridge.display()
+    );
+    std::fs::write(&config, text.replacen("can_buses: {}", &bus, 1)).expect("write config");
+    world
 }
 
 struct Server {

@@ -8,8 +8,11 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{World, reference_binary};
 
 const RUNS: usize = 30;
 /// Gate-only calls per server, after start-up.
@@ -44,57 +47,6 @@ fn main() {
         println!(
             "reference not installed: run scripts/setup-debian.sh (or set AHIL_REFERENCE_BIN)"
         );
-    }
-}
-
-fn reference_binary() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("AHIL_REFERENCE_BIN") {
-        return Some(PathBuf::from(path));
-    }
-    let local =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/reference-venv/bin/agentic-hil");
-    local.exists().then_some(local)
-}
-
-/// One workspace with a configuration both implementations accept (written by ours).
-struct World {
-    _root: tempfile::TempDir,
-    home: PathBuf,
-    workspace: PathBuf,
-}
-
-impl World {
-    fn new(ours: &Path) -> Self {
-        let root = tempfile::tempdir().expect("temp dir");
-        let base = std::fs::canonicalize(root.path()).expect("resolve temp dir");
-        let home = base.join("home");
-        let workspace = base.join("ws");
-        std::fs::create_dir_all(&home).expect("home");
-        std::fs::create_dir_all(&workspace).expect("workspace");
-        let world = Self {
-            _root: root,
-            home,
-            workspace,
-        };
-        let status = world
-            .command(ours)
-            .args(["init", "--json"])
-            .stdout(Stdio::null())
-            .status()
-            .expect("init runs");
-        assert!(status.code().is_some(), "init ran");
-        world
-    }
-
-    fn command(&self, program: &Path) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.current_dir(&self.workspace)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_STATE_HOME", self.home.join(".local/state"));
-        cmd
     }
 }
 

@@ -2,7 +2,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
-use crate::error::Classified;
 use crate::probe_cli::fake;
 
 fn backend(exe: &Path, probe_id: Option<&str>, connect: ConnectMode) -> CubeProg {
@@ -15,22 +14,6 @@ fn backend(exe: &Path, probe_id: Option<&str>, connect: ConnectMode) -> CubeProg
 
 fn budget() -> Budget {
     Budget::new(Duration::from_mins(1))
-}
-
-fn classified(error: DriverError) -> Box<Classified> {
-    match error {
-        DriverError::Classified(c) => c,
-        other => panic!("expected a classified failure, got {other:?}"),
-    }
-}
-
-fn request(image: &str, format: ImageFormat, reset: bool) -> FlashRequest {
-    FlashRequest {
-        image: image.into(),
-        format,
-        verify: true,
-        reset: reset.then_some(ResetMode::Run),
-    }
 }
 
 #[test]
@@ -46,7 +29,7 @@ fn every_action_uses_its_connect_mode_and_serial() {
     probe.probe_target(&budget()).expect("probe");
     probe
         .flash(
-            &request("/s/fw.bin", ImageFormat::Bin { base: 0x0800_0000 }, true),
+            &fake::flash_request("/s/fw.bin", ImageFormat::Bin { base: 0x0800_0000 }, true),
             &budget(),
         )
         .expect("flash");
@@ -101,13 +84,13 @@ fn every_action_uses_its_connect_mode_and_serial() {
 fn a_missing_success_sentence_leaves_the_result_unconfirmed() {
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "unconfirmed");
     let probe = backend(&exe, None, ConnectMode::Hotplug);
-    let read = classified(probe.probe_target(&budget()).expect_err("unconfirmed"));
+    let read = fake::classified(probe.probe_target(&budget()).expect_err("unconfirmed"));
     assert_eq!(read.error_type, "target_state_unconfirmed");
     assert_eq!(
         read.details["operation_result"]["matched_success_text"],
         serde_json::json!(["ST-LINK SN"])
     );
-    let reset = classified(
+    let reset = fake::classified(
         probe
             .reset(ResetMode::Run, &budget())
             .expect_err("unconfirmed"),
@@ -121,9 +104,12 @@ fn a_missing_success_sentence_leaves_the_result_unconfirmed() {
 #[test]
 fn no_st_link_is_adapter_not_found_without_contact() {
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "no-probe");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, ConnectMode::Hotplug)
-            .flash(&request("/s/fw.elf", ImageFormat::Elf, false), &budget())
+            .flash(
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &budget(),
+            )
             .expect_err("no probe"),
     );
     assert_eq!(failed.error_type, "adapter_not_found");
@@ -138,10 +124,10 @@ fn no_st_link_is_adapter_not_found_without_contact() {
 fn an_absent_target_proves_no_contact_only_for_the_probe() {
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "no-target");
     let probe = backend(&exe, None, ConnectMode::Hotplug);
-    let read = classified(probe.probe_target(&budget()).expect_err("absent"));
+    let read = fake::classified(probe.probe_target(&budget()).expect_err("absent"));
     assert_eq!(read.error_type, "target_not_detected");
     assert!(matches!(read.contact, Contact::None { .. }));
-    let write = classified(probe.reset(ResetMode::Halt, &budget()).expect_err("absent"));
+    let write = fake::classified(probe.reset(ResetMode::Halt, &budget()).expect_err("absent"));
     assert_eq!(write.contact, Contact::Possible);
 }
 
@@ -152,9 +138,12 @@ fn an_erase_refusal_is_read_for_how_far_the_programmer_got() {
         ("erase-underway", "flash_change_underway"),
     ] {
         let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", scenario);
-        let failed = classified(
+        let failed = fake::classified(
             backend(&exe, None, ConnectMode::Hotplug)
-                .flash(&request("/s/fw.elf", ImageFormat::Elf, false), &budget())
+                .flash(
+                    &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                    &budget(),
+                )
                 .expect_err(scenario),
         );
         assert_eq!(failed.error_type, "flash_erase_failed", "{scenario}");
@@ -171,9 +160,12 @@ fn an_erase_refusal_is_read_for_how_far_the_programmer_got() {
 #[test]
 fn a_verify_failure_is_classified() {
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "verify-fail");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, ConnectMode::Hotplug)
-            .flash(&request("/s/fw.elf", ImageFormat::Elf, false), &budget())
+            .flash(
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &budget(),
+            )
             .expect_err("verify"),
     );
     assert_eq!(failed.error_type, "verify_failed");
@@ -182,7 +174,7 @@ fn a_verify_failure_is_classified() {
 #[test]
 fn a_listing_without_serials_or_a_no_probe_sentence_is_a_discovery_failure() {
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "bad-list");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, ConnectMode::Hotplug)
             .list(&budget())
             .expect_err("bad"),
@@ -203,7 +195,7 @@ fn a_hung_programmer_is_killed_with_its_grandchild() {
         "SWD",
         ConnectMode::Hotplug,
     );
-    let failed = classified(probe.reset(ResetMode::Run, &budget()).expect_err("hang"));
+    let failed = fake::classified(probe.reset(ResetMode::Run, &budget()).expect_err("hang"));
     assert_eq!(failed.error_type, "timeout");
     for file in ["child.pid", "grandchild.pid"] {
         let pid: i32 = std::fs::read_to_string(dir.path().join(file))
@@ -243,7 +235,7 @@ fn a_memory_read_writes_intel_hex_and_needs_its_success_sentence() {
         ]
     );
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "unconfirmed");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, ConnectMode::Hotplug)
             .read_memory_hex(0x2000_0000, 4, &out, &budget())
             .expect_err("unconfirmed"),

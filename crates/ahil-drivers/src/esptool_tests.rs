@@ -2,7 +2,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::*;
-use crate::error::Classified;
 use crate::probe_cli::fake;
 
 const PORT: &str = "/dev/ttyUSB3";
@@ -13,13 +12,6 @@ fn backend(exe: &Path, chip: Option<&str>, timeout: Duration) -> Esptool {
 
 fn budget() -> Budget {
     Budget::new(Duration::from_mins(1))
-}
-
-fn classified(error: DriverError) -> Box<Classified> {
-    match error {
-        DriverError::Classified(c) => c,
-        other => panic!("expected a classified failure, got {other:?}"),
-    }
 }
 
 fn bin(reset: bool) -> FlashRequest {
@@ -159,7 +151,7 @@ fn an_elf_image_is_refused_before_esptool_runs() {
         verify: true,
         reset: None,
     };
-    let failed = classified(probe.flash(&request, &budget()).expect_err("elf"));
+    let failed = fake::classified(probe.flash(&request, &budget()).expect_err("elf"));
     assert_eq!(failed.error_type, "invalid_argument");
     assert!(matches!(failed.contact, Contact::None { .. }));
     assert!(fake::calls(dir.path()).is_empty());
@@ -168,7 +160,7 @@ fn an_elf_image_is_refused_before_esptool_runs() {
 #[test]
 fn an_esptool_that_is_not_version_5_is_not_found_and_opens_no_port() {
     let (dir, probe) = fake_with("old-version");
-    let failed = classified(probe.probe_target(&budget()).expect_err("old"));
+    let failed = fake::classified(probe.probe_target(&budget()).expect_err("old"));
     assert_eq!(failed.error_type, "debugger_not_found");
     assert_eq!(failed.backend_error_type, "esptool_version_unsupported");
     assert_eq!(failed.details["version"], "4.8.1");
@@ -183,7 +175,7 @@ fn a_missing_executable_is_debugger_not_found() {
         None,
         Duration::from_secs(5),
     );
-    let failed = classified(probe.probe_target(&budget()).expect_err("missing"));
+    let failed = fake::classified(probe.probe_target(&budget()).expect_err("missing"));
     assert_eq!(failed.error_type, "debugger_not_found");
     assert!(matches!(failed.contact, Contact::None { .. }));
 }
@@ -249,7 +241,7 @@ fn each_failure_class_maps_to_its_error_type_and_contact() {
         } else {
             probe.probe_target(&budget())
         };
-        let failed = classified(result.expect_err(scenario));
+        let failed = fake::classified(result.expect_err(scenario));
         assert_eq!(failed.backend_error_type, class, "{scenario}");
         assert_eq!(failed.error_type, error_type, "{scenario}");
         assert!(!failed.likely_causes.is_empty(), "{scenario}");
@@ -264,7 +256,7 @@ fn each_failure_class_maps_to_its_error_type_and_contact() {
 #[test]
 fn a_reset_without_its_line_is_reset_failed() {
     let (_dir, probe) = fake_with("unconfirmed");
-    let failed = classified(probe.reset(ResetMode::Run, &budget()).expect_err("reset"));
+    let failed = fake::classified(probe.reset(ResetMode::Run, &budget()).expect_err("reset"));
     assert_eq!(failed.error_type, "reset_failed");
     assert_eq!(
         failed.details["operation_result"]["expected_success_text"],
@@ -275,7 +267,7 @@ fn a_reset_without_its_line_is_reset_failed() {
 #[test]
 fn reset_init_is_not_supported() {
     let (dir, probe) = fake_with("ok");
-    let failed = classified(probe.reset(ResetMode::Init, &budget()).expect_err("init"));
+    let failed = fake::classified(probe.reset(ResetMode::Init, &budget()).expect_err("init"));
     assert_eq!(failed.error_type, "not_supported");
     assert!(fake::calls(dir.path()).is_empty());
 }
@@ -283,7 +275,7 @@ fn reset_init_is_not_supported() {
 #[test]
 fn listing_probes_is_not_supported_and_names_the_port() {
     let (dir, probe) = fake_with("ok");
-    let failed = classified(probe.list(&budget()).expect_err("list"));
+    let failed = fake::classified(probe.list(&budget()).expect_err("list"));
     assert_eq!(failed.error_type, "not_supported");
     assert_eq!(failed.details["com_port_device"], PORT);
     assert!(fake::calls(dir.path()).is_empty());
@@ -293,7 +285,7 @@ fn listing_probes_is_not_supported_and_names_the_port() {
 fn a_hung_connect_times_out_and_its_process_group_is_gone() {
     let (dir, exe) = fake::install("esptool.py", "connect-hang");
     let probe = backend(&exe, None, Duration::from_secs(2));
-    let failed = classified(probe.probe_target(&budget()).expect_err("hang"));
+    let failed = fake::classified(probe.probe_target(&budget()).expect_err("hang"));
     assert_eq!(failed.error_type, "timeout");
     assert_eq!(failed.contact, Contact::Possible);
     let pid: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
@@ -369,7 +361,7 @@ mod real {
             &missing.display().to_string(),
             None,
         );
-        let failed = classified(probe.probe_target(&budget()).expect_err("no port"));
+        let failed = fake::classified(probe.probe_target(&budget()).expect_err("no port"));
         assert_eq!(failed.error_type, "com_port_open_failed");
         assert_eq!(failed.backend_error_type, "port_open_failed");
         assert!(matches!(failed.contact, Contact::None { .. }));
@@ -384,7 +376,7 @@ mod real {
             &slave,
             None,
         );
-        let failed = classified(probe.reset(ResetMode::Run, &budget()).expect_err("silence"));
+        let failed = fake::classified(probe.reset(ResetMode::Run, &budget()).expect_err("silence"));
         drop(master);
         assert_eq!(failed.error_type, "target_not_detected");
         assert_eq!(failed.contact, Contact::Possible, "the port was opened");

@@ -16,22 +16,6 @@ fn budget() -> Budget {
     Budget::new(Duration::from_secs(30))
 }
 
-fn classified(error: DriverError) -> Box<Classified> {
-    match error {
-        DriverError::Classified(c) => c,
-        other => panic!("expected a classified failure, got {other:?}"),
-    }
-}
-
-fn flash_request(image: &str, format: ImageFormat, reset: bool) -> FlashRequest {
-    FlashRequest {
-        image: image.into(),
-        format,
-        verify: true,
-        reset: reset.then_some(ResetMode::Run),
-    }
-}
-
 #[test]
 fn the_command_line_names_scripts_serial_and_disables_every_server() {
     let probe = backend(
@@ -98,7 +82,7 @@ fn a_raw_image_is_programmed_at_its_base_with_verify_and_reset() {
     let (dir, exe) = fake::install("openocd.py", "ok");
     backend(&exe, None, Duration::from_secs(10))
         .flash(
-            &flash_request("/s/fw.bin", ImageFormat::Bin { base: 0x0800_0000 }, true),
+            &fake::flash_request("/s/fw.bin", ImageFormat::Bin { base: 0x0800_0000 }, true),
             &budget(),
         )
         .expect("flash");
@@ -127,10 +111,10 @@ fn failure_words_before_the_result_marker_are_warnings_not_failures() {
 #[test]
 fn open_failed_is_an_adapter_not_found_with_proof_of_no_contact() {
     let (_dir, exe) = fake::install("openocd.py", "no-probe");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, Duration::from_secs(10))
             .flash(
-                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
                 &budget(),
             )
             .expect_err("no probe"),
@@ -143,7 +127,7 @@ fn open_failed_is_an_adapter_not_found_with_proof_of_no_contact() {
 #[test]
 fn a_missing_interface_script_is_a_config_error_without_contact() {
     let (_dir, exe) = fake::install("openocd.py", "bad-interface");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, Duration::from_secs(10))
             .probe_target(&budget())
             .expect_err("bad script"),
@@ -156,7 +140,7 @@ fn a_missing_interface_script_is_a_config_error_without_contact() {
 #[test]
 fn a_command_rejected_before_init_is_named() {
     let (_dir, exe) = fake::install("openocd.py", "rejected");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, Duration::from_secs(10))
             .reset(ResetMode::Init, &budget())
             .expect_err("rejected"),
@@ -173,13 +157,13 @@ fn a_command_rejected_before_init_is_named() {
 fn an_absent_target_proves_no_contact_only_for_the_read_only_probe() {
     let (_dir, exe) = fake::install("openocd.py", "target-absent");
     let probe = backend(&exe, None, Duration::from_secs(10));
-    let read = classified(probe.probe_target(&budget()).expect_err("absent"));
+    let read = fake::classified(probe.probe_target(&budget()).expect_err("absent"));
     assert_eq!(read.error_type, "target_not_detected");
     assert!(matches!(read.contact, Contact::None { .. }));
-    let write = classified(
+    let write = fake::classified(
         probe
             .flash(
-                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
                 &budget(),
             )
             .expect_err("absent"),
@@ -192,13 +176,13 @@ fn an_absent_target_proves_no_contact_only_for_the_read_only_probe() {
 fn exit_zero_without_markers_is_unconfirmed() {
     let (_dir, exe) = fake::install("openocd.py", "no-marker");
     let probe = backend(&exe, None, Duration::from_secs(10));
-    let read = classified(probe.probe_target(&budget()).expect_err("unconfirmed"));
+    let read = fake::classified(probe.probe_target(&budget()).expect_err("unconfirmed"));
     assert_eq!(read.error_type, "target_state_unconfirmed");
     assert_eq!(read.details["operation_result"]["confirmed"], false);
-    let write = classified(
+    let write = fake::classified(
         probe
             .flash(
-                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
                 &budget(),
             )
             .expect_err("unconfirmed"),
@@ -223,11 +207,11 @@ fn verify_erase_and_reset_failures_after_init_are_classified_with_contact() {
             probe.reset(ResetMode::Halt, &budget())
         } else {
             probe.flash(
-                &flash_request("/s/fw.elf", ImageFormat::Elf, true),
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, true),
                 &budget(),
             )
         };
-        let failed = classified(error.expect_err(scenario));
+        let failed = fake::classified(error.expect_err(scenario));
         assert_eq!(failed.error_type, expected, "{scenario}");
         assert_eq!(failed.contact, Contact::Made, "{scenario}");
     }
@@ -236,10 +220,10 @@ fn verify_erase_and_reset_failures_after_init_are_classified_with_contact() {
 #[test]
 fn an_erase_refusal_keeps_the_whole_capture_and_never_proves_no_contact() {
     let (_dir, exe) = fake::install("openocd.py", "flash-fail");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, Duration::from_secs(10))
             .flash(
-                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
                 &budget(),
             )
             .expect_err("erase"),
@@ -257,10 +241,10 @@ fn an_erase_refusal_keeps_the_whole_capture_and_never_proves_no_contact() {
 fn a_hang_is_killed_at_the_timeout_with_its_grandchild() {
     let (dir, exe) = fake::install("openocd.py", "fork-hang");
     let clock = Instant::now();
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, Duration::from_secs(3))
             .flash(
-                &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
                 &budget(),
             )
             .expect_err("hang"),
@@ -290,7 +274,7 @@ fn a_hang_is_killed_at_the_timeout_with_its_grandchild() {
 
 #[test]
 fn a_missing_executable_is_debugger_not_found_without_contact() {
-    let failed = classified(
+    let failed = fake::classified(
         backend(
             Path::new("/nonexistent/openocd"),
             None,
@@ -366,7 +350,7 @@ mod real {
     #[test]
     fn real_openocd_without_a_probe_is_adapter_not_found_without_contact() {
         let Some(exe) = openocd() else { return };
-        let failed = classified(
+        let failed = fake::classified(
             real(&exe, "interface/stlink.cfg", "target/stm32f4x.cfg")
                 .probe_target(&budget())
                 .expect_err("no probe here"),
@@ -379,7 +363,7 @@ mod real {
     #[test]
     fn real_openocd_with_a_missing_script_is_a_config_error() {
         let Some(exe) = openocd() else { return };
-        let failed = classified(
+        let failed = fake::classified(
             real(&exe, "interface/no-such-adapter.cfg", "target/stm32f4x.cfg")
                 .probe_target(&budget())
                 .expect_err("bad script"),

@@ -503,6 +503,26 @@ pub(crate) mod fake {
     use std::time::Duration;
 
     use super::CliSettings;
+    use crate::error::{Classified, DriverError};
+    use crate::probe::{FlashRequest, ImageFormat, ResetMode};
+
+    /// The classified failure inside `error`; anything else fails the test.
+    pub fn classified(error: DriverError) -> Box<Classified> {
+        match error {
+            DriverError::Classified(c) => c,
+            other => panic!("expected a classified failure, got {other:?}"),
+        }
+    }
+
+    /// A verified flash of `image`, reset to run after it when `reset`.
+    pub fn flash_request(image: &str, format: ImageFormat, reset: bool) -> FlashRequest {
+        FlashRequest {
+            image: image.into(),
+            format,
+            verify: true,
+            reset: reset.then_some(ResetMode::Run),
+        }
+    }
 
     /// The fake script in the source tree.
     pub fn script() -> PathBuf {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::probe_cli::fake;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -88,13 +89,6 @@ fn script(dir: &std::path::Path, body: &str) -> PathBuf {
     path
 }
 
-fn classified(error: DriverError) -> Box<Classified> {
-    match error {
-        DriverError::Classified(c) => c,
-        other => panic!("expected a classified failure, got {other:?}"),
-    }
-}
-
 #[test]
 fn a_worker_that_finds_no_probe_fails_with_no_contact() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -102,7 +96,7 @@ fn a_worker_that_finds_no_probe_fails_with_no_contact() {
         dir.path(),
         r#"echo '{"ok":false,"class":"adapter_not_found","reached":"none","message":"no debug probe was found on USB"}'; exit 1"#,
     );
-    let error = classified(
+    let error = fake::classified(
         backend(worker, Duration::from_secs(10))
             .probe_target(&Budget::new(Duration::from_secs(10)))
             .expect_err("no probe"),
@@ -119,7 +113,7 @@ fn a_worker_that_finds_no_probe_fails_with_no_contact() {
 fn a_worker_that_dies_without_an_answer_is_a_crash_with_possible_contact() {
     let dir = tempfile::tempdir().expect("tempdir");
     let worker = script(dir.path(), r#"echo '{"stage":"attach"}'; kill -ABRT $$"#);
-    let error = classified(
+    let error = fake::classified(
         backend(worker, Duration::from_secs(10))
             .reset(ResetMode::Run, &Budget::new(Duration::from_secs(10)))
             .expect_err("crash"),
@@ -134,7 +128,7 @@ fn a_worker_past_its_deadline_is_killed_and_reported_as_a_timeout() {
     let dir = tempfile::tempdir().expect("tempdir");
     let worker = script(dir.path(), "sleep 30");
     let started = std::time::Instant::now();
-    let error = classified(
+    let error = fake::classified(
         backend(worker, Duration::from_millis(300))
             .probe_target(&Budget::new(Duration::from_secs(10)))
             .expect_err("timeout"),
@@ -155,7 +149,7 @@ fn an_entry_without_a_chip_is_refused_before_the_worker_starts() {
         None,
         "swd",
     );
-    let error = classified(
+    let error = fake::classified(
         probe
             .probe_target(&Budget::new(Duration::from_secs(1)))
             .expect_err("no chip"),
@@ -296,7 +290,7 @@ fn a_memory_read_returns_exactly_the_bytes_asked_for() {
         probe.read_memory(0x2000_0000, 4, &budget).expect("read"),
         [1, 2, 3, 4]
     );
-    let short = classified(
+    let short = fake::classified(
         probe
             .read_memory(0x2000_0000, 8, &budget)
             .expect_err("short"),

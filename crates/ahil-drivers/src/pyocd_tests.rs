@@ -2,7 +2,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
-use crate::error::Classified;
 use crate::probe_cli::fake;
 
 fn backend(exe: &Path, probe_id: Option<&str>, target: Option<&str>) -> PyOcd {
@@ -14,22 +13,6 @@ fn backend(exe: &Path, probe_id: Option<&str>, target: Option<&str>) -> PyOcd {
 
 fn budget() -> Budget {
     Budget::new(Duration::from_mins(1))
-}
-
-fn classified(error: DriverError) -> Box<Classified> {
-    match error {
-        DriverError::Classified(c) => c,
-        other => panic!("expected a classified failure, got {other:?}"),
-    }
-}
-
-fn request(image: &str, format: ImageFormat, reset: bool) -> FlashRequest {
-    FlashRequest {
-        image: image.into(),
-        format,
-        verify: true,
-        reset: reset.then_some(ResetMode::Run),
-    }
 }
 
 #[test]
@@ -63,7 +46,7 @@ fn flashing_resolves_the_uid_passes_no_wait_and_resets_afterwards() {
     let (dir, exe) = fake::install("pyocd.py", "ok");
     let done = backend(&exe, Some("0670ff"), Some("stm32f405rg"))
         .flash(
-            &request("/s/fw.bin", ImageFormat::Bin { base: 0x0800_0000 }, true),
+            &fake::flash_request("/s/fw.bin", ImageFormat::Bin { base: 0x0800_0000 }, true),
             &budget(),
         )
         .expect("flash");
@@ -104,7 +87,7 @@ fn flashing_resolves_the_uid_passes_no_wait_and_resets_afterwards() {
 #[test]
 fn no_probe_is_adapter_not_found_without_contact() {
     let (_dir, exe) = fake::install("pyocd.py", "no-probe");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, None)
             .probe_target(&budget())
             .expect_err("no probe"),
@@ -123,7 +106,7 @@ fn no_probe_is_adapter_not_found_without_contact() {
 #[test]
 fn an_ambiguous_probe_id_is_refused_before_any_target_is_opened() {
     let (dir, exe) = fake::install("pyocd.py", "two-probes");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, Some("0670FF5154"), None)
             .reset(ResetMode::Halt, &budget())
             .expect_err("ambiguous"),
@@ -146,7 +129,7 @@ fn a_probe_another_debugger_also_selects_is_refused() {
         probe_id: probe_id.into(),
         by_substring,
     };
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, Some("0670FF51"), None)
             .with_others(vec![other("5939", true)])
             .probe_target(&budget())
@@ -163,9 +146,12 @@ fn a_probe_another_debugger_also_selects_is_refused() {
 #[test]
 fn an_unknown_target_type_carries_pack_install_commands() {
     let (_dir, exe) = fake::install("pyocd.py", "target-invalid");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, Some("nosuchchip"))
-            .flash(&request("/s/fw.elf", ImageFormat::Elf, false), &budget())
+            .flash(
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                &budget(),
+            )
             .expect_err("target type"),
     );
     assert_eq!(failed.error_type, "target_type_invalid");
@@ -179,7 +165,7 @@ fn an_unknown_target_type_carries_pack_install_commands() {
 #[test]
 fn an_unexplained_failure_checks_the_target_type_against_pyocds_list() {
     let (dir, exe) = fake::install("pyocd.py", "odd-failure");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, Some("STM32F405RG"))
             .probe_target(&budget())
             .expect_err("odd"),
@@ -190,7 +176,7 @@ fn an_unexplained_failure_checks_the_target_type_against_pyocds_list() {
         fake::calls(dir.path())[1],
         ["json", "--targets", "--no-config"]
     );
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, Some("STM32F439XI"))
             .probe_target(&budget())
             .expect_err("odd"),
@@ -205,14 +191,14 @@ fn an_unexplained_failure_checks_the_target_type_against_pyocds_list() {
 #[test]
 fn an_unresponsive_target_proves_no_contact_only_for_the_probe() {
     let (_dir, exe) = fake::install("pyocd.py", "not-connected");
-    let read = classified(
+    let read = fake::classified(
         backend(&exe, None, None)
             .probe_target(&budget())
             .expect_err("absent"),
     );
     assert_eq!(read.error_type, "target_not_detected");
     assert!(matches!(read.contact, Contact::None { .. }));
-    let write = classified(
+    let write = fake::classified(
         backend(&exe, None, None)
             .reset(ResetMode::Run, &budget())
             .expect_err("absent"),
@@ -223,9 +209,12 @@ fn an_unresponsive_target_proves_no_contact_only_for_the_probe() {
 #[test]
 fn a_failed_post_flash_reset_says_the_image_was_written() {
     let (_dir, exe) = fake::install("pyocd.py", "reset-fail");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, None)
-            .flash(&request("/s/fw.elf", ImageFormat::Elf, true), &budget())
+            .flash(
+                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, true),
+                &budget(),
+            )
             .expect_err("reset"),
     );
     assert_eq!(failed.error_type, "reset_failed");
@@ -238,9 +227,12 @@ fn a_failed_post_flash_reset_says_the_image_was_written() {
 fn verify_failure_and_failure_words_on_exit_zero_fail_the_flash() {
     for (scenario, expected) in [("verify-fail", "verify_failed"), ("noisy", "flash_failed")] {
         let (_dir, exe) = fake::install("pyocd.py", scenario);
-        let failed = classified(
+        let failed = fake::classified(
             backend(&exe, None, None)
-                .flash(&request("/s/fw.elf", ImageFormat::Elf, false), &budget())
+                .flash(
+                    &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
+                    &budget(),
+                )
                 .expect_err(scenario),
         );
         assert_eq!(failed.error_type, expected, "{scenario}");
@@ -250,7 +242,7 @@ fn verify_failure_and_failure_words_on_exit_zero_fail_the_flash() {
 #[test]
 fn a_listing_that_is_not_json_is_a_discovery_failure() {
     let (_dir, exe) = fake::install("pyocd.py", "bad-json");
-    let failed = classified(
+    let failed = fake::classified(
         backend(&exe, None, None)
             .list(&budget())
             .expect_err("bad json"),
@@ -260,7 +252,7 @@ fn a_listing_that_is_not_json_is_a_discovery_failure() {
 
 #[test]
 fn reset_init_is_not_supported() {
-    let failed = classified(
+    let failed = fake::classified(
         backend(Path::new("/nonexistent/pyocd"), None, None)
             .reset(ResetMode::Init, &budget())
             .expect_err("init"),
@@ -276,7 +268,7 @@ fn reset_init_is_not_supported() {
 fn a_hung_pyocd_is_killed_with_its_grandchild() {
     let (dir, exe) = fake::install("pyocd.py", "fork-hang");
     let probe = PyOcd::new(fake::settings(&exe, None, Duration::from_secs(3)), None);
-    let failed = classified(probe.probe_target(&budget()).expect_err("hang"));
+    let failed = fake::classified(probe.probe_target(&budget()).expect_err("hang"));
     assert_eq!(failed.error_type, "timeout");
     for file in ["child.pid", "grandchild.pid"] {
         let pid: i32 = std::fs::read_to_string(dir.path().join(file))
@@ -333,7 +325,7 @@ mod real {
     fn real_pyocd_without_a_probe_fails_at_once_as_adapter_not_found() {
         let Some(exe) = pyocd() else { return };
         let clock = std::time::Instant::now();
-        let failed = classified(
+        let failed = fake::classified(
             backend(&exe, None, Some("stm32f439xi"))
                 .reset(ResetMode::Halt, &budget())
                 .expect_err("no probe"),
