@@ -6,34 +6,10 @@ use std::collections::HashSet;
 use std::fs;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-/// The live (not zombie) processes of group `group_id`; `None` without a readable `/proc`.
-pub fn group_members(group_id: i32) -> Option<Vec<i32>> {
-    let mut members = Vec::new();
-    for entry in fs::read_dir("/proc").ok()?.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // The command name may hold spaces and parentheses: the fields start after the last ')'.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
-        if group == Some(group_id) && state != Some("Z") && state != Some("X") {
-            members.push(pid);
-        }
-    }
-    Some(members)
-}
-
 /// The TCP sockets group `pgid` listens on with an address other than loopback (`0.0.0.0`, `::`,
 /// a LAN address). Empty when all are loopback, or when `/proc` cannot tell.
 pub fn exposed(pgid: i32) -> Vec<SocketAddr> {
-    let inodes: HashSet<u64> = group_members(pgid)
+    let inodes: HashSet<u64> = crate::process::group_members(pgid)
         .unwrap_or_default()
         .into_iter()
         .flat_map(socket_inodes)
@@ -201,7 +177,7 @@ mod tests {
         let mut child = listener_in_own_group("127.0.0.1");
         wait_for_port(&mut child);
         let pid = i32::try_from(child.id()).expect("pid");
-        let members = group_members(pid).expect("/proc is readable");
+        let members = crate::process::group_members(pid).expect("/proc is readable");
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(members, vec![pid]);

@@ -558,26 +558,7 @@ pub(crate) mod fake {
 
     /// Live (non-zombie) processes whose process group is `pgid`.
     pub fn group_members(pgid: i32) -> Vec<i32> {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        entries
-            .filter_map(Result::ok)
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                    // After the command name: state, ppid, pgrp.
-                    let mut rest = stat
-                        .rsplit(')')
-                        .next()
-                        .unwrap_or_default()
-                        .split_whitespace();
-                    let state = rest.next().unwrap_or("Z");
-                    let pgrp = rest.nth(1).and_then(|g| g.parse::<i32>().ok());
-                    state != "Z" && pgrp == Some(pgid)
-                })
-            })
-            .collect()
+        crate::process::group_members(pgid).unwrap_or_default()
     }
 
     /// Whether a process with this pid still exists (a zombie counts as gone).

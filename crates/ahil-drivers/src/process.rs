@@ -24,6 +24,8 @@ pub const DEFAULT_OUTPUT_CAP: usize = 1024 * 1024;
 /// How long to wait for the output pipes to close after the group was killed. A grandchild that left
 /// the group (setsid) can keep a pipe open forever; we stop waiting rather than hang the gate.
 const DRAIN_GRACE: Duration = Duration::from_secs(1);
+/// How long a SIGKILLed group may take to disappear before the call returns anyway.
+pub const GROUP_GONE_LIMIT: Duration = Duration::from_secs(1);
 
 /// A child to run.
 #[derive(Debug, Clone)]
@@ -258,9 +260,16 @@ pub fn run(command: &Command) -> io::Result<Finished> {
 
     let exit = group.wait_until(started + command.deadline, command.cancel.as_ref())?;
     // Whatever the leader did, nothing of its group survives the call: background children of a
-    // script would otherwise keep running and keep our pipes open.
-    group.kill_group();
+    // script would otherwise keep running and keep our pipes open. SIGKILL lands asynchronously, so
+    // a group that still had members is waited for: when the call returns, none of them runs.
+    let signalled = group.kill_group();
     drop(group);
+    if signalled && !wait_until_group_gone(pgid, GROUP_GONE_LIMIT) {
+        tracing::warn!(
+            pgid,
+            "a killed process group still had live members after the wait"
+        );
+    }
 
     let drain_until = Instant::now() + DRAIN_GRACE;
     for _ in 0..2 {
@@ -335,7 +344,7 @@ impl GroupGuard {
             if let Some(exit) = ended_by_us {
                 // Kill while the leader is still unreaped: its pid cannot be reused, so the signal
                 // cannot reach a stranger's group.
-                self.kill_group();
+                let _ = self.kill_group();
                 self.child.wait()?;
                 self.reaped = true;
                 return Ok(exit);
@@ -345,29 +354,67 @@ impl GroupGuard {
         }
     }
 
-    fn kill_group(&self) {
+    /// Whether the group still had a member (a zombie counts) to signal.
+    fn kill_group(&self) -> bool {
         // ESRCH (the group is already empty) is the normal case after a clean exit.
-        let _ = kill_process_group(self.pgid);
+        kill_process_group(self.pgid).is_ok()
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if !self.reaped {
-            self.kill_group();
+            let _ = self.kill_group();
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
     }
 }
 
-/// SIGKILL every process in group `pgid`. The one audited unsafe call of the crate.
+/// The live (not zombie) processes of group `group_id`; `None` without a readable `/proc`.
+pub fn group_members(group_id: i32) -> Option<Vec<i32>> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // The command name may hold spaces and parentheses: the fields start after the last ')'.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+        if group == Some(group_id) && state != Some("Z") && state != Some("X") {
+            members.push(pid);
+        }
+    }
+    Some(members)
+}
+
+/// Waits up to `limit` until no live process is left in group `pgid`; false if one still runs then.
+/// A machine without `/proc` is taken at the kill's word.
+pub fn wait_until_group_gone(pgid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        match group_members(pgid) {
+            None => return true,
+            Some(live) if live.is_empty() => return true,
+            Some(_) if Instant::now() >= deadline => return false,
+            Some(_) => thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// SIGKILL every process in group `pgid`.
 ///
 /// After the leader has been reaped its pid could in principle be recycled, but Linux does not hand out
 /// a pid that is still in use as a process-group id, so while any member of our group lives the id is
 /// still ours; once none lives the call fails with ESRCH. Reuse would need the pid space to wrap in the
 /// microseconds between reap and kill.
-#[allow(unsafe_code)]
 fn kill_process_group(pgid: i32) -> io::Result<()> {
     // Group ids 0 and 1 would mean "our own group" and init's; a negative id is meaningless here.
     if pgid <= 1 {
@@ -376,14 +423,10 @@ fn kill_process_group(pgid: i32) -> io::Result<()> {
             "refusing to signal process group <= 1",
         ));
     }
-    // SAFETY: killpg takes two plain integers and touches no memory of ours, so it cannot break Rust's
-    // memory safety. `pgid` is a group this module created with `process_group(0)` and checked > 1 above.
-    let rc = unsafe { libc::killpg(pgid, libc::SIGKILL) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    let group = rustix::process::Pid::from_raw(pgid)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no process group 0"))?;
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
+        .map_err(io::Error::from)
 }
 
 #[derive(Default)]

@@ -33,8 +33,6 @@ const TAIL: usize = 2_000;
 const STDERR_DRAIN_LIMIT: Duration = Duration::from_millis(500);
 /// How long `close` may take before the group is killed anyway.
 const CLOSE_LIMIT: Duration = Duration::from_secs(1);
-/// How long the killed group may take to disappear.
-const GROUP_GONE_LIMIT: Duration = Duration::from_secs(1);
 /// A line longer than this is not a protocol line; it is skipped rather than buffered without bound.
 const MAX_LINE: usize = 4 << 20;
 
@@ -291,25 +289,11 @@ impl Bridge {
         let reaped = child.wait().is_ok();
         self.reaped.store(reaped, Ordering::SeqCst);
         // Verified, not assumed: no live process may remain in the bridge's group (a helper it forked).
-        reaped && group_emptied(self.pgid.as_raw_nonzero().get())
-    }
-}
-
-/// Waits up to [`GROUP_GONE_LIMIT`] until no live (non-zombie) process is left in group `pgid`, as
-/// `/proc` shows it; a machine without `/proc` is taken at the kill's word.
-fn group_emptied(pgid: i32) -> bool {
-    let deadline = std::time::Instant::now() + GROUP_GONE_LIMIT;
-    loop {
-        let Some(live) = crate::listeners::group_members(pgid).map(|m| m.len()) else {
-            return true;
-        };
-        if live == 0 {
-            return true;
-        }
-        if std::time::Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(10));
+        reaped
+            && crate::process::wait_until_group_gone(
+                self.pgid.as_raw_nonzero().get(),
+                crate::process::GROUP_GONE_LIMIT,
+            )
     }
 }
 

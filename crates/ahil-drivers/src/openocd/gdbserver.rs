@@ -314,6 +314,10 @@ impl GdbServer {
         let _ = kill_process_group(self.pgid, Signal::KILL);
         let _ = self.child.kill();
         self.child.wait().is_ok()
+            && crate::process::wait_until_group_gone(
+                self.pgid.as_raw_nonzero().get(),
+                crate::process::GROUP_GONE_LIMIT,
+            )
     }
 }
 
