@@ -15,6 +15,12 @@ use crate::error::{Contact, DriverError};
 use crate::probe::{Budget, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
 use crate::probe_cli::{self, CliProbe, CliSettings, CliSuccess, Listing, Ran, any, failure};
 
+mod targets;
+pub use targets::{
+    TargetEntry, TargetSupport, close_matches, normalise_target, parse_target_entries,
+    parse_targets,
+};
+
 /// Listing targets loads every pack pyOCD knows; it gets at least this long.
 const TARGET_LIST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -121,35 +127,6 @@ pub fn parse_probes(stdout: &str) -> Option<Vec<String>> {
     Some(uids)
 }
 
-/// A target name as pyOCD compares them: lowercase, runs of other characters collapsed to one `_`.
-pub fn normalise_target(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut gap = false;
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            out.push(c.to_ascii_lowercase());
-            gap = false;
-        } else if !gap {
-            out.push('_');
-            gap = true;
-        }
-    }
-    out
-}
-
-/// The target names in `pyocd json --targets` output, normalised; `None` when it is not that JSON.
-pub fn parse_targets(stdout: &str) -> Option<Vec<String>> {
-    let doc: Value = serde_json::from_str(stdout.trim()).ok()?;
-    if doc.get("status")?.as_i64()? != 0 {
-        return None;
-    }
-    doc.get("targets")?
-        .as_array()?
-        .iter()
-        .map(|t| t.get("name").and_then(Value::as_str).map(normalise_target))
-        .collect()
-}
-
 /// The one UID `probe_id` selects among `uids`, or why none is safe to use.
 pub fn select_uid(probe_id: &str, uids: &[String]) -> Result<String, &'static str> {
     let needle = probe_id
@@ -207,6 +184,44 @@ impl PyOcd {
             budget,
             "pyocd_not_found",
         )
+    }
+
+    /// Whether pyOCD knows the configured target type, from its target list; opens no probe.
+    pub fn target_support(&self, budget: &Budget) -> TargetSupport {
+        let Some(target_type) = self.target_type.clone() else {
+            return TargetSupport::NotConfigured;
+        };
+        let undetermined = |reason: String| TargetSupport::Undetermined {
+            target_type: target_type.clone(),
+            reason,
+        };
+        let ran = match self.run(
+            vec!["json".into(), "--targets".into(), "--no-config".into()],
+            self.settings.timeout.max(TARGET_LIST_TIMEOUT),
+            budget,
+        ) {
+            Ok(ran) => ran,
+            Err(error) => return undetermined(error.to_string()),
+        };
+        if ran.timed_out() {
+            return undetermined("listing targets ran past its timeout".into());
+        }
+        if ran.code() != Some(0) {
+            let said = ran
+                .transcript
+                .stderr
+                .lines()
+                .rev()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or("no output")
+                .trim()
+                .to_owned();
+            return undetermined(format!("`pyocd json --targets` failed: {said}"));
+        }
+        match parse_target_entries(&ran.transcript.stdout) {
+            Some(entries) => TargetSupport::judge(&target_type, &entries),
+            None => undetermined("its target list was not the JSON pyOCD prints".into()),
+        }
     }
 
     fn uids(&self, budget: &Budget) -> Result<(Vec<String>, Ran), DriverError> {
@@ -371,14 +386,9 @@ impl PyOcd {
         if class == "target_type_invalid"
             && let Some(target) = &self.target_type
         {
-            failed.details.insert(
-                "install_commands".into(),
-                json!([
-                    format!("pyocd pack find {target}"),
-                    format!("pyocd pack install {target}"),
-                    "pyocd pack show",
-                ]),
-            );
+            failed
+                .details
+                .insert("install_commands".into(), targets::install_commands(target));
         }
         Err(DriverError::Classified(failed))
     }

@@ -337,4 +337,29 @@ mod real {
             "-W must stop pyOCD waiting"
         );
     }
+
+    #[test]
+    fn real_pyocd_knows_a_builtin_part_and_not_a_pack_only_one() {
+        let Some(exe) = pyocd() else { return };
+        let known = backend(&exe, None, Some("stm32f103rc")).target_support(&budget());
+        let TargetSupport::Supported { entry, .. } = &known else {
+            panic!("{known:?}");
+        };
+        assert_eq!(entry.source, "builtin");
+        // The emulated board's STM32F405 needs a pack, which this machine does not have.
+        let unknown = backend(&exe, None, Some("stm32f405rg")).target_support(&budget());
+        let TargetSupport::Unsupported {
+            close_matches,
+            known,
+            ..
+        } = &unknown
+        else {
+            panic!("{unknown:?}");
+        };
+        assert!(*known > 100, "{known}");
+        assert!(
+            close_matches.iter().all(|m| m.starts_with("stm32")),
+            "{close_matches:?}"
+        );
+    }
 }

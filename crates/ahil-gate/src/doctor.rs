@@ -46,15 +46,16 @@ pub fn doctor(workspace: &Path, env: &Environment) -> Outcome {
         Ok(loaded) => loaded,
         Err(error) => return config_error(&error),
     };
-    let (debuggers_finding, debuggers) = check_debuggers(&loaded);
+    let (debuggers_finding, targets_finding, debuggers) = check_debuggers(&loaded);
     let findings = [
         debuggers_finding,
+        targets_finding,
         check_state_root(&loaded.config.state_root),
         check_binding(&loaded),
     ];
     let unhealthy: Vec<&str> = findings.iter().filter(|f| !f.ok).map(|f| f.name).collect();
     // The binding verdict also stands alone at the top, where the reference's doctor puts it.
-    let binding = findings[2].to_value();
+    let binding = findings[3].to_value();
     let ok = unhealthy.is_empty();
     let summary = if ok {
         format!(
@@ -103,12 +104,14 @@ fn config_error(error: &ConfigError) -> Outcome {
     outcome.with_remediation(error.remediation())
 }
 
-/// Run each pinned toolchain's `--version`; entries without one are the binding check's business.
-fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Map<String, Value>) {
+/// Run each pinned toolchain's `--version`, and ask pyOCD whether it knows the configured target;
+/// entries without a toolchain are the binding check's business.
+fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Finding, Map<String, Value>) {
     let config = &loaded.config;
     let bound = config.auto_bound_debugger().map(|(name, _)| name);
     let mut entries = Map::new();
     let mut failed = Vec::new();
+    let mut unknown_targets = Vec::new();
     let mut checked = 0usize;
     for (name, debugger) in &config.debuggers {
         let mut entry = Map::new();
@@ -131,6 +134,23 @@ fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Map<String, Value>) {
             };
             entry.insert("check".into(), check);
             checked += 1;
+            if debugger.kind == ahil_config::DebuggerType::Pyocd {
+                let pyocd = ahil_drivers::pyocd::PyOcd::new(
+                    ahil_drivers::probe_cli::CliSettings {
+                        executable: path.to_path_buf(),
+                        probe_id: None,
+                        timeout,
+                    },
+                    debugger.target_type.as_deref(),
+                );
+                let support = pyocd.target_support(&ahil_drivers::probe::Budget::new(
+                    timeout.max(Duration::from_secs(30)),
+                ));
+                if support.is_unsupported() {
+                    unknown_targets.push(name.clone());
+                }
+                entry.insert("target_support".into(), support.to_value());
+            }
         } else if debugger.kind == ahil_config::DebuggerType::Esptool
             && let Some(path) = loaded.executables.debugger(name)
         {
@@ -170,7 +190,30 @@ fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Map<String, Value>) {
         },
         details: Map::new(),
     };
-    (finding, entries)
+    let targets = if unknown_targets.is_empty() {
+        Finding {
+            name: "target_support",
+            ok: true,
+            summary: "No configured target_type is unknown to its toolchain.".to_owned(),
+            details: Map::new(),
+        }
+    } else {
+        let mut details = Map::new();
+        details.insert(
+            "next_step".into(),
+            json!("Correct target_type, or install the part's pack with the install_commands under debuggers.<name>.target_support."),
+        );
+        Finding {
+            name: "target_support",
+            ok: false,
+            summary: format!(
+                "pyOCD does not know the configured target_type of: {}.",
+                unknown_targets.join(", ")
+            ),
+            details,
+        }
+    };
+    (finding, targets, entries)
 }
 
 fn state_name(state: Option<&ExecutableState>) -> &'static str {

@@ -195,3 +195,77 @@ fn a_renamed_starter_entry_is_still_unbound() {
         json!(["board"])
     );
 }
+
+/// A pyOCD that knows two targets, one built in and one from a pack; `listing` replaces its list.
+fn pyocd_with_targets(fixture: &Fixture, listing: &str) -> String {
+    let exe = fixture.tool(
+        "pyocd-fake",
+        &format!(
+            "case \"$*\" in\n  --version) echo 0.46.0 ;;\n  'json --targets --no-config') {listing} ;;\n  *) exit 9 ;;\nesac"
+        ),
+    );
+    fixture.starter_with(&[
+        ("    type: \"openocd\"", "    type: \"pyocd\""),
+        ("    target_type: null", "    target_type: \"stm32f405rg\""),
+        (NULL_EXECUTABLE, &executable_line(&exe)),
+    ])
+}
+
+const TWO_TARGETS: &str = r#"echo '{"status": 0, "targets": [{"name": "stm32f103rc", "vendor": "STMicroelectronics", "part_number": "STM32F103RC", "source": "builtin"}, {"name": "stm32f407vg", "vendor": "STMicroelectronics", "part_number": "STM32F407VG", "source": "pack"}]}'"#;
+
+#[test]
+fn a_target_type_pyocd_does_not_list_is_unhealthy_and_names_its_pack_commands() {
+    let fixture = Fixture::new();
+    let value = verdict(&fixture, &pyocd_with_targets(&fixture, TWO_TARGETS));
+    assert_eq!(value["ok"], false, "{value}");
+    assert_eq!(value["unhealthy"], json!(["target_support"]));
+    let support = &value["debuggers"]["dut"]["target_support"];
+    assert_eq!(support["status"], "unsupported", "{support}");
+    assert_eq!(support["error_type"], "target_type_invalid");
+    assert_eq!(
+        support["close_matches"],
+        json!(["stm32f407vg", "stm32f103rc"])
+    );
+    assert_eq!(
+        support["install_commands"][1],
+        "pyocd pack install stm32f405rg"
+    );
+    assert!(
+        value["next_step"]
+            .as_str()
+            .is_some_and(|s| s.contains("install_commands"))
+    );
+}
+
+#[test]
+fn a_target_type_from_an_installed_pack_is_supported() {
+    let fixture = Fixture::new();
+    let config = pyocd_with_targets(&fixture, TWO_TARGETS).replace(
+        "target_type: \"stm32f405rg\"",
+        "target_type: \"STM32F407VG\"",
+    );
+    let value = verdict(&fixture, &config);
+    assert_eq!(value["ok"], true, "{value}");
+    let support = &value["debuggers"]["dut"]["target_support"];
+    assert_eq!(support["status"], "supported");
+    assert_eq!(support["source"], "pack");
+    assert_eq!(support["part_number"], "STM32F407VG");
+}
+
+#[test]
+fn a_target_list_pyocd_cannot_give_leaves_the_question_open_without_failing() {
+    let fixture = Fixture::new();
+    let value = verdict(
+        &fixture,
+        &pyocd_with_targets(&fixture, "echo 'pack index is corrupt' >&2; exit 1"),
+    );
+    assert_eq!(value["ok"], true, "{value}");
+    let support = &value["debuggers"]["dut"]["target_support"];
+    assert_eq!(support["status"], "undetermined");
+    assert!(
+        support["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("pack index is corrupt")),
+        "{support}"
+    );
+}
