@@ -293,6 +293,77 @@ async fn pyocd_refuses_a_bin_without_flash_address_and_reset_init_before_running
 }
 
 #[tokio::test]
+async fn adopt_takes_the_one_attached_pyocd_probe_as_probe_id_and_the_operator_writes_it() {
+    let bench = Bench::new("pyocd", "one-probe", None, "");
+    let before = std::fs::read_to_string(bench.world.config_path()).expect("config");
+    let client = bench.connect().await;
+    let (plan, is_error) = call(&client, "project_config_adopt_hardware", json!({})).await;
+    assert!(!is_error, "{plan}");
+    assert_eq!(
+        plan["carried"],
+        json!([{"key": "debuggers.probe.probe_id", "value": "0670FF515455827267135939"}]),
+        "{plan}"
+    );
+    assert_eq!(
+        plan["already_current"][0]["key"],
+        json!("debuggers.probe.executable"),
+        "the pinned executable is what was found"
+    );
+    assert_eq!(plan["applied"], json!(false));
+    assert_eq!(plan["target_contacted"], json!(false));
+    assert_eq!(bench.calls(), [["json", "--probes", "--no-config"]]);
+    client.cancel().await.expect("client closes");
+    let after = std::fs::read_to_string(bench.world.config_path()).expect("config");
+    assert_eq!(after, before, "a proposal writes nothing");
+
+    let (done, code) = bench.world.run_json(&["adopt-hardware"]);
+    assert_eq!(code, Some(0), "{done}");
+    assert_eq!(done["applied"], json!(true), "{done}");
+    let text = std::fs::read_to_string(bench.world.config_path()).expect("config");
+    assert!(
+        text.contains("probe_id: \"0670FF515455827267135939\""),
+        "{text}"
+    );
+    let (again, _) = bench.world.run_json(&["adopt-hardware", "--dry-run"]);
+    assert_eq!(again["carried"], json!([]), "{again}");
+}
+
+#[tokio::test]
+async fn adopt_asks_which_of_several_probes_and_refuses_one_not_attached() {
+    let bench = Bench::new("pyocd", "ok", None, "");
+    let client = bench.connect().await;
+    let (doc, is_error) = call(&client, "project_config_adopt_hardware", json!({})).await;
+    assert!(is_error);
+    assert_eq!(doc["error_type"], json!("invalid_argument"), "{doc}");
+    assert_eq!(
+        doc["candidate_probe_ids"],
+        json!(["0670FF515455827267135939", "E6614103E7"])
+    );
+    let (doc, is_error) = call(
+        &client,
+        "project_config_adopt_hardware",
+        json!({"probe_id": "0670FF0000"}),
+    )
+    .await;
+    assert!(is_error);
+    assert_eq!(doc["error_type"], json!("hardware_mismatch"), "{doc}");
+    assert_eq!(doc["retry_safe"], json!(true));
+    let (doc, is_error) = call(
+        &client,
+        "project_config_adopt_hardware",
+        json!({"probe_id": "E6614103E7"}),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["carried"][0]["value"], json!("E6614103E7"));
+    bench.scenario("no-probe");
+    let (doc, is_error) = call(&client, "project_config_adopt_hardware", json!({})).await;
+    assert!(is_error);
+    assert_eq!(doc["error_type"], json!("adapter_not_found"), "{doc}");
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
 async fn stlink_erase_refusal_is_classified_and_never_called_retry_safe() {
     let bench = Bench::new("stlink", "erase-refused", None, "    probe_id: STLINK123\n");
     let client = bench.connect().await;

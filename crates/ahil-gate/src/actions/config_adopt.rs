@@ -3,16 +3,28 @@
 //! as `project_config_set`; a COM port it creates arrives with every grant false. A key that already
 //! holds another value is reported (`kept`), never overwritten.
 //!
-//! On this bench the attachable board is the emulated one of a `type: qemu` debugger; other backends
-//! answer `not_supported` until their probe enumeration lands.
+//! The emulated board of a `type: qemu` debugger gives its controller and UART. A probe backend that
+//! can list its probes (pyOCD, STM32CubeProgrammer, probe-rs; OpenOCD only with an explicit
+//! `probe_id`, since its list is every USB serial device) gives the probe's serial as `probe_id` and
+//! the autodetected toolchain as `executable`. The listing runs under the debugger's device lock and
+//! opens no target.
+
+use std::path::Path;
+use std::time::Duration;
 
 use ahil_config::write::{Stamp, edit_config};
-use ahil_config::{Actor, Config, DebuggerType, Environment, LoadedConfig, ProjectPermissions};
+use ahil_config::{
+    Actor, Config, Debugger, DebuggerType, Environment, LoadedConfig, ProjectPermissions,
+};
+use ahil_drivers::error::Contact;
+use ahil_drivers::probe::Budget;
+use ahil_drivers::probe_cli::CliSettings;
+use ahil_drivers::process::CancelFlag;
 use ahil_drivers::qemu::BoardPaths;
 use ahil_sim::BoardState;
 use serde_json::{Value, json};
 
-use super::{Acted, Context, Plan, Work};
+use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::config_edit::{Change, Rights, apply_agent_changes};
 use crate::envelope::Outcome;
 use crate::policy::Action;
@@ -20,21 +32,172 @@ use crate::policy::Action;
 /// Controllers of the QEMU machines we emulate.
 const MACHINE_CONTROLLERS: &[(&str, &str)] = &[("netduinoplus2", "stm32f405")];
 
+/// The gate's margin over the listing's own budget, so the driver's timeout answers first.
+const MARGIN: Duration = Duration::from_secs(5);
+
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let apply = ctx
         .args
         .get("apply")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let action = Action::ConfigAdoptHardware { apply };
+    let target = Target::from_args(ctx.args);
+    let listed = chosen(&ctx.loaded.config, &target).filter(|(_, entry)| lists(entry.kind));
+    let Some((name, entry)) = listed else {
+        return Ok(Plan {
+            action,
+            device: None,
+            resources: Vec::new(),
+            work: Work::Local(Box::new(move || Acted {
+                outcome: adopt(ctx, apply, None),
+                contact: None,
+            })),
+        });
+    };
+    // Checked before the listing claims the debugger's lock, which would count as an open hold.
+    let refusal = apply
+        .then(|| super::config_set::open_run_refusal(ctx))
+        .flatten();
+    let executable = ctx.loaded.executables.debugger(name).map(Path::to_path_buf);
+    let resources =
+        crate::ownership::runs::claimed_keys(&ctx.loaded.config, entry, executable.as_deref());
+    let (Some(executable), None) = (executable, refusal.as_ref()) else {
+        let outcome = refusal.unwrap_or_else(|| no_executable(ctx.tool, name, entry));
+        return Ok(Plan {
+            action,
+            device: None,
+            resources: Vec::new(),
+            work: Work::Local(Box::new(move || Acted {
+                outcome,
+                contact: None,
+            })),
+        });
+    };
+    let (backend, timeout) = lister(entry, executable);
+    let tool = ctx.tool.to_owned();
+    let loaded = ctx.loaded.clone();
+    let env = ctx.env.clone();
+    let held = ctx.loaded.config.permissions;
+    let run_listing = move |cancel: CancelFlag| {
+        let budget = Budget::new(timeout).with_cancel(cancel);
+        let found = match backend.list(&budget) {
+            Ok(listing) => Discovered::from(listing),
+            Err(error) => return super::probe_cli::failed(backend.as_ref(), &tool, error, None),
+        };
+        let stamp = Stamp {
+            actor: Actor::Agent,
+            via: "mcp:project_config_adopt_hardware",
+        };
+        let write = apply.then_some((stamp, Some(held)));
+        Acted {
+            outcome: run(&tool, &loaded, &env, &target, write, Some(&found)),
+            contact: Some(Contact::none("listing probes opens no target")),
+        }
+    };
     Ok(Plan {
-        action: Action::ConfigAdoptHardware { apply },
+        action,
         device: None,
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || Acted {
-            outcome: adopt(ctx, apply),
-            contact: None,
-        })),
+        resources,
+        work: Work::Driver(DriverJob {
+            deadline: timeout + MARGIN,
+            if_abandoned: Contact::none("listing probes opens no target"),
+            run: Box::new(run_listing),
+        }),
     })
+}
+
+/// The entry's backend, to list probes with (no probe selected), and its timeout.
+fn lister(
+    entry: &Debugger,
+    executable: std::path::PathBuf,
+) -> (Box<dyn ahil_drivers::probe_cli::CliProbe>, Duration) {
+    let timeout = Duration::try_from_secs_f64(entry.timeout_s).unwrap_or(Duration::from_mins(1));
+    let settings = CliSettings {
+        executable,
+        probe_id: None,
+        timeout,
+    };
+    (
+        super::probe_cli::backend_for(entry, settings, Vec::new()),
+        timeout,
+    )
+}
+
+/// Whether adopting `kind` lists probes (the emulated board is read from its state directory).
+fn lists(kind: DebuggerType) -> bool {
+    matches!(
+        kind,
+        DebuggerType::Openocd | DebuggerType::Pyocd | DebuggerType::Stlink | DebuggerType::ProbeRs
+    )
+}
+
+/// The debugger an adoption is about: the named one, or the only one the configuration binds.
+fn chosen<'c>(config: &'c Config, target: &Target) -> Option<(&'c str, &'c Debugger)> {
+    let name = target
+        .debugger_id
+        .as_deref()
+        .or_else(|| config.auto_bound_debugger().map(|(id, _)| id))?;
+    config
+        .debuggers
+        .get_key_value(name)
+        .map(|(name, entry)| (name.as_str(), entry))
+}
+
+fn no_executable(tool: &str, name: &str, entry: &Debugger) -> Outcome {
+    Outcome::refused(
+        tool,
+        "debugger_not_found",
+        format!(
+            "No {} executable was found for `{name}`, so its probes cannot be listed.",
+            entry.kind.as_str()
+        ),
+    )
+    .with("backend", entry.kind.as_str())
+    .with_next_step(format!(
+        "Ask the operator to install the tool or name it in debuggers.{name}.executable, then call again."
+    ))
+    .not_started(true)
+}
+
+/// The probes a backend listed, for an adoption.
+#[derive(Debug, Clone)]
+pub struct Discovered {
+    pub probes: Vec<String>,
+    /// False when the list may hold devices that are not probes (OpenOCD's USB serial inventory).
+    pub complete: bool,
+}
+
+impl From<ahil_drivers::probe_cli::Listing> for Discovered {
+    fn from(listing: ahil_drivers::probe_cli::Listing) -> Self {
+        Self {
+            probes: listing.probes.into_iter().map(|p| p.id).collect(),
+            complete: listing.complete,
+        }
+    }
+}
+
+/// Lists the chosen debugger's probes now, for the operator's `adopt-hardware` (which already holds
+/// the bench's locks). `Ok(None)` when the adoption lists nothing (the emulated board).
+pub fn discover_now(
+    tool: &str,
+    loaded: &LoadedConfig,
+    target: &Target,
+) -> Result<Option<Discovered>, Box<Outcome>> {
+    let Some((name, entry)) = chosen(&loaded.config, target).filter(|(_, entry)| lists(entry.kind))
+    else {
+        return Ok(None);
+    };
+    let Some(executable) = loaded.executables.debugger(name) else {
+        return Err(Box::new(no_executable(tool, name, entry)));
+    };
+    let (backend, timeout) = lister(entry, executable.to_path_buf());
+    match backend.list(&Budget::new(timeout)) {
+        Ok(listing) => Ok(Some(Discovered::from(listing))),
+        Err(error) => Err(Box::new(
+            super::probe_cli::failed(backend.as_ref(), tool, error, None).outcome,
+        )),
+    }
 }
 
 /// Which probe and entries an adoption is about (the tool's optional arguments, the CLI's flags).
@@ -67,7 +230,7 @@ struct Proposal {
     unavailable: Vec<Value>,
 }
 
-fn adopt(ctx: &Context<'_>, apply: bool) -> Outcome {
+fn adopt(ctx: &Context<'_>, apply: bool, discovered: Option<&Discovered>) -> Outcome {
     if apply && let Some(refusal) = super::config_set::open_run_refusal(ctx) {
         return refusal;
     }
@@ -82,6 +245,7 @@ fn adopt(ctx: &Context<'_>, apply: bool) -> Outcome {
         ctx.env,
         &Target::from_args(ctx.args),
         apply.then_some((stamp, Some(held))),
+        discovered,
     )
 }
 
@@ -93,8 +257,9 @@ pub fn run(
     env: &Environment,
     target: &Target,
     write: Option<(Stamp<'_>, Option<ProjectPermissions>)>,
+    discovered: Option<&Discovered>,
 ) -> Outcome {
-    let proposal = match propose(tool, &loaded.config, target) {
+    let proposal = match propose(tool, loaded, target, discovered) {
         Ok(p) => p,
         Err(refusal) => return *refusal,
     };
@@ -169,7 +334,13 @@ pub fn run(
         .not_contacted()
 }
 
-fn propose(tool: &str, config: &Config, target: &Target) -> Result<Proposal, Box<Outcome>> {
+fn propose(
+    tool: &str,
+    loaded: &LoadedConfig,
+    target: &Target,
+    discovered: Option<&Discovered>,
+) -> Result<Proposal, Box<Outcome>> {
+    let config = &loaded.config;
     let refuse = |error_type: &str, summary: String| {
         Box::new(Outcome::refused(tool, error_type, summary).not_started(true))
     };
@@ -192,13 +363,16 @@ fn propose(tool: &str, config: &Config, target: &Target) -> Result<Proposal, Box
             format!("No debugger `{debugger_id}` is configured."),
         ));
     };
+    if let Some(found) = discovered.filter(|_| lists(entry.kind)) {
+        return propose_probe(tool, loaded, &debugger_id, entry, target, found);
+    }
     if entry.kind != DebuggerType::Qemu {
         return Err(Box::new(
             Outcome::refused(
                 tool,
                 "not_supported",
                 format!(
-                    "Adopting hardware reads the emulated board of a `type: qemu` debugger; `{debugger_id}` is `{}`.",
+                    "Adopting hardware reads an emulated board or a probe listing; a `{}` entry (`{debugger_id}`) gives neither.",
                     entry.kind.as_str()
                 ),
             )
@@ -290,6 +464,103 @@ fn propose(tool: &str, config: &Config, target: &Target) -> Result<Proposal, Box
                 json!("device"),
             );
         }
+    }
+    Ok(proposal)
+}
+
+/// A probe backend's proposal: the probe's serial as `probe_id`, and the autodetected toolchain as
+/// `executable`. An entry that names another probe than the one attached is refused whole.
+fn propose_probe(
+    tool: &str,
+    loaded: &LoadedConfig,
+    debugger_id: &str,
+    entry: &Debugger,
+    target: &Target,
+    found: &Discovered,
+) -> Result<Proposal, Box<Outcome>> {
+    let refuse = |error_type: &str, summary: String| {
+        Box::new(
+            Outcome::refused(tool, error_type, summary)
+                .with("backend", entry.kind.as_str())
+                .with("candidate_probe_ids", json!(found.probes))
+                .not_started(true),
+        )
+    };
+    if let (Some(asked), Some(configured)) = (&target.probe_id, &entry.probe_id)
+        && asked != configured
+    {
+        return Err(refuse(
+            "hardware_mismatch",
+            format!(
+                "debuggers.{debugger_id} names probe `{configured}`, not `{asked}`; adoption fills unset keys and never replaces a probe."
+            ),
+        ));
+    }
+    let wanted = target.probe_id.as_deref().or(entry.probe_id.as_deref());
+    let probe = match (wanted, found.probes.as_slice()) {
+        (Some(id), listed) if listed.iter().any(|p| p == id) => id.to_owned(),
+        (Some(id), _) => {
+            let whose = if target.probe_id.is_some() {
+                "The probe named"
+            } else {
+                "The configured probe"
+            };
+            return Err(refuse(
+                "hardware_mismatch",
+                format!("{whose} (`{id}`) is not among the attached probes."),
+            ));
+        }
+        (None, []) => {
+            return Err(refuse(
+                "adapter_not_found",
+                format!("No {} probe is attached.", entry.kind.as_str()),
+            ));
+        }
+        (None, [only]) if found.complete => only.clone(),
+        (None, _) => {
+            let why = if found.complete {
+                "Several probes are attached"
+            } else {
+                "This backend's list holds every USB serial device, not only probes"
+            };
+            return Err(refuse(
+                "invalid_argument",
+                format!(
+                    "{why}; name the board's probe with probe_id (one of candidate_probe_ids)."
+                ),
+            ));
+        }
+    };
+    let mut proposal = Proposal {
+        debugger_id: debugger_id.to_owned(),
+        com_port_id: None,
+        creates_com_port: false,
+        carried: Vec::new(),
+        already_current: Vec::new(),
+        kept: Vec::new(),
+        unavailable: vec![
+            json!({"key": "target.controller", "reason": "a probe listing does not name the controller"}),
+            json!({"key": "com_ports", "reason": "a probe listing does not name the board's serial port; adopt it with com_port_id on an emulated board, or set it by hand"}),
+        ],
+    };
+    consider(
+        &mut proposal,
+        &format!("debuggers.{debugger_id}.probe_id"),
+        entry.probe_id.clone().map(Value::from),
+        json!(probe),
+    );
+    // probe-rs is linked in: its entry names no executable.
+    if let Some(path) = loaded
+        .executables
+        .debugger(debugger_id)
+        .filter(|_| entry.kind != DebuggerType::ProbeRs)
+    {
+        consider(
+            &mut proposal,
+            &format!("debuggers.{debugger_id}.executable"),
+            entry.executable.clone().map(Value::from),
+            json!(path.display().to_string()),
+        );
     }
     Ok(proposal)
 }

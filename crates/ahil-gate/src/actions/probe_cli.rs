@@ -166,7 +166,7 @@ fn script_in_temp(raw: &str) -> bool {
         || path.starts_with("/var/tmp")
 }
 
-fn backend_for(
+pub(super) fn backend_for(
     debugger: &Debugger,
     settings: CliSettings,
     others: Vec<OtherSelector>,
@@ -610,7 +610,12 @@ fn hidden(value: Value, dir: &Path) -> Value {
     serde_json::from_str(&text.replace(&shown, "<staged>")).unwrap_or(value)
 }
 
-fn failed(backend: &dyn CliProbe, tool: &str, error: DriverError, hide: Option<&Path>) -> Acted {
+pub(super) fn failed(
+    backend: &dyn CliProbe,
+    tool: &str,
+    error: DriverError,
+    hide: Option<&Path>,
+) -> Acted {
     let classified: Box<Classified> = match error {
         DriverError::Classified(c) => c,
         other => {

@@ -191,13 +191,17 @@ pub fn adopt_hardware(
         actor,
         via: "cli:adopt-hardware",
     };
-    let outcome = crate::actions::config_adopt::run(
-        tool,
-        &loaded,
-        env,
-        target,
-        (!dry_run).then_some((stamp, None)),
-    );
+    let outcome = match crate::actions::config_adopt::discover_now(tool, &loaded, target) {
+        Ok(discovered) => crate::actions::config_adopt::run(
+            tool,
+            &loaded,
+            env,
+            target,
+            (!dry_run).then_some((stamp, None)),
+            discovered.as_ref(),
+        ),
+        Err(refusal) => *refusal,
+    };
     ownership.locks.release(&devices);
     outcome
 }

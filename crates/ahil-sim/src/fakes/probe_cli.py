@@ -142,6 +142,7 @@ def pyocd(case):
             return 0
         boards = {
             "two-probes": ["0670FF5154", "0670FF5154AA"],
+            "one-probe": ["0670FF515455827267135939"],
             "no-probe": [],
         }.get(case, ["0670FF515455827267135939", "E6614103E7"])
         out(json.dumps({"pyocd_version": "0.46.0", "status": 0,
