@@ -182,19 +182,28 @@ fn a_probe_rs_entry_naming_an_executable_is_refused_by_the_config() {
 }
 
 #[tokio::test]
-async fn probe_rs_offers_no_debug_session_or_symbol_read_and_touches_nothing() {
+async fn probe_rs_offers_no_debug_session_and_reads_symbols_only_from_a_flashed_elf() {
     let world = world("STM32F405RGTx", "");
     let mut config = std::fs::read_to_string(world.config_path()).expect("config");
     config.push_str("debug:\n  allowed_symbols: [counter]\n");
     std::fs::write(world.config_path(), config).expect("config");
     let client = serve(&world, None).await;
-    for (tool, args) in [
-        ("debug_start_session", json!({"image_path": "fw/fw.elf"})),
-        ("debug_symbol_value", json!({"symbol": "counter"})),
+    for (tool, args, error_type) in [
+        (
+            "debug_start_session",
+            json!({"image_path": "fw/fw.elf"}),
+            "not_supported",
+        ),
+        // Served without a session, but nothing was flashed through this probe yet.
+        (
+            "debug_symbol_value",
+            json!({"symbol": "counter"}),
+            "symbol_source_not_available",
+        ),
     ] {
         let (doc, is_error) = call(&client, tool, args).await;
         assert!(is_error, "{doc}");
-        assert_eq!(doc["error_type"], json!("not_supported"), "{tool}: {doc}");
+        assert_eq!(doc["error_type"], json!(error_type), "{tool}: {doc}");
         assert_eq!(doc["target_contacted"], json!(false), "{doc}");
     }
     client.cancel().await.expect("the session closes");

@@ -2,9 +2,9 @@
 //! command at a time, and stopped with the core halted and gdb disconnected (never detached: QEMU
 //! resumes a detached core, OpenOCD runs its gdb-detach handler). The session start is the same for
 //! every backend but its debug server: the emulated board's stub, or an OpenOCD or ST-LINK_gdbserver
-//! started for the session on a loopback port. ST-Link entries without a gdb server, and ST-Link symbol
-//! reads outside a session, are served from the last flashed ELF (`debug/offline.rs`); other debugger
-//! types answer `not_supported`.
+//! started for the session on a loopback port. ST-Link entries without a gdb server, ST-Link symbol
+//! reads outside a session, and probe-rs symbol reads are served from the last flashed ELF
+//! (`debug/offline.rs`); other debugger types answer `not_supported`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,10 +99,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         .then(|| ctx.loaded.executables.gdb_servers.get(name))
         .flatten()
         .and_then(ExecutableState::path);
-    let work = if debugger.kind == DebuggerType::Stlink
-        && matches!(tool, "debug_symbol_value" | "debug_dump_symbol_ihex")
-        && (stlink_server.is_none() || !ctx.debug.is_active())
-    {
+    let sessionless = match debugger.kind {
+        DebuggerType::Stlink => stlink_server.is_none() || !ctx.debug.is_active(),
+        DebuggerType::ProbeRs => true,
+        _ => false,
+    };
+    let work = if sessionless && matches!(tool, "debug_symbol_value" | "debug_dump_symbol_ihex") {
         debug::offline::work(ctx, tool, name, debugger)?
     } else if matches!(debugger.kind, DebuggerType::Qemu | DebuggerType::Openocd)
         || stlink_server.is_some()
@@ -116,6 +118,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 kind,
                 if kind == DebuggerType::Stlink {
                     "Typed debug sessions on ST-Link need ST-LINK_gdbserver, and none is pinned (debuggers.<name>.gdb_server_executable); without it ST-Link serves only debug_symbol_value and debug_dump_symbol_ihex.".to_owned()
+                } else if kind == DebuggerType::ProbeRs {
+                    "probe-rs serves no typed debug session here; it serves debug_symbol_value and debug_dump_symbol_ihex from the last flashed ELF.".to_owned()
                 } else {
                     format!(
                         "Typed debug sessions need the OpenOCD backend (or the emulated board), not {}.",

@@ -249,14 +249,16 @@ pub fn work<'a>(
         }
     }
     let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
-    // ST-Link reads symbols without a session, from the ELF its last confirmed flash wrote.
-    let symbol_record = (debugger.kind == DebuggerType::Stlink).then(|| {
-        crate::debug::offline::Record::for_debugger(
-            &ctx.loaded.config.state_root,
-            debugger,
-            Some(&executable),
-        )
-    });
+    // ST-Link and probe-rs read symbols without a session, from the ELF their last confirmed flash
+    // wrote.
+    let symbol_record =
+        matches!(debugger.kind, DebuggerType::Stlink | DebuggerType::ProbeRs).then(|| {
+            crate::debug::offline::Record::for_debugger(
+                &ctx.loaded.config.state_root,
+                debugger,
+                Some(&executable),
+            )
+        });
     let settings = CliSettings {
         executable,
         probe_id: debugger.probe_id.clone(),

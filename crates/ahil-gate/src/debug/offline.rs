@@ -1,6 +1,7 @@
-//! Symbol reads without a session, for ST-Link (STM32CubeProgrammer has no gdb server): the symbol is
-//! resolved offline in the ELF that a confirmed `flash_firmware` on this probe last wrote, and its
-//! bytes are read through the programmer into Intel HEX and parsed back.
+//! Symbol reads without a session, for ST-Link (STM32CubeProgrammer has no gdb server) and probe-rs:
+//! the symbol is resolved offline in the ELF that a confirmed `flash_firmware` on this probe last
+//! wrote, and its bytes are read through the programmer into Intel HEX and parsed back, or through
+//! the probe-rs worker without halting the core.
 //!
 //! The flash records a private copy of the ELF and its digest under the state root, per probe (its
 //! lock key), so the symbols come from what the board runs, not from whatever the workspace holds now.
@@ -14,6 +15,7 @@ use ahil_drivers::cubeprog::{ConnectMode, CubeProg};
 use ahil_drivers::error::Classified;
 use ahil_drivers::probe::Budget;
 use ahil_drivers::probe_cli::CliSettings;
+use ahil_drivers::probe_rs::ProbeRs;
 use ahil_drivers::process::{self, Command, Exit};
 use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
@@ -142,7 +144,22 @@ fn plain_symbol(name: &str) -> bool {
         })
 }
 
-/// The work of `debug_symbol_value` or `debug_dump_symbol_ihex` on an ST-Link entry.
+/// What reads the symbol's bytes.
+enum Reader {
+    Programmer(CubeProg),
+    ProbeRs(ProbeRs),
+}
+
+impl Reader {
+    fn backend(&self) -> &'static str {
+        match self {
+            Self::Programmer(_) => "stlink",
+            Self::ProbeRs(_) => "probe-rs",
+        }
+    }
+}
+
+/// The work of `debug_symbol_value` or `debug_dump_symbol_ihex` on an ST-Link or probe-rs entry.
 pub fn work<'a>(
     ctx: &'a Context<'a>,
     tool: &'static str,
@@ -177,21 +194,49 @@ pub fn work<'a>(
         None
     };
     let executable = pinned_debugger_executable(ctx.loaded, name);
-    let Some(programmer) = executable.clone() else {
+    let probe_rs = debugger.kind == ahil_config::DebuggerType::ProbeRs;
+    let Some(program) = executable.clone() else {
+        let (product, remedy) = if probe_rs {
+            (
+                "probe-rs worker",
+                "The worker is this binary; reinstall agentic-hil, then restart the server.",
+            )
+        } else {
+            (
+                "STM32_Programmer_CLI",
+                "Install STM32CubeProgrammer, or name it in `debuggers.<name>.executable`, then restart the server.",
+            )
+        };
         return Err(Box::new(
             Outcome::refused(
                 tool,
                 "debugger_not_found",
-                "No STM32_Programmer_CLI is available for this debugger, so memory cannot be read.",
+                format!("No {product} is available for this debugger, so memory cannot be read."),
             )
-            .with("backend", "stlink")
-            .with_remediation([
-                "Install STM32CubeProgrammer, or name it in `debuggers.<name>.executable`, then restart the server.",
-            ])
+            .with("backend", debugger.kind.as_str())
+            .with_remediation([remedy])
             .not_contacted(),
         ));
     };
     let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
+    let settings = CliSettings {
+        executable: program,
+        probe_id: debugger.probe_id.clone(),
+        timeout,
+    };
+    let protocol = match debugger.interface {
+        Interface::Swd => "SWD",
+        Interface::Jtag => "JTAG",
+    };
+    let reader = if probe_rs {
+        Reader::ProbeRs(ProbeRs::new(
+            settings,
+            debugger.target_type.as_deref(),
+            if protocol == "SWD" { "swd" } else { "jtag" },
+        ))
+    } else {
+        Reader::Programmer(CubeProg::new(settings, protocol, ConnectMode::Hotplug))
+    };
     let gdb = match &ctx.loaded.executables.gdb {
         Some(ExecutableState::Pinned { path }) => Some(path.clone()),
         _ => None,
@@ -202,18 +247,7 @@ pub fn work<'a>(
         record: Record::for_debugger(&config.state_root, debugger, executable.as_deref()),
         gdb,
         gdb_limit: timeout.min(GDB_MAX),
-        programmer: CubeProg::new(
-            CliSettings {
-                executable: programmer,
-                probe_id: debugger.probe_id.clone(),
-                timeout,
-            },
-            match debugger.interface {
-                Interface::Swd => "SWD",
-                Interface::Jtag => "JTAG",
-            },
-            ConnectMode::Hotplug,
-        ),
+        reader,
         timeout,
         max_dump: config.debug.max_dump_size_bytes,
         output,
@@ -232,7 +266,7 @@ struct Read {
     record: Record,
     gdb: Option<PathBuf>,
     gdb_limit: Duration,
-    programmer: CubeProg,
+    reader: Reader,
     timeout: Duration,
     max_dump: u64,
     output: Option<Output>,
@@ -257,7 +291,7 @@ impl Read {
             Err(refused) => return *refused,
         };
         let mut outcome = Outcome::ok(tool, format!("Symbol `{}` read.", self.symbol))
-            .with("backend", "stlink")
+            .with("backend", self.reader.backend())
             .with("symbol", self.symbol.as_str())
             .with("address", format!("0x{address:x}"))
             .with("address_value", address)
@@ -398,7 +432,7 @@ impl Read {
         }
     }
 
-    /// The `size` bytes at `address`, through the programmer's Intel HEX.
+    /// The `size` bytes at `address`: through the programmer's Intel HEX, or from the worker.
     fn read_memory(
         &self,
         address: u64,
@@ -407,13 +441,21 @@ impl Read {
         cancel: process::CancelFlag,
     ) -> Result<Vec<u8>, Box<Acted>> {
         let tool = self.tool;
-        let file = dir.join("symbol-value.hex");
         let budget = Budget::new(self.timeout).with_cancel(cancel);
-        if let Err(error) = self
-            .programmer
-            .read_memory_hex(address, size, &file, &budget)
-        {
-            return Err(Box::new(failed(tool, error)));
+        let backend = self.reader.backend();
+        let programmer = match &self.reader {
+            Reader::Programmer(programmer) => programmer,
+            Reader::ProbeRs(probe) => {
+                // The dump limit keeps a symbol far below 4 GiB.
+                let length = u32::try_from(size).unwrap_or(u32::MAX);
+                return probe
+                    .read_memory(address, length, &budget)
+                    .map_err(|error| Box::new(failed(tool, backend, error)));
+            }
+        };
+        let file = dir.join("symbol-value.hex");
+        if let Err(error) = programmer.read_memory_hex(address, size, &file, &budget) {
+            return Err(Box::new(failed(tool, backend, error)));
         }
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         super::ihex::read(&text, address, size).map_err(|why| {
@@ -475,15 +517,15 @@ fn read_only(mut outcome: Outcome) -> Outcome {
     outcome
 }
 
-/// The programmer's classified failure as an envelope.
-fn failed(tool: &str, error: DriverError) -> Acted {
+/// The reader's classified failure as an envelope.
+fn failed(tool: &str, backend: &str, error: DriverError) -> Acted {
     let classified: Box<Classified> = match error {
         DriverError::Classified(classified) => classified,
         other => {
             let contact = other.contact();
             return Acted {
                 outcome: Outcome::refused(tool, other.error_type(), format!("{other}."))
-                    .with("backend", "stlink"),
+                    .with("backend", backend),
                 contact: Some(contact),
             };
         }
@@ -498,7 +540,7 @@ fn failed(tool: &str, error: DriverError) -> Acted {
         details,
     } = *classified;
     let mut outcome = Outcome::refused(tool, error_type, summary)
-        .with("backend", "stlink")
+        .with("backend", backend)
         .with("backend_error_type", backend_error_type)
         .with_causes(likely_causes);
     for (key, value) in details {
@@ -546,5 +588,96 @@ mod tests {
             Record::new(root, "probe:a").dir,
             Record::new(root, "probe:b").dir
         );
+    }
+
+    /// A worker script that logs its request and answers `answer`.
+    fn worker(dir: &Path, answer: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("worker");
+        let log = dir.join("request.json");
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\nprintf '%s' \"$3\" > '{}'\necho '{answer}'\n",
+                log.display()
+            ),
+        )
+        .expect("worker");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    fn probe_rs_firmware() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf")
+    }
+
+    /// A read of `symbol` through a probe-rs worker, with the test firmware's ELF on record.
+    fn probe_rs_read(dir: &Path, symbol: &str, worker: PathBuf) -> Read {
+        let record = Record::new(dir, "probe-rs:test");
+        let elf = std::fs::read(probe_rs_firmware()).expect("the committed firmware");
+        std::fs::create_dir_all(&record.dir).expect("record dir");
+        std::fs::write(record.elf(), &elf).expect("elf");
+        let meta =
+            json!({"path": "fw/ahil-fw-v1.elf", "sha256": ahil_config::digest::sha256_hex(&elf)});
+        std::fs::write(record.meta(), meta.to_string()).expect("meta");
+        let timeout = Duration::from_secs(10);
+        Read {
+            tool: "debug_symbol_value",
+            symbol: symbol.to_owned(),
+            record,
+            gdb: None,
+            gdb_limit: timeout,
+            reader: Reader::ProbeRs(ProbeRs::new(
+                CliSettings {
+                    executable: worker,
+                    probe_id: None,
+                    timeout,
+                },
+                Some("STM32F405RGTx"),
+                "swd",
+            )),
+            timeout,
+            max_dump: 4096,
+            output: None,
+        }
+    }
+
+    #[test]
+    fn probe_rs_reads_a_symbol_of_the_flashed_elf_through_its_worker() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let worker = worker(
+            dir.path(),
+            r#"{"ok":true,"message":"read 4 byte(s)","data":{"bytes":[239,190,173,222]}}"#,
+        );
+        let acted = probe_rs_read(dir.path(), "g_u32", worker).run(process::CancelFlag::default());
+        let outcome = acted.outcome.to_value();
+        assert_eq!(outcome["ok"], true, "{outcome}");
+        assert_eq!(outcome["backend"], "probe-rs");
+        assert_eq!(outcome["value_unsigned"], 0xDEAD_BEEF_u64);
+        assert_eq!(outcome["resolved_from"], "elf_symbol_table");
+        assert!(matches!(acted.contact, Some(Contact::Made)));
+        let elf = std::fs::read(probe_rs_firmware()).expect("elf");
+        let (address, size) = elfsym::lookup(&elf, "g_u32").expect("g_u32");
+        let request: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("request.json")).expect("request"),
+        )
+        .expect("json request");
+        assert_eq!(request["op"], "read", "{request}");
+        assert_eq!(request["address"], address, "{request}");
+        assert_eq!(request["length"], size, "{request}");
+    }
+
+    #[test]
+    fn a_probe_rs_read_that_finds_no_probe_is_retry_safe_and_names_the_backend() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let worker = worker(
+            dir.path(),
+            r#"{"ok":false,"class":"adapter_not_found","reached":"none","message":"no debug probe was found on USB"}"#,
+        );
+        let acted = probe_rs_read(dir.path(), "g_u32", worker).run(process::CancelFlag::default());
+        let outcome = acted.outcome.to_value();
+        assert_eq!(outcome["error_type"], "adapter_not_found", "{outcome}");
+        assert_eq!(outcome["backend"], "probe-rs");
+        assert!(matches!(acted.contact, Some(Contact::None { .. })));
     }
 }
