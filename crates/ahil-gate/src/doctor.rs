@@ -47,15 +47,15 @@ pub fn doctor(workspace: &Path, env: &Environment) -> Outcome {
         Err(error) => return config_error(&error),
     };
     let (debuggers_finding, targets_finding, debuggers) = check_debuggers(&loaded);
-    let findings = [
-        debuggers_finding,
-        targets_finding,
-        check_state_root(&loaded.config.state_root),
-        check_binding(&loaded),
-    ];
-    let unhealthy: Vec<&str> = findings.iter().filter(|f| !f.ok).map(|f| f.name).collect();
+    let binding_finding = check_binding(&loaded);
     // The binding verdict also stands alone at the top, where the reference's doctor puts it.
-    let binding = findings[3].to_value();
+    let binding = binding_finding.to_value();
+    let findings: Vec<Finding> = [debuggers_finding]
+        .into_iter()
+        .chain(targets_finding)
+        .chain([check_state_root(&loaded.config.state_root), binding_finding])
+        .collect();
+    let unhealthy: Vec<&str> = findings.iter().filter(|f| !f.ok).map(|f| f.name).collect();
     let ok = unhealthy.is_empty();
     let summary = if ok {
         format!(
@@ -106,12 +106,15 @@ fn config_error(error: &ConfigError) -> Outcome {
 
 /// Run each pinned toolchain's `--version`, and ask pyOCD whether it knows the configured target;
 /// entries without a toolchain are the binding check's business.
-fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Finding, Map<String, Value>) {
+/// The target finding is there only when pyOCD was asked about a configured target.
+fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Option<Finding>, Map<String, Value>) {
     let config = &loaded.config;
     let bound = config.auto_bound_debugger().map(|(name, _)| name);
     let mut entries = Map::new();
     let mut failed = Vec::new();
     let mut unknown_targets = Vec::new();
+    let mut targets_unanswered = Vec::new();
+    let mut targets_asked = 0usize;
     let mut checked = 0usize;
     for (name, debugger) in &config.debuggers {
         let mut entry = Map::new();
@@ -148,6 +151,14 @@ fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Finding, Map<String, Valu
                 ));
                 if support.is_unsupported() {
                     unknown_targets.push(name.clone());
+                }
+                match support {
+                    ahil_drivers::pyocd::TargetSupport::NotConfigured => {}
+                    ahil_drivers::pyocd::TargetSupport::Undetermined { .. } => {
+                        targets_asked += 1;
+                        targets_unanswered.push(name.clone());
+                    }
+                    _ => targets_asked += 1,
                 }
                 entry.insert("target_support".into(), support.to_value());
             }
@@ -190,20 +201,29 @@ fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Finding, Map<String, Valu
         },
         details: Map::new(),
     };
-    let targets = if unknown_targets.is_empty() {
-        Finding {
+    let targets = if targets_asked == 0 {
+        None
+    } else if unknown_targets.is_empty() {
+        Some(Finding {
             name: "target_support",
             ok: true,
-            summary: "No configured target_type is unknown to its toolchain.".to_owned(),
+            summary: if targets_unanswered.is_empty() {
+                format!("pyOCD knows the {targets_asked} configured target_type(s).")
+            } else {
+                format!(
+                    "pyOCD could not say whether it knows the target_type of: {} (not a failure).",
+                    targets_unanswered.join(", ")
+                )
+            },
             details: Map::new(),
-        }
+        })
     } else {
         let mut details = Map::new();
         details.insert(
             "next_step".into(),
             json!("Correct target_type, or install the part's pack with the install_commands under debuggers.<name>.target_support."),
         );
-        Finding {
+        Some(Finding {
             name: "target_support",
             ok: false,
             summary: format!(
@@ -211,7 +231,7 @@ fn check_debuggers(loaded: &LoadedConfig) -> (Finding, Finding, Map<String, Valu
                 unknown_targets.join(", ")
             ),
             details,
-        }
+        })
     };
     (finding, targets, entries)
 }

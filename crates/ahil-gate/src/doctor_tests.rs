@@ -56,6 +56,12 @@ fn a_pinned_executable_binds_the_bench_despite_the_placeholder_controller() {
     );
     assert_eq!(value["ok"], true, "{value}");
     assert_eq!(finding(&value, "bench_binding")["ok"], true);
+    assert!(
+        value["findings"]
+            .as_array()
+            .is_some_and(|all| all.iter().all(|f| f["name"] != "target_support")),
+        "no pyOCD target was asked about: {value}"
+    );
     assert_eq!(
         value["debuggers"]["dut"]["check"]["version"],
         "Open On-Chip Debugger 0.12.0"
@@ -248,6 +254,7 @@ fn a_target_type_from_an_installed_pack_is_supported() {
     assert_eq!(value["ok"], true, "{value}");
     let support = &value["debuggers"]["dut"]["target_support"];
     assert_eq!(support["status"], "supported");
+    assert_eq!(finding(&value, "target_support")["ok"], true);
     assert_eq!(support["source"], "pack");
     assert_eq!(support["part_number"], "STM32F407VG");
 }
@@ -262,6 +269,12 @@ fn a_target_list_pyocd_cannot_give_leaves_the_question_open_without_failing() {
     assert_eq!(value["ok"], true, "{value}");
     let support = &value["debuggers"]["dut"]["target_support"];
     assert_eq!(support["status"], "undetermined");
+    assert!(
+        finding(&value, "target_support")["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("could not say")),
+        "{value}"
+    );
     assert!(
         support["reason"]
             .as_str()
