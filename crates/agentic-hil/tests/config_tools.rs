@@ -437,14 +437,8 @@ async fn adopt_proposes_the_boards_keys_and_writes_them_only_with_apply() {
     assert_eq!(plan["applied"], json!(false));
     assert_eq!(plan["com_port_id"], json!("board_uart"));
     assert_eq!(plan["creates_com_port"], json!(true));
-    let keys: Vec<&str> = plan["carried"]
-        .as_array()
-        .expect("carried")
-        .iter()
-        .filter_map(|c| c["key"].as_str())
-        .collect();
     assert_eq!(
-        keys,
+        support::carried_keys(&plan),
         [
             "target.controller",
             "com_ports.board_uart.device",

@@ -328,6 +328,57 @@ async fn adopt_takes_the_one_attached_pyocd_probe_as_probe_id_and_the_operator_w
     assert_eq!(again["carried"], json!([]), "{again}");
 }
 
+#[test]
+fn adopt_takes_the_serial_port_carrying_the_probes_serial_number_as_the_boards_port() {
+    let bench = Bench::new("pyocd", "one-probe", None, "");
+    // An ST-LINK's virtual COM port carries the probe's serial number; the other adapter does not.
+    let inventory = bench.tools.join("inventory.json");
+    std::fs::write(
+        &inventory,
+        json!([
+            {"device": "/dev/ttyUSB0", "vid": 1027, "pid": 24577, "serial_number": "A50285BI"},
+            {"device": "/dev/ttyACM7", "vid": 1155, "pid": 14155, "serial_number": "0670ff515455827267135939"},
+        ])
+        .to_string(),
+    )
+    .expect("inventory");
+    let out = bench
+        .world
+        .command()
+        .args(["adopt-hardware", "--json"])
+        .env("AHIL_TEST_SERIAL_INVENTORY", &inventory)
+        .output()
+        .expect("adopt runs");
+    let done: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(out.status.code(), Some(0), "{done}");
+    assert_eq!(done["com_port_id"], json!("probe_uart"), "{done}");
+    assert_eq!(done["created_entries"], json!(["com_ports.probe_uart"]));
+    assert_eq!(
+        support::carried_keys(&done),
+        [
+            "debuggers.probe.probe_id",
+            "com_ports.probe_uart.device",
+            "com_ports.probe_uart.serial_number"
+        ]
+    );
+    let text = std::fs::read_to_string(bench.world.config_path()).expect("config");
+    assert!(text.contains("device: \"/dev/ttyACM7\""), "{text}");
+    assert!(
+        text.contains("allow_write: false"),
+        "a created port has no grant: {text}"
+    );
+    // The written file loads, and the board has nothing more to say.
+    let again = bench
+        .world
+        .command()
+        .args(["adopt-hardware", "--dry-run", "--json"])
+        .env("AHIL_TEST_SERIAL_INVENTORY", &inventory)
+        .output()
+        .expect("adopt runs");
+    let again: Value = serde_json::from_slice(&again.stdout).expect("one JSON document");
+    assert_eq!(again["carried"], json!([]), "{again}");
+}
+
 #[tokio::test]
 async fn adopt_asks_which_of_several_probes_and_refuses_one_not_attached() {
     let bench = Bench::new("pyocd", "ok", None, "");

@@ -164,3 +164,13 @@ pub async fn ok(client: &Client, tool: &str, args: serde_json::Value) -> serde_j
     assert!(!is_error, "{tool}: {doc}");
     doc
 }
+
+/// The keys an adoption's plan carries from the board, in order.
+pub fn carried_keys(plan: &serde_json::Value) -> Vec<&str> {
+    plan["carried"]
+        .as_array()
+        .expect("carried")
+        .iter()
+        .filter_map(|c| c["key"].as_str())
+        .collect()
+}

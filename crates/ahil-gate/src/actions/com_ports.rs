@@ -1,7 +1,7 @@
 //! `com_ports_list`, and what every COM tool shares: finding the entry a `port_id` names.
 
 use ahil_config::ComPort;
-use ahil_drivers::serial::enumerate;
+use ahil_drivers::serial::{HostPort, SerialError, enumerate};
 use serde_json::{Map, Value, json};
 
 use super::{Acted, Context, Plan, Work};
@@ -146,4 +146,37 @@ pub fn available_ports() -> Value {
             "summary": err.to_string(),
         }),
     }
+}
+
+/// The host's serial ports, for a port identity check or an adoption.
+///
+/// Debug builds also take ports described in `AHIL_TEST_SERIAL_INVENTORY` (a JSON list of
+/// `{device, vid, pid, serial_number}`): a pty in a test has no USB identity, and a supply's port
+/// must declare one. Release builds never read it.
+pub fn host_ports() -> Result<Vec<HostPort>, SerialError> {
+    let (mut ports, _) = enumerate()?;
+    if cfg!(debug_assertions)
+        && let Some(path) = std::env::var_os("AHIL_TEST_SERIAL_INVENTORY")
+        && let Ok(text) = std::fs::read_to_string(path)
+        && let Ok(Value::Array(items)) = serde_json::from_str::<Value>(&text)
+    {
+        for item in items {
+            let id = |key: &str| {
+                item.get(key)
+                    .and_then(Value::as_u64)
+                    .and_then(|v| u16::try_from(v).ok())
+            };
+            ports.push(HostPort {
+                device: item["device"].as_str().unwrap_or_default().to_owned(),
+                kind: "usb",
+                stable_device: None,
+                serial_number: item["serial_number"].as_str().map(str::to_owned),
+                vid: id("vid"),
+                pid: id("pid"),
+                manufacturer: None,
+                product: None,
+            });
+        }
+    }
+    Ok(ports)
 }

@@ -5,9 +5,10 @@
 //!
 //! The emulated board of a `type: qemu` debugger gives its controller and UART. A probe backend that
 //! can list its probes (pyOCD, STM32CubeProgrammer, probe-rs; OpenOCD only with an explicit
-//! `probe_id`, since its list is every USB serial device) gives the probe's serial as `probe_id` and
-//! the autodetected toolchain as `executable`. The listing runs under the debugger's device lock and
-//! opens no target.
+//! `probe_id`, since its list is every USB serial device) gives the probe's serial as `probe_id`, the
+//! autodetected toolchain as `executable`, and the host serial port that carries the same USB serial
+//! number (an ST-LINK's virtual COM port). The listing runs under the debugger's device lock and opens
+//! no target.
 
 use std::path::Path;
 use std::time::Duration;
@@ -401,20 +402,9 @@ fn propose(
         ));
     }
     let uart = BoardPaths::new(&dir).uart().display().to_string();
-    let named = target.com_port_id.clone();
-    let by_device = config
-        .com_ports
-        .iter()
-        .find(|(_, p)| p.device.as_deref() == Some(uart.as_str()))
-        .map(|(n, _)| n.clone());
     let mut unavailable = Vec::new();
-    let com_port_id = named.or(by_device).or_else(|| match config.com_ports.len() {
-        0 => Some(format!("{debugger_id}_uart")),
-        1 => config.com_ports.keys().next().cloned(),
-        _ => {
-            unavailable.push(json!({"key": "com_ports", "reason": "several ports are configured and none names the board's UART; name one with com_port_id"}));
-            None
-        }
+    let com_port_id = choose_port(config, target, &debugger_id, &mut unavailable, |p| {
+        p.device.as_deref() == Some(uart.as_str())
     });
     let creates_com_port = com_port_id
         .as_ref()
@@ -468,8 +458,50 @@ fn propose(
     Ok(proposal)
 }
 
-/// A probe backend's proposal: the probe's serial as `probe_id`, and the autodetected toolchain as
-/// `executable`. An entry that names another probe than the one attached is refused whole.
+/// Which COM entry the board's serial port is: the one named, one that already says it is this port,
+/// the only one configured, or a new `<debugger>_uart`; `None` (with the reason noted) when several
+/// could be.
+fn choose_port(
+    config: &Config,
+    target: &Target,
+    debugger_id: &str,
+    unavailable: &mut Vec<Value>,
+    is_this: impl Fn(&ahil_config::ComPort) -> bool,
+) -> Option<String> {
+    let named = target.com_port_id.clone();
+    let recognised = || {
+        config
+            .com_ports
+            .iter()
+            .find(|(_, port)| is_this(port))
+            .map(|(name, _)| name.clone())
+    };
+    named.or_else(recognised).or_else(|| match config.com_ports.len() {
+        0 => Some(format!("{debugger_id}_uart")),
+        1 => config.com_ports.keys().next().cloned(),
+        _ => {
+            unavailable.push(json!({"key": "com_ports", "reason": "several ports are configured and none names the board's serial port; name one with com_port_id"}));
+            None
+        }
+    })
+}
+
+/// The host serial port a probe's own USB device also offers (an ST-LINK's virtual COM port carries
+/// the probe's serial number).
+fn probe_serial_port(probe: &str) -> Option<ahil_drivers::serial::HostPort> {
+    super::com_ports::host_ports()
+        .ok()?
+        .into_iter()
+        .find(|port| {
+            port.serial_number
+                .as_deref()
+                .is_some_and(|serial| serial.eq_ignore_ascii_case(probe))
+        })
+}
+
+/// A probe backend's proposal: the probe's serial as `probe_id`, the autodetected toolchain as
+/// `executable`, and the serial port the probe's USB device offers, when it offers one. An entry that
+/// names another probe than the one attached is refused whole.
 fn propose_probe(
     tool: &str,
     loaded: &LoadedConfig,
@@ -531,17 +563,33 @@ fn propose_probe(
             ));
         }
     };
+    let config = &loaded.config;
+    let mut unavailable = vec![
+        json!({"key": "target.controller", "reason": "a probe listing does not name the controller"}),
+    ];
+    let serial_port = probe_serial_port(&probe);
+    let com_port_id = if let Some(host) = &serial_port {
+        choose_port(config, target, debugger_id, &mut unavailable, |p| {
+            p.serial_number
+                .as_deref()
+                .is_some_and(|s| s.eq_ignore_ascii_case(&probe))
+                || p.device.as_deref() == Some(host.device.as_str())
+                || p.device.as_deref() == host.stable_device.as_deref()
+        })
+    } else {
+        unavailable.push(json!({"key": "com_ports", "reason": "no serial port on this host carries the probe's serial number; set the board's port by hand"}));
+        None
+    };
     let mut proposal = Proposal {
         debugger_id: debugger_id.to_owned(),
-        com_port_id: None,
-        creates_com_port: false,
+        creates_com_port: com_port_id
+            .as_ref()
+            .is_some_and(|id| !config.com_ports.contains_key(id)),
+        com_port_id: com_port_id.clone(),
         carried: Vec::new(),
         already_current: Vec::new(),
         kept: Vec::new(),
-        unavailable: vec![
-            json!({"key": "target.controller", "reason": "a probe listing does not name the controller"}),
-            json!({"key": "com_ports", "reason": "a probe listing does not name the board's serial port; adopt it with com_port_id on an emulated board, or set it by hand"}),
-        ],
+        unavailable,
     };
     consider(
         &mut proposal,
@@ -560,6 +608,21 @@ fn propose_probe(
             &format!("debuggers.{debugger_id}.executable"),
             entry.executable.clone().map(Value::from),
             json!(path.display().to_string()),
+        );
+    }
+    if let (Some(id), Some(host)) = (com_port_id, serial_port) {
+        let port = config.com_ports.get(&id);
+        consider(
+            &mut proposal,
+            &format!("com_ports.{id}.device"),
+            port.and_then(|p| p.device.clone()).map(Value::from),
+            json!(host.stable_device.clone().unwrap_or(host.device.clone())),
+        );
+        consider(
+            &mut proposal,
+            &format!("com_ports.{id}.serial_number"),
+            port.and_then(|p| p.serial_number.clone()).map(Value::from),
+            json!(host.serial_number),
         );
     }
     Ok(proposal)

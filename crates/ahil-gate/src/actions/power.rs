@@ -13,7 +13,6 @@ use ahil_config::PowerSupply;
 use ahil_drivers::Contact;
 use ahil_drivers::process::CancelFlag;
 use ahil_drivers::psu::{Fixed, PowerSupply as _, PsuError, Quantity, Reading, Rs3005p};
-use ahil_drivers::serial::{HostPort, SerialError, enumerate};
 use serde_json::{Value, json};
 
 use super::{Acted, Context, DriverJob, Plan, Work};
@@ -407,7 +406,7 @@ impl Job {
             &self.port_id,
             &device,
             self.expected.as_ref(),
-            host_ports,
+            super::com_ports::host_ports,
         ) {
             let mut outcome = *refused;
             outcome.set("supply_id", self.supply_id.as_str());
@@ -909,39 +908,6 @@ impl Job {
             contact: Some(contact),
         }
     }
-}
-
-/// The host's serial ports for the port identity check.
-///
-/// Debug builds also take ports described in `AHIL_TEST_SERIAL_INVENTORY` (a JSON list of
-/// `{device, vid, pid, serial_number}`): a pty in a test has no USB identity, and a supply's port
-/// must declare one. Release builds never read it.
-fn host_ports() -> Result<Vec<HostPort>, SerialError> {
-    let (mut ports, _) = enumerate()?;
-    if cfg!(debug_assertions)
-        && let Some(path) = std::env::var_os("AHIL_TEST_SERIAL_INVENTORY")
-        && let Ok(text) = std::fs::read_to_string(path)
-        && let Ok(Value::Array(items)) = serde_json::from_str::<Value>(&text)
-    {
-        for item in items {
-            let id = |key: &str| {
-                item.get(key)
-                    .and_then(Value::as_u64)
-                    .and_then(|v| u16::try_from(v).ok())
-            };
-            ports.push(HostPort {
-                device: item["device"].as_str().unwrap_or_default().to_owned(),
-                kind: "usb",
-                stable_device: None,
-                serial_number: item["serial_number"].as_str().map(str::to_owned),
-                vid: id("vid"),
-                pid: id("pid"),
-                manufacturer: None,
-                product: None,
-            });
-        }
-    }
-    Ok(ports)
 }
 
 /// Whether `port_id` is the serial link of a configured supply, and which.
