@@ -399,10 +399,11 @@ async fn adopt_asks_which_of_several_probes_and_refuses_one_not_attached() {
     assert!(is_error);
     assert_eq!(doc["error_type"], json!("hardware_mismatch"), "{doc}");
     assert_eq!(doc["retry_safe"], json!(true));
+    // pyOCD selects by any unambiguous part of the UID; the full UID is what gets written.
     let (doc, is_error) = call(
         &client,
         "project_config_adopt_hardware",
-        json!({"probe_id": "E6614103E7"}),
+        json!({"probe_id": "e66141"}),
     )
     .await;
     assert!(!is_error, "{doc}");

@@ -529,8 +529,20 @@ fn propose_probe(
         ));
     }
     let wanted = target.probe_id.as_deref().or(entry.probe_id.as_deref());
+    // pyOCD selects a probe by any unambiguous part of its UID; the others name it whole.
+    let attached = |id: &str| -> Option<String> {
+        if entry.kind == DebuggerType::Pyocd {
+            ahil_drivers::pyocd::select_uid(id, &found.probes).ok()
+        } else {
+            found
+                .probes
+                .iter()
+                .find(|p| p.eq_ignore_ascii_case(id))
+                .cloned()
+        }
+    };
     let probe = match (wanted, found.probes.as_slice()) {
-        (Some(id), listed) if listed.iter().any(|p| p == id) => id.to_owned(),
+        (Some(id), _) if let Some(uid) = attached(id) => uid,
         (Some(id), _) => {
             let whose = if target.probe_id.is_some() {
                 "The probe named"
