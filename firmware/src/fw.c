@@ -1,4 +1,4 @@
-/* ahil test firmware for QEMU netduinoplus2 (STM32F405).
+/* ahil test firmware for QEMU netduinoplus2 (STM32F405) and stm32vldiscovery (STM32F100).
  *
  * UART (USART1, QEMU's serial0): "boot ok", the version line, then "tick N" every 200 ms.
  * Received lines are echoed as "echo: <line>"; "reset" requests a system reset, "fault" runs an
@@ -10,7 +10,7 @@
 #define FW_VERSION "0.0"
 #endif
 
-#define USART1_BASE 0x40011000u
+#define USART1_BASE BOARD_USART1_BASE /* from the Makefile, per board */
 #define USART_SR (*(volatile uint32_t *)(USART1_BASE + 0x00))
 #define USART_DR (*(volatile uint32_t *)(USART1_BASE + 0x04))
 #define USART_BRR (*(volatile uint32_t *)(USART1_BASE + 0x08))
@@ -26,7 +26,7 @@
 #define SYST_CVR (*(volatile uint32_t *)0xE000E018u)
 #define SCB_AIRCR (*(volatile uint32_t *)0xE000ED0Cu)
 
-#define CPU_HZ 168000000u
+#define CPU_HZ BOARD_CPU_HZ
 #define SYSTICK_HZ 100u
 #define TICK_EVERY 20u /* SysTick periods per tick line: 200 ms */
 
@@ -81,7 +81,7 @@ static void print_version(void)
 {
     uart_puts("ahil-fw ");
     uart_puts(fw_version);
-    uart_puts(" netduinoplus2\r\n");
+    uart_puts(" " BOARD_NAME "\r\n");
 }
 
 void SysTick_Handler(void)

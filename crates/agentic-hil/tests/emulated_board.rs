@@ -23,6 +23,11 @@ struct Bench {
 
 impl Bench {
     fn new(grants: &str) -> Self {
+        Self::on("netduinoplus2", "stm32f405", grants)
+    }
+
+    /// The bench on QEMU `machine` (`controller` is its part), with that machine's firmware build.
+    fn on(machine: &str, controller: &str, grants: &str) -> Self {
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
@@ -30,8 +35,8 @@ impl Bench {
         let uart = state.join("sim/board/uart");
         let config = format!(
             "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-             target:\n  name: sim\n  controller: stm32f405\n\
-             debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n{grants}\n\
+             target:\n  name: sim\n  controller: {controller}\n\
+             debuggers:\n  board:\n    type: qemu\n    machine: {machine}\n    timeout_s: 10\n    permissions:\n{grants}\n\
              artifacts:\n  allowed_roots: [fw]\n  allow_upload: true\n\
              com_ports:\n  uart:\n    device: \"{uart}\"\n    resource_id: sim-uart\n",
             ws = world.workspace.display(),
@@ -41,10 +46,15 @@ impl Bench {
         std::fs::write(world.config_path(), config).expect("the test config is written");
         let fw = world.workspace.join("fw");
         std::fs::create_dir_all(&fw).expect("fw dir");
+        let built = if machine == "netduinoplus2" {
+            firmware()
+        } else {
+            firmware().join(machine)
+        };
         for version in [1, 2] {
             for ext in ["elf", "hex", "bin"] {
                 let name = format!("ahil-fw-v{version}.{ext}");
-                std::fs::copy(firmware().join(&name), fw.join(&name)).expect("firmware copies");
+                std::fs::copy(built.join(&name), fw.join(&name)).expect("firmware copies");
             }
         }
         let bench = Self { world };
@@ -57,7 +67,7 @@ impl Bench {
     }
 
     fn full() -> Self {
-        Self::new("      allow_flash: true\n      allow_reset: true")
+        Self::new(FULL_GRANTS)
     }
 
     fn qemu_pid(&self) -> i32 {
@@ -79,6 +89,8 @@ impl Drop for Bench {
     }
 }
 
+const FULL_GRANTS: &str = "      allow_flash: true\n      allow_reset: true";
+
 fn firmware() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build")
 }
@@ -89,6 +101,36 @@ fn flash_args(image: &str, version: u8) -> Value {
         "reset_after_flash": true,
         "capture": {"port_id": "uart", "until": format!("ahil-fw {version}.0"), "wait_timeout_s": 5},
     })
+}
+
+#[tokio::test]
+async fn the_second_board_is_listed_flashed_and_reset_through_the_gate() {
+    let bench = Bench::on("stm32vldiscovery", "stm32f100", FULL_GRANTS);
+    let client = bench.connect().await;
+    let (doc, is_error) = call(&client, "debugger_probes_list", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert!(
+        doc["probes"][0]["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("stm32vldiscovery")),
+        "{doc}"
+    );
+    for (image, version) in [("fw/ahil-fw-v2.hex", 2), ("fw/ahil-fw-v1.bin", 1)] {
+        let (doc, is_error) = call(&client, "flash_firmware", flash_args(image, version)).await;
+        assert!(!is_error, "{image}: {doc}");
+        let text = doc["capture"]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains(&format!("ahil-fw {version}.0 stm32vldiscovery")),
+            "{image}: {text:?}"
+        );
+    }
+    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "halt"})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["core_state"], json!("halted"), "{doc}");
+    let (doc, is_error) = call(&client, "probe_target", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["core_state"], json!("halted"), "{doc}");
+    client.cancel().await.expect("client closes");
 }
 
 #[tokio::test]

@@ -5,19 +5,32 @@ use std::path::PathBuf;
 
 use ahil_drivers::probe::ImageFormat;
 
-/// Where the firmware's raw BIN must be written: the STM32F405 flash base.
+/// Where the firmware's raw BIN must be written: the flash base of both STM32 boards.
 pub const FLASH_BASE: u64 = 0x0800_0000;
+
+/// The QEMU machines the firmware is built for: the default first, then the second board
+/// (STM32F100, Cortex-M3), whose images live in `build/<machine>/`.
+pub const MACHINES: [&str; 2] = ["netduinoplus2", "stm32vldiscovery"];
 
 /// The repository's `firmware/` directory.
 pub fn source_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware")
 }
 
-/// A built image: `version` 1 or 2, `extension` `elf`, `hex` or `bin`.
+/// A built image for the default board: `version` 1 or 2, `extension` `elf`, `hex` or `bin`.
 pub fn image(version: u8, extension: &str) -> PathBuf {
-    source_dir()
-        .join("build")
-        .join(format!("ahil-fw-v{version}.{extension}"))
+    image_for(MACHINES[0], version, extension)
+}
+
+/// A built image for `machine` (one of [`MACHINES`]).
+pub fn image_for(machine: &str, version: u8, extension: &str) -> PathBuf {
+    let build = source_dir().join("build");
+    let dir = if machine == MACHINES[0] {
+        build
+    } else {
+        build.join(machine)
+    };
+    dir.join(format!("ahil-fw-v{version}.{extension}"))
 }
 
 /// The loader format of an image extension.
@@ -30,7 +43,12 @@ pub fn format_of(extension: &str) -> Option<ImageFormat> {
     }
 }
 
-/// The version line the image prints after `boot ok`.
+/// The version line the default board's image prints after `boot ok`.
 pub fn version_line(version: u8) -> String {
-    format!("ahil-fw {version}.0 netduinoplus2")
+    version_line_for(MACHINES[0], version)
+}
+
+/// The version line `machine`'s image prints after `boot ok`.
+pub fn version_line_for(machine: &str, version: u8) -> String {
+    format!("ahil-fw {version}.0 {machine}")
 }

@@ -65,6 +65,44 @@ fn flashing_elf_hex_and_bin_images_boots_each_new_version() {
 }
 
 #[test]
+fn the_second_board_boots_its_build_and_keeps_a_flashed_image_across_resets() {
+    let machine = firmware::MACHINES[1];
+    let bench = Bench::start_on(machine, Some((1, "elf")));
+    let probe = bench.probe();
+    let mut uart = bench.uart();
+    bench.board.run().expect("cont");
+    uart.read_until(&firmware::version_line_for(machine, 1), UART_WAIT)
+        .expect("v1 boots on the STM32F100");
+    for extension in ["hex", "bin"] {
+        let request = FlashRequest {
+            image: firmware::image_for(machine, 2, extension),
+            format: firmware::format_of(extension).expect("a known extension"),
+            verify: true,
+            reset: Some(ResetMode::Run),
+        };
+        let report = probe
+            .flash(&request, &budget())
+            .unwrap_or_else(|error| panic!("flash {extension}: {error}"));
+        assert!(report.verified, "{extension} was not verified");
+        assert_eq!(report.regions[0].0, firmware::FLASH_BASE);
+        uart.read_until(&firmware::version_line_for(machine, 2), UART_WAIT)
+            .unwrap_or_else(|error| panic!("v2 from {extension} did not boot: {error}"));
+    }
+    // Flash is a ROM region here too: a reset boots what was flashed, not the image QEMU started with.
+    probe.reset(ResetMode::Run, &budget()).expect("reset");
+    let boot = uart
+        .read_until(&firmware::version_line_for(machine, 2), UART_WAIT)
+        .expect("v2 again after the reset");
+    assert!(boot.contains("boot ok"), "{boot}");
+    assert!(
+        !boot.contains(&firmware::version_line_for(machine, 1)),
+        "the started image came back: {boot}"
+    );
+    let listed = probe.list_probes(&budget()).expect("list");
+    assert!(listed[0].description.contains(machine), "{listed:?}");
+}
+
+#[test]
 fn a_blank_board_boots_once_flashed() {
     let bench = Bench::start(None);
     let mut uart = bench.uart();

@@ -60,7 +60,13 @@ fn the_committed_firmware_is_what_its_sources_build() {
     };
     let work = tempfile::tempdir().expect("temp dir");
     let source = firmware::source_dir();
-    for item in ["src", "Makefile", "stm32f405.ld"] {
+    for item in [
+        "src",
+        "Makefile",
+        "sections.ld",
+        "stm32f405.ld",
+        "stm32f100.ld",
+    ] {
         let from = source.join(item);
         if from.is_dir() {
             copy_tree(&from, &work.path().join(item));
@@ -78,40 +84,30 @@ fn the_committed_firmware_is_what_its_sources_build() {
     let recorded = std::fs::read_to_string(source.join("build/TOOLCHAIN"))
         .expect("firmware/build/TOOLCHAIN records the compiler");
     let same_compiler = recorded.lines().next() == Some(version.as_str());
-    for v in [1, 2] {
-        for extension in ["elf", "hex", "bin"] {
-            let name = format!("ahil-fw-v{v}.{extension}");
-            let committed = firmware::image(v, extension);
-            let rebuilt = work.path().join("out").join(&name);
-            if same_compiler {
-                assert!(
-                    std::fs::read(&committed).expect("committed")
-                        == std::fs::read(&rebuilt).expect("rebuilt"),
-                    "{name} differs from a rebuild with the same compiler ({version})"
-                );
-            } else if extension == "elf" {
-                assert_eq!(
-                    sections(&committed),
-                    sections(&rebuilt),
-                    "{name} changed its sections"
-                );
-            }
+    let stripped = firmware::image(1, "elf").with_file_name("ahil-fw-v1-nodebug.elf");
+    let committed_images = firmware::MACHINES
+        .into_iter()
+        .flat_map(|m| [1, 2].map(|v| (m, v)))
+        .flat_map(|(m, v)| ["elf", "hex", "bin"].map(|e| firmware::image_for(m, v, e)))
+        .chain([stripped]);
+    for committed in committed_images {
+        let relative = committed
+            .strip_prefix(source.join("build"))
+            .expect("under build/");
+        let name = relative.display().to_string();
+        let rebuilt = work.path().join("out").join(relative);
+        if same_compiler {
+            assert!(
+                std::fs::read(&committed).expect("committed")
+                    == std::fs::read(&rebuilt).expect("rebuilt"),
+                "{name} differs from a rebuild with the same compiler ({version})"
+            );
+        } else if name.ends_with(".elf") {
+            assert_eq!(
+                sections(&committed),
+                sections(&rebuilt),
+                "{name} changed its sections"
+            );
         }
-    }
-    let stripped = "ahil-fw-v1-nodebug.elf";
-    let committed = firmware::image(1, "elf").with_file_name(stripped);
-    let rebuilt = work.path().join("out").join(stripped);
-    if same_compiler {
-        assert!(
-            std::fs::read(&committed).expect("committed")
-                == std::fs::read(&rebuilt).expect("rebuilt"),
-            "{stripped} differs from a rebuild with the same compiler ({version})"
-        );
-    } else {
-        assert_eq!(
-            sections(&committed),
-            sections(&rebuilt),
-            "{stripped} changed its sections"
-        );
     }
 }

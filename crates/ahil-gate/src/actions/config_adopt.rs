@@ -31,7 +31,10 @@ use crate::envelope::Outcome;
 use crate::policy::Action;
 
 /// Controllers of the QEMU machines we emulate.
-const MACHINE_CONTROLLERS: &[(&str, &str)] = &[("netduinoplus2", "stm32f405")];
+const MACHINE_CONTROLLERS: &[(&str, &str)] = &[
+    ("netduinoplus2", "stm32f405"),
+    ("stm32vldiscovery", "stm32f100"),
+];
 
 /// The gate's margin over the listing's own budget, so the driver's timeout answers first.
 const MARGIN: Duration = Duration::from_secs(5);

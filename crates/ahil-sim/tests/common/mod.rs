@@ -18,19 +18,30 @@ pub const UART_WAIT: Duration = Duration::from_secs(5);
 pub struct Bench {
     pub dir: tempfile::TempDir,
     pub board: Board,
+    pub machine: &'static str,
 }
 
 impl Bench {
     pub fn start(image: Option<(u8, &str)>) -> Self {
+        Self::start_on(firmware::MACHINES[0], image)
+    }
+
+    /// A started (paused) `machine` booting its own build of `image`, or blank.
+    pub fn start_on(machine: &'static str, image: Option<(u8, &str)>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut config = BoardConfig::new(dir.path().join("sim"));
+        machine.clone_into(&mut config.machine);
         if let Some((version, extension)) = image {
-            config = config.with_image(firmware::image(version, extension));
+            config = config.with_image(firmware::image_for(machine, version, extension));
         }
         let board = Board::start(config).unwrap_or_else(|error| {
             panic!("the board did not start: {error} (install with scripts/setup-debian.sh)")
         });
-        Self { dir, board }
+        Self {
+            dir,
+            board,
+            machine,
+        }
     }
 
     pub fn uart(&self) -> Uart {
@@ -38,7 +49,7 @@ impl Bench {
     }
 
     pub fn probe(&self) -> QemuProbe {
-        QemuProbe::new(self.board.paths().dir(), GDB, "netduinoplus2")
+        QemuProbe::new(self.board.paths().dir(), GDB, self.machine)
     }
 }
 
