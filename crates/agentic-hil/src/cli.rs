@@ -76,7 +76,7 @@ pub enum Command {
     /// List this host's serial ports, with their USB identity and stable by-id names.
     #[command(name = "com-ports")]
     ComPorts,
-    /// List the probes the configured debugger sees (the emulated board answers `qemu:<entry>`).
+    /// List the probes the configured debugger sees (the emulated board answers `qemu:<entry>`); before `init`, what this host shows (STM32CubeProgrammer's ST-LINK list, else the USB inventory)
     #[command(name = "debugger-probes")]
     DebuggerProbes,
     /// Fill the configuration's unset keys from the attached board; never touches a permission.

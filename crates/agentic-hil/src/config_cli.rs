@@ -44,6 +44,10 @@ pub fn adopt_hardware(
 pub fn debugger_probes(workspace: &Path, env: &Environment) -> anyhow::Result<Value> {
     let loaded = match ahil_config::load_authoritative(workspace, env) {
         Ok(loaded) => loaded,
+        // Before `init` there is no backend to ask, but the operator needs a probe id to write one.
+        Err(err) if err.error_type() == "config_file_not_found" => {
+            return Ok(ahil_gate::bootstrap::probes_without_config(workspace, env).to_value());
+        }
         Err(err) => {
             return Ok(ahil_gate::config_edit::operator::config_error(
                 "debugger_probes_list",

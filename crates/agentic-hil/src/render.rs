@@ -32,6 +32,15 @@ pub fn human(doc: &Value) -> String {
             }
         }
     }
+    // A probe listing is read for its ids: one line each.
+    for probe in list(doc, "probes") {
+        let _ = writeln!(
+            out,
+            "{INDENT}probe: {}  {}",
+            text(probe, "probe_id"),
+            text(probe, "description")
+        );
+    }
     for cause in strings(doc, "likely_causes") {
         let _ = writeln!(out, "{INDENT}cause: {cause}");
     }
@@ -129,5 +138,24 @@ mod tests {
             "no headline repeats a finding: {text}"
         );
         assert!(text.contains("\n         Attach the board"));
+    }
+
+    #[test]
+    fn a_probe_listing_shows_each_probe_id_on_its_own_line() {
+        let text = human(&json!({
+            "ok": true,
+            "summary": "2 probes.",
+            "probes": [
+                {"probe_id": "066DFF535254887767184038", "description": "ST-LINK/V2-1"},
+                {"probe_id": "qemu:board", "description": "QEMU netduinoplus2"},
+            ],
+        }));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "OK       2 probes.");
+        assert_eq!(
+            lines[1],
+            "         probe: 066DFF535254887767184038  ST-LINK/V2-1"
+        );
+        assert_eq!(lines[2], "         probe: qemu:board  QEMU netduinoplus2");
     }
 }

@@ -2,6 +2,8 @@
 
 mod support;
 
+use std::os::unix::fs::PermissionsExt as _;
+
 use serde_json::{Value, json};
 use support::World;
 
@@ -240,4 +242,62 @@ fn check_plan_loads_a_good_plan_and_names_the_key_of_a_bad_one() {
     assert_eq!(code, Some(1), "{doc}");
     assert_eq!(doc["error_type"], json!("test_config_invalid"));
     assert_eq!(doc["field"], json!("steps[0].colour"));
+}
+
+/// `debugger-probes` before `init`, with only `tools` on PATH.
+fn probes_before_init(world: &World, tools: &std::path::Path) -> serde_json::Value {
+    let out = world
+        .command()
+        .args(["debugger-probes", "--json"])
+        .env("PATH", tools)
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    serde_json::from_slice(&out.stdout).expect("one JSON document")
+}
+
+#[test]
+fn debugger_probes_before_init_lists_the_usb_inventory_and_says_which_tools_it_looked_for() {
+    let world = World::new();
+    let empty = world.home.join("no-tools");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let doc = probes_before_init(&world, &empty);
+    assert_eq!(doc["ok"], json!(true), "{doc}");
+    assert_eq!(doc["source"], json!("bootstrap"));
+    assert_eq!(doc["discovered_by"], json!("usb_inventory"));
+    assert_eq!(doc["complete"], json!(false), "a USB inventory is no count");
+    assert_eq!(doc["executable"], json!(null));
+    let searched: Vec<(&str, bool)> = doc["tools_searched"]
+        .as_array()
+        .expect("tools_searched")
+        .iter()
+        .map(|t| (t["name"].as_str().unwrap_or(""), t["found"] == json!(true)))
+        .collect();
+    assert_eq!(
+        searched,
+        [("STM32_Programmer_CLI", false), ("openocd", false)]
+    );
+    assert!(doc["probes"].is_array(), "{doc}");
+}
+
+#[test]
+fn debugger_probes_before_init_asks_stm32cubeprogrammer_when_it_is_installed() {
+    let world = World::new();
+    let tools = world.home.join("tools");
+    std::fs::create_dir_all(&tools).expect("dir");
+    let fake = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../ahil-sim/src/fakes/probe_cli.py");
+    let programmer = tools.join("STM32_Programmer_CLI");
+    std::fs::copy(fake, &programmer).expect("the fake is installed");
+    std::fs::set_permissions(&programmer, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+    // The fake is a Python script: its interpreter is found through the rest of PATH.
+    let path = format!("{}:/usr/bin:/bin", tools.display());
+    let doc = probes_before_init(&world, std::path::Path::new(&path));
+    assert_eq!(doc["backend"], json!("stlink"), "{doc}");
+    assert_eq!(
+        doc["probes"][0]["probe_id"],
+        json!("066DFF535254887767184038")
+    );
+    assert_eq!(doc["tools_searched"][0]["found"], json!(true));
 }

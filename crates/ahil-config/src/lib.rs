@@ -32,7 +32,7 @@ pub use discover::{
 pub use error::{ConfigError, Refusal};
 pub use load::{LoadedConfig, digest_bytes, load_authoritative, load_config_file, parse_config};
 pub use model::*;
-pub use pin::{ExecutableState, PinnedExecutables};
+pub use pin::{ExecutableState, PinnedExecutables, autodetect_tool};
 pub use schema::config_json_schema;
 pub use status::{ConfigInForce, ConfigStatus, FileState};
 pub use template::render_init_config;

@@ -194,6 +194,20 @@ fn not_a_file(field: &str, shown: &str) -> Refusal {
         .fix("Name the real program file, not a directory or a hard-linked copy.")
 }
 
+/// The toolchain of `kind` this host would pin for an entry that names none (on PATH, or where its
+/// installer puts it), vetted as a pinned executable is; `None` when there is none.
+pub fn autodetect_tool(kind: DebuggerType, workspace: &Path, env: &Environment) -> Option<PathBuf> {
+    let p = Pinner { workspace, env };
+    let extra = if kind == DebuggerType::Stlink {
+        stlink_install_dirs(env)
+    } else {
+        Vec::new()
+    };
+    p.autodetect(autodetect_names(kind), &extra, "executable")
+        .path()
+        .map(Path::to_path_buf)
+}
+
 pub(crate) fn pin_executables(
     cfg: &Config,
     env: &Environment,

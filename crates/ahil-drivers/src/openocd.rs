@@ -9,6 +9,9 @@ mod classify;
 pub mod gdbserver;
 mod usb;
 
+/// The host's USB devices of known probe vendors, for discovery before any toolchain is configured.
+pub use usb::inventory as usb_probe_inventory;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

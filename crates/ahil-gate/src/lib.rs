@@ -5,6 +5,7 @@ pub mod actions;
 pub mod artifacts;
 pub mod audit;
 pub mod bench;
+pub mod bootstrap;
 pub mod can;
 pub mod catalogue;
 pub mod claims;

@@ -1,0 +1,120 @@
+//! `agentic-hil debugger-probes` before the workspace has a configuration: which probes this host
+//! shows, so the operator can name one in the configuration they are about to write. Only read-only
+//! listings run: STM32CubeProgrammer's own ST-LINK list when it is installed (it counts every
+//! ST-LINK), else the host's USB inventory of known probe vendors (not a complete count).
+
+use std::path::Path;
+use std::time::Duration;
+
+use ahil_config::{DebuggerType, Environment, autodetect_tool};
+use ahil_drivers::cubeprog::{ConnectMode, CubeProg};
+use ahil_drivers::probe::{Budget, ProbeInfo};
+use ahil_drivers::probe_cli::{CliProbe as _, CliSettings};
+use serde_json::{Value, json};
+
+use crate::envelope::Outcome;
+
+const TOOL: &str = "debugger_probes_list";
+/// STM32CubeProgrammer's listing takes a few seconds; one that hangs is not waited for.
+const LIST_LIMIT: Duration = Duration::from_secs(30);
+const USB_DEVICES: &str = "/sys/bus/usb/devices";
+
+/// The probes this host shows, with no configuration to ask.
+pub fn probes_without_config(workspace: &Path, env: &Environment) -> Outcome {
+    let searched = [
+        (
+            DebuggerType::Stlink,
+            "STM32_Programmer_CLI",
+            "STM32CubeProgrammer",
+        ),
+        (DebuggerType::Openocd, "openocd", "OpenOCD"),
+    ]
+    .map(|(kind, name, product)| (kind, name, product, autodetect_tool(kind, workspace, env)));
+    let tools_searched: Vec<Value> = searched
+        .iter()
+        .map(|(_, name, product, path)| {
+            json!({
+                "name": name,
+                "provided_by": product,
+                "path": path.as_ref().map(|p| p.display().to_string()),
+                "found": path.is_some(),
+            })
+        })
+        .collect();
+    let programmer = searched[0].3.clone();
+    let openocd = searched[1].3.clone();
+    let mut notes = Vec::new();
+    if let Some(cli) = &programmer {
+        let lister = CubeProg::new(
+            CliSettings {
+                executable: cli.clone(),
+                probe_id: None,
+                timeout: LIST_LIMIT,
+            },
+            "SWD",
+            ConnectMode::Hotplug,
+        );
+        match lister.list(&Budget::new(LIST_LIMIT)) {
+            Ok(listing) => {
+                return answer(
+                    &listing.probes,
+                    ("stlink", "stlink_programmer", Some(cli)),
+                    listing.complete,
+                    tools_searched,
+                    "STM32CubeProgrammer listed the ST-LINK probes itself; other vendors' probes are not in this list.",
+                );
+            }
+            Err(error) => notes.push(format!(
+                "STM32CubeProgrammer's listing failed ({error}), so the USB inventory answered instead."
+            )),
+        }
+    }
+    let probes = ahil_drivers::openocd::usb_probe_inventory(Path::new(USB_DEVICES));
+    let backend = if openocd.is_some() { "openocd" } else { "usb" };
+    let mut outcome = answer(
+        &probes,
+        (backend, "usb_inventory", openocd.as_ref()),
+        false,
+        tools_searched,
+        "Read from this host's USB devices of known probe vendors, which is not an authoritative count: a probe behind another vendor's id does not appear.",
+    );
+    if !notes.is_empty() {
+        outcome = outcome.with("notes", json!(notes));
+    }
+    outcome
+}
+
+/// The listing as `debugger_probes_list` gives it; `source` is (backend, how, executable).
+fn answer(
+    probes: &[ProbeInfo],
+    (backend, discovered_by, executable): (&str, &str, Option<&std::path::PathBuf>),
+    complete: bool,
+    tools_searched: Vec<Value>,
+    how: &str,
+) -> Outcome {
+    let listed: Vec<Value> = probes
+        .iter()
+        .map(|p| json!({"probe_id": p.id, "description": p.description}))
+        .collect();
+    Outcome::ok(
+        TOOL,
+        format!(
+            "{} debugger probe(s) seen by bootstrap discovery (this workspace has no configuration yet). {how}",
+            listed.len()
+        ),
+    )
+    .with("source", "bootstrap")
+    .with("backend", backend)
+    .with("discovered_by", discovered_by)
+    .with(
+        "executable",
+        json!(executable.map(|p| p.display().to_string())),
+    )
+    .with("tools_searched", Value::Array(tools_searched))
+    .with("probes", Value::Array(listed))
+    .with("complete", complete)
+    .with_next_step(
+        "Write this workspace's configuration with `agentic-hil setup` (or `init`), naming the probe in probe_id; this command then asks the configured backend.",
+    )
+    .not_contacted()
+}
