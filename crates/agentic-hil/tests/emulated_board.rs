@@ -134,6 +134,45 @@ async fn the_second_board_is_listed_flashed_and_reset_through_the_gate() {
 }
 
 #[tokio::test]
+async fn a_flash_asked_with_a_progress_token_reports_its_stages_in_order() {
+    let bench = Bench::full();
+    let (client, collector) = support::call_with_progress(
+        &bench.world,
+        "flash_firmware",
+        &flash_args("fw/ahil-fw-v2.elf", 2),
+    )
+    .await;
+    // The server sends them before the result; the client may hand them to its handler a little later.
+    let messages = || -> Vec<String> {
+        collector
+            .0
+            .lock()
+            .expect("collector")
+            .iter()
+            .filter_map(|p| p.message.clone())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !messages().iter().any(|m| m == "flash_firmware: verify")
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let messages = messages();
+    let position = |stage: &str| {
+        messages
+            .iter()
+            .position(|m| m == &format!("flash_firmware: {stage}"))
+            .unwrap_or_else(|| panic!("no {stage} stage in {messages:?}"))
+    };
+    assert!(
+        position("connect") < position("download") && position("download") < position("verify"),
+        "{messages:?}"
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
 async fn the_board_is_listed_and_probe_target_detects_it_without_a_reset() {
     let bench = Bench::full();
     let client = bench.connect().await;

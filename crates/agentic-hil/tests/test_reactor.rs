@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use support::World;
@@ -823,23 +822,8 @@ async fn can_steps_send_read_and_judge_frames_on_the_bridge_simulator() {
     client.cancel().await.expect("client closes");
 }
 
-/// A client that keeps the progress notifications it receives.
-#[derive(Clone, Default)]
-struct Collector(std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>>);
-
-impl rmcp::ClientHandler for Collector {
-    async fn on_progress(
-        &self,
-        params: rmcp::model::ProgressNotificationParam,
-        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
-    ) {
-        self.0.lock().expect("collector").push(params);
-    }
-}
-
 #[tokio::test]
 async fn an_attached_run_reports_each_step_as_mcp_progress() {
-    use rmcp::ServiceExt;
     let world = world();
     let plan = write_plan(
         &world,
@@ -849,32 +833,12 @@ async fn an_attached_run_reports_each_step_as_mcp_progress() {
          - {action: repeat, count: 2, steps: [{device: board, action: delay, duration_ms: 20}]}\n\
          - {device: uart, action: delay, duration_ms: 20}\n",
     );
-    let collector = Collector::default();
-    let mut cmd = std::process::Command::new(World::binary());
-    world.scrub(&mut cmd);
-    cmd.arg("mcp-stdio");
-    let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
-        .expect("the server starts");
-    let client = collector.clone().serve(transport).await.expect("handshake");
-
-    let mut meta = rmcp::model::RequestMetaObject::default();
-    meta.set_progress_token(rmcp::model::ProgressToken(
-        rmcp::model::NumberOrString::Number(7),
-    ));
-    let mut request = CallToolRequestParams::new("test_reactor_run").with_arguments(
-        json!({"test_config_path": plan})
-            .as_object()
-            .cloned()
-            .expect("object"),
-    );
-    request.meta = Some(meta);
-    let result = client.call_tool(request).await.expect("tools/call answers");
-    assert_ne!(
-        result.is_error,
-        Some(true),
-        "{:?}",
-        result.structured_content
-    );
+    let (client, collector) = support::call_with_progress(
+        &world,
+        "test_reactor_run",
+        &json!({"test_config_path": plan}),
+    )
+    .await;
 
     let seen = collector.0.lock().expect("collector").clone();
     let messages: Vec<String> = seen.iter().filter_map(|p| p.message.clone()).collect();

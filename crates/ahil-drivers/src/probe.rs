@@ -146,12 +146,37 @@ impl Budget {
         self.cancel.is_cancelled()
     }
 
-    /// Tell the caller which stage the action reached.
+    /// Tell the caller which stage the action reached: this budget's own callback, else the one the
+    /// thread runs under ([`with_stage_sink`]).
     pub fn stage(&self, stage: &str) {
-        if let Some(progress) = &self.progress {
+        let progress = self
+            .progress
+            .clone()
+            .or_else(|| STAGE_SINK.with(|sink| sink.borrow().clone()));
+        if let Some(progress) = progress {
             progress(stage);
         }
     }
+}
+
+thread_local! {
+    static STAGE_SINK: std::cell::RefCell<Option<Progress>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `work` with `sink` receiving the stages of every budget on this thread that has no callback
+/// of its own. The gate runs each driver call this way, so every backend's stages reach the caller
+/// without each call site threading a callback through.
+pub fn with_stage_sink<T>(sink: Progress, work: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Progress>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            STAGE_SINK.with(|sink| *sink.borrow_mut() = previous);
+        }
+    }
+    let previous = STAGE_SINK.with(|slot| slot.borrow_mut().replace(sink));
+    let _restore = Restore(previous);
+    work()
 }
 
 /// A probe (adapter) the backend can see.
@@ -288,6 +313,24 @@ pub trait DebugProbe: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_budget_without_a_callback_reports_to_the_threads_sink_until_the_work_ends() {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let sink: Progress = {
+            let seen = Arc::clone(&seen);
+            Arc::new(move |stage| seen.lock().expect("seen").push(stage.to_owned()))
+        };
+        with_stage_sink(sink, || {
+            Budget::new(Duration::from_secs(1)).stage("download");
+            // A budget's own callback wins over the thread's.
+            Budget::new(Duration::from_secs(1))
+                .with_progress(Arc::new(|_| {}))
+                .stage("ignored");
+        });
+        Budget::new(Duration::from_secs(1)).stage("after");
+        assert_eq!(*seen.lock().expect("seen"), ["download"]);
+    }
 
     #[test]
     fn reset_modes_round_trip_through_their_names() {

@@ -432,9 +432,14 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
         }) => {
             let cancel = CancelFlag::default();
             let _kill_on_drop = cancel.guard();
+            // A caller that asked for progress hears the stages the driver reaches.
+            let stages = crate::progress::driver_stages(tool);
             let task = tokio::task::spawn_blocking({
                 let cancel = cancel.clone();
-                move || run(cancel)
+                move || match stages {
+                    Some(stages) => ahil_drivers::probe::with_stage_sink(stages, || run(cancel)),
+                    None => run(cancel),
+                }
             });
             match tokio::time::timeout(deadline, task).await {
                 Ok(Ok(acted)) => acted,

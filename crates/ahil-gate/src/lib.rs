@@ -20,6 +20,7 @@ pub mod operator;
 pub mod ownership;
 pub mod policy;
 pub mod power;
+pub mod progress;
 pub mod provision;
 pub mod reactor;
 pub mod serial;

@@ -215,7 +215,7 @@ impl ServerHandler for Server {
             .map_or(Value::Object(Map::new()), Value::Object);
         let outcome = match &progress {
             Some(progress) => {
-                ahil_gate::reactor::with_progress(
+                ahil_gate::progress::with_progress(
                     progress.sink(),
                     bench.call(&request.name, arguments),
                 )

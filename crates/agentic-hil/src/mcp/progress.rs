@@ -1,11 +1,11 @@
-//! MCP progress notifications for calls that report progress (attached test plan runs): when the
-//! request carries a `progressToken`, each step the gate reports becomes one
+//! MCP progress notifications: when a request carries a `progressToken`, each step of an attached
+//! test plan run and each stage a driver call reaches (`flash_firmware: download`) becomes one
 //! `notifications/progress`, in order, before the call's result.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ahil_gate::reactor::ProgressSink;
+use ahil_gate::progress::ProgressSink;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestMetaObject};
 use rmcp::service::RequestContext;
@@ -55,24 +55,33 @@ async fn forward(
     let mut count = 0.0;
     while let Some(doc) = rx.recv().await {
         count += 1.0;
-        let mut message = format!(
-            "step {} of {}: {}",
-            doc["step"],
-            doc["total_steps"],
-            doc["action"].as_str().unwrap_or("?")
-        );
-        if let Some(route) = doc["route"].as_str() {
-            message = format!("{message} ({route})");
-        }
-        if let Some(i) = doc.get("iteration") {
-            message = format!("{message}, iteration {i}");
-        }
-        if let Some(nested) = doc["nested_action"].as_str() {
-            message = format!("{message}, step {}: {nested}", doc["nested_step"]);
-        }
-        let param = ProgressNotificationParam::new(token.clone(), count).with_message(message);
+        let param =
+            ProgressNotificationParam::new(token.clone(), count).with_message(message(&doc));
         if peer.notify_progress(param).await.is_err() {
             break;
         }
     }
+}
+
+/// One progress document as a line: a driver stage, or a test plan step.
+fn message(doc: &Value) -> String {
+    if let Some(stage) = doc["stage"].as_str() {
+        return format!("{}: {stage}", doc["tool"].as_str().unwrap_or("?"));
+    }
+    let mut message = format!(
+        "step {} of {}: {}",
+        doc["step"],
+        doc["total_steps"],
+        doc["action"].as_str().unwrap_or("?")
+    );
+    if let Some(route) = doc["route"].as_str() {
+        message = format!("{message} ({route})");
+    }
+    if let Some(i) = doc.get("iteration") {
+        message = format!("{message}, iteration {i}");
+    }
+    if let Some(nested) = doc["nested_action"].as_str() {
+        message = format!("{message}, step {}: {nested}", doc["nested_step"]);
+    }
+    message
 }

@@ -120,15 +120,69 @@ pub fn reference() -> Option<PathBuf> {
 
 /// An MCP session with this world's server, over rmcp's own client.
 pub async fn connect(world: &World) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    connect_as(world, ()).await
+}
+
+/// A client with its own handler (one that keeps notifications, for example).
+pub async fn connect_as<H: rmcp::ClientHandler>(
+    world: &World,
+    handler: H,
+) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
     use rmcp::ServiceExt;
     let mut cmd = Command::new(World::binary());
     world.scrub(&mut cmd);
     cmd.arg("mcp-stdio");
     let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
         .expect("the server process starts");
-    ().serve(transport)
+    handler
+        .serve(transport)
         .await
         .expect("the MCP handshake succeeds")
+}
+
+/// A client handler that keeps the progress notifications it receives.
+#[derive(Clone, Default)]
+pub struct Collector(
+    pub std::sync::Arc<std::sync::Mutex<Vec<rmcp::model::ProgressNotificationParam>>>,
+);
+
+impl rmcp::ClientHandler for Collector {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        self.0.lock().expect("collector").push(params);
+    }
+}
+
+/// Calls `tool` on a new server with a progress token and requires success; the client (to close)
+/// and what it collected.
+pub async fn call_with_progress(
+    world: &World,
+    tool: &str,
+    args: &serde_json::Value,
+) -> (
+    rmcp::service::RunningService<rmcp::RoleClient, Collector>,
+    Collector,
+) {
+    let collector = Collector::default();
+    let client = connect_as(world, collector.clone()).await;
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::Number(7),
+    ));
+    let mut request = rmcp::model::CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(args.as_object().cloned().expect("arguments are an object"));
+    request.meta = Some(meta);
+    let result = client.call_tool(request).await.expect("tools/call answers");
+    assert_ne!(
+        result.is_error,
+        Some(true),
+        "{:?}",
+        result.structured_content
+    );
+    (client, collector)
 }
 
 pub fn make_executable(path: &Path) {

@@ -28,21 +28,10 @@ pub mod run;
 pub mod steps;
 pub mod worker;
 
+pub use crate::progress::ProgressSink;
 pub use records::{Handle, RunsDir};
 pub use run::{Request, execute};
-pub use steps::ProgressSink;
 pub use worker::start_detached;
-
-tokio::task_local! {
-    /// Where an attached run reports its steps while a frontend awaits it (MCP progress).
-    static PROGRESS: ProgressSink;
-}
-
-/// Runs `future` (a gate call) with `sink` receiving the progress of a test plan it runs; other
-/// tools never report any.
-pub async fn with_progress<F: Future>(sink: ProgressSink, future: F) -> F::Output {
-    PROGRESS.scope(sink, future).await
-}
 
 impl View<'_> {
     /// The configuration in force now: the reloaded description, else the startup one.
@@ -77,7 +66,7 @@ pub fn run_tool<'a>(
         .and_then(Value::as_str)
         .map(str::to_owned);
     let detach = args.get("detach").and_then(Value::as_bool) == Some(true);
-    let progress = PROGRESS.try_with(Clone::clone).ok();
+    let progress = crate::progress::current();
     Box::pin(async move {
         if detach {
             return start_detached(bench, plan_path, std::time::Duration::ZERO).await;

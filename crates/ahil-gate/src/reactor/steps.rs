@@ -41,8 +41,7 @@ pub struct Position {
     pub nested_step: Option<usize>,
 }
 
-/// A callback for progress (MCP notifications for attached runs).
-pub type ProgressSink = std::sync::Arc<dyn Fn(Value) + Send + Sync>;
+pub use crate::progress::ProgressSink;
 
 /// One step's outcome.
 pub struct Done {
