@@ -149,13 +149,17 @@ impl Budget {
     /// Tell the caller which stage the action reached: this budget's own callback, else the one the
     /// thread runs under ([`with_stage_sink`]).
     pub fn stage(&self, stage: &str) {
-        let progress = self
-            .progress
-            .clone()
-            .or_else(|| STAGE_SINK.with(|sink| sink.borrow().clone()));
-        if let Some(progress) = progress {
+        if let Some(progress) = self.stage_reporter() {
             progress(stage);
         }
+    }
+
+    /// Where this budget's stages go, resolved on the calling thread, for a helper thread to report
+    /// to (a reader hearing a child's stage lines as they come); `None` when nobody listens.
+    pub fn stage_reporter(&self) -> Option<Progress> {
+        self.progress
+            .clone()
+            .or_else(|| STAGE_SINK.with(|sink| sink.borrow().clone()))
     }
 }
 

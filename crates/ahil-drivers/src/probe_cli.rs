@@ -58,6 +58,18 @@ pub fn run(
     budget: &Budget,
     not_found_class: &'static str,
 ) -> Result<Ran, DriverError> {
+    run_hearing(executable, args, limit, budget, not_found_class, None)
+}
+
+/// [`run`], with `hook` hearing each stdout line while the child runs.
+pub fn run_hearing(
+    executable: &Path,
+    args: Vec<OsString>,
+    limit: Duration,
+    budget: &Budget,
+    not_found_class: &'static str,
+    hook: Option<process::LineHook>,
+) -> Result<Ran, DriverError> {
     let (program, leading) = process::invocation(executable);
     let mut command = Command::new(program)
         .args(leading)
@@ -65,6 +77,9 @@ pub fn run(
         .deadline(budget.step(limit))
         .output_cap(OUTPUT_CAP)
         .cancel_on(budget.cancel_flag().clone());
+    if let Some(hook) = hook {
+        command = command.on_stdout_line(hook);
+    }
     if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
         command = command.current_dir(dir);
     }

@@ -215,17 +215,23 @@ impl ProbeRs {
             .map_err(|e| DriverError::Io(std::io::Error::other(e)))?;
         let args: Vec<OsString> = vec![WORKER_COMMAND.into(), "--request".into(), line.into()];
         budget.stage("connect");
-        let ran = probe_cli::run(
+        // The worker's stage lines are passed on as they arrive, so a long flash is heard while it runs.
+        let stage_lines = budget.stage_reporter().map(|report| {
+            crate::process::LineHook::new(move |line| {
+                if let Some(stage) = parse_reply(line).stages.first() {
+                    report(stage);
+                }
+            })
+        });
+        let ran = probe_cli::run_hearing(
             &self.settings.executable,
             args,
             self.settings.timeout,
             budget,
             "probe_rs_worker_not_found",
+            stage_lines,
         )?;
         let reply = parse_reply(&ran.transcript.stdout);
-        for stage in &reply.stages {
-            budget.stage(stage);
-        }
         let listing = matches!(request, Request::List);
         let transcript = ran.transcript.clone();
         if ran.timed_out() {

@@ -278,6 +278,36 @@ mod native {
 }
 
 #[test]
+fn the_workers_stages_are_heard_while_it_runs_and_once_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let worker = script(
+        dir.path(),
+        r#"echo '{"stage":"attach"}'; sleep 1; echo '{"ok":true,"message":"halted","data":{"core":"halted"}}'"#,
+    );
+    let started = std::time::Instant::now();
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let budget = Budget::new(Duration::from_secs(10)).with_progress({
+        let heard = std::sync::Arc::clone(&heard);
+        std::sync::Arc::new(move |stage: &str| {
+            heard
+                .lock()
+                .expect("heard")
+                .push((stage.to_owned(), started.elapsed()));
+        })
+    });
+    backend(worker, Duration::from_secs(10))
+        .probe_target(&budget)
+        .expect("the scripted worker answers");
+    let heard = heard.lock().expect("heard").clone();
+    let stages: Vec<&str> = heard.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(stages, ["connect", "attach"], "{heard:?}");
+    assert!(
+        heard[1].1 < Duration::from_millis(900),
+        "the stage came only when the worker ended: {heard:?}"
+    );
+}
+
+#[test]
 fn a_memory_read_returns_exactly_the_bytes_asked_for() {
     let dir = tempfile::tempdir().expect("tempdir");
     let worker = script(

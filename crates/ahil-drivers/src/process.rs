@@ -27,6 +27,22 @@ const DRAIN_GRACE: Duration = Duration::from_secs(1);
 /// How long a SIGKILLed group may take to disappear before the call returns anyway.
 pub const GROUP_GONE_LIMIT: Duration = Duration::from_secs(1);
 
+/// Called with each complete line of a child's stdout as it arrives (the line is captured as well).
+#[derive(Clone)]
+pub struct LineHook(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl LineHook {
+    pub fn new(hook: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(hook))
+    }
+}
+
+impl std::fmt::Debug for LineHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineHook")
+    }
+}
+
 /// A child to run.
 #[derive(Debug, Clone)]
 pub struct Command {
@@ -37,6 +53,7 @@ pub struct Command {
     deadline: Duration,
     output_cap: usize,
     cancel: Option<CancelFlag>,
+    on_stdout_line: Option<LineHook>,
 }
 
 impl Command {
@@ -50,7 +67,15 @@ impl Command {
             deadline: Duration::from_mins(1),
             output_cap: DEFAULT_OUTPUT_CAP,
             cancel: None,
+            on_stdout_line: None,
         }
+    }
+
+    /// Hear each stdout line while the child runs (a worker's stage lines, for live progress).
+    #[must_use]
+    pub fn on_stdout_line(mut self, hook: LineHook) -> Self {
+        self.on_stdout_line = Some(hook);
+        self
     }
 
     /// Append one argument.
@@ -255,8 +280,13 @@ pub fn run(command: &Command) -> io::Result<Finished> {
     let mut group = GroupGuard::new(child, pgid);
 
     let (done_tx, done_rx) = mpsc::channel();
-    let out = Capture::spawn_reader(stdout, command.output_cap, done_tx.clone());
-    let err = Capture::spawn_reader(stderr, command.output_cap, done_tx);
+    let out = Capture::spawn_reader(
+        stdout,
+        command.output_cap,
+        command.on_stdout_line.clone(),
+        done_tx.clone(),
+    );
+    let err = Capture::spawn_reader(stderr, command.output_cap, None, done_tx);
 
     let exit = group.wait_until(started + command.deadline, command.cancel.as_ref())?;
     // Whatever the leader did, nothing of its group survives the call: background children of a
@@ -443,7 +473,12 @@ impl Pipe for ChildStdout {}
 impl Pipe for ChildStderr {}
 
 impl Capture {
-    fn spawn_reader<P: Pipe>(pipe: Option<P>, cap: usize, done: mpsc::Sender<()>) -> Self {
+    fn spawn_reader<P: Pipe>(
+        pipe: Option<P>,
+        cap: usize,
+        hook: Option<LineHook>,
+        done: mpsc::Sender<()>,
+    ) -> Self {
         let state = Arc::new(Mutex::new(CaptureState::default()));
         let Some(mut pipe) = pipe else {
             let _ = done.send(());
@@ -452,10 +487,14 @@ impl Capture {
         let shared = Arc::clone(&state);
         thread::spawn(move || {
             let mut buffer = [0_u8; 8192];
+            let mut lines = hook.map(|hook| LineSplitter::new(hook, cap));
             loop {
                 match pipe.read(&mut buffer) {
                     Ok(0) => break,
                     Ok(n) => {
+                        if let Some(lines) = lines.as_mut() {
+                            lines.feed(&buffer[..n]);
+                        }
                         let mut state = shared.lock().unwrap_or_else(PoisonError::into_inner);
                         let room = cap.saturating_sub(state.bytes.len());
                         let keep = n.min(room);
@@ -477,6 +516,41 @@ impl Capture {
     fn snapshot(&self) -> (Vec<u8>, bool) {
         let state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         (state.bytes.clone(), state.truncated)
+    }
+}
+
+/// Hands complete lines to a hook; a line longer than the capture cap is dropped, not buffered.
+struct LineSplitter {
+    hook: LineHook,
+    partial: Vec<u8>,
+    cap: usize,
+    overlong: bool,
+}
+
+impl LineSplitter {
+    fn new(hook: LineHook, cap: usize) -> Self {
+        Self {
+            hook,
+            partial: Vec::new(),
+            cap,
+            overlong: false,
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if byte == b'\n' {
+                if !self.overlong {
+                    (self.hook.0)(String::from_utf8_lossy(&self.partial).trim_end_matches('\r'));
+                }
+                self.partial.clear();
+                self.overlong = false;
+            } else if self.partial.len() < self.cap {
+                self.partial.push(byte);
+            } else {
+                self.overlong = true;
+            }
+        }
     }
 }
 

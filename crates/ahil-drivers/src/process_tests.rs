@@ -146,3 +146,37 @@ fn the_group_killer_refuses_to_signal_its_own_group_or_init() {
     assert!(kill_process_group(0).is_err());
     assert!(kill_process_group(1).is_err());
 }
+
+#[test]
+fn each_stdout_line_is_heard_as_it_arrives_and_still_captured() {
+    let started = Instant::now();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let hook = {
+        let heard = Arc::clone(&heard);
+        LineHook::new(move |line| {
+            heard
+                .lock()
+                .expect("heard")
+                .push((line.to_owned(), started.elapsed()));
+        })
+    };
+    let finished = run(&Command::new("sh")
+        .args([
+            "-c",
+            "printf 'first\\r\\n'; sleep 1; printf 'second\\nno newline'",
+        ])
+        .on_stdout_line(hook))
+    .expect("sh runs");
+    assert_eq!(finished.stdout_text(), "first\r\nsecond\nno newline");
+    let heard = heard.lock().expect("heard").clone();
+    let lines: Vec<&str> = heard.iter().map(|(l, _)| l.as_str()).collect();
+    assert_eq!(
+        lines,
+        ["first", "second"],
+        "a partial last line is not a line"
+    );
+    assert!(
+        heard[0].1 < Duration::from_millis(900),
+        "the first line waited for the child's end: {heard:?}"
+    );
+}
