@@ -93,6 +93,16 @@ async fn wait_for_state(client: &Client, run: &str, wanted: &[&str], limit: Dura
     }
 }
 
+/// `test_reactor_run` of `plan`, attached: (the result, isError).
+async fn run_plan(client: &Client, plan: &str) -> (Value, bool) {
+    call(
+        client,
+        "test_reactor_run",
+        json!({"test_config_path": plan}),
+    )
+    .await
+}
+
 fn step_results(doc: &Value) -> Vec<(String, bool)> {
     doc["steps"]
         .as_array()
@@ -142,12 +152,7 @@ async fn every_board_step_type_runs_end_to_end_through_the_gate() {
     let plan = write_plan(&world, "every-step.yaml", EVERY_STEP);
     let client = support::connect(&world).await;
 
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan}),
-    )
-    .await;
+    let (doc, is_error) = run_plan(&client, &plan).await;
     assert!(!is_error, "{doc}");
     assert_eq!(doc["tool"], "test_reactor_run", "{doc}");
     let results = step_results(&doc);
@@ -258,12 +263,7 @@ async fn a_plan_runs_on_the_bench_a_description_reload_installed() {
          - {device: uart, action: uart_expect, text: \"tick\", timeout_s: 5}\n\
          - {device: uart, action: uart_close}\n",
     );
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan}),
-    )
-    .await;
+    let (doc, is_error) = run_plan(&client, &plan).await;
     assert!(!is_error, "the run uses the reloaded UART: {doc}");
     assert!(step_results(&doc).iter().all(|(_, ok)| *ok), "{doc}");
 }
@@ -531,12 +531,7 @@ async fn a_stop_ends_a_detached_run_in_the_middle_of_a_long_delay() {
         is_error && busy["error_type"] == "device_busy",
         "the worker holds the uart: {busy}"
     );
-    let (refused, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan}),
-    )
-    .await;
+    let (refused, is_error) = run_plan(&client, &plan).await;
     assert!(
         is_error && refused["error_type"] == "device_busy",
         "{refused}"
@@ -643,12 +638,7 @@ async fn the_reactor_accepts_every_valid_corpus_plan_and_refuses_every_invalid_o
     let client = support::connect(&world).await;
     for file in corpus("valid") {
         let plan = copy_in(&world, &file);
-        let (doc, _) = call(
-            &client,
-            "test_reactor_run",
-            json!({"test_config_path": plan}),
-        )
-        .await;
+        let (doc, _) = run_plan(&client, &plan).await;
         // The plan loads; this bench has none of its devices or images, so preflight refuses it
         // with the step's path, before any step.
         assert!(
@@ -676,12 +666,7 @@ async fn the_reactor_accepts_every_valid_corpus_plan_and_refuses_every_invalid_o
             .unwrap_or_else(|| panic!("{} names its expected refusal", file.display()));
         let (error_type, field) = expect.split_once(' ').unwrap_or((expect, ""));
         let plan = copy_in(&world, &file);
-        let (doc, is_error) = call(
-            &client,
-            "test_reactor_run",
-            json!({"test_config_path": plan}),
-        )
-        .await;
+        let (doc, is_error) = run_plan(&client, &plan).await;
         assert!(is_error, "{doc}");
         assert_eq!(doc["error_type"], error_type, "{}: {doc}", file.display());
         if !field.is_empty() {
@@ -703,21 +688,11 @@ async fn the_reactor_accepts_every_valid_corpus_plan_and_refuses_every_invalid_o
     )
     .await;
     assert!(!is_error, "{doc}");
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan}),
-    )
-    .await;
+    let (doc, is_error) = run_plan(&client, &plan).await;
     assert!(is_error, "{doc}");
     assert_eq!(doc["error_type"], "run_already_active", "{doc}");
     call(&client, "bench_run_stop", json!({})).await;
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan}),
-    )
-    .await;
+    let (doc, is_error) = run_plan(&client, &plan).await;
     assert!(!is_error, "after bench_run_stop the plan runs: {doc}");
     client.cancel().await.expect("client closes");
 }
@@ -763,12 +738,7 @@ async fn can_steps_send_read_and_judge_frames_on_the_bridge_simulator() {
          - {device: ecu, action: can_open}\n",
     );
     let client = support::connect(&world).await;
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan}),
-    )
-    .await;
+    let (doc, is_error) = run_plan(&client, &plan).await;
     assert!(!is_error, "{doc}");
     assert!(step_results(&doc).iter().all(|(_, ok)| *ok), "{doc}");
     assert_eq!(doc["steps"][2]["result"]["frame"]["id"], 0x7e8, "{doc}");
@@ -787,12 +757,7 @@ async fn can_steps_send_read_and_judge_frames_on_the_bridge_simulator() {
          - {device: ecu, action: can_send, frame_id: 0x7E0, data_hex: \"10 01\"}\n\
          - {device: ecu, action: can_read, comparator: {id: 0x7E8, equals: \"7F\"}, timeout_s: 1}\n",
     );
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": unmet}),
-    )
-    .await;
+    let (doc, is_error) = run_plan(&client, &unmet).await;
     assert!(is_error, "{doc}");
     assert_eq!(doc["step_error_type"], "comparator_unmet", "{doc}");
     assert!(
@@ -807,12 +772,7 @@ async fn can_steps_send_read_and_judge_frames_on_the_bridge_simulator() {
         "listen.yaml",
         "version: 5\nsteps:\n - {device: listen, action: can_open}\n - {device: listen, action: can_send, frame_id: 1}\n",
     );
-    let (doc, _) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": listen}),
-    )
-    .await;
+    let (doc, _) = run_plan(&client, &listen).await;
     assert_eq!(doc["error_type"], "can_listen_only_mode", "{doc}");
     assert_eq!(
         doc["steps"],
