@@ -4,14 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# --with-arm-gcc also installs the cross compiler that rebuilds firmware/ (about 450 MB); the tests use
-# the committed images and only compare against a rebuild when the compiler is there.
-with_arm_gcc=0
 for arg in "$@"; do
-  case "$arg" in
-    --with-arm-gcc) with_arm_gcc=1 ;;
-    *) echo "setup: unknown option $arg (known: --with-arm-gcc)" >&2; exit 2 ;;
-  esac
+  echo "setup: unknown option $arg (it takes none)" >&2; exit 2
 done
 sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
 
@@ -26,17 +20,17 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# The simulated bench: QEMU's Cortex-M boards, gdb for the GDB/MI debug path, optionally the cross
-# compiler. Recommends stay out: QEMU's pull in a desktop (GTK, gstreamer, mesa).
+# The simulated bench: QEMU's Cortex-M boards, gdb for the GDB/MI debug path, and the cross compiler
+# that rebuilds firmware/ (a test checks the committed images against a rebuild). Recommends stay
+# out: QEMU's pull in a desktop (GTK, gstreamer, mesa).
 sim_missing=()
 command -v gdb-multiarch >/dev/null 2>&1 || sim_missing+=(gdb-multiarch)
 # `ip` at a fixed system path: SocketCAN buses read the kernel's link report with it (never via PATH).
 [ -x /sbin/ip ] || [ -x /usr/sbin/ip ] || [ -x /bin/ip ] || [ -x /usr/bin/ip ] || sim_missing+=(iproute2)
 # tmux: the end-to-end test of `agentic-hil watch` reads its live screen from a detached pane.
 command -v tmux >/dev/null 2>&1 || sim_missing+=(tmux)
-if ((with_arm_gcc)) && ! command -v arm-none-eabi-gcc >/dev/null 2>&1; then
-  sim_missing+=(gcc-arm-none-eabi)
-fi
+command -v arm-none-eabi-gcc >/dev/null 2>&1 || sim_missing+=(gcc-arm-none-eabi)
+command -v make >/dev/null 2>&1 || sim_missing+=(make)
 if ((${#sim_missing[@]})); then
   echo "setup: installing ${sim_missing[*]}"
   $sudo apt-get update -qq
@@ -55,14 +49,57 @@ if ! command -v qemu-system-arm >/dev/null 2>&1; then
     bpo=$(mktemp -d)
     trap '$sudo rm -rf "$bpo"' EXIT
     chmod 755 "$bpo"  # apt downloads as _apt and must reach the lists
-    mkdir -p "$bpo/lists/partial"
-    cat >"$bpo/sources.list" <<SOURCES
-deb http://deb.debian.org/debian $codename main
-deb http://deb.debian.org/debian $codename-updates main
-deb http://deb.debian.org/debian-security $codename-security main
-deb http://deb.debian.org/debian $codename-backports main
-SOURCES
-    private=(-o "Dir::Etc::sourcelist=$bpo/sources.list" -o "Dir::Etc::sourceparts=-"
+    mkdir -p "$bpo/lists/partial" "$bpo/parts"
+    # The machine's own sources, plus backports from the same mirror with the same components (a
+    # host behind a local mirror or proxy keeps using it); /etc/apt itself is left as it is.
+    cp /etc/apt/sources.list "$bpo/sources.list" 2>/dev/null || : >"$bpo/sources.list"
+    find /etc/apt/sources.list.d -maxdepth 1 \( -name '*.list' -o -name '*.sources' \) \
+      -exec cp {} "$bpo/parts/" \; 2>/dev/null || true
+    python3 - "$codename" "$bpo/parts/agentic-hil-backports.sources" <<'PY'
+import glob, re, sys
+codename, out = sys.argv[1], sys.argv[2]
+stanzas = []
+for path in glob.glob("/etc/apt/sources.list.d/*.sources"):
+    for block in re.split(r"\n\s*\n", open(path).read()):
+        fields = {}
+        for line in block.splitlines():
+            if line.startswith("#") or ":" not in line or line[0].isspace():
+                continue
+            key, value = line.split(":", 1)
+            fields[key.strip().lower()] = value.strip()
+        if fields.get("enabled", "yes").lower() == "no":
+            continue
+        stanzas.append(fields)
+one_line = ["/etc/apt/sources.list"] + glob.glob("/etc/apt/sources.list.d/*.list")
+for path in one_line:
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        match = re.match(r"\s*deb\s+(?:\[([^\]]*)\]\s+)?(\S+)\s+(\S+)\s+(.*)", line)
+        if match:
+            options, uri, suite, components = match.groups()
+            fields = {"types": "deb", "uris": uri, "suites": suite, "components": components}
+            signed = re.search(r"signed-by=(\S+)", options or "")
+            if signed:
+                fields["signed-by"] = signed.group(1)
+            stanzas.append(fields)
+debs = [f for f in stanzas if "deb" in f.get("types", "").split()]
+if any(codename + "-backports" in f.get("suites", "").split() for f in debs):
+    sys.exit(0)  # backports is configured already
+main = [f for f in debs if codename in f.get("suites", "").split()]
+if not main:
+    sys.exit("setup: no apt source serves " + codename + "; add one for its backports by hand")
+with open(out, "w") as sink:
+    for f in main:
+        sink.write("Types: deb\nURIs: %s\nSuites: %s-backports\nComponents: %s\n"
+                   % (f["uris"], codename, f.get("components", "main")))
+        if "signed-by" in f:
+            sink.write("Signed-By: %s\n" % f["signed-by"])
+        sink.write("\n")
+PY
+    private=(-o "Dir::Etc::sourcelist=$bpo/sources.list" -o "Dir::Etc::sourceparts=$bpo/parts"
       -o "Dir::State::lists=$bpo/lists")
     echo "setup: installing qemu-system-arm from $codename-backports (keeps the installed qemu-utils)"
     $sudo apt-get "${private[@]}" update -qq

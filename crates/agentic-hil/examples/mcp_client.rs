@@ -2,7 +2,8 @@
 //! rmcp's client, lists the tools, calls the ones named on the command line, and prints each answer's
 //! first lines. Usage: mcp_client <path-to-agentic-hil> [tool | tool={"json": "arguments"} ...]
 //! With `--brief` before the calls, the tool list is not printed and each answer shows its summary and
-//! the fields named in `AHIL_SHOW` (comma-separated dotted paths, e.g. `capture.text,mode`).
+//! the fields named in `AHIL_SHOW` (comma-separated dotted paths, e.g. `capture.text,mode`). An
+//! argument starting with `#` is printed as a heading between calls. Each call's wall time is shown.
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -46,6 +47,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     for call in args {
+        if let Some(heading) = call.strip_prefix('#') {
+            println!("\n-- {}", heading.trim());
+            continue;
+        }
         let (name, arguments) = match call.split_once('=') {
             Some((name, json)) => match serde_json::from_str::<Value>(json)? {
                 Value::Object(map) => (name.to_owned(), Some(map)),
@@ -57,14 +62,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(map) = arguments {
             request = request.with_arguments(map);
         }
+        let started = std::time::Instant::now();
         let result = client.call_tool(request).await?;
+        let took = started.elapsed();
         let doc = result.structured_content.unwrap_or_default();
         let verdict = if result.is_error == Some(true) {
             "isError"
         } else {
             "ok"
         };
-        println!("tools/call {name}: {verdict}");
+        println!(
+            "tools/call {name}: {verdict} ({:.1} ms)",
+            took.as_secs_f64() * 1000.0
+        );
         println!("  summary: {}", doc["summary"].as_str().unwrap_or(""));
         if let Some(error_type) = doc["error_type"].as_str() {
             println!("  error_type: {error_type}");

@@ -26,20 +26,14 @@ fn fake_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py")
 }
 
-fn real_esptool() -> Option<PathBuf> {
+fn real_esptool() -> PathBuf {
     let exe =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/esptool-venv/bin/esptool");
-    if exe.is_file() {
-        return Some(exe);
-    }
     assert!(
-        std::env::var_os("CI").is_none(),
-        "scripts/setup-debian.sh installs esptool into target/esptool-venv"
+        exe.is_file(),
+        "esptool is missing from target/esptool-venv: run scripts/setup-debian.sh"
     );
-    eprintln!(
-        "skipped: esptool is not installed in target/esptool-venv (scripts/setup-debian.sh installs it)"
-    );
-    None
+    exe
 }
 
 impl Bench {
@@ -351,7 +345,7 @@ async fn debugger_info_reports_the_esptool_version() {
 
 #[tokio::test]
 async fn real_esptool_on_a_port_that_does_not_exist_is_com_port_open_failed() {
-    let Some(exe) = real_esptool() else { return };
+    let exe = real_esptool();
     let gone = std::env::temp_dir().join(format!("ahil-no-such-tty-{}", std::process::id()));
     let bench = Bench::new("ok", Some(&exe), Some(&gone.display().to_string()), 30);
     let client = bench.connect().await;

@@ -830,9 +830,7 @@ async fn an_attached_run_reports_each_step_as_mcp_progress() {
 
 #[test]
 fn run_records_are_read_across_implementations() {
-    let Some(reference) = support::reference() else {
-        return;
-    };
+    let reference = support::reference();
     let world = World::new();
     let (_, code) = world.run_json(&["init"]);
     assert_eq!(code, Some(0), "init succeeds");

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 /// The binary under test: `AGENTIC_HIL_BIN`, else the one cargo built beside this test. `cargo test
 /// --workspace` builds it; a run of this crate alone uses whatever was built last.
-fn binary() -> Option<PathBuf> {
+fn binary() -> PathBuf {
     let path = std::env::var_os("AGENTIC_HIL_BIN").map_or_else(
         || {
             option_env!("CARGO_TARGET_DIR")
@@ -21,19 +21,12 @@ fn binary() -> Option<PathBuf> {
         },
         PathBuf::from,
     );
-    if path.is_file() {
-        return Some(path);
-    }
     assert!(
-        std::env::var_os("CI").is_none(),
-        "no agentic-hil binary at {}: CI builds it with cargo test --workspace",
+        path.is_file(),
+        "no agentic-hil binary at {}: build it with cargo build -p agentic-hil",
         path.display()
     );
-    eprintln!(
-        "skipped: no agentic-hil binary at {} (cargo build -p agentic-hil)",
-        path.display()
-    );
-    None
+    path
 }
 
 /// A private HOME and workspace; short paths, since QEMU's sockets live under HOME.
@@ -152,7 +145,7 @@ impl Drop for Board<'_> {
 
 #[test]
 fn a_flashed_firmware_boots_and_a_symbol_reads_through_the_client_and_close_ends_the_sessions() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let world = World::new(bin);
     let _board = Board::start(&world);
     let mut bench = world.launch().spawn().expect("the server starts");
@@ -201,7 +194,7 @@ fn a_flashed_firmware_boots_and_a_symbol_reads_through_the_client_and_close_ends
 
 #[test]
 fn without_a_configuration_every_call_answers_config_file_not_found() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let world = World::new(bin);
     let mut bench = world.launch().spawn().expect("the server starts anyway");
     let probed = bench.probe_target().expect("answers");
@@ -216,7 +209,7 @@ fn without_a_configuration_every_call_answers_config_file_not_found() {
 
 #[test]
 fn an_invalid_configuration_stops_the_server_with_its_refusal() {
-    let Some(bin) = binary() else { return };
+    let bin = binary();
     let world = World::new(bin);
     world.run_json(&["init"]);
     let path = world.config_path();

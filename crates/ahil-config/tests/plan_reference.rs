@@ -3,31 +3,14 @@
 //! the same `error_type` we give. (`check-plan` reports no `field`; the fields in the
 //! corpus headers were taken from the reference's `test-reactor --json`.)
 
+mod reference;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ahil_config::plan::parse_plan;
 use serde_json::Value;
-
-fn reference() -> Option<PathBuf> {
-    let path = std::env::var_os("AHIL_REFERENCE_BIN").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/reference-venv/bin/agentic-hil")
-        },
-        PathBuf::from,
-    );
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the reference implementation is required in CI: run scripts/setup-debian.sh"
-    );
-    eprintln!("skipped: reference agentic-hil 0.25.0 not installed (run scripts/setup-debian.sh)");
-    None
-}
 
 fn corpus(kind: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -80,7 +63,7 @@ fn check_plans(bin: &Path, plans: &[PathBuf]) -> Vec<Value> {
 
 #[test]
 fn the_reference_loader_agrees_with_ours_on_every_corpus_plan() {
-    let Some(bin) = reference() else { return };
+    let bin = reference::reference();
     let mut plans = corpus("valid");
     plans.extend(corpus("invalid"));
     let verdicts = check_plans(&bin, &plans);

@@ -1,22 +1,14 @@
-//! Our plan schema against the reference's (read as test data): the same step kinds under
+//! Our plan schema against the reference's (printed by the installed reference): the same step kinds under
 //! the same `$defs` names, the same keys per kind, the same required keys, defaults and
 //! version markers. Descriptions are ours and are not compared.
 
-use std::path::Path;
+mod reference;
 
 use ahil_config::plan::{PLAN_VERSIONS, plan_json_schema};
 use serde_json::{Value, json};
 
 fn reference() -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/agentic-hil-0.25/testconfig.schema.json");
-    let p = if p.exists() {
-        p
-    } else {
-        "/work/shared/reference/agentic-hil-0.25/testconfig.schema.json".into()
-    };
-    serde_json::from_str(&std::fs::read_to_string(p).expect("reference plan schema"))
-        .expect("reference plan schema is JSON")
+    reference::reference_schema("test-schema")
 }
 
 /// Follows `$ref` into `$defs`, keeping keys written beside the `$ref` (the reference

@@ -1,6 +1,6 @@
-//! Our JSON schema and defaults against the reference's schema (read as test data).
+//! Our JSON schema and defaults against the reference's schema (printed by the installed reference).
 
-use std::path::Path;
+mod reference;
 
 use ahil_config::{
     Artifacts, CanBus, CanFilter, CanShare, ComPort, Config, Debug, Debugger, DebuggerPermissions,
@@ -10,14 +10,7 @@ use ahil_config::{
 use serde_json::{Value, json};
 
 fn reference() -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/agentic-hil-0.25/config.schema.json");
-    let p = if p.exists() {
-        p
-    } else {
-        "/work/shared/reference/agentic-hil-0.25/config.schema.json".into()
-    };
-    serde_json::from_str(&std::fs::read_to_string(p).expect("reference schema")).expect("json")
+    reference::reference_schema("schema")
 }
 
 /// Resolves `$ref` into the reference's `$defs`.

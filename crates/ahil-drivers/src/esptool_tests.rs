@@ -324,25 +324,19 @@ fn every_esptool_class_has_causes_and_a_distinct_summary() {
 mod real {
     use super::*;
 
-    fn esptool() -> Option<PathBuf> {
+    fn esptool() -> PathBuf {
         let exe =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/esptool-venv/bin/esptool");
-        if exe.is_file() {
-            return Some(exe);
-        }
         assert!(
-            std::env::var_os("CI").is_none(),
-            "scripts/setup-debian.sh installs esptool into target/esptool-venv"
+            exe.is_file(),
+            "esptool is missing from target/esptool-venv: run scripts/setup-debian.sh"
         );
-        eprintln!(
-            "skipped: esptool is not installed in target/esptool-venv (scripts/setup-debian.sh installs it)"
-        );
-        None
+        exe
     }
 
     #[test]
     fn real_esptool_is_the_tested_version_5() {
-        let Some(exe) = esptool() else { return };
+        let exe = esptool();
         let probe = backend(&exe, None, Duration::from_secs(30));
         let transcript = probe.check_version(&budget()).expect("version 5");
         assert_eq!(
@@ -353,7 +347,7 @@ mod real {
 
     #[test]
     fn real_esptool_on_a_port_that_does_not_exist_is_com_port_open_failed_without_contact() {
-        let Some(exe) = esptool() else { return };
+        let exe = esptool();
         let dir = tempfile::tempdir().expect("temp dir");
         let missing = dir.path().join("ttyUSB-gone");
         let probe = Esptool::new(
@@ -369,7 +363,7 @@ mod real {
 
     #[test]
     fn real_esptool_on_a_pty_with_nothing_behind_it_is_target_not_detected() {
-        let Some(exe) = esptool() else { return };
+        let exe = esptool();
         let (master, slave) = open_pty();
         let probe = Esptool::new(
             fake::settings(&exe, None, Duration::from_mins(1)),

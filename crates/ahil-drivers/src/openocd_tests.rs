@@ -314,16 +314,14 @@ fn the_listing_is_the_usb_inventory_of_probe_vendors_and_never_complete() {
 mod real {
     use super::*;
 
-    fn openocd() -> Option<std::path::PathBuf> {
-        let found = std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join("openocd"))
-                .find(|candidate| candidate.is_file())
-        });
-        if found.is_none() {
-            eprintln!("skipped: openocd is not installed (scripts/setup-debian.sh installs it)");
-        }
-        found
+    /// Where Debian's package (which scripts/setup-debian.sh installs) puts OpenOCD.
+    fn openocd() -> std::path::PathBuf {
+        let exe = std::path::PathBuf::from("/usr/bin/openocd");
+        assert!(
+            exe.is_file(),
+            "/usr/bin/openocd is missing: run scripts/setup-debian.sh"
+        );
+        exe
     }
 
     fn real(exe: &Path, interface: &str, target: &str) -> OpenOcd {
@@ -336,7 +334,7 @@ mod real {
 
     #[test]
     fn real_openocd_reports_its_version() {
-        let Some(exe) = openocd() else { return };
+        let exe = openocd();
         let report =
             crate::debugger_version(crate::Backend::OpenOcd, &exe, Duration::from_secs(10), None)
                 .expect("version");
@@ -349,7 +347,7 @@ mod real {
 
     #[test]
     fn real_openocd_without_a_probe_is_adapter_not_found_without_contact() {
-        let Some(exe) = openocd() else { return };
+        let exe = openocd();
         let failed = fake::classified(
             real(&exe, "interface/stlink.cfg", "target/stm32f4x.cfg")
                 .probe_target(&budget())
@@ -362,7 +360,7 @@ mod real {
 
     #[test]
     fn real_openocd_with_a_missing_script_is_a_config_error() {
-        let Some(exe) = openocd() else { return };
+        let exe = openocd();
         let failed = fake::classified(
             real(&exe, "interface/no-such-adapter.cfg", "target/stm32f4x.cfg")
                 .probe_target(&budget())
@@ -375,7 +373,7 @@ mod real {
 
     #[test]
     fn real_openocd_runs_the_marker_script_on_the_dummy_adapter() {
-        let Some(exe) = openocd() else { return };
+        let exe = openocd();
         let done = real(&exe, "interface/dummy.cfg", "target/swj-dp.tcl")
             .probe_target(&budget())
             .expect("the dummy adapter reaches both markers");

@@ -293,21 +293,18 @@ fn a_hung_pyocd_is_killed_with_its_grandchild() {
 mod real {
     use super::*;
 
-    fn pyocd() -> Option<std::path::PathBuf> {
+    fn pyocd() -> std::path::PathBuf {
         let exe = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pyocd-venv/bin/pyocd");
-        if exe.is_file() {
-            Some(exe)
-        } else {
-            eprintln!(
-                "skipped: pyocd is not installed in target/pyocd-venv (scripts/setup-debian.sh installs it)"
-            );
-            None
-        }
+        assert!(
+            exe.is_file(),
+            "pyocd is missing from target/pyocd-venv: run scripts/setup-debian.sh"
+        );
+        exe
     }
 
     #[test]
     fn real_pyocd_reports_its_version() {
-        let Some(exe) = pyocd() else { return };
+        let exe = pyocd();
         let report =
             crate::debugger_version(crate::Backend::PyOcd, &exe, Duration::from_secs(10), None)
                 .expect("version");
@@ -316,14 +313,14 @@ mod real {
 
     #[test]
     fn real_pyocd_lists_no_probes_here() {
-        let Some(exe) = pyocd() else { return };
+        let exe = pyocd();
         let listing = backend(&exe, None, None).list(&budget()).expect("list");
         assert!(listing.probes.is_empty());
     }
 
     #[test]
     fn real_pyocd_without_a_probe_fails_at_once_as_adapter_not_found() {
-        let Some(exe) = pyocd() else { return };
+        let exe = pyocd();
         let clock = std::time::Instant::now();
         let failed = fake::classified(
             backend(&exe, None, Some("stm32f439xi"))
@@ -340,7 +337,7 @@ mod real {
 
     #[test]
     fn real_pyocd_knows_a_builtin_part_and_not_a_pack_only_one() {
-        let Some(exe) = pyocd() else { return };
+        let exe = pyocd();
         let known = backend(&exe, None, Some("stm32f103rc")).target_support(&budget());
         let TargetSupport::Supported { entry, .. } = &known else {
             panic!("{known:?}");

@@ -1240,16 +1240,61 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
+    /// The reference's own `tools/list` answer, from the agentic-hil 0.25.0 that
+    /// scripts/setup-debian.sh installs under `target/`, started with no configuration (it lists
+    /// the same tools either way).
     fn reference() -> Vec<Value> {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/reference/agentic-hil-0.25/tools.json"
+        use std::io::{BufRead as _, Write as _};
+        let program = std::env::var_os("AHIL_REFERENCE_BIN").map_or_else(
+            || {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../target/reference-venv/bin/agentic-hil")
+            },
+            std::path::PathBuf::from,
         );
-        let fallback = "/work/shared/reference/agentic-hil-0.25/tools.json";
-        let text = std::fs::read_to_string(path)
-            .or_else(|_| std::fs::read_to_string(fallback))
-            .expect("the reference tools.json is readable");
-        serde_json::from_str(&text).expect("the reference tools.json is JSON")
+        assert!(
+            program.exists(),
+            "the reference agentic-hil 0.25.0 is missing at {}: run scripts/setup-debian.sh",
+            program.display()
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut child = std::process::Command::new(&program)
+            .arg("mcp-stdio")
+            .current_dir(dir.path())
+            .env("HOME", dir.path())
+            .env_remove("AGENTIC_HIL_CONFIG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the reference starts");
+        let mut stdin = child.stdin.take().expect("stdin");
+        for line in [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "catalogue-test", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        ] {
+            writeln!(stdin, "{line}").expect("the reference reads its stdin");
+        }
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let answer = stdout
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(&line.expect("a line")).expect("JSON-RPC"))
+            .find(|message| message["id"] == 2)
+            .expect("the reference answers tools/list");
+        drop(stdin);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            answer["result"]["nextCursor"].is_null(),
+            "the reference's list fits one page"
+        );
+        answer["result"]["tools"]
+            .as_array()
+            .expect("a tool list")
+            .clone()
     }
 
     fn property_names(schema: &Value) -> BTreeSet<String> {

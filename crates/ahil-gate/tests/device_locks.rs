@@ -210,25 +210,10 @@ fn killing_the_holder_frees_the_device_at_once_and_the_next_taker_learns_why() {
     );
 }
 
-/// The reference implementation (agentic-hil 0.25.0), installed by scripts/setup-debian.sh.
-fn reference() -> Option<PathBuf> {
-    let path = std::env::var_os("AHIL_REFERENCE_BIN").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/reference-venv/bin/agentic-hil")
-        },
-        PathBuf::from,
-    );
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the reference implementation is required in CI: run scripts/setup-debian.sh"
-    );
-    eprintln!("skipped: reference agentic-hil 0.25.0 not installed (run scripts/setup-debian.sh)");
-    None
-}
+// The reference implementation (agentic-hil 0.25.0), installed by scripts/setup-debian.sh.
+#[path = "../../ahil-config/tests/reference/mod.rs"]
+mod installed_reference;
+use installed_reference::reference;
 
 /// A workspace whose one debugger names probe `interop1`, accepted by both implementations.
 struct Bench {
@@ -325,7 +310,7 @@ impl Bench {
 
 #[test]
 fn a_device_held_by_the_reference_is_busy_for_us() {
-    let Some(reference) = reference() else { return };
+    let reference = reference();
     let bench = Bench::new();
     let (mut server, started) = bench.reference_run_start(&reference);
     assert_eq!(
@@ -352,7 +337,7 @@ fn a_device_held_by_the_reference_is_busy_for_us() {
 
 #[test]
 fn a_device_we_hold_is_busy_for_the_reference() {
-    let Some(reference) = reference() else { return };
+    let reference = reference();
     let bench = Bench::new();
     let ours = locks(&bench.home);
     ours.acquire(&keys("probe:interop1"), Duration::ZERO)

@@ -1,8 +1,8 @@
-//! The committed firmware images are what the sources build. With `arm-none-eabi-gcc` present (setup
-//! with --with-arm-gcc), the sources are rebuilt in a temp dir and compared byte for byte: the Makefile
-//! maps build paths to "." and records no command line, so the same compiler gives the same bytes. A
-//! different compiler version legitimately emits different code, so then the rebuild must still
-//! succeed and the ELF must keep the same sections, which is what the tests depend on; the version the images were built with is in firmware/build/TOOLCHAIN.
+//! The committed firmware images are what the sources build. The sources are rebuilt in a temp dir
+//! and compared byte for byte: the Makefile maps build paths to "." and records no command line, so
+//! the same compiler gives the same bytes. A different compiler version legitimately emits different
+//! code, so then the rebuild must still succeed and the ELF must keep the same sections, which is
+//! what the tests depend on; the version the images were built with is in firmware/build/TOOLCHAIN.
 
 use std::os::unix::process::CommandExt as _;
 use std::path::Path;
@@ -51,13 +51,8 @@ fn sections(elf: &Path) -> Vec<String> {
 
 #[test]
 fn the_committed_firmware_is_what_its_sources_build() {
-    let Some(version) = compiler_version() else {
-        eprintln!(
-            "skipped: arm-none-eabi-gcc is not installed (scripts/setup-debian.sh --with-arm-gcc); \
-             the committed images are used as they are"
-        );
-        return;
-    };
+    let version =
+        compiler_version().expect("arm-none-eabi-gcc is missing: run scripts/setup-debian.sh");
     let work = tempfile::tempdir().expect("temp dir");
     let source = firmware::source_dir();
     for item in [

@@ -97,25 +97,13 @@ impl World {
     }
 }
 
-/// The reference implementation (agentic-hil 0.25.0) that scripts/setup-debian.sh installs. Outside
-/// CI a missing reference skips the comparison with a message; in CI it is an error.
-pub fn reference() -> Option<PathBuf> {
-    let path = std::env::var_os("AHIL_REFERENCE_BIN").map_or_else(
-        || {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/reference-venv/bin/agentic-hil")
-        },
-        PathBuf::from,
-    );
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "the reference implementation is required in CI: run scripts/setup-debian.sh"
-    );
-    eprintln!("skipped: reference agentic-hil 0.25.0 not installed (run scripts/setup-debian.sh)");
-    None
+#[path = "../../../ahil-config/tests/reference/mod.rs"]
+mod installed_reference;
+
+/// The reference implementation (agentic-hil 0.25.0) that scripts/setup-debian.sh installs; a test
+/// that compares with it fails when it is missing.
+pub fn reference() -> PathBuf {
+    installed_reference::reference()
 }
 
 /// An MCP session with this world's server, over rmcp's own client.

@@ -11,7 +11,8 @@ use ahil_drivers::probe::Budget;
 use ahil_drivers::qemu::QemuProbe;
 use ahil_sim::{Board, BoardConfig, Uart, firmware};
 
-pub const GDB: &str = "gdb-multiarch";
+/// Where `scripts/setup-debian.sh` installs gdb-multiarch (Debian's package).
+pub const GDB: &str = "/usr/bin/gdb-multiarch";
 pub const UART_WAIT: Duration = Duration::from_secs(5);
 
 /// A started (paused) board booting `image`, or blank.
@@ -48,8 +49,23 @@ impl Bench {
         Uart::open(&self.board.paths().uart()).expect("the UART link opens")
     }
 
+    /// A driver whose gdb is this bench's own link to gdb-multiarch, so the gdbs it starts are told
+    /// apart from those of other tests running at the same moment (by argv[0], see [`processes_started_as`]).
     pub fn probe(&self) -> QemuProbe {
-        QemuProbe::new(self.board.paths().dir(), GDB, self.machine)
+        QemuProbe::new(self.board.paths().dir(), self.gdb(), self.machine)
+    }
+
+    /// This bench's gdb: a link in its own temp dir to the installed gdb-multiarch.
+    pub fn gdb(&self) -> std::path::PathBuf {
+        let link = self.dir.path().join("gdb-multiarch");
+        if !link.exists() {
+            assert!(
+                Path::new(GDB).is_file(),
+                "{GDB} is missing: run scripts/setup-debian.sh"
+            );
+            std::os::unix::fs::symlink(GDB, &link).expect("link to gdb-multiarch");
+        }
+        link
     }
 }
 
@@ -88,28 +104,23 @@ pub fn members_of_group(group: i32) -> Vec<i32> {
     members
 }
 
-/// Live children of this test process running `name` (an orphan check for gdb).
-pub fn children_named(name: &str) -> Vec<i32> {
-    let me = std::process::id().to_string();
-    let mut found = Vec::new();
+/// Live processes whose argv[0] is exactly `program`.
+pub fn processes_started_as(program: &Path) -> Vec<i32> {
+    let wanted = program.as_os_str().as_encoded_bytes();
     let Ok(entries) = fs::read_dir("/proc") else {
-        return found;
+        return Vec::new();
     };
-    for entry in entries.flatten() {
-        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some((head, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if head.contains(name)
-            && fields.first() != Some(&"Z")
-            && fields.get(1) == Some(&me.as_str())
-            && let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse().ok())
-        {
-            found.push(pid);
-        }
-    }
-    found
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let argv0 = cmdline.split(|b| *b == 0).next().unwrap_or_default();
+            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            argv0 == wanted && !zombie
+        })
+        .collect()
 }
