@@ -119,6 +119,10 @@ pub enum Command {
     CheckPlan {
         /// Plan files, relative to the workspace (default `.agentic-hil/testconfig.yaml`).
         plans: Vec<PathBuf>,
+        /// Fail for a plan naming a device this workspace's configuration does not declare, instead
+        /// of reporting it as a finding.
+        #[arg(long)]
+        strict: bool,
     },
     /// Print (or write) the JSON schema of test plans (`.agentic-hil/testconfig.yaml`).
     #[command(name = "test-schema")]

@@ -194,7 +194,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 Some(path) => files::write_output(&workspace, path, &schema, *force, "schema")?,
             }
         }
-        Command::CheckPlan { plans } => plans::check(&workspace, plans),
+        Command::CheckPlan { plans, strict } => plans::check(&workspace, &env, plans, *strict),
         Command::TestSchema { output, force } => {
             let schema = ahil_config::plan::plan_json_schema();
             match output {

@@ -244,6 +244,60 @@ fn check_plan_loads_a_good_plan_and_names_the_key_of_a_bad_one() {
     assert_eq!(doc["field"], json!("steps[0].colour"));
 }
 
+#[test]
+fn check_plan_reports_an_undeclared_device_and_fails_on_it_only_with_strict() {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    std::fs::create_dir_all(world.workspace.join("t")).expect("plan dir");
+    std::fs::write(
+        world.workspace.join("t/other-bench.yaml"),
+        "version: 5\nname: other\nsteps:\n  - {device: uart9, action: uart_open}\n  \
+         - action: repeat\n    count: 2\n    steps:\n      \
+         - {device: can7, action: can_open}\n      - {device: can7, action: can_close}\n  \
+         - {device: uart9, action: uart_close}\n",
+    )
+    .expect("plan");
+    std::fs::write(
+        world.workspace.join("t/this-bench.yaml"),
+        "version: 5\nname: this\nsteps:\n  - {device: dut, action: reset, mode: run}\n",
+    )
+    .expect("plan");
+    let (doc, code) = world.run_json(&["check-plan", "t/other-bench.yaml", "t/this-bench.yaml"]);
+    assert_eq!(
+        code,
+        Some(0),
+        "a finding is not a failure without --strict: {doc}"
+    );
+    assert_eq!(doc["strict"], false, "{doc}");
+    assert_eq!(doc["configuration"]["debuggers"], json!(["dut"]), "{doc}");
+    assert_eq!(
+        doc["plans"][0]["unconfigured_devices"],
+        json!(["uart9", "can7"]),
+        "{doc}"
+    );
+    assert!(
+        doc["plans"][1].get("unconfigured_devices").is_none(),
+        "{doc}"
+    );
+
+    let (doc, code) = world.run_json(&[
+        "check-plan",
+        "--strict",
+        "t/other-bench.yaml",
+        "t/this-bench.yaml",
+    ]);
+    assert_eq!(code, Some(1), "--strict fails on the finding: {doc}");
+    assert_eq!(doc["ok"], false, "{doc}");
+    assert_eq!(doc["error_type"], "unknown_device", "{doc}");
+    let (doc, code) = world.run_json(&["check-plan", "--strict", "t/this-bench.yaml"]);
+    assert_eq!(
+        code,
+        Some(0),
+        "a plan for this bench passes --strict: {doc}"
+    );
+}
+
 /// `debugger-probes` before `init`, with only `tools` on PATH.
 fn probes_before_init(world: &World, tools: &std::path::Path) -> serde_json::Value {
     let out = world

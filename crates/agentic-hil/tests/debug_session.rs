@@ -116,6 +116,33 @@ fn read_ihex(text: &str) -> Vec<(u64, Vec<u8>)> {
     records
 }
 
+/// The catalogue's "No session" sentences: stop, status and the breakpoint list answer ok with
+/// `active: false`; every tool that needs a session's gdb answers `session_not_active`.
+#[tokio::test]
+async fn without_a_session_each_debug_tool_answers_as_its_catalogue_sentence_says() {
+    let world = world("debug:\n  allowed_symbols: [on_tick, counter]\n");
+    let client = support::connect(&world).await;
+    let doc = ok(&client, "debug_stop_session", json!({})).await;
+    assert_eq!(doc["active"], false, "{doc}");
+    let doc = ok(&client, "debug_get_session_status", json!({})).await;
+    assert_eq!(doc["active"], false, "{doc}");
+    assert_eq!(doc["status"], "stopped", "{doc}");
+    let doc = ok(&client, "debug_list_breakpoints", json!({})).await;
+    assert_eq!(doc["active"], false, "{doc}");
+    assert_eq!(doc["breakpoints"], json!([]), "{doc}");
+    for (tool, args) in [
+        ("debug_set_breakpoint", json!({"location": "on_tick"})),
+        ("debug_clear_breakpoints", json!({})),
+        ("debug_continue", json!({})),
+        ("debug_halt", json!({})),
+        ("debug_get_stop_reason", json!({})),
+    ] {
+        let (doc, is_error) = call(&client, tool, args).await;
+        assert!(is_error, "{tool} without a session: {doc}");
+        assert_eq!(doc["error_type"], "session_not_active", "{tool}: {doc}");
+    }
+}
+
 #[tokio::test]
 async fn a_session_breaks_on_on_tick_reads_and_dumps_growing_globals_and_stops_with_the_core_halted()
  {

@@ -49,6 +49,11 @@ pub fn run(
                     .with("status", "stopped")
                     .with("session", Value::Null),
             ),
+            "debug_list_breakpoints" => quiet(
+                Outcome::ok(tool, "No debug session is active, so no breakpoint is set.")
+                    .with("active", false)
+                    .with("breakpoints", json!([])),
+            ),
             _ => quiet(
                 Outcome::refused(
                     tool,
