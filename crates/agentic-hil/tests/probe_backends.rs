@@ -469,3 +469,29 @@ async fn real_openocd_without_a_probe_is_adapter_not_found_through_the_gate() {
     assert_eq!(doc["target_contacted"], json!(false));
     client.cancel().await.expect("client closes");
 }
+
+/// On the bench `init` writes, whose debugger names no executable yet, the image is checked before
+/// the toolchain: the agent hears first about what it can fix itself.
+#[tokio::test]
+async fn an_unbound_debugger_still_checks_the_image_first_for_flash_and_debug_sessions() {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    std::fs::write(world.workspace.join("junk.elf"), b"not an image").expect("junk image");
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+    std::fs::copy(built.join("ahil-fw-v1.elf"), world.workspace.join("fw.elf")).expect("image");
+    let client = support::connect(&world).await;
+    for tool in ["flash_firmware", "debug_start_session"] {
+        for (image, expected) in [
+            ("missing.elf", "artifact_not_found"),
+            ("junk.elf", "artifact_validation_failed"),
+            ("fw.elf", "debugger_not_found"),
+        ] {
+            let (doc, is_error) = call(&client, tool, json!({"image_path": image})).await;
+            assert!(is_error, "{tool} {image}: {doc}");
+            assert_eq!(doc["error_type"], expected, "{tool} {image}: {doc}");
+            assert_eq!(doc["target_contacted"], false, "{tool} {image}: {doc}");
+        }
+    }
+    client.cancel().await.expect("client closes");
+}

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use super::debug_ops as ops;
 use super::debugger_info::bound_debugger;
 use super::{Acted, Context, DriverJob, Plan, Work};
-use crate::artifacts::{self, ArtifactPolicy, ArtifactRef, Format, Stager};
+use crate::artifacts::{self, ArtifactPolicy, ArtifactRef, Format, StagedArtifact, Stager};
 use crate::debug::{self, Live, Server, Sessions};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
@@ -202,9 +202,10 @@ fn session_work<'a>(
         let gdb = match &ctx.loaded.executables.gdb {
             Some(ExecutableState::Pinned { path }) => path.clone(),
             _ => {
-                return Ok(Work::Local(Box::new(move || {
-                    Acted {
-                    outcome: Outcome::refused(
+                return Ok(missing_program(
+                    ArtifactPolicy::from_config(config),
+                    args,
+                    Outcome::refused(
                         tool,
                         "debugger_not_found",
                         "Debug sessions need gdb (gdb-multiarch or arm-none-eabi-gdb), and none was found.",
@@ -212,16 +213,15 @@ fn session_work<'a>(
                     .with("backend", backend)
                     .with_remediation(["Install it with scripts/setup-debian.sh, or name it in `debug.gdb_executable`."])
                     .not_contacted(),
-                    contact: Some(Contact::none("nothing was started")),
-                }
-                })));
+                ));
             }
         };
         let server = if debugger.kind == DebuggerType::Openocd {
             let Some(executable) = pinned_debugger_executable(ctx.loaded, name) else {
-                return Ok(Work::Local(Box::new(move || {
-                    Acted {
-                    outcome: Outcome::refused(
+                return Ok(missing_program(
+                    ArtifactPolicy::from_config(config),
+                    args,
+                    Outcome::refused(
                         tool,
                         "debugger_not_found",
                         "No OpenOCD executable is available for this debugger, so no debug server can start.",
@@ -229,9 +229,7 @@ fn session_work<'a>(
                     .with("backend", backend)
                     .with_remediation(["Install OpenOCD, or name it in `debuggers.<name>.executable`, then restart the server."])
                     .not_contacted(),
-                    contact: Some(Contact::none("nothing was started")),
-                }
-                })));
+                ));
             };
             ServerKind::OpenOcd {
                 openocd: OpenOcd::new(
@@ -378,6 +376,65 @@ struct Reached {
 }
 
 /// What `debug_start_session` needs, owned for the blocking job.
+/// The ELF a start names, resolved and staged; a refusal proves nothing started. It runs before the
+/// toolchain is looked for, so the agent first hears about what it can fix itself.
+fn stage_session_elf(policy: &ArtifactPolicy, args: &Value) -> Result<StagedArtifact, Box<Acted>> {
+    const TOOL: &str = "debug_start_session";
+    let refused = |outcome: Outcome, why: &'static str| {
+        Box::new(Acted {
+            outcome,
+            contact: Some(Contact::none(why)),
+        })
+    };
+    let request = match (
+        args.get("image_path").and_then(Value::as_str),
+        args.get("artifact_id").and_then(Value::as_str),
+    ) {
+        (Some(path), None) => ArtifactRef::Path(path),
+        (None, Some(id)) => ArtifactRef::Id(id),
+        _ => {
+            return Err(refused(
+                *invalid(TOOL, "Give exactly one of image_path or artifact_id."),
+                "refused before anything started",
+            ));
+        }
+    };
+    let staged = Stager::process()
+        .and_then(|stager| artifacts::resolve(policy, stager, request))
+        .map_err(|refusal| {
+            refused(
+                refusal.to_outcome(TOOL),
+                "the image was refused before anything started",
+            )
+        })?;
+    if staged.format() != Some(Format::Elf) {
+        return Err(refused(
+            Outcome::refused(
+                TOOL,
+                "artifact_validation_failed",
+                "Debug sessions require an ELF artifact with debug symbols.",
+            )
+            .with("artifact", staged.report().clone()),
+            "the image was refused before anything started",
+        ));
+    }
+    Ok(staged)
+}
+
+/// A start that cannot run because `outcome`'s program is missing: the image is still checked
+/// first.
+fn missing_program<'a>(policy: ArtifactPolicy, args: Value, outcome: Outcome) -> Work<'a> {
+    Work::Local(Box::new(move || {
+        if let Err(refused) = stage_session_elf(&policy, &args) {
+            return *refused;
+        }
+        Acted {
+            outcome,
+            contact: Some(Contact::none("nothing was started")),
+        }
+    }))
+}
+
 struct Start {
     server: ServerKind,
     policy: ArtifactPolicy,
@@ -411,41 +468,10 @@ impl Start {
                 "the open session was left as it was",
             );
         }
-        let request = match (
-            self.args.get("image_path").and_then(Value::as_str),
-            self.args.get("artifact_id").and_then(Value::as_str),
-        ) {
-            (Some(path), None) => ArtifactRef::Path(path),
-            (None, Some(id)) => ArtifactRef::Id(id),
-            _ => {
-                return refused(
-                    *invalid(TOOL, "Give exactly one of image_path or artifact_id."),
-                    "refused before anything started",
-                );
-            }
-        };
-        let staged = match Stager::process()
-            .and_then(|stager| artifacts::resolve(&self.policy, stager, request))
-        {
+        let staged = match stage_session_elf(&self.policy, &self.args) {
             Ok(staged) => staged,
-            Err(refusal) => {
-                return refused(
-                    refusal.to_outcome(TOOL),
-                    "the image was refused before anything started",
-                );
-            }
+            Err(refusal) => return *refusal,
         };
-        if staged.format() != Some(Format::Elf) {
-            return refused(
-                Outcome::refused(
-                    TOOL,
-                    "artifact_validation_failed",
-                    "Debug sessions require an ELF artifact with debug symbols.",
-                )
-                .with("artifact", staged.report().clone()),
-                "the image was refused before anything started",
-            );
-        }
         let header = std::fs::read(staged.path())
             .map(|bytes| bytes.into_iter().take(8).collect::<Vec<u8>>())
             .unwrap_or_default();

@@ -211,19 +211,32 @@ pub fn work<'a>(
             }
             _ => "no executable is pinned for this entry".to_owned(),
         };
-        return Ok(local(
-            Outcome::refused(
-                tool,
-                "debugger_not_found",
-                format!("No {kind} executable is available: {reason}."),
-            )
-            .with("backend", kind)
-            .with_remediation([
-                "Install the tool, or name it by absolute path in `debuggers.<name>.executable`, then restart the server.",
-            ])
-            .not_contacted(),
-            "nothing was started",
-        ));
+        let missing = Outcome::refused(
+            tool,
+            "debugger_not_found",
+            format!("No {kind} executable is available: {reason}."),
+        )
+        .with("backend", kind)
+        .with_remediation([
+            "Install the tool, or name it by absolute path in `debuggers.<name>.executable`, then restart the server.",
+        ])
+        .not_contacted();
+        if tool != "flash_firmware" {
+            return Ok(local(missing, "nothing was started"));
+        }
+        // The image is checked before the toolchain, so the agent first hears about what it can
+        // fix itself.
+        let args = flash_args(ctx)?;
+        let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
+        return Ok(Work::Local(Box::new(move || {
+            if let Err(refused) = stage_image(&policy, &args.image) {
+                return *refused;
+            }
+            Acted {
+                outcome: missing,
+                contact: Some(Contact::none("nothing was started")),
+            }
+        })));
     };
     if debugger.kind == DebuggerType::Openocd {
         for (field, raw) in [
