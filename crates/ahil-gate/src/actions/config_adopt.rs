@@ -297,19 +297,26 @@ pub fn run(
         return outcome.not_contacted();
     };
     let mut applied = None;
-    let result = edit_config(&loaded.path, env, stamp, |doc, current| {
-        let description = held.is_none_or(|h| {
-            h.allow_config_description_write && current.permissions.allow_config_description_write
-        });
-        let rights = Rights {
-            description,
-            permissions: false,
-        };
-        let done = apply_agent_changes(doc, current.version, rights, &proposal.carried)?;
-        let keys = done.changed.clone();
-        applied = Some(done);
-        Ok(keys)
-    });
+    let result = edit_config(
+        &loaded.workspace,
+        &loaded.path,
+        env,
+        stamp,
+        |doc, current| {
+            let description = held.is_none_or(|h| {
+                h.allow_config_description_write
+                    && current.permissions.allow_config_description_write
+            });
+            let rights = Rights {
+                description,
+                permissions: false,
+            };
+            let done = apply_agent_changes(doc, current.version, rights, &proposal.carried)?;
+            let keys = done.changed.clone();
+            applied = Some(done);
+            Ok(keys)
+        },
+    );
     let written = match result {
         Ok(w) => w,
         Err(err) => return super::config_set::refusal(tool, err),

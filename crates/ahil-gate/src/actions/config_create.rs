@@ -112,7 +112,7 @@ fn create(
         dropped_entries,
         skeleton,
     } = generated;
-    let written = match write_generated(path, env, STAMP, &document) {
+    let written = match write_generated(workspace, path, env, STAMP, &document) {
         Ok(w) => w,
         Err(WriteError::Invalid(e) | WriteError::Current(e)) => return config_refusal(&e),
         Err(WriteError::Io(e)) => {

@@ -82,22 +82,28 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
         actor: Actor::Agent,
         via: VIA,
     };
-    let result = edit_config(&loaded.path, ctx.env, stamp, |document, current| {
-        let rights = Rights {
-            description: held.allow_config_description_write
-                && current.permissions.allow_config_description_write,
-            permissions: held.allow_config_permissions_write
-                && current.permissions.allow_config_permissions_write,
-        };
-        previous = changes
-            .iter()
-            .map(|c| lookup(document, &c.key).cloned().unwrap_or(Value::Null))
-            .collect();
-        let done = apply_agent_changes(document, current.version, rights, changes)?;
-        let keys = done.changed.clone();
-        applied = Some(done);
-        Ok(keys)
-    });
+    let result = edit_config(
+        &loaded.workspace,
+        &loaded.path,
+        ctx.env,
+        stamp,
+        |document, current| {
+            let rights = Rights {
+                description: held.allow_config_description_write
+                    && current.permissions.allow_config_description_write,
+                permissions: held.allow_config_permissions_write
+                    && current.permissions.allow_config_permissions_write,
+            };
+            previous = changes
+                .iter()
+                .map(|c| lookup(document, &c.key).cloned().unwrap_or(Value::Null))
+                .collect();
+            let done = apply_agent_changes(document, current.version, rights, changes)?;
+            let keys = done.changed.clone();
+            applied = Some(done);
+            Ok(keys)
+        },
+    );
     let written = match result {
         Ok(written) => written,
         Err(err) => return refusal(ctx.tool, err),
