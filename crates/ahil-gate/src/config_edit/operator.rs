@@ -205,6 +205,7 @@ pub fn adopt_hardware(
             target,
             (!dry_run).then_some((stamp, None)),
             discovered.as_ref(),
+            false,
         ),
         Err(refusal) => *refusal,
     };
