@@ -270,12 +270,8 @@ pub fn run(
         Ok(p) => p,
         Err(refusal) => return *refusal,
     };
-    let version = loaded.config.version;
-    let (programs, carried): (Vec<Change>, Vec<Change>) = std::mem::take(&mut proposal.carried)
-        .into_iter()
-        .partition(|c| {
-            agent && crate::config_edit::classify(&c.key, version).is_ok_and(|r| r.operator_only)
-        });
+    let (programs, carried) =
+        split_programs(std::mem::take(&mut proposal.carried), loaded.config.version, agent);
     proposal.carried = carried;
     let program_keys: Vec<String> = programs.iter().map(|c| c.key.clone()).collect();
     if write.is_some() && proposal.carried.is_empty() && !program_keys.is_empty() {
@@ -374,6 +370,13 @@ pub fn run(
             ]),
         )
         .not_contacted()
+}
+
+/// An agent's adoption carries no key that names a program: those are split off, to be reported.
+fn split_programs(carried: Vec<Change>, version: u8, agent: bool) -> (Vec<Change>, Vec<Change>) {
+    carried.into_iter().partition(|c| {
+        agent && crate::config_edit::classify(&c.key, version).is_ok_and(|r| r.operator_only)
+    })
 }
 
 fn propose(
@@ -696,5 +699,29 @@ fn consider(proposal: &mut Proposal, key: &str, current: Option<Value>, discover
         Some(value) => proposal
             .kept
             .push(json!({"key": key, "current_value": value, "discovered_value": discovered})),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agents_adoption_carries_no_program_and_the_operators_does() {
+        let carried = || {
+            ["debuggers.dut.probe_id", "debuggers.dut.executable"]
+                .map(|key| Change {
+                    key: key.to_owned(),
+                    value: json!("x"),
+                })
+                .to_vec()
+        };
+        let (programs, rest) = split_programs(carried(), 3, true);
+        assert_eq!(programs[0].key, "debuggers.dut.executable");
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].key, "debuggers.dut.probe_id");
+        let (programs, rest) = split_programs(carried(), 3, false);
+        assert!(programs.is_empty());
+        assert_eq!(rest.len(), 2);
     }
 }

@@ -396,3 +396,49 @@ fn outside_description_changes(merged: &Config, disk: &Config) -> Vec<String> {
         .cloned()
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loaded(extra: &str) -> LoadedConfig {
+        let text = ahil_config::render_init_config(
+            std::path::Path::new("/tmp/ws"),
+            std::path::Path::new("/tmp/state"),
+        )
+        .replace("can_buses: {}\n", extra);
+        LoadedConfig {
+            config: ahil_config::parse_config(text.as_bytes()).expect("parses"),
+            path: "/tmp/config.yaml".into(),
+            display_path: "/tmp/config.yaml".into(),
+            digest: String::new(),
+            loaded_at: String::new(),
+            workspace: "/tmp/ws".into(),
+            from_override: false,
+            auto_recover_explicit: false,
+            executables: ahil_config::PinnedExecutables::default(),
+        }
+    }
+
+    const BUS: &str = "can_buses:\n  bus:\n    adapter: socketcan\n    channel: can0\n    permissions:\n      allow_write: true\n";
+
+    #[test]
+    fn a_new_entry_that_names_a_program_arrives_only_with_a_restart() {
+        let before = loaded("can_buses: {}\n");
+        let bridge = "can_buses:\n  bridge:\n    adapter: process\n    channel: b0\n    executable: /usr/bin/env\n";
+        let merged = merge(&before, loaded(bridge));
+        assert!(merged.loaded.config.can_buses.is_empty());
+        assert_eq!(merged.restart_required_for, ["can_buses.bridge"]);
+    }
+
+    #[test]
+    fn a_bus_moved_to_another_channel_loses_its_grant_in_force() {
+        let before = loaded(BUS);
+        let merged = merge(&before, loaded(&BUS.replace("can0", "can1")));
+        assert_eq!(merged.redirected_entries, ["can_buses.bus"]);
+        assert!(!merged.loaded.config.can_buses["bus"].permissions.allow_write);
+        let same = merge(&before, loaded(BUS));
+        assert!(same.redirected_entries.is_empty());
+        assert!(same.loaded.config.can_buses["bus"].permissions.allow_write);
+    }
+}
