@@ -19,8 +19,15 @@ fn config_bytes(world: &World) -> Vec<u8> {
 fn write_to(server: &mut Mcp, port: &str) -> Value {
     let port = json!({"port_id": port});
     let started = server.envelope("com_session_start", &port);
-    assert_eq!(started["ok"], json!(true), "reading needs no grant: {started}");
-    let written = server.envelope("com_write", &json!({"port_id": port["port_id"], "text": "ping\n"}));
+    assert_eq!(
+        started["ok"],
+        json!(true),
+        "reading needs no grant: {started}"
+    );
+    let written = server.envelope(
+        "com_write",
+        &json!({"port_id": port["port_id"], "text": "ping\n"}),
+    );
     let stopped = server.envelope("com_session_stop", &port);
     assert_eq!(stopped["ok"], json!(true), "{stopped}");
     written
@@ -33,7 +40,11 @@ fn a_retargeted_port_cannot_write_until_the_operator_grants_it() {
     configure_uart(&world, &declared.device);
     let mut server = Mcp::ours(&world);
     let first = write_to(&mut server, "uart0");
-    assert_eq!(first["ok"], json!(true), "the declared port writes: {first}");
+    assert_eq!(
+        first["ok"],
+        json!(true),
+        "the declared port writes: {first}"
+    );
 
     let moved = set(
         &mut server,
@@ -90,7 +101,11 @@ fn a_port_renamed_to_a_link_of_the_same_node_keeps_its_grant() {
     let reload = server.envelope("project_config_reload_description", &json!({}));
     assert_eq!(reload["redirected_entries"], json!([]), "{reload}");
     let written = write_to(&mut server, "uart0");
-    assert_eq!(written["ok"], json!(true), "same device, same grant: {written}");
+    assert_eq!(
+        written["ok"],
+        json!(true),
+        "same device, same grant: {written}"
+    );
 }
 
 #[test]
@@ -119,7 +134,10 @@ fn a_key_that_names_a_program_is_refused_over_mcp_and_described_as_the_operators
                 .is_some_and(|c| c.contains("agentic-hil config-reload")),
             "{refused}"
         );
-        assert!(refused["remediation"].is_array(), "advice merged: {refused}");
+        assert!(
+            refused["remediation"].is_array(),
+            "advice merged: {refused}"
+        );
     }
     assert_eq!(config_bytes(&world), before, "nothing was written");
 

@@ -270,8 +270,11 @@ pub fn run(
         Ok(p) => p,
         Err(refusal) => return *refusal,
     };
-    let (programs, carried) =
-        split_programs(std::mem::take(&mut proposal.carried), loaded.config.version, agent);
+    let (programs, carried) = split_programs(
+        std::mem::take(&mut proposal.carried),
+        loaded.config.version,
+        agent,
+    );
     proposal.carried = carried;
     let program_keys: Vec<String> = programs.iter().map(|c| c.key.clone()).collect();
     if write.is_some() && proposal.carried.is_empty() && !program_keys.is_empty() {

@@ -436,7 +436,11 @@ mod tests {
         let before = loaded(BUS);
         let merged = merge(&before, loaded(&BUS.replace("can0", "can1")));
         assert_eq!(merged.redirected_entries, ["can_buses.bus"]);
-        assert!(!merged.loaded.config.can_buses["bus"].permissions.allow_write);
+        assert!(
+            !merged.loaded.config.can_buses["bus"]
+                .permissions
+                .allow_write
+        );
         let same = merge(&before, loaded(BUS));
         assert!(same.redirected_entries.is_empty());
         assert!(same.loaded.config.can_buses["bus"].permissions.allow_write);
