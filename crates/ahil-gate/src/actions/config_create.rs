@@ -111,6 +111,7 @@ fn create(
         document,
         dropped_entries,
         skeleton,
+        closed_entries,
     } = generated;
     let written = match write_generated(workspace, path, env, STAMP, &document) {
         Ok(w) => w,
@@ -177,6 +178,7 @@ fn create(
         .with("permissions", json!(surface))
         .with("narrowed_permissions", json!(narrowed))
         .with("dropped_entries", json!(dropped_entries))
+        .with("closed_entries", json!(closed_entries))
         .with("reload_required", known.is_some())
         .with(
             "hardware_discovery",
