@@ -12,7 +12,7 @@ use ahil_drivers::qemu::BoardPaths;
 use ahil_sim::BoardState;
 use serde_json::{Value, json};
 
-use super::identity::{close_grants, redirected};
+use super::identity::{close_grants, redirected, workspace_of};
 use super::keys::PROJECT_FLAGS;
 
 /// A board found running.
@@ -311,6 +311,7 @@ fn prune(value: Value, version: u8) -> Value {
 /// entry the server did not know, or a known name that now stands for another device, is written
 /// with every grant false.
 fn close_new_devices(document: &mut Value, known: &Value) -> Vec<String> {
+    let workspace = workspace_of(document);
     let mut closed = Vec::new();
     for section in ["debuggers", "com_ports", "can_buses"] {
         let Some(entries) = document.get_mut(section).and_then(Value::as_object_mut) else {
@@ -320,7 +321,7 @@ fn close_new_devices(document: &mut Value, known: &Value) -> Vec<String> {
             let same = known
                 .get(section)
                 .and_then(|s| s.get(name))
-                .is_some_and(|was| !redirected(section, was, entry));
+                .is_some_and(|was| !redirected(section, was, entry, &workspace));
             if !same {
                 close_grants(entry);
                 closed.push(format!("{section}.{name}"));

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::identity::{close_grants, redirected};
+use super::identity::{close_grants, redirected, workspace_of};
 use super::keys::{KeyRule, Right, classify};
 
 /// One requested `{key, value}`.
@@ -198,9 +198,10 @@ fn apply(document: &mut Value, version: u8, rules: &[KeyRule], changes: &[Change
             applied.changed.push(rule.key.clone());
         }
     }
+    let workspace = workspace_of(document);
     for (section, name, was) in touched {
         let entry = object_at(document, &[section]).get_mut(&name);
-        if let Some(entry) = entry.filter(|now| redirected(section, &was, now)) {
+        if let Some(entry) = entry.filter(|now| redirected(section, &was, now, &workspace)) {
             close_grants(entry);
             applied.redirected_entries.push(format!("{section}.{name}"));
         }

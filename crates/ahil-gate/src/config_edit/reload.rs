@@ -2,6 +2,7 @@
 //! file as it is now, and keep every grant and every other section from the configuration the server
 //! started with. A device the server did not know arrives with every grant false.
 
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 
 use ahil_config::{
@@ -123,7 +124,12 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
     let mut kept = Kept::default();
     config.debuggers = IndexMap::new();
     for (name, entry) in &disk.debuggers {
-        let Some(mut entry) = kept.entry("debuggers", name, old.debuggers.get(name), entry) else {
+        let Some(mut entry) = kept.entry(
+            "debuggers",
+            name,
+            (old.debuggers.get(name), entry),
+            &old.workspace_root,
+        ) else {
             executables.debuggers.shift_remove(name);
             executables.gdb_servers.shift_remove(name);
             continue;
@@ -159,7 +165,8 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
     for (name, port) in &disk.com_ports {
         let mut port = port.clone();
         let before = old.com_ports.get(name);
-        if before.is_some_and(|b| redirected("com_ports", &to_json(b), &to_json(&port))) {
+        let ws = &old.workspace_root;
+        if before.is_some_and(|b| redirected("com_ports", &to_json(b), &to_json(&port), ws)) {
             kept.redirected.push(format!("com_ports.{name}"));
         }
         port.permissions = kept.grants("com_ports", name, before.map(|p| p.permissions));
@@ -168,7 +175,8 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
     config.can_buses = IndexMap::new();
     for (name, bus) in &disk.can_buses {
         let before = old.can_buses.get(name);
-        let Some(mut bus) = kept.entry("can_buses", name, before, bus) else {
+        let Some(mut bus) = kept.entry("can_buses", name, (before, bus), &old.workspace_root)
+        else {
             executables.can_buses.shift_remove(name);
             continue;
         };
@@ -263,8 +271,8 @@ impl Kept {
         &mut self,
         section: &'static str,
         name: &str,
-        before: Option<&T>,
-        disk: &T,
+        (before, disk): (Option<&T>, &T),
+        workspace: &Path,
     ) -> Option<T> {
         let at = format!("{section}.{name}");
         let now = to_json(disk);
@@ -275,7 +283,7 @@ impl Kept {
             }
             return Some(disk.clone());
         };
-        if redirected(section, &before, &now) {
+        if redirected(section, &before, &now, workspace) {
             self.redirected.push(at.clone());
         }
         let section_kind = match section {
