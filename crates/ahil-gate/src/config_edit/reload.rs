@@ -222,6 +222,9 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
     // What only a restart applies: the differing grants by key, then other sections that moved.
     let mut restart_required_for = permission_differences.clone();
     restart_required_for.extend(kept.programs.iter().cloned());
+    if old.debug.gdb_executable != disk.debug.gdb_executable {
+        restart_required_for.push("debug.gdb_executable".to_owned());
+    }
     restart_required_for.extend(
         outside_description_changes(&config, disk)
             .into_iter()
@@ -437,6 +440,31 @@ mod tests {
         let merged = merge(&before, loaded(bridge));
         assert!(merged.loaded.config.can_buses.is_empty());
         assert_eq!(merged.restart_required_for, ["can_buses.bridge"]);
+    }
+
+    #[test]
+    fn a_changed_debugger_program_stays_as_pinned_and_waits_for_a_restart() {
+        let before = loaded("can_buses: {}\n");
+        let mut disk = loaded("can_buses: {}\n");
+        disk.config
+            .debuggers
+            .get_mut("dut")
+            .expect("starter")
+            .executable = Some("/usr/bin/env".into());
+        disk.config.debug.gdb_executable = Some("/usr/bin/env".into());
+        let merged = merge(&before, disk);
+        assert_eq!(merged.loaded.config.debuggers["dut"].executable, None);
+        assert_eq!(merged.loaded.config.debug.gdb_executable, None);
+        assert!(
+            merged
+                .restart_required_for
+                .contains(&"debuggers.dut.executable".to_owned())
+        );
+        assert!(
+            merged
+                .restart_required_for
+                .contains(&"debug.gdb_executable".to_owned())
+        );
     }
 
     #[test]
