@@ -30,7 +30,9 @@ pub use discover::{
     config_candidates, default_state_root,
 };
 pub use error::{ConfigError, Refusal};
-pub use load::{LoadedConfig, digest_bytes, load_authoritative, load_config_file, parse_config};
+pub use load::{
+    LoadedConfig, admit, digest_bytes, load_authoritative, load_config_file, parse_config,
+};
 pub use model::*;
 pub use pin::{ExecutableState, PinnedExecutables, autodetect_tool};
 pub use schema::config_json_schema;

@@ -337,6 +337,43 @@ pub fn load_authoritative(
     workspace: &Path,
     env: &Environment,
 ) -> Result<LoadedConfig, ConfigError> {
+    let (workspace, loc) = locate(workspace, env)?;
+    let shown = env.display_path(&loc.path);
+    let bytes = read_config_bytes(&loc.path, &shown)?;
+    admit_located(&bytes, workspace, loc, env)
+}
+
+/// The startup check of a document that is about to replace the file at `path`: exactly what
+/// `load_authoritative` would check of those bytes, so a write never leaves a file the next start
+/// refuses. `path` must be the file a start in `workspace` reads.
+pub fn admit(
+    bytes: &[u8],
+    workspace: &Path,
+    path: &Path,
+    env: &Environment,
+) -> Result<LoadedConfig, ConfigError> {
+    let (workspace, loc) = locate(workspace, env)?;
+    if resolve_lenient(&loc.path) != resolve_lenient(path) {
+        return Err(ConfigError::invalid(
+            Refusal::new("The file being written is not the one a start in this workspace reads.")
+                .with("path", env.display_path(path))
+                .with("expected_path", env.display_path(&loc.path)),
+        ));
+    }
+    // The bytes are new, but the path they land at is the one a start opens refusing links.
+    if let Err(WalkError::Unsafe) = walk_no_links(path, false) {
+        return Err(ConfigError::unsafe_path(
+            Refusal::new(
+                "The configuration path contains a symbolic link or a non-directory component.",
+            )
+            .with("path", env.display_path(path)),
+        ));
+    }
+    admit_located(bytes, workspace, loc, env)
+}
+
+/// The workspace, resolved, and the configuration file a start there reads.
+fn locate(workspace: &Path, env: &Environment) -> Result<(PathBuf, ConfigLocation), ConfigError> {
     let workspace = workspace.canonicalize().map_err(|e| {
         ConfigError::invalid(
             Refusal::new("The workspace directory does not exist or cannot be resolved.")
@@ -346,10 +383,20 @@ pub fn load_authoritative(
     })?;
     check_workspace_not_home(&workspace, env)?;
     let loc = ConfigLocation::select(&workspace, env)?;
+    Ok((workspace, loc))
+}
+
+/// Every check of a start after the file's bytes are read: the document, the machine, the
+/// workspace binding, the pinned programs and the device identities.
+fn admit_located(
+    bytes: &[u8],
+    workspace: PathBuf,
+    loc: ConfigLocation,
+    env: &Environment,
+) -> Result<LoadedConfig, ConfigError> {
     let shown = env.display_path(&loc.path);
-    let bytes = read_config_bytes(&loc.path, &shown)?;
     let (mut cfg, auto_recover_explicit) =
-        parse_document(&bytes, &env.home).map_err(|e| with_path(e, &shown))?;
+        parse_document(bytes, &env.home).map_err(|e| with_path(e, &shown))?;
 
     // Machine checks: the workspace named by the file exists, the state root is usable.
     let ws_real = cfg.workspace_root.canonicalize().map_err(|_| {
@@ -409,7 +456,7 @@ pub fn load_authoritative(
         config: cfg,
         display_path: shown,
         path: loc.path,
-        digest: digest_bytes(&bytes),
+        digest: digest_bytes(bytes),
         loaded_at: time::utc_now(),
         workspace,
         from_override: loc.from_override,

@@ -588,9 +588,9 @@ config_write_in_open_run or config_invalid (nothing written).",
         description: "Change keys of the configuration file, all or none: description keys (target, debugger, \
 COM and CAN fields) need permissions.allow_config_description_write; permission keys need \
 permissions.allow_config_permissions_write and take only false, so an agent can narrow a grant but never \
-open one. A key under a new entry name creates that entry with every grant false. The file keeps its header \
-and records who changed what in provenance. Fails with permission_denied, permission_widening_denied, \
-invalid_argument, config_invalid (nothing written) or config_write_in_open_run. Next: \
+open one. A new entry, or one pointed at another device, has every grant false; program keys are the \
+operator's. Provenance records who changed what. Fails with permission_denied, permission_widening_denied, \
+operator_only_key, invalid_argument, config_invalid (nothing written) or config_write_in_open_run. Next: \
 project_config_reload_description.",
         kind: Kind::Effect {
             destructive: true,

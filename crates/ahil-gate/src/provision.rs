@@ -5,7 +5,7 @@ use std::path::Path;
 
 use ahil_config::{
     Config, ConfigError, ConfigLocation, Environment, check_workspace_not_home, default_state_root,
-    load_authoritative, parse_config, render_init_config,
+    parse_config, render_init_config,
 };
 use serde_json::{Map, Value, json};
 
@@ -83,23 +83,15 @@ fn write_generated(
 ) -> Result<Value, Box<Outcome>> {
     let state_root = default_state_root(env);
     let text = render_init_config(workspace, &state_root);
-    // Check the document before it replaces anything, so a bad template can never cost the operator
-    // a working file.
-    let generated = parse_config(text.as_bytes()).map_err(|err| Box::new(refusal(&err)))?;
+    // The start's own check, before anything is replaced: what the next start would refuse is
+    // never written, and the operator's working file keeps every byte.
+    let generated = ahil_config::admit(text.as_bytes(), workspace, &location.path, env)
+        .map_err(|err| Box::new(refusal(&err)))?
+        .config;
     let parent = location.path.parent().unwrap_or(Path::new("/"));
     fsio::create_dir_all_private(parent, 0o700).map_err(|err| Box::new(io_refusal(&err)))?;
     fsio::write_atomic(&location.path, text.as_bytes(), 0o600)
         .map_err(|err| Box::new(io_refusal(&err)))?;
-    if let Err(err) = load_authoritative(workspace, env) {
-        // The written file does not load in this environment: put back exactly what was there.
-        let _ = match previous {
-            Some(bytes) => fsio::write_atomic(&location.path, bytes, 0o600),
-            None => std::fs::remove_file(&location.path),
-        };
-        return Err(Box::new(
-            refusal(&err).with("rollback", json!({"attempted": true})),
-        ));
-    }
     let mut step = json!({
         "ok": true,
         "summary": "Wrote a version 3 configuration: every permission granted except raw debugger commands and mass erase.",
@@ -205,6 +197,7 @@ fn hold_bench(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ahil_config::load_authoritative;
 
     fn world() -> (tempfile::TempDir, std::path::PathBuf, Environment) {
         let root = tempfile::tempdir().expect("temp dir");

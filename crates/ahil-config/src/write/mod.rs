@@ -14,8 +14,9 @@
 //!    checked tree has one form to get right, and the round trip is proven before anything is written
 //!    (step 4). The cost is that comments below the header do not survive; the reference's writer makes
 //!    the same trade, so files move between the two implementations unchanged in meaning.
-//! 4. The new text is parsed back: it must give the edited tree exactly, and pass every loader check;
-//!    otherwise nothing is written (`config_invalid`).
+//! 4. The new text is parsed back: it must give the edited tree exactly, and pass every check a
+//!    start runs (`load::admit`: the document, the workspace binding, the pinned programs, the
+//!    device identities); otherwise nothing is written and the file keeps every byte.
 //! 5. It replaces the file atomically (temp file in the same directory, fsync, rename, fsync).
 
 mod emit;
@@ -29,7 +30,7 @@ use serde_json::{Map, Value, json};
 
 use crate::discover::Environment;
 use crate::error::{ConfigError, Refusal};
-use crate::load::{digest_bytes, parse_document, read_config_bytes};
+use crate::load::{admit, digest_bytes, parse_document, read_config_bytes};
 use crate::model::{Actor, Config};
 use crate::node::parse_yaml;
 use crate::time;
@@ -80,11 +81,13 @@ pub enum WriteError<E> {
     Io(std::io::Error),
 }
 
-/// Locks, reads, edits, checks and replaces the configuration at `path`.
+/// Locks, reads, edits, checks and replaces the configuration at `path`, the file a start in
+/// `workspace` reads.
 ///
 /// `edit` gets the document tree and the configuration the file holds now, and answers the canonical
 /// keys it changed (none: nothing is written) or a refusal.
 pub fn edit_config<E>(
+    workspace: &Path,
     path: &Path,
     env: &Environment,
     stamp: Stamp<'_>,
@@ -129,7 +132,9 @@ pub fn edit_config<E>(
             "The edited configuration would not read back as written; nothing was written.",
         ))));
     }
-    let (config, _) = parse_document(out.as_bytes(), &env.home).map_err(WriteError::Invalid)?;
+    let config = admit(out.as_bytes(), workspace, path, env)
+        .map_err(WriteError::Invalid)?
+        .config;
     // Writers that take the lock cannot interleave; a person's editor does not take it, so the
     // file must still be the one this edit started from.
     let now = read_config_bytes(path, &shown).map_err(WriteError::Current)?;
@@ -149,8 +154,9 @@ pub fn edit_config<E>(
 
 /// Writes a whole generated document at `path` (creating its directory, 0700), under the same lock
 /// and checks as a field-wise edit; `document` carries its own `provenance`. Nothing is written if
-/// the document would not load.
+/// a start in `workspace` would refuse the document.
 pub fn write_generated(
+    workspace: &Path,
     path: &Path,
     env: &Environment,
     stamp: Stamp<'_>,
@@ -174,7 +180,9 @@ pub fn write_generated(
             "The generated configuration would not read back as written; nothing was written.",
         ))));
     }
-    let (config, _) = parse_document(out.as_bytes(), &env.home).map_err(WriteError::Invalid)?;
+    let config = admit(out.as_bytes(), workspace, path, env)
+        .map_err(WriteError::Invalid)?
+        .config;
     file::replace(path, out.as_bytes()).map_err(WriteError::Io)?;
     Ok(Written {
         changed_keys: Vec::new(),

@@ -7,6 +7,7 @@ use crate::template::render_init_config;
 
 struct Scene {
     _dir: tempfile::TempDir,
+    ws: std::path::PathBuf,
     path: std::path::PathBuf,
     env: Environment,
 }
@@ -23,12 +24,15 @@ fn scene(header: &str) -> Scene {
         format!("{header}{}", render_init_config(&ws, &state)),
     )
     .expect("seed");
+    // The file is named by the override, so a start in `ws` reads exactly this one.
     let env = Environment {
         home: dir.path().to_path_buf(),
+        config_override: Some(path.clone().into_os_string()),
         ..Environment::from_process()
     };
     Scene {
         _dir: dir,
+        ws,
         path,
         env,
     }
@@ -47,7 +51,7 @@ fn set(doc: &mut Value, section: &str, key: &str, value: Value) {
 fn a_write_keeps_the_header_adds_one_change_line_and_counts_modifications() {
     let s = scene("# Bench of team A\n# do not share\n\n");
     for name in ["first", "second"] {
-        let written = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+        let written = edit_config(&s.ws, &s.path, &s.env, AGENT, |doc, _| {
             set(doc, "target", "name", json!(name));
             Ok::<_, ()>(vec!["target.name".into()])
         })
@@ -78,7 +82,7 @@ fn a_write_keeps_the_header_adds_one_change_line_and_counts_modifications() {
 fn an_edit_that_breaks_a_rule_writes_nothing() {
     let s = scene("");
     let before = fs::read(&s.path).expect("read");
-    let err = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+    let err = edit_config(&s.ws, &s.path, &s.env, AGENT, |doc, _| {
         doc["version"] = json!(9);
         Ok::<_, ()>(vec!["version".into()])
     })
@@ -94,12 +98,19 @@ fn an_edit_that_breaks_a_rule_writes_nothing() {
 fn a_refused_or_empty_edit_leaves_the_bytes_alone() {
     let s = scene("");
     let before = fs::read(&s.path).expect("read");
-    let refused = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+    let refused = edit_config(&s.ws, &s.path, &s.env, AGENT, |doc, _| {
         doc["target"]["name"] = json!("x");
         Err::<Vec<String>, _>("no")
     });
     assert!(matches!(refused, Err(WriteError::Refused("no"))));
-    let noop = edit_config(&s.path, &s.env, AGENT, |_, _| Ok::<_, ()>(Vec::new())).expect("ok");
+    let noop = edit_config(
+        &s.ws,
+        &s.path,
+        &s.env,
+        AGENT,
+        |_, _| Ok::<_, ()>(Vec::new()),
+    )
+    .expect("ok");
     assert!(!noop.written);
     assert_eq!(fs::read(&s.path).expect("read"), before);
 }
@@ -107,7 +118,7 @@ fn a_refused_or_empty_edit_leaves_the_bytes_alone() {
 #[test]
 fn the_edit_sees_the_configuration_on_disk() {
     let s = scene("");
-    edit_config(&s.path, &s.env, AGENT, |_, current| {
+    edit_config(&s.ws, &s.path, &s.env, AGENT, |_, current| {
         assert!(current.permissions.allow_config_permissions_write);
         assert!(current.debuggers.contains_key("dut"));
         Ok::<_, ()>(Vec::new())
@@ -118,7 +129,7 @@ fn the_edit_sees_the_configuration_on_disk() {
 #[test]
 fn a_hand_edit_during_the_write_wins_and_the_write_is_refused() {
     let s = scene("");
-    let err = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+    let err = edit_config(&s.ws, &s.path, &s.env, AGENT, |doc, _| {
         let edited = fs::read_to_string(&s.path)
             .expect("read")
             .replace("example-target", "edited-by-hand");
@@ -142,7 +153,7 @@ fn a_write_waits_while_another_writer_holds_the_lock() {
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            let written = edit_config(&s.path, &s.env, AGENT, |doc, _| {
+            let written = edit_config(&s.ws, &s.path, &s.env, AGENT, |doc, _| {
                 set(doc, "target", "name", json!("after-the-lock"));
                 Ok::<_, ()>(vec!["target.name".into()])
             });
@@ -169,10 +180,70 @@ fn a_generated_document_that_would_not_load_writes_nothing() {
         .expect("parses")
         .to_json();
     document["version"] = json!(9);
-    let err = write_generated(&s.path, &s.env, AGENT, &document).expect_err("refused");
+    let err = write_generated(&s.ws, &s.path, &s.env, AGENT, &document).expect_err("refused");
     match err {
         WriteError::Invalid(e) => assert_eq!(e.error_type(), "config_invalid"),
         other => panic!("unexpected {other:?}"),
     }
     assert_eq!(fs::read(&s.path).expect("read"), before);
+}
+
+/// The document checks alone pass a program inside the workspace; the start that follows would
+/// refuse it. The writer runs the start's own check, so the file keeps every byte and still loads.
+#[test]
+fn an_edit_a_start_would_refuse_is_refused_and_the_file_still_loads() {
+    let s = scene("");
+    let tool = s.ws.join("tools/openocd");
+    fs::create_dir_all(tool.parent().expect("dir")).expect("tools");
+    fs::write(&tool, "#!/bin/sh\n").expect("tool");
+    crate::load::parse_config(&fs::read(&s.path).expect("read")).expect("the seed parses");
+    let before = fs::read(&s.path).expect("read");
+    let err = edit_config(&s.ws, &s.path, &s.env, AGENT, |doc, _| {
+        doc["debuggers"]["dut"]["executable"] = json!(tool.display().to_string());
+        Ok::<_, ()>(vec!["debuggers.dut.executable".into()])
+    })
+    .expect_err("refused");
+    match err {
+        WriteError::Invalid(e) => {
+            assert_eq!(e.error_type(), "config_invalid");
+            assert!(
+                e.summary().contains("outside the workspace"),
+                "{}",
+                e.summary()
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(fs::read(&s.path).expect("read"), before, "not a byte moved");
+    crate::load::load_authoritative(&s.ws, &s.env).expect("the next start still loads");
+}
+
+#[test]
+fn a_generated_document_a_start_would_refuse_writes_nothing() {
+    let s = scene("");
+    let before = fs::read(&s.path).expect("read");
+    let mut document = parse_yaml(&String::from_utf8_lossy(&before))
+        .expect("parses")
+        .to_json();
+    // A process-bridge bus without its program parses, and a start refuses it when it pins.
+    document["can_buses"] = json!({"bridge": {"adapter": "process", "channel": "vcan0"}});
+    let err = write_generated(&s.ws, &s.path, &s.env, AGENT, &document).expect_err("refused");
+    assert!(matches!(err, WriteError::Invalid(_)), "{err:?}");
+    assert_eq!(fs::read(&s.path).expect("read"), before);
+    crate::load::load_authoritative(&s.ws, &s.env).expect("the next start still loads");
+}
+
+#[test]
+fn a_write_to_a_file_no_start_reads_is_refused() {
+    let s = scene("");
+    let elsewhere = s.path.with_file_name("other.yaml");
+    fs::copy(&s.path, &elsewhere).expect("copy");
+    let before = fs::read(&elsewhere).expect("read");
+    let err = edit_config(&s.ws, &elsewhere, &s.env, AGENT, |doc, _| {
+        set(doc, "target", "name", json!("x"));
+        Ok::<_, ()>(vec!["target.name".into()])
+    })
+    .expect_err("refused");
+    assert!(matches!(err, WriteError::Invalid(_)), "{err:?}");
+    assert_eq!(fs::read(&elsewhere).expect("read"), before);
 }

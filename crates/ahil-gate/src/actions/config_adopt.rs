@@ -95,7 +95,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         };
         let write = apply.then_some((stamp, Some(held)));
         Acted {
-            outcome: run(&tool, &loaded, &env, &target, write, Some(&found)),
+            outcome: run(&tool, &loaded, &env, &target, write, Some(&found), true),
             contact: Some(Contact::none("listing probes opens no target")),
         }
     };
@@ -250,11 +250,13 @@ fn adopt(ctx: &Context<'_>, apply: bool, discovered: Option<&Discovered>) -> Out
         &Target::from_args(ctx.args),
         apply.then_some((stamp, Some(held))),
         discovered,
+        true,
     )
 }
 
 /// Proposes, and with `write` writes: `(stamp, grants the writer holds)`; `None` grants is the
-/// operator, who needs none for the description.
+/// operator, who needs none for the description. An `agent`'s adoption never writes a key that
+/// names a program: those are listed as `operator_only`.
 pub fn run(
     tool: &str,
     loaded: &LoadedConfig,
@@ -262,11 +264,27 @@ pub fn run(
     target: &Target,
     write: Option<(Stamp<'_>, Option<ProjectPermissions>)>,
     discovered: Option<&Discovered>,
+    agent: bool,
 ) -> Outcome {
-    let proposal = match propose(tool, loaded, target, discovered) {
+    let mut proposal = match propose(tool, loaded, target, discovered) {
         Ok(p) => p,
         Err(refusal) => return *refusal,
     };
+    let (programs, carried) = split_programs(
+        std::mem::take(&mut proposal.carried),
+        loaded.config.version,
+        agent,
+    );
+    proposal.carried = carried;
+    let program_keys: Vec<String> = programs.iter().map(|c| c.key.clone()).collect();
+    if write.is_some() && proposal.carried.is_empty() && !program_keys.is_empty() {
+        return super::config_set::operator_only(tool, &program_keys)
+            .with("debugger_id", proposal.debugger_id.as_str());
+    }
+    let operator_only: Vec<Value> = programs
+        .iter()
+        .map(|c| json!({"key": c.key, "discovered_value": c.value, "error_type": "operator_only_key", "operator_command": "agentic-hil adopt-hardware"}))
+        .collect();
     let carried: Vec<Value> = proposal
         .carried
         .iter()
@@ -282,6 +300,7 @@ pub fn run(
             Value::Array(proposal.already_current.clone()),
         )
         .with("kept", Value::Array(proposal.kept.clone()))
+        .with("operator_only", Value::Array(operator_only))
         .with("unavailable", Value::Array(proposal.unavailable.clone()));
     let Some((stamp, held)) = write.filter(|_| !proposal.carried.is_empty()) else {
         outcome.summary = if proposal.carried.is_empty() {
@@ -297,19 +316,27 @@ pub fn run(
         return outcome.not_contacted();
     };
     let mut applied = None;
-    let result = edit_config(&loaded.path, env, stamp, |doc, current| {
-        let description = held.is_none_or(|h| {
-            h.allow_config_description_write && current.permissions.allow_config_description_write
-        });
-        let rights = Rights {
-            description,
-            permissions: false,
-        };
-        let done = apply_agent_changes(doc, current.version, rights, &proposal.carried)?;
-        let keys = done.changed.clone();
-        applied = Some(done);
-        Ok(keys)
-    });
+    let result = edit_config(
+        &loaded.workspace,
+        &loaded.path,
+        env,
+        stamp,
+        |doc, current| {
+            let description = held.is_none_or(|h| {
+                h.allow_config_description_write
+                    && current.permissions.allow_config_description_write
+            });
+            let rights = Rights {
+                description,
+                permissions: false,
+                programs: !agent,
+            };
+            let done = apply_agent_changes(doc, current.version, rights, &proposal.carried)?;
+            let keys = done.changed.clone();
+            applied = Some(done);
+            Ok(keys)
+        },
+    );
     let written = match result {
         Ok(w) => w,
         Err(err) => return super::config_set::refusal(tool, err),
@@ -322,7 +349,17 @@ pub fn run(
     outcome
         .with("applied", true)
         .with("created_entries", json!(applied.created_entries))
-        .with("permissions_changed", json!([]))
+        .with("redirected_entries", json!(applied.redirected_entries))
+        .with(
+            "permissions_changed",
+            json!(
+                applied
+                    .permissions_changed
+                    .iter()
+                    .map(|(k, was, now)| json!({"key": k, "previous_value": was, "value": now}))
+                    .collect::<Vec<_>>()
+            ),
+        )
         .with("provenance", written.provenance)
         .with(
             "write",
@@ -336,6 +373,13 @@ pub fn run(
             ]),
         )
         .not_contacted()
+}
+
+/// An agent's adoption carries no key that names a program: those are split off, to be reported.
+fn split_programs(carried: Vec<Change>, version: u8, agent: bool) -> (Vec<Change>, Vec<Change>) {
+    carried.into_iter().partition(|c| {
+        agent && crate::config_edit::classify(&c.key, version).is_ok_and(|r| r.operator_only)
+    })
 }
 
 fn propose(
@@ -658,5 +702,29 @@ fn consider(proposal: &mut Proposal, key: &str, current: Option<Value>, discover
         Some(value) => proposal
             .kept
             .push(json!({"key": key, "current_value": value, "discovered_value": discovered})),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agents_adoption_carries_no_program_and_the_operators_does() {
+        let carried = || {
+            ["debuggers.dut.probe_id", "debuggers.dut.executable"]
+                .map(|key| Change {
+                    key: key.to_owned(),
+                    value: json!("x"),
+                })
+                .to_vec()
+        };
+        let (programs, rest) = split_programs(carried(), 3, true);
+        assert_eq!(programs[0].key, "debuggers.dut.executable");
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].key, "debuggers.dut.probe_id");
+        let (programs, rest) = split_programs(carried(), 3, false);
+        assert!(programs.is_empty());
+        assert_eq!(rest.len(), 2);
     }
 }

@@ -111,8 +111,9 @@ fn create(
         document,
         dropped_entries,
         skeleton,
+        closed_entries,
     } = generated;
-    let written = match write_generated(path, env, STAMP, &document) {
+    let written = match write_generated(workspace, path, env, STAMP, &document) {
         Ok(w) => w,
         Err(WriteError::Invalid(e) | WriteError::Current(e)) => return config_refusal(&e),
         Err(WriteError::Io(e)) => {
@@ -177,6 +178,7 @@ fn create(
         .with("permissions", json!(surface))
         .with("narrowed_permissions", json!(narrowed))
         .with("dropped_entries", json!(dropped_entries))
+        .with("closed_entries", json!(closed_entries))
         .with("reload_required", known.is_some())
         .with(
             "hardware_discovery",

@@ -61,6 +61,11 @@ fn run(ctx: &Context<'_>) -> Outcome {
         .map(|(section, why)| json!({"section": section, "why": why}))
         .collect();
     let mut next_steps = vec![json!("Calls from now on use the reloaded description.")];
+    if !reloaded.redirected_entries.is_empty() {
+        next_steps.push(json!(
+            "redirected_entries now name another device, so every grant on them is false; the operator grants them at the shell (agentic-hil grant) and restarts the server."
+        ));
+    }
     if !reloaded.restart_required_for.is_empty() {
         next_steps.push(json!(
             "The file also differs outside the description (restart_required_for); those parts take effect only after the operator restarts the server."
@@ -84,6 +89,7 @@ fn run(ctx: &Context<'_>) -> Outcome {
             json!(reloaded.permission_differences),
         )
         .with("restart_required_for", json!(reloaded.restart_required_for))
+        .with("redirected_entries", json!(reloaded.redirected_entries))
         .with("reference", "agentic-hil://reference/config-shape")
         .with("next_steps", Value::Array(next_steps))
         .not_contacted();

@@ -82,22 +82,29 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
         actor: Actor::Agent,
         via: VIA,
     };
-    let result = edit_config(&loaded.path, ctx.env, stamp, |document, current| {
-        let rights = Rights {
-            description: held.allow_config_description_write
-                && current.permissions.allow_config_description_write,
-            permissions: held.allow_config_permissions_write
-                && current.permissions.allow_config_permissions_write,
-        };
-        previous = changes
-            .iter()
-            .map(|c| lookup(document, &c.key).cloned().unwrap_or(Value::Null))
-            .collect();
-        let done = apply_agent_changes(document, current.version, rights, changes)?;
-        let keys = done.changed.clone();
-        applied = Some(done);
-        Ok(keys)
-    });
+    let result = edit_config(
+        &loaded.workspace,
+        &loaded.path,
+        ctx.env,
+        stamp,
+        |document, current| {
+            let rights = Rights {
+                description: held.allow_config_description_write
+                    && current.permissions.allow_config_description_write,
+                permissions: held.allow_config_permissions_write
+                    && current.permissions.allow_config_permissions_write,
+                programs: false,
+            };
+            previous = changes
+                .iter()
+                .map(|c| lookup(document, &c.key).cloned().unwrap_or(Value::Null))
+                .collect();
+            let done = apply_agent_changes(document, current.version, rights, changes)?;
+            let keys = done.changed.clone();
+            applied = Some(done);
+            Ok(keys)
+        },
+    );
     let written = match result {
         Ok(written) => written,
         Err(err) => return refusal(ctx.tool, err),
@@ -130,6 +137,11 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
     let mut next_steps = vec![json!(
         "Call project_config_reload_description to put target, debuggers, com_ports and can_buses changes in force now."
     )];
+    if !applied.redirected_entries.is_empty() {
+        next_steps.push(json!(
+            "redirected_entries now name another device, so their grants are false; only the operator can grant them again (agentic-hil grant)."
+        ));
+    }
     if !permissions_changed.is_empty() {
         next_steps.push(json!(
             "Narrowed grants hold in the file at once; the running server enforces them after a restart."
@@ -140,6 +152,7 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
         .with("workspace_root", loaded.workspace.display().to_string())
         .with("changes", Value::Array(change_list))
         .with("created_entries", json!(applied.created_entries))
+        .with("redirected_entries", json!(applied.redirected_entries))
         .with("permissions_changed", Value::Array(permissions_changed))
         .with("written", written.written)
         .with("provenance", written.provenance)
@@ -171,6 +184,22 @@ fn lookup<'v>(document: &'v Value, key: &str) -> Option<&'v Value> {
     })
 }
 
+/// Keys that name a program, refused over MCP whatever the grants.
+pub fn operator_only(tool: &str, keys: &[String]) -> Outcome {
+    Outcome::refused(
+        tool,
+        "operator_only_key",
+        format!(
+            "`{}` names a program the bench runs, so only the operator sets it; nothing was written.",
+            keys.join("`, `")
+        ),
+    )
+    .with("keys", json!(keys))
+    .with("operator_command", crate::config_edit::keys::OPERATOR_ONLY_COMMAND)
+    .with_next_step("Report which program the task needs and stop; the operator sets it in the file at their own shell.")
+    .not_started(true)
+}
+
 /// A refused write as an envelope; every grant refusal names the grant that would open it.
 pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
     let outcome = match err {
@@ -199,6 +228,7 @@ pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
         .with("keys", json!(keys))
         .with("operator_command", format!("agentic-hil grant {}", keys.join(" ")))
         .with_next_step("Report which permission the task needs and stop; the operator decides whether to run the grant."),
+        WriteError::Refused(Refused::OperatorOnly { keys }) => operator_only(tool, &keys),
         WriteError::Refused(Refused::Invalid { key, reason }) => Outcome::refused(
             tool,
             "invalid_argument",

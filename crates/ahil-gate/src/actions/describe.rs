@@ -94,6 +94,14 @@ fn key_rules(config: &Config) -> Vec<KeyRule> {
     rules
 }
 
+fn program_fields(section: &str) -> &'static [&'static str] {
+    match section {
+        "debuggers" => crate::config_edit::keys::DEBUGGER_PROGRAM_FIELDS,
+        "can_buses" => crate::config_edit::keys::CAN_PROGRAM_FIELDS,
+        _ => &[],
+    }
+}
+
 fn lookup<'v>(document: &'v Value, key: &str) -> Option<&'v Value> {
     key.split('.')
         .try_fold(document, |node, part| node.get(part))
@@ -258,7 +266,12 @@ fn describe(ctx: &Context<'_>) -> Outcome {
             "current_value": lookup(&document, &rule.key).cloned().unwrap_or(Value::Null),
             "value_schema": value_schema(&schema, &rule.key),
         });
-        if granted(rule.right) {
+        if crate::config_edit::classify(&rule.key, config.version).is_ok_and(|r| r.operator_only) {
+            entry["locked_by"] = json!("operator");
+            entry["error_type"] = json!("operator_only_key");
+            entry["operator_command"] = json!(crate::config_edit::keys::OPERATOR_ONLY_COMMAND);
+            locked.push(entry);
+        } else if granted(rule.right) {
             writable.push(entry);
         } else {
             entry["unlocked_by"] = json!(format!("permissions.{}", rule.right));
@@ -272,8 +285,9 @@ fn describe(ctx: &Context<'_>) -> Outcome {
                 "key": format!("{section}.<name>.<field>"),
                 "right": DESCRIPTION,
                 "granted": granted(DESCRIPTION),
-                "fields": fields,
-                "note": format!("A key under a `{section}` name that does not exist creates that entry with every permission false."),
+                "fields": fields.iter().filter(|f| !program_fields(section).contains(f)).collect::<Vec<_>>(),
+                "operator_only_fields": program_fields(section),
+                "note": format!("A key under a `{section}` name that does not exist creates that entry with every permission false; operator_only_fields name programs and only the operator sets them."),
             })
         })
         .collect();
@@ -295,7 +309,7 @@ fn describe(ctx: &Context<'_>) -> Outcome {
         ));
     }
     let summary = format!(
-        "{} key(s) are writable through project_config_set and {} are locked; each locked key names the grant that opens it.",
+        "{} key(s) are writable through project_config_set and {} are locked; each locked key names the grant that opens it (or `locked_by: operator`).",
         writable.len(),
         locked.len()
     );

@@ -350,6 +350,18 @@ pub const CATALOGUE: &[Entry] = &[
         [NO_STATE_EDIT]
     ),
     entry!(
+        "operator_only_key",
+        "The key names a program, script or library the bench runs; only the operator sets it, never an MCP call.",
+        [
+            "Report which program the task needs (`keys`) and stop.",
+            "The operator edits the configuration file at their own shell, checks it with `agentic-hil config-reload`, and restarts the MCP server."
+        ],
+        [
+            NO_CONFIG_EDIT,
+            "Do not point another key, a PATH entry or a workspace file at the program instead."
+        ]
+    ),
+    entry!(
         "permission_widening_denied",
         "Over MCP a permission can only be closed; opening one is the operator's decision.",
         [

@@ -12,6 +12,7 @@ use ahil_drivers::qemu::BoardPaths;
 use ahil_sim::BoardState;
 use serde_json::{Value, json};
 
+use super::identity::{close_grants, redirected, workspace_of};
 use super::keys::PROJECT_FLAGS;
 
 /// A board found running.
@@ -117,6 +118,9 @@ pub struct Generated {
     pub dropped_entries: Vec<String>,
     /// Whether the starter skeleton was written (nothing was found).
     pub skeleton: bool,
+    /// `<section>.<name>` written with every grant false: entries the server did not know, and
+    /// known names that now stand for another device.
+    pub closed_entries: Vec<String>,
 }
 
 /// Builds the document for `workspace` from `found`; `known` is the configuration this server
@@ -203,6 +207,7 @@ pub fn generate(
             port.permissions.allow_read = false;
         }
     }
+    let mut closed_entries = Vec::new();
     let mut document = prune(
         serde_json::to_value(&config).unwrap_or(Value::Null),
         config.version,
@@ -211,6 +216,7 @@ pub fn generate(
         let known_doc = serde_json::to_value(known).unwrap_or(Value::Null);
         let disk_doc = disk.map(|d| serde_json::to_value(d).unwrap_or(Value::Null));
         carry(&mut document, &known_doc, disk_doc.as_ref());
+        closed_entries = close_new_devices(&mut document, &known_doc);
     }
     document["provenance"] = json!({
         "created_by": "agent",
@@ -239,6 +245,7 @@ pub fn generate(
         document,
         dropped_entries,
         skeleton,
+        closed_entries,
     })
 }
 
@@ -298,6 +305,30 @@ fn prune(value: Value, version: u8) -> Value {
         Value::Array(items) => Value::Array(items.into_iter().map(|v| prune(v, version)).collect()),
         other => other,
     }
+}
+
+/// A regeneration over a configuration in force grants no device the operator did not grant: an
+/// entry the server did not know, or a known name that now stands for another device, is written
+/// with every grant false.
+fn close_new_devices(document: &mut Value, known: &Value) -> Vec<String> {
+    let workspace = workspace_of(document);
+    let mut closed = Vec::new();
+    for section in ["debuggers", "com_ports", "can_buses"] {
+        let Some(entries) = document.get_mut(section).and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (name, entry) in entries.iter_mut() {
+            let same = known
+                .get(section)
+                .and_then(|s| s.get(name))
+                .is_some_and(|was| !redirected(section, was, entry, &workspace));
+            if !same {
+                close_grants(entry);
+                closed.push(format!("{section}.{name}"));
+            }
+        }
+    }
+    closed
 }
 
 /// Grants of entries the server knew: the loaded value, closed further if the file closed it since.
@@ -425,6 +456,42 @@ mod tests {
             "closed on disk since"
         );
         assert_eq!(g.dropped_entries, ["debuggers.dut"]);
+    }
+
+    #[test]
+    fn a_regeneration_grants_no_device_the_server_did_not_know() {
+        let known = ahil_config::parse_config(
+            render_init_config(Path::new("/w"), Path::new("/s")).as_bytes(),
+        )
+        .expect("template");
+        let g = generate(
+            Path::new("/w"),
+            Path::new("/s"),
+            &board(),
+            Some(&known),
+            Some(&known),
+            "t",
+        )
+        .expect("generated");
+        let d = &g.document;
+        assert_eq!(
+            g.closed_entries,
+            ["debuggers.board", "com_ports.board_uart"]
+        );
+        assert_eq!(
+            d["debuggers"]["board"]["permissions"]["allow_flash"],
+            json!(false)
+        );
+        assert_eq!(
+            d["com_ports"]["board_uart"]["permissions"]["allow_write"],
+            json!(false)
+        );
+        let first = generate(Path::new("/w"), Path::new("/s"), &board(), None, None, "t")
+            .expect("generated");
+        assert!(
+            first.closed_entries.is_empty(),
+            "a first file is the operator's starter"
+        );
     }
 
     #[test]

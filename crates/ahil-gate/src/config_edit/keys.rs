@@ -56,6 +56,24 @@ pub const DEBUGGER_FLAGS: &[&str] = &[
     "allow_reset",
 ];
 
+/// Fields that name a program the gate runs, a script it feeds one, or a library it loads: whoever
+/// sets them chooses the code that runs, so only the operator sets them (never over MCP), and a
+/// description reload never re-pins one.
+pub const DEBUGGER_PROGRAM_FIELDS: &[&str] = &[
+    "executable",
+    "gdb_server_executable",
+    "interface_cfg",
+    "target_cfg",
+];
+/// A CAN bus's bridge program and the PCAN-Basic library it loads.
+pub const CAN_PROGRAM_FIELDS: &[&str] = &["executable", "pcanbasic_dll"];
+/// Top-level keys that name a program.
+pub const PROGRAM_KEYS: &[&str] = &["debug.gdb_executable"];
+
+/// What an agent is told to do about an operator-only key: no command sets one, so the operator
+/// edits the file at their own shell, previews with `config-reload` and restarts the server.
+pub const OPERATOR_ONLY_COMMAND: &str = "edit the configuration file at the operator's shell (agentic-hil config-reload previews it), then restart the MCP server";
+
 /// The grant a key needs before a field-wise write may touch it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Right {
@@ -97,6 +115,15 @@ impl Section {
         }
     }
 
+    /// The fields of this section's entries that name a program.
+    pub fn program_fields(self) -> &'static [&'static str] {
+        match self {
+            Self::Debuggers => DEBUGGER_PROGRAM_FIELDS,
+            Self::ComPorts => &[],
+            Self::CanBuses => CAN_PROGRAM_FIELDS,
+        }
+    }
+
     fn fields(self) -> &'static [&'static str] {
         match self {
             Self::Debuggers => DEBUGGER_FIELDS,
@@ -127,6 +154,8 @@ impl Section {
 pub struct KeyRule {
     pub key: String,
     pub right: Right,
+    /// The key names a program, script or library: the operator's alone.
+    pub operator_only: bool,
     /// The entry the key lives under, if it is in an entry section.
     pub entry: Option<(Section, String)>,
 }
@@ -157,9 +186,14 @@ pub fn classify(key: &str, version: u8) -> Result<KeyRule, UnknownKey> {
         key: key.to_owned(),
         reason,
     };
-    let rule = |right, entry| KeyRule {
+    let rule = |right, entry: Option<(Section, String)>| KeyRule {
         key: key.to_owned(),
         right,
+        operator_only: PROGRAM_KEYS.contains(&key)
+            || entry.as_ref().is_some_and(|(section, name)| {
+                key.strip_prefix(&format!("{}.{name}.", section.name()))
+                    .is_some_and(|field| section.program_fields().contains(&field))
+            }),
         entry,
     };
     match key {
@@ -260,5 +294,29 @@ mod tests {
             assert!(classify(key, 3).is_err(), "{key}");
         }
         assert!(classify("debuggers.dut.permissions.allow_probe", 1).is_ok());
+    }
+
+    #[test]
+    fn every_key_that_names_a_program_is_the_operators_alone() {
+        for key in [
+            "debuggers.dut.executable",
+            "debuggers.dut.gdb_server_executable",
+            "debuggers.dut.interface_cfg",
+            "debuggers.a.b.target_cfg",
+            "debug.gdb_executable",
+            "can_buses.bus.executable",
+            "can_buses.bus.pcanbasic_dll",
+        ] {
+            assert!(classify(key, 3).expect("known").operator_only, "{key}");
+        }
+        for key in [
+            "debuggers.dut.probe_id",
+            "debuggers.executable.type",
+            "com_ports.uart.device",
+            "can_buses.bus.channel",
+            "target.name",
+        ] {
+            assert!(!classify(key, 3).expect("known").operator_only, "{key}");
+        }
     }
 }

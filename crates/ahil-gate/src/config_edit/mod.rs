@@ -3,6 +3,7 @@
 //! discovery, and the operator's commands. The file mechanics live in `ahil_config::write`.
 
 pub mod generate;
+pub mod identity;
 pub mod keys;
 pub mod operator;
 pub mod ratchet;

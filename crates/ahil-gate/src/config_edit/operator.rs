@@ -77,10 +77,16 @@ pub fn set_permissions(
         Actor::Cli
     };
     let mut before = Value::Null;
-    let result = edit_config(&loaded.path, env, Stamp { actor, via: &via }, |doc, _| {
-        before = doc.clone();
-        apply_operator_changes(doc, version, &changes).map(|a| a.changed)
-    });
+    let result = edit_config(
+        &loaded.workspace,
+        &loaded.path,
+        env,
+        Stamp { actor, via: &via },
+        |doc, _| {
+            before = doc.clone();
+            apply_operator_changes(doc, version, &changes).map(|a| a.changed)
+        },
+    );
     ownership.locks.release(&devices);
     let written = match result {
         Ok(w) => w,
@@ -199,6 +205,7 @@ pub fn adopt_hardware(
             target,
             (!dry_run).then_some((stamp, None)),
             discovered.as_ref(),
+            false,
         ),
         Err(refusal) => *refusal,
     };

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use super::identity::{close_grants, redirected, workspace_of};
 use super::keys::{KeyRule, Right, classify};
 
 /// One requested `{key, value}`.
@@ -20,6 +21,8 @@ pub struct Change {
 pub struct Rights {
     pub description: bool,
     pub permissions: bool,
+    /// Keys that name a program (the operator's adoption); never true over MCP.
+    pub programs: bool,
 }
 
 /// Why an agent's change set was refused; nothing is written.
@@ -29,6 +32,9 @@ pub enum Refused {
     Denied { right: Right, keys: Vec<String> },
     /// The keys would open a permission (`permission_widening_denied`).
     Widening { keys: Vec<String> },
+    /// The keys name a program, script or library, which only the operator sets
+    /// (`operator_only_key`).
+    OperatorOnly { keys: Vec<String> },
     /// A key or value no field-wise write accepts (`invalid_argument`).
     Invalid { key: String, reason: String },
 }
@@ -42,6 +48,9 @@ pub struct Applied {
     pub created_entries: Vec<String>,
     /// Permission keys that moved, with their values before and after.
     pub permissions_changed: Vec<(String, bool, bool)>,
+    /// `<section>.<name>` of existing entries the changes pointed at another device; their grants
+    /// were closed.
+    pub redirected_entries: Vec<String>,
 }
 
 /// Checks an agent's changes and applies them to `document` (a file of `version`).
@@ -52,6 +61,14 @@ pub fn apply_agent_changes(
     changes: &[Change],
 ) -> Result<Applied, Refused> {
     let rules = classify_all(changes, version)?;
+    let programs: Vec<String> = rules
+        .iter()
+        .filter(|r| r.operator_only)
+        .map(|r| r.key.clone())
+        .collect();
+    if !rights.programs && !programs.is_empty() {
+        return Err(Refused::OperatorOnly { keys: programs });
+    }
     for right in [Right::Permissions, Right::Description] {
         let open = match right {
             Right::Description => rights.description,
@@ -148,9 +165,19 @@ fn classify_all(changes: &[Change], version: u8) -> Result<Vec<KeyRule>, Refused
 fn apply(document: &mut Value, version: u8, rules: &[KeyRule], changes: &[Change]) -> Applied {
     let before = permission_surface(document);
     let mut applied = Applied::default();
+    // Entries that existed before the changes, as they were: one the changes point at another
+    // device loses its grants, since the operator granted the device it named then.
+    let mut touched: Vec<(&'static str, String, Value)> = Vec::new();
     for (rule, change) in rules.iter().zip(changes) {
         if let Some((section, name)) = &rule.entry {
             let entries = object_at(document, &[section.name()]);
+            if let Some(entry) = entries.get(name)
+                && !touched
+                    .iter()
+                    .any(|(s, n, _)| *s == section.name() && n == name)
+            {
+                touched.push((section.name(), name.clone(), entry.clone()));
+            }
             if !entries.contains_key(name) {
                 let flags: Map<String, Value> = section
                     .flags(version)
@@ -169,6 +196,14 @@ fn apply(document: &mut Value, version: u8, rules: &[KeyRule], changes: &[Change
         if parent.get(*last) != Some(&change.value) {
             parent.insert((*last).to_owned(), change.value.clone());
             applied.changed.push(rule.key.clone());
+        }
+    }
+    let workspace = workspace_of(document);
+    for (section, name, was) in touched {
+        let entry = object_at(document, &[section]).get_mut(&name);
+        if let Some(entry) = entry.filter(|now| redirected(section, &was, now, &workspace)) {
+            close_grants(entry);
+            applied.redirected_entries.push(format!("{section}.{name}"));
         }
     }
     let after = permission_surface(document);
@@ -287,6 +322,7 @@ mod tests {
     const OPEN: Rights = Rights {
         description: true,
         permissions: true,
+        programs: false,
     };
 
     fn change(key: &str, value: Value) -> Change {
@@ -366,6 +402,7 @@ mod tests {
         let closed = Rights {
             description: false,
             permissions: true,
+            programs: false,
         };
         assert_eq!(
             apply_agent_changes(&mut d, 3, closed, &[change("target.name", json!("b"))]),
@@ -377,6 +414,7 @@ mod tests {
         let frozen = Rights {
             description: true,
             permissions: false,
+            programs: false,
         };
         assert!(matches!(
             apply_agent_changes(
@@ -407,6 +445,68 @@ mod tests {
         assert_eq!(
             d["com_ports"]["uart.1"],
             json!({"permissions": {"allow_write": false}, "device": "/dev/ttyACM0"})
+        );
+    }
+
+    #[test]
+    fn a_key_that_names_a_program_is_refused_to_an_agent_with_every_grant() {
+        for key in ["debuggers.dut.executable", "debug.gdb_executable"] {
+            let mut d = doc();
+            assert_eq!(
+                apply_agent_changes(&mut d, 3, OPEN, &[change(key, json!("/usr/bin/env"))]),
+                Err(Refused::OperatorOnly {
+                    keys: vec![key.to_owned()]
+                }),
+                "{key}"
+            );
+            assert_eq!(d, doc(), "a refusal leaves the document alone");
+        }
+        let operator = Rights {
+            programs: true,
+            ..OPEN
+        };
+        let mut d = doc();
+        apply_agent_changes(
+            &mut d,
+            3,
+            operator,
+            &[change(
+                "debuggers.dut.executable",
+                json!("/usr/bin/openocd"),
+            )],
+        )
+        .expect("the operator's adoption may name the program");
+    }
+
+    #[test]
+    fn an_entry_pointed_at_another_device_loses_every_grant() {
+        let mut d = doc();
+        d["debuggers"]["dut"]["probe_id"] = json!("A");
+        let applied = apply_agent_changes(
+            &mut d,
+            3,
+            OPEN,
+            &[change("debuggers.dut.probe_id", json!("B"))],
+        )
+        .expect("applied");
+        assert_eq!(applied.redirected_entries, ["debuggers.dut"]);
+        assert_eq!(
+            d["debuggers"]["dut"]["permissions"]["allow_flash"],
+            json!(false)
+        );
+        let mut same = doc();
+        same["debuggers"]["dut"]["probe_id"] = json!("A");
+        let applied = apply_agent_changes(
+            &mut same,
+            3,
+            OPEN,
+            &[change("debuggers.dut.connect_mode", json!("under_reset"))],
+        )
+        .expect("applied");
+        assert!(applied.redirected_entries.is_empty());
+        assert_eq!(
+            same["debuggers"]["dut"]["permissions"]["allow_flash"],
+            json!(true)
         );
     }
 

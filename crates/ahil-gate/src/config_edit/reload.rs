@@ -2,11 +2,18 @@
 //! file as it is now, and keep every grant and every other section from the configuration the server
 //! started with. A device the server did not know arrives with every grant false.
 
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 
-use ahil_config::{Config, ConfigError, Environment, LoadedConfig, load_authoritative};
+use ahil_config::{
+    Config, ConfigError, DEFAULT_INTERFACE_CFG, DEFAULT_TARGET_CFG, Environment, LoadedConfig,
+    load_authoritative,
+};
+use indexmap::IndexMap;
 use serde_json::Value;
 
+use super::identity::redirected;
+use super::keys::Section;
 use super::ratchet::config_surface;
 
 /// The sections a reload takes from disk.
@@ -84,8 +91,12 @@ pub struct Reloaded {
     pub description_changes: Vec<String>,
     /// Grant keys whose value in the file differs from the one in force.
     pub permission_differences: Vec<String>,
-    /// Sections outside the description whose file value differs from the one in force.
+    /// Sections outside the description whose file value differs from the one in force, and
+    /// program keys the file changed (a reload never re-pins a program).
     pub restart_required_for: Vec<String>,
+    /// `<section>.<name>` of entries the file points at another device: in force with every grant
+    /// false until the operator grants them and restarts the server.
+    pub redirected_entries: Vec<String>,
 }
 
 /// Reads the file fresh (every loader check applies) and builds the merged configuration, then
@@ -106,33 +117,90 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
     let disk = &fresh.config;
     let mut config = old.clone();
     config.target = disk.target.clone();
-    config.debuggers.clone_from(&disk.debuggers);
-    for (name, entry) in &mut config.debuggers {
-        entry.permissions = old
-            .debuggers
-            .get(name)
-            .map(|d| d.permissions)
-            .unwrap_or_default();
+    let mut executables = ahil_config::PinnedExecutables {
+        gdb: in_force.executables.gdb.clone(),
+        ..fresh.executables.clone()
+    };
+    let mut kept = Kept::default();
+    config.debuggers = IndexMap::new();
+    for (name, entry) in &disk.debuggers {
+        let Some(mut entry) = kept.entry(
+            "debuggers",
+            name,
+            (old.debuggers.get(name), entry),
+            &old.workspace_root,
+        ) else {
+            executables.debuggers.shift_remove(name);
+            executables.gdb_servers.shift_remove(name);
+            continue;
+        };
+        if kept.pinned_as_before("debuggers", name) {
+            let before = &old.debuggers[name];
+            entry.kind = before.kind;
+            entry.executable.clone_from(&before.executable);
+            entry
+                .gdb_server_executable
+                .clone_from(&before.gdb_server_executable);
+            entry.interface_cfg.clone_from(&before.interface_cfg);
+            entry.target_cfg.clone_from(&before.target_cfg);
+            repin(
+                &mut executables.debuggers,
+                &in_force.executables.debuggers,
+                name,
+            );
+            repin(
+                &mut executables.gdb_servers,
+                &in_force.executables.gdb_servers,
+                name,
+            );
+        }
+        entry.permissions = kept.grants(
+            "debuggers",
+            name,
+            old.debuggers.get(name).map(|d| d.permissions),
+        );
+        config.debuggers.insert(name.clone(), entry);
     }
-    config.com_ports.clone_from(&disk.com_ports);
-    for (name, port) in &mut config.com_ports {
-        port.permissions = old
-            .com_ports
-            .get(name)
-            .map(|p| p.permissions)
-            .unwrap_or_default();
+    config.com_ports = IndexMap::new();
+    for (name, port) in &disk.com_ports {
+        let mut port = port.clone();
+        let before = old.com_ports.get(name);
+        let ws = &old.workspace_root;
+        if before.is_some_and(|b| redirected("com_ports", &to_json(b), &to_json(&port), ws)) {
+            kept.redirected.push(format!("com_ports.{name}"));
+        }
+        port.permissions = kept.grants("com_ports", name, before.map(|p| p.permissions));
+        config.com_ports.insert(name.clone(), port);
     }
-    config.can_buses.clone_from(&disk.can_buses);
-    for (name, bus) in &mut config.can_buses {
+    config.can_buses = IndexMap::new();
+    for (name, bus) in &disk.can_buses {
         let before = old.can_buses.get(name);
-        bus.permissions = before.map(|b| b.permissions).unwrap_or_default();
+        let Some(mut bus) = kept.entry("can_buses", name, (before, bus), &old.workspace_root)
+        else {
+            executables.can_buses.shift_remove(name);
+            continue;
+        };
+        if let Some(before) = before.filter(|_| kept.pinned_as_before("can_buses", name)) {
+            bus.adapter = before.adapter;
+            bus.executable.clone_from(&before.executable);
+            bus.pcanbasic_dll.clone_from(&before.pcanbasic_dll);
+            repin(
+                &mut executables.can_buses,
+                &in_force.executables.can_buses,
+                name,
+            );
+        }
+        bus.permissions = kept.grants("can_buses", name, before.map(|b| b.permissions));
+        let open = !kept.redirected.contains(&format!("can_buses.{name}"));
         for (share, body) in bus.shares.iter_mut().flatten() {
             body.permissions = before
+                .filter(|_| open)
                 .and_then(|b| b.shares.as_ref())
                 .and_then(|s| s.get(share))
                 .map(|s| s.permissions)
                 .unwrap_or_default();
         }
+        config.can_buses.insert(name.clone(), bus);
     }
 
     let description_changes = description_changes(old, &config);
@@ -153,6 +221,10 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
         .collect();
     // What only a restart applies: the differing grants by key, then other sections that moved.
     let mut restart_required_for = permission_differences.clone();
+    restart_required_for.extend(kept.programs.iter().cloned());
+    if old.debug.gdb_executable != disk.debug.gdb_executable {
+        restart_required_for.push("debug.gdb_executable".to_owned());
+    }
     restart_required_for.extend(
         outside_description_changes(&config, disk)
             .into_iter()
@@ -170,10 +242,7 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
             in_force.digest.clone()
         },
         loaded_at: in_force.loaded_at.clone(),
-        executables: ahil_config::PinnedExecutables {
-            gdb: in_force.executables.gdb.clone(),
-            ..fresh.executables.clone()
-        },
+        executables,
         ..fresh
     };
     Reloaded {
@@ -181,11 +250,118 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
         description_changes,
         permission_differences,
         restart_required_for,
+        redirected_entries: kept.redirected,
     }
 }
 
-fn to_json(config: &Config) -> Value {
-    serde_json::to_value(config).unwrap_or(Value::Null)
+/// What a reload keeps from the configuration in force: programs it does not re-pin, and the
+/// entries whose device changed.
+#[derive(Default)]
+struct Kept {
+    /// `<section>.<name>.<field>` (or a whole new `<section>.<name>`) that names a program the
+    /// file changed; only a restart pins it.
+    programs: Vec<String>,
+    /// `<section>.<name>` of entries now naming another device; every grant is false.
+    redirected: Vec<String>,
+    /// `<section>.<name>` whose programs stay as pinned at startup.
+    as_before: Vec<String>,
+}
+
+impl Kept {
+    /// The entry a reload takes from the file, or `None` for a new one that names a program (it
+    /// arrives with a restart). Records what changed on the way.
+    fn entry<T: Clone + serde::Serialize>(
+        &mut self,
+        section: &'static str,
+        name: &str,
+        (before, disk): (Option<&T>, &T),
+        workspace: &Path,
+    ) -> Option<T> {
+        let at = format!("{section}.{name}");
+        let now = to_json(disk);
+        let Some(before) = before.map(to_json) else {
+            if names_a_program(section, &now) {
+                self.programs.push(at);
+                return None;
+            }
+            return Some(disk.clone());
+        };
+        if redirected(section, &before, &now, workspace) {
+            self.redirected.push(at.clone());
+        }
+        let section_kind = match section {
+            "debuggers" => Section::Debuggers,
+            _ => Section::CanBuses,
+        };
+        let changed: Vec<String> = section_kind
+            .program_fields()
+            .iter()
+            .filter(|field| before.get(**field) != now.get(**field))
+            .map(|field| format!("{at}.{field}"))
+            .collect();
+        if changed.is_empty() {
+            if before.get(kind_field(section)) == now.get(kind_field(section)) {
+                self.as_before.push(at);
+            }
+        } else {
+            self.programs.extend(changed);
+            self.as_before.push(at);
+        }
+        Some(disk.clone())
+    }
+
+    fn pinned_as_before(&self, section: &str, name: &str) -> bool {
+        self.as_before.contains(&format!("{section}.{name}"))
+    }
+
+    /// The grants in force for an entry: none for a new or redirected one.
+    fn grants<P: Default>(&self, section: &str, name: &str, before: Option<P>) -> P {
+        let redirected = self.redirected.contains(&format!("{section}.{name}"));
+        before.filter(|_| !redirected).unwrap_or_default()
+    }
+}
+
+/// The field that picks which program an entry's section runs by default.
+fn kind_field(section: &str) -> &'static str {
+    if section == "debuggers" {
+        "type"
+    } else {
+        "adapter"
+    }
+}
+
+/// Whether a new entry names a program rather than leaving it to the fixed names its type has.
+fn names_a_program(section: &str, entry: &Value) -> bool {
+    let set = |field: &str| entry.get(field).is_some_and(|v| !v.is_null());
+    match section {
+        "debuggers" => {
+            set("executable")
+                || set("gdb_server_executable")
+                || entry.get("interface_cfg") != Some(&Value::from(DEFAULT_INTERFACE_CFG))
+                || entry.get("target_cfg") != Some(&Value::from(DEFAULT_TARGET_CFG))
+        }
+        _ => set("executable") || set("pcanbasic_dll"),
+    }
+}
+
+/// Puts back the pin in force for `name` (or none, if it had none).
+fn repin(
+    now: &mut IndexMap<String, ahil_config::ExecutableState>,
+    in_force: &IndexMap<String, ahil_config::ExecutableState>,
+    name: &str,
+) {
+    match in_force.get(name) {
+        Some(state) => {
+            now.insert(name.to_owned(), state.clone());
+        }
+        None => {
+            now.shift_remove(name);
+        }
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 fn description_changes(old: &Config, new: &Config) -> Vec<String> {
@@ -230,4 +406,79 @@ fn outside_description_changes(merged: &Config, disk: &Config) -> Vec<String> {
         .filter(|s| merged.get(s.as_str()) != disk.get(s.as_str()))
         .cloned()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loaded(extra: &str) -> LoadedConfig {
+        let text = ahil_config::render_init_config(
+            std::path::Path::new("/tmp/ws"),
+            std::path::Path::new("/tmp/state"),
+        )
+        .replace("can_buses: {}\n", extra);
+        LoadedConfig {
+            config: ahil_config::parse_config(text.as_bytes()).expect("parses"),
+            path: "/tmp/config.yaml".into(),
+            display_path: "/tmp/config.yaml".into(),
+            digest: String::new(),
+            loaded_at: String::new(),
+            workspace: "/tmp/ws".into(),
+            from_override: false,
+            auto_recover_explicit: false,
+            executables: ahil_config::PinnedExecutables::default(),
+        }
+    }
+
+    const BUS: &str = "can_buses:\n  bus:\n    adapter: socketcan\n    channel: can0\n    permissions:\n      allow_write: true\n";
+
+    #[test]
+    fn a_new_entry_that_names_a_program_arrives_only_with_a_restart() {
+        let before = loaded("can_buses: {}\n");
+        let bridge = "can_buses:\n  bridge:\n    adapter: process\n    channel: b0\n    executable: /usr/bin/env\n";
+        let merged = merge(&before, loaded(bridge));
+        assert!(merged.loaded.config.can_buses.is_empty());
+        assert_eq!(merged.restart_required_for, ["can_buses.bridge"]);
+    }
+
+    #[test]
+    fn a_changed_debugger_program_stays_as_pinned_and_waits_for_a_restart() {
+        let before = loaded("can_buses: {}\n");
+        let mut disk = loaded("can_buses: {}\n");
+        disk.config
+            .debuggers
+            .get_mut("dut")
+            .expect("starter")
+            .executable = Some("/usr/bin/env".into());
+        disk.config.debug.gdb_executable = Some("/usr/bin/env".into());
+        let merged = merge(&before, disk);
+        assert_eq!(merged.loaded.config.debuggers["dut"].executable, None);
+        assert_eq!(merged.loaded.config.debug.gdb_executable, None);
+        assert!(
+            merged
+                .restart_required_for
+                .contains(&"debuggers.dut.executable".to_owned())
+        );
+        assert!(
+            merged
+                .restart_required_for
+                .contains(&"debug.gdb_executable".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_bus_moved_to_another_channel_loses_its_grant_in_force() {
+        let before = loaded(BUS);
+        let merged = merge(&before, loaded(&BUS.replace("can0", "can1")));
+        assert_eq!(merged.redirected_entries, ["can_buses.bus"]);
+        assert!(
+            !merged.loaded.config.can_buses["bus"]
+                .permissions
+                .allow_write
+        );
+        let same = merge(&before, loaded(BUS));
+        assert!(same.redirected_entries.is_empty());
+        assert!(same.loaded.config.can_buses["bus"].permissions.allow_write);
+    }
 }
