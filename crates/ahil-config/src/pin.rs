@@ -105,7 +105,8 @@ impl Pinner<'_> {
         self.env.display_path(p)
     }
 
-    /// Absolute PATH entries only: a relative entry would resolve inside the workspace.
+    /// The load's search list (never the process's PATH); absolute entries only: a relative entry
+    /// would resolve inside the workspace.
     fn search_path(&self, name: &str, extra: &[PathBuf]) -> Option<PathBuf> {
         let path_dirs = self
             .env
@@ -148,7 +149,7 @@ impl Pinner<'_> {
         }
     }
 
-    /// A value the operator wrote: a bare name is looked up on PATH, anything with a
+    /// A value the operator wrote: a bare name is looked up in the trusted search list, anything with a
     /// separator is a path relative to the workspace.
     fn configured(&self, raw: &str, field: &str) -> Result<PathBuf, ConfigError> {
         let is_path = raw.contains('/') || raw.contains('\\') || raw.starts_with('~');
@@ -159,7 +160,7 @@ impl Pinner<'_> {
                 Some(p) => p,
                 None => {
                     return Err(ConfigError::invalid(
-                        Refusal::new("A configured executable was not found on PATH.")
+                        Refusal::new("A configured executable was not found in the system's program directories.")
                             .at(field)
                             .with("value", raw.to_owned())
                             .fix("Install it, or name it by absolute path."),
@@ -182,7 +183,10 @@ impl Pinner<'_> {
             }
         }
         ExecutableState::Disabled {
-            reason: format!("none of {} was found on PATH", names.join(", ")),
+            reason: format!(
+                "none of {} was found in the system's program directories",
+                names.join(", ")
+            ),
         }
     }
 }

@@ -32,6 +32,8 @@ pub mod validate;
 #[cfg(test)]
 mod testkit;
 
+/// How every child is started: pinned absolute programs and the child environment.
+pub use ahil_drivers::process as child;
 pub use bench::Bench;
 pub use catalogue::{ToolSpec, tools};
 pub use doctor::doctor;
