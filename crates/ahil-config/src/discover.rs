@@ -236,6 +236,19 @@ mod tests {
     }
 
     #[test]
+    fn a_real_process_looks_programs_up_in_the_system_directories_never_in_its_path() {
+        // The test runner's PATH (cargo's, rustup's, the user's) is not the trusted list.
+        assert_ne!(
+            std::env::var_os("PATH"),
+            Some(OsString::from(TRUSTED_SEARCH_PATH))
+        );
+        assert_eq!(
+            Environment::from_process().path,
+            Some(OsString::from(TRUSTED_SEARCH_PATH))
+        );
+    }
+
+    #[test]
     fn the_leaf_matches_the_reference_for_tmp_x_ws() {
         // Computed by the reference: /tmp/x/ws -> ws-13ad34c6d6.
         assert_eq!(project_leaf(Path::new("/tmp/x/ws")), "ws-13ad34c6d6");

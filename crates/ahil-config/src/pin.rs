@@ -20,7 +20,9 @@ use crate::paths::{absolute_lexical, expand_tilde, is_within};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ExecutableState {
-    /// Resolved to this absolute, single-link regular file outside the workspace.
+    /// Resolved to this absolute path, whose target is a single-link regular file outside the
+    /// workspace. The path is the operator's spelling (a link stays a link), so the program is run,
+    /// and shows in `ps`, under the name the configuration gave it.
     Pinned { path: PathBuf },
     /// The untouched starter entry: nothing names hardware, so nothing is looked up.
     Unbound { reason: String },
@@ -169,15 +171,15 @@ impl Pinner<'_> {
             }
         };
         match self.vet(&candidate, field) {
-            Lookup::Found(p) => Ok(p),
+            Lookup::Found(_) => Ok(candidate),
             Lookup::Refused(r) => Err(ConfigError::invalid(r)),
         }
     }
 
     fn autodetect(&self, names: &[&str], extra: &[PathBuf], field: &str) -> ExecutableState {
         for name in names {
-            if let Some(c) = self.search_path(name, extra)
-                && let Lookup::Found(path) = self.vet(&c, field)
+            if let Some(path) = self.search_path(name, extra)
+                && let Lookup::Found(_) = self.vet(&path, field)
             {
                 return ExecutableState::Pinned { path };
             }

@@ -259,6 +259,13 @@ pub fn child_environment() -> Vec<(OsString, OsString)> {
     if let Some(home) = std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
         env.push((OsString::from("HOME"), home));
     }
+    // The test seams (a probe-rs worker told to hang, say) exist only in debug builds, which read
+    // them in the server itself too; a release build passes none.
+    if cfg!(debug_assertions) {
+        env.extend(
+            std::env::vars_os().filter(|(key, _)| key.to_string_lossy().starts_with("AHIL_TEST_")),
+        );
+    }
     env
 }
 
@@ -268,6 +275,28 @@ pub fn isolate(command: &mut std::process::Command) -> &mut std::process::Comman
     command.env_clear();
     for (key, value) in child_environment() {
         command.env(key, value);
+    }
+    command
+}
+
+/// What this binary, started again as a helper of itself (a detached test-plan worker, a board
+/// supervisor), reads to find the same configuration and log settings the server found: the
+/// server's own values of these are passed on, nothing else of its environment.
+pub const OWN_BINARY_VARS: [&str; 4] = [
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+    "AGENTIC_HIL_CONFIG",
+    "AGENTIC_HIL_LOG",
+];
+
+/// [`isolate`] for this binary started again as a helper: the child environment plus
+/// [`OWN_BINARY_VARS`] as the server has them.
+pub fn isolate_own_binary(command: &mut std::process::Command) -> &mut std::process::Command {
+    isolate(command);
+    for key in OWN_BINARY_VARS {
+        if let Some(value) = std::env::var_os(key) {
+            command.env(key, value);
+        }
     }
     command
 }

@@ -152,7 +152,7 @@ pub fn start_detached(
         .append(true)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
         .open(supervisor_log(spec))?;
-    let mut child = std::process::Command::new(program)
+    let mut child = ahil_drivers::process::isolate_own_binary(&mut std::process::Command::new(program))
         .args(supervise_args)
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
