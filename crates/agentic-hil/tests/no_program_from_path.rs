@@ -90,7 +90,7 @@ impl Hostile {
             Kind::Board => format!("  board:\n    type: qemu\n    timeout_s: 10\n{GRANTS}"),
             Kind::Cli => format!(
                 "  cli:\n    type: openocd\n    executable: \"{}\"\n    probe_id: SIM0\n    \
-                 interface_cfg: interface/stlink.cfg\n    target_cfg: target/stm32f4x.cfg\n    timeout_s: 10\n",
+                 interface_cfg: interface/stlink.cfg\n    target_cfg: target/stm32f4x.cfg\n    timeout_s: 10\n{GRANTS}",
                 openocd.display()
             ),
         };
@@ -247,6 +247,13 @@ async fn a_cli_backends_configured_python_fake_runs_without_the_servers_path_or_
     assert_none_ran(&bench, "debugger_info", &doc);
     let doc = ok(&client, "debugger_probes_list", json!({})).await;
     assert_none_ran(&bench, "debugger_probes_list", &doc);
+    let doc = ok(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/ahil-fw-v1.elf", "reset_after_flash": true}),
+    )
+    .await;
+    assert_none_ran(&bench, "flash_firmware through the CLI backend", &doc);
     client.cancel().await.expect("the session closes");
 }
 
