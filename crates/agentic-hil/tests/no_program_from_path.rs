@@ -191,7 +191,10 @@ impl Drop for Hostile {
 
 fn assert_none_ran(bench: &Hostile, after: &str, doc: &Value) {
     let ran = bench.ran();
-    assert!(ran.is_empty(), "after {after}, look-alikes ran: {ran:?}\n{doc}");
+    assert!(
+        ran.is_empty(),
+        "after {after}, look-alikes ran: {ran:?}\n{doc}"
+    );
 }
 
 #[tokio::test]

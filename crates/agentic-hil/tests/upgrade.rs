@@ -194,7 +194,9 @@ fn the_upgrade_runs_the_cargo_beside_its_install_record_never_the_one_path_or_ca
     assert_eq!(doc["ok"], json!(true), "{doc}");
     assert!(!install.path_cargo_ran(), "the cargo on PATH ran");
     assert!(
-        install.cargo_calls().contains("install --locked agentic-hil"),
+        install
+            .cargo_calls()
+            .contains("install --locked agentic-hil"),
         "{}",
         install.cargo_calls()
     );
@@ -207,7 +209,11 @@ fn a_cargo_install_without_its_cargo_beside_it_is_refused_and_nothing_else_runs(
     std::fs::remove_file(install.cargo_home.join("bin/cargo")).expect("remove cargo");
     let doc = install.upgrade(&[]);
     assert_eq!(doc["ok"], json!(false), "{doc}");
-    assert_eq!(doc["error_type"], json!("upgrade_manager_not_found"), "{doc}");
+    assert_eq!(
+        doc["error_type"],
+        json!("upgrade_manager_not_found"),
+        "{doc}"
+    );
     assert!(!install.path_cargo_ran(), "the cargo on PATH ran");
     assert_eq!(
         install.installed_version(),

@@ -29,7 +29,8 @@ pub struct Environment {
 /// system's own, fixed here. The process's `PATH` is never searched: it is whatever the server's
 /// launcher set, and an agent's `.mcp.json` sets it. A tool installed elsewhere is named in the
 /// configuration by its absolute path.
-pub const TRUSTED_SEARCH_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub const TRUSTED_SEARCH_PATH: &str =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The environment variable that selects a configuration file explicitly.
 pub const CONFIG_ENV_VAR: &str = "AGENTIC_HIL_CONFIG";

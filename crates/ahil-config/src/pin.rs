@@ -98,7 +98,7 @@ struct Pinner<'a> {
 }
 
 enum Lookup {
-    Found(PathBuf),
+    Found,
     Refused(Refusal),
 }
 
@@ -146,7 +146,7 @@ impl Pinner<'_> {
             );
         }
         match real.symlink_metadata() {
-            Ok(md) if md.is_file() && md.nlink() == 1 => Lookup::Found(real),
+            Ok(md) if md.is_file() && md.nlink() == 1 => Lookup::Found,
             _ => Lookup::Refused(not_a_file(field, &self.display(&real))),
         }
     }
@@ -171,7 +171,7 @@ impl Pinner<'_> {
             }
         };
         match self.vet(&candidate, field) {
-            Lookup::Found(_) => Ok(candidate),
+            Lookup::Found => Ok(candidate),
             Lookup::Refused(r) => Err(ConfigError::invalid(r)),
         }
     }
@@ -179,7 +179,7 @@ impl Pinner<'_> {
     fn autodetect(&self, names: &[&str], extra: &[PathBuf], field: &str) -> ExecutableState {
         for name in names {
             if let Some(path) = self.search_path(name, extra)
-                && let Lookup::Found(_) = self.vet(&path, field)
+                && let Lookup::Found = self.vet(&path, field)
             {
                 return ExecutableState::Pinned { path };
             }
@@ -322,7 +322,7 @@ fn check_script(p: &Pinner<'_>, raw: &str, field: &str) -> Result<(), ConfigErro
         ));
     }
     match p.vet(path, field) {
-        Lookup::Found(_) => Ok(()),
+        Lookup::Found => Ok(()),
         Lookup::Refused(mut r) => {
             r.summary = r.summary.replace("executable", "debugger script");
             Err(ConfigError::invalid(r))

@@ -125,9 +125,13 @@ fn a_signal_the_child_got_elsewhere_is_reported_as_a_signal() {
 
 #[test]
 fn a_program_named_without_an_absolute_path_is_refused_before_anything_runs() {
-    let error = run(&Command::new("sh").args(["-c", "exit 0"])).expect_err("a bare name is refused");
+    let error =
+        run(&Command::new("sh").args(["-c", "exit 0"])).expect_err("a bare name is refused");
     assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
-    assert!(error.to_string().contains("absolute pinned path"), "{error}");
+    assert!(
+        error.to_string().contains("absolute pinned path"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -147,7 +151,13 @@ fn a_script_runs_by_its_own_path_and_names_its_interpreter_itself() {
 #[test]
 fn a_child_sees_only_the_child_environment_whatever_the_servers_holds() {
     // The test process's own environment stands in for the server's; these names must not pass.
-    let leaked = ["PYTHONPATH", "LD_PRELOAD", "PYTHONSTARTUP", "GDBHISTFILE", "CARGO_HOME"];
+    let leaked = [
+        "PYTHONPATH",
+        "LD_PRELOAD",
+        "PYTHONSTARTUP",
+        "GDBHISTFILE",
+        "CARGO_HOME",
+    ];
     let finished = run(&Command::new(SHELL).args(["-c", "env"])).expect("sh runs");
     let seen: Vec<String> = finished
         .stdout_text()
@@ -165,7 +175,9 @@ fn a_child_sees_only_the_child_environment_whatever_the_servers_holds() {
     assert_eq!(sorted, allowed, "the child's environment is the allowlist");
     assert!(leaked.iter().all(|k| !seen.iter().any(|s| s == k)));
     assert!(
-        finished.stdout_text().contains(&format!("PATH={CHILD_PATH}\n")),
+        finished
+            .stdout_text()
+            .contains(&format!("PATH={CHILD_PATH}\n")),
         "{}",
         finished.stdout_text()
     );

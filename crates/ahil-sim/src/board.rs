@@ -210,9 +210,11 @@ impl Board {
             .write(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
             .open(paths.qemu_log())?;
-        ahil_drivers::process::require_absolute(&config.qemu).map_err(|source| SimError::Spawn {
-            program: config.qemu.clone(),
-            source,
+        ahil_drivers::process::require_absolute(&config.qemu).map_err(|source| {
+            SimError::Spawn {
+                program: config.qemu.clone(),
+                source,
+            }
         })?;
         let mut command = std::process::Command::new(&config.qemu);
         ahil_drivers::process::isolate(&mut command)

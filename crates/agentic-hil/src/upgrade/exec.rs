@@ -90,8 +90,11 @@ mod tests {
     #[test]
     fn a_child_past_its_deadline_is_killed_and_reported_timed_out() {
         let started = Instant::now();
-        let ran = run_with_deadline(pinned(std::path::Path::new("/bin/sleep")).arg("30"), Duration::from_millis(200))
-            .expect("sh starts");
+        let ran = run_with_deadline(
+            pinned(std::path::Path::new("/bin/sleep")).arg("30"),
+            Duration::from_millis(200),
+        )
+        .expect("sh starts");
         assert!(matches!(ran, Ran::TimedOut));
         assert!(started.elapsed() < Duration::from_secs(10));
     }

@@ -420,13 +420,13 @@ fn available_version(cargo: &CargoCommand<'_>, source: &Source) -> Option<Versio
             let out = cargo_output(
                 cargo,
                 &[
-                "metadata",
-                "--no-deps",
-                "--format-version",
-                "1",
-                "--manifest-path",
-                &manifest,
-            ],
+                    "metadata",
+                    "--no-deps",
+                    "--format-version",
+                    "1",
+                    "--manifest-path",
+                    &manifest,
+                ],
             )
             .ok()?;
             let doc: Value = serde_json::from_str(&out).ok()?;

@@ -183,9 +183,7 @@ pub fn spawn(
     if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
         command.current_dir(dir);
     }
-    let command_line = process::Command::new(executable)
-        .args(argv)
-        .display_line();
+    let command_line = process::Command::new(executable).args(argv).display_line();
     drop(reserved);
     let mut child = command.spawn().map_err(ServerError::Spawn)?;
     let Some(pgid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
