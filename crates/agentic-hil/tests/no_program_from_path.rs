@@ -1,7 +1,8 @@
 //! Black-box: the server started the way an agent's `.mcp.json` could start it, with PATH and
 //! PYTHONPATH pointing into the workspace, where a look-alike of every program the gate may start
 //! (and a `sitecustomize.py`) records that it ran. Every tool that starts a program is driven; each
-//! still works, and no look-alike ever runs.
+//! still works, and no look-alike ever runs. A HOME pointed into the workspace (with a
+//! `usercustomize.py` in its Python user site) stops the server before any child runs.
 
 mod support;
 
@@ -260,6 +261,59 @@ async fn a_cli_backends_configured_python_fake_runs_without_the_servers_path_or_
     client.cancel().await.expect("the session closes");
 }
 
+/// Python's user site under `home`, where `usercustomize.py` is imported from at every start.
+fn user_site(home: &Path) -> PathBuf {
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import site; print(site.getusersitepackages())"])
+        .env_clear()
+        .env("HOME", home)
+        .output()
+        .expect("python3 runs");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// A `usercustomize.py` in a HOME inside the workspace that records when Python imports it.
+fn plant_usercustomize(bench: &Hostile) -> PathBuf {
+    let home = bench.world.workspace.join("fakehome");
+    let site = user_site(&home);
+    assert!(site.starts_with(&home), "{}", site.display());
+    std::fs::create_dir_all(&site).expect("user site");
+    std::fs::write(
+        site.join("usercustomize.py"),
+        format!(
+            "open({:?}, 'w').write('usercustomize ran')\n",
+            bench.marks.join("usercustomize").display().to_string()
+        ),
+    )
+    .expect("usercustomize");
+    home
+}
+
+/// Children get the server's HOME (where it found the operator's configuration), so a HOME the agent
+/// points into the workspace must stop the server before anything runs: there, `usercustomize.py`
+/// would run inside every Python backend and `~/.openocd` would feed OpenOCD its scripts.
+#[test]
+fn a_home_the_agent_points_into_the_workspace_stops_the_server_before_any_child_runs() {
+    let bench = Hostile::new(Kind::Cli);
+    let home = plant_usercustomize(&bench);
+    let mut cmd = std::process::Command::new(World::binary());
+    // XDG_* still name the operator's configuration (World::scrub sets them).
+    bench.world.scrub(&mut cmd);
+    let out = cmd
+        .env("HOME", &home)
+        .arg("mcp-stdio")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the server runs");
+    assert!(
+        !out.status.success(),
+        "the server served with HOME in the workspace"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("home directory"), "{stderr}");
+    assert!(bench.ran().is_empty(), "{:?}", bench.ran());
+}
+
 #[test]
 fn the_look_alikes_and_sitecustomize_do_record_that_they_ran() {
     // The detectors work: a look-alike run directly, and Python started with the server's
@@ -276,5 +330,15 @@ fn the_look_alikes_and_sitecustomize_do_record_that_they_ran() {
         .output()
         .expect("python3 runs");
     assert!(out.status.success());
-    assert_eq!(bench.ran(), ["gdb-multiarch", "sitecustomize"]);
+    let home = plant_usercustomize(&bench);
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "pass"])
+        .env("HOME", &home)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success());
+    assert_eq!(
+        bench.ran(),
+        ["gdb-multiarch", "sitecustomize", "usercustomize"]
+    );
 }
