@@ -218,19 +218,21 @@ fn with_fake_openocd(world: &World, script: &str) {
 }
 
 #[test]
-fn credentials_from_the_environment_printed_by_a_backend_never_reach_the_client() {
+fn credentials_of_the_servers_environment_printed_by_a_backend_never_reach_the_client() {
+    // A backend never gets the server's environment (the child environment is an allowlist), so
+    // the fake prints the credential it knows another way, as one read from its own files would.
     for (script, ok) in [
         (
-            "#!/bin/sh\necho \"Open On-Chip Debugger 0.12.0 password=$API_TOKEN\"\n",
+            "#!/bin/sh\necho \"Open On-Chip Debugger 0.12.0 password=SECRET\"\n",
             true,
         ),
         (
-            "#!/bin/sh\necho \"Error: https://ci:$API_TOKEN@git.example Authorization: Bearer $API_TOKEN\" >&2\nexit 1\n",
+            "#!/bin/sh\necho \"Error: https://ci:SECRET@git.example Authorization: Bearer SECRET\" >&2\nexit 1\n",
             false,
         ),
     ] {
         let world = provisioned();
-        with_fake_openocd(&world, script);
+        with_fake_openocd(&world, &script.replace("SECRET", SECRET));
         let answers = mcp_with_env(
             &world,
             &[call(1, "debugger_info")],

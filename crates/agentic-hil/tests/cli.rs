@@ -298,7 +298,7 @@ fn check_plan_reports_an_undeclared_device_and_fails_on_it_only_with_strict() {
     );
 }
 
-/// `debugger-probes` before `init`, with only `tools` on PATH.
+/// `debugger-probes` before `init`, with only `tools` on PATH (which the lookup must ignore).
 fn probes_before_init(world: &World, tools: &std::path::Path) -> serde_json::Value {
     let out = world
         .command()
@@ -320,7 +320,22 @@ fn debugger_probes_before_init_lists_the_usb_inventory_and_says_which_tools_it_l
     assert_eq!(doc["source"], json!("bootstrap"));
     assert_eq!(doc["discovered_by"], json!("usb_inventory"));
     assert_eq!(doc["complete"], json!(false), "a USB inventory is no count");
-    assert_eq!(doc["executable"], json!(null));
+    // Tools are looked up in the system's own directories, whatever PATH says.
+    let system_openocd = [
+        "/usr/local/sbin",
+        "/usr/local/bin",
+        "/usr/sbin",
+        "/usr/bin",
+        "/sbin",
+        "/bin",
+    ]
+    .iter()
+    .map(|dir| std::path::Path::new(dir).join("openocd"))
+    .find(|path| path.is_file());
+    assert_eq!(
+        doc["executable"],
+        json!(system_openocd.as_ref().map(|p| p.display().to_string()))
+    );
     let searched: Vec<(&str, bool)> = doc["tools_searched"]
         .as_array()
         .expect("tools_searched")
@@ -329,7 +344,10 @@ fn debugger_probes_before_init_lists_the_usb_inventory_and_says_which_tools_it_l
         .collect();
     assert_eq!(
         searched,
-        [("STM32_Programmer_CLI", false), ("openocd", false)]
+        [
+            ("STM32_Programmer_CLI", false),
+            ("openocd", system_openocd.is_some())
+        ]
     );
     assert!(doc["probes"].is_array(), "{doc}");
 }
@@ -337,7 +355,10 @@ fn debugger_probes_before_init_lists_the_usb_inventory_and_says_which_tools_it_l
 #[test]
 fn debugger_probes_before_init_asks_stm32cubeprogrammer_when_it_is_installed() {
     let world = World::new();
-    let tools = world.home.join("tools");
+    // Where STM32CubeProgrammer's installer puts it in the user's home; a PATH entry is not looked at.
+    let tools = world
+        .home
+        .join("STMicroelectronics/STM32Cube/STM32CubeProgrammer/bin");
     std::fs::create_dir_all(&tools).expect("dir");
     let fake = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../ahil-sim/src/fakes/probe_cli.py");
@@ -345,9 +366,7 @@ fn debugger_probes_before_init_asks_stm32cubeprogrammer_when_it_is_installed() {
     std::fs::copy(fake, &programmer).expect("the fake is installed");
     std::fs::set_permissions(&programmer, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
-    // The fake is a Python script: its interpreter is found through the rest of PATH.
-    let path = format!("{}:/usr/bin:/bin", tools.display());
-    let doc = probes_before_init(&world, std::path::Path::new(&path));
+    let doc = probes_before_init(&world, &world.home.join("no-tools"));
     assert_eq!(doc["backend"], json!("stlink"), "{doc}");
     assert_eq!(
         doc["probes"][0]["probe_id"],

@@ -516,6 +516,65 @@ async fn a_detached_worker_is_the_servers_own_binary_even_with_a_lookalike_first
     assert!(!marker.exists(), "a program found on PATH was started");
 }
 
+/// A detached worker is this binary again, and gets the child environment plus only the
+/// configuration-discovery variables: what the agent's `.mcp.json` put in the server's environment
+/// beyond those (PYTHONPATH, LD_LIBRARY_PATH, PATH) does not reach it.
+#[tokio::test]
+async fn a_detached_worker_gets_the_child_environment_not_the_servers() {
+    use rmcp::ServiceExt;
+    let world = world();
+    let plan = write_plan(&world, "long.yaml", LONG_DELAY);
+    let mut cmd = std::process::Command::new(World::binary());
+    world.scrub(&mut cmd);
+    let planted = world.workspace.join("pylib");
+    cmd.env("PYTHONPATH", &planted)
+        .env("LD_LIBRARY_PATH", &planted)
+        .env("PATH", format!("{}:/usr/bin:/bin", planted.display()))
+        .arg("mcp-stdio");
+    let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
+        .expect("the server starts");
+    let client = ().serve(transport).await.expect("handshake");
+    let (doc, is_error) = call(
+        &client,
+        "test_reactor_run",
+        json!({"test_config_path": plan, "detach": true}),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+    let run = doc["run"].as_str().expect("a handle").to_owned();
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(runs_dir(&world).join(format!("{run}.json"))).expect("the run record"),
+    )
+    .expect("JSON");
+    let pid = record["pid"].as_u64().expect("the worker's pid");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("the worker runs");
+    let (stop, _) = call(&client, "test_reactor_stop", json!({"run": run})).await;
+    assert_eq!(stop["stop_requested"], true, "{stop}");
+    wait_for_state(&client, &run, &["stopped"], Duration::from_secs(10)).await;
+    client.cancel().await.expect("client closes");
+    let vars: Vec<String> = environ
+        .split(|b| *b == 0)
+        .filter(|v| !v.is_empty())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    let names: Vec<&str> = vars.iter().filter_map(|v| v.split('=').next()).collect();
+    assert!(!names.contains(&"PYTHONPATH"), "{vars:?}");
+    assert!(!names.contains(&"LD_LIBRARY_PATH"), "{vars:?}");
+    assert!(
+        vars.contains(
+            &"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned()
+        ),
+        "{vars:?}"
+    );
+    assert!(
+        vars.contains(&format!(
+            "XDG_CONFIG_HOME={}",
+            world.home.join(".config").display()
+        )),
+        "the worker finds the server's configuration: {vars:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_stop_ends_a_detached_run_in_the_middle_of_a_long_delay() {
     let world = world();

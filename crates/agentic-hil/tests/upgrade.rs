@@ -1,5 +1,6 @@
 //! `agentic-hil upgrade` and `server_upgrade`, against installations built in temp dirs: a `cargo install`
-//! (cargo's record plus a fake `cargo` on PATH that "installs" a script printing a newer version) and a
+//! (cargo's record plus a fake `cargo` beside the binary that "installs" a script printing a newer
+//! version, while a look-alike `cargo` first on PATH must never run) and a
 //! copied binary upgraded `--from` another file. No network anywhere.
 
 mod support;
@@ -78,9 +79,16 @@ impl CargoInstall {
         std::fs::write(cargo_home.join(".crates2.json"), record).expect("record");
         std::fs::write(cargo_home.join("published"), NEWER).expect("published");
         write_script(&cargo_home.join("next"), &version_script(NEWER));
+        write_script(&cargo_home.join("bin/cargo"), FAKE_CARGO);
         let fake_bin = world.home.join("fake-bin");
         std::fs::create_dir_all(&fake_bin).expect("fake bin");
-        write_script(&fake_bin.join("cargo"), FAKE_CARGO);
+        write_script(
+            &fake_bin.join("cargo"),
+            &format!(
+                "#!/bin/sh\necho \"$*\" >> '{}'\nexit 0\n",
+                fake_bin.join("ran").display()
+            ),
+        );
         Self {
             world,
             cargo_home,
@@ -114,6 +122,11 @@ impl CargoInstall {
                 .output()
                 .expect("runs"),
         )
+    }
+
+    /// Whether the look-alike `cargo` first on PATH was ever run.
+    fn path_cargo_ran(&self) -> bool {
+        self.fake_bin.join("ran").exists()
     }
 
     fn cargo_calls(&self) -> String {
@@ -162,6 +175,48 @@ fn a_cargo_install_is_upgraded_by_cargo_and_reports_both_versions() {
     // The hard-linked original is untouched: cargo replaced the name, not the file.
     assert_eq!(
         version_of(Path::new(World::binary())),
+        format!("agentic-hil {RUNNING}")
+    );
+}
+
+#[test]
+fn the_upgrade_runs_the_cargo_beside_its_install_record_never_the_one_path_or_cargo_home_names() {
+    let install = CargoInstall::new();
+    let elsewhere = install.world.home.join("other-cargo-home");
+    std::fs::create_dir_all(elsewhere.join("bin")).expect("dir");
+    let out = install
+        .command()
+        .env("CARGO_HOME", &elsewhere)
+        .args(["upgrade", "--json"])
+        .output()
+        .expect("runs");
+    let doc = parse(&out);
+    assert_eq!(doc["ok"], json!(true), "{doc}");
+    assert!(!install.path_cargo_ran(), "the cargo on PATH ran");
+    assert!(
+        install
+            .cargo_calls()
+            .contains("install --locked agentic-hil"),
+        "{}",
+        install.cargo_calls()
+    );
+    assert_eq!(install.installed_version(), format!("agentic-hil {NEWER}"));
+}
+
+#[test]
+fn a_cargo_install_without_its_cargo_beside_it_is_refused_and_nothing_else_runs() {
+    let install = CargoInstall::new();
+    std::fs::remove_file(install.cargo_home.join("bin/cargo")).expect("remove cargo");
+    let doc = install.upgrade(&[]);
+    assert_eq!(doc["ok"], json!(false), "{doc}");
+    assert_eq!(
+        doc["error_type"],
+        json!("upgrade_manager_not_found"),
+        "{doc}"
+    );
+    assert!(!install.path_cargo_ran(), "the cargo on PATH ran");
+    assert_eq!(
+        install.installed_version(),
         format!("agentic-hil {RUNNING}")
     );
 }

@@ -20,9 +20,17 @@ pub struct Environment {
     pub xdg_state_home: Option<PathBuf>,
     /// `AGENTIC_HIL_CONFIG`.
     pub config_override: Option<OsString>,
-    /// `PATH`.
+    /// Where a program named without a path is looked up at load: [`TRUSTED_SEARCH_PATH`] in a
+    /// real process (tests supply their own).
     pub path: Option<OsString>,
 }
+
+/// The directories a bare program name is looked up in when the configuration is loaded: the
+/// system's own, fixed here. The process's `PATH` is never searched: it is whatever the server's
+/// launcher set, and an agent's `.mcp.json` sets it. A tool installed elsewhere is named in the
+/// configuration by its absolute path.
+pub const TRUSTED_SEARCH_PATH: &str =
+    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The environment variable that selects a configuration file explicitly.
 pub const CONFIG_ENV_VAR: &str = "AGENTIC_HIL_CONFIG";
@@ -43,7 +51,7 @@ impl Environment {
             xdg_config_home: absolute_var("XDG_CONFIG_HOME"),
             xdg_state_home: absolute_var("XDG_STATE_HOME"),
             config_override: std::env::var_os(CONFIG_ENV_VAR),
-            path: std::env::var_os("PATH"),
+            path: Some(OsString::from(TRUSTED_SEARCH_PATH)),
         }
     }
 
@@ -226,6 +234,19 @@ mod tests {
             config_override: None,
             path: None,
         }
+    }
+
+    #[test]
+    fn a_real_process_looks_programs_up_in_the_system_directories_never_in_its_path() {
+        // The test runner's PATH (cargo's, rustup's, the user's) is not the trusted list.
+        assert_ne!(
+            std::env::var_os("PATH"),
+            Some(OsString::from(TRUSTED_SEARCH_PATH))
+        );
+        assert_eq!(
+            Environment::from_process().path,
+            Some(OsString::from(TRUSTED_SEARCH_PATH))
+        );
     }
 
     #[test]

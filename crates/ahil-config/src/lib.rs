@@ -26,8 +26,8 @@ pub mod time;
 pub mod write;
 
 pub use discover::{
-    CONFIG_ENV_VAR, ConfigLocation, Environment, canonical_config_path, check_workspace_not_home,
-    config_candidates, default_state_root,
+    CONFIG_ENV_VAR, ConfigLocation, Environment, TRUSTED_SEARCH_PATH, canonical_config_path,
+    check_workspace_not_home, config_candidates, default_state_root,
 };
 pub use error::{ConfigError, Refusal};
 pub use load::{

@@ -20,7 +20,9 @@ use crate::paths::{absolute_lexical, expand_tilde, is_within};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ExecutableState {
-    /// Resolved to this absolute, single-link regular file outside the workspace.
+    /// Resolved to this absolute path, whose target is a single-link regular file outside the
+    /// workspace. The path is the operator's spelling (a link stays a link), so the program is run,
+    /// and shows in `ps`, under the name the configuration gave it.
     Pinned { path: PathBuf },
     /// The untouched starter entry: nothing names hardware, so nothing is looked up.
     Unbound { reason: String },
@@ -96,7 +98,7 @@ struct Pinner<'a> {
 }
 
 enum Lookup {
-    Found(PathBuf),
+    Found,
     Refused(Refusal),
 }
 
@@ -105,7 +107,8 @@ impl Pinner<'_> {
         self.env.display_path(p)
     }
 
-    /// Absolute PATH entries only: a relative entry would resolve inside the workspace.
+    /// The load's search list (never the process's PATH); absolute entries only: a relative entry
+    /// would resolve inside the workspace.
     fn search_path(&self, name: &str, extra: &[PathBuf]) -> Option<PathBuf> {
         let path_dirs = self
             .env
@@ -143,12 +146,12 @@ impl Pinner<'_> {
             );
         }
         match real.symlink_metadata() {
-            Ok(md) if md.is_file() && md.nlink() == 1 => Lookup::Found(real),
+            Ok(md) if md.is_file() && md.nlink() == 1 => Lookup::Found,
             _ => Lookup::Refused(not_a_file(field, &self.display(&real))),
         }
     }
 
-    /// A value the operator wrote: a bare name is looked up on PATH, anything with a
+    /// A value the operator wrote: a bare name is looked up in the trusted search list, anything with a
     /// separator is a path relative to the workspace.
     fn configured(&self, raw: &str, field: &str) -> Result<PathBuf, ConfigError> {
         let is_path = raw.contains('/') || raw.contains('\\') || raw.starts_with('~');
@@ -159,7 +162,7 @@ impl Pinner<'_> {
                 Some(p) => p,
                 None => {
                     return Err(ConfigError::invalid(
-                        Refusal::new("A configured executable was not found on PATH.")
+                        Refusal::new("A configured executable was not found in the system's program directories.")
                             .at(field)
                             .with("value", raw.to_owned())
                             .fix("Install it, or name it by absolute path."),
@@ -168,21 +171,24 @@ impl Pinner<'_> {
             }
         };
         match self.vet(&candidate, field) {
-            Lookup::Found(p) => Ok(p),
+            Lookup::Found => Ok(candidate),
             Lookup::Refused(r) => Err(ConfigError::invalid(r)),
         }
     }
 
     fn autodetect(&self, names: &[&str], extra: &[PathBuf], field: &str) -> ExecutableState {
         for name in names {
-            if let Some(c) = self.search_path(name, extra)
-                && let Lookup::Found(path) = self.vet(&c, field)
+            if let Some(path) = self.search_path(name, extra)
+                && let Lookup::Found = self.vet(&path, field)
             {
                 return ExecutableState::Pinned { path };
             }
         }
         ExecutableState::Disabled {
-            reason: format!("none of {} was found on PATH", names.join(", ")),
+            reason: format!(
+                "none of {} was found in the system's program directories",
+                names.join(", ")
+            ),
         }
     }
 }
@@ -316,7 +322,7 @@ fn check_script(p: &Pinner<'_>, raw: &str, field: &str) -> Result<(), ConfigErro
         ));
     }
     match p.vet(path, field) {
-        Lookup::Found(_) => Ok(()),
+        Lookup::Found => Ok(()),
         Lookup::Refused(mut r) => {
             r.summary = r.summary.replace("executable", "debugger script");
             Err(ConfigError::invalid(r))

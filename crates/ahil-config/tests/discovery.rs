@@ -224,6 +224,40 @@ fn an_executable_inside_the_workspace_is_refused() {
 }
 
 #[test]
+fn a_linked_executable_is_pinned_by_the_operators_spelling_once_its_target_is_vetted() {
+    let bench = Bench::new();
+    let tool = bench.tool("openocd");
+    let links = bench.root.join("links");
+    fs::create_dir_all(&links).expect("links dir");
+    let link = links.join("my-openocd");
+    std::os::unix::fs::symlink(&tool, &link).expect("link");
+    let text = starter(&bench).replace(
+        "executable: null",
+        &format!("executable: \"{}\"", link.display()),
+    );
+    bench.write_canonical(text.as_bytes());
+    let loaded = load_authoritative(&bench.workspace, &bench.env()).expect("loads");
+    assert_eq!(loaded.executables.debugger("dut"), Some(link.as_path()));
+}
+
+#[test]
+fn a_link_outside_the_workspace_to_a_program_inside_it_is_refused() {
+    let bench = Bench::new();
+    let tool = bench.workspace.join("openocd");
+    fs::write(&tool, "#!/bin/sh\n").expect("write");
+    let link = bench.root.join("openocd-link");
+    std::os::unix::fs::symlink(&tool, &link).expect("link");
+    let text = starter(&bench).replace(
+        "executable: null",
+        &format!("executable: \"{}\"", link.display()),
+    );
+    bench.write_canonical(text.as_bytes());
+    let e = load_authoritative(&bench.workspace, &bench.env()).unwrap_err();
+    assert_eq!(e.field(), Some("debuggers.dut.executable"));
+    assert!(e.summary().contains("outside the workspace"), "{e:?}");
+}
+
+#[test]
 fn a_named_entry_autodetects_its_tool_on_path() {
     let bench = Bench::new();
     let tool = bench.tool("openocd");

@@ -70,9 +70,7 @@ pub fn run_hearing(
     not_found_class: &'static str,
     hook: Option<process::LineHook>,
 ) -> Result<Ran, DriverError> {
-    let (program, leading) = process::invocation(executable);
-    let mut command = Command::new(program)
-        .args(leading)
+    let mut command = Command::new(executable)
         .args(args)
         .deadline(budget.step(limit))
         .output_cap(OUTPUT_CAP)

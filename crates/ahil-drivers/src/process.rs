@@ -239,19 +239,81 @@ impl Finished {
     }
 }
 
-/// How to invoke an executable: a `.py` file is run by `python3` (the backend fakes are Python scripts),
-/// anything else directly.
-pub fn invocation(executable: &Path) -> (PathBuf, Vec<OsString>) {
-    let is_python = executable
-        .extension()
-        .is_some_and(|ext| ext.eq_ignore_ascii_case("py"));
-    if is_python {
-        (
-            PathBuf::from("python3"),
-            vec![executable.as_os_str().to_owned()],
-        )
+/// The shell every keeper runs: a fixed system path, never the `sh` the server's PATH names.
+pub const SHELL: &str = "/bin/sh";
+
+/// The PATH every child gets: the system's own directories, fixed here. The server's PATH comes from
+/// its launcher's environment (an agent's `.mcp.json` can set it), so it never reaches a child, and a
+/// script's `#!/usr/bin/env python3` finds the system's interpreter, not one the workspace planted.
+pub const CHILD_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The environment every child starts from, whatever the server's own holds: a fixed PATH, a fixed
+/// UTF-8 locale (backends' output is parsed), and the HOME the server reads the operator's
+/// configuration from. Nothing else is inherited, so `PYTHONPATH`, `LD_PRELOAD`, `PYTHONSTARTUP`,
+/// `GDBHISTFILE` and the like never reach a child.
+pub fn child_environment() -> Vec<(OsString, OsString)> {
+    let mut env = vec![
+        (OsString::from("PATH"), OsString::from(CHILD_PATH)),
+        (OsString::from("LANG"), OsString::from("C.UTF-8")),
+    ];
+    if let Some(home) = std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
+        env.push((OsString::from("HOME"), home));
+    }
+    // The test seams (a probe-rs worker told to hang, say) exist only in debug builds, which read
+    // them in the server itself too; a release build passes none.
+    if cfg!(debug_assertions) {
+        env.extend(
+            std::env::vars_os().filter(|(key, _)| key.to_string_lossy().starts_with("AHIL_TEST_")),
+        );
+    }
+    env
+}
+
+/// Clears `command`'s environment and gives it [`child_environment`]; what a backend adds on top is
+/// set after this.
+pub fn isolate(command: &mut std::process::Command) -> &mut std::process::Command {
+    command.env_clear();
+    for (key, value) in child_environment() {
+        command.env(key, value);
+    }
+    command
+}
+
+/// What this binary, started again as a helper of itself (a detached test-plan worker, a board
+/// supervisor), reads to find the same configuration and log settings the server found: the
+/// server's own values of these are passed on, nothing else of its environment.
+pub const OWN_BINARY_VARS: [&str; 4] = [
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+    "AGENTIC_HIL_CONFIG",
+    "AGENTIC_HIL_LOG",
+];
+
+/// [`isolate`] for this binary started again as a helper: the child environment plus
+/// [`OWN_BINARY_VARS`] as the server has them.
+pub fn isolate_own_binary(command: &mut std::process::Command) -> &mut std::process::Command {
+    isolate(command);
+    for key in OWN_BINARY_VARS {
+        if let Some(value) = std::env::var_os(key) {
+            command.env(key, value);
+        }
+    }
+    command
+}
+
+/// A program is run only by an absolute path pinned at startup: a bare name would be looked up in
+/// the PATH of the moment, which is not the operator's.
+pub fn require_absolute(program: &Path) -> io::Result<()> {
+    if program.is_absolute() {
+        Ok(())
     } else {
-        (executable.to_path_buf(), Vec::new())
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "refusing to run {}: a program is run only by its absolute pinned path",
+                program.display()
+            ),
+        ))
     }
 }
 
@@ -259,8 +321,9 @@ pub fn invocation(executable: &Path) -> (PathBuf, Vec<OsString>) {
 /// `spawn_blocking`. An `Err` means the child could not be started (not found, not executable, no
 /// pipes); every started child yields `Ok`.
 pub fn run(command: &Command) -> io::Result<Finished> {
+    require_absolute(&command.program)?;
     let mut std_command = std::process::Command::new(&command.program);
-    std_command
+    isolate(&mut std_command)
         .args(&command.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -569,7 +632,7 @@ impl GroupKeeper {
     /// Watches `group` (a live leader's pid); `name` is the keeper's argv[0] in `ps`.
     pub fn spawn(group: i32, name: &str) -> io::Result<Self> {
         let (reader, writer) = io::pipe()?;
-        let keeper = std::process::Command::new("sh")
+        let keeper = isolate(&mut std::process::Command::new(SHELL))
             .args([
                 "-c",
                 "read _lifeline; kill -KILL -\"$1\" 2>/dev/null",

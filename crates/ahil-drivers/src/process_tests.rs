@@ -7,7 +7,7 @@ fn survivors(pgid: i32) -> Vec<i32> {
 
 #[test]
 fn a_child_that_exits_reports_its_exit_code_and_output() {
-    let finished = run(&Command::new("sh").args(["-c", "echo out; echo err >&2; exit 7"]))
+    let finished = run(&Command::new(SHELL).args(["-c", "echo out; echo err >&2; exit 7"]))
         .expect("sh is on every POSIX host");
     assert_eq!(finished.exit, Exit::Code(7));
     assert_eq!(finished.stdout_text(), "out\n");
@@ -17,14 +17,14 @@ fn a_child_that_exits_reports_its_exit_code_and_output() {
 
 #[test]
 fn a_zero_exit_is_success() {
-    let finished = run(&Command::new("true")).expect("true runs");
+    let finished = run(&Command::new("/bin/true")).expect("true runs");
     assert!(finished.success());
 }
 
 #[test]
 fn a_child_killed_at_the_deadline_leaves_no_process_of_its_group_alive() {
     let started = Instant::now();
-    let finished = run(&Command::new("sh")
+    let finished = run(&Command::new(SHELL)
         .args(["-c", "sleep 30 & sleep 30"])
         .deadline(Duration::from_millis(300)))
     .expect("sh runs");
@@ -38,7 +38,7 @@ fn a_child_killed_at_the_deadline_leaves_no_process_of_its_group_alive() {
 
 #[test]
 fn background_children_of_a_clean_exit_are_killed_with_the_group() {
-    let finished = run(&Command::new("sh")
+    let finished = run(&Command::new(SHELL)
         .args(["-c", "sleep 30 >/dev/null 2>&1 & echo started"])
         .deadline(Duration::from_secs(10)))
     .expect("sh runs");
@@ -49,7 +49,7 @@ fn background_children_of_a_clean_exit_are_killed_with_the_group() {
 #[test]
 fn a_background_child_holding_the_pipe_does_not_hang_the_runner() {
     let started = Instant::now();
-    let finished = run(&Command::new("sh")
+    let finished = run(&Command::new(SHELL)
         .args(["-c", "sleep 30 & echo early"])
         .deadline(Duration::from_secs(10)))
     .expect("sh runs");
@@ -60,7 +60,7 @@ fn a_background_child_holding_the_pipe_does_not_hang_the_runner() {
 
 #[test]
 fn the_direct_child_is_reaped_not_left_a_zombie() {
-    let finished = run(&Command::new("sh")
+    let finished = run(&Command::new(SHELL)
         .args(["-c", "sleep 30"])
         .deadline(Duration::from_millis(100)))
     .expect("sh runs");
@@ -72,7 +72,7 @@ fn the_direct_child_is_reaped_not_left_a_zombie() {
 
 #[test]
 fn captured_output_stops_at_the_cap_and_says_so() {
-    let finished = run(&Command::new("sh")
+    let finished = run(&Command::new(SHELL)
         .args(["-c", "head -c 100000 /dev/zero; echo tail >&2"])
         .output_cap(1000))
     .expect("sh runs");
@@ -94,7 +94,7 @@ fn a_cancelled_call_kills_its_child_at_once() {
     let worker = {
         let flag = flag.clone();
         thread::spawn(move || {
-            run(&Command::new("sh")
+            run(&Command::new(SHELL)
                 .args(["-c", "sleep 30 & sleep 30"])
                 .deadline(Duration::from_secs(30))
                 .cancel_on(flag))
@@ -119,18 +119,68 @@ fn a_missing_program_is_an_error_not_a_result() {
 
 #[test]
 fn a_signal_the_child_got_elsewhere_is_reported_as_a_signal() {
-    let finished = run(&Command::new("sh").args(["-c", "kill -TERM $$"])).expect("sh runs");
+    let finished = run(&Command::new(SHELL).args(["-c", "kill -TERM $$"])).expect("sh runs");
     assert_eq!(finished.exit, Exit::Signal(libc::SIGTERM));
 }
 
 #[test]
-fn python_scripts_are_run_through_python3() {
-    let (program, args) = invocation(Path::new("/x/fake_openocd.py"));
-    assert_eq!(program, PathBuf::from("python3"));
-    assert_eq!(args, vec![OsString::from("/x/fake_openocd.py")]);
-    let (program, args) = invocation(Path::new("/usr/bin/openocd"));
-    assert_eq!(program, PathBuf::from("/usr/bin/openocd"));
-    assert!(args.is_empty());
+fn a_program_named_without_an_absolute_path_is_refused_before_anything_runs() {
+    let error =
+        run(&Command::new("sh").args(["-c", "exit 0"])).expect_err("a bare name is refused");
+    assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
+    assert!(
+        error.to_string().contains("absolute pinned path"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_script_runs_by_its_own_path_and_names_its_interpreter_itself() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("fake_tool.py");
+    std::fs::write(&script, "#!/bin/sh\necho \"argv0=$0\"\n").expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let finished = run(&Command::new(&script)).expect("the script runs");
+    assert_eq!(
+        finished.stdout_text().trim(),
+        format!("argv0={}", script.display())
+    );
+}
+
+#[test]
+fn a_child_sees_only_the_child_environment_whatever_the_servers_holds() {
+    // The test process's own environment stands in for the server's; these names must not pass.
+    let leaked = [
+        "PYTHONPATH",
+        "LD_PRELOAD",
+        "PYTHONSTARTUP",
+        "GDBHISTFILE",
+        "CARGO_HOME",
+    ];
+    let finished = run(&Command::new(SHELL).args(["-c", "env"])).expect("sh runs");
+    let seen: Vec<String> = finished
+        .stdout_text()
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_owned()))
+        .filter(|k| k != "PWD" && k != "SHLVL" && k != "_")
+        .collect();
+    let mut allowed: Vec<String> = child_environment()
+        .into_iter()
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    allowed.sort();
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(sorted, allowed, "the child's environment is the allowlist");
+    assert!(leaked.iter().all(|k| !seen.iter().any(|s| s == k)));
+    assert!(
+        finished
+            .stdout_text()
+            .contains(&format!("PATH={CHILD_PATH}\n")),
+        "{}",
+        finished.stdout_text()
+    );
 }
 
 #[test]
@@ -160,7 +210,7 @@ fn each_stdout_line_is_heard_as_it_arrives_and_still_captured() {
                 .push((line.to_owned(), started.elapsed()));
         })
     };
-    let finished = run(&Command::new("sh")
+    let finished = run(&Command::new(SHELL)
         .args([
             "-c",
             "printf 'first\\r\\n'; sleep 1; printf 'second\\nno newline'",

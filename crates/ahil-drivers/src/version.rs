@@ -78,9 +78,7 @@ pub fn debugger_version(
     timeout: Duration,
     cancel: Option<CancelFlag>,
 ) -> Result<VersionReport, DriverError> {
-    let (program, leading) = process::invocation(executable);
-    let mut command = Command::new(program)
-        .args(leading)
+    let mut command = Command::new(executable)
         .arg("--version")
         .deadline(timeout.min(VERSION_TIMEOUT_CAP))
         .output_cap(VERSION_OUTPUT_CAP);

@@ -32,6 +32,20 @@ pub mod validate;
 #[cfg(test)]
 mod testkit;
 
+/// How the binary's own children (cargo, an upgrade candidate) are started: the pinned-program check
+/// and the child environment, and nothing else of the drivers' runner.
+pub mod child {
+    pub use ahil_drivers::process::{CHILD_PATH, isolate, require_absolute};
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn a_child_searches_the_same_directories_a_load_pins_from() {
+            assert_eq!(super::CHILD_PATH, ahil_config::TRUSTED_SEARCH_PATH);
+        }
+    }
+}
+
 pub use bench::Bench;
 pub use catalogue::{ToolSpec, tools};
 pub use doctor::doctor;

@@ -152,13 +152,14 @@ pub fn start_detached(
         .append(true)
         .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
         .open(supervisor_log(spec))?;
-    let mut child = std::process::Command::new(program)
-        .args(supervise_args)
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .process_group(0)
-        .spawn()?;
+    let mut child =
+        ahil_drivers::process::isolate_own_binary(&mut std::process::Command::new(program))
+            .args(supervise_args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(0)
+            .spawn()?;
     let deadline = Instant::now() + READY;
     loop {
         if let Status::Running { pid, vm } = status(spec)

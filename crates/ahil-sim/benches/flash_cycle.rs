@@ -26,7 +26,11 @@ fn main() {
     board.run().expect("cont");
     uart.read_until("boot ok", Duration::from_secs(5))
         .expect("boot ok");
-    let probe = QemuProbe::new(board.paths().dir(), "gdb-multiarch", "netduinoplus2");
+    let probe = QemuProbe::new(
+        board.paths().dir(),
+        "/usr/bin/gdb-multiarch",
+        "netduinoplus2",
+    );
 
     let stages = ["connect", "download", "verify", "reset"];
     let mut totals = Vec::new();

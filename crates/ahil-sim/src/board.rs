@@ -65,6 +65,9 @@ pub enum SimError {
     Io(#[from] io::Error),
 }
 
+/// Where Debian installs QEMU; a board started without a pinned one uses this.
+pub const SYSTEM_QEMU: &str = "/usr/bin/qemu-system-arm";
+
 /// What to start.
 #[derive(Debug, Clone)]
 pub struct BoardConfig {
@@ -80,10 +83,10 @@ pub struct BoardConfig {
 }
 
 impl BoardConfig {
-    /// `qemu-system-arm` from PATH, the default machine, no image.
+    /// The system's `/usr/bin/qemu-system-arm` (never one from PATH), the default machine, no image.
     pub fn new(state_dir: impl Into<PathBuf>) -> Self {
         Self {
-            qemu: PathBuf::from("qemu-system-arm"),
+            qemu: PathBuf::from(SYSTEM_QEMU),
             machine: DEFAULT_MACHINE.to_owned(),
             image: None,
             state_dir: state_dir.into(),
@@ -207,8 +210,14 @@ impl Board {
             .write(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
             .open(paths.qemu_log())?;
+        ahil_drivers::process::require_absolute(&config.qemu).map_err(|source| {
+            SimError::Spawn {
+                program: config.qemu.clone(),
+                source,
+            }
+        })?;
         let mut command = std::process::Command::new(&config.qemu);
-        command
+        ahil_drivers::process::isolate(&mut command)
             .args(config.args())
             .current_dir(paths.dir())
             .stdin(Stdio::null())

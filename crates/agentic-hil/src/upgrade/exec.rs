@@ -19,6 +19,7 @@ pub enum Ran {
 /// Runs `command` with stdin closed and its output captured, in a process group of its own; at
 /// `deadline` the whole group is killed (cargo's rustc and build scripts with it).
 pub fn run_with_deadline(command: &mut Command, deadline: Duration) -> std::io::Result<Ran> {
+    ahil_gate::child::require_absolute(std::path::Path::new(command.get_program()))?;
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -62,6 +63,14 @@ pub fn run_with_deadline(command: &mut Command, deadline: Duration) -> std::io::
     })
 }
 
+/// A command for the pinned `program` with the child environment (nothing of the server's own
+/// environment but HOME); what the program needs beyond that is added by the caller.
+pub fn pinned(program: &std::path::Path) -> Command {
+    let mut command = Command::new(program);
+    ahil_gate::child::isolate(&mut command);
+    command
+}
+
 fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -81,8 +90,11 @@ mod tests {
     #[test]
     fn a_child_past_its_deadline_is_killed_and_reported_timed_out() {
         let started = Instant::now();
-        let ran = run_with_deadline(Command::new("sleep").arg("30"), Duration::from_millis(200))
-            .expect("sh starts");
+        let ran = run_with_deadline(
+            pinned(std::path::Path::new("/bin/sleep")).arg("30"),
+            Duration::from_millis(200),
+        )
+        .expect("sh starts");
         assert!(matches!(ran, Ran::TimedOut));
         assert!(started.elapsed() < Duration::from_secs(10));
     }
@@ -93,7 +105,7 @@ mod tests {
         let pid_file = dir.path().join("grandchild.pid");
         let script = format!("sleep 30 & echo $! > '{}'; wait", pid_file.display());
         let ran = run_with_deadline(
-            Command::new("sh").args(["-c", &script]),
+            pinned(std::path::Path::new("/bin/sh")).args(["-c", &script]),
             Duration::from_millis(500),
         )
         .expect("sh starts");
@@ -118,7 +130,7 @@ mod tests {
     fn a_grandchild_holding_the_pipes_does_not_hold_the_answer() {
         let started = Instant::now();
         let ran = run_with_deadline(
-            Command::new("sh").args(["-c", "echo done; sleep 4 & exit 0"]),
+            pinned(std::path::Path::new("/bin/sh")).args(["-c", "echo done; sleep 4 & exit 0"]),
             Duration::from_secs(20),
         )
         .expect("sh starts");
@@ -135,7 +147,7 @@ mod tests {
     #[test]
     fn output_and_status_are_captured() {
         let ran = run_with_deadline(
-            Command::new("sh").args(["-c", "echo out; echo err >&2; exit 3"]),
+            pinned(std::path::Path::new("/bin/sh")).args(["-c", "echo out; echo err >&2; exit 3"]),
             Duration::from_secs(20),
         )
         .expect("sh starts");

@@ -17,6 +17,8 @@ pub enum Source {
 /// A `cargo install` of this package, from cargo's `.crates2.json`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CargoInstall {
+    /// The install root: the directory above the binary's `bin`, holding cargo's record.
+    pub root: PathBuf,
     pub source: Source,
     /// The `--version` requirement it was installed with: a pin.
     pub pin: Option<String>,
@@ -54,26 +56,32 @@ impl CargoInstall {
     }
 }
 
-/// Cargo's home: `$CARGO_HOME`, else `~/.cargo`.
-pub fn cargo_home() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("CARGO_HOME").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(home));
-    }
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(|home| PathBuf::from(home).join(".cargo"))
-}
-
-/// The cargo install this binary belongs to: it must sit in `<cargo home>/bin` and cargo's record
-/// must name this package with an `agentic-hil` binary. Anything else counts as a copied binary.
+/// The cargo install this binary belongs to: it must sit in `<root>/bin` and `<root>/.crates2.json`
+/// must name this package with an `agentic-hil` binary. Anything else counts as a copied binary. The
+/// root comes from the binary's own (resolved) path, never from `CARGO_HOME` or `HOME`: those are the
+/// server's environment, which the agent's `.mcp.json` can set.
 pub fn detect_cargo(exe: &Path) -> Option<CargoInstall> {
-    let home = cargo_home()?;
-    let home = std::fs::canonicalize(&home).unwrap_or(home);
-    if exe.parent()? != home.join("bin") {
+    let bin = exe.parent()?;
+    if bin.file_name()? != "bin" {
         return None;
     }
-    let text = std::fs::read_to_string(home.join(".crates2.json")).ok()?;
-    parse_crates2(&text)
+    let root = bin.parent()?;
+    let text = std::fs::read_to_string(root.join(".crates2.json")).ok()?;
+    let mut install = parse_crates2(&text)?;
+    install.root = root.to_path_buf();
+    Some(install)
+}
+
+/// The `cargo` pinned for an upgrade: the one in the install root's `bin`, beside the binary it
+/// installed. No other is ever run (PATH would be the agent's choice); without it the upgrade refuses.
+pub fn pinned_cargo(root: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cargo = root.join("bin").join("cargo");
+    match cargo.metadata() {
+        Ok(md) if md.is_file() && md.permissions().mode() & 0o111 != 0 => Ok(cargo),
+        Ok(_) => Err("the install root's bin/cargo is not an executable file".to_owned()),
+        Err(_) => Err("the install root has no bin/cargo beside the installed binary".to_owned()),
+    }
 }
 
 fn parse_crates2(text: &str) -> Option<CargoInstall> {
@@ -105,6 +113,7 @@ fn parse_crates2(text: &str) -> Option<CargoInstall> {
                 })
                 .unwrap_or_default();
             Some(CargoInstall {
+                root: PathBuf::new(),
                 source,
                 pin: entry
                     .get("version_req")

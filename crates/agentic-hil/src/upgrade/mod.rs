@@ -179,7 +179,19 @@ fn cargo_upgrade(
         .with("reinstall_command", reinstall)
         .with_next_step("Run reinstall_command yourself if the pin should go.")));
     }
-    let listed = cargo_output(&["install", "--list"]).map_err(|why| {
+    let program = install::pinned_cargo(&cargo.root).map_err(|why| {
+        Outcome::refused(
+            TOOL,
+            "upgrade_manager_not_found",
+            format!("cargo is needed to upgrade this cargo install, but {why}."),
+        )
+        .with("reinstall_command", reinstall.clone())
+        .with_next_step(
+            "Run reinstall_command in a shell with the cargo that installed agentic-hil.",
+        )
+    })?;
+    let pinned_cargo = |args: &[String]| cargo_command(&program, &cargo.root, args);
+    let listed = cargo_output(&pinned_cargo, &["install", "--list"]).map_err(|why| {
         Outcome::refused(
             TOOL,
             "upgrade_manager_not_found",
@@ -200,7 +212,7 @@ fn cargo_upgrade(
             .with("reinstall_command", reinstall),
         ));
     }
-    let available = available_version(source);
+    let available = available_version(&pinned_cargo, source);
     let base = |outcome: Outcome| {
         outcome
             .with("manager", "cargo")
@@ -228,7 +240,7 @@ fn cargo_upgrade(
         ));
     }
     let before = swap::identity(exe);
-    let ran = run_with_deadline(Command::new("cargo").args(&args), CARGO_DEADLINE);
+    let ran = run_with_deadline(&mut pinned_cargo(&args), CARGO_DEADLINE);
     let failure = match ran {
         Ok(Ran::Finished(out)) if out.status.success() => None,
         Ok(Ran::Finished(out)) => Some((
@@ -393,10 +405,10 @@ fn already_current(previous: &Version) -> Outcome {
 
 /// The newest version the source offers, where that can be known without building: the registry's
 /// index via `cargo search`, a path's manifest via `cargo metadata`. A git source is not known ahead.
-fn available_version(source: &Source) -> Option<Version> {
+fn available_version(cargo: &CargoCommand<'_>, source: &Source) -> Option<Version> {
     match source {
         Source::Registry => {
-            let out = cargo_output(&["search", PACKAGE, "--limit", "1"]).ok()?;
+            let out = cargo_output(cargo, &["search", PACKAGE, "--limit", "1"]).ok()?;
             out.lines().find_map(|line| {
                 let rest = line.strip_prefix(PACKAGE)?.trim_start().strip_prefix('=')?;
                 Version::parse(rest.trim().split('"').nth(1)?)
@@ -405,14 +417,17 @@ fn available_version(source: &Source) -> Option<Version> {
         Source::Path(dir) => {
             let manifest = dir.join("Cargo.toml");
             let manifest = manifest.to_string_lossy();
-            let out = cargo_output(&[
-                "metadata",
-                "--no-deps",
-                "--format-version",
-                "1",
-                "--manifest-path",
-                &manifest,
-            ])
+            let out = cargo_output(
+                cargo,
+                &[
+                    "metadata",
+                    "--no-deps",
+                    "--format-version",
+                    "1",
+                    "--manifest-path",
+                    &manifest,
+                ],
+            )
             .ok()?;
             let doc: Value = serde_json::from_str(&out).ok()?;
             doc.get("packages")?
@@ -425,8 +440,24 @@ fn available_version(source: &Source) -> Option<Version> {
     }
 }
 
-fn cargo_output(args: &[&str]) -> Result<String, String> {
-    match run_with_deadline(Command::new("cargo").args(args), LOOKUP_DEADLINE) {
+/// Builds a command for the pinned cargo with these arguments.
+type CargoCommand<'a> = dyn Fn(&[String]) -> Command + 'a;
+
+/// The pinned `cargo` with the child environment, and what cargo needs to act on this install and
+/// no other: `CARGO_HOME` is the install root (where it installs and keeps its record), and its
+/// PATH is the root's `bin` (rustup's proxies, the toolchain) before the system's directories.
+fn cargo_command(program: &Path, root: &Path, args: &[String]) -> Command {
+    let mut command = exec::pinned(program);
+    let mut path = root.join("bin").into_os_string();
+    path.push(":");
+    path.push(ahil_gate::child::CHILD_PATH);
+    command.env("CARGO_HOME", root).env("PATH", path).args(args);
+    command
+}
+
+fn cargo_output(cargo: &CargoCommand<'_>, args: &[&str]) -> Result<String, String> {
+    let owned: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    match run_with_deadline(&mut cargo(&owned), LOOKUP_DEADLINE) {
         Err(e) => Err(format!("`cargo` could not be started ({e})")),
         Ok(Ran::TimedOut) => Err(format!("`cargo {}` did not answer in time", args.join(" "))),
         Ok(Ran::Finished(out)) if out.status.success() => {

@@ -86,7 +86,7 @@ pub enum ProbeError {
 /// Runs `binary --version` and reads an agentic-hil version from it.
 pub fn probe(binary: &Path) -> Result<Version, ProbeError> {
     let ran = run_with_deadline(
-        std::process::Command::new(binary).arg("--version"),
+        super::exec::pinned(binary).arg("--version"),
         VERSION_DEADLINE,
     )
     .map_err(ProbeError::NotStarted)?;

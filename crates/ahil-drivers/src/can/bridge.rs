@@ -22,7 +22,7 @@ use rustix::process::{Pid, Signal, kill_process_group};
 use serde_json::{Map, Value, json};
 
 use super::{Adapter, CanError, Closed, Frame, OpenRequest, Opened};
-use crate::process::{GroupKeeper, invocation};
+use crate::process::{self, GroupKeeper};
 
 /// The protocol version spoken.
 pub const PROTOCOL_VERSION: u64 = 2;
@@ -72,12 +72,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Bridge {
-    /// Start `executable` (a `.py` runs through python3) in its directory and open the channel.
+    /// Start `executable` (its pinned absolute path, run as it is: a script names its interpreter in
+    /// its shebang) in its directory, with the child environment, and open the channel.
     pub fn open(executable: &Path, request: &OpenRequest) -> Result<(Self, Opened), CanError> {
-        let (program, args) = invocation(executable);
-        let mut command = std::process::Command::new(&program);
-        command
-            .args(&args)
+        process::require_absolute(executable)
+            .map_err(|e| CanError::ProcessStartFailed(e.to_string()))?;
+        let mut command = std::process::Command::new(executable);
+        process::isolate(&mut command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -87,9 +88,7 @@ impl Bridge {
         }
         let mut child =
             spawn(&mut command).map_err(|e| CanError::ProcessStartFailed(e.to_string()))?;
-        let command_line = std::iter::once(program.display().to_string())
-            .chain(args.iter().map(|a| a.to_string_lossy().into_owned()))
-            .collect();
+        let command_line = vec![executable.display().to_string()];
         let Some(pgid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
             let _ = child.kill();
             let _ = child.wait();

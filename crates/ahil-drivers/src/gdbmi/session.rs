@@ -91,7 +91,8 @@ pub struct Session {
 impl Session {
     /// Start `gdb` (for example `gdb-multiarch`) with `-nx -q --interpreter=mi3` in its own process group.
     pub fn spawn(gdb: &Path) -> Result<Self, SessionError> {
-        let mut child = std::process::Command::new(gdb)
+        crate::process::require_absolute(gdb).map_err(SessionError::Spawn)?;
+        let mut child = crate::process::isolate(&mut std::process::Command::new(gdb))
             .args(["--interpreter=mi3", "-nx", "-q"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -292,7 +293,7 @@ fn spawn_keeper(gdb_stdin: &ChildStdin, gdb_group: Pid) -> io::Result<(Child, io
     use std::os::fd::AsFd;
     let (lifeline_reader, lifeline_writer) = io::pipe()?;
     let held_stdin = gdb_stdin.as_fd().try_clone_to_owned()?;
-    let keeper = std::process::Command::new("sh")
+    let keeper = crate::process::isolate(&mut std::process::Command::new(crate::process::SHELL))
         .args([
             "-c",
             "read _lifeline; sleep 0.5; kill -KILL -\"$1\" 2>/dev/null",

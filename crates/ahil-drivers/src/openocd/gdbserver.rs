@@ -171,11 +171,10 @@ pub fn spawn(
     limit: Duration,
 ) -> Result<GdbServer, ServerError> {
     let (reserved, port) = reserve_port().map_err(ServerError::Spawn)?;
-    let (program, leading) = process::invocation(executable);
+    process::require_absolute(executable).map_err(ServerError::Spawn)?;
     let argv = argv_for(port);
-    let mut command = std::process::Command::new(&program);
-    command
-        .args(&leading)
+    let mut command = std::process::Command::new(executable);
+    process::isolate(&mut command)
         .args(&argv)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -184,10 +183,7 @@ pub fn spawn(
     if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
         command.current_dir(dir);
     }
-    let command_line = process::Command::new(&program)
-        .args(leading)
-        .args(argv)
-        .display_line();
+    let command_line = process::Command::new(executable).args(argv).display_line();
     drop(reserved);
     let mut child = command.spawn().map_err(ServerError::Spawn)?;
     let Some(pgid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {

@@ -183,7 +183,7 @@ fn not_found(name: &str, debugger: &Debugger) -> Outcome {
         .with_causes([
             format!("{key} is not set"),
             "the toolchain is not installed".to_owned(),
-            "the toolchain is not on PATH".to_owned(),
+            "the toolchain is installed outside the system's program directories".to_owned(),
         ])
         .with_remediation([
             format!("The operator sets `{key}` to the absolute path of the toolchain (outside the workspace)."),

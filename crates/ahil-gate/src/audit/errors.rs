@@ -1297,7 +1297,7 @@ pub const CATALOGUE: &[Entry] = &[
         "Nothing records where a newer build of this installation comes from (a copied binary), or cargo is missing.",
         [
             "For a copied binary the operator runs `agentic-hil upgrade --from <new binary>`.",
-            "For a cargo install, make sure `cargo` is on PATH and run `agentic-hil upgrade` again."
+            "For a cargo install, the `cargo` that installed it must sit in the install root's `bin`, beside the binary; reinstall it with that cargo."
         ],
         []
     ),

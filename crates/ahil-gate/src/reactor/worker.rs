@@ -113,7 +113,7 @@ fn spawn(
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .open(dir.log_path(handle))?;
-    Command::new(std::env::current_exe()?)
+    ahil_drivers::process::isolate_own_binary(&mut Command::new(std::env::current_exe()?))
         .arg("test-reactor")
         .arg("--test-config")
         .arg(plan)

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """A stand-in for `openocd` as a debug session's gdb server, backed by the emulated board.
 
 Copy it beside two files: `board-dir` (the directory `agentic-hil sim start` gave the board, with its

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """A scripted stand-in for openocd, pyocd, STM32_Programmer_CLI and esptool.
 
 The backend is chosen by this file's name (copy it to `openocd.py`, `pyocd.py`,

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """A stand-in for ST-LINK_gdbserver as a debug session's gdb server, backed by the emulated board.
 
 Copy it beside `openocd_gdb_shim.py` (whose relay it reuses), `board-dir` (the directory

@@ -1,0 +1,344 @@
+//! Black-box: the server started the way an agent's `.mcp.json` could start it, with PATH and
+//! PYTHONPATH pointing into the workspace, where a look-alike of every program the gate may start
+//! (and a `sitecustomize.py`) records that it ran. Every tool that starts a program is driven; each
+//! still works, and no look-alike ever runs. A HOME pointed into the workspace (with a
+//! `usercustomize.py` in its Python user site) stops the server before any child runs.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use rmcp::ServiceExt;
+use serde_json::{Value, json};
+use support::{Client, World, call, ok};
+
+/// Every program name the gate might look up or start, and the names Python and gdb consult.
+const LOOKALIKES: &[&str] = &[
+    "cargo",
+    "rustup",
+    "python",
+    "python3",
+    "python3.11",
+    "sh",
+    "bash",
+    "dash",
+    "env",
+    "sleep",
+    "kill",
+    "gdb",
+    "gdb-multiarch",
+    "arm-none-eabi-gdb",
+    "openocd",
+    "qemu-system-arm",
+    "ip",
+    "pyocd",
+    "esptool",
+    "esptool.py",
+    "STM32_Programmer_CLI",
+    "ST-LINK_gdbserver",
+    "probe-rs",
+    "agentic-hil",
+];
+
+const GRANTS: &str = "    permissions:\n      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n";
+
+/// A world whose configuration has an emulated board, a CLI backend (a fake OpenOCD, pinned by its
+/// absolute path outside the workspace), and a CAN process bridge; its board runs.
+struct Hostile {
+    kind: Kind,
+    world: World,
+    /// Where a look-alike that ran leaves its mark.
+    marks: PathBuf,
+    /// The look-alikes, first on the server's PATH.
+    bin: PathBuf,
+    /// The server's PYTHONPATH, holding a `sitecustomize.py`.
+    python: PathBuf,
+}
+
+/// Which bench the world's configuration describes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// An emulated board (running) and a CAN process bridge.
+    Board,
+    /// One CLI backend: a fake OpenOCD, pinned by its absolute path outside the workspace.
+    Cli,
+}
+
+impl Hostile {
+    fn new(kind: Kind) -> Self {
+        let world = World::new();
+        let (_, code) = world.run_json(&["init"]);
+        assert_eq!(code, Some(0), "init succeeds");
+        let tools = world.home.join("tools");
+        std::fs::create_dir_all(&tools).expect("tools dir");
+        let openocd = tools.join("openocd.py");
+        std::fs::copy(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py"),
+            &openocd,
+        )
+        .expect("the fake OpenOCD is installed");
+        support::make_executable(&openocd);
+        std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+        let bridge = world.write_fake_tool(
+            "bridge",
+            &format!(
+                "#!/bin/sh\nexec \"{}\" can-bridge-sim --mode normal --period-ms 0\n",
+                World::binary()
+            ),
+        );
+        let state = world.home.join(".local/state/agentic-hil");
+        let debugger = match kind {
+            Kind::Board => format!("  board:\n    type: qemu\n    timeout_s: 10\n{GRANTS}"),
+            Kind::Cli => format!(
+                "  cli:\n    type: openocd\n    executable: \"{}\"\n    probe_id: SIM0\n    \
+                 interface_cfg: interface/stlink.cfg\n    target_cfg: target/stm32f4x.cfg\n    timeout_s: 10\n{GRANTS}",
+                openocd.display()
+            ),
+        };
+        let config = format!(
+            "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+             target:\n  name: sim\n  controller: stm32f405\n\
+             debuggers:\n{debugger}\
+             artifacts:\n  allowed_roots: [fw]\n\
+             permissions:\n  allow_upgrade: true\n\
+             can_buses:\n  ecu:\n    adapter: process\n    channel: sim-ecu\n    executable: \"{bridge}\"\n    \
+             timeout_s: 2\n    permissions:\n      allow_write: true\n",
+            ws = world.workspace.display(),
+            state = state.display(),
+            bridge = bridge.display(),
+        );
+        std::fs::write(world.config_path(), config).expect("the test config is written");
+        let fw = world.workspace.join("fw");
+        std::fs::create_dir_all(&fw).expect("fw dir");
+        let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+        std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf")).expect("firmware");
+        if kind == Kind::Board {
+            let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
+            assert_eq!(code, Some(0), "sim start: {doc}");
+        }
+
+        let marks = world.workspace.join("ran");
+        let bin = world.workspace.join("bin");
+        let python = world.workspace.join("pylib");
+        for dir in [&marks, &bin, &python] {
+            std::fs::create_dir_all(dir).expect("dir");
+        }
+        for name in LOOKALIKES {
+            let path = bin.join(name);
+            std::fs::write(
+                &path,
+                format!(
+                    "#!/bin/sh\necho \"$0 $*\" > '{}'\nexit 0\n",
+                    marks.join(name).display()
+                ),
+            )
+            .expect("a look-alike");
+            support::make_executable(&path);
+        }
+        std::fs::write(
+            python.join("sitecustomize.py"),
+            format!(
+                "open({:?}, 'w').write('sitecustomize ran')\n",
+                marks.join("sitecustomize").display().to_string()
+            ),
+        )
+        .expect("sitecustomize");
+        Self {
+            kind,
+            world,
+            marks,
+            bin,
+            python,
+        }
+    }
+
+    /// The server, started with the agent's PATH and PYTHONPATH (and more of what `.mcp.json` sets).
+    async fn connect(&self) -> Client {
+        let mut cmd = std::process::Command::new(World::binary());
+        self.world.scrub(&mut cmd);
+        let mut path = self.bin.clone().into_os_string();
+        path.push(":");
+        path.push(std::env::var_os("PATH").unwrap_or_default());
+        cmd.env("PATH", path)
+            .env("PYTHONPATH", &self.python)
+            .env("PYTHONSTARTUP", self.python.join("sitecustomize.py"))
+            .env("CARGO_HOME", self.world.workspace.join("cargo"))
+            .arg("mcp-stdio");
+        let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
+            .expect("the server process starts");
+        ().serve(transport)
+            .await
+            .expect("the MCP handshake succeeds")
+    }
+
+    /// The marks left so far: which look-alikes ran.
+    fn ran(&self) -> Vec<String> {
+        let mut ran: Vec<String> = std::fs::read_dir(&self.marks)
+            .expect("marks dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        ran.sort();
+        ran
+    }
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        if self.kind == Kind::Board {
+            let _ = self.world.run(&["sim", "stop"]);
+        }
+    }
+}
+
+fn assert_none_ran(bench: &Hostile, after: &str, doc: &Value) {
+    let ran = bench.ran();
+    assert!(
+        ran.is_empty(),
+        "after {after}, look-alikes ran: {ran:?}\n{doc}"
+    );
+}
+
+#[tokio::test]
+async fn no_tool_runs_a_program_or_python_code_the_servers_path_or_pythonpath_names() {
+    let bench = Hostile::new(Kind::Board);
+    let client = bench.connect().await;
+
+    let doc = ok(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/ahil-fw-v1.elf", "reset_after_flash": true}),
+    )
+    .await;
+    assert_none_ran(&bench, "flash_firmware", &doc);
+
+    let doc = ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v1.elf"}),
+    )
+    .await;
+    assert_eq!(doc["session"]["status"], "halted", "{doc}");
+    let doc = ok(&client, "debug_stop_session", json!({})).await;
+    assert_none_ran(&bench, "a debug session", &doc);
+
+    let doc = ok(&client, "can_session_start", json!({"bus_id": "ecu"})).await;
+    let doc2 = ok(&client, "can_session_stop", json!({"bus_id": "ecu"})).await;
+    assert_none_ran(&bench, "a CAN process bridge", &json!([doc, doc2]));
+
+    // Not a cargo install (the test binary sits in target/): the upgrade refuses without running
+    // any cargo, and without looking for one on PATH or in CARGO_HOME.
+    let (doc, is_error) = call(&client, "server_upgrade", json!({})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "upgrade_manager_not_found", "{doc}");
+    assert_none_ran(&bench, "server_upgrade", &doc);
+
+    client.cancel().await.expect("the session closes");
+    assert!(
+        Path::new(&bench.marks).is_dir(),
+        "the marks directory is the one the look-alikes write to"
+    );
+}
+
+#[tokio::test]
+async fn a_cli_backends_configured_python_fake_runs_without_the_servers_path_or_pythonpath() {
+    let bench = Hostile::new(Kind::Cli);
+    let client = bench.connect().await;
+    let doc = ok(&client, "debugger_info", json!({})).await;
+    assert!(
+        doc["version"].as_str().is_some_and(|v| !v.is_empty()),
+        "the configured fake answered: {doc}"
+    );
+    assert_none_ran(&bench, "debugger_info", &doc);
+    let doc = ok(&client, "debugger_probes_list", json!({})).await;
+    assert_none_ran(&bench, "debugger_probes_list", &doc);
+    let doc = ok(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/ahil-fw-v1.elf", "reset_after_flash": true}),
+    )
+    .await;
+    assert_none_ran(&bench, "flash_firmware through the CLI backend", &doc);
+    client.cancel().await.expect("the session closes");
+}
+
+/// Python's user site under `home`, where `usercustomize.py` is imported from at every start.
+fn user_site(home: &Path) -> PathBuf {
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import site; print(site.getusersitepackages())"])
+        .env_clear()
+        .env("HOME", home)
+        .output()
+        .expect("python3 runs");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// A `usercustomize.py` in a HOME inside the workspace that records when Python imports it.
+fn plant_usercustomize(bench: &Hostile) -> PathBuf {
+    let home = bench.world.workspace.join("fakehome");
+    let site = user_site(&home);
+    assert!(site.starts_with(&home), "{}", site.display());
+    std::fs::create_dir_all(&site).expect("user site");
+    std::fs::write(
+        site.join("usercustomize.py"),
+        format!(
+            "open({:?}, 'w').write('usercustomize ran')\n",
+            bench.marks.join("usercustomize").display().to_string()
+        ),
+    )
+    .expect("usercustomize");
+    home
+}
+
+/// Children get the server's HOME (where it found the operator's configuration), so a HOME the agent
+/// points into the workspace must stop the server before anything runs: there, `usercustomize.py`
+/// would run inside every Python backend and `~/.openocd` would feed OpenOCD its scripts.
+#[test]
+fn a_home_the_agent_points_into_the_workspace_stops_the_server_before_any_child_runs() {
+    let bench = Hostile::new(Kind::Cli);
+    let home = plant_usercustomize(&bench);
+    let mut cmd = std::process::Command::new(World::binary());
+    // XDG_* still name the operator's configuration (World::scrub sets them).
+    bench.world.scrub(&mut cmd);
+    let out = cmd
+        .env("HOME", &home)
+        .arg("mcp-stdio")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("the server runs");
+    assert!(
+        !out.status.success(),
+        "the server served with HOME in the workspace"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("home directory"), "{stderr}");
+    assert!(bench.ran().is_empty(), "{:?}", bench.ran());
+}
+
+#[test]
+fn the_look_alikes_and_sitecustomize_do_record_that_they_ran() {
+    // The detectors work: a look-alike run directly, and Python started with the server's
+    // PYTHONPATH, each leave their mark.
+    let bench = Hostile::new(Kind::Cli);
+    let out = std::process::Command::new(bench.bin.join("gdb-multiarch"))
+        .arg("--version")
+        .output()
+        .expect("the look-alike runs");
+    assert!(out.status.success());
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "pass"])
+        .env("PYTHONPATH", &bench.python)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success());
+    let home = plant_usercustomize(&bench);
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "pass"])
+        .env("HOME", &home)
+        .output()
+        .expect("python3 runs");
+    assert!(out.status.success());
+    assert_eq!(
+        bench.ran(),
+        ["gdb-multiarch", "sitecustomize", "usercustomize"]
+    );
+}
