@@ -14,6 +14,9 @@ missing=()
 command -v cc >/dev/null 2>&1 || missing+=(build-essential)
 # A machine may bring its own Python (pyenv); Debian's is needed only when venv is absent.
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3 python3-venv python3-pip)
+# The tests' backend fakes are scripts whose shebang names Debian's interpreter by its absolute path
+# (a gate never finds a program through PATH, so neither do its fakes).
+[ -x /usr/bin/python3 ] || missing+=(python3)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   $sudo apt-get update -qq
