@@ -120,7 +120,7 @@ impl Hostile {
         let marks = world.workspace.join("ran");
         let bin = world.workspace.join("bin");
         let python = world.workspace.join("pylib");
-        for dir in [&marks, &bin, &python] {
+        for dir in [&marks, &bin, &python, &world.workspace.join("tmp")] {
             std::fs::create_dir_all(dir).expect("dir");
         }
         for name in LOOKALIKES {
@@ -163,12 +163,18 @@ impl Hostile {
             .env("PYTHONPATH", &self.python)
             .env("PYTHONSTARTUP", self.python.join("sitecustomize.py"))
             .env("CARGO_HOME", self.world.workspace.join("cargo"))
+            .env("TMPDIR", self.tmp())
             .arg("mcp-stdio");
         let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
             .expect("the server process starts");
         ().serve(transport)
             .await
             .expect("the MCP handshake succeeds")
+    }
+
+    /// The server's TMPDIR, in the workspace.
+    fn tmp(&self) -> PathBuf {
+        self.world.workspace.join("tmp")
     }
 
     /// The marks left so far: which look-alikes ran.
@@ -210,6 +216,16 @@ async fn no_tool_runs_a_program_or_python_code_the_servers_path_or_pythonpath_na
     )
     .await;
     assert_none_ran(&bench, "flash_firmware", &doc);
+    // The staged copy of the image never lives where the agent's TMPDIR points (the workspace),
+    // where it could be swapped between its check and the flash.
+    let staged: Vec<_> = std::fs::read_dir(bench.tmp())
+        .expect("the agent's TMPDIR")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(
+        staged.is_empty(),
+        "staged under the agent's TMPDIR: {staged:?}"
+    );
 
     let doc = ok(
         &client,

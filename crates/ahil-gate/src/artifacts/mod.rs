@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 
 pub use error::{ArtifactError, ArtifactRefusal};
 pub use formats::Format;
-pub use stage::{StagedArtifact, Stager};
+pub use stage::{SYSTEM_TEMP, StagedArtifact, Stager};
 
 use open::{OpenError, Opened};
 

@@ -17,6 +17,10 @@ use super::error::{ArtifactError, ArtifactRefusal};
 use super::{ArtifactPolicy, CheckedArtifact, Format, hex, open, open_components};
 
 const PREFIX: &str = "agentic-hil-artifacts-";
+/// The system's temporary directory, never `TMPDIR`: the agent sets the server's environment
+/// (`.mcp.json`), and a staging directory inside the workspace would let it swap a staged image
+/// between its check and the flash.
+pub const SYSTEM_TEMP: &str = "/tmp";
 
 static PROCESS: OnceLock<Result<Stager, String>> = OnceLock::new();
 
@@ -56,10 +60,10 @@ impl Stager {
         Err(last)
     }
 
-    /// The staging directory of this process, under the system temporary directory.
+    /// The staging directory of this process, under the system's temporary directory.
     pub fn process() -> Result<&'static Self, ArtifactRefusal> {
         PROCESS
-            .get_or_init(|| Self::new_in(&std::env::temp_dir()).map_err(|e| e.to_string()))
+            .get_or_init(|| Self::new_in(Path::new(SYSTEM_TEMP)).map_err(|e| e.to_string()))
             .as_ref()
             .map_err(|why| ArtifactRefusal::bare(ArtifactError::Staging(why.clone())))
     }

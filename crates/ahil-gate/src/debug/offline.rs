@@ -488,7 +488,7 @@ impl Scratch {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let dir = std::env::temp_dir().join(format!(
+        let dir = Path::new(crate::artifacts::SYSTEM_TEMP).join(format!(
             "ahil-symbol-{}-{}-{nanos}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
