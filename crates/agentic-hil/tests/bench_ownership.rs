@@ -104,6 +104,59 @@ fn eight_servers_contending_for_one_probe_leave_exactly_one_holder_and_a_kill_fr
     assert_eq!(reclaimed["owner"]["pid"], holder, "{taken}");
 }
 
+/// The catalogue: "A COM, CAN or debug session still open keeps its own device: open_leases,
+/// still_held_devices." The port stays held against another server until the session stops.
+#[test]
+fn a_run_stopped_under_an_open_com_session_names_the_lease_that_still_holds_the_port() {
+    let world = World::new();
+    let board = EchoBoard::start();
+    configure_uart(&world, &board.device);
+    let port = json!({"port_id": "uart0"});
+    let mut ours = Mcp::ours(&world);
+    let run = ours.call(
+        "bench_run_start",
+        &json!({"devices": [{"kind": "uart", "id": "uart0"}]}),
+    );
+    assert_eq!(run["isError"], false, "{run}");
+    assert_eq!(ours.call("com_session_start", &port)["isError"], false);
+    let stopped = ours.call("bench_run_stop", &json!({}));
+    let doc = &stopped["structuredContent"];
+    assert_eq!(stopped["isError"], false, "{stopped}");
+    assert_eq!(doc["run_was_active"], true, "{doc}");
+    let held = doc["still_held_devices"].as_array().expect("still held");
+    assert_eq!(held.len(), 1, "{doc}");
+    assert_eq!(
+        doc["open_leases"].as_array().map(Vec::len),
+        Some(1),
+        "{doc}"
+    );
+
+    let mut other = Mcp::ours(&world);
+    let refused = other.call("com_session_start", &port);
+    assert_eq!(
+        refused["isError"], true,
+        "the session still holds the port: {refused}"
+    );
+    assert_eq!(
+        refused["structuredContent"]["error_type"], "device_busy",
+        "{refused}"
+    );
+
+    assert_eq!(ours.call("com_session_stop", &port)["isError"], false);
+    let stopped = ours.call("bench_run_stop", &json!({}));
+    assert_eq!(
+        stopped["structuredContent"]["run_was_active"], false,
+        "{stopped}"
+    );
+    assert!(
+        stopped["structuredContent"]
+            .get("still_held_devices")
+            .is_none(),
+        "{stopped}"
+    );
+    assert_eq!(other.call("com_session_start", &port)["isError"], false);
+}
+
 #[test]
 fn a_server_killed_holding_a_session_leaves_an_incident_the_next_call_stands_down() {
     let world = World::new();

@@ -55,9 +55,14 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 }),
             })
         }
-        "bench_run_stop" => Work::Local(Box::new(move || {
-            local(ownership.runs.stop(&ownership.locks, &tool))
-        })),
+        "bench_run_stop" => {
+            let coordinator = Arc::clone(ctx.coordinator);
+            Work::Local(Box::new(move || {
+                local(ownership.runs.stop(&ownership.locks, &tool, |held| {
+                    coordinator.leases_holding(held)
+                }))
+            }))
+        }
         _ => Work::Local(Box::new(move || {
             local(ownership.runs.status(&ownership.locks, &tool))
         })),

@@ -362,8 +362,15 @@ impl RunSlot {
         outcome
     }
 
-    /// Ends the run and releases its devices; ending no run is not an error.
-    pub fn stop(&self, locks: &DeviceLocks, tool: &str) -> Outcome {
+    /// Ends the run and gives back its hold on each device; ending no run is not an error. A
+    /// session still open on one of them keeps it: those are `still_held_devices`, and the leases
+    /// `leases_holding` names for them are `open_leases`.
+    pub fn stop(
+        &self,
+        locks: &DeviceLocks,
+        tool: &str,
+        leases_holding: impl FnOnce(&[String]) -> Vec<String>,
+    ) -> Outcome {
         let Some(run) = self.slot().take() else {
             return Outcome::ok(tool, "No run was open.")
                 .with("released_devices", json!([]))
@@ -371,9 +378,26 @@ impl RunSlot {
         };
         let keys = run.keys();
         locks.release(&keys);
-        Outcome::ok(tool, format!("{} device(s) were released.", keys.len()))
-            .with("released_devices", json!(keys))
-            .with("run_was_active", true)
+        let held = locks.held();
+        let still_held: Vec<String> = keys.iter().filter(|k| held.contains(k)).cloned().collect();
+        if still_held.is_empty() {
+            return Outcome::ok(tool, format!("{} device(s) were released.", keys.len()))
+                .with("released_devices", json!(keys))
+                .with("run_was_active", true);
+        }
+        let open_leases = leases_holding(&still_held);
+        Outcome::ok(
+            tool,
+            format!(
+                "The run ended, but {} open session(s) keep {} of its device(s) held; stop those sessions to free them.",
+                open_leases.len().max(1),
+                still_held.len()
+            ),
+        )
+        .with("released_devices", json!(keys))
+        .with("run_was_active", true)
+        .with("open_leases", json!(open_leases))
+        .with("still_held_devices", json!(still_held))
     }
 
     pub fn status(&self, locks: &DeviceLocks, tool: &str) -> Outcome {

@@ -253,7 +253,10 @@ async fn drive(
         ),
         None => None,
     };
-    view.ownership.runs.stop(&view.ownership.locks, TOOL);
+    // Its sessions are closed by now, so no lease is left to name.
+    view.ownership
+        .runs
+        .stop(&view.ownership.locks, TOOL, |_| Vec::new());
 
     let mut outcome = base(plan)
         .with("declared_devices", declared)

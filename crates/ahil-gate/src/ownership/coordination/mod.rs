@@ -461,6 +461,16 @@ impl Coordinator {
         }
     }
 
+    /// The ids of this process's leases on any of `resources`.
+    pub fn leases_holding(&self, resources: &[String]) -> Vec<String> {
+        self.inner()
+            .leases
+            .iter()
+            .filter(|(_, held)| held.iter().any(|r| resources.contains(r)))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     /// Whether this process holds any lease.
     pub fn holds_leases(&self) -> bool {
         !self.inner().leases.is_empty()
