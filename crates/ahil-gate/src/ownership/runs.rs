@@ -556,7 +556,7 @@ mod tests {
         );
         assert_eq!(again.error_type.as_deref(), Some("run_already_active"));
 
-        let stopped = slot.stop(&mine, "bench_run_stop");
+        let stopped = slot.stop(&mine, "bench_run_stop", |_| Vec::new());
         assert_eq!(stopped.to_value()["run_was_active"], json!(true));
         assert!(
             other
