@@ -153,6 +153,17 @@ async fn write_answers<W: AsyncWrite + Unpin>(
     let mut refusals_open = true;
     loop {
         tokio::select! {
+            // Refusals first: each was queued before the lines after it reached rmcp, so it
+            // reaches stdout before their answers.
+            biased;
+            refusal = refusals.recv(), if refusals_open => match refusal {
+                Some(line) => {
+                    if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                        return;
+                    }
+                }
+                None => refusals_open = false,
+            },
             read = from_server.read(&mut chunk) => {
                 let n = read.unwrap_or_default();
                 if n == 0 {
@@ -167,14 +178,6 @@ async fn write_answers<W: AsyncWrite + Unpin>(
                     pending = rest;
                 }
             }
-            refusal = refusals.recv(), if refusals_open => match refusal {
-                Some(line) => {
-                    if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
-                        return;
-                    }
-                }
-                None => refusals_open = false,
-            },
         }
     }
     while let Ok(line) = refusals.try_recv() {
