@@ -49,14 +49,11 @@ pub fn screen(line: &[u8], lifecycle: &mut Lifecycle, max_line: usize) -> Verdic
     if std::str::from_utf8(line).is_err() {
         return parse_error("Parse error: the line is not valid UTF-8.", None);
     }
-    let tokens = match scan(line) {
-        Ok(tokens) => tokens,
-        Err(()) => {
-            return parse_error(
-                &format!("Parse error: arrays and objects nest deeper than {MAX_DEPTH} levels."),
-                Some(json!({"max_depth": MAX_DEPTH})),
-            );
-        }
+    let Ok(tokens) = scan(line) else {
+        return parse_error(
+            &format!("Parse error: arrays and objects nest deeper than {MAX_DEPTH} levels."),
+            Some(json!({"max_depth": MAX_DEPTH})),
+        );
     };
     let rewritten = rewrite(line, &tokens.non_finite);
     let bytes = rewritten.as_deref().unwrap_or(line);
@@ -232,7 +229,11 @@ fn error_value(id: Value, code: i64, message: &str, data: Option<Value>) -> Valu
     if let Some(data) = data {
         error["data"] = data;
     }
-    json!({"jsonrpc": "2.0", "id": id, "error": error})
+    let mut answer = Map::new();
+    answer.insert("jsonrpc".into(), "2.0".into());
+    answer.insert("id".into(), id);
+    answer.insert("error".into(), error);
+    Value::Object(answer)
 }
 
 fn to_line(value: &Value) -> Vec<u8> {
