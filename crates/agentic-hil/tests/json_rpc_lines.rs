@@ -144,6 +144,7 @@ fn corpus() -> Vec<(String, Vec<u8>, Expect)> {
         ("bare invalid bytes", b"\xff\xfe\xfd".to_vec(), Expect::Null(-32700)),
         ("a lone surrogate", br#"{"jsonrpc":"2.0","id":"sur","method":"ping","params":{"s":"\ud800"}}"#.to_vec(), Expect::Null(-32700)),
         ("10 000 levels of nesting", deep.into_bytes(), Expect::Null(-32700)),
+        ("a million-element array", format!(r#"{{"jsonrpc":"2.0","id":"many","method":"ping","params":{{"a":[{}1]}}}}"#, "1,".repeat(1_000_000)).into_bytes(), Expect::Null(-32700)),
         ("trailing garbage", br#"{"jsonrpc":"2.0","id":"tr","method":"ping"} x"#.to_vec(), Expect::Null(-32700)),
         ("params an array", line(&json!({"jsonrpc":"2.0","id":"p-arr","method":"tools/list","params":[1]})), Expect::Id(json!("p-arr"))),
         ("params a string", line(&json!({"jsonrpc":"2.0","id":71,"method":"ping","params":"x"})), Expect::Id(json!(71))),

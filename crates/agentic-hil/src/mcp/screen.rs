@@ -13,6 +13,10 @@ use super::framing::NON_FINITE_MARKER;
 /// the cap keeps a recursive parse and drop far from the stack's end.
 pub const MAX_DEPTH: usize = 64;
 
+/// Most values (array elements and object members) one line may hold. A parsed value costs tens of
+/// bytes, so without this a short line of `[1,1,1,…]` would cost the server many times its length.
+pub const MAX_VALUES: usize = 100_000;
+
 /// Longest number literal accepted. A finite f64 never needs more digits than this to be written.
 pub const MAX_NUMBER_CHARS: usize = 100;
 
@@ -49,11 +53,20 @@ pub fn screen(line: &[u8], lifecycle: &mut Lifecycle, max_line: usize) -> Verdic
     if std::str::from_utf8(line).is_err() {
         return parse_error("Parse error: the line is not valid UTF-8.", None);
     }
-    let Ok(tokens) = scan(line) else {
-        return parse_error(
-            &format!("Parse error: arrays and objects nest deeper than {MAX_DEPTH} levels."),
-            Some(json!({"max_depth": MAX_DEPTH})),
-        );
+    let tokens = match scan(line) {
+        Ok(tokens) => tokens,
+        Err(TooBig::Depth) => {
+            return parse_error(
+                &format!("Parse error: arrays and objects nest deeper than {MAX_DEPTH} levels."),
+                Some(json!({"max_depth": MAX_DEPTH})),
+            );
+        }
+        Err(TooBig::Values) => {
+            return parse_error(
+                &format!("Parse error: the line holds more than {MAX_VALUES} values."),
+                Some(json!({"max_values": MAX_VALUES})),
+            );
+        }
     };
     let rewritten = rewrite(line, &tokens.non_finite);
     let bytes = rewritten.as_deref().unwrap_or(line);
@@ -249,21 +262,37 @@ struct Tokens {
     longest_number: usize,
 }
 
-/// One pass over the line: nesting depth (refused past [`MAX_DEPTH`]) and number literals.
-fn scan(line: &[u8]) -> Result<Tokens, ()> {
+/// Which cap a line is past before it is parsed.
+#[derive(Debug)]
+enum TooBig {
+    Depth,
+    Values,
+}
+
+/// One pass over the line: nesting depth and value count (refused past [`MAX_DEPTH`] and
+/// [`MAX_VALUES`]) and number literals.
+fn scan(line: &[u8]) -> Result<Tokens, TooBig> {
     let mut tokens = Tokens {
         non_finite: Vec::new(),
         longest_number: 0,
     };
     let mut depth = 0usize;
+    // Every element after a container's first follows a comma, so this bounds the value count.
+    let mut values = 0usize;
     let mut i = 0;
     while i < line.len() {
         match line[i] {
             b'"' => i = string_end(line, i).unwrap_or(line.len()),
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err(());
+            b'[' | b'{' | b',' => {
+                if line[i] != b',' {
+                    depth += 1;
+                    if depth > MAX_DEPTH {
+                        return Err(TooBig::Depth);
+                    }
+                }
+                values += 1;
+                if values > MAX_VALUES {
+                    return Err(TooBig::Values);
                 }
                 i += 1;
             }

@@ -70,6 +70,24 @@ fn unparsable_lines_get_a_parse_error_with_a_null_id() {
 }
 
 #[test]
+fn a_line_of_more_values_than_the_cap_is_a_parse_error_and_one_at_the_cap_passes() {
+    let list = |n: usize| {
+        let items = vec!["1"; n].join(",");
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"a":[{items}]}}}}"#)
+    };
+    // The envelope counts two openers and three commas; the list its opener and n - 1 commas.
+    let at_cap = list(MAX_VALUES - 5);
+    assert_eq!(
+        screen(at_cap.as_bytes(), &mut initialized(), LIMIT),
+        Verdict::Forward(None)
+    );
+    let answer = answer_to(list(MAX_VALUES - 4).as_bytes());
+    assert_eq!(answer["id"], Value::Null);
+    assert_eq!(answer["error"]["code"], PARSE_ERROR);
+    assert_eq!(answer["error"]["data"]["max_values"], MAX_VALUES);
+}
+
+#[test]
 fn nesting_up_to_the_cap_is_not_a_parse_error() {
     let inner = format!("{}{}", "[".repeat(MAX_DEPTH - 2), "]".repeat(MAX_DEPTH - 2));
     let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"a":{inner}}}}}"#);
