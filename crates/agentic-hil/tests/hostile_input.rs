@@ -86,9 +86,16 @@ impl Server {
             });
             let doc: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"));
-            assert_eq!(doc["jsonrpc"], "2.0", "{line}");
-            if doc["id"].as_str() == Some(id) {
-                return doc;
+            // A batch is answered by an array of answers.
+            let docs = match doc {
+                Value::Array(items) if !items.is_empty() => items,
+                one => vec![one],
+            };
+            for doc in docs {
+                assert_eq!(doc["jsonrpc"], "2.0", "{line}");
+                if doc["id"].as_str() == Some(id) {
+                    return doc;
+                }
             }
         }
     }

@@ -63,6 +63,22 @@ enum Kind {
     Effect { destructive: bool, idempotent: bool },
 }
 
+// Every number a tool takes has a maximum, in its schema and so in the check before dispatch.
+/// Seconds any COM or CAN read waits, as their actions clamp it.
+const MAX_READ_WAIT_S: u64 = 60;
+/// Bytes one COM read or capture returns; the port's `max_buffer_bytes` bounds it further.
+pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
+/// Frames one CAN read returns; the bus's `max_buffer_frames` bounds it further.
+const MAX_READ_FRAMES: u64 = 1024 * 1024;
+/// Seconds a debug step may be given; the debugger's own `timeout_s` bounds it further.
+const MAX_DEBUG_TIMEOUT_S: u64 = 3600;
+/// Highest supply channel number.
+const MAX_CHANNEL: u64 = 255;
+/// Volts or amperes a set point may name; the supply's effective limit bounds it further.
+const MAX_SET_POINT: u64 = 1000;
+/// Largest integer an f64 holds exactly: a configuration number past it cannot be written back as sent.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
 struct ToolDef {
     name: &'static str,
     title: &'static str,
@@ -122,7 +138,7 @@ fn config_set_schema() -> Value {
                     "type": "object",
                     "properties": {
                         "key": {"type": "string", "minLength": 1, "description": "A dotted key from project_config_describe."},
-                        "value": {"type": ["string", "number", "integer", "boolean", "null"], "description": "One scalar; a permission key takes only false."},
+                        "value": {"type": ["string", "number", "integer", "boolean", "null"], "maximum": MAX_SAFE_INTEGER, "description": "One scalar; a permission key takes only false."},
                     },
                     "required": ["key", "value"],
                     "additionalProperties": false,
@@ -176,7 +192,7 @@ fn supply_id_schema() -> Value {
 }
 
 fn supply_channel_schema(about: &str) -> Value {
-    json!({"type": "integer", "minimum": 1, "description": about})
+    json!({"type": "integer", "minimum": 1, "maximum": MAX_CHANNEL, "description": about})
 }
 
 fn power_supply_status_schema() -> Value {
@@ -197,8 +213,8 @@ fn power_supply_set_schema() -> Value {
         "properties": {
             "supply_id": supply_id_schema(),
             "channel": supply_channel_schema("Channel from 1; needed only on a supply with several channels."),
-            "voltage_v": {"type": "number", "minimum": 0, "description": "Voltage set point in volts, exactly on the type's step grid, at most the effective limit."},
-            "current_a": {"type": "number", "minimum": 0, "description": "Current set point in amperes, exactly on the type's step grid, at most the effective limit."},
+            "voltage_v": {"type": "number", "minimum": 0, "maximum": MAX_SET_POINT, "description": "Voltage set point in volts, exactly on the type's step grid, at most the effective limit."},
+            "current_a": {"type": "number", "minimum": 0, "maximum": MAX_SET_POINT, "description": "Current set point in amperes, exactly on the type's step grid, at most the effective limit."},
         },
         "required": ["supply_id"],
         "additionalProperties": false,
@@ -252,8 +268,8 @@ fn flash_firmware_schema() -> Value {
                         "oneOf": [pattern, {"type": "array", "minItems": 1, "maxItems": 8, "items": pattern}],
                         "description": "Stop at this text (or the first of up to 8); without it, at the first non-blank line.",
                     },
-                    "wait_timeout_s": {"type": "number", "minimum": 0, "description": "Seconds to wait after the reset: 10 unless set, 60 at most."},
-                    "max_bytes": {"type": "integer", "minimum": 1, "description": "Most bytes returned; the port's max_buffer_bytes unless set."},
+                    "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait after the reset: 10 unless set, 60 at most."},
+                    "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_READ_BYTES, "description": "Most bytes returned: the port's max_buffer_bytes unless set, and never more."},
                 },
                 "additionalProperties": false,
                 "required": ["port_id"],
@@ -325,8 +341,8 @@ fn com_read_schema() -> Value {
         "type": "object",
         "properties": {
             "port_id": port_id_schema(),
-            "max_bytes": {"type": "integer", "minimum": 1, "description": "Most bytes returned (default the port's max_buffer_bytes); the rest stays buffered."},
-            "wait_timeout_s": {"type": "number", "minimum": 0, "description": "Seconds to wait: default 0 (10 with until), 60 at most."},
+            "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_READ_BYTES, "description": "Most bytes returned (default the port's max_buffer_bytes, all its buffer holds); the rest stays buffered."},
+            "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait: default 0 (10 with until), 60 at most."},
             "until": {
                 "oneOf": [pattern, {"type": "array", "minItems": 1, "maxItems": 8, "items": pattern}],
                 "description": "Literal text (or up to 8) to wait for; the answer ends at the first match.",
@@ -375,7 +391,7 @@ fn can_send_schema() -> Value {
             "participant": can_participant_schema(),
             "frame_id": {
                 "oneOf": [
-                    {"type": "integer", "minimum": 0},
+                    {"type": "integer", "minimum": 0, "maximum": 536_870_911},
                     {"type": "string", "pattern": "^(?:0[xX][0-9A-Fa-f]+|[0-9]+)$"},
                 ],
                 "description": "Identifier: integer, decimal string or 0x string; up to 0x7FF, or 0x1FFFFFFF with extended.",
@@ -396,8 +412,8 @@ fn can_read_schema() -> Value {
         "properties": {
             "bus_id": can_bus_id_schema(),
             "participant": can_participant_schema(),
-            "max_frames": {"type": "integer", "minimum": 1, "description": "Most frames returned, at most the bus's max_buffer_frames (the default)."},
-            "wait_timeout_s": {"type": "number", "minimum": 0, "description": "Seconds to wait: default 0 and at most the bus timeout_s; with until_id default 10, at most 60."},
+            "max_frames": {"type": "integer", "minimum": 1, "maximum": MAX_READ_FRAMES, "description": "Most frames returned, at most the bus's max_buffer_frames (the default)."},
+            "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait: default 0 and at most the bus timeout_s; with until_id default 10, at most 60."},
             "until_id": {
                 "oneOf": [id, {"type": "array", "minItems": 1, "maxItems": 8, "items": id}],
                 "description": "Identifier (or up to 8) to wait for; the answer ends at the first frame carrying one.",
@@ -413,7 +429,7 @@ const SYMBOL_PATTERN: &str = "^[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*
 fn timeout_schema(about: &str) -> Value {
     json!({
         "type": "object",
-        "properties": {"timeout_s": {"type": "number", "minimum": 0, "description": about}},
+        "properties": {"timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_DEBUG_TIMEOUT_S, "description": about}},
         "additionalProperties": false,
     })
 }
@@ -430,7 +446,7 @@ fn debug_start_session_schema() -> Value {
                 "default": "attach",
                 "description": "attach halts the running core without a reset; reset_halt resets into halt (needs allow_reset); load resets, writes the ELF and resets into halt (needs allow_reset and allow_flash).",
             },
-            "timeout_s": {"type": "number", "minimum": 0, "description": "Seconds for each start step; the debugger's timeout_s (10 s per gdb step at most) unless lower."},
+            "timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_DEBUG_TIMEOUT_S, "description": "Seconds for each start step; the debugger's timeout_s (10 s per gdb step at most) unless lower."},
         },
         "additionalProperties": false,
         "oneOf": [{"required": ["image_path"]}, {"required": ["artifact_id"]}],
@@ -471,7 +487,7 @@ fn debug_set_breakpoint_schema() -> Value {
                         "required": ["file", "line"],
                         "properties": {
                             "file": {"type": "string", "pattern": "^[A-Za-z0-9_./\\\\:-]+$", "not": {"pattern": "(?:^|[/\\\\])\\.\\.(?:$|[/\\\\])"}},
-                            "line": {"type": "integer", "minimum": 1},
+                            "line": {"type": "integer", "minimum": 1, "maximum": i32::MAX},
                         },
                     },
                 ],

@@ -2,17 +2,29 @@
 //! one task owns stdout, so that a refusal of a malformed line can be written between the server's
 //! own messages without ever splitting one.
 //!
-//! Two faults are answered here because rmcp would drop them silently and leave the client waiting:
-//! a line over the limit (`-32600 Request too large`), and a number too large for an f64 (`1e400`),
-//! which is rewritten to a marker string so the gate can refuse that argument as non-finite.
+//! Every line gets exactly one fate ([`super::screen`]): rmcp answers it, or it is answered here
+//! (over the limit, unparsable, not a JSON-RPC request, params rmcp cannot read), or, where
+//! JSON-RPC forbids an answer, it is dropped. A number too large for an f64 (`1e400`) is rewritten
+//! to a marker string so the gate can refuse that argument as non-finite.
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+
+use super::screen::{self, Lifecycle, Verdict};
 
 /// What an out-of-range number in a request becomes; the gate refuses it as a non-finite argument.
 pub use ahil_gate::validate::NON_FINITE_MARKER;
 
 const PIPE_CAPACITY: usize = 256 * 1024;
+
+/// How much of an over-long line is kept to read its id from.
+const HEAD_BYTES: usize = 64 * 1024;
+
+/// The line buffer's capacity kept between lines.
+const KEEP_CAPACITY: usize = 1024 * 1024;
+
+/// Answers written here that may wait for stdout before the reader stops reading.
+const ANSWER_QUEUE: usize = 64;
 
 /// Starts the two framing tasks. Returns the ends rmcp reads requests from and writes answers to,
 /// and a handle that completes once every answer has reached stdout.
@@ -31,7 +43,7 @@ where
 {
     let (server_in, pump_out) = tokio::io::duplex(PIPE_CAPACITY);
     let (server_out, writer_in) = tokio::io::duplex(PIPE_CAPACITY);
-    let (refusals_tx, refusals_rx) = mpsc::unbounded_channel();
+    let (refusals_tx, refusals_rx) = mpsc::channel(ANSWER_QUEUE);
     tokio::spawn(pump_requests(input, pump_out, refusals_tx, max_line));
     let writer = tokio::spawn(write_answers(writer_in, refusals_rx, output));
     (server_in, server_out, writer)
@@ -40,27 +52,39 @@ where
 async fn pump_requests<R: AsyncRead + Unpin>(
     input: R,
     mut to_server: tokio::io::DuplexStream,
-    refusals: mpsc::UnboundedSender<Vec<u8>>,
+    refusals: mpsc::Sender<Vec<u8>>,
     max_line: usize,
 ) {
     let mut input = BufReader::with_capacity(64 * 1024, input);
     let mut line = Vec::new();
+    let mut lifecycle = Lifecycle::default();
     loop {
         line.clear();
-        match read_bounded_line(&mut input, &mut line, max_line).await {
+        // A long line's buffer is not kept for the lines after it.
+        if line.capacity() > KEEP_CAPACITY {
+            line.shrink_to(KEEP_CAPACITY);
+        }
+        let verdict = match read_bounded_line(&mut input, &mut line, max_line).await {
             Ok(LineRead::Eof) | Err(_) => break,
-            Ok(LineRead::TooLong) => {
-                let _ = refusals.send(too_large(max_line));
-            }
-            Ok(LineRead::Line) => {
-                let message = sanitize(&line);
-                let bytes = message.as_deref().unwrap_or(&line);
+            Ok(LineRead::TooLong) => screen::too_large(screen::id_in_prefix(&line), max_line),
+            Ok(LineRead::Line) => screen::screen(&line, &mut lifecycle, max_line),
+        };
+        match verdict {
+            Verdict::Forward(rewritten) => {
+                let bytes = rewritten.as_deref().unwrap_or(&line);
                 if to_server.write_all(bytes).await.is_err()
                     || to_server.write_all(b"\n").await.is_err()
                 {
                     break;
                 }
             }
+            // A client that stops reading stdout stalls here rather than queueing answers without end.
+            Verdict::Answer(answer) => {
+                if refusals.send(answer).await.is_err() {
+                    break;
+                }
+            }
+            Verdict::Drop(reason) => tracing::debug!(reason, "stdin line dropped unanswered"),
         }
     }
     // Dropping the pipe is the server's EOF.
@@ -73,8 +97,9 @@ enum LineRead {
     Eof,
 }
 
-/// Reads one line without its terminator, never holding more than `max` bytes of it; an over-long
-/// line is consumed to its end and reported.
+/// Reads one line without its terminator, never holding more than `max` bytes of it. An over-long
+/// line keeps only its first [`HEAD_BYTES`] (where its id is read from), is consumed to its end and
+/// reported.
 async fn read_bounded_line<R: AsyncRead + Unpin>(
     input: &mut BufReader<R>,
     line: &mut Vec<u8>,
@@ -99,7 +124,9 @@ async fn read_bounded_line<R: AsyncRead + Unpin>(
         if !too_long {
             if line.len() + chunk.len() > max {
                 too_long = true;
-                line.clear();
+                let room = HEAD_BYTES.saturating_sub(line.len()).min(chunk.len());
+                line.extend_from_slice(&chunk[..room]);
+                line.truncate(HEAD_BYTES);
             } else {
                 line.extend_from_slice(chunk);
             }
@@ -116,85 +143,9 @@ async fn read_bounded_line<R: AsyncRead + Unpin>(
     }
 }
 
-fn too_large(max_line: usize) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec(&serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32600, "message": "Request too large", "data": {"max_message_bytes": max_line}},
-    }))
-    .unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
-}
-
-/// Rewrites numbers an f64 cannot hold (`1e400`) to the non-finite marker. Lines without such a
-/// number come back as `None`, untouched and without a copy.
-fn sanitize(line: &[u8]) -> Option<Vec<u8>> {
-    let bad = out_of_range_numbers(line);
-    if bad.is_empty() {
-        return None;
-    }
-    let marker = marker_literal();
-    let mut out = Vec::with_capacity(line.len() + bad.len() * marker.len());
-    let mut copied = 0;
-    for (start, end) in bad {
-        out.extend_from_slice(&line[copied..start]);
-        out.extend_from_slice(&marker);
-        copied = end;
-    }
-    out.extend_from_slice(&line[copied..]);
-    Some(out)
-}
-
-/// Byte ranges of number tokens (outside strings) that do not parse to a finite f64.
-fn out_of_range_numbers(line: &[u8]) -> Vec<(usize, usize)> {
-    let mut bad = Vec::new();
-    let mut i = 0;
-    while i < line.len() {
-        let byte = line[i];
-        if byte == b'"' {
-            i = string_end(line, i);
-        } else if byte == b'-' || byte.is_ascii_digit() {
-            let end = line[i..]
-                .iter()
-                .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
-                .map_or(line.len(), |n| i + n);
-            let finite = std::str::from_utf8(&line[i..end])
-                .ok()
-                .and_then(|t| t.parse::<f64>().ok())
-                .is_none_or(f64::is_finite);
-            if !finite {
-                bad.push((i, end));
-            }
-            i = end;
-        } else {
-            i += 1;
-        }
-    }
-    bad
-}
-
-/// The marker as a JSON string literal (its NUL must be escaped to be valid JSON).
-fn marker_literal() -> Vec<u8> {
-    serde_json::to_vec(NON_FINITE_MARKER).unwrap_or_else(|_| b"null".to_vec())
-}
-
-/// Index just past the string literal that opens at `start`.
-fn string_end(line: &[u8], start: usize) -> usize {
-    let mut i = start + 1;
-    while i < line.len() {
-        match line[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
-        }
-    }
-    line.len()
-}
-
 async fn write_answers<W: AsyncWrite + Unpin>(
     mut from_server: tokio::io::DuplexStream,
-    mut refusals: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut refusals: mpsc::Receiver<Vec<u8>>,
     mut output: W,
 ) {
     let mut pending: Vec<u8> = Vec::new();
@@ -202,6 +153,17 @@ async fn write_answers<W: AsyncWrite + Unpin>(
     let mut refusals_open = true;
     loop {
         tokio::select! {
+            // Refusals first: each was queued before the lines after it reached rmcp, so it
+            // reaches stdout before their answers.
+            biased;
+            refusal = refusals.recv(), if refusals_open => match refusal {
+                Some(line) => {
+                    if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                        return;
+                    }
+                }
+                None => refusals_open = false,
+            },
             read = from_server.read(&mut chunk) => {
                 let n = read.unwrap_or_default();
                 if n == 0 {
@@ -216,14 +178,6 @@ async fn write_answers<W: AsyncWrite + Unpin>(
                     pending = rest;
                 }
             }
-            refusal = refusals.recv(), if refusals_open => match refusal {
-                Some(line) => {
-                    if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
-                        return;
-                    }
-                }
-                None => refusals_open = false,
-            },
         }
     }
     while let Ok(line) = refusals.try_recv() {
@@ -239,40 +193,15 @@ async fn write_answers<W: AsyncWrite + Unpin>(
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_number_too_large_for_a_float_becomes_the_marker() {
-        let line = br#"{"id":2,"params":{"arguments":{"wait_s":1e400,"label":"1e400"}}}"#;
-        let fixed = sanitize(line).expect("the line is rewritten");
-        let value: serde_json::Value = serde_json::from_slice(&fixed).expect("now parses");
-        assert_eq!(value["params"]["arguments"]["wait_s"], NON_FINITE_MARKER);
-        assert_eq!(
-            value["params"]["arguments"]["label"], "1e400",
-            "strings are left alone"
-        );
-        assert_eq!(value["id"], 2);
-    }
-
-    #[test]
-    fn a_line_that_parses_is_passed_through_untouched() {
-        assert!(sanitize(br#"{"a":1.5e10,"b":"\"1e400\""}"#).is_none());
-    }
-
-    #[test]
-    fn an_escaped_quote_does_not_end_a_string() {
-        let line = br#"{"s":"x\"1e999","n":-1e999}"#;
-        let fixed = sanitize(line).expect("rewritten");
-        let value: serde_json::Value = serde_json::from_slice(&fixed).expect("parses");
-        assert_eq!(value["s"], "x\"1e999");
-        assert_eq!(value["n"], NON_FINITE_MARKER);
-    }
-
     #[tokio::test]
     async fn an_over_long_line_is_answered_and_the_next_line_still_arrives() {
         let (mut client, server_side) = tokio::io::duplex(1024);
         let (mut answers, sink) = tokio::io::duplex(1024);
-        let (mut requests, _server_out, _writer) = start(server_side, sink, 16);
+        let (mut requests, _server_out, _writer) = start(server_side, sink, 64);
+        let ping = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+        let long = format!("{{\"id\":\"long\",\"pad\":\"{}\"}}\n", "x".repeat(100));
         client
-            .write_all(b"0123456789abcdefXYZ\n{\"ok\":1}\n")
+            .write_all(format!("{long}{ping}").as_bytes())
             .await
             .expect("write");
         drop(client);
@@ -281,10 +210,14 @@ mod tests {
             .read_to_string(&mut got)
             .await
             .expect("requests reach the server");
-        assert_eq!(got, "{\"ok\":1}\n");
+        assert_eq!(got, ping);
         let mut refusal = vec![0u8; 200];
         let n = answers.read(&mut refusal).await.expect("refusal written");
         let text = String::from_utf8_lossy(&refusal[..n]);
         assert!(text.contains("Request too large"), "{text}");
+        assert!(
+            text.contains("\"id\":\"long\""),
+            "the id read from its start: {text}"
+        );
     }
 }

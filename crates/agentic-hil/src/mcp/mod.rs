@@ -24,6 +24,7 @@ use tokio::sync::RwLock;
 mod framing;
 mod progress;
 mod resources;
+mod screen;
 
 const INSTRUCTIONS: &str = "\
 This server is the only way to the bench hardware: flash, reset, probe and debug the board through \

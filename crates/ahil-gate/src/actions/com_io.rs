@@ -118,10 +118,15 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         });
     }
     // com_read
-    let max_bytes = match ctx.args.get("max_bytes").and_then(Value::as_u64) {
-        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        None => usize::try_from(port.max_buffer_bytes).unwrap_or(usize::MAX),
-    };
+    // The buffer never holds more than max_buffer_bytes, so a larger ask reads the same as it
+    // (as the reference reads); lowering it keeps every later size computation in range.
+    let max_bytes = ctx
+        .args
+        .get("max_bytes")
+        .and_then(Value::as_u64)
+        .unwrap_or(port.max_buffer_bytes)
+        .min(port.max_buffer_bytes);
+    let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
     let patterns: Vec<Vec<u8>> = match ctx.args.get("until") {
         Some(Value::String(one)) => vec![one.clone()],
         Some(Value::Array(many)) => many

@@ -212,6 +212,19 @@ fn capture_args(ctx: &Context<'_>, spec: &Value) -> Result<Capture, Box<Outcome>
         .get("max_bytes")
         .and_then(Value::as_u64)
         .unwrap_or(port.max_buffer_bytes);
+    // The capture holds what it reads in memory, so the port's buffer cap is its cap too.
+    if max_bytes > port.max_buffer_bytes {
+        let mut refusal = invalid(
+            tool,
+            &format!(
+                "capture.max_bytes {max_bytes} is above this port's max_buffer_bytes of {}.",
+                port.max_buffer_bytes
+            ),
+        );
+        refusal.set("field", "capture.max_bytes");
+        refusal.set("max_buffer_bytes", port.max_buffer_bytes);
+        return Err(refusal);
+    }
     Ok(Capture {
         port_id: port_id.to_owned(),
         device: PathBuf::from(device),

@@ -285,7 +285,8 @@ impl Exec<'_> {
                         args["max_frames"] = json!(n);
                     }
                     if let Some(t) = wait_timeout_s {
-                        args["wait_timeout_s"] = json!(t);
+                        // As a UART read step: the tool takes 60 s at most.
+                        args["wait_timeout_s"] = json!(t.min(60.0));
                     }
                     self.simple("can_read", args).await
                 }
