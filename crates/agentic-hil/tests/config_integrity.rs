@@ -190,9 +190,13 @@ fn a_reload_never_repins_a_program_the_file_changed() {
         .cloned()
         .expect("listed");
     assert_eq!(
-        executable["current_value"],
+        executable["value_in_force"],
         Value::Null,
         "the program in force is the one pinned at startup: {executable}"
+    );
+    assert_eq!(
+        executable["current_value"], "/usr/bin/env",
+        "the file's value is shown beside it: {executable}"
     );
 }
 

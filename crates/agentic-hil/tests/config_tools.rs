@@ -644,3 +644,42 @@ fn grant_and_revoke_agree_with_the_reference_and_each_reads_the_others_writes() 
         theirs_bad["rejected_keys"][0]["key"]
     );
 }
+
+/// The catalogue: "Bad YAML answers config_invalid"; the server still enforces what it loaded.
+#[tokio::test]
+async fn describe_of_a_file_that_no_longer_parses_is_config_invalid_and_lists_no_key() {
+    let world = provisioned();
+    let client = connect(&world).await;
+    let good = config_text(&world);
+    std::fs::write(world.config_path(), "version: 3\n  broken: [\n").expect("break the file");
+    let doc = call(&client, "project_config_describe", json!({})).await;
+    assert_eq!(doc["error_type"], "config_invalid", "{doc}");
+    assert!(doc["writable_keys"].is_null(), "{doc}");
+    assert!(doc["permissions_in_force"].is_object(), "{doc}");
+    std::fs::write(world.config_path(), good).expect("mend the file");
+    let doc = call(&client, "project_config_describe", json!({})).await;
+    assert_eq!(doc["ok"], true, "{doc}");
+}
+
+/// After a write and before a reload, the file's value is `current_value` and the one in force is
+/// shown beside it.
+#[tokio::test]
+async fn describe_shows_the_files_value_and_the_value_in_force_when_they_differ() {
+    let world = provisioned();
+    let client = connect(&world).await;
+    let doc = set(&client, json!([{"key": "target.name", "value": "bench-7"}])).await;
+    assert_eq!(doc["ok"], true, "{doc}");
+    let describe = call(&client, "project_config_describe", json!({})).await;
+    let entry = describe["writable_keys"]
+        .as_array()
+        .and_then(|keys| keys.iter().find(|k| k["key"] == "target.name"))
+        .expect("target.name is listed")
+        .clone();
+    assert_eq!(entry["current_value"], "bench-7", "{entry}");
+    assert_eq!(entry["value_in_force"], "example-target", "{entry}");
+    let unchanged = describe["writable_keys"]
+        .as_array()
+        .and_then(|keys| keys.iter().find(|k| k["key"] == "target.controller"))
+        .expect("target.controller is listed");
+    assert!(unchanged.get("value_in_force").is_none(), "{unchanged}");
+}

@@ -237,15 +237,44 @@ fn right_entry(permission: &str, granted: bool, covers: &str) -> Value {
     json!({"permission": permission, "key": format!("permissions.{permission}"), "granted": granted, "covers": covers})
 }
 
+/// The file no longer loads: nothing can be listed or changed, and the server still enforces what
+/// it loaded.
+fn file_refusal(ctx: &Context<'_>, error: &ahil_config::ConfigError) -> Outcome {
+    let mut outcome = Outcome::refused(
+        ctx.tool,
+        error.error_type(),
+        format!(
+            "The configuration file no longer loads ({}); no key can be listed or changed until it does. This server still enforces the configuration it loaded, shown as permissions_in_force.",
+            error.summary().trim_end_matches('.')
+        ),
+    )
+    .with("document_source", "loaded_policy")
+    .with("path", ctx.loaded.display_path.as_str())
+    .with("permissions_in_force", permissions_in_force(&ctx.loaded.config))
+    .with_remediation([
+        "Ask the operator to correct the file (agentic-hil doctor names the fault), then call project_config_describe again.",
+    ]);
+    for (key, value) in error.details() {
+        if !matches!(key.as_str(), "path" | "summary" | "error_type") {
+            outcome.set(&key, value);
+        }
+    }
+    outcome
+}
+
 fn describe(ctx: &Context<'_>) -> Outcome {
     let loaded = ctx.loaded;
     let config = &loaded.config;
     let document = serde_json::to_value(config).unwrap_or(Value::Null);
     let schema = ahil_config::config_json_schema();
     // A write checks the grant both in force and in the file (a closed grant freezes at once), so
-    // the answer here does too.
-    let on_disk =
-        ahil_config::load_config_file(&loaded.path).map_or(config.permissions, |c| c.permissions);
+    // the answer here does too; and a file that no longer loads lists no key at all.
+    let file = match ahil_config::load_config_file(&loaded.path) {
+        Ok(file) => file,
+        Err(error) => return file_refusal(ctx, &error),
+    };
+    let on_disk = file.permissions;
+    let file_document = serde_json::to_value(&file).unwrap_or(Value::Null);
     let granted = |right: &str| match right {
         DESCRIPTION => {
             config.permissions.allow_config_description_write
@@ -260,12 +289,21 @@ fn describe(ctx: &Context<'_>) -> Outcome {
     let mut writable = Vec::new();
     let mut locked = Vec::new();
     for rule in key_rules(config) {
+        // The file's value is what a write changes; the one in force differs until a reload or a
+        // restart, and then both are shown.
+        let in_force = lookup(&document, &rule.key).cloned().unwrap_or(Value::Null);
+        let in_file = lookup(&file_document, &rule.key)
+            .cloned()
+            .unwrap_or(Value::Null);
         let mut entry = json!({
             "key": rule.key,
             "right": rule.right,
-            "current_value": lookup(&document, &rule.key).cloned().unwrap_or(Value::Null),
+            "current_value": in_file,
             "value_schema": value_schema(&schema, &rule.key),
         });
+        if entry["current_value"] != in_force {
+            entry["value_in_force"] = in_force;
+        }
         if crate::config_edit::classify(&rule.key, config.version).is_ok_and(|r| r.operator_only) {
             entry["locked_by"] = json!("operator");
             entry["error_type"] = json!("operator_only_key");
