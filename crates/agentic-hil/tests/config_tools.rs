@@ -174,7 +174,11 @@ async fn an_unknown_or_repeated_key_is_an_invalid_argument_and_nothing_is_writte
         json!([{"key": "com_ports.uart.baudrate", "value": "fast"}]),
     )
     .await;
-    assert_eq!(invalid["error_type"], json!("config_invalid"), "{invalid}");
+    assert_eq!(
+        invalid["error_type"],
+        json!("invalid_argument"),
+        "{invalid}"
+    );
     assert_eq!(config_text(&world), before);
     client.cancel().await.expect("closes");
 }
@@ -682,4 +686,50 @@ async fn describe_shows_the_files_value_and_the_value_in_force_when_they_differ(
         .and_then(|keys| keys.iter().find(|k| k["key"] == "target.controller"))
         .expect("target.controller is listed");
     assert!(unchanged.get("value_in_force").is_none(), "{unchanged}");
+}
+
+/// The tool's schema text: a value that does not have its key's shape is an invalid argument,
+/// before any grant is looked at; and a supply's permission takes `false` like every other one.
+#[tokio::test]
+async fn a_value_of_the_wrong_shape_is_an_invalid_argument_and_a_supply_grant_closes() {
+    let world = provisioned();
+    let text = config_text(&world);
+    let ports = "com_ports:\n  uart:\n    device: \"/dev/ttyACM9\"\n    resource_id: t-uart\n    \
+                 permissions:\n      allow_write: true\n  psu:\n    device: \"/dev/ttyUSB9\"\n    \
+                 resource_id: t-psu\n    vid: 0x0416\n    pid: 0x5011\n";
+    let supply = "power_supplies:\n  bench:\n    type: rs3005p\n    com_port: psu\n    powers: [dut]\n    \
+                  idn_serial: \"SN1\"\n    voltage_limit_v: 5.5\n    current_limit_a: 1.5\n    \
+                  permissions: {allow_set: true, allow_output: true}\n";
+    let edited = text.replacen("com_ports: {}", ports, 1) + supply;
+    std::fs::write(world.config_path(), &edited).expect("the bench description");
+    let client = connect(&world).await;
+    for (key, value) in [
+        ("com_ports.uart.baudrate", json!("fast")),
+        ("com_ports.uart.baudrate", json!(0)),
+        ("com_ports.uart.permissions.allow_write", json!("false")),
+    ] {
+        let doc = set(&client, json!([{"key": key, "value": value}])).await;
+        assert_eq!(
+            doc["error_type"], "invalid_argument",
+            "{key}={value}: {doc}"
+        );
+        assert_eq!(doc["field"], "changes.0.value", "{doc}");
+    }
+    assert_eq!(config_text(&world), edited, "nothing was written");
+    let doc = set(
+        &client,
+        json!([{"key": "power_supplies.bench.permissions.allow_output", "value": false}]),
+    )
+    .await;
+    assert_eq!(doc["ok"], true, "{doc}");
+    assert!(
+        config_text(&world).contains("allow_output: false"),
+        "the supply's grant is closed in the file"
+    );
+    let doc = set(
+        &client,
+        json!([{"key": "power_supplies.bench.permissions.allow_set", "value": true}]),
+    )
+    .await;
+    assert_eq!(doc["error_type"], "permission_widening_denied", "{doc}");
 }

@@ -70,8 +70,37 @@ pub fn open_run_refusal(ctx: &Context<'_>) -> Option<Outcome> {
     )
 }
 
+/// A value whose shape the configuration schema does not allow for its key, refused before any
+/// grant is looked at, as the tool's schema text promises.
+fn shape_refusal(tool: &str, changes: &[Change], version: u8) -> Option<Outcome> {
+    let schema = ahil_config::config_json_schema();
+    changes.iter().enumerate().find_map(|(index, change)| {
+        classify(&change.key, version).ok()?;
+        let shape = super::describe::value_schema(&schema, &change.key);
+        let violation = crate::validate::first_violation(&shape, &change.value)?;
+        Some(
+            Outcome::refused(
+                tool,
+                "invalid_argument",
+                format!(
+                    "The value for `{}` does not have the shape the configuration schema declares for it ({} check failed). Nothing was written.",
+                    change.key, violation.validator
+                ),
+            )
+            .with("field", format!("changes.{index}.value"))
+            .with("key", change.key.as_str())
+            .with("value_schema", shape)
+            .with_next_step("Read value_schema for this key in project_config_describe, then send a value of that shape.")
+            .not_contacted(),
+        )
+    })
+}
+
 fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
     if let Some(refusal) = open_run_refusal(ctx) {
+        return refusal;
+    }
+    if let Some(refusal) = shape_refusal(ctx.tool, changes, ctx.loaded.config.version) {
         return refusal;
     }
     let loaded = ctx.loaded;

@@ -109,7 +109,7 @@ fn lookup<'v>(document: &'v Value, key: &str) -> Option<&'v Value> {
 
 /// The schema node of a dotted key: nested `properties`, map entries through `additionalProperties`,
 /// `$ref`s into `$defs` resolved; the containers' own structure is stripped.
-fn value_schema(schema: &Value, key: &str) -> Value {
+pub(super) fn value_schema(schema: &Value, key: &str) -> Value {
     let resolve = |node: &Value| -> Value {
         match node.get("$ref").and_then(Value::as_str) {
             Some(reference) => reference

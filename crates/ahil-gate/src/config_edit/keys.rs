@@ -98,6 +98,9 @@ impl Right {
     }
 }
 
+/// The grants a `power_supplies` entry has.
+pub const SUPPLY_FLAGS: &[&str] = &["allow_output", "allow_set"];
+
 /// The entry sections whose names a key may introduce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
@@ -204,6 +207,21 @@ pub fn classify(key: &str, version: u8) -> Result<KeyRule, UnknownKey> {
             return Ok(rule(Right::Permissions, None));
         }
         _ => {}
+    }
+    // A supply's grants only close over MCP, like every other; its description is the operator's.
+    if let Some((name, flag)) = key
+        .strip_prefix("power_supplies.")
+        .and_then(|rest| rest.split_once(".permissions."))
+    {
+        return if !valid_entry_name(name) || name.contains('.') {
+            Err(unknown(
+                "the supply name may use only letters, digits, `_` and `-`",
+            ))
+        } else if SUPPLY_FLAGS.contains(&flag) {
+            Ok(rule(Right::Permissions, None))
+        } else {
+            Err(unknown("no such permission on a power supply"))
+        };
     }
     if let Some(flag) = key.strip_prefix("permissions.") {
         return if PROJECT_FLAGS.contains(&flag) {
