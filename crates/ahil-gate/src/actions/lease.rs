@@ -178,6 +178,8 @@ pub fn configured_keys(loaded: &LoadedConfig) -> Vec<String> {
     for bus in config.can_buses.values() {
         keys.push(bus.lock_key());
     }
+    let host = crate::ownership::device_keys::host_keys(config, &keys);
+    keys.extend(host);
     keys.sort();
     keys.dedup();
     keys

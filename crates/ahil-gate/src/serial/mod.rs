@@ -35,7 +35,9 @@ impl Sessions {
 pub struct Session {
     pub port_id: String,
     pub port: Port,
-    pub lock_key: String,
+    /// The port's configured key and the host keys read when the session began; given back
+    /// exactly as taken, whatever the link names by the end.
+    pub lock_keys: Vec<String>,
     pub log_name: String,
     pub log_path: String,
     pub started_at: String,
@@ -70,11 +72,9 @@ impl Session {
         self.audit.append_event(&self.log_name, event).map(|_| ())
     }
 
-    /// Gives back the session's hold on its device lock.
+    /// Gives back the session's hold on its device locks.
     pub fn release_lock(&self) {
-        self.ownership
-            .locks
-            .release(std::slice::from_ref(&self.lock_key));
+        self.ownership.locks.release(&self.lock_keys);
     }
 }
 
