@@ -168,6 +168,19 @@ fn a_port_held_by_its_node_here_or_in_the_reference_refuses_a_server_naming_its_
         let mut by_link = Mcp::ours(&world);
         let refused = start_session(&mut by_link);
         assert_refused_by_a_lock(&refused, &format!("ours, while {who} holds the node"));
+        let (status, _) = world.run_json(&["lease-status"]);
+        assert_eq!(status["bench_held"], true, "{status}");
+        let node_hold = status["device_holds"]
+            .as_array()
+            .expect("device holds")
+            .iter()
+            .find(|h| h["resource"] == format!("com:{}", board.device))
+            .unwrap_or_else(|| panic!("the node's hold is shown: {status}"));
+        assert_eq!(
+            node_hold["configured_key"],
+            format!("com:{link}"),
+            "the hold names the entry people know it by"
+        );
         drop(holder);
         let taken = start_session(&mut by_link);
         assert_eq!(taken["isError"], false, "after {who} ended: {taken}");

@@ -193,7 +193,15 @@ pub fn status(loaded: &LoadedConfig, coordinator: &Coordinator, locks: &DeviceLo
     };
     let holds: Vec<Value> = configured_keys(loaded)
         .iter()
-        .filter_map(|key| locks.peek(key))
+        .filter_map(|key| {
+            let mut hold = locks.peek(key)?;
+            if let Some(configured) =
+                crate::ownership::device_keys::configured_key_for(&loaded.config, key)
+            {
+                hold["configured_key"] = json!(configured);
+            }
+            Some(hold)
+        })
         .collect();
     let held_devices: Vec<Value> = holds
         .iter()

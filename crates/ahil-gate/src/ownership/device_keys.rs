@@ -114,6 +114,16 @@ pub fn host_keys(config: &Config, keys: &[String]) -> Vec<String> {
     extra
 }
 
+/// The configured key a host key stands beside (`com:<link>` for the node it leads to), so a
+/// person reading a hold on a node learns which entry it is.
+pub fn configured_key_for(config: &Config, key: &str) -> Option<String> {
+    config
+        .com_ports
+        .iter()
+        .find(|(name, port)| port_host_keys(port, name).iter().any(|k| k == key))
+        .map(|(name, port)| port.lock_key(name))
+}
+
 /// `keys` and their host keys together, configured ones first.
 pub fn with_host_keys(config: &Config, keys: &[String]) -> Vec<String> {
     let mut all = keys.to_vec();

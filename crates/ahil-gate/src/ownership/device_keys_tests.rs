@@ -79,8 +79,11 @@ fn a_link_loop_is_taken_as_written_instead_of_hanging_the_claim() {
     let (_tmp, root) = dir();
     symlink(root.join("b"), root.join("a")).expect("a");
     symlink(root.join("a"), root.join("b")).expect("b");
-    let name = host_device_name(root.join("a").to_str().expect("utf-8"));
-    assert!(name.starts_with(root.to_str().expect("utf-8")), "{name}");
+    // Python's realpath stops where it meets the loop and gives this same name.
+    assert_eq!(
+        host_device_name(root.join("a").to_str().expect("utf-8")),
+        root.join("a").display().to_string()
+    );
 }
 
 #[test]

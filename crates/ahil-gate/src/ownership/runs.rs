@@ -610,4 +610,18 @@ mod tests {
         assert!(run.covers(&["probe:abc1".to_owned()]));
         assert!(!run.covers(&["com:serial:0669ff".to_owned()]));
     }
+
+    #[test]
+    fn a_debugger_known_only_by_its_executable_also_holds_the_references_legacy_probe_key() {
+        let exe = Some(Path::new("/usr/bin/openocd"));
+        assert_eq!(
+            debugger_keys(&Debugger::default(), exe),
+            ["probe-exe:/usr/bin/openocd", "probe:/usr/bin/openocd"]
+        );
+        let by_probe = Debugger {
+            probe_id: Some("ABC1".into()),
+            ..Debugger::default()
+        };
+        assert_eq!(debugger_keys(&by_probe, exe), ["probe:abc1"]);
+    }
 }
