@@ -204,6 +204,15 @@ fn a_session_opened_by_its_link_refuses_a_session_naming_its_node_before_opening
     let mut by_link = Mcp::ours(&world);
     let started = start_session(&mut by_link);
     assert_eq!(started["isError"], false, "{started}");
+    let session = &started["structuredContent"]["session"];
+    assert_eq!(
+        session["device"], link,
+        "people see the configured spelling"
+    );
+    assert_eq!(
+        session["node"], board.device,
+        "the session opened the node it locked, not whatever the link names by then"
+    );
     let mut by_node = Mcp::start_in(&world, ours(), &other);
     let refused = start_session(&mut by_node);
     assert_refused_by_a_lock(&refused, "a session naming the node");

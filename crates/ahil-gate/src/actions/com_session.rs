@@ -97,17 +97,26 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             .not_contacted(),
         ));
     };
+    // The session opens the node its name resolves to now, and holds that very node's keys: a
+    // link moved after this point cannot make it open a node it did not lock.
+    let node = device_keys::host_device_name(&path);
+    let mut lock_keys = device_keys::with_host_keys(&ctx.loaded.config, &resources);
+    for key in device_keys::node_keys(&node) {
+        if !lock_keys.contains(&key) {
+            lock_keys.push(key);
+        }
+    }
     let start = Start {
         port_id: port_id.to_owned(),
-        device: path.clone(),
-        lock_keys: device_keys::with_host_keys(&ctx.loaded.config, &resources),
+        device: path,
+        lock_keys,
         clear: ctx
             .args
             .get("clear_buffer")
             .and_then(Value::as_bool)
             .unwrap_or(true),
         options: OpenOptions {
-            device: path,
+            device: node,
             baud: u32::try_from(port.baudrate).unwrap_or(u32::MAX),
             assert_dtr: port.assert_dtr,
             assert_rts: port.assert_rts,
@@ -270,6 +279,7 @@ impl Start {
         let session = Arc::new(Session {
             port_id: self.port_id.clone(),
             port,
+            device: self.device.clone(),
             lock_keys: self.lock_keys.clone(),
             log_name,
             log_path: log_path.clone(),

@@ -70,19 +70,12 @@ fn names(path: &Path) -> Vec<OsString> {
         .collect()
 }
 
-/// The keys `port` (entry `name`) is held under beside its configured `lock_key`: its device as
-/// configured (so an entry known by its adapter's serial still collides with one naming the same
-/// device), the node that name resolves to, and that node's device number. An unbound entry names
-/// no device and has none.
-pub fn port_host_keys(port: &ComPort, name: &str) -> Vec<String> {
-    let Some(device) = port.device.as_deref().filter(|d| !d.is_empty()) else {
-        return Vec::new();
-    };
-    let mut keys = vec![format!("com:{device}")];
-    let node = host_device_name(device);
-    keys.push(format!("com:{node}"));
-    if Path::new(&node).is_absolute()
-        && let Ok(meta) = fs::metadata(&node)
+/// The keys of a resolved `node` (what [`host_device_name`] gave): its name, and its device number
+/// when it is a character device.
+pub fn node_keys(node: &str) -> Vec<String> {
+    let mut keys = vec![format!("com:{node}")];
+    if Path::new(node).is_absolute()
+        && let Ok(meta) = fs::metadata(node)
         && meta.file_type().is_char_device()
     {
         let rdev = meta.rdev();
@@ -92,6 +85,19 @@ pub fn port_host_keys(port: &ComPort, name: &str) -> Vec<String> {
             libc::minor(rdev)
         ));
     }
+    keys
+}
+
+/// The keys `port` (entry `name`) is held under beside its configured `lock_key`: its device as
+/// configured (so an entry known by its adapter's serial still collides with one naming the same
+/// device), the node that name resolves to, and that node's device number. An unbound entry names
+/// no device and has none.
+pub fn port_host_keys(port: &ComPort, name: &str) -> Vec<String> {
+    let Some(device) = port.device.as_deref().filter(|d| !d.is_empty()) else {
+        return Vec::new();
+    };
+    let mut keys = vec![format!("com:{device}")];
+    keys.extend(node_keys(&host_device_name(device)));
     let primary = port.lock_key(name);
     keys.retain(|k| k != &primary);
     keys.sort();
