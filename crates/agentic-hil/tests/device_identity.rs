@@ -181,6 +181,13 @@ fn a_port_held_by_its_node_here_or_in_the_reference_refuses_a_server_naming_its_
             format!("com:{link}"),
             "the hold names the entry people know it by"
         );
+        let watched = world.run(&["watch", "--once", "--width", "110", "--height", "30"]);
+        let frame = String::from_utf8_lossy(&watched.stdout);
+        let row = frame
+            .lines()
+            .find(|l| l.contains(&format!("com:{link}")))
+            .unwrap_or_else(|| panic!("watch lists the port by its configured name: {frame}"));
+        assert!(row.contains("HELD"), "held through its node: {frame}");
         drop(holder);
         let taken = start_session(&mut by_link);
         assert_eq!(taken["isError"], false, "after {who} ended: {taken}");

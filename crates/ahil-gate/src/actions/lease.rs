@@ -164,22 +164,34 @@ pub fn nothing_to_recover() -> Value {
     })
 }
 
-/// Every machine-wide key the configuration's devices lock.
-pub fn configured_keys(loaded: &LoadedConfig) -> Vec<String> {
+/// Every configured device as people name it (its primary key), with every machine-wide key it
+/// locks, that primary key first: a debugger's legacy keys, a port's host keys.
+pub fn configured_devices(loaded: &LoadedConfig) -> Vec<(String, Vec<String>)> {
     let config = &loaded.config;
-    let mut keys = Vec::new();
+    let mut devices = Vec::new();
     for (name, debugger) in &config.debuggers {
         let executable = pinned_debugger_executable(loaded, name);
-        keys.extend(runs::debugger_keys(debugger, executable.as_deref()));
+        let keys = runs::debugger_keys(debugger, executable.as_deref());
+        devices.push((keys[0].clone(), keys));
     }
     for (name, port) in &config.com_ports {
-        keys.push(port.lock_key(name));
+        let primary = port.lock_key(name);
+        let mut keys = vec![primary.clone()];
+        keys.extend(crate::ownership::device_keys::port_host_keys(port, name));
+        devices.push((primary, keys));
     }
     for bus in config.can_buses.values() {
-        keys.push(bus.lock_key());
+        devices.push((bus.lock_key(), vec![bus.lock_key()]));
     }
-    let host = crate::ownership::device_keys::host_keys(config, &keys);
-    keys.extend(host);
+    devices
+}
+
+/// Every machine-wide key the configuration's devices lock.
+pub fn configured_keys(loaded: &LoadedConfig) -> Vec<String> {
+    let mut keys: Vec<String> = configured_devices(loaded)
+        .into_iter()
+        .flat_map(|(_, keys)| keys)
+        .collect();
     keys.sort();
     keys.dedup();
     keys
