@@ -149,12 +149,12 @@ fn host_keys_follow_only_the_ports_a_claim_names() {
         .insert("other".into(), port("/dev/ttyOther9"));
     let claimed = config.com_ports["claimed"].lock_key("claimed");
     assert_eq!(
-        host_keys(&config, &[claimed.clone()]),
+        host_keys(&config, std::slice::from_ref(&claimed)),
         [format!("com:{}", node.display())]
     );
     assert!(host_keys(&config, &["probe:abc".to_owned()]).is_empty());
     assert_eq!(
-        with_host_keys(&config, &[claimed.clone()]),
+        with_host_keys(&config, std::slice::from_ref(&claimed)),
         [claimed, format!("com:{}", node.display())]
     );
 }
