@@ -70,10 +70,6 @@ fn configure(world: &World, workspace: &Path, device: &str) {
     std::fs::write(&path, text.replacen("com_ports: {}", &ports, 1)).expect("write config");
 }
 
-fn required_reference() -> PathBuf {
-    reference().expect("the reference agentic-hil 0.25.0 is installed by scripts/setup-debian.sh")
-}
-
 fn ours() -> &'static Path {
     Path::new(World::binary())
 }
@@ -107,7 +103,7 @@ fn start_session(mcp: &mut Mcp) -> Value {
 
 #[test]
 fn a_run_holding_a_port_by_its_link_refuses_servers_here_and_in_the_reference_naming_its_node() {
-    let reference = required_reference();
+    let reference = reference();
     let world = World::new();
     let board = EchoBoard::start();
     let link = link_to(&world, &board.device);
@@ -153,7 +149,7 @@ fn a_run_holding_a_port_by_its_link_refuses_servers_here_and_in_the_reference_na
 
 #[test]
 fn a_port_held_by_its_node_here_or_in_the_reference_refuses_a_server_naming_its_link() {
-    let reference = required_reference();
+    let reference = reference();
     let world = World::new();
     let board = EchoBoard::start();
     let link = link_to(&world, &board.device);
