@@ -290,7 +290,8 @@ impl Bench {
         // 4 claim: held through settle and record so the next caller sees a settled device.
         let claim = self.claims.claim(&plan.resources).await;
         // Read from the host now: the node each configured device name leads to at this call.
-        let host_keys = crate::ownership::device_keys::host_keys(config, &plan.resources);
+        let host_keys =
+            crate::ownership::device_keys::host_keys(config, &plan.resources, &snapshot.nodes);
         let hold = match bench
             .ownership
             .claim_for_call(tool, &plan.resources, &host_keys)

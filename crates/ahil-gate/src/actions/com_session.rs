@@ -99,8 +99,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     };
     // The session opens the node its name resolves to now, and holds that very node's keys: a
     // link moved after this point cannot make it open a node it did not lock.
-    let node = device_keys::host_device_name(&path);
-    let mut lock_keys = device_keys::with_host_keys(&ctx.loaded.config, &resources);
+    let node = ctx.snapshot.nodes.of(&path);
+    let mut lock_keys =
+        device_keys::with_host_keys(&ctx.loaded.config, &resources, &ctx.snapshot.nodes);
     for key in device_keys::node_keys(&node) {
         if !lock_keys.contains(&key) {
             lock_keys.push(key);

@@ -168,6 +168,7 @@ pub fn nothing_to_recover() -> Value {
 /// locks, that primary key first: a debugger's legacy keys, a port's host keys.
 pub fn configured_devices(loaded: &LoadedConfig) -> Vec<(String, Vec<String>)> {
     let config = &loaded.config;
+    let nodes = crate::ownership::device_keys::Nodes::resolve(config);
     let mut devices = Vec::new();
     for (name, debugger) in &config.debuggers {
         let executable = pinned_debugger_executable(loaded, name);
@@ -177,7 +178,9 @@ pub fn configured_devices(loaded: &LoadedConfig) -> Vec<(String, Vec<String>)> {
     for (name, port) in &config.com_ports {
         let primary = port.lock_key(name);
         let mut keys = vec![primary.clone()];
-        keys.extend(crate::ownership::device_keys::port_host_keys(port, name));
+        keys.extend(crate::ownership::device_keys::port_host_keys(
+            port, name, &nodes,
+        ));
         devices.push((primary, keys));
     }
     for bus in config.can_buses.values() {
@@ -203,12 +206,13 @@ pub fn status(loaded: &LoadedConfig, coordinator: &Coordinator, locks: &DeviceLo
         Ok(observed) => observed,
         Err(err) => return invalid_state("hardware_lease_status", &err).to_value(),
     };
+    let nodes = crate::ownership::device_keys::Nodes::resolve(&loaded.config);
     let holds: Vec<Value> = configured_keys(loaded)
         .iter()
         .filter_map(|key| {
             let mut hold = locks.peek(key)?;
             if let Some(configured) =
-                crate::ownership::device_keys::configured_key_for(&loaded.config, key)
+                crate::ownership::device_keys::configured_key_for(&loaded.config, key, &nodes)
             {
                 hold["configured_key"] = json!(configured);
             }

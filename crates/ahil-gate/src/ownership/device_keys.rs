@@ -9,7 +9,7 @@
 //! never declared: a run's declaration stays a pure function of the configuration, while what it
 //! holds follows the node a link names now.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -70,6 +70,34 @@ fn names(path: &Path) -> Vec<OsString> {
         .collect()
 }
 
+/// The node every bound port's device name leads to, read once: a call's claim and its open use
+/// one reading, so a link moved in between cannot make it open a node it did not lock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Nodes(BTreeMap<String, String>);
+
+impl Nodes {
+    /// Resolves every configured port's device name now.
+    pub fn resolve(config: &Config) -> Self {
+        Self(
+            config
+                .com_ports
+                .values()
+                .filter_map(|p| p.device.as_deref())
+                .filter(|d| !d.is_empty())
+                .map(|d| (d.to_owned(), host_device_name(d)))
+                .collect(),
+        )
+    }
+
+    /// The node `device` led to when these were read (resolved now if it was not among them).
+    pub fn of(&self, device: &str) -> String {
+        self.0
+            .get(device)
+            .cloned()
+            .unwrap_or_else(|| host_device_name(device))
+    }
+}
+
 /// The keys of a resolved `node` (what [`host_device_name`] gave): its name, and its device number
 /// when it is a character device.
 pub fn node_keys(node: &str) -> Vec<String> {
@@ -92,12 +120,12 @@ pub fn node_keys(node: &str) -> Vec<String> {
 /// configured (so an entry known by its adapter's serial still collides with one naming the same
 /// device), the node that name resolves to, and that node's device number. An unbound entry names
 /// no device and has none.
-pub fn port_host_keys(port: &ComPort, name: &str) -> Vec<String> {
+pub fn port_host_keys(port: &ComPort, name: &str, nodes: &Nodes) -> Vec<String> {
     let Some(device) = port.device.as_deref().filter(|d| !d.is_empty()) else {
         return Vec::new();
     };
     let mut keys = vec![format!("com:{device}")];
-    keys.extend(node_keys(&host_device_name(device)));
+    keys.extend(node_keys(&nodes.of(device)));
     let primary = port.lock_key(name);
     keys.retain(|k| k != &primary);
     keys.sort();
@@ -107,12 +135,12 @@ pub fn port_host_keys(port: &ComPort, name: &str) -> Vec<String> {
 
 /// The host keys of every configured device behind `keys` (claimed configured keys), minus those
 /// already in `keys`: what a claim takes beyond its declaration.
-pub fn host_keys(config: &Config, keys: &[String]) -> Vec<String> {
+pub fn host_keys(config: &Config, keys: &[String], nodes: &Nodes) -> Vec<String> {
     let mut extra: Vec<String> = config
         .com_ports
         .iter()
         .filter(|(name, port)| keys.contains(&port.lock_key(name)))
-        .flat_map(|(name, port)| port_host_keys(port, name))
+        .flat_map(|(name, port)| port_host_keys(port, name, nodes))
         .filter(|k| !keys.contains(k))
         .collect();
     extra.sort();
@@ -122,18 +150,18 @@ pub fn host_keys(config: &Config, keys: &[String]) -> Vec<String> {
 
 /// The configured key a host key stands beside (`com:<link>` for the node it leads to), so a
 /// person reading a hold on a node learns which entry it is.
-pub fn configured_key_for(config: &Config, key: &str) -> Option<String> {
+pub fn configured_key_for(config: &Config, key: &str, nodes: &Nodes) -> Option<String> {
     config
         .com_ports
         .iter()
-        .find(|(name, port)| port_host_keys(port, name).iter().any(|k| k == key))
+        .find(|(name, port)| port_host_keys(port, name, nodes).iter().any(|k| k == key))
         .map(|(name, port)| port.lock_key(name))
 }
 
 /// `keys` and their host keys together, configured ones first.
-pub fn with_host_keys(config: &Config, keys: &[String]) -> Vec<String> {
+pub fn with_host_keys(config: &Config, keys: &[String], nodes: &Nodes) -> Vec<String> {
     let mut all = keys.to_vec();
-    all.extend(host_keys(config, keys));
+    all.extend(host_keys(config, keys, nodes));
     all
 }
 

@@ -12,7 +12,7 @@ fn port(device: &str) -> ComPort {
 /// Every key `port` is held under: its configured key and its host keys.
 fn held(port: &ComPort, name: &str) -> Vec<String> {
     let mut keys = vec![port.lock_key(name)];
-    keys.extend(port_host_keys(port, name));
+    keys.extend(port_host_keys(port, name, &Nodes::default()));
     keys
 }
 
@@ -93,7 +93,7 @@ fn relative_names_and_url_handlers_are_left_as_written() {
         "socket://localhost:7000"
     );
     assert_eq!(host_device_name("ttyS0"), "ttyS0");
-    assert!(port_host_keys(&port("socket://localhost:7000"), "u").is_empty());
+    assert!(port_host_keys(&port("socket://localhost:7000"), "u", &Nodes::default()).is_empty());
 }
 
 #[test]
@@ -101,7 +101,7 @@ fn two_spellings_of_one_character_device_share_its_device_number_key() {
     let (_tmp, root) = dir();
     let link = root.join("null-link");
     symlink("/dev/null", &link).expect("link");
-    let keys = port_host_keys(&port(link.to_str().expect("utf-8")), "u");
+    let keys = port_host_keys(&port(link.to_str().expect("utf-8")), "u", &Nodes::default());
     let meta = fs::metadata("/dev/null").expect("/dev/null");
     let number = format!(
         "com:char:{}:{}",
@@ -130,7 +130,7 @@ fn a_port_known_by_its_adapter_serial_still_collides_with_one_naming_its_device(
 
 #[test]
 fn an_unbound_port_has_no_host_keys() {
-    assert!(port_host_keys(&ComPort::default(), "u").is_empty());
+    assert!(port_host_keys(&ComPort::default(), "u", &Nodes::default()).is_empty());
 }
 
 #[test]
@@ -149,12 +149,36 @@ fn host_keys_follow_only_the_ports_a_claim_names() {
         .insert("other".into(), port("/dev/ttyOther9"));
     let claimed = config.com_ports["claimed"].lock_key("claimed");
     assert_eq!(
-        host_keys(&config, std::slice::from_ref(&claimed)),
+        host_keys(&config, std::slice::from_ref(&claimed), &Nodes::default()),
         [format!("com:{}", node.display())]
     );
-    assert!(host_keys(&config, &["probe:abc".to_owned()]).is_empty());
+    assert!(host_keys(&config, &["probe:abc".to_owned()], &Nodes::default()).is_empty());
     assert_eq!(
-        with_host_keys(&config, std::slice::from_ref(&claimed)),
+        with_host_keys(&config, std::slice::from_ref(&claimed), &Nodes::default()),
         [claimed, format!("com:{}", node.display())]
+    );
+}
+
+#[test]
+fn a_claim_and_its_open_read_one_resolution_even_when_the_link_moves_in_between() {
+    let (_tmp, root) = dir();
+    let first = root.join("pts-5");
+    let second = root.join("pts-9");
+    fs::write(&first, b"").expect("first node");
+    fs::write(&second, b"").expect("second node");
+    let link = root.join("uart");
+    symlink(&first, &link).expect("link");
+    let mut config = Config::default();
+    config
+        .com_ports
+        .insert("uart".into(), port(link.to_str().expect("utf-8")));
+    let nodes = Nodes::resolve(&config);
+    fs::remove_file(&link).expect("unlink");
+    symlink(&second, &link).expect("the link now names another node");
+    let device = link.to_str().expect("utf-8");
+    assert_eq!(nodes.of(device), first.display().to_string());
+    assert!(
+        port_host_keys(&config.com_ports["uart"], "uart", &nodes)
+            .contains(&format!("com:{}", first.display()))
     );
 }

@@ -101,6 +101,7 @@ pub fn resolve(
     selectors: &[Value],
 ) -> Result<Vec<DeclaredDevice>, Box<Outcome>> {
     let config = &loaded.config;
+    let nodes = device_keys::Nodes::resolve(config);
     let mut devices: Vec<DeclaredDevice> = Vec::new();
     for selector in selectors {
         let kind = selector
@@ -185,7 +186,7 @@ pub fn resolve(
             _ => return Err(Box::new(invalid(tool, "kind", "Unknown device kind."))),
         };
         let device = DeclaredDevice {
-            host_keys: device_keys::host_keys(config, &device.lock_keys),
+            host_keys: device_keys::host_keys(config, &device.lock_keys, &nodes),
             ..device
         };
         if !devices
