@@ -37,7 +37,9 @@ pub struct DeclaredDevice {
 /// The machine-wide keys of a debugger entry, primary first. An entry that names both a
 /// `resource_id` and a `probe_id` also locks the probe, so a neighbour naming only the probe collides;
 /// one known only by its executable also locks the reference's legacy `probe:<executable>`, which an
-/// older reference process or a raw caller still takes for it.
+/// older reference process or a raw caller still takes for it; a pyOCD probe id qualified by its type
+/// (`stlink:0669FF`) also locks the bare serial, the key every other backend's entry for that probe
+/// takes.
 pub fn debugger_keys(debugger: &Debugger, executable: Option<&Path>) -> Vec<String> {
     let exe = executable.map(|p| p.display().to_string());
     let primary = debugger.lock_key(exe.as_deref());
@@ -52,6 +54,12 @@ pub fn debugger_keys(debugger: &Debugger, executable: Option<&Path>) -> Vec<Stri
         && let Some(exe) = exe.as_deref().or(debugger.executable.as_deref())
     {
         keys.push(format!("probe:{exe}"));
+    }
+    if let Some(selector) = debugger.probe_selector() {
+        let bare = format!("probe:{selector}");
+        if !keys.contains(&bare) {
+            keys.push(bare);
+        }
     }
     keys
 }
@@ -624,5 +632,30 @@ mod tests {
             ..Debugger::default()
         };
         assert_eq!(debugger_keys(&by_probe, exe), ["probe:abc1"]);
+    }
+
+    #[test]
+    fn a_pyocd_probe_named_with_its_type_also_holds_the_bare_serial_other_backends_lock() {
+        let pyocd = Debugger {
+            kind: ahil_config::DebuggerType::Pyocd,
+            probe_id: Some("stlink:0669FF".into()),
+            ..Debugger::default()
+        };
+        let stlink = Debugger {
+            kind: ahil_config::DebuggerType::Stlink,
+            probe_id: Some("0669FF".into()),
+            ..Debugger::default()
+        };
+        let ours = debugger_keys(&pyocd, None);
+        assert_eq!(
+            ours[0], "probe:stlink:0669ff",
+            "the reference's key comes first"
+        );
+        assert!(
+            debugger_keys(&stlink, None)
+                .iter()
+                .all(|k| ours.contains(k)),
+            "{ours:?}"
+        );
     }
 }
