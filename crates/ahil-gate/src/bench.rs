@@ -289,7 +289,13 @@ impl Bench {
 
         // 4 claim: held through settle and record so the next caller sees a settled device.
         let claim = self.claims.claim(&plan.resources).await;
-        let hold = match bench.ownership.claim_for_call(tool, &plan.resources) {
+        // Read from the host now: the node each configured device name leads to at this call.
+        let host_keys =
+            crate::ownership::device_keys::host_keys(config, &plan.resources, &snapshot.nodes);
+        let hold = match bench
+            .ownership
+            .claim_for_call(tool, &plan.resources, &host_keys)
+        {
             Ok(hold) => hold,
             Err(refusal) => {
                 drop(claim);
@@ -308,11 +314,10 @@ impl Bench {
         // The lease: this configuration's record of the call. It may meet an incident a dead owner
         // left, which is settled before this call acts on the bench.
         let lease = if leases::is_leased(tool) {
-            match bench
-                .leases
-                .coordinator
-                .acquire(&plan.resources, leases::is_containment(tool))
-            {
+            match bench.leases.coordinator.acquire(
+                &[plan.resources.as_slice(), host_keys.as_slice()].concat(),
+                leases::is_containment(tool),
+            ) {
                 Ok(lease) => Some(lease),
                 Err(refused) => {
                     drop(hold);

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use ahil_config::{Environment, LoadedConfig};
 use serde_json::Value;
 
-use crate::actions::lease::configured_keys;
+use crate::actions::lease::configured_devices;
 use crate::audit::Audit;
 use crate::ownership::LockRoot;
 use crate::ownership::coordination::{Coordinator, Dirs};
@@ -101,10 +101,28 @@ pub fn observe(workspace: &Path, env: &Environment) -> BenchView {
     };
     let table = KernelLocks::read();
     let locks = LockRoot::for_home(&env.home);
-    let holds: Vec<Hold> = configured_keys(&loaded)
+    // One row per device, under the name people know it by, held when any of its keys is (a
+    // neighbour holding the node a link leads to holds this port too).
+    let mut holds: Vec<Hold> = configured_devices(&loaded)
         .into_iter()
-        .map(|resource| hold(&locks, &table, resource))
+        .map(|(shown, keys)| {
+            keys.into_iter()
+                .map(|key| hold(&locks, &table, key))
+                .find(|h| h.held == Some(true))
+                .map_or_else(
+                    || hold(&locks, &table, shown.clone()),
+                    |h| Hold {
+                        resource: shown.clone(),
+                        ..h
+                    },
+                )
+        })
         .collect();
+    // Entries sharing a resource_id are one unit: one row, held if either is.
+    holds.sort_by(|a, b| {
+        (&a.resource, a.held != Some(true)).cmp(&(&b.resource, b.held != Some(true)))
+    });
+    holds.dedup_by(|later, first| later.resource == first.resource);
     let audit = Audit::for_config(&loaded);
     BenchView {
         workspace: shown,

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use ahil_config::LoadedConfig;
 use serde_json::Value;
 
+use crate::ownership::device_keys::Nodes;
+
 /// The config in force for one call, taken once before authorization.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -17,6 +19,8 @@ pub struct Snapshot {
     pub status: Value,
     /// The file changed, vanished or became unreadable since it was parsed.
     pub stale: bool,
+    /// The node each configured port's device name leads to, read once for the whole call.
+    pub nodes: Nodes,
 }
 
 impl Snapshot {
@@ -32,6 +36,7 @@ impl Snapshot {
             in_force,
             status,
             stale,
+            nodes: Nodes::resolve(&loaded.config),
         }
     }
 }

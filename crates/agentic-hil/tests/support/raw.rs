@@ -18,8 +18,15 @@ pub struct Mcp {
 impl Mcp {
     /// `program mcp-stdio` in `world`, initialized.
     pub fn start(world: &World, program: &std::path::Path) -> Self {
+        Self::start_in(world, program, &world.workspace)
+    }
+
+    /// `program mcp-stdio` with `world`'s HOME run in another `workspace` (another project on the
+    /// same bench), initialized.
+    pub fn start_in(world: &World, program: &std::path::Path, workspace: &std::path::Path) -> Self {
         let mut cmd = Command::new(program);
         world.scrub(&mut cmd);
+        cmd.current_dir(workspace);
         let mut child = cmd
             .arg("mcp-stdio")
             .stdin(Stdio::piped())

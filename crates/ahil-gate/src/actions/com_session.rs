@@ -13,7 +13,7 @@ use super::com_ports::{device, port_entry};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::audit::{Audit, unavailable};
 use crate::envelope::Outcome;
-use crate::ownership::Ownership;
+use crate::ownership::{Ownership, device_keys};
 use crate::policy::Action;
 use crate::serial::{Encoding, Session, Sessions, identity, log_stamp, text::to_hex};
 
@@ -42,7 +42,8 @@ pub fn encoding_of(tool: &str, port_id: &str, port: &ComPort) -> Result<Encoding
 struct Start {
     port_id: String,
     device: String,
-    lock_key: String,
+    /// The configured key first, then the host keys of the node the device name leads to now.
+    lock_keys: Vec<String>,
     clear: bool,
     options: OpenOptions,
     encoding: Encoding,
@@ -63,8 +64,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             ctx.tool, port_id, supply,
         )));
     }
-    let lock_key = port.lock_key(port_id);
-    let resources = vec![lock_key.clone()];
+    let resources = vec![port.lock_key(port_id)];
     let sessions = Arc::clone(ctx.serial);
     if ctx.tool == "com_session_stop" {
         let work = Work::Driver(DriverJob {
@@ -97,17 +97,27 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             .not_contacted(),
         ));
     };
+    // The session opens the node its name resolves to now, and holds that very node's keys: a
+    // link moved after this point cannot make it open a node it did not lock.
+    let node = ctx.snapshot.nodes.of(&path);
+    let mut lock_keys =
+        device_keys::with_host_keys(&ctx.loaded.config, &resources, &ctx.snapshot.nodes);
+    for key in device_keys::node_keys(&node) {
+        if !lock_keys.contains(&key) {
+            lock_keys.push(key);
+        }
+    }
     let start = Start {
         port_id: port_id.to_owned(),
-        device: path.clone(),
-        lock_key,
+        device: path,
+        lock_keys,
         clear: ctx
             .args
             .get("clear_buffer")
             .and_then(Value::as_bool)
             .unwrap_or(true),
         options: OpenOptions {
-            device: path,
+            device: node,
             baud: u32::try_from(port.baudrate).unwrap_or(u32::MAX),
             assert_dtr: port.assert_dtr,
             assert_rts: port.assert_rts,
@@ -190,18 +200,14 @@ impl Start {
         };
         if let Err(refused) = super::take_session_locks(
             &self.ownership,
-            std::slice::from_ref(&self.lock_key),
+            &self.lock_keys,
             &format!("com_session:{}", self.port_id),
             TOOL,
             "the device lock was refused before the port was opened",
         ) {
             return *refused;
         }
-        let release = || {
-            self.ownership
-                .locks
-                .release(std::slice::from_ref(&self.lock_key));
-        };
+        let release = || self.ownership.locks.release(&self.lock_keys);
         let log_name = format!("com-{}-{}.jsonl", log_stamp(), self.port_id);
         let log_path = self.audit.log_path(&log_name);
         if let Err(err) = self.audit.append_event(
@@ -274,7 +280,8 @@ impl Start {
         let session = Arc::new(Session {
             port_id: self.port_id.clone(),
             port,
-            lock_key: self.lock_key.clone(),
+            device: self.device.clone(),
+            lock_keys: self.lock_keys.clone(),
             log_name,
             log_path: log_path.clone(),
             started_at: ahil_config::time::now_millis(),

@@ -164,20 +164,37 @@ pub fn nothing_to_recover() -> Value {
     })
 }
 
-/// Every machine-wide key the configuration's devices lock.
-pub fn configured_keys(loaded: &LoadedConfig) -> Vec<String> {
+/// Every configured device as people name it (its primary key), with every machine-wide key it
+/// locks, that primary key first: a debugger's legacy keys, a port's host keys.
+pub fn configured_devices(loaded: &LoadedConfig) -> Vec<(String, Vec<String>)> {
     let config = &loaded.config;
-    let mut keys = Vec::new();
+    let nodes = crate::ownership::device_keys::Nodes::resolve(config);
+    let mut devices = Vec::new();
     for (name, debugger) in &config.debuggers {
         let executable = pinned_debugger_executable(loaded, name);
-        keys.extend(runs::debugger_keys(debugger, executable.as_deref()));
+        let keys = runs::debugger_keys(debugger, executable.as_deref());
+        devices.push((keys[0].clone(), keys));
     }
     for (name, port) in &config.com_ports {
-        keys.push(port.lock_key(name));
+        let primary = port.lock_key(name);
+        let mut keys = vec![primary.clone()];
+        keys.extend(crate::ownership::device_keys::port_host_keys(
+            port, name, &nodes,
+        ));
+        devices.push((primary, keys));
     }
     for bus in config.can_buses.values() {
-        keys.push(bus.lock_key());
+        devices.push((bus.lock_key(), vec![bus.lock_key()]));
     }
+    devices
+}
+
+/// Every machine-wide key the configuration's devices lock.
+pub fn configured_keys(loaded: &LoadedConfig) -> Vec<String> {
+    let mut keys: Vec<String> = configured_devices(loaded)
+        .into_iter()
+        .flat_map(|(_, keys)| keys)
+        .collect();
     keys.sort();
     keys.dedup();
     keys
@@ -189,9 +206,18 @@ pub fn status(loaded: &LoadedConfig, coordinator: &Coordinator, locks: &DeviceLo
         Ok(observed) => observed,
         Err(err) => return invalid_state("hardware_lease_status", &err).to_value(),
     };
+    let nodes = crate::ownership::device_keys::Nodes::resolve(&loaded.config);
     let holds: Vec<Value> = configured_keys(loaded)
         .iter()
-        .filter_map(|key| locks.peek(key))
+        .filter_map(|key| {
+            let mut hold = locks.peek(key)?;
+            if let Some(configured) =
+                crate::ownership::device_keys::configured_key_for(&loaded.config, key, &nodes)
+            {
+                hold["configured_key"] = json!(configured);
+            }
+            Some(hold)
+        })
         .collect();
     let held_devices: Vec<Value> = holds
         .iter()

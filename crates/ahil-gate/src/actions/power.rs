@@ -126,6 +126,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         model,
         port_id: entry.com_port.clone(),
         device: port.device.clone(),
+        node: port.device.as_deref().map(|d| ctx.snapshot.nodes.of(d)),
         expected: identity::expected(config, &entry.com_port, port),
         serials: power::configured_serials(config),
         request,
@@ -370,6 +371,8 @@ struct Job {
     model: &'static Model,
     port_id: String,
     device: Option<String>,
+    /// The node `device` led to when this call's claim was taken: what is opened.
+    node: Option<String>,
     expected: Option<identity::Expected>,
     serials: Vec<String>,
     request: Request,
@@ -412,7 +415,8 @@ impl Job {
             outcome.set("supply_id", self.supply_id.as_str());
             return self.no_contact(outcome, "the port's identity check only reads sysfs");
         }
-        let mut psu = match Rs3005p::open(&device, self.timeout) {
+        let node = self.node.as_deref().unwrap_or(&device);
+        let mut psu = match Rs3005p::open(node, self.timeout) {
             Ok(psu) => psu.cancel_on(cancel.clone()),
             Err(err) => return self.failed(&err, &Seen::default()),
         };

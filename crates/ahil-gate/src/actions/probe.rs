@@ -227,7 +227,8 @@ fn capture_args(ctx: &Context<'_>, spec: &Value) -> Result<Capture, Box<Outcome>
     }
     Ok(Capture {
         port_id: port_id.to_owned(),
-        device: PathBuf::from(device),
+        // The node this call's claim locked, not whatever the name leads to by then.
+        device: PathBuf::from(ctx.snapshot.nodes.of(device)),
         until,
         wait: Duration::from_secs_f64(wait),
         max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),

@@ -106,7 +106,8 @@ fn esptool_port(
         device: device.clone(),
         expected: crate::serial::identity::expected(config, port_id, port),
     };
-    Ok((device, check))
+    // esptool opens the node this call's claim locked, not whatever the name leads to by then.
+    Ok((ctx.snapshot.nodes.of(&device), check))
 }
 
 /// The identity check of an esptool port, run inside the job just before esptool opens it.

@@ -153,7 +153,12 @@ async fn internal(bench: &Provisioned, tool: &str, args: Value) -> Outcome {
         Ok(plan) => plan,
         Err(refusal) => return *refusal,
     };
-    let hold = match bench.ownership.claim_for_call(tool, &plan.resources) {
+    let host_keys =
+        crate::ownership::device_keys::host_keys(&loaded.config, &plan.resources, &snapshot.nodes);
+    let hold = match bench
+        .ownership
+        .claim_for_call(tool, &plan.resources, &host_keys)
+    {
         Ok(hold) => hold,
         Err(refusal) => return *refusal,
     };

@@ -237,6 +237,10 @@ fn bench_keys(loaded: &LoadedConfig) -> Vec<String> {
         .collect();
     keys.extend(config.com_ports.iter().map(|(name, p)| p.lock_key(name)));
     keys.extend(config.can_buses.values().map(ahil_config::CanBus::lock_key));
+    // A session that holds a port by the node its link names must stop a grant moving too.
+    let nodes = crate::ownership::device_keys::Nodes::resolve(config);
+    let host = crate::ownership::device_keys::host_keys(config, &keys, &nodes);
+    keys.extend(host);
     keys.retain(|k| crate::ownership::device_lock::is_physical(k));
     keys.sort();
     keys.dedup();

@@ -464,10 +464,11 @@ impl DeviceLocks {
 
     /// The holder record as the current holder wrote it. A holder that took the lock a moment ago may
     /// not have written its record yet, so a missing or `released` record is read again briefly
-    /// before the refusal names whoever it names.
+    /// before the refusal names whoever it names. Half a second at most: on a loaded host a holder
+    /// can take longer than a few milliseconds between its flock and its record.
     fn read_settled_holder(&self, resource: &str) -> Option<Value> {
         let mut record = self.read_holder(resource);
-        for _ in 0..10 {
+        for _ in 0..100 {
             if record
                 .as_ref()
                 .and_then(|r| r.get("state"))

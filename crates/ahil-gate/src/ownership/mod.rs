@@ -2,6 +2,7 @@
 //! here; leases, runs and incidents build on them.
 
 pub mod coordination;
+pub mod device_keys;
 pub mod device_lock;
 pub mod owner;
 pub mod reasons;
@@ -23,7 +24,11 @@ use crate::envelope::Outcome;
 /// single-call run whose devices are released when this is dropped.
 pub struct DeviceHold {
     ownership: Option<Arc<Ownership>>,
+    /// Every key this hold took (and gives back when dropped).
     keys: Vec<String>,
+    /// What the call declared, for people: the configured keys. `None` when the call borrowed its
+    /// declared devices from the open run.
+    declared: Option<Vec<String>>,
     started_at: String,
 }
 
@@ -32,16 +37,17 @@ impl DeviceHold {
         Self {
             ownership: None,
             keys: Vec::new(),
+            declared: None,
             started_at: String::new(),
         }
     }
 
     /// The `run` object results carry when the call ran as its own implicit run.
     pub fn implicit_run(&self, tool: &str) -> Option<Value> {
-        self.ownership.as_ref().map(|_| {
+        self.declared.as_ref().map(|declared| {
             json!({
                 "implicit": true,
-                "declared_devices": self.keys,
+                "declared_devices": declared,
                 "run_label": format!("implicit:{tool}"),
                 "run_started_at": self.started_at,
                 "aborted": false,
@@ -90,27 +96,29 @@ impl Ownership {
             });
     }
 
-    /// Takes the physical devices a call addresses. Inside an open run the call may use only what
-    /// the run declared (`undeclared_device`); without one, the call is its own implicit run and
-    /// takes its devices now, all or none, or answers `device_busy`.
+    /// Takes the physical devices a call addresses: `keys` as the configuration derives them, and
+    /// `host_keys` as the host names those devices now (see [`device_keys`]). Inside an open run
+    /// the call may use only what the run declared (`undeclared_device`), and still takes the host
+    /// keys for itself, so a link that moved to another node since the run began cannot reach a
+    /// node someone else holds; without a run, the call is its own implicit run and takes both
+    /// now, all or none, or answers `device_busy`.
     pub fn claim_for_call(
         self: &Arc<Self>,
         tool: &str,
         keys: &[String],
+        host_keys: &[String],
     ) -> Result<DeviceHold, Box<Outcome>> {
-        let mut physical: Vec<String> = keys
-            .iter()
-            .filter(|k| device_lock::is_physical(k))
-            .cloned()
-            .collect();
-        physical.sort();
-        physical.dedup();
+        let physical = physical_names(keys);
         if physical.is_empty() {
             return Ok(DeviceHold::none());
         }
+        let host: Vec<String> = physical_names(host_keys)
+            .into_iter()
+            .filter(|k| !physical.contains(k))
+            .collect();
         if let Some(run) = self.runs.current() {
             if run.covers(&physical) {
-                return Ok(DeviceHold::none());
+                return self.take(tool, host, None);
             }
             return Err(Box::new(
                 Outcome::refused(
@@ -126,19 +134,46 @@ impl Ownership {
                 .not_contacted(),
             ));
         }
+        let mut all = physical.clone();
+        all.extend(host);
+        self.take(tool, all, Some(physical))
+    }
+
+    fn take(
+        self: &Arc<Self>,
+        tool: &str,
+        keys: Vec<String>,
+        declared: Option<Vec<String>>,
+    ) -> Result<DeviceHold, Box<Outcome>> {
+        if keys.is_empty() {
+            return Ok(DeviceHold::none());
+        }
+        // Inside a run the label stays the run's: a re-entered lock keeps its first holder record.
         let label = format!("implicit:{tool}");
         match self
             .locks
-            .acquire_labeled(&physical, Duration::ZERO, Some(&label))
+            .acquire_labeled(&keys, Duration::ZERO, Some(&label))
         {
             Ok(_) => Ok(DeviceHold {
                 ownership: Some(Arc::clone(self)),
-                keys: physical,
+                keys,
+                declared,
                 started_at: ahil_config::time::now_millis(),
             }),
             Err(busy) => Err(Box::new(busy.into_outcome(tool))),
         }
     }
+}
+
+fn physical_names(keys: &[String]) -> Vec<String> {
+    let mut physical: Vec<String> = keys
+        .iter()
+        .filter(|k| device_lock::is_physical(k))
+        .cloned()
+        .collect();
+    physical.sort();
+    physical.dedup();
+    physical
 }
 
 #[cfg(test)]
@@ -154,6 +189,7 @@ mod tests {
             identity_source: "probe_id".into(),
             identity_warning: None,
             lock_keys: vec![key.into()],
+            host_keys: Vec::new(),
         }
     }
 
@@ -170,6 +206,7 @@ mod tests {
             .claim_for_call(
                 "reset_target",
                 &keys(&["debugger-discovery:all", "probe:a"]),
+                &[],
             )
             .expect("free");
         assert_eq!(
@@ -177,7 +214,7 @@ mod tests {
             json!(["probe:a"])
         );
         let busy = theirs
-            .claim_for_call("reset_target", &keys(&["probe:a"]))
+            .claim_for_call("reset_target", &keys(&["probe:a"]), &[])
             .err()
             .expect("held during the call");
         assert_eq!(busy.error_type.as_deref(), Some("device_busy"));
@@ -189,7 +226,7 @@ mod tests {
         drop(hold);
         assert!(
             theirs
-                .claim_for_call("reset_target", &keys(&["probe:a"]))
+                .claim_for_call("reset_target", &keys(&["probe:a"]), &[])
                 .is_ok()
         );
     }
@@ -207,7 +244,7 @@ mod tests {
         );
         assert!(started.ok);
         let hold = ours
-            .claim_for_call("reset_target", &keys(&["probe:a"]))
+            .claim_for_call("reset_target", &keys(&["probe:a"]), &[])
             .expect("declared");
         assert!(
             hold.implicit_run("reset_target").is_none(),
@@ -220,9 +257,61 @@ mod tests {
             "the run still holds it"
         );
         let refused = ours
-            .claim_for_call("reset_target", &keys(&["probe:b"]))
+            .claim_for_call("reset_target", &keys(&["probe:b"]), &[])
             .err()
             .expect("not declared");
         assert_eq!(refused.error_type.as_deref(), Some("undeclared_device"));
+    }
+
+    #[test]
+    fn a_call_without_a_run_also_holds_the_node_its_device_name_resolves_to() {
+        let home = tempfile::tempdir().expect("home");
+        let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
+        let theirs = Arc::new(Ownership::for_process(home.path(), "mcp"));
+        let hold = ours
+            .claim_for_call(
+                "com_write",
+                &keys(&["com:/links/uart"]),
+                &keys(&["com:/dev/pts/7"]),
+            )
+            .expect("free");
+        assert_eq!(
+            hold.implicit_run("com_write").expect("implicit")["declared_devices"],
+            json!(["com:/links/uart"]),
+            "people see the configured spelling"
+        );
+        let busy = theirs
+            .claim_for_call("com_write", &keys(&["com:/dev/pts/7"]), &[])
+            .err()
+            .expect("the node is held by the link's claim");
+        assert_eq!(busy.error_type.as_deref(), Some("device_busy"));
+    }
+
+    #[test]
+    fn inside_a_run_a_call_still_takes_the_node_its_link_names_now() {
+        let home = tempfile::tempdir().expect("home");
+        let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
+        let theirs = Arc::new(Ownership::for_process(home.path(), "mcp"));
+        let started = ours.runs.start(
+            &ours.locks,
+            "bench_run_start",
+            vec![device("com:/links/uart")],
+            None,
+            Duration::ZERO,
+        );
+        assert!(started.ok);
+        // The link has moved to a node another owner holds since the run began.
+        let _theirs = theirs
+            .claim_for_call("com_write", &keys(&["com:/dev/pts/9"]), &[])
+            .expect("free");
+        let refused = ours
+            .claim_for_call(
+                "com_write",
+                &keys(&["com:/links/uart"]),
+                &keys(&["com:/dev/pts/9"]),
+            )
+            .err()
+            .expect("the run's declaration does not cover a node someone else holds");
+        assert_eq!(refused.error_type.as_deref(), Some("device_busy"));
     }
 }

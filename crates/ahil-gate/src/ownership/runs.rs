@@ -11,6 +11,7 @@ use ahil_config::{Config, Debugger, LoadedConfig};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::device_keys;
 use super::device_lock::{Acquired, DeviceLocks};
 use crate::envelope::Outcome;
 
@@ -23,13 +24,22 @@ pub struct DeclaredDevice {
     pub identity_source: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_warning: Option<String>,
-    /// Every key this device locks (the primary `lock_key` first).
+    /// Every key this device declares (the primary `lock_key` first): a pure function of the
+    /// configuration, what calls inside the run are checked against.
     #[serde(skip)]
     pub lock_keys: Vec<String>,
+    /// The keys the host gives this device when the run begins (the node its name resolves to):
+    /// held beside the declaration, never declared (see `device_keys`).
+    #[serde(skip)]
+    pub host_keys: Vec<String>,
 }
 
 /// The machine-wide keys of a debugger entry, primary first. An entry that names both a
-/// `resource_id` and a `probe_id` also locks the probe, so a neighbour naming only the probe collides.
+/// `resource_id` and a `probe_id` also locks the probe, so a neighbour naming only the probe collides;
+/// one known only by its executable also locks the reference's legacy `probe:<executable>`, which an
+/// older reference process or a raw caller still takes for it; a pyOCD probe id qualified by its type
+/// (`stlink:0669FF`) also locks the bare serial, the key every other backend's entry for that probe
+/// takes.
 pub fn debugger_keys(debugger: &Debugger, executable: Option<&Path>) -> Vec<String> {
     let exe = executable.map(|p| p.display().to_string());
     let primary = debugger.lock_key(exe.as_deref());
@@ -38,6 +48,18 @@ pub fn debugger_keys(debugger: &Debugger, executable: Option<&Path>) -> Vec<Stri
         && let Some(probe) = &debugger.probe_id
     {
         keys.push(format!("probe:{}", probe.to_lowercase()));
+    }
+    if debugger.resource_id.is_none()
+        && debugger.probe_id.is_none()
+        && let Some(exe) = exe.as_deref().or(debugger.executable.as_deref())
+    {
+        keys.push(format!("probe:{exe}"));
+    }
+    if let Some(selector) = debugger.probe_selector() {
+        let bare = format!("probe:{selector}");
+        if !keys.contains(&bare) {
+            keys.push(bare);
+        }
     }
     keys
 }
@@ -87,6 +109,7 @@ pub fn resolve(
     selectors: &[Value],
 ) -> Result<Vec<DeclaredDevice>, Box<Outcome>> {
     let config = &loaded.config;
+    let nodes = device_keys::Nodes::resolve(config);
     let mut devices: Vec<DeclaredDevice> = Vec::new();
     for selector in selectors {
         let kind = selector
@@ -121,6 +144,7 @@ pub fn resolve(
                     identity_source: source,
                     identity_warning: warning,
                     lock_keys: vec![key],
+                    host_keys: Vec::new(),
                 }
             }
             "can" => {
@@ -142,6 +166,7 @@ pub fn resolve(
                     identity_source: source.to_owned(),
                     identity_warning: None,
                     lock_keys: vec![key],
+                    host_keys: Vec::new(),
                 }
             }
             "power_supply" => {
@@ -163,9 +188,14 @@ pub fn resolve(
                     identity_source: port.identity_source().as_str().to_owned(),
                     identity_warning: None,
                     lock_keys: vec![key],
+                    host_keys: Vec::new(),
                 }
             }
             _ => return Err(Box::new(invalid(tool, "kind", "Unknown device kind."))),
+        };
+        let device = DeclaredDevice {
+            host_keys: device_keys::host_keys(config, &device.lock_keys, &nodes),
+            ..device
         };
         if !devices
             .iter()
@@ -209,6 +239,7 @@ fn resolve_debugger(
         identity_source: source.to_owned(),
         identity_warning: warning,
         lock_keys: keys,
+        host_keys: Vec::new(),
     })
 }
 
@@ -260,6 +291,10 @@ pub struct Run {
     pub label: Option<String>,
     pub started_at: String,
     pub devices: Vec<DeclaredDevice>,
+    /// Every key the run took: its declaration and the host keys read when it began. Kept rather
+    /// than read again at the end, since the host's answer can change meanwhile, and a run gives
+    /// back exactly what it took.
+    held: Vec<String>,
 }
 
 impl Run {
@@ -318,7 +353,10 @@ impl RunSlot {
             .with_remediation(["Call bench_run_stop first, then start the new run."])
             .not_contacted();
         }
-        let keys: Vec<String> = devices.iter().flat_map(|d| d.lock_keys.clone()).collect();
+        let keys: Vec<String> = devices
+            .iter()
+            .flat_map(|d| d.lock_keys.iter().chain(&d.host_keys).cloned())
+            .collect();
         let Acquired {
             resources,
             reclaimed,
@@ -330,6 +368,7 @@ impl RunSlot {
             label: label.map(str::to_owned),
             started_at: now_millis(),
             devices,
+            held: resources,
         };
         let mut owner = serde_json::to_value(locks.owner()).unwrap_or(Value::Null);
         if let Some(label) = label {
@@ -339,7 +378,7 @@ impl RunSlot {
             tool,
             format!(
                 "{} device(s) are held for this run until bench_run_stop.",
-                resources.len()
+                run.keys().len()
             ),
         )
         .with("declared_devices", json!(run.keys()))
@@ -377,7 +416,7 @@ impl RunSlot {
                 .with("run_was_active", false);
         };
         let keys = run.keys();
-        locks.release(&keys);
+        locks.release(&run.held);
         let held = locks.held();
         let still_held: Vec<String> = keys.iter().filter(|k| held.contains(k)).cloned().collect();
         if still_held.is_empty() {
@@ -575,8 +614,48 @@ mod tests {
             label: None,
             started_at: String::new(),
             devices,
+            held: Vec::new(),
         };
         assert!(run.covers(&["probe:abc1".to_owned()]));
         assert!(!run.covers(&["com:serial:0669ff".to_owned()]));
+    }
+
+    #[test]
+    fn a_debugger_known_only_by_its_executable_also_holds_the_references_legacy_probe_key() {
+        let exe = Some(Path::new("/usr/bin/openocd"));
+        assert_eq!(
+            debugger_keys(&Debugger::default(), exe),
+            ["probe-exe:/usr/bin/openocd", "probe:/usr/bin/openocd"]
+        );
+        let by_probe = Debugger {
+            probe_id: Some("ABC1".into()),
+            ..Debugger::default()
+        };
+        assert_eq!(debugger_keys(&by_probe, exe), ["probe:abc1"]);
+    }
+
+    #[test]
+    fn a_pyocd_probe_named_with_its_type_also_holds_the_bare_serial_other_backends_lock() {
+        let pyocd = Debugger {
+            kind: ahil_config::DebuggerType::Pyocd,
+            probe_id: Some("stlink:0669FF".into()),
+            ..Debugger::default()
+        };
+        let stlink = Debugger {
+            kind: ahil_config::DebuggerType::Stlink,
+            probe_id: Some("0669FF".into()),
+            ..Debugger::default()
+        };
+        let ours = debugger_keys(&pyocd, None);
+        assert_eq!(
+            ours[0], "probe:stlink:0669ff",
+            "the reference's key comes first"
+        );
+        assert!(
+            debugger_keys(&stlink, None)
+                .iter()
+                .all(|k| ours.contains(k)),
+            "{ours:?}"
+        );
     }
 }

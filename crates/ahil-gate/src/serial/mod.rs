@@ -35,7 +35,11 @@ impl Sessions {
 pub struct Session {
     pub port_id: String,
     pub port: Port,
-    pub lock_key: String,
+    /// The device as the entry names it; the port itself has the node that name led to open.
+    pub device: String,
+    /// The port's configured key and the host keys read when the session began; given back
+    /// exactly as taken, whatever the link names by the end.
+    pub lock_keys: Vec<String>,
     pub log_name: String,
     pub log_path: String,
     pub started_at: String,
@@ -52,13 +56,17 @@ impl Session {
         let (buffered, overflow) = self.port.ring().levels();
         let mut doc = json!({
             "session_active": active && self.port.is_alive(),
-            "device": self.port.device(),
+            "device": self.device,
             "started_at": self.started_at,
             "rx_buffer_bytes": buffered,
             "overflow_bytes": overflow,
             "log_path": self.log_path,
             "modem_lines": self.port.modem(),
         });
+        if self.port.device() != self.device {
+            // What was opened: the node a link led to when the session began.
+            doc["node"] = json!(self.port.device());
+        }
         if let Some(error) = self.port.ring().reader_error() {
             doc["reader_error"] = reader_error(&error);
         }
@@ -70,11 +78,9 @@ impl Session {
         self.audit.append_event(&self.log_name, event).map(|_| ())
     }
 
-    /// Gives back the session's hold on its device lock.
+    /// Gives back the session's hold on its device locks.
     pub fn release_lock(&self) {
-        self.ownership
-            .locks
-            .release(std::slice::from_ref(&self.lock_key));
+        self.ownership.locks.release(&self.lock_keys);
     }
 }
 
