@@ -157,6 +157,45 @@ fn a_run_stopped_under_an_open_com_session_names_the_lease_that_still_holds_the_
     assert_eq!(other.call("com_session_start", &port)["isError"], false);
 }
 
+/// Another project's unresolved incident on a shared port: this project's lease status lists it as
+/// a standing incident, and a session on the port is refused `resource_quarantined` before the port
+/// is opened.
+#[test]
+fn another_projects_incident_on_a_shared_port_is_listed_and_refuses_this_projects_session() {
+    let world = World::new();
+    let board = EchoBoard::start();
+    configure_uart(&world, &board.device);
+    let port = json!({"port_id": "uart0"});
+    let mut dead = Mcp::ours(&world);
+    assert_eq!(dead.call("com_session_start", &port)["isError"], false);
+    dead.kill9();
+    // The dead server's own project adopts its lease as an incident.
+    let (status, _) = world.run_json(&["lease-status"]);
+    assert_eq!(status["blocked"], true, "{status}");
+
+    let other = world.another_workspace("other-fw");
+    configure_uart(&other, &board.device);
+    let (status, code) = other.run_json(&["lease-status"]);
+    assert_eq!(code, Some(0), "{status}");
+    assert_eq!(
+        status["blocked"], false,
+        "not this project's incident: {status}"
+    );
+    let standing = status["standing_incidents"].as_array().expect("a list");
+    assert_eq!(standing.len(), 1, "{status}");
+    assert_eq!(
+        standing[0]["cleanup_reasons"],
+        json!(["owner_process_exited_without_release"]),
+        "{status}"
+    );
+    let mut ours = Mcp::ours(&other);
+    let refused = ours.call("com_session_start", &port);
+    let doc = &refused["structuredContent"];
+    assert_eq!(doc["error_type"], "resource_quarantined", "{refused}");
+    assert_eq!(doc["quarantine_scope"], "foreign_project", "{refused}");
+    assert_eq!(doc["target_contacted"], false, "{refused}");
+}
+
 #[test]
 fn a_server_killed_holding_a_session_leaves_an_incident_the_next_call_stands_down() {
     let world = World::new();

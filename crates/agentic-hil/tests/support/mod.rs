@@ -29,6 +29,21 @@ impl World {
         }
     }
 
+    /// A second workspace, `name`, beside this one and under the same HOME (so the same state
+    /// root): another project sharing this bench's devices.
+    pub fn another_workspace(&self, name: &str) -> Self {
+        let root = tempfile::tempdir().expect("a temp dir for the second workspace");
+        let workspace = std::fs::canonicalize(root.path())
+            .expect("temp dir resolves")
+            .join(name);
+        std::fs::create_dir_all(&workspace).expect("workspace dir");
+        Self {
+            _root: root,
+            home: self.home.clone(),
+            workspace,
+        }
+    }
+
     pub fn binary() -> &'static str {
         env!("CARGO_BIN_EXE_agentic-hil")
     }
@@ -74,9 +89,21 @@ impl World {
 
     pub fn config_path(&self) -> PathBuf {
         let dir = self.home.join(".config/agentic-hil/projects");
+        // Projects are named `<workspace name>-<hash>`; a HOME may hold another workspace's too.
+        let prefix = format!(
+            "{}-",
+            self.workspace
+                .file_name()
+                .expect("a named workspace")
+                .to_string_lossy()
+        );
         let entries: Vec<_> = std::fs::read_dir(&dir)
             .expect("init created the projects directory")
             .map(|e| e.expect("entry").path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
             .collect();
         assert_eq!(
             entries.len(),

@@ -262,6 +262,10 @@ pub fn status(loaded: &LoadedConfig, coordinator: &Coordinator, locks: &DeviceLo
         (owner_active || !held_devices.is_empty()).into(),
     );
     doc.insert("held_devices".into(), Value::Array(held_devices));
+    doc.insert(
+        "standing_incidents".into(),
+        Value::Array(coordinator.foreign_incidents(&configured_keys(loaded))),
+    );
     doc.insert("device_holds".into(), Value::Array(holds));
     doc.insert("snapshot_atomic".into(), snapshot_atomic.into());
     doc.insert("blocked".into(), incident.is_some().into());

@@ -461,6 +461,52 @@ impl Coordinator {
         }
     }
 
+    /// The incidents of other projects that hold any of `resources` (markers in the shared
+    /// coordination directory): what the lease status calls `standing_incidents`, not this
+    /// project's to clear. A marker that cannot be read is left out here; a call that needs the
+    /// resource refuses it as `coordination_state_invalid`.
+    pub fn foreign_incidents(&self, resources: &[String]) -> Vec<Value> {
+        let mut found: Vec<Value> = Vec::new();
+        for resource in resources {
+            let Ok(Some(marker)) = self.dirs.read_record(resource) else {
+                continue;
+            };
+            if !self.foreign_incident(Some(&marker)) {
+                continue;
+            }
+            let errors = marker.get("errors").and_then(Value::as_array);
+            let reasons: Vec<Value> = errors
+                .map(|e| e.iter().filter_map(|x| x.get("reason").cloned()).collect())
+                .unwrap_or_default();
+            let quarantine_id = errors
+                .and_then(|e| e.iter().find_map(|x| x.get("quarantine_id").cloned()))
+                .unwrap_or(Value::Null);
+            let project = marker
+                .get("project_resource")
+                .cloned()
+                .unwrap_or(Value::Null);
+            // One entry per incident: a device held under several keys is listed once per key.
+            if let Some(entry) = found
+                .iter_mut()
+                .find(|e| e["project_resource"] == project && e["quarantine_id"] == quarantine_id)
+            {
+                if let Some(listed) = entry["resources"].as_array_mut() {
+                    listed.push(json!(resource));
+                }
+                continue;
+            }
+            found.push(json!({
+                "project_resource": project,
+                "quarantine_id": quarantine_id,
+                "state": marker.get("state").cloned().unwrap_or(Value::Null),
+                "cleanup_reasons": reasons,
+                "resources": [resource],
+                "updated_at": marker.get("updated_at").cloned().unwrap_or(Value::Null),
+            }));
+        }
+        found
+    }
+
     /// The ids of this process's leases on any of `resources`.
     pub fn leases_holding(&self, resources: &[String]) -> Vec<String> {
         self.inner()
