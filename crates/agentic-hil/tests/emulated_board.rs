@@ -465,6 +465,48 @@ async fn a_server_killed_in_the_middle_of_a_flash_leaves_an_incident_the_next_ca
     client.cancel().await.expect("client closes");
 }
 
+/// The catalogue's `bench_run_stop`: "With an incident open it runs the recovery
+/// recovery.auto_recover allows (by default reset into halt, then a probe re-read), reported in
+/// recovery." A run started after a server died mid-flash ends by proving the board.
+#[tokio::test]
+async fn a_run_ending_with_an_incident_open_runs_the_recovery_and_reports_it() {
+    let bench = Bench::full();
+    let pid = bench.qemu_pid().to_string();
+    let mut doomed = support::raw::Mcp::ours(&bench.world);
+    let stopped = Command::new("kill").args(["-STOP", &pid]).status();
+    assert!(stopped.is_ok_and(|s| s.success()), "qemu is stopped");
+    doomed.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
+        "params": {"name": "flash_firmware", "arguments": flash_args("fw/ahil-fw-v2.elf", 2)}}));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    doomed.kill9();
+    let resumed = Command::new("kill").args(["-CONT", &pid]).status();
+    assert!(resumed.is_ok_and(|s| s.success()), "qemu resumes");
+
+    let client = bench.connect().await;
+    let (doc, is_error) = call(
+        &client,
+        "bench_run_start",
+        json!({"devices": [{"kind": "debugger", "id": "board"}]}),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+    let (doc, is_error) = call(&client, "bench_run_stop", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["run_was_active"], json!(true), "{doc}");
+    assert_eq!(doc["recovery"]["outcome"], json!("recovered"), "{doc}");
+    assert_eq!(
+        doc["recovery"]["actions"],
+        json!(["reap_processes", "reset_halt", "probe_target"]),
+        "{doc}"
+    );
+    let (status, _) = bench.world.run_json(&["lease-status"]);
+    assert_eq!(status["blocked"], json!(false), "{status}");
+    // With nothing open, ending a run reports no recovery.
+    let (doc, _) = call(&client, "bench_run_stop", json!({})).await;
+    assert!(doc.get("recovery").is_none(), "{doc}");
+    client.cancel().await.expect("client closes");
+}
+
 #[test]
 fn sim_commands_without_a_qemu_debugger_say_so_and_start_nothing() {
     let world = World::new();

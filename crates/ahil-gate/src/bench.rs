@@ -319,6 +319,11 @@ impl Bench {
                 leases::is_containment(tool),
             ) {
                 Ok(lease) => Some(lease),
+                Err(crate::ownership::coordination::Refused::Busy)
+                    if leases::runs_without_lease_when_busy(tool) =>
+                {
+                    None
+                }
                 Err(refused) => {
                     drop(hold);
                     drop(claim);

@@ -35,10 +35,14 @@ const LEASED: &[&str] = &[
     "power_supply_set",
     "power_supply_output",
     "power_supply_cycle",
+    // Ending a run settles an incident open on the bench (the catalogue: "With an incident open it
+    // runs the recovery recovery.auto_recover allows"); it claims no device of its own.
+    "bench_run_stop",
 ];
 
 /// Calls that bring a device back to rest: let through a standing incident, never clearing it.
 const CONTAINMENT: &[&str] = &[
+    "bench_run_stop",
     "com_session_stop",
     "can_session_stop",
     "debug_stop_session",
@@ -59,6 +63,12 @@ pub fn is_leased(tool: &str) -> bool {
 
 pub fn is_containment(tool: &str) -> bool {
     CONTAINMENT.contains(&tool)
+}
+
+/// Calls that go on without a lease when another process of this configuration holds the bench
+/// for a moment: ending this server's own run must never be refused.
+pub fn runs_without_lease_when_busy(tool: &str) -> bool {
+    tool == "bench_run_stop"
 }
 
 /// One server's coordinator, the leases its sessions keep between calls, and how often each
