@@ -507,6 +507,72 @@ async fn a_run_ending_with_an_incident_open_runs_the_recovery_and_reports_it() {
     client.cancel().await.expect("client closes");
 }
 
+/// MCP cancellation reaches the driver job: a flash cancelled while in flight (the board frozen
+/// once the flash reports its first stage, so the cancel always lands inside the job) is stopped as
+/// at a timeout, gdb's group killed, recorded as `interrupted`, and settled by the driver's own
+/// account of contact: unknown goes through the recovery policy. MCP drops the answer to a
+/// cancelled request, so the call's own report says what happened.
+#[tokio::test]
+async fn a_flash_cancelled_in_flight_is_interrupted_and_the_bench_settled() {
+    let bench = Bench::full();
+    let pid = bench.qemu_pid().to_string();
+    let mut server = support::raw::Mcp::ours(&bench.world);
+    server.send(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+        "params": {"name": "flash_firmware", "_meta": {"progressToken": "flash-41"},
+                   "arguments": {"image_path": "fw/ahil-fw-v2.elf", "reset_after_flash": true}}}));
+    loop {
+        let message = server.next_message();
+        assert_ne!(
+            message["id"],
+            json!(41),
+            "the flash ended before it was frozen: {message}"
+        );
+        if message["params"]["message"] == json!("flash_firmware: connect") {
+            break;
+        }
+    }
+    let stopped = Command::new("kill").args(["-STOP", &pid]).status();
+    assert!(stopped.is_ok_and(|s| s.success()), "qemu is stopped");
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 41, "reason": "the user changed their mind"}}),
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let resumed = Command::new("kill").args(["-CONT", &pid]).status();
+    assert!(resumed.is_ok_and(|s| s.success()), "qemu resumes");
+
+    // The next call waits for the cancelled one to settle, then finds the board usable.
+    let probe = server.envelope("probe_target", &json!({}));
+    assert_eq!(probe["ok"], json!(true), "{probe}");
+    let failure: Value = serde_json::from_slice(
+        &std::fs::read(
+            bench
+                .world
+                .workspace
+                .join(".agentic-hil/reports/last-failure.json"),
+        )
+        .expect("the cancelled call's report"),
+    )
+    .expect("JSON");
+    assert_eq!(failure["tool"], json!("flash_firmware"), "{failure}");
+    assert_eq!(failure["error_type"], json!("interrupted"), "{failure}");
+    assert_eq!(failure["cancelled"], json!(true), "{failure}");
+    match failure["hardware_state"].as_str() {
+        Some("unknown") => {
+            assert_eq!(failure["retry_safe"], json!(false), "{failure}");
+            assert_eq!(
+                failure["recovery"]["outcome"],
+                json!("recovered"),
+                "{failure}"
+            );
+        }
+        Some("unchanged") => assert_eq!(failure["target_contacted"], json!(false), "{failure}"),
+        other => panic!("an interrupted flash settles as unknown or unchanged, not {other:?}"),
+    }
+    let (status, _) = bench.world.run_json(&["lease-status"]);
+    assert_eq!(status["blocked"], json!(false), "{status}");
+}
+
 #[test]
 fn sim_commands_without_a_qemu_debugger_say_so_and_start_nothing() {
     let world = World::new();

@@ -451,7 +451,14 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
                     None => run(cancel),
                 }
             });
-            match tokio::time::timeout(deadline, task).await {
+            let mut task = task;
+            let finished = tokio::select! {
+                finished = tokio::time::timeout(deadline, &mut task) => finished,
+                () = crate::cancel::cancelled() => {
+                    return cancelled(tool, &cancel, task, if_abandoned).await;
+                }
+            };
+            match finished {
                 Ok(Ok(acted)) => acted,
                 Ok(Err(join_error)) => Acted {
                     outcome: Outcome::refused(
@@ -474,6 +481,34 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
                 },
             }
         }
+    }
+}
+
+/// How long a cancelled driver job gets to notice its killed process group and say what it did.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// The client cancelled the call: the job's process group is killed, as at its deadline, and the
+/// driver's own account of contact settles the state. Work that finished first stands as done.
+async fn cancelled(
+    tool: &str,
+    cancel: &CancelFlag,
+    task: tokio::task::JoinHandle<Acted>,
+    if_abandoned: Contact,
+) -> Acted {
+    cancel.cancel();
+    let contact = match tokio::time::timeout(CANCEL_GRACE, task).await {
+        Ok(Ok(acted)) if acted.outcome.ok => return acted,
+        Ok(Ok(acted)) => acted.contact.unwrap_or(if_abandoned),
+        _ => if_abandoned,
+    };
+    Acted {
+        outcome: Outcome::refused(
+            tool,
+            "interrupted",
+            "The client cancelled the call; its backend was stopped and its process group killed.",
+        )
+        .with("cancelled", true),
+        contact: Some(contact),
     }
 }
 

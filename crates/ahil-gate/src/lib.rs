@@ -7,6 +7,7 @@ pub mod audit;
 pub mod bench;
 pub mod bootstrap;
 pub mod can;
+pub mod cancel;
 pub mod catalogue;
 pub mod claims;
 pub mod config_edit;

@@ -214,15 +214,15 @@ impl ServerHandler for Server {
         let arguments = request
             .arguments
             .map_or(Value::Object(Map::new()), Value::Object);
+        // A `notifications/cancelled` for this request cancels `context.ct`; the gate stops the
+        // driver job through it.
+        let call = Box::pin(ahil_gate::cancel::with_cancel(
+            context.ct.clone(),
+            bench.call(&request.name, arguments),
+        ));
         let outcome = match &progress {
-            Some(progress) => {
-                ahil_gate::progress::with_progress(
-                    progress.sink(),
-                    bench.call(&request.name, arguments),
-                )
-                .await
-            }
-            None => bench.call(&request.name, arguments).await,
+            Some(progress) => ahil_gate::progress::with_progress(progress.sink(), call).await,
+            None => call.await,
         };
         if let Some(progress) = progress {
             progress.finish().await;

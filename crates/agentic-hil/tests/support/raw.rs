@@ -102,6 +102,27 @@ impl Mcp {
         }
     }
 
+    /// The next message the server writes (an answer or a notification).
+    pub fn next_message(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("a message");
+        assert!(!line.is_empty(), "the server closed its stdout");
+        serde_json::from_str(&line).expect("JSON-RPC")
+    }
+
+    /// The answer to a request this test sent itself with `id` (other lines are skipped).
+    pub fn answer_to(&mut self, id: i64) -> Value {
+        loop {
+            let mut line = String::new();
+            self.stdout.read_line(&mut line).expect("answer");
+            assert!(!line.is_empty(), "the server closed its stdout");
+            let doc: Value = serde_json::from_str(&line).expect("JSON-RPC");
+            if doc["id"] == id {
+                return doc;
+            }
+        }
+    }
+
     /// The whole `tools/call` result (`isError`, `structuredContent`, …).
     pub fn call(&mut self, tool: &str, args: &Value) -> Value {
         self.request("tools/call", &json!({"name": tool, "arguments": args}))

@@ -1039,6 +1039,15 @@ pub const CATALOGUE: &[Entry] = &[
         []
     ),
     entry!(
+        "interrupted",
+        "The client cancelled the call; its backend was stopped and its process group killed, as at a timeout.",
+        [
+            "Read `hardware_state`: unknown means the backend may have touched the board, and the recovery policy settled it (see `recovery`).",
+            "Call the tool again when you want the action done; nothing of the cancelled call carries over."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
         "timeout",
         "The backend did not finish in time; it was stopped and its process group killed.",
         [
