@@ -357,6 +357,11 @@ fn setup_in_a_fresh_home_leaves_a_registered_server_that_lists_its_tools() {
     let (doc, code) = run_json(&world, &["setup", "--agent", "claude-code"]);
     assert_eq!(code, Some(0), "{doc:#}");
     assert!(world.config_path().exists(), "init wrote the configuration");
+    // The closing advice is the next real step, not registering what setup just registered.
+    let advice = doc["next_steps"].to_string();
+    assert!(advice.contains("Restart Claude Code"), "{advice}");
+    assert!(advice.contains("doctor"), "{advice}");
+    assert!(!advice.contains("mcp-config"), "{advice}");
     let state_root = world.home.join(".local/state/agentic-hil");
     assert!(
         !doc.to_string().contains(&state_root.display().to_string()),
