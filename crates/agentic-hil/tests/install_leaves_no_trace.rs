@@ -162,11 +162,12 @@ fn assert_kept_formatting(agent: &str, text: &str) {
         );
         return;
     }
-    let parsed = jsonc_parser::cst::CstRootNode::parse(text, &Default::default())
-        .ok()
-        .and_then(|root| root.value())
-        .and_then(|value| value.to_serde_value())
-        .expect("still JSONC");
+    let parsed =
+        jsonc_parser::cst::CstRootNode::parse(text, &jsonc_parser::ParseOptions::default())
+            .ok()
+            .and_then(|root| root.value())
+            .and_then(|value| value.to_serde_value())
+            .expect("still JSONC");
     let keys = match agent {
         "vscode" => "servers",
         "opencode" => "mcp",
@@ -346,4 +347,33 @@ fn a_compact_one_line_host_file_comes_back_byte_for_byte() {
     assert_ne!(std::fs::read_to_string(&file).expect("file"), original);
     run_json(&world, &["uninstall", "--agent", "cursor"]);
     assert_same_tree(&before, &world.home, "cursor");
+}
+
+#[test]
+fn a_record_naming_a_file_install_never_writes_changes_nothing_there() {
+    use sha2::Digest;
+    let world = World::new();
+    let bashrc = world.home.join(".bashrc");
+    std::fs::write(&bashrc, "export EDITOR=vi\n").expect("seed");
+    let outside = world.home.parent().expect("root").join("elsewhere");
+    std::fs::create_dir_all(&outside).expect("dir");
+    let digest: String = sha2::Sha256::digest(b"export EDITOR=vi\n")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let record = json!({
+        "edits": [{"agent": "cursor", "path": bashrc, "created": true, "created_keys": [],
+                   "sha256": digest, "inserted": [[0, 17]]}],
+        "dirs": [outside],
+    });
+    let file = world.home.join(".config/agentic-hil/installed.json");
+    std::fs::create_dir_all(file.parent().expect("dir")).expect("dir");
+    std::fs::write(&file, record.to_string()).expect("record");
+
+    run_json(&world, &["uninstall", "--agent", "cursor"]);
+    assert_eq!(
+        std::fs::read_to_string(&bashrc).expect("kept"),
+        "export EDITOR=vi\n"
+    );
+    assert!(outside.exists(), "a folder outside HOME is never removed");
 }

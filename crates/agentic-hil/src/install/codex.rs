@@ -206,6 +206,28 @@ mod tests {
     }
 
     #[test]
+    fn a_block_an_earlier_version_wrote_is_still_ours_to_replace_and_remove() {
+        let original = "model = \"o3\"\n";
+        let legacy = format!(
+            "{original}\n# >>> agentic-hil mcp (managed) >>>\n[mcp_servers.agentic-hil]\ncommand = \"/old/agentic-hil\"\nargs = [\"mcp-stdio\"]\nenabled = true\n# <<< agentic-hil mcp (managed) <<<\n"
+        );
+        let Taken::Removed(back) = uninstall(&legacy) else {
+            panic!("ours")
+        };
+        assert_eq!(back, original);
+        let text = installed(&legacy);
+        assert!(
+            !text.contains(">>>") && text.contains("/usr/bin/agentic-hil"),
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("[mcp_servers.agentic-hil]").count(),
+            1,
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_table_with_anything_added_is_the_operators() {
         let text = "[mcp_servers.agentic-hil]\ncommand = \"/usr/bin/agentic-hil\"\nargs = [\"mcp-stdio\"]\nenabled = true\nenv = { A = \"1\" }\n";
         assert!(matches!(uninstall(text), Taken::Kept(_)));

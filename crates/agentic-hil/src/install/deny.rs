@@ -16,7 +16,7 @@ fn settings_file(env: &Environment) -> PathBuf {
     env.home.join(".claude/settings.json")
 }
 
-fn ledger_file(env: &Environment) -> PathBuf {
+pub fn ledger_file(env: &Environment) -> PathBuf {
     env.xdg_config_home
         .clone()
         .unwrap_or_else(|| env.home.join(".config"))

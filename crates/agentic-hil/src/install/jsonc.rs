@@ -59,15 +59,14 @@ pub fn walk(
 ) -> Result<Option<CstObject>, String> {
     let mut current = object;
     for (depth, key) in keys.iter().enumerate() {
-        let prop = match current.get(key) {
-            Some(prop) => prop,
-            None => {
-                let Some(created) = created.as_deref_mut() else {
-                    return Ok(None);
-                };
-                created.push(keys[..=depth].iter().map(|k| (*k).to_owned()).collect());
-                current.append(key, CstInputValue::Object(Vec::new()))
-            }
+        let prop = if let Some(prop) = current.get(key) {
+            prop
+        } else {
+            let Some(created) = created.as_deref_mut() else {
+                return Ok(None);
+            };
+            created.push(keys[..=depth].iter().map(|k| (*k).to_owned()).collect());
+            current.append(key, CstInputValue::Object(Vec::new()))
         };
         current = prop
             .object_value()

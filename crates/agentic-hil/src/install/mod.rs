@@ -345,6 +345,25 @@ fn what_for(env: &Environment, agent: Agent, path: &Path) -> &'static str {
     }
 }
 
+/// The files install may write for `agent`: the only ones uninstall acts on, whatever the record
+/// says (it sits in the operator's config folder, and a record naming `~/.bashrc` must change nothing).
+fn our_files(env: &Environment, agent: Agent) -> Vec<std::path::PathBuf> {
+    let registry = match agent.registry(&env.home) {
+        host::Registry::Json { file, .. } | host::Registry::TomlBlock { file } => file,
+    };
+    let mut files = vec![registry::real_file(&registry)];
+    files.extend(agent.skill_file(&env.home));
+    match agent {
+        Agent::Codex => files.push(env.home.join(".codex/AGENTS.md")),
+        Agent::ClaudeCode => {
+            files.push(env.home.join(".claude/settings.json"));
+            files.push(deny::ledger_file(env));
+        }
+        _ => {}
+    }
+    files
+}
+
 /// Puts back each file recorded for `agent` that nobody changed since install, byte for byte;
 /// returns the edits that need the structural removal instead.
 fn restore_recorded(
@@ -355,7 +374,11 @@ fn restore_recorded(
     removed: &mut Vec<Value>,
 ) -> Result<Vec<record::Edit>, String> {
     let mut changed = Vec::new();
+    let ours = our_files(env, agent);
     for edit in record.take(agent) {
+        if !ours.contains(&edit.path) {
+            continue;
+        }
         let shown = env.display_path(&edit.path);
         // A file that is gone holds nothing of ours any more.
         let Ok(current) = std::fs::read(&edit.path) else {
@@ -483,7 +506,12 @@ pub fn uninstall(env: &Environment, agents: &[Agent]) -> Value {
             }
         }
     }
-    if let Err(err) = record.finish(env, &mut journal) {
+    let mut allowed: Vec<std::path::PathBuf> = Agent::ALL
+        .iter()
+        .flat_map(|agent| our_files(env, *agent))
+        .collect();
+    allowed.push(record::file(env));
+    if let Err(err) = record.finish(env, &allowed, &mut journal) {
         let doc = refusal(
             UNINSTALL,
             "output_write_failed",

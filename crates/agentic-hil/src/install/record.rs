@@ -207,11 +207,27 @@ impl Record {
     }
 
     /// After uninstall: the empty folders go, and so does the record once it holds no edit.
-    pub fn finish(mut self, env: &Environment, journal: &mut Journal) -> std::io::Result<()> {
+    /// Only folders on the way to one of `files` below HOME (or the config home) are candidates: the record is a file
+    /// in the operator's config folder and must not steer uninstall elsewhere.
+    pub fn finish(
+        mut self,
+        env: &Environment,
+        files: &[PathBuf],
+        journal: &mut Journal,
+    ) -> std::io::Result<()> {
         let path = file(env);
         if self.edits.is_empty() && path.exists() {
             journal.remove(&path)?;
         }
+        let roots: Vec<&PathBuf> = std::iter::once(&env.home)
+            .chain(env.xdg_config_home.as_ref())
+            .collect();
+        self.dirs.retain(|dir| {
+            roots
+                .iter()
+                .any(|root| dir.starts_with(root) && dir != *root)
+                && files.iter().any(|f| f.starts_with(dir) && f != dir)
+        });
         self.dirs
             .sort_by_key(|d| std::cmp::Reverse(d.components().count()));
         // A folder that still holds something is someone else's now, or still in use.
