@@ -377,3 +377,41 @@ fn a_record_naming_a_file_install_never_writes_changes_nothing_there() {
     );
     assert!(outside.exists(), "a folder outside HOME is never removed");
 }
+
+#[test]
+fn installing_again_for_a_moved_binary_still_uninstalls_back_to_the_operators_bytes() {
+    let world = World::new();
+    // A one-line file: only the record, not the syntax tree, can give it back byte for byte.
+    let file = world.home.join(".cursor/mcp.json");
+    std::fs::create_dir_all(file.parent().expect("dir")).expect("dir");
+    std::fs::write(&file, r#"{"mcpServers":{"other":{"command":"/bin/true"}}}"#).expect("seed");
+    let moved = world.home.join("opt/agentic-hil");
+    std::fs::create_dir_all(moved.parent().expect("dir")).expect("dir");
+    std::fs::copy(World::binary(), &moved).expect("copy");
+    let before = tree(&world.home);
+    let moved_arg = moved.to_string_lossy().into_owned();
+    run_json(
+        &world,
+        &[
+            "agent-install",
+            "--agent",
+            "cursor",
+            "--launcher",
+            &moved_arg,
+        ],
+    );
+    // The binary moved back to its usual place: the entry is replaced, not added twice.
+    let doc = run_json(&world, &["agent-install", "--agent", "cursor"]);
+    assert_eq!(
+        doc["steps"]["mcp_config"]["changed"],
+        json!(true),
+        "{doc:#}"
+    );
+    let text =
+        std::fs::read_to_string(world.home.join(registration_file("cursor"))).expect("registered");
+    assert_eq!(text.matches("\"agentic-hil\"").count(), 1, "{text}");
+    assert!(!text.contains(&moved_arg), "{text}");
+
+    run_json(&world, &["uninstall", "--agent", "cursor"]);
+    assert_same_tree(&before, &world.home, "cursor");
+}
