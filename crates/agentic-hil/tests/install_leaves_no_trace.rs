@@ -357,10 +357,14 @@ fn a_record_naming_a_file_install_never_writes_changes_nothing_there() {
     std::fs::write(&bashrc, "export EDITOR=vi\n").expect("seed");
     let outside = world.home.parent().expect("root").join("elsewhere");
     std::fs::create_dir_all(&outside).expect("dir");
-    let digest: String = sha2::Sha256::digest(b"export EDITOR=vi\n")
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let digest =
+        sha2::Sha256::digest(b"export EDITOR=vi\n")
+            .iter()
+            .fold(String::new(), |mut hex, b| {
+                use std::fmt::Write;
+                let _ = write!(hex, "{b:02x}");
+                hex
+            });
     let record = json!({
         "edits": [{"agent": "cursor", "path": bashrc, "created": true, "created_keys": [],
                    "sha256": digest, "inserted": [[0, 17]]}],
