@@ -162,3 +162,22 @@ then
   python3 -m venv "$pyt"
   "$pyt/bin/pip" install -q --disable-pip-version-check pytest==8.4.2 -e python/pytest-agentic-hil
 fi
+
+# The MCP Inspector CLI (npm, pinned with its whole tree in scripts/inspector/package-lock.json): an
+# MCP client nobody here wrote, for the black-box protocol test in both eras. Node and npm come from
+# the machine, else Debian's. The test runs the node recorded here by absolute path.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "setup: installing nodejs and npm"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+inspector=target/inspector
+if ! cmp -s scripts/inspector/package-lock.json "$inspector/package-lock.json" \
+  || [ ! -f "$inspector/node_modules/@modelcontextprotocol/inspector/package.json" ]; then
+  echo "setup: installing the MCP Inspector 2.12.0 into $inspector"
+  mkdir -p "$inspector"
+  cp scripts/inspector/package.json scripts/inspector/package-lock.json "$inspector/"
+  # --ignore-scripts: no install hook runs; the CLI needs none (native parts are prebuilt packages).
+  (cd "$inspector" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >/dev/null)
+fi
+readlink -f "$(command -v node)" > "$inspector/node-path"

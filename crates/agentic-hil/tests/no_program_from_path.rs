@@ -1,8 +1,8 @@
 //! Black-box: the server started the way an agent's `.mcp.json` could start it, with PATH and
 //! PYTHONPATH pointing into the workspace, where a look-alike of every program the gate may start
 //! (and a `sitecustomize.py`) records that it ran. Every tool that starts a program is driven; each
-//! still works, and no look-alike ever runs. A HOME pointed into the workspace (with a
-//! `usercustomize.py` in its Python user site) stops the server before any child runs.
+//! still works, and no look-alike ever runs. With a HOME pointed into the workspace (with a
+//! `usercustomize.py` in its Python user site) the server runs no child at all.
 
 mod support;
 
@@ -154,8 +154,14 @@ impl Hostile {
 
     /// The server, started with the agent's PATH and PYTHONPATH (and more of what `.mcp.json` sets).
     async fn connect(&self) -> Client {
+        self.connect_with_home(&self.world.home).await
+    }
+
+    /// `connect`, with the HOME the agent's `.mcp.json` chose.
+    async fn connect_with_home(&self, home: &Path) -> Client {
         let mut cmd = std::process::Command::new(World::binary());
         self.world.scrub(&mut cmd);
+        cmd.env("HOME", home);
         let mut path = self.bin.clone().into_os_string();
         path.push(":");
         path.push(std::env::var_os("PATH").unwrap_or_default());
@@ -305,29 +311,30 @@ fn plant_usercustomize(bench: &Hostile) -> PathBuf {
     home
 }
 
-/// Children get the server's HOME (where it found the operator's configuration), so a HOME the agent
-/// points into the workspace must stop the server before anything runs: there, `usercustomize.py`
-/// would run inside every Python backend and `~/.openocd` would feed OpenOCD its scripts.
-#[test]
-fn a_home_the_agent_points_into_the_workspace_stops_the_server_before_any_child_runs() {
+/// Children get the server's HOME (where it found the operator's configuration), so with a HOME the
+/// agent points into the workspace the server must run nothing: there, `usercustomize.py` would run
+/// inside every Python backend and `~/.openocd` would feed OpenOCD its scripts. It still answers (a
+/// host shows why), and every call that would start a backend is `workspace_is_home`.
+#[tokio::test]
+async fn a_home_the_agent_points_into_the_workspace_runs_no_child_and_answers_workspace_is_home() {
     let bench = Hostile::new(Kind::Cli);
     let home = plant_usercustomize(&bench);
-    let mut cmd = std::process::Command::new(World::binary());
     // XDG_* still name the operator's configuration (World::scrub sets them).
-    bench.world.scrub(&mut cmd);
-    let out = cmd
-        .env("HOME", &home)
-        .arg("mcp-stdio")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("the server runs");
-    assert!(
-        !out.status.success(),
-        "the server served with HOME in the workspace"
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("home directory"), "{stderr}");
-    assert!(bench.ran().is_empty(), "{:?}", bench.ran());
+    let client = bench.connect_with_home(&home).await;
+    for (tool, args) in [
+        ("debugger_info", json!({})),
+        ("debugger_probes_list", json!({})),
+        (
+            "flash_firmware",
+            json!({"image_path": "fw/ahil-fw-v1.elf", "reset_after_flash": true}),
+        ),
+    ] {
+        let (doc, is_error) = call(&client, tool, args).await;
+        assert!(is_error, "{tool}: {doc}");
+        assert_eq!(doc["error_type"], "workspace_is_home", "{tool}: {doc}");
+        assert_none_ran(&bench, tool, &doc);
+    }
+    client.cancel().await.expect("the session closes");
 }
 
 #[test]

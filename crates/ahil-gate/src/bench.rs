@@ -230,6 +230,10 @@ impl Bench {
         };
         let bench = match &self.state {
             State::Provisioned(bench) => bench,
+            // Outside a project even the first configuration cannot be created: it would bind HOME.
+            State::Unprovisioned { why, .. } if why.error_type() == "workspace_is_home" => {
+                return outside_project(tool, why);
+            }
             State::Unprovisioned {
                 workspace,
                 env: Some(env),
@@ -402,6 +406,17 @@ fn unprovisioned(tool: &str, workspace: &Path) -> Outcome {
         "Do not write the configuration by hand, and do not drive the hardware another way meanwhile: no configuration means no policy, not permission.",
     ])
     .not_started(false)
+}
+
+/// The refusal of a gate started outside any project (HOME, `/`): the host session was opened
+/// there, so the next step is to open it in the project.
+fn outside_project(tool: &str, why: &ConfigError) -> Outcome {
+    Outcome::refused(tool, why.error_type(), why.summary())
+        .with_next_step(
+            "Ask the operator to open the agent session in the project directory (or start the server there), then call this tool again.",
+        )
+        .with_remediation(why.remediation())
+        .not_started(false)
 }
 
 /// A policy refusal as an envelope. `permission_denied` is final: the next step says so.

@@ -6,15 +6,17 @@
 use std::path::{Path, PathBuf};
 
 use ahil_config::Environment;
+use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstRootNode};
 use serde_json::{Map, Value, json};
 
 use super::journal::Journal;
+use super::jsonc;
 
 fn settings_file(env: &Environment) -> PathBuf {
     env.home.join(".claude/settings.json")
 }
 
-fn ledger_file(env: &Environment) -> PathBuf {
+pub fn ledger_file(env: &Environment) -> PathBuf {
     env.xdg_config_home
         .clone()
         .unwrap_or_else(|| env.home.join(".config"))
@@ -40,6 +42,14 @@ fn read_object(path: &Path) -> Result<Map<String, Value>, String> {
     }
 }
 
+fn read_text(path: &Path) -> Result<String, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
 fn ledger(env: &Environment) -> Vec<String> {
     read_object(&ledger_file(env))
         .ok()
@@ -48,51 +58,79 @@ fn ledger(env: &Environment) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn deny_list(settings: &mut Map<String, Value>) -> Result<&mut Vec<Value>, String> {
-    let permissions = settings
-        .entry("permissions")
-        .or_insert_with(|| json!({}))
-        .as_object_mut()
-        .ok_or("`permissions` is not an object")?;
-    permissions
-        .entry("deny")
-        .or_insert_with(|| json!([]))
-        .as_array_mut()
-        .ok_or_else(|| "`permissions.deny` is not a list".to_owned())
+/// `permissions.deny`, created on the way (and noted in `created`) when `created` is given.
+fn deny_list(
+    root: &CstRootNode,
+    created: Option<&mut Vec<Vec<String>>>,
+) -> Result<Option<CstArray>, String> {
+    let top = jsonc::root_object(root)?;
+    let creating = created.is_some();
+    let mut made = Vec::new();
+    let Some(permissions) = jsonc::walk(top, &["permissions"], creating.then_some(&mut made))?
+    else {
+        return Ok(None);
+    };
+    let deny = match permissions.get("deny") {
+        Some(prop) => prop
+            .value()
+            .and_then(|node| node.as_array())
+            .ok_or("`permissions.deny` is not a list")?,
+        None if creating => {
+            made.push(vec!["permissions".to_owned(), "deny".to_owned()]);
+            permissions
+                .array_value_or_create("deny")
+                .ok_or("`permissions.deny` is not a list")?
+        }
+        None => return Ok(None),
+    };
+    if let Some(created) = created {
+        created.extend(made);
+    }
+    Ok(Some(deny))
 }
 
-fn write_json(path: &Path, map: &Map<String, Value>, journal: &mut Journal) -> Result<(), String> {
-    let mut text = serde_json::to_string_pretty(map).map_err(|e| e.to_string())?;
-    text.push('\n');
-    journal
-        .write(path, text.as_bytes())
-        .map_err(|e| e.to_string())
-}
-
-/// Adds the rules not already there; returns how many were added.
-pub fn add(env: &Environment, dirs: &[&Path], journal: &mut Journal) -> Result<usize, String> {
+/// Adds the rules not already there; returns how many were added and the key paths created.
+pub fn add(
+    env: &Environment,
+    dirs: &[&Path],
+    journal: &mut Journal,
+) -> Result<(usize, Vec<Vec<String>>), String> {
     let path = settings_file(env);
     let shown = env.display_path(&path);
-    let mut settings = read_object(&path).map_err(|e| format!("{shown}: {e}"))?;
-    let deny = deny_list(&mut settings).map_err(|e| format!("{shown}: {e}"))?;
+    let text = read_text(&path).map_err(|e| format!("{shown}: {e}"))?;
+    let root = jsonc::parse(&text).map_err(|e| format!("{shown}: {e}"))?;
+    let mut created = Vec::new();
+    let deny = deny_list(&root, Some(&mut created))
+        .map_err(|e| format!("{shown}: {e}"))?
+        .expect("created on the way");
+    let present: Vec<Value> = deny
+        .elements()
+        .iter()
+        .filter_map(CstNode::to_serde_value)
+        .collect();
     let mut added = Vec::new();
     for dir in dirs {
-        let rule = Value::String(rule_for(dir));
-        if !deny.contains(&rule) {
-            deny.push(rule.clone());
+        let rule = rule_for(dir);
+        if !present.contains(&Value::String(rule.clone())) && !added.contains(&rule) {
+            deny.append(CstInputValue::String(rule.clone()));
             added.push(rule);
         }
     }
     if added.is_empty() {
-        return Ok(0);
+        return Ok((0, Vec::new()));
     }
-    write_json(&path, &settings, journal).map_err(|e| format!("{shown}: {e}"))?;
+    journal
+        .write(&path, root.to_string().as_bytes())
+        .map_err(|e| format!("{shown}: {e}"))?;
     let mut recorded = ledger(env);
-    recorded.extend(added.iter().filter_map(|r| r.as_str().map(str::to_owned)));
-    let mut book = Map::new();
-    book.insert("rules".into(), json!(recorded));
-    write_json(&ledger_file(env), &book, journal)?;
-    Ok(added.len())
+    recorded.extend(added.iter().cloned());
+    let mut book =
+        serde_json::to_string_pretty(&json!({"rules": recorded})).map_err(|e| e.to_string())?;
+    book.push('\n');
+    journal
+        .write(&ledger_file(env), book.as_bytes())
+        .map_err(|e| e.to_string())?;
+    Ok((added.len(), created))
 }
 
 /// Takes out the rules the ledger says we added; returns how many were removed.
@@ -103,23 +141,26 @@ pub fn remove(env: &Environment, journal: &mut Journal) -> Result<usize, String>
     }
     let path = settings_file(env);
     let shown = env.display_path(&path);
-    let mut settings = read_object(&path).map_err(|e| format!("{shown}: {e}"))?;
+    let text = read_text(&path).map_err(|e| format!("{shown}: {e}"))?;
+    let root = jsonc::parse(&text).map_err(|e| format!("{shown}: {e}"))?;
     let mut removed = 0;
-    if let Some(deny) = settings
-        .get_mut("permissions")
-        .and_then(|p| p.get_mut("deny"))
-        .and_then(Value::as_array_mut)
-    {
-        let before = deny.len();
-        deny.retain(|rule| {
-            !rule
-                .as_str()
-                .is_some_and(|r| recorded.iter().any(|x| x == r))
-        });
-        removed = before - deny.len();
+    if let Ok(Some(deny)) = deny_list(&root, None) {
+        for element in deny.elements() {
+            if element
+                .to_serde_value()
+                .as_ref()
+                .and_then(Value::as_str)
+                .is_some_and(|rule| recorded.iter().any(|r| r == rule))
+            {
+                element.remove();
+                removed += 1;
+            }
+        }
     }
     if removed > 0 {
-        write_json(&path, &settings, journal).map_err(|e| format!("{shown}: {e}"))?;
+        journal
+            .write(&path, root.to_string().as_bytes())
+            .map_err(|e| format!("{shown}: {e}"))?;
     }
     journal
         .remove(&ledger_file(env))

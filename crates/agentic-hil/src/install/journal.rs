@@ -15,6 +15,19 @@ struct Before {
 #[derive(Default)]
 pub struct Journal {
     before: Vec<Before>,
+    /// Directories a write created, outermost first: rollback and the install record both need them.
+    dirs: Vec<PathBuf>,
+}
+
+/// The ancestors of `dir` (itself included) that do not exist yet, outermost first.
+pub(super) fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && d.symlink_metadata().is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    missing.reverse();
+    missing
 }
 
 /// Host files can hold API tokens, so a file we create is private to the user; an existing file
@@ -33,7 +46,9 @@ impl Journal {
             Err(err) => return Err(err),
         };
         if let Some(dir) = path.parent() {
+            let missing = missing_dirs(dir);
             std::fs::create_dir_all(dir)?;
+            self.dirs.extend(missing);
         }
         ahil_gate::fsio::write_atomic(path, bytes, mode)?;
         self.remember(path, previous, mode);
@@ -87,11 +102,27 @@ impl Journal {
                 errors.push(format!("{}: {err}", before.path.display()));
             }
         }
+        // Only empty ones go: a directory something else was put into meanwhile stays.
+        while let Some(dir) = self.dirs.pop() {
+            let _ = std::fs::remove_dir(&dir);
+        }
         errors
     }
 
     pub fn is_empty(&self) -> bool {
         self.before.is_empty()
+    }
+
+    /// Every file touched, with its content before the first touch (`None`: it did not exist).
+    pub fn touched(&self) -> impl Iterator<Item = (&Path, Option<&[u8]>)> {
+        self.before
+            .iter()
+            .map(|b| (b.path.as_path(), b.bytes.as_deref()))
+    }
+
+    /// The directories the writes created, outermost first.
+    pub fn created_dirs(&self) -> &[PathBuf] {
+        &self.dirs
     }
 }
 
@@ -109,8 +140,13 @@ mod tests {
         journal.write(&kept, b"{}").expect("write");
         journal.write(&kept, b"{\"b\": 2}").expect("write again");
         journal.write(&created, b"{}").expect("create");
+        assert_eq!(journal.created_dirs(), [dir.path().join("sub")]);
         assert!(journal.roll_back().is_empty());
         assert_eq!(std::fs::read(&kept).expect("kept"), b"{\"a\": 1}");
         assert!(!created.exists());
+        assert!(
+            !dir.path().join("sub").exists(),
+            "the directory it made went too"
+        );
     }
 }

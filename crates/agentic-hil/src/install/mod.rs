@@ -3,11 +3,14 @@
 //! then `init` for the project). Every command writes only its own entries, refuses to replace one the
 //! operator wrote unless forced, and restores every file it touched if it fails half-way.
 
+mod codex;
 mod deny;
 mod host;
 mod journal;
+mod jsonc;
 mod launcher;
 mod marked;
+mod record;
 mod registry;
 mod skill;
 
@@ -18,6 +21,7 @@ use serde_json::{Value, json};
 
 pub use host::Agent;
 use journal::Journal;
+use record::{Record, Touch};
 use registry::{Change, Removal};
 
 const AGENT_INSTALL: &str = "agentic_hil_agent_install";
@@ -123,6 +127,30 @@ pub fn skill_install(env: &Environment, agent: Agent, target: Option<&Path>, for
     match install_skill(env, agent, target, force, &mut journal) {
         Ok(mut step) => {
             step["tool"] = json!(SKILL_INSTALL);
+            // A skill at the host's own place is uninstall's to take back, so it is recorded; a
+            // file named with --target stays the operator's.
+            let recorded = match agent.skill_file(&env.home) {
+                Some(path) if target.is_none() && !journal.is_empty() => keep_record(
+                    env,
+                    agent,
+                    &mut journal,
+                    &[Touch {
+                        path,
+                        created_keys: Vec::new(),
+                        replaced: step["updated"] == json!(true),
+                    }],
+                ),
+                _ => Ok(()),
+            };
+            if let Err(err) = recorded {
+                let doc = refusal(
+                    SKILL_INSTALL,
+                    "output_write_failed",
+                    &err,
+                    "Make ~/.config/agentic-hil writable for this user, then run this again.",
+                );
+                return failed(doc, &mut journal, json!({}));
+            }
             step
         }
         Err((error_type, summary, remediation)) => {
@@ -192,9 +220,13 @@ pub fn agent_install(
             return failed(doc, &mut journal, steps);
         }
     };
-    let (written, replaced_foreign) = match changed {
-        Change::Written { replaced_foreign } => (true, replaced_foreign),
-        Change::Unchanged => (false, false),
+    let (written, replaced_foreign, replaced, created_keys) = match changed {
+        Change::Written {
+            replaced_foreign,
+            replaced,
+            created_keys,
+        } => (true, replaced_foreign, replaced, created_keys),
+        Change::Unchanged => (false, false, false, Vec::new()),
     };
     steps["mcp_config"] = json!({
         "ok": true,
@@ -209,6 +241,25 @@ pub fn agent_install(
         },
     });
     let changed_anything = !journal.is_empty();
+    if changed_anything
+        && let Err(doc) = keep_record(
+            env,
+            agent,
+            &mut journal,
+            &touches(env, agent, &steps, &file, replaced, created_keys),
+        )
+    {
+        return failed(
+            refusal(
+                AGENT_INSTALL,
+                "output_write_failed",
+                &doc,
+                "Make ~/.config/agentic-hil writable for this user, then run this again.",
+            ),
+            &mut journal,
+            steps,
+        );
+    }
     let summary = if changed_anything {
         format!(
             "Registered agentic-hil with {} for this user; restart {} to see its tools.",
@@ -235,13 +286,132 @@ pub fn agent_install(
     })
 }
 
+/// Adds what `journal` wrote to the install record, so uninstall can take exactly that back.
+fn keep_record(
+    env: &Environment,
+    agent: Agent,
+    journal: &mut Journal,
+    touches: &[Touch],
+) -> Result<(), String> {
+    let mut record = Record::load(env);
+    record.note(agent, journal, touches);
+    record.save(env, journal).map_err(|err| {
+        format!(
+            "The install record {} could not be written: {err}",
+            env.display_path(&record::file(env))
+        )
+    })
+}
+
+/// What agent-install's writes replaced, and the keys its registration created.
+fn touches(
+    env: &Environment,
+    agent: Agent,
+    steps: &Value,
+    registry_file: &Path,
+    replaced: bool,
+    created_keys: Vec<Vec<String>>,
+) -> Vec<Touch> {
+    let mut touches = vec![Touch {
+        path: registry::real_file(registry_file),
+        created_keys,
+        replaced,
+    }];
+    if let Some(skill) = agent.skill_file(&env.home) {
+        touches.push(Touch {
+            path: skill,
+            created_keys: Vec::new(),
+            replaced: steps["skill_install"]["updated"] == json!(true),
+        });
+    }
+    touches
+}
+
+/// What a recorded file is, for uninstall's answer.
+fn what_for(env: &Environment, agent: Agent, path: &Path) -> &'static str {
+    let file = match agent.registry(&env.home) {
+        host::Registry::Json { file, .. } | host::Registry::TomlBlock { file } => file,
+    };
+    if registry::real_file(&file) == path {
+        "MCP registration"
+    } else if path.file_name().is_some_and(|n| n == "SKILL.md") {
+        "skill"
+    } else if path.file_name().is_some_and(|n| n == "AGENTS.md") {
+        "skill pointer"
+    } else if path.file_name().is_some_and(|n| n == "settings.json") {
+        "write-refusal rules"
+    } else {
+        "write-refusal ledger"
+    }
+}
+
+/// The files install may write for `agent`: the only ones uninstall acts on, whatever the record
+/// says (it sits in the operator's config folder, and a record naming `~/.bashrc` must change nothing).
+fn our_files(env: &Environment, agent: Agent) -> Vec<std::path::PathBuf> {
+    let registry = match agent.registry(&env.home) {
+        host::Registry::Json { file, .. } | host::Registry::TomlBlock { file } => file,
+    };
+    let mut files = vec![registry::real_file(&registry)];
+    files.extend(agent.skill_file(&env.home));
+    match agent {
+        Agent::Codex => files.push(env.home.join(".codex/AGENTS.md")),
+        Agent::ClaudeCode => {
+            files.push(env.home.join(".claude/settings.json"));
+            files.push(deny::ledger_file(env));
+        }
+        _ => {}
+    }
+    files
+}
+
+/// Puts back each file recorded for `agent` that nobody changed since install, byte for byte;
+/// returns the edits that need the structural removal instead.
+fn restore_recorded(
+    env: &Environment,
+    agent: Agent,
+    record: &mut Record,
+    journal: &mut Journal,
+    removed: &mut Vec<Value>,
+) -> Result<Vec<record::Edit>, String> {
+    let mut changed = Vec::new();
+    let ours = our_files(env, agent);
+    for edit in record.take(agent) {
+        if !ours.contains(&edit.path) {
+            continue;
+        }
+        let shown = env.display_path(&edit.path);
+        // A file that is gone holds nothing of ours any more.
+        let Ok(current) = std::fs::read(&edit.path) else {
+            continue;
+        };
+        let Some(original) = edit.original(&current) else {
+            changed.push(edit);
+            continue;
+        };
+        let result = if edit.created && original.is_empty() {
+            journal.remove(&edit.path)
+        } else {
+            journal.write(&edit.path, &original)
+        };
+        result.map_err(|err| format!("{shown}: {err}"))?;
+        removed.push(item(what_for(env, agent, &edit.path), &shown));
+    }
+    Ok(changed)
+}
+
 fn item(what: &str, path: &str) -> Value {
     json!({"what": what, "path": path})
 }
 
-fn uninstall_one(env: &Environment, agent: Agent, journal: &mut Journal) -> Result<Value, String> {
+fn uninstall_one(
+    env: &Environment,
+    agent: Agent,
+    journal: &mut Journal,
+    record: &mut Record,
+) -> Result<Value, String> {
     let mut removed = Vec::new();
     let mut left_alone = Vec::new();
+    let changed = restore_recorded(env, agent, record, journal, &mut removed)?;
     let file = match agent.registry(&env.home) {
         host::Registry::Json { file, .. } | host::Registry::TomlBlock { file } => file,
     };
@@ -295,6 +465,16 @@ fn uninstall_one(env: &Environment, agent: Agent, journal: &mut Journal) -> Resu
             }
         }
     }
+    for edit in &changed {
+        let toml_or_json = edit
+            .path
+            .extension()
+            .is_some_and(|e| e == "json" || e == "toml");
+        if toml_or_json {
+            registry::prune(edit, &env.display_path(&edit.path), journal)
+                .map_err(|err| err.to_string())?;
+        }
+    }
     Ok(json!({
         "agent": agent.id(),
         "ok": true,
@@ -310,9 +490,10 @@ pub fn uninstall(env: &Environment, agents: &[Agent]) -> Value {
         agents.to_vec()
     };
     let mut journal = Journal::default();
+    let mut record = Record::load(env);
     let mut results = Vec::new();
     for agent in agents {
-        match uninstall_one(env, agent, &mut journal) {
+        match uninstall_one(env, agent, &mut journal, &mut record) {
             Ok(result) => results.push(result),
             Err(err) => {
                 let doc = refusal(
@@ -324,6 +505,20 @@ pub fn uninstall(env: &Environment, agents: &[Agent]) -> Value {
                 return failed(doc, &mut journal, json!({"agents": results}));
             }
         }
+    }
+    let mut allowed: Vec<std::path::PathBuf> = Agent::ALL
+        .iter()
+        .flat_map(|agent| our_files(env, *agent))
+        .collect();
+    allowed.push(record::file(env));
+    if let Err(err) = record.finish(env, &allowed, &mut journal) {
+        let doc = refusal(
+            UNINSTALL,
+            "output_write_failed",
+            &format!("Could not update the install record: {err}"),
+            "Make ~/.config/agentic-hil writable for this user, then run this again; nothing was removed.",
+        );
+        return failed(doc, &mut journal, json!({"agents": results}));
     }
     let count = |key: &str| {
         results
@@ -386,7 +581,24 @@ fn restrict_claude_writes(workspace: &Path, env: &Environment) -> Value {
     let config_dir = loaded.path.parent().unwrap_or(&loaded.path);
     let mut journal = Journal::default();
     let settings = env.display_path(&env.home.join(".claude/settings.json"));
-    match deny::add(env, &[config_dir, &loaded.config.state_root], &mut journal) {
+    let added = deny::add(env, &[config_dir, &loaded.config.state_root], &mut journal).and_then(
+        |(added, created)| {
+            if added > 0 {
+                keep_record(
+                    env,
+                    Agent::ClaudeCode,
+                    &mut journal,
+                    &[Touch {
+                        path: env.home.join(".claude/settings.json"),
+                        created_keys: created,
+                        replaced: false,
+                    }],
+                )?;
+            }
+            Ok(added)
+        },
+    );
+    match added {
         Ok(added) => json!({
             "ok": true,
             "path": settings,
@@ -443,7 +655,24 @@ pub fn setup(
         "scopes": {"user": user, "project": project},
     });
     if project_ok {
-        doc["next_steps"] = project["next_steps"].clone();
+        // The server is registered by now, so init's "register the server" advice is dropped: what
+        // is left is the host picking the registration up and the bench check.
+        let doctor = project["next_steps"][0]
+            .as_str()
+            .unwrap_or("Run: agentic-hil doctor")
+            .to_owned();
+        let restart = if user["restart_required"] == json!(true) {
+            format!(
+                "Restart {} (or open a new session) in this project so it starts agentic-hil.",
+                agent.label()
+            )
+        } else {
+            format!(
+                "Open a {} session in this project; it already starts agentic-hil.",
+                agent.label()
+            )
+        };
+        doc["next_steps"] = json!([restart, doctor]);
     } else {
         doc["error_type"] = project["error_type"].clone();
         doc["next_step"] = json!("Fix what the project half names, then run: agentic-hil init");

@@ -1,19 +1,15 @@
 //! Adding and removing our server entry in a host's registration file, never touching an entry the
-//! operator wrote unless they pass `--force`.
+//! operator wrote unless they pass `--force`. JSON and JSONC files are edited through their syntax
+//! tree (`jsonc`), Codex's TOML through `toml_edit` (`codex`), so the rest of each file stays as the
+//! operator wrote it.
 
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
-
+use super::codex;
 use super::host::{Agent, Registry, SERVER_NAME};
 use super::journal::Journal;
-use super::marked::{Found, Markers};
-
-const CODEX_MARKERS: Markers = Markers {
-    start: "# >>> agentic-hil mcp (managed) >>>",
-    end: "# <<< agentic-hil mcp (managed) <<<",
-};
+use super::jsonc;
+use super::record::Edit;
 
 /// Why a registration was not written.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +36,13 @@ impl RegistryError {
 
 /// What a step did.
 pub enum Change {
-    Written { replaced_foreign: bool },
+    Written {
+        replaced_foreign: bool,
+        /// Whether an entry was there before (then the record cannot undo the write byte-wise).
+        replaced: bool,
+        /// Key paths created on the way to the entry, for the install record.
+        created_keys: Vec<Vec<String>>,
+    },
     Unchanged,
 }
 
@@ -54,7 +56,7 @@ pub enum Removal {
 
 /// The file a write lands in: a symlinked host file (dotfile managers do that) is edited at its
 /// target so the link survives.
-fn real_file(file: &Path) -> PathBuf {
+pub fn real_file(file: &Path) -> PathBuf {
     if file
         .symlink_metadata()
         .is_ok_and(|m| m.file_type().is_symlink())
@@ -113,56 +115,8 @@ pub fn uninstall(
     })
 }
 
-fn parse_object(text: &str, shown: &str) -> Result<Map<String, Value>, RegistryError> {
-    if text.trim().is_empty() {
-        return Ok(Map::new());
-    }
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(RegistryError::Unparsable(
-            shown.to_owned(),
-            "its top level is not an object".to_owned(),
-        )),
-        // JSON with comments (VS Code allows them) lands here too: rewriting would drop them.
-        Err(err) => Err(RegistryError::Unparsable(
-            shown.to_owned(),
-            format!("not plain JSON: {err}"),
-        )),
-    }
-}
-
-/// The object at `keys`, created on the way if `create`.
-fn servers<'a>(
-    root: &'a mut Map<String, Value>,
-    keys: &[&str],
-    create: bool,
-    shown: &str,
-) -> Result<Option<&'a mut Map<String, Value>>, RegistryError> {
-    let mut current = root;
-    for key in keys {
-        if !current.contains_key(*key) {
-            if !create {
-                return Ok(None);
-            }
-            current.insert((*key).to_owned(), Value::Object(Map::new()));
-        }
-        match current.get_mut(*key) {
-            Some(Value::Object(next)) => current = next,
-            _ => {
-                return Err(RegistryError::Unparsable(
-                    shown.to_owned(),
-                    format!("`{key}` is not an object"),
-                ));
-            }
-        }
-    }
-    Ok(Some(current))
-}
-
-fn to_text(root: &Map<String, Value>) -> String {
-    let mut text = serde_json::to_string_pretty(root).unwrap_or_else(|_| "{}".to_owned());
-    text.push('\n');
-    text
+fn unparsable(shown: &str) -> impl Fn(String) -> RegistryError + '_ {
+    move |why| RegistryError::Unparsable(shown.to_owned(), why)
 }
 
 fn install_json(
@@ -175,24 +129,36 @@ fn install_json(
     journal: &mut Journal,
 ) -> Result<Change, RegistryError> {
     let text = read_text(file, shown)?.unwrap_or_default();
-    let mut root = parse_object(&text, shown)?;
+    let root = jsonc::parse(&text).map_err(unparsable(shown))?;
+    let top = jsonc::root_object(&root).map_err(unparsable(shown))?;
+    let mut created_keys = Vec::new();
+    let servers = jsonc::walk(top, keys, Some(&mut created_keys))
+        .map_err(unparsable(shown))?
+        .expect("created on the way");
     let wanted = agent.entry(launcher);
-    let servers = servers(&mut root, keys, true, shown)?.expect("created on the way");
     let mut replaced_foreign = false;
-    if let Some(existing) = servers.get(SERVER_NAME) {
-        if *existing == wanted {
+    let replaced = servers.get(SERVER_NAME).is_some();
+    if let Some(prop) = servers.get(SERVER_NAME) {
+        let existing = prop.value().and_then(|node| node.to_serde_value());
+        if existing.as_ref() == Some(&wanted) {
             return Ok(Change::Unchanged);
         }
-        if !agent.is_our_entry(existing) {
+        if !existing.as_ref().is_some_and(|e| agent.is_our_entry(e)) {
             if !force {
                 return Err(RegistryError::Conflict(shown.to_owned()));
             }
             replaced_foreign = true;
         }
+        prop.set_value(jsonc::input(&wanted));
+    } else {
+        servers.append(SERVER_NAME, jsonc::input(&wanted));
     }
-    servers.insert(SERVER_NAME.to_owned(), wanted);
-    commit(file, &text, to_text(&root).as_bytes(), shown, journal)?;
-    Ok(Change::Written { replaced_foreign })
+    commit(file, &text, root.to_string().as_bytes(), shown, journal)?;
+    Ok(Change::Written {
+        replaced_foreign,
+        replaced,
+        created_keys,
+    })
 }
 
 /// Writes `after` over `file` unless the file changed since it was read as `before`: hosts rewrite
@@ -238,86 +204,31 @@ fn uninstall_json(
     let Some(text) = read_text(file, shown)? else {
         return Ok(Removal::Absent);
     };
-    let mut root = match parse_object(&text, shown) {
+    let kept = |why: String| Ok(Removal::Kept(unparsable(shown)(why).to_string()));
+    let root = match jsonc::parse(&text) {
         Ok(root) => root,
-        Err(err) => return Ok(Removal::Kept(err.to_string())),
+        Err(why) => return kept(why),
     };
-    let servers = match servers(&mut root, keys, false, shown) {
+    let Some(top) = root.object_value() else {
+        return Ok(Removal::Absent);
+    };
+    let servers = match jsonc::walk(top, keys, None) {
         Ok(Some(servers)) => servers,
         Ok(None) => return Ok(Removal::Absent),
-        Err(err) => return Ok(Removal::Kept(err.to_string())),
+        Err(why) => return kept(why),
     };
-    match servers.get(SERVER_NAME) {
-        None => return Ok(Removal::Absent),
-        Some(entry) if !agent.is_our_entry(entry) => {
-            return Ok(Removal::Kept(
-                "agentic-hil did not write this entry; it is the operator's to remove.".to_owned(),
-            ));
-        }
-        Some(_) => {}
+    let Some(prop) = servers.get(SERVER_NAME) else {
+        return Ok(Removal::Absent);
+    };
+    let entry = prop.value().and_then(|node| node.to_serde_value());
+    if !entry.is_some_and(|e| agent.is_our_entry(&e)) {
+        return Ok(Removal::Kept(
+            "agentic-hil did not write this entry; it is the operator's to remove.".to_owned(),
+        ));
     }
-    // shift_remove keeps the order of the operator's other servers.
-    servers.shift_remove(SERVER_NAME);
-    commit(file, &text, to_text(&root).as_bytes(), shown, journal)?;
+    prop.remove();
+    commit(file, &text, root.to_string().as_bytes(), shown, journal)?;
     Ok(Removal::Removed)
-}
-
-/// A TOML basic string.
-fn toml_string(value: &str) -> String {
-    let mut out = String::from("\"");
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04X}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn codex_body(launcher: &str) -> String {
-    format!(
-        "[mcp_servers.{SERVER_NAME}]\ncommand = {}\nargs = [\"mcp-stdio\"]\nenabled = true\n",
-        toml_string(launcher)
-    )
-}
-
-/// Whether a table header outside our block already names our server.
-fn foreign_table_line(line: &str) -> bool {
-    let compact: String = line.chars().filter(|c| !c.is_whitespace()).collect();
-    ["agentic-hil", "\"agentic-hil\"", "'agentic-hil'"]
-        .iter()
-        .any(|name| {
-            let head = format!("[mcp_servers.{name}");
-            compact.starts_with(&head) && compact[head.len()..].starts_with([']', '.'])
-        })
-}
-
-/// `text` with every foreign `[mcp_servers.agentic-hil…]` table cut out, up to the next table.
-fn without_foreign_tables(text: &str) -> String {
-    let mut out = String::new();
-    let mut skipping = false;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with('[') {
-            skipping = foreign_table_line(trimmed);
-        }
-        if !skipping {
-            out.push_str(line);
-        }
-    }
-    out
-}
-
-fn outside_block(text: &str) -> String {
-    match CODEX_MARKERS.find(text) {
-        Found::At(range) => format!("{}{}", &text[..range.start], &text[range.end..]),
-        Found::Absent | Found::Damaged => text.to_owned(),
-    }
 }
 
 fn install_toml(
@@ -328,32 +239,18 @@ fn install_toml(
     journal: &mut Journal,
 ) -> Result<Change, RegistryError> {
     let text = read_text(file, shown)?.unwrap_or_default();
-    let foreign = outside_block(&text)
-        .lines()
-        .any(|line| foreign_table_line(line.trim_start()));
-    let mut replaced_foreign = false;
-    let base = if foreign {
-        if !force {
-            return Err(RegistryError::Conflict(shown.to_owned()));
-        }
-        replaced_foreign = true;
-        without_foreign_tables(&text)
-    } else {
-        text.clone()
+    let installed = match codex::install(&text, launcher, force) {
+        Ok(Some(installed)) => installed,
+        Ok(None) => return Ok(Change::Unchanged),
+        Err(codex::Refused::Foreign) => return Err(RegistryError::Conflict(shown.to_owned())),
+        Err(codex::Refused::Unparsable(why)) => return Err(unparsable(shown)(why)),
     };
-    let updated = CODEX_MARKERS
-        .upsert(&base, &codex_body(launcher))
-        .ok_or_else(|| {
-            RegistryError::Unparsable(
-                shown.to_owned(),
-                "its agentic-hil marker lines are unmatched".to_owned(),
-            )
-        })?;
-    if updated == text {
-        return Ok(Change::Unchanged);
-    }
-    commit(file, &text, updated.as_bytes(), shown, journal)?;
-    Ok(Change::Written { replaced_foreign })
+    commit(file, &text, installed.text.as_bytes(), shown, journal)?;
+    Ok(Change::Written {
+        replaced_foreign: installed.replaced_foreign,
+        replaced: installed.replaced,
+        created_keys: installed.created_keys,
+    })
 }
 
 fn uninstall_toml(
@@ -364,56 +261,48 @@ fn uninstall_toml(
     let Some(text) = read_text(file, shown)? else {
         return Ok(Removal::Absent);
     };
-    match CODEX_MARKERS.find(&text) {
-        Found::Damaged => Ok(Removal::Kept(
-            "its agentic-hil marker lines are unmatched, so what is ours cannot be told apart."
-                .to_owned(),
-        )),
-        Found::Absent => {
-            if text
-                .lines()
-                .any(|line| foreign_table_line(line.trim_start()))
-            {
-                Ok(Removal::Kept(
-                    "agentic-hil did not write this table; it is the operator's to remove."
-                        .to_owned(),
-                ))
-            } else {
-                Ok(Removal::Absent)
-            }
-        }
-        Found::At(_) => {
-            let updated = CODEX_MARKERS.remove(&text).unwrap_or_else(|| text.clone());
+    match codex::uninstall(&text) {
+        codex::Taken::Absent => Ok(Removal::Absent),
+        codex::Taken::Kept(why) => Ok(Removal::Kept(why)),
+        codex::Taken::Removed(updated) => {
             commit(file, &text, updated.as_bytes(), shown, journal)?;
             Ok(Removal::Removed)
         }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_foreign_codex_table_is_recognised_in_every_spelling() {
-        assert!(foreign_table_line("[mcp_servers.agentic-hil]"));
-        assert!(foreign_table_line("[ mcp_servers.\"agentic-hil\" ]"));
-        assert!(foreign_table_line("[mcp_servers.agentic-hil.env]"));
-        assert!(!foreign_table_line("[mcp_servers.agentic-hil-old]"));
-        assert!(!foreign_table_line("[mcp_servers.other]"));
+/// After the structural removal of a recorded file the operator changed meanwhile: the keys install
+/// created go once empty, and a file install created goes once nothing is left in it. Returns
+/// whether the file was removed.
+pub fn prune(edit: &Edit, shown: &str, journal: &mut Journal) -> Result<bool, RegistryError> {
+    let Some(text) = read_text(&edit.path, shown)? else {
+        return Ok(false);
+    };
+    let toml = edit.path.extension().is_some_and(|e| e == "toml");
+    let pruned = if toml {
+        codex::prune(&text, &edit.created_keys)
+    } else {
+        jsonc::parse(&text).ok().map(|root| {
+            jsonc::prune(&root, &edit.created_keys);
+            root.to_string()
+        })
+    };
+    let Some(pruned) = pruned else {
+        return Ok(false);
+    };
+    let empty = if toml {
+        pruned.trim().is_empty()
+    } else {
+        jsonc::is_bare_empty_object(&pruned)
+    };
+    if edit.created && empty {
+        journal
+            .remove(&edit.path)
+            .map_err(|err| RegistryError::Io(shown.to_owned(), err))?;
+        return Ok(true);
     }
-
-    #[test]
-    fn forcing_over_a_foreign_codex_table_cuts_only_that_table() {
-        let text = "model = \"o3\"\n[mcp_servers.agentic-hil]\ncommand = \"x\"\n[mcp_servers.agentic-hil.env]\nA = \"1\"\n[profiles.a]\nk = 1\n";
-        assert_eq!(
-            without_foreign_tables(text),
-            "model = \"o3\"\n[profiles.a]\nk = 1\n"
-        );
+    if pruned != text {
+        commit(&edit.path, &text, pruned.as_bytes(), shown, journal)?;
     }
-
-    #[test]
-    fn a_launcher_with_quotes_or_backslashes_is_escaped_for_toml() {
-        assert_eq!(toml_string("/a\"b\\c"), "\"/a\\\"b\\\\c\"");
-    }
+    Ok(false)
 }

@@ -46,12 +46,20 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
             let limit = line_limit(loaded.config.artifacts.max_upload_size_mb);
             (Bench::provisioned(loaded, env.clone()), limit)
         }
-        // With no configuration yet the server still starts, so the host connects and every call
-        // says how to create one.
-        Err(err) if err.error_type() == "config_file_not_found" => (
-            Bench::unprovisioned_in(workspace.to_path_buf(), err, env.clone()),
-            MIN_LINE_LIMIT,
-        ),
+        // With no configuration yet, or started outside any project (a user-level registration
+        // opened in HOME or `/`), the server still starts, so the host connects and every call
+        // says why nothing can run and what to do.
+        Err(err)
+            if matches!(
+                err.error_type(),
+                "config_file_not_found" | "workspace_is_home"
+            ) =>
+        {
+            (
+                Bench::unprovisioned_in(workspace.to_path_buf(), err, env.clone()),
+                MIN_LINE_LIMIT,
+            )
+        }
         Err(err) => {
             // stdout belongs to JSON-RPC, so a refusal to start goes to stderr.
             eprintln!("{}", serde_json::to_string(&config_refusal(&err))?);
