@@ -16,13 +16,28 @@ use support::call;
 
 type Client = RunningService<rmcp::RoleClient, ()>;
 
-/// Prints its pty's device, then writes the boot text each time `argv[1]` gains a line.
+/// Prints its pty's device, then boots each time `argv[1]` gains a line: prints its boot text if
+/// the port is open (bytes nobody holds the port for are lost, as on a real UART) and notes the boot
+/// in `argv[2]`, which the fake waits for.
 const BOOT_BOARD: &str = r#"
-import os, sys, time, tty
+import errno, os, select, sys, time, tty
 m, s = os.openpty()
 tty.setraw(m); tty.setraw(s)
+open(sys.argv[2], "w").close()
 print(os.ttyname(s), flush=True)
 os.close(s)
+
+def listened():
+    # With every slave descriptor closed the master reads EIO at once; an open port blocks.
+    r, _, _ = select.select([m], [], [], 0)
+    if not r:
+        return True
+    try:
+        os.read(m, 4096)
+        return True
+    except OSError as e:
+        return e.errno != errno.EIO
+
 seen = 0
 end = time.time() + 120
 while time.time() < end:
@@ -33,10 +48,11 @@ while time.time() < end:
         count = 0
     if count > seen:
         seen = count
-        try:
+        heard = listened()
+        if heard:
             os.write(m, b"\r\nrom: boot\r\nboot ok v1\r\nready\r\n")
-        except OSError:
-            pass
+        with open(sys.argv[2], "a", encoding="utf-8") as f:
+            f.write("printed\n" if heard else "dropped\n")
     time.sleep(0.02)
 "#;
 
@@ -47,10 +63,11 @@ struct BootBoard {
 }
 
 impl BootBoard {
-    fn start(resets: &Path) -> Self {
+    fn start(resets: &Path, booted: &Path) -> Self {
         let mut child = Command::new("python3")
             .args(["-c", BOOT_BOARD])
             .arg(resets)
+            .arg(booted)
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs");
@@ -102,9 +119,10 @@ impl Bench {
         });
         std::fs::copy(fake_script(), &exe).expect("the fake is installed");
         std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
-        let board = BootBoard::start(&tools.join("board-resets"));
+        let board = BootBoard::start(&tools.join("board-resets"), &tools.join("board-booted"));
         // esptool flashes through its own port: another pty, which never resets anything.
-        let esp_port = (kind == "esptool").then(|| BootBoard::start(&tools.join("never")));
+        let esp_port = (kind == "esptool")
+            .then(|| BootBoard::start(&tools.join("never"), &tools.join("never-booted")));
         let (debugger_type, entry, extra_port) = match (kind, &esp_port) {
             ("esptool", Some(port)) => (
                 "esptool",
@@ -358,4 +376,30 @@ async fn a_capture_on_the_port_esptool_flashes_through_is_an_invalid_argument() 
     assert_eq!(doc["field"], json!("capture.port_id"));
     assert!(bench.calls().is_empty(), "esptool never ran");
     client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_capture_port_another_server_holds_is_device_busy_before_the_backend_runs() {
+    let bench = Bench::readable("openocd");
+    let holder = bench.connect().await;
+    let (session, is_error) =
+        call(&holder, "com_session_start", json!({"port_id": "console"})).await;
+    assert!(!is_error, "{session}");
+    let client = bench.connect().await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        flash_with_capture(bench.image, "boot ok", 5.0),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("device_busy"), "{doc}");
+    assert_eq!(doc["target_contacted"], json!(false));
+    assert!(
+        bench.calls().is_empty(),
+        "the backend never ran: {:?}",
+        bench.calls()
+    );
+    client.cancel().await.expect("client closes");
+    holder.cancel().await.expect("holder closes");
 }

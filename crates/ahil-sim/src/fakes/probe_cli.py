@@ -43,9 +43,23 @@ def write_pid(name, pid):
 
 
 def board_reset():
-    """Notes a reset that lets the board run, one line each, for a test's board to boot on."""
+    """Notes a reset that lets the board run, one line each, for a test's board to boot on.
+
+    Where a board is listening (it made `board-booted`), waits until it booted, so its boot text
+    is printed while this tool still runs, as a real board prints it during the reset."""
     with open(os.path.join(HERE, "board-resets"), "a", encoding="utf-8") as f:
         f.write("reset\n")
+    booted = os.path.join(HERE, "board-booted")
+    if not os.path.exists(booted):
+        return
+    with open(os.path.join(HERE, "board-resets"), encoding="utf-8") as f:
+        resets = len(f.readlines())
+    end = time.time() + 5
+    while time.time() < end:
+        with open(booted, encoding="utf-8") as f:
+            if len(f.readlines()) >= resets:
+                return
+        time.sleep(0.01)
 
 
 def hang(with_grandchild):
