@@ -198,7 +198,7 @@ pub(super) struct Open<'a> {
 }
 
 /// Opens the capture's port, or the refusal that keeps the flash from starting.
-pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Outcome> {
+pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
     const TOOL: &str = "flash_firmware";
     // The same check com_session_start makes: the adapter behind the name is the declared one.
     crate::serial::identity::verify(
@@ -207,26 +207,27 @@ pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Outcome> {
         &capture.configured,
         capture.expected.as_ref(),
         || ahil_drivers::serial::enumerate().map(|(ports, _)| ports),
-    )
-    .map_err(|refusal| *refusal)?;
+    )?;
     match Port::open(&capture.options, None) {
         Ok(port) => Ok(Open { capture, port }),
-        Err(error) => Err(Outcome::refused(
-            TOOL,
-            error.error_type(),
-            format!(
-                "The capture port `{}` could not be opened, so nothing was flashed: {}.",
-                capture.port_id,
-                match &error {
-                    ahil_drivers::serial::SerialError::Busy { .. } =>
-                        "another program holds it".to_owned(),
-                    _ => "the device is missing or not permitted".to_owned(),
-                }
-            ),
-        )
-        .with("port_id", capture.port_id.clone())
-        .with_next_step("Check the port with com_ports_list, then call flash_firmware again.")
-        .not_contacted()),
+        Err(error) => Err(Box::new(
+            Outcome::refused(
+                TOOL,
+                error.error_type(),
+                format!(
+                    "The capture port `{}` could not be opened, so nothing was flashed: {}.",
+                    capture.port_id,
+                    match &error {
+                        ahil_drivers::serial::SerialError::Busy { .. } =>
+                            "another program holds it".to_owned(),
+                        _ => "the device is missing or not permitted".to_owned(),
+                    }
+                ),
+            )
+            .with("port_id", capture.port_id.clone())
+            .with_next_step("Check the port with com_ports_list, then call flash_firmware again.")
+            .not_contacted(),
+        )),
     }
 }
 
