@@ -269,6 +269,25 @@ async fn an_uploaded_artifact_flashes_like_a_path() {
 }
 
 #[tokio::test]
+async fn a_capture_on_a_port_a_com_session_holds_is_refused_before_the_flash() {
+    let bench = Bench::full();
+    let client = bench.connect().await;
+    let (session, is_error) = call(&client, "com_session_start", json!({"port_id": "uart"})).await;
+    assert!(!is_error, "{session}");
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        flash_args("fw/ahil-fw-v2.elf", 2),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("com_port_busy"), "{doc}");
+    assert_eq!(doc["held_by"], json!("com_session"));
+    assert_eq!(doc["target_contacted"], json!(false));
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
 async fn reset_target_honours_run_and_halt_and_refuses_init_without_contact() {
     let bench = Bench::full();
     let client = bench.connect().await;

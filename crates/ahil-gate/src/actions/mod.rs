@@ -29,6 +29,7 @@ pub mod debug;
 mod debug_ops;
 pub mod debugger_info;
 pub mod describe;
+mod flash_capture;
 pub mod lease;
 pub mod power;
 pub mod probe;

@@ -16,6 +16,7 @@ use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
 
 use super::debugger_info::bound_debugger;
+use super::flash_capture::{self, Capture};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::artifacts::{self, ArtifactPolicy, ArtifactRef, Format, StagedArtifact, Stager};
 use crate::envelope::{Outcome, SideEffectStatus};
@@ -27,9 +28,6 @@ use crate::snapshot::pinned_debugger_executable;
 const DEFAULT_FLASH_BASE: u64 = 0x0800_0000;
 /// The gate's margin over the driver's own budget, so the driver's timeout answers first.
 const MARGIN: Duration = Duration::from_secs(5);
-/// Capture waits 10 s unless told otherwise, 60 s at most.
-const CAPTURE_DEFAULT: f64 = 10.0;
-const CAPTURE_MAX: f64 = 60.0;
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let (name, debugger) = bound_debugger(ctx)?;
@@ -68,7 +66,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     } else if debugger.kind == DebuggerType::Qemu {
         qemu_work(ctx, name, debugger, executable, &mut resources)?
     } else if super::probe_cli::drives(debugger.kind) {
-        super::probe_cli::work(ctx, name, debugger, executable)?
+        super::probe_cli::work(ctx, name, debugger, executable, &mut resources)?
     } else {
         let kind = debugger.kind;
         Work::Local(Box::new(move || {
@@ -112,15 +110,6 @@ pub(super) enum ImageArg {
     Id(String),
 }
 
-/// A UART read across the flash.
-pub(super) struct Capture {
-    port_id: String,
-    device: PathBuf,
-    until: Vec<String>,
-    wait: Duration,
-    max_bytes: usize,
-}
-
 pub(super) fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
     Box::new(
         Outcome::refused(tool, "invalid_argument", summary)
@@ -129,7 +118,11 @@ pub(super) fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
     )
 }
 
-pub(super) fn flash_args(ctx: &Context<'_>) -> Result<FlashArgs, Box<Outcome>> {
+/// The flash's arguments; a capture's port joins `resources` (see [`flash_capture::plan`]).
+pub(super) fn flash_args(
+    ctx: &Context<'_>,
+    resources: &mut Vec<String>,
+) -> Result<FlashArgs, Box<Outcome>> {
     let tool = ctx.tool;
     let image = match (
         ctx.args.get("image_path").and_then(Value::as_str),
@@ -158,80 +151,13 @@ pub(super) fn flash_args(ctx: &Context<'_>) -> Result<FlashArgs, Box<Outcome>> {
                     "capture needs reset_after_flash: without a reset the new firmware prints nothing to capture.",
                 ));
             }
-            Some(capture_args(ctx, spec)?)
+            Some(flash_capture::plan(ctx, spec, resources)?)
         }
     };
     Ok(FlashArgs {
         image,
         reset_after,
         capture,
-    })
-}
-
-fn capture_args(ctx: &Context<'_>, spec: &Value) -> Result<Capture, Box<Outcome>> {
-    let tool = ctx.tool;
-    let port_id = spec
-        .get("port_id")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let Some(port) = ctx.loaded.config.com_ports.get(port_id) else {
-        let names: Vec<&String> = ctx.loaded.config.com_ports.keys().collect();
-        return Err(Box::new(
-            Outcome::refused(
-                tool,
-                "unknown_device",
-                format!("capture.port_id `{port_id}` is not a configured COM port."),
-            )
-            .with("configured_com_ports", json!(names))
-            .not_contacted(),
-        ));
-    };
-    let Some(device) = &port.device else {
-        return Err(invalid(
-            tool,
-            "The capture port names no device yet, so there is nothing to read.",
-        ));
-    };
-    let until = match spec.get("until") {
-        Some(Value::String(text)) => vec![text.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    };
-    let wait = spec
-        .get("wait_timeout_s")
-        .and_then(Value::as_f64)
-        .unwrap_or(CAPTURE_DEFAULT);
-    if !(0.0..=CAPTURE_MAX).contains(&wait) {
-        return Err(invalid(tool, "capture.wait_timeout_s is 60 at most."));
-    }
-    let max_bytes = spec
-        .get("max_bytes")
-        .and_then(Value::as_u64)
-        .unwrap_or(port.max_buffer_bytes);
-    // The capture holds what it reads in memory, so the port's buffer cap is its cap too.
-    if max_bytes > port.max_buffer_bytes {
-        let mut refusal = invalid(
-            tool,
-            &format!(
-                "capture.max_bytes {max_bytes} is above this port's max_buffer_bytes of {}.",
-                port.max_buffer_bytes
-            ),
-        );
-        refusal.set("field", "capture.max_bytes");
-        refusal.set("max_buffer_bytes", port.max_buffer_bytes);
-        return Err(refusal);
-    }
-    Ok(Capture {
-        port_id: port_id.to_owned(),
-        // The node this call's claim locked, not whatever the name leads to by then.
-        device: PathBuf::from(ctx.snapshot.nodes.of(device)),
-        until,
-        wait: Duration::from_secs_f64(wait),
-        max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
     })
 }
 
@@ -313,11 +239,8 @@ fn qemu_work<'a>(
             })
         }
         _ => {
-            let args = flash_args(ctx)?;
-            if let Some(capture) = &args.capture
-                && let Some(port) = config.com_ports.get(&capture.port_id)
-            {
-                resources.push(port.lock_key(&capture.port_id));
+            let args = flash_args(ctx, resources)?;
+            if let Some(capture) = &args.capture {
                 deadline += capture.wait;
             }
             let policy = ArtifactPolicy::from_config(config);
@@ -573,22 +496,13 @@ fn flash(
                 "text": text,
                 "matched": matched,
                 "until": capture.until,
+                "until_matched": matched.is_some(),
                 "capture_ms": capture_ms,
             }),
         );
+        outcome.meta = Some(flash_capture::untrusted(&capture.port_id));
         if matched.is_none() {
-            outcome.ok = false;
-            outcome.error_type = Some("capture_timeout".to_owned());
-            outcome.summary = format!(
-                "Firmware flashed, verified and reset, but the capture did not see what it waited for within {} s.",
-                capture.wait.as_secs_f64()
-            );
-            outcome.side_effect_committed = Some(true);
-            outcome.side_effect_status = Some(SideEffectStatus::Committed);
-            outcome.retry_safe = Some(false);
-            outcome = outcome.with("image_written", true).with_next_step(
-                "The image is on the board; read the port again rather than flashing again.",
-            );
+            flash_capture::timed_out(&mut outcome, capture.wait);
         }
     }
     Acted {

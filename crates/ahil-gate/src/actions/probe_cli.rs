@@ -202,6 +202,7 @@ pub fn work<'a>(
     name: &str,
     debugger: &Debugger,
     executable: Option<PathBuf>,
+    resources: &mut Vec<String>,
 ) -> Result<Work<'a>, Box<Outcome>> {
     let tool = tool_name(ctx.tool);
     let kind = debugger.kind.as_str();
@@ -227,7 +228,7 @@ pub fn work<'a>(
         }
         // The image is checked before the toolchain, so the agent first hears about what it can
         // fix itself.
-        let args = flash_args(ctx)?;
+        let args = flash_args(ctx, resources)?;
         let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
         return Ok(Work::Local(Box::new(move || {
             if let Err(refused) = stage_image(&policy, &args.image) {
@@ -316,7 +317,7 @@ pub fn work<'a>(
     } else {
         timeout
     };
-    let deadline = limit + MARGIN;
+    let mut deadline = limit + MARGIN;
     let run: Box<dyn FnOnce(ahil_drivers::process::CancelFlag) -> Acted + Send> = match tool {
         "debugger_probes_list" => Box::new(move |cancel| {
             let budget = Budget::new(limit).with_cancel(cancel);
@@ -370,18 +371,9 @@ pub fn work<'a>(
             })
         }
         _ => {
-            let args = flash_args(ctx)?;
-            if args.capture.is_some() {
-                return Err(Box::new(
-                    Outcome::refused(
-                        tool,
-                        "not_supported",
-                        "capture reads the emulated board's UART; on a real probe, open a COM session instead.",
-                    )
-                    .with("backend", kind)
-                    .with_remediation(["Call flash_firmware without capture, then com_session_start on the board's port."])
-                    .not_contacted(),
-                ));
+            let args = flash_args(ctx, resources)?;
+            if let Some(capture) = &args.capture {
+                deadline += capture.wait;
             }
             let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
             let base = debugger.flash_address.as_deref().and_then(parse_address);
@@ -498,6 +490,12 @@ fn flash(
         verify: true,
         reset: args.reset_after.then_some(ResetMode::Run),
     };
+    // Opened before the flash, so the first bytes after the reset land in the port's ring.
+    let capture = match args.capture.as_ref().map(super::flash_capture::open) {
+        Some(Ok(open)) => Some(open),
+        Some(Err(refusal)) => return refused(refusal.with("backend", backend.backend())),
+        None => None,
+    };
     let clock = Instant::now();
     let result = backend.flash(&request, budget);
     let hide = staged.path().parent().map(Path::to_path_buf);
@@ -528,6 +526,9 @@ fn flash(
                 backend.product()
             )
         };
+    }
+    if let Some(open) = capture {
+        open.finish(&mut acted.outcome);
     }
     acted
 }

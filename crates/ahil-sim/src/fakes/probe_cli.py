@@ -42,6 +42,26 @@ def write_pid(name, pid):
     os.rename(path + ".tmp", path)
 
 
+def board_reset():
+    """Notes a reset that lets the board run, one line each, for a test's board to boot on.
+
+    Where a board is listening (it made `board-booted`), waits until it booted, so its boot text
+    is printed while this tool still runs, as a real board prints it during the reset."""
+    with open(os.path.join(HERE, "board-resets"), "a", encoding="utf-8") as f:
+        f.write("reset\n")
+    booted = os.path.join(HERE, "board-booted")
+    if not os.path.exists(booted):
+        return
+    with open(os.path.join(HERE, "board-resets"), encoding="utf-8") as f:
+        resets = len(f.readlines())
+    end = time.time() + 5
+    while time.time() < end:
+        with open(booted, encoding="utf-8") as f:
+            if len(f.readlines()) >= resets:
+                return
+        time.sleep(0.01)
+
+
 def hang(with_grandchild):
     if with_grandchild:
         pid = os.fork()
@@ -77,6 +97,8 @@ def openocd(case):
     if case == "ok":
         for marker in echoes:
             err(marker)
+        if "reset;" in script or "reset run" in script:
+            board_reset()
         err("shutdown command invoked")
         return 0
     if case == "warnings":
@@ -174,6 +196,8 @@ def pyocd(case):
         err("0000900 W flash write failed once, retrying [__main__]")
         return 0
     if case in ("ok", "two-probes", "reset-fail", "verify-fail", "noisy"):
+        if command == "reset":
+            board_reset()
         if sub == "flash":
             out("[==================================================] 100%")
             out("0000812 I Erased 16384 bytes (1 sector), programmed 16384 bytes (16 pages) [loader]")
@@ -243,6 +267,7 @@ def stlink(case):
             out("File download complete")
             out("Download verified successfully ")
         if "-rst" in ARGS:
+            board_reset()
             out("MCU Reset")
             out("Software reset is performed")
         if "-halt" in ARGS:
@@ -346,6 +371,8 @@ def esptool(case):
             err("A fatal error occurred: MD5 of file does not match data in flash!")
             return 2
         out("Hash of data verified.")
+        if after == "hard-reset":
+            board_reset()
         esptool_after(after)
         return 0
     if case == "ok":

@@ -1,0 +1,405 @@
+//! Black-box, end to end: `flash_firmware` with `capture` on the CLI backends. Each backend is
+//! `ahil-sim`'s scripted fake, which notes every reset that lets the board run in `board-resets`;
+//! the board is a pty whose far end (a small python process) prints its boot text at each such
+//! reset, so the capture can only see it if the port was open across the flash and its reset.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use rmcp::service::RunningService;
+use serde_json::{Value, json};
+use support::World;
+use support::call;
+
+type Client = RunningService<rmcp::RoleClient, ()>;
+
+/// Prints its pty's device, then boots each time `argv[1]` gains a line: prints its boot text if
+/// the port is open (bytes nobody holds the port for are lost, as on a real UART) and notes the boot
+/// in `argv[2]`, which the fake waits for.
+const BOOT_BOARD: &str = r#"
+import errno, os, select, sys, time, tty
+m, s = os.openpty()
+tty.setraw(m); tty.setraw(s)
+open(sys.argv[2], "w").close()
+print(os.ttyname(s), flush=True)
+os.close(s)
+
+def listened():
+    # With every slave descriptor closed the master reads EIO at once; an open port blocks.
+    r, _, _ = select.select([m], [], [], 0)
+    if not r:
+        return True
+    try:
+        os.read(m, 4096)
+        return True
+    except OSError as e:
+        return e.errno != errno.EIO
+
+seen = 0
+end = time.time() + 120
+while time.time() < end:
+    try:
+        with open(sys.argv[1], encoding="utf-8") as f:
+            count = len(f.readlines())
+    except FileNotFoundError:
+        count = 0
+    if count > seen:
+        seen = count
+        heard = listened()
+        if heard:
+            os.write(m, b"\r\nrom: boot\r\nboot ok v1\r\nready\r\n")
+        with open(sys.argv[2], "a", encoding="utf-8") as f:
+            f.write("printed\n" if heard else "dropped\n")
+    time.sleep(0.02)
+"#;
+
+/// The board behind the capture port.
+struct BootBoard {
+    child: Child,
+    device: String,
+}
+
+impl BootBoard {
+    fn start(resets: &Path, booted: &Path) -> Self {
+        let mut child = Command::new("python3")
+            .args(["-c", BOOT_BOARD])
+            .arg(resets)
+            .arg(booted)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the board names its device");
+        Self {
+            child,
+            device: line.trim().to_owned(),
+        }
+    }
+}
+
+impl Drop for BootBoard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Bench {
+    world: World,
+    tools: PathBuf,
+    /// The image this backend takes (esptool writes raw images).
+    image: &'static str,
+    _board: BootBoard,
+    _esp_port: Option<BootBoard>,
+}
+
+fn fake_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py")
+}
+
+impl Bench {
+    /// One debugger of `kind` (the fake) and a `console` port on the boot board; `version` and
+    /// `console_grants` set the configuration version and the console's permissions block.
+    fn new(kind: &str, version: u8, console_grants: &str) -> Self {
+        let world = World::new();
+        let (_, code) = world.run_json(&["init"]);
+        assert_eq!(code, Some(0), "init succeeds");
+        let tools = world.home.join("tools");
+        std::fs::create_dir_all(&tools).expect("tools dir");
+        let exe = tools.join(match kind {
+            "openocd" => "openocd.py",
+            "pyocd" => "pyocd.py",
+            "esptool" => "esptool.py",
+            _ => "STM32_Programmer_CLI.py",
+        });
+        std::fs::copy(fake_script(), &exe).expect("the fake is installed");
+        std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+        let board = BootBoard::start(&tools.join("board-resets"), &tools.join("board-booted"));
+        // esptool flashes through its own port: another pty, which never resets anything.
+        let esp_port = (kind == "esptool")
+            .then(|| BootBoard::start(&tools.join("never"), &tools.join("never-booted")));
+        let (debugger_type, entry, extra_port) = match (kind, &esp_port) {
+            ("esptool", Some(port)) => (
+                "esptool",
+                "    com_port: flashport\n    flash_address: \"0x10000\"\n",
+                format!(
+                    "  flashport:\n    device: \"{}\"\n    identity_source: device\n",
+                    port.device
+                ),
+            ),
+            ("pyocd", _) => ("pyocd", "    probe_id: E6614103E7\n", String::new()),
+            ("stlink", _) => ("stlink", "", String::new()),
+            _ => ("openocd", "", String::new()),
+        };
+        let state = world.home.join(".local/state/agentic-hil");
+        let config = format!(
+            "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: {version}\n\
+             target:\n  name: board\n  controller: stm32f405\n\
+             debuggers:\n  probe:\n    type: {debugger_type}\n    executable: \"{exe}\"\n{entry}\
+             \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
+             com_ports:\n  console:\n    device: \"{device}\"\n    identity_source: device\n\
+             \x20   permissions:\n{console_grants}{extra_port}\
+             artifacts:\n  allowed_roots: [fw]\n",
+            ws = world.workspace.display(),
+            state = state.display(),
+            exe = exe.display(),
+            device = board.device,
+        );
+        std::fs::write(world.config_path(), config).expect("the test config is written");
+        let fw = world.workspace.join("fw");
+        std::fs::create_dir_all(&fw).expect("fw dir");
+        let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+        std::fs::copy(built.join("ahil-fw-v1.elf"), fw.join("fw.elf")).expect("firmware copies");
+        std::fs::write(fw.join("fw.bin"), [0xE9_u8; 256]).expect("bin image");
+        Self {
+            world,
+            tools,
+            image: if kind == "esptool" {
+                "fw/fw.bin"
+            } else {
+                "fw/fw.elf"
+            },
+            _board: board,
+            _esp_port: esp_port,
+        }
+    }
+
+    fn readable(kind: &str) -> Self {
+        Self::new(kind, 3, "      allow_write: false\n")
+    }
+
+    fn scenario(&self, scenario: &str) {
+        std::fs::write(self.tools.join("fake-scenario"), scenario).expect("scenario");
+    }
+
+    fn calls(&self) -> Vec<Vec<String>> {
+        std::fs::read_to_string(self.tools.join("calls.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("call line"))
+            .collect()
+    }
+
+    async fn connect(&self) -> Client {
+        support::connect(&self.world).await
+    }
+}
+
+fn flash_with_capture(image: &str, until: &str, wait_s: f64) -> Value {
+    json!({
+        "image_path": image,
+        "reset_after_flash": true,
+        "capture": {"port_id": "console", "until": until, "wait_timeout_s": wait_s},
+    })
+}
+
+/// Flashes with a capture until "boot ok", checks the capture, then that the port was given back.
+async fn captures_the_boot_text(kind: &str) {
+    let bench = Bench::readable(kind);
+    let client = bench.connect().await;
+    let result = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("flash_firmware").with_arguments(
+                flash_with_capture(bench.image, "boot ok", 20.0)
+                    .as_object()
+                    .cloned()
+                    .expect("object"),
+            ),
+        )
+        .await
+        .expect("tools/call answers");
+    let doc = result.structured_content.clone().expect("envelope");
+    assert_ne!(result.is_error, Some(true), "{kind}: {doc}");
+    let capture = &doc["capture"];
+    assert_eq!(capture["port_id"], json!("console"), "{doc}");
+    assert_eq!(capture["until_matched"], json!(true), "{doc}");
+    assert_eq!(capture["matched"], json!("boot ok"), "{doc}");
+    let text = capture["text"].as_str().unwrap_or_default();
+    assert!(text.contains("rom: boot"), "{kind}: {text:?}");
+    assert!(
+        text.ends_with("boot ok"),
+        "the read ends at its until: {text:?}"
+    );
+    assert_eq!(capture["bytes_read"], json!(text.len()));
+    assert_eq!(capture["data"]["text"], json!(text));
+    let whole = serde_json::to_value(&result).expect("the result serializes");
+    let untrusted = &whole["_meta"]["agentic_hil/untrusted_content"];
+    assert_eq!(untrusted["source"], json!("device"), "{whole}");
+    assert_eq!(untrusted["port_id"], json!("console"));
+    let flashed = bench
+        .calls()
+        .iter()
+        .filter(|c| c.first().map(String::as_str) != Some("json"))
+        .count();
+    assert!(flashed >= 1, "the backend ran");
+    // Closed and unlocked: a session opens the port right after.
+    let (session, is_error) =
+        call(&client, "com_session_start", json!({"port_id": "console"})).await;
+    assert!(
+        !is_error,
+        "{kind}: the capture gave the port back: {session}"
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn openocd_flash_captures_the_boot_text_printed_after_its_reset() {
+    captures_the_boot_text("openocd").await;
+}
+
+#[tokio::test]
+async fn pyocd_flash_captures_the_boot_text_printed_after_its_reset() {
+    captures_the_boot_text("pyocd").await;
+}
+
+#[tokio::test]
+async fn stm32cubeprogrammer_flash_captures_the_boot_text_printed_after_its_reset() {
+    captures_the_boot_text("stlink").await;
+}
+
+#[tokio::test]
+async fn esptool_flash_captures_the_boot_text_printed_after_its_reset() {
+    captures_the_boot_text("esptool").await;
+}
+
+#[tokio::test]
+async fn a_capture_port_without_its_read_grant_is_refused_before_the_backend_runs() {
+    let bench = Bench::new("openocd", 1, "      allow_read: false\n");
+    let client = bench.connect().await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        flash_with_capture(bench.image, "boot ok", 5.0),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("permission_denied"), "{doc}");
+    assert_eq!(
+        doc["permission"],
+        json!("com_ports.console.permissions.allow_read")
+    );
+    assert_eq!(doc["target_contacted"], json!(false));
+    assert!(
+        bench.calls().is_empty(),
+        "the backend never ran: {:?}",
+        bench.calls()
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_capture_port_held_by_a_com_session_is_refused_before_the_backend_runs() {
+    let bench = Bench::readable("openocd");
+    let client = bench.connect().await;
+    let (session, is_error) =
+        call(&client, "com_session_start", json!({"port_id": "console"})).await;
+    assert!(!is_error, "{session}");
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        flash_with_capture(bench.image, "boot ok", 5.0),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("com_port_busy"), "{doc}");
+    assert_eq!(doc["held_by"], json!("com_session"));
+    assert_eq!(doc["target_contacted"], json!(false));
+    assert!(
+        bench.calls().is_empty(),
+        "the backend never ran: {:?}",
+        bench.calls()
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_capture_that_never_sees_its_text_returns_the_bytes_so_far_unmatched() {
+    let bench = Bench::readable("openocd");
+    let client = bench.connect().await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        flash_with_capture(bench.image, "never printed", 1.0),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("capture_timeout"), "{doc}");
+    assert_eq!(doc["image_written"], json!(true));
+    assert_eq!(doc["capture"]["until_matched"], json!(false), "{doc}");
+    assert_eq!(doc["capture"]["matched"], Value::Null);
+    let text = doc["capture"]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("boot ok v1\r\nready"),
+        "the bytes so far: {text:?}"
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_failed_flash_still_closes_the_capture_port_and_releases_its_lock() {
+    let bench = Bench::readable("openocd");
+    bench.scenario("flash-fail");
+    let client = bench.connect().await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        flash_with_capture(bench.image, "boot ok", 5.0),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_ne!(doc["error_type"], json!("capture_timeout"), "{doc}");
+    assert_eq!(doc["capture"]["until_matched"], json!(false), "{doc}");
+    let (session, is_error) =
+        call(&client, "com_session_start", json!({"port_id": "console"})).await;
+    assert!(!is_error, "the port was given back: {session}");
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_capture_on_the_port_esptool_flashes_through_is_an_invalid_argument() {
+    let bench = Bench::readable("esptool");
+    let client = bench.connect().await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        json!({"image_path": bench.image, "reset_after_flash": true,
+               "capture": {"port_id": "flashport", "until": "boot ok"}}),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("invalid_argument"), "{doc}");
+    assert_eq!(doc["field"], json!("capture.port_id"));
+    assert!(bench.calls().is_empty(), "esptool never ran");
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_capture_port_another_server_holds_is_device_busy_before_the_backend_runs() {
+    let bench = Bench::readable("openocd");
+    let holder = bench.connect().await;
+    let (session, is_error) =
+        call(&holder, "com_session_start", json!({"port_id": "console"})).await;
+    assert!(!is_error, "{session}");
+    let client = bench.connect().await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        flash_with_capture(bench.image, "boot ok", 5.0),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("device_busy"), "{doc}");
+    assert_eq!(doc["target_contacted"], json!(false));
+    assert!(
+        bench.calls().is_empty(),
+        "the backend never ran: {:?}",
+        bench.calls()
+    );
+    client.cancel().await.expect("client closes");
+    holder.cancel().await.expect("holder closes");
+}
