@@ -1,0 +1,933 @@
+//! Side by side with the installed reference (agentic-hil 0.25.0): the same calls, on the same
+//! inputs, to both servers, each in its own HOME and workspace. Only `isError`, `error_type` and a
+//! few key fields are compared, never whole documents. Every difference must be listed in
+//! [`DIFFERENCES`] (and explained in docs/COMPATIBILITY.md); an unlisted difference fails, and so
+//! does a listed one that no longer occurs, so the list stays true.
+
+mod support;
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+use support::raw::{EchoBoard, Mcp};
+use support::{World, reference};
+
+/// Why the two answers differ. Each id is a heading of docs/COMPATIBILITY.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reason {
+    /// A refusal decided before any device was contacted is `not_started` and `retry_safe`.
+    RefusedBeforeContactIsRetrySafe,
+    /// A frame the adapter could never send is refused before it reaches the adapter.
+    FramesRefusedBeforeTheAdapter,
+    /// No absolute path of the machine reaches a client.
+    NoAbsolutePaths,
+    /// `check-plan --strict` names a plan's unconfigured device as `unknown_device`.
+    UnconfiguredPlanDeviceIsUnknownDevice,
+    /// A configuration key or value only this implementation has (`type: probe-rs`, …).
+    OursAlone,
+    /// A bug of ours, to be fixed under issue #25; listed so the suite passes today.
+    KnownBug,
+}
+
+impl Reason {
+    fn id(self) -> &'static str {
+        match self {
+            Self::RefusedBeforeContactIsRetrySafe => "refused-before-contact-is-retry-safe",
+            Self::FramesRefusedBeforeTheAdapter => "frames-refused-before-the-adapter",
+            Self::NoAbsolutePaths => "no-absolute-paths",
+            Self::UnconfiguredPlanDeviceIsUnknownDevice => {
+                "unconfigured-plan-device-is-unknown-device"
+            }
+            Self::OursAlone => "ours-alone",
+            Self::KnownBug => "known-bug",
+        }
+    }
+}
+
+/// One listed difference: (case, field, our value, the reference's value, reason), values as JSON.
+struct Difference {
+    case: &'static str,
+    field: &'static str,
+    ours: &'static str,
+    reference: &'static str,
+    reason: Reason,
+}
+
+const fn diff(
+    case: &'static str,
+    field: &'static str,
+    ours: &'static str,
+    reference: &'static str,
+    reason: Reason,
+) -> Difference {
+    Difference {
+        case,
+        field,
+        ours,
+        reference,
+        reason,
+    }
+}
+
+use Reason::{
+    FramesRefusedBeforeTheAdapter as Frames, KnownBug, NoAbsolutePaths as NoPaths, OursAlone,
+    RefusedBeforeContactIsRetrySafe as RetrySafe,
+    UnconfiguredPlanDeviceIsUnknownDevice as PlanDevice,
+};
+
+/// Every difference the suite accepts. A `KnownBug` entry is a TODO(#25): fix ours, then delete it.
+const DIFFERENCES: &[Difference] = &[
+    // serial
+    diff(
+        "serial/com_session_stop",
+        "config_in_force.path#leaks_root",
+        "false",
+        "true",
+        NoPaths,
+    ),
+    diff(
+        "serial/com_session_start unknown port",
+        "side_effect_status",
+        "\"not_started\"",
+        "\"unknown\"",
+        RetrySafe,
+    ),
+    diff(
+        "serial/com_session_start unknown port",
+        "retry_safe",
+        "true",
+        "false",
+        RetrySafe,
+    ),
+    diff(
+        "serial/bench_run_start undeclared",
+        "retry_safe",
+        "true",
+        "false",
+        RetrySafe,
+    ),
+    diff(
+        "serial/bench_run_start debugger",
+        "declared_devices#leaks_root",
+        "false",
+        "true",
+        NoPaths,
+    ),
+    // can
+    diff(
+        "can/can_send unknown bus",
+        "side_effect_status",
+        "\"not_started\"",
+        "\"unknown\"",
+        RetrySafe,
+    ),
+    diff(
+        "can/can_send unknown bus",
+        "retry_safe",
+        "true",
+        "false",
+        RetrySafe,
+    ),
+    diff(
+        "can/can_send nine bytes",
+        "side_effect_status",
+        "\"not_started\"",
+        "\"unknown\"",
+        Frames,
+    ),
+    diff(
+        "can/can_send nine bytes",
+        "retry_safe",
+        "true",
+        "false",
+        Frames,
+    ),
+    diff(
+        "can/can_read after the refused frame",
+        "isError",
+        "false",
+        "true",
+        Frames,
+    ),
+    diff(
+        "can/can_read after the refused frame",
+        "error_type",
+        "null",
+        "\"session_not_active\"",
+        Frames,
+    ),
+    // power supply
+    diff(
+        "psu/power_supply_set above the channel voltage limit",
+        "retry_safe",
+        "true",
+        "false",
+        RetrySafe,
+    ),
+    diff(
+        "psu/power_supply_set above the channel current limit",
+        "retry_safe",
+        "true",
+        "false",
+        RetrySafe,
+    ),
+    diff(
+        "psu/power_supply_status unknown supply",
+        "retry_safe",
+        "true",
+        "false",
+        RetrySafe,
+    ),
+    // unbound bench
+    diff(
+        "unbound/project_config_describe",
+        "config_status.path#leaks_root",
+        "false",
+        "true",
+        NoPaths,
+    ),
+    diff(
+        "unbound/check-plan --strict unconfigured device",
+        "error_type",
+        "\"unknown_device\"",
+        "null",
+        PlanDevice,
+    ),
+    // TODO(#25): an unknown key's refusal names the argument in `field`, as a wrong value's does.
+    diff(
+        "unbound/project_config_set unknown key",
+        "field",
+        "null",
+        "\"changes.0.key\"",
+        KnownBug,
+    ),
+    // ours alone
+    diff(
+        "ours-alone/doctor with a probe-rs debugger",
+        "isError",
+        "false",
+        "true",
+        OursAlone,
+    ),
+    diff(
+        "ours-alone/doctor with a probe-rs debugger",
+        "error_type",
+        "null",
+        "\"config_invalid\"",
+        OursAlone,
+    ),
+];
+
+/// One call made to both implementations.
+enum Call {
+    Tool(&'static str, Value),
+    /// A command line; `--json` is added, and a nonzero exit is `isError`.
+    Cli(&'static [&'static str]),
+}
+
+struct Step {
+    case: &'static str,
+    call: Call,
+    /// Compared beside `isError` and `error_type`: a dotted path into the envelope, optionally
+    /// `#len` (an array's length) or `#leaks_root` (whether the value names the test's temp root).
+    fields: &'static [&'static str],
+}
+
+fn tool(
+    case: &'static str,
+    name: &'static str,
+    args: Value,
+    fields: &'static [&'static str],
+) -> Step {
+    Step {
+        case,
+        call: Call::Tool(name, args),
+        fields,
+    }
+}
+
+fn cli(case: &'static str, args: &'static [&'static str], fields: &'static [&'static str]) -> Step {
+    Step {
+        case,
+        call: Call::Cli(args),
+        fields,
+    }
+}
+
+/// `program init` in `world`, which must succeed: each implementation writes its own file.
+fn init(world: &World, program: &Path) {
+    let mut cmd = Command::new(program);
+    world.scrub(&mut cmd);
+    let out = cmd.arg("init").output().expect("init runs");
+    assert!(
+        out.status.success(),
+        "{} init: {}{}",
+        program.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn edit_config(world: &World, from: &str, to: &str) {
+    let path = world.config_path();
+    let text = std::fs::read_to_string(&path).expect("config");
+    assert!(text.contains(from), "the generated file has {from:?}");
+    std::fs::write(&path, text.replacen(from, to, 1)).expect("write config");
+}
+
+fn lookup(doc: &Value, path: &str) -> Value {
+    let mut cur = doc;
+    for part in path.split('.') {
+        cur = match part.parse::<usize>() {
+            Ok(index) => &cur[index],
+            Err(_) => &cur[part],
+        };
+    }
+    cur.clone()
+}
+
+/// A field of one answer; `result` is the whole `tools/call` result.
+fn field(result: &Value, spec: &str, root: &Path) -> Value {
+    if spec == "isError" {
+        return Value::Bool(result["isError"].as_bool().unwrap_or(false));
+    }
+    let envelope = &result["structuredContent"];
+    let (path, op) = spec.split_once('#').unwrap_or((spec, ""));
+    let value = lookup(envelope, path);
+    match op {
+        "" => value,
+        "len" => value.as_array().map_or(Value::Null, |a| json!(a.len())),
+        "leaks_root" => json!(value.to_string().contains(&root.display().to_string())),
+        other => panic!("unknown field operation {other}"),
+    }
+}
+
+fn run_cli(world: &World, program: &Path, args: &[&str]) -> Value {
+    let mut cmd = Command::new(program);
+    world.scrub(&mut cmd);
+    let out = cmd.args(args).arg("--json").output().expect("the CLI runs");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{} {args:?} printed no JSON ({e}): {}\n{}",
+            program.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    json!({"isError": !out.status.success(), "structuredContent": doc})
+}
+
+/// One observed value: (case, field, value).
+type Observed = Vec<(&'static str, String, Value)>;
+
+/// Runs every step against `program` in a fresh world prepared by `bench` (which returns what must
+/// stay alive while the steps run: a pty board, a simulator).
+fn observe<G>(program: &Path, bench: &dyn Fn(&World, &Path) -> G, steps: &[Step]) -> Observed {
+    let world = World::new();
+    init(&world, program);
+    let _guard = bench(&world, program);
+    let root = world.home.parent().expect("the world's root").to_path_buf();
+    let mut mcp: Option<Mcp> = None;
+    let mut seen = Vec::new();
+    for step in steps {
+        let result = match &step.call {
+            Call::Tool(name, args) => mcp
+                .get_or_insert_with(|| Mcp::start(&world, program))
+                .call(name, args),
+            Call::Cli(args) => run_cli(&world, program, args),
+        };
+        assert!(
+            result["structuredContent"].is_object(),
+            "{}: {} answered no envelope: {result}",
+            step.case,
+            program.display()
+        );
+        for spec in ["isError", "error_type"].iter().chain(step.fields) {
+            seen.push((step.case, (*spec).to_owned(), field(&result, spec, &root)));
+        }
+    }
+    seen
+}
+
+fn parse(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{text:?} is JSON in the table: {e}"))
+}
+
+/// Runs `steps` on both, then holds the differences under `scope` to [`DIFFERENCES`].
+fn compare<G>(scope: &str, bench: &dyn Fn(&World, &Path) -> G, steps: &[Step]) {
+    let ours = observe(Path::new(World::binary()), bench, steps);
+    let theirs = observe(&reference(), bench, steps);
+    let listed: Vec<&Difference> = DIFFERENCES
+        .iter()
+        .filter(|d| d.case.starts_with(scope))
+        .collect();
+    let mut failures = String::new();
+    let mut occurred = vec![false; listed.len()];
+    for ((case, spec, mine), (_, _, other)) in ours.iter().zip(&theirs) {
+        let entry = listed
+            .iter()
+            .position(|d| d.case == *case && d.field == spec);
+        match entry {
+            Some(i) if parse(listed[i].ours) == *mine && parse(listed[i].reference) == *other => {
+                occurred[i] = true;
+            }
+            Some(i) => {
+                let d = listed[i];
+                let _ = writeln!(
+                    failures,
+                    "{case} {spec}: listed as ours {} / reference {} ({}), now ours {mine} / reference {other}",
+                    d.ours,
+                    d.reference,
+                    d.reason.id()
+                );
+                occurred[i] = true;
+            }
+            None if mine != other => {
+                let _ = writeln!(
+                    failures,
+                    "{case} {spec}: ours {mine}, reference {other} (not in DIFFERENCES)"
+                );
+            }
+            None => {}
+        }
+    }
+    for (d, seen) in listed.iter().zip(&occurred) {
+        if !seen {
+            let _ = writeln!(
+                failures,
+                "{} {}: listed ({}) but never compared: a step is missing",
+                d.case,
+                d.field,
+                d.reason.id()
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{scope}: differences from the list:\n{failures}"
+    );
+}
+
+fn serial_bench(world: &World, _program: &Path) -> EchoBoard {
+    let board = EchoBoard::start();
+    let ports = format!(
+        "com_ports:\n  uart0:\n    device: \"{}\"\n    identity_source: device\n    permissions:\n      allow_write: true\n",
+        board.device
+    );
+    edit_config(world, "com_ports: {}", &ports);
+    board
+}
+
+#[test]
+fn serial_ports_bench_runs_and_leases_answer_as_the_reference_does() {
+    let port = || json!({"port_id": "uart0"});
+    let uart = || json!({"devices": [{"kind": "uart", "id": "uart0"}]});
+    let steps = [
+        tool(
+            "serial/com_ports_list",
+            "com_ports_list",
+            json!({}),
+            &["ports.uart0.session_active", "ports.uart0.identity_source"],
+        ),
+        tool(
+            "serial/hardware_lease_status",
+            "hardware_lease_status",
+            json!({}),
+            &[
+                "owner_active",
+                "bench_held",
+                "blocked",
+                "incident_stands",
+                "held_devices#len",
+                "standing_incidents#len",
+                "leases#len",
+            ],
+        ),
+        tool(
+            "serial/com_write no session",
+            "com_write",
+            json!({"port_id": "uart0", "text": "x"}),
+            &["side_effect_status", "retry_safe"],
+        ),
+        tool("serial/com_read no session", "com_read", port(), &[]),
+        tool(
+            "serial/com_session_stop no session",
+            "com_session_stop",
+            port(),
+            &["was_active"],
+        ),
+        tool(
+            "serial/com_session_start",
+            "com_session_start",
+            port(),
+            &["side_effect_status"],
+        ),
+        tool(
+            "serial/com_write",
+            "com_write",
+            json!({"port_id": "uart0", "text": "hello\n"}),
+            &["bytes_written", "data.hex"],
+        ),
+        tool(
+            "serial/com_read until",
+            "com_read",
+            json!({"port_id": "uart0", "until": "HELLO", "wait_timeout_s": 5}),
+            &["bytes_read", "matched", "until_matched", "data.text"],
+        ),
+        tool(
+            "serial/com_write text and hex",
+            "com_write",
+            json!({"port_id": "uart0", "text": "a", "hex": "41"}),
+            &[],
+        ),
+        tool(
+            "serial/com_session_stop",
+            "com_session_stop",
+            port(),
+            &[
+                "was_active",
+                "lease_state",
+                "config_in_force.path#leaks_root",
+            ],
+        ),
+        tool(
+            "serial/com_session_start unknown port",
+            "com_session_start",
+            json!({"port_id": "nope"}),
+            &["side_effect_status", "retry_safe"],
+        ),
+        tool(
+            "serial/project_config_set a string for a number",
+            "project_config_set",
+            change("com_ports.uart0.baudrate", json!("fast")),
+            &["field", "side_effect_status"],
+        ),
+        tool(
+            "serial/project_config_set a zero baudrate",
+            "project_config_set",
+            change("com_ports.uart0.baudrate", json!(0)),
+            &["field", "side_effect_status"],
+        ),
+        tool(
+            "serial/bench_run_status idle",
+            "bench_run_status",
+            json!({}),
+            &["run_active", "declared_devices#len"],
+        ),
+        tool(
+            "serial/bench_run_stop idle",
+            "bench_run_stop",
+            json!({}),
+            &["run_was_active", "released_devices#len"],
+        ),
+        tool(
+            "serial/bench_run_start undeclared",
+            "bench_run_start",
+            json!({"devices": [{"kind": "uart", "id": "nope"}]}),
+            &["retry_safe"],
+        ),
+        tool(
+            "serial/bench_run_start",
+            "bench_run_start",
+            uart(),
+            &["declared_devices#len", "devices.0.identity_source"],
+        ),
+        tool(
+            "serial/bench_run_start again",
+            "bench_run_start",
+            uart(),
+            &["declared_devices#len"],
+        ),
+        tool(
+            "serial/bench_run_status active",
+            "bench_run_status",
+            json!({}),
+            &["run_active", "declared_devices#len"],
+        ),
+        tool(
+            "serial/com_session_start in the run",
+            "com_session_start",
+            port(),
+            &[],
+        ),
+        tool(
+            "serial/bench_run_stop with a session open",
+            "bench_run_stop",
+            json!({}),
+            &[
+                "run_was_active",
+                "released_devices#len",
+                "still_held_devices#len",
+                "open_leases#len",
+            ],
+        ),
+        tool(
+            "serial/com_session_stop after the run",
+            "com_session_stop",
+            port(),
+            &["was_active"],
+        ),
+        tool(
+            "serial/bench_run_start debugger",
+            "bench_run_start",
+            json!({"devices": [{"kind": "debugger", "id": "dut"}]}),
+            &["declared_devices#leaks_root"],
+        ),
+        tool(
+            "serial/bench_run_stop debugger",
+            "bench_run_stop",
+            json!({}),
+            &["run_was_active"],
+        ),
+    ];
+    compare("serial/", &serial_bench, &steps);
+}
+
+/// The bridge simulator behind a `#!/bin/sh` wrapper, as a process bus names it.
+fn can_bench(world: &World, _program: &Path) {
+    let bridge = world.write_fake_tool(
+        "bridge",
+        &format!(
+            "#!/bin/sh\nexec \"{}\" can-bridge-sim --mode normal --period-ms 30\n",
+            World::binary()
+        ),
+    );
+    let mut yaml = String::from("can_buses:\n");
+    for (bus, write) in [("ecu", true), ("ro", false), ("nine", true)] {
+        let _ = write!(
+            yaml,
+            "  {bus}:\n    adapter: process\n    channel: sim-{bus}\n    executable: \"{}\"\n    timeout_s: 2\n    permissions:\n      allow_write: {write}\n",
+            bridge.display()
+        );
+    }
+    edit_config(world, "can_buses: {}", yaml.trim_end());
+}
+
+#[test]
+fn can_buses_on_the_bridge_simulator_answer_as_the_reference_does() {
+    let bus = |id: &str| json!({"bus_id": id});
+    let steps = [
+        tool(
+            "can/can_buses_list",
+            "can_buses_list",
+            json!({}),
+            &[
+                "buses.ecu.session_active",
+                "buses.ecu.listen_only_enforcement",
+                "buses.ecu.max_frame_data_bytes",
+            ],
+        ),
+        tool("can/can_read no session", "can_read", bus("ecu"), &[]),
+        tool(
+            "can/can_send no session",
+            "can_send",
+            json!({"bus_id": "ecu", "frame_id": 0x123, "data_hex": "01"}),
+            &["side_effect_status", "retry_safe"],
+        ),
+        tool(
+            "can/can_session_stop no session",
+            "can_session_stop",
+            bus("ecu"),
+            &["was_active"],
+        ),
+        tool("can/can_read unknown bus", "can_read", bus("nope"), &[]),
+        tool(
+            "can/can_send unknown bus",
+            "can_send",
+            json!({"bus_id": "nope", "frame_id": 1}),
+            &["side_effect_status", "retry_safe"],
+        ),
+        tool(
+            "can/can_session_start",
+            "can_session_start",
+            bus("ecu"),
+            &[
+                "already_active",
+                "side_effect_status",
+                "adapter_result.backend",
+            ],
+        ),
+        tool(
+            "can/can_send",
+            "can_send",
+            json!({"bus_id": "ecu", "frame_id": 0x123, "data_hex": "0102"}),
+            &["side_effect_status"],
+        ),
+        tool(
+            "can/can_read",
+            "can_read",
+            json!({"bus_id": "ecu", "max_frames": 1, "wait_timeout_s": 5}),
+            &["frames_read", "frames#len"],
+        ),
+        tool(
+            "can/can_session_stop",
+            "can_session_stop",
+            bus("ecu"),
+            &["was_active"],
+        ),
+        tool(
+            "can/can_session_start read-only",
+            "can_session_start",
+            bus("ro"),
+            &[],
+        ),
+        tool(
+            "can/can_send read-only",
+            "can_send",
+            json!({"bus_id": "ro", "frame_id": 1, "data_hex": "01"}),
+            &["side_effect_status", "retry_safe"],
+        ),
+        tool(
+            "can/can_session_stop read-only",
+            "can_session_stop",
+            bus("ro"),
+            &["was_active"],
+        ),
+        tool(
+            "can/can_session_start nine",
+            "can_session_start",
+            bus("nine"),
+            &[],
+        ),
+        tool(
+            "can/can_send nine bytes",
+            "can_send",
+            json!({"bus_id": "nine", "frame_id": 1, "data_hex": "010203040506070809"}),
+            &["side_effect_status", "retry_safe"],
+        ),
+        tool(
+            "can/can_read after the refused frame",
+            "can_read",
+            json!({"bus_id": "nine", "max_frames": 1, "wait_timeout_s": 0}),
+            &[],
+        ),
+    ];
+    compare("can/", &can_bench, &steps);
+}
+
+/// The RS-3005P simulator on a pty (our binary's `psu-sim`, for both). Neither server is given a
+/// serial inventory, so neither can confirm the pty's USB ids: both refuse to open it, and what is
+/// compared is that refusal and every refusal decided before the port.
+struct PsuSim(Child);
+
+impl Drop for PsuSim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn psu_bench(world: &World, _program: &Path) -> PsuSim {
+    let link = world.home.join("psu-tty");
+    let mut sim = world.command();
+    let mut sim = sim
+        .args(["psu-sim", "--link"])
+        .arg(&link)
+        .args(["--mode", "normal"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the supply simulator starts");
+    let mut ready = String::new();
+    BufReader::new(sim.stdout.take().expect("stdout"))
+        .read_line(&mut ready)
+        .expect("the simulator names its pty");
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+         target:\n  name: sim\n  controller: stm32f405\n\
+         debuggers:\n  board:\n    type: openocd\n    executable: null\n\
+         com_ports:\n  psu:\n    device: \"{link}\"\n    resource_id: bench-psu\n    vid: 1046\n    pid: 20497\n\
+         power_supplies:\n  bench:\n    type: rs3005p\n    com_port: psu\n    powers: [board]\n\
+         \x20   idn_serial: \"03682957\"\n    timeout_s: 0.3\n    voltage_limit_v: 5.5\n    current_limit_a: 1.5\n\
+         \x20   channels:\n      \"1\": {{voltage_limit_v: 5.0, current_limit_a: 1.0}}\n\
+         \x20   permissions: {{allow_set: true, allow_output: true}}\n",
+        ws = world.workspace.display(),
+        state = world.home.join(".local/state/agentic-hil").display(),
+        link = link.display(),
+    );
+    std::fs::write(world.config_path(), config).expect("the supply config is written");
+    PsuSim(sim)
+}
+
+#[test]
+fn power_supply_refusals_answer_as_the_reference_does() {
+    let steps = [
+        tool(
+            "psu/power_supply_status unverified port",
+            "power_supply_status",
+            json!({"supply_id": "bench"}),
+            &["side_effect_status"],
+        ),
+        tool(
+            "psu/power_supply_set above the channel voltage limit",
+            "power_supply_set",
+            json!({"supply_id": "bench", "voltage_v": 6.0}),
+            &["limit", "side_effect_status", "retry_safe"],
+        ),
+        tool(
+            "psu/power_supply_set above the channel current limit",
+            "power_supply_set",
+            json!({"supply_id": "bench", "current_a": 1.2}),
+            &["limit", "side_effect_status", "retry_safe"],
+        ),
+        tool(
+            "psu/power_supply_set unknown channel",
+            "power_supply_set",
+            json!({"supply_id": "bench", "channel": 2, "voltage_v": 1.0}),
+            &["side_effect_status"],
+        ),
+        tool(
+            "psu/power_supply_set within the limits",
+            "power_supply_set",
+            json!({"supply_id": "bench", "voltage_v": 3.3}),
+            &["side_effect_status"],
+        ),
+        tool(
+            "psu/power_supply_output unverified port",
+            "power_supply_output",
+            json!({"supply_id": "bench", "on": true}),
+            &["side_effect_status"],
+        ),
+        tool(
+            "psu/power_supply_status unknown supply",
+            "power_supply_status",
+            json!({"supply_id": "nope"}),
+            &["side_effect_status", "retry_safe"],
+        ),
+    ];
+    compare("psu/", &psu_bench, &steps);
+}
+
+const OTHER_PLAN: &str = "version: 5\nname: other\nsteps:\n  - {device: uart9, action: uart_open}\n  - {device: uart9, action: uart_close}\n";
+const THIS_PLAN: &str =
+    "version: 5\nname: this\nsteps:\n  - {device: dut, action: reset, mode: run}\n";
+
+/// What `init` wrote, untouched, plus two test plans.
+fn unbound_bench(world: &World, _program: &Path) {
+    std::fs::write(world.workspace.join("other.yaml"), OTHER_PLAN).expect("plan");
+    std::fs::write(world.workspace.join("this.yaml"), THIS_PLAN).expect("plan");
+}
+
+fn change(key: &str, value: Value) -> Value {
+    json!({"changes": [{"key": key, "value": value}]})
+}
+
+#[test]
+fn an_unbound_bench_answers_config_artifact_and_plan_calls_as_the_reference_does() {
+    let steps = [
+        tool(
+            "unbound/project_config_describe",
+            "project_config_describe",
+            json!({}),
+            &[
+                "config_status.state",
+                "config_status.reload_required",
+                "config_status.path#leaks_root",
+            ],
+        ),
+        tool(
+            "unbound/project_config_set unknown key",
+            "project_config_set",
+            change("debuggers.dut.permissions.allow_nothing", json!(false)),
+            &["field", "side_effect_status"],
+        ),
+        tool(
+            "unbound/project_config_set the string false",
+            "project_config_set",
+            change("debuggers.dut.permissions.allow_flash", json!("false")),
+            &["field", "side_effect_status"],
+        ),
+        tool(
+            "unbound/project_config_set widening",
+            "project_config_set",
+            change("debuggers.dut.permissions.allow_mass_erase", json!(true)),
+            &["side_effect_status", "retry_safe"],
+        ),
+        tool(
+            "unbound/flash_firmware missing image",
+            "flash_firmware",
+            json!({"image_path": "build/missing.elf"}),
+            &[],
+        ),
+        tool(
+            "unbound/flash_firmware image outside the workspace",
+            "flash_firmware",
+            json!({"image_path": "/etc/passwd"}),
+            &[],
+        ),
+        tool(
+            "unbound/debug_start_session missing image",
+            "debug_start_session",
+            json!({"image_path": "build/missing.elf"}),
+            &[],
+        ),
+        tool(
+            "unbound/debug_list_breakpoints no session",
+            "debug_list_breakpoints",
+            json!({}),
+            &["active"],
+        ),
+        cli(
+            "unbound/check-plan",
+            &["check-plan", "other.yaml", "this.yaml"],
+            &[
+                "ok",
+                "strict",
+                "plans#len",
+                "plans.0.unconfigured_devices",
+                "plans.1.ok",
+            ],
+        ),
+        cli(
+            "unbound/check-plan --strict unconfigured device",
+            &["check-plan", "--strict", "other.yaml"],
+            &["ok", "strict"],
+        ),
+        cli(
+            "unbound/check-plan --strict this bench",
+            &["check-plan", "--strict", "this.yaml"],
+            &["ok"],
+        ),
+    ];
+    compare("unbound/", &unbound_bench, &steps);
+}
+
+fn probe_rs_bench(world: &World, _program: &Path) {
+    edit_config(world, "type: \"openocd\"", "type: \"probe-rs\"");
+}
+
+#[test]
+fn a_probe_rs_debugger_is_ours_alone() {
+    let steps = [cli(
+        "ours-alone/doctor with a probe-rs debugger",
+        &["doctor"],
+        &[],
+    )];
+    compare("ours-alone/", &probe_rs_bench, &steps);
+}
+
+/// The documentation explains every reason the table uses, so no difference is listed without one.
+#[test]
+fn every_listed_reason_is_explained_in_compatibility_md() {
+    let doc = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/COMPATIBILITY.md");
+    let text = std::fs::read_to_string(&doc).expect("docs/COMPATIBILITY.md exists");
+    for d in DIFFERENCES {
+        let anchor = format!("<a id=\"{}\">", d.reason.id());
+        assert!(
+            text.contains(&anchor),
+            "{} is not explained in COMPATIBILITY.md",
+            d.reason.id()
+        );
+        if d.reason != KnownBug {
+            continue;
+        }
+        assert!(
+            text.contains(d.case),
+            "known bug {} is not listed in COMPATIBILITY.md",
+            d.case
+        );
+    }
+}
