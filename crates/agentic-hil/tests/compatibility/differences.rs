@@ -1,0 +1,67 @@
+//! The differences the suite accepts, each with its reason; docs/COMPATIBILITY.md explains every
+//! reason, and the suite fails on a difference missing here or listed here and no longer seen.
+
+/// Why the two answers differ. Each id is an anchor in docs/COMPATIBILITY.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// A refusal decided before any device was contacted is `not_started` and `retry_safe`.
+    RetrySafe,
+    /// A frame the adapter could never send is refused before it reaches the adapter.
+    Frames,
+    /// No absolute path of the machine reaches a client.
+    NoPaths,
+    /// `check-plan --strict` names a plan's unconfigured device as `unknown_device`.
+    PlanDevice,
+    /// A configuration key or value only this implementation has (`type: probe-rs`, …).
+    OursAlone,
+    /// A bug of ours, a TODO(#25): fix ours, then delete its row.
+    KnownBug,
+}
+
+impl Reason {
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::RetrySafe => "refused-before-contact-is-retry-safe",
+            Self::Frames => "frames-refused-before-the-adapter",
+            Self::NoPaths => "no-absolute-paths",
+            Self::PlanDevice => "unconfigured-plan-device-is-unknown-device",
+            Self::OursAlone => "ours-alone",
+            Self::KnownBug => "known-bug",
+        }
+    }
+}
+
+/// One listed difference: (case, field, our value, the reference's value, reason); values are JSON.
+pub type Difference = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Reason,
+);
+
+use Reason::{Frames, KnownBug, NoPaths, OursAlone, PlanDevice, RetrySafe};
+
+#[rustfmt::skip]
+pub const DIFFERENCES: &[Difference] = &[
+    ("serial/com_session_stop", "config_in_force.path#leaks_root", "false", "true", NoPaths),
+    ("serial/com_session_start unknown port", "side_effect_status", r#""not_started""#, r#""unknown""#, RetrySafe),
+    ("serial/com_session_start unknown port", "retry_safe", "true", "false", RetrySafe),
+    ("run/bench_run_start undeclared", "retry_safe", "true", "false", RetrySafe),
+    ("run/bench_run_start debugger", "declared_devices#leaks_root", "false", "true", NoPaths),
+    ("can/can_send unknown bus", "side_effect_status", r#""not_started""#, r#""unknown""#, RetrySafe),
+    ("can/can_send unknown bus", "retry_safe", "true", "false", RetrySafe),
+    ("can/can_send nine bytes", "side_effect_status", r#""not_started""#, r#""unknown""#, Frames),
+    ("can/can_send nine bytes", "retry_safe", "true", "false", Frames),
+    ("can/can_read after the refused frame", "isError", "false", "true", Frames),
+    ("can/can_read after the refused frame", "error_type", "null", r#""session_not_active""#, Frames),
+    ("psu/power_supply_set above the channel voltage limit", "retry_safe", "true", "false", RetrySafe),
+    ("psu/power_supply_set above the channel current limit", "retry_safe", "true", "false", RetrySafe),
+    ("psu/power_supply_status unknown supply", "retry_safe", "true", "false", RetrySafe),
+    ("unbound/project_config_describe", "config_status.path#leaks_root", "false", "true", NoPaths),
+    ("unbound/check-plan --strict unconfigured device", "error_type", r#""unknown_device""#, "null", PlanDevice),
+    // TODO(#25): an unknown key's refusal names the argument in `field`, as a wrong value's does.
+    ("unbound/project_config_set unknown key", "field", "null", r#""changes.0.key""#, KnownBug),
+    ("ours-alone/doctor with a probe-rs debugger", "isError", "false", "true", OursAlone),
+    ("ours-alone/doctor with a probe-rs debugger", "error_type", "null", r#""config_invalid""#, OursAlone),
+];
