@@ -16,6 +16,8 @@ pub enum Call {
     Tool(&'static str, Value),
     /// A command line; `--json` is added, and a nonzero exit is `isError`.
     Cli(&'static [&'static str]),
+    /// Appends text to the configuration file behind the running server's back; nothing compared.
+    AppendToConfig(&'static str),
 }
 
 pub struct Step {
@@ -36,6 +38,14 @@ pub fn tool(
         case,
         call: Call::Tool(name, args),
         fields,
+    }
+}
+
+pub fn append_to_config(case: &'static str, text: &'static str) -> Step {
+    Step {
+        case,
+        call: Call::AppendToConfig(text),
+        fields: &[],
     }
 }
 
@@ -89,6 +99,15 @@ pub fn field(result: &Value, spec: &str, root: &Path) -> Value {
         return Value::Bool(result["isError"].as_bool().unwrap_or(false));
     }
     let envelope = &result["structuredContent"];
+    // `keys@name@field`: `field` of the element of array `keys` whose `key` is `name` (key names
+    // hold dots, so they cannot be path segments).
+    if let [array, key, rest] = spec.splitn(3, '@').collect::<Vec<_>>()[..] {
+        let element = lookup(envelope, array)
+            .as_array()
+            .and_then(|items| items.iter().find(|item| item["key"] == key).cloned())
+            .unwrap_or(Value::Null);
+        return lookup(&element, rest);
+    }
     let (path, op) = spec.split_once('#').unwrap_or((spec, ""));
     let value = lookup(envelope, path);
     match op {
@@ -132,6 +151,13 @@ pub fn observe<G>(program: &Path, bench: &dyn Fn(&World, &Path) -> G, steps: &[S
                 .get_or_insert_with(|| Mcp::start(&world, program))
                 .call(name, args),
             Call::Cli(args) => run_cli(&world, program, args),
+            Call::AppendToConfig(text) => {
+                let path = world.config_path();
+                let mut body = std::fs::read_to_string(&path).expect("config");
+                body.push_str(text);
+                std::fs::write(&path, body).expect("write config");
+                continue;
+            }
         };
         assert!(
             result["structuredContent"].is_object(),

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
 use differences::{DIFFERENCES, Reason};
-use driver::{cli, compare, edit_config, tool};
+use driver::{append_to_config, cli, compare, edit_config, tool};
 use serde_json::{Value, json};
 use support::World;
 use support::raw::EchoBoard;
@@ -437,16 +437,6 @@ fn change(key: &str, value: &Value) -> Value {
 fn an_unbound_bench_answers_config_artifact_and_plan_calls_as_the_reference_does() {
     let steps = [
         tool(
-            "unbound/project_config_describe",
-            "project_config_describe",
-            json!({}),
-            &[
-                "config_status.state",
-                "config_status.reload_required",
-                "config_status.path#leaks_root",
-            ],
-        ),
-        tool(
             "unbound/project_config_set unknown key",
             "project_config_set",
             change("debuggers.dut.permissions.allow_nothing", &json!(false)),
@@ -482,12 +472,6 @@ fn an_unbound_bench_answers_config_artifact_and_plan_calls_as_the_reference_does
             json!({"image_path": "build/missing.elf"}),
             &[],
         ),
-        tool(
-            "unbound/debug_list_breakpoints no session",
-            "debug_list_breakpoints",
-            json!({}),
-            &["active"],
-        ),
         cli(
             "unbound/check-plan",
             &["check-plan", "other.yaml", "this.yaml"],
@@ -511,6 +495,143 @@ fn an_unbound_bench_answers_config_artifact_and_plan_calls_as_the_reference_does
         ),
     ];
     compare("unbound/", &unbound_bench, &steps);
+}
+
+#[test]
+fn the_configuration_tools_answer_as_the_reference_does() {
+    let reset = "debuggers.dut.permissions.allow_reset";
+    let steps = [
+        tool(
+            "config/project_config_describe",
+            "project_config_describe",
+            json!({}),
+            &[
+                "document_source",
+                "config_status.state",
+                "config_status.reload_required",
+                "config_status.path#leaks_root",
+                "writable_keys#len",
+                "locked_keys#len",
+                "writable_keys@debuggers.dut.permissions.allow_reset@current_value",
+                "locked_keys@debuggers.dut.executable@locked_by",
+            ],
+        ),
+        tool(
+            "config/project_config_set a program",
+            "project_config_set",
+            change("debuggers.dut.executable", &json!("/bin/sh")),
+            &["side_effect_status"],
+        ),
+        tool(
+            "config/project_config_set narrowing",
+            "project_config_set",
+            change(reset, &json!(false)),
+            &["reload_required", "permissions_changed"],
+        ),
+        tool(
+            "config/project_config_describe after narrowing",
+            "project_config_describe",
+            json!({}),
+            &[
+                "config_status.state",
+                "config_status.reload_required",
+                "writable_keys@debuggers.dut.permissions.allow_reset@current_value",
+            ],
+        ),
+        tool(
+            "config/hardware_lease_status",
+            "hardware_lease_status",
+            json!({}),
+            &["lifecycle_state", "owner_active", "standing_incidents#len"],
+        ),
+        append_to_config("config/the file stops parsing", "\n  : [unclosed\n"),
+        tool(
+            "config/project_config_describe of a file that no longer parses",
+            "project_config_describe",
+            json!({}),
+            &["document_source", "side_effect_status"],
+        ),
+        tool(
+            "config/project_config_set while the file does not parse",
+            "project_config_set",
+            change(reset, &json!(false)),
+            &["side_effect_status"],
+        ),
+    ];
+    compare("config/", &|_: &World, _: &Path| (), &steps);
+}
+
+/// Every `debug_*` tool with no session open, on the bench `init` wrote: what the catalogue says
+/// each one answers then.
+#[test]
+fn every_debug_tool_without_a_session_answers_as_the_reference_does() {
+    let none = || json!({});
+    let symbol = || json!({"symbol": "main"});
+    let steps = [
+        tool(
+            "debug/debug_get_session_status",
+            "debug_get_session_status",
+            none(),
+            &["active"],
+        ),
+        tool(
+            "debug/debug_list_breakpoints",
+            "debug_list_breakpoints",
+            none(),
+            &["active", "breakpoints#len"],
+        ),
+        tool(
+            "debug/debug_set_breakpoint",
+            "debug_set_breakpoint",
+            json!({"location": "main"}),
+            &[],
+        ),
+        tool(
+            "debug/debug_clear_breakpoints",
+            "debug_clear_breakpoints",
+            none(),
+            &[],
+        ),
+        tool("debug/debug_continue", "debug_continue", none(), &[]),
+        tool("debug/debug_halt", "debug_halt", none(), &[]),
+        tool(
+            "debug/debug_get_stop_reason",
+            "debug_get_stop_reason",
+            none(),
+            &[],
+        ),
+        tool(
+            "debug/debug_symbol_info",
+            "debug_symbol_info",
+            symbol(),
+            &[],
+        ),
+        tool(
+            "debug/debug_symbol_value",
+            "debug_symbol_value",
+            symbol(),
+            &[],
+        ),
+        tool(
+            "debug/debug_dump_symbol_ihex into the workspace",
+            "debug_dump_symbol_ihex",
+            json!({"symbol": "main", "output_path": "dump.hex"}),
+            &[],
+        ),
+        tool(
+            "debug/debug_dump_symbol_ihex outside the workspace",
+            "debug_dump_symbol_ihex",
+            json!({"symbol": "main", "output_path": "../dump.hex"}),
+            &[],
+        ),
+        tool(
+            "debug/debug_stop_session",
+            "debug_stop_session",
+            none(),
+            &["was_active"],
+        ),
+    ];
+    compare("debug/", &|_: &World, _: &Path| (), &steps);
 }
 
 fn probe_rs_bench(world: &World, _program: &Path) {
