@@ -24,7 +24,8 @@ pub struct Step {
     pub case: &'static str,
     pub call: Call,
     /// Compared beside `isError` and `error_type`: a dotted path into the envelope, optionally
-    /// `#len` (an array's length) or `#leaks_root` (whether the value names the test's temp root).
+    /// `#len` (an array's length) or `#leaks_root` (whether the value names the test's temp root),
+    /// or `array@name@path` (`path` in the element of `array` whose `key` is `name`).
     pub fields: &'static [&'static str],
 }
 
@@ -178,6 +179,13 @@ pub fn parse(text: &str) -> Value {
 
 /// Runs `steps` on both, then holds the differences under `scope` to [`DIFFERENCES`].
 pub fn compare<G>(scope: &str, bench: &dyn Fn(&World, &Path) -> G, steps: &[Step]) {
+    for step in steps {
+        assert!(
+            step.case.starts_with(scope),
+            "{} is outside {scope}",
+            step.case
+        );
+    }
     let ours = observe(Path::new(World::binary()), bench, steps);
     let theirs = observe(&reference(), bench, steps);
     let listed: Vec<&Difference> = DIFFERENCES
