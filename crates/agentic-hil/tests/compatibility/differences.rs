@@ -1,0 +1,87 @@
+//! The differences the suite accepts, each with its reason; docs/COMPATIBILITY.md explains every
+//! reason, and the suite fails on a difference missing here or listed here and no longer seen.
+
+/// Why the two answers differ. Each id is an anchor in docs/COMPATIBILITY.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// A refusal decided before any device was contacted is `not_started` and `retry_safe`.
+    RetrySafe,
+    /// A frame the adapter could never send is refused before it reaches the adapter.
+    Frames,
+    /// No absolute path of the machine reaches a client.
+    NoPaths,
+    /// `check-plan --strict` names a plan's unconfigured device as `unknown_device`.
+    PlanDevice,
+    /// A key that names a program is the operator's: never writable over MCP.
+    Programs,
+    /// A configuration key or value only this implementation has (`type: probe-rs`, …).
+    OursAlone,
+    /// A bug of ours, a TODO(#25): fix ours, then delete its row.
+    KnownBug,
+}
+
+impl Reason {
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::RetrySafe => "refused-before-contact-is-retry-safe",
+            Self::Frames => "frames-refused-before-the-adapter",
+            Self::NoPaths => "no-absolute-paths",
+            Self::PlanDevice => "unconfigured-plan-device-is-unknown-device",
+            Self::Programs => "program-keys-are-the-operators",
+            Self::OursAlone => "ours-alone",
+            Self::KnownBug => "known-bug",
+        }
+    }
+}
+
+/// One listed difference: (case, field, our value, the reference's value, reason); values are JSON.
+pub type Difference = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    Reason,
+);
+
+use Reason::{Frames, KnownBug, NoPaths, OursAlone, PlanDevice, Programs, RetrySafe};
+
+#[rustfmt::skip]
+pub const DIFFERENCES: &[Difference] = &[
+    ("serial/com_session_stop", "config_in_force.path#leaks_root", "false", "true", NoPaths),
+    ("serial/com_session_start unknown port", "side_effect_status", r#""not_started""#, r#""unknown""#, RetrySafe),
+    ("serial/com_session_start unknown port", "retry_safe", "true", "false", RetrySafe),
+    ("run/bench_run_start undeclared", "retry_safe", "true", "false", RetrySafe),
+    ("run/bench_run_start debugger", "declared_devices#leaks_root", "false", "true", NoPaths),
+    ("can/can_send unknown bus", "side_effect_status", r#""not_started""#, r#""unknown""#, RetrySafe),
+    ("can/can_send unknown bus", "retry_safe", "true", "false", RetrySafe),
+    ("can/can_send nine bytes", "side_effect_status", r#""not_started""#, r#""unknown""#, Frames),
+    ("can/can_send nine bytes", "retry_safe", "true", "false", Frames),
+    ("can/can_read after the refused frame", "isError", "false", "true", Frames),
+    ("can/can_read after the refused frame", "error_type", "null", r#""session_not_active""#, Frames),
+    ("psu/power_supply_set above the channel voltage limit", "retry_safe", "true", "false", RetrySafe),
+    ("psu/power_supply_set above the channel current limit", "retry_safe", "true", "false", RetrySafe),
+    ("psu/power_supply_status unknown supply", "retry_safe", "true", "false", RetrySafe),
+    ("config/project_config_describe", "config_status.path#leaks_root", "false", "true", NoPaths),
+    ("unbound/check-plan --strict unconfigured device", "error_type", r#""unknown_device""#, "null", PlanDevice),
+    ("config/project_config_describe", "writable_keys#len", "17", "22", Programs),
+    ("config/project_config_describe", "locked_keys#len", "5", "0", Programs),
+    ("config/project_config_describe", "locked_keys@debuggers.dut.executable@locked_by", r#""operator""#, "null", Programs),
+    ("config/project_config_set a program", "isError", "true", "false", Programs),
+    ("config/project_config_set a program", "error_type", r#""operator_only_key""#, "null", Programs),
+    // TODO(#25): describe names the document it read from the file `disk`, as the reference does.
+    ("config/project_config_describe", "document_source", r#""loaded""#, r#""disk""#, KnownBug),
+    // TODO(#25): permissions_changed lists the keys (strings), as the reference does.
+    ("config/project_config_set narrowing", "permissions_changed",
+        r#"[{"key": "debuggers.dut.permissions.allow_reset", "previous_value": true, "value": false}]"#,
+        r#"["debuggers.dut.permissions.allow_reset"]"#, KnownBug),
+    // TODO(#25): with no lease ever taken, the two name the lifecycle differently; pick one.
+    ("config/hardware_lease_status", "lifecycle_state", r#""closed""#, r#""open""#, KnownBug),
+    // TODO(#25): a describe refused for a broken file says nothing was started.
+    ("config/project_config_describe of a file that no longer parses", "side_effect_status", "null", r#""not_started""#, KnownBug),
+    // TODO(#25): an output path outside the workspace is refused before the missing session.
+    ("debug/debug_dump_symbol_ihex outside the workspace", "error_type", r#""session_not_active""#, r#""output_validation_failed""#, KnownBug),
+    // TODO(#25): an unknown key's refusal names the argument in `field`, as a wrong value's does.
+    ("unbound/project_config_set unknown key", "field", "null", r#""changes.0.key""#, KnownBug),
+    ("ours-alone/doctor with a probe-rs debugger", "isError", "false", "true", OursAlone),
+    ("ours-alone/doctor with a probe-rs debugger", "error_type", "null", r#""config_invalid""#, OursAlone),
+];
