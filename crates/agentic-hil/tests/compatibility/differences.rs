@@ -68,20 +68,14 @@ pub const DIFFERENCES: &[Difference] = &[
     ("config/project_config_describe", "locked_keys@debuggers.dut.executable@locked_by", r#""operator""#, "null", Programs),
     ("config/project_config_set a program", "isError", "true", "false", Programs),
     ("config/project_config_set a program", "error_type", r#""operator_only_key""#, "null", Programs),
-    // TODO(#25): describe names the document it read from the file `disk`, as the reference does.
-    ("config/project_config_describe", "document_source", r#""loaded""#, r#""disk""#, KnownBug),
     // TODO(#25): permissions_changed lists the keys (strings), as the reference does.
     ("config/project_config_set narrowing", "permissions_changed",
         r#"[{"key": "debuggers.dut.permissions.allow_reset", "previous_value": true, "value": false}]"#,
         r#"["debuggers.dut.permissions.allow_reset"]"#, KnownBug),
     // TODO(#25): with no lease ever taken, the two name the lifecycle differently; pick one.
     ("config/hardware_lease_status", "lifecycle_state", r#""closed""#, r#""open""#, KnownBug),
-    // TODO(#25): a describe refused for a broken file says nothing was started.
-    ("config/project_config_describe of a file that no longer parses", "side_effect_status", "null", r#""not_started""#, KnownBug),
     // TODO(#25): an output path outside the workspace is refused before the missing session.
     ("debug/debug_dump_symbol_ihex outside the workspace", "error_type", r#""session_not_active""#, r#""output_validation_failed""#, KnownBug),
-    // TODO(#25): an unknown key's refusal names the argument in `field`, as a wrong value's does.
-    ("unbound/project_config_set unknown key", "field", "null", r#""changes.0.key""#, KnownBug),
     ("ours-alone/doctor with a probe-rs debugger", "isError", "false", "true", OursAlone),
     ("ours-alone/doctor with a probe-rs debugger", "error_type", "null", r#""config_invalid""#, OursAlone),
 ];

@@ -136,7 +136,19 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
     );
     let written = match result {
         Ok(written) => written,
-        Err(err) => return refusal(ctx.tool, err),
+        Err(err) => {
+            let key_refused = matches!(&err, WriteError::Refused(Refused::Invalid { .. }));
+            let mut refused = refusal(ctx.tool, err);
+            // Name the argument, as a wrong value's refusal does: the key of the change at fault.
+            let at = refused
+                .detail("key")
+                .and_then(Value::as_str)
+                .and_then(|key| changes.iter().position(|c| c.key == key));
+            if let (true, Some(index)) = (key_refused, at) {
+                refused.set("field", format!("changes.{index}.key"));
+            }
+            return refused;
+        }
     };
     let applied = applied.unwrap_or_default();
     let frozen = applied

@@ -253,7 +253,8 @@ fn file_refusal(ctx: &Context<'_>, error: &ahil_config::ConfigError) -> Outcome 
     .with("permissions_in_force", permissions_in_force(&ctx.loaded.config))
     .with_remediation([
         "Ask the operator to correct the file (agentic-hil doctor names the fault), then call project_config_describe again.",
-    ]);
+    ])
+    .not_started(true);
     for (key, value) in error.details() {
         if !matches!(key.as_str(), "path" | "summary" | "error_type") {
             outcome.set(&key, value);
@@ -352,7 +353,8 @@ fn describe(ctx: &Context<'_>) -> Outcome {
         locked.len()
     );
     Outcome::ok(ctx.tool, summary)
-        .with("document_source", "loaded")
+        // The listed values are the file's (what a write changes); the grants in force beside them.
+        .with("document_source", "disk")
         .with("permissions_in_force", permissions_in_force(config))
         .with("path", loaded.display_path.as_str())
         .with("workspace_root", loaded.workspace.display().to_string())
