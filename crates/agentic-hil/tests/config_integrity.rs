@@ -54,6 +54,10 @@ fn a_retargeted_port_cannot_write_until_the_operator_grants_it() {
     assert_eq!(moved["redirected_entries"], json!(["com_ports.uart0"]));
     assert_eq!(
         moved["permissions_changed"],
+        json!(["com_ports.uart0.permissions.allow_write"])
+    );
+    assert_eq!(
+        moved["permission_changes"],
         json!([{"key": "com_ports.uart0.permissions.allow_write", "previous_value": true, "value": false}])
     );
     let reload = server.envelope("project_config_reload_description", &json!({}));

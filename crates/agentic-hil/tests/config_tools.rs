@@ -104,6 +104,10 @@ async fn a_permission_can_be_closed_but_an_open_request_is_refused_naming_it() {
     assert_eq!(narrow["ok"], json!(true), "{narrow}");
     assert_eq!(
         narrow["permissions_changed"],
+        json!(["debuggers.dut.permissions.allow_flash"])
+    );
+    assert_eq!(
+        narrow["permission_changes"],
         json!([{"key": "debuggers.dut.permissions.allow_flash", "previous_value": true, "value": false}])
     );
     client.cancel().await.expect("closes");

@@ -43,7 +43,7 @@ pub type Difference = (
     Reason,
 );
 
-use Reason::{Frames, KnownBug, NoPaths, OursAlone, PlanDevice, Programs, RetrySafe};
+use Reason::{Frames, NoPaths, OursAlone, PlanDevice, Programs, RetrySafe};
 
 #[rustfmt::skip]
 pub const DIFFERENCES: &[Difference] = &[
@@ -68,14 +68,6 @@ pub const DIFFERENCES: &[Difference] = &[
     ("config/project_config_describe", "locked_keys@debuggers.dut.executable@locked_by", r#""operator""#, "null", Programs),
     ("config/project_config_set a program", "isError", "true", "false", Programs),
     ("config/project_config_set a program", "error_type", r#""operator_only_key""#, "null", Programs),
-    // TODO(#25): permissions_changed lists the keys (strings), as the reference does.
-    ("config/project_config_set narrowing", "permissions_changed",
-        r#"[{"key": "debuggers.dut.permissions.allow_reset", "previous_value": true, "value": false}]"#,
-        r#"["debuggers.dut.permissions.allow_reset"]"#, KnownBug),
-    // TODO(#25): with no lease ever taken, the two name the lifecycle differently; pick one.
-    ("config/hardware_lease_status", "lifecycle_state", r#""closed""#, r#""open""#, KnownBug),
-    // TODO(#25): an output path outside the workspace is refused before the missing session.
-    ("debug/debug_dump_symbol_ihex outside the workspace", "error_type", r#""session_not_active""#, r#""output_validation_failed""#, KnownBug),
     ("ours-alone/doctor with a probe-rs debugger", "isError", "false", "true", OursAlone),
     ("ours-alone/doctor with a probe-rs debugger", "error_type", "null", r#""config_invalid""#, OursAlone),
 ];

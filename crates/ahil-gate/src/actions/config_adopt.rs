@@ -356,6 +356,16 @@ pub fn run(
                 applied
                     .permissions_changed
                     .iter()
+                    .map(|(k, _, _)| k)
+                    .collect::<Vec<_>>()
+            ),
+        )
+        .with(
+            "permission_changes",
+            json!(
+                applied
+                    .permissions_changed
+                    .iter()
                     .map(|(k, was, now)| json!({"key": k, "previous_value": was, "value": now}))
                     .collect::<Vec<_>>()
             ),

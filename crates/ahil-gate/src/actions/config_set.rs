@@ -194,7 +194,18 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
         .with("changes", Value::Array(change_list))
         .with("created_entries", json!(applied.created_entries))
         .with("redirected_entries", json!(applied.redirected_entries))
-        .with("permissions_changed", Value::Array(permissions_changed))
+        // The keys, as the reference lists them; the values before and after beside them.
+        .with(
+            "permissions_changed",
+            json!(
+                applied
+                    .permissions_changed
+                    .iter()
+                    .map(|(k, _, _)| k)
+                    .collect::<Vec<_>>()
+            ),
+        )
+        .with("permission_changes", Value::Array(permissions_changed))
         .with("written", written.written)
         .with("provenance", written.provenance)
         .with("reload_required", written.written)

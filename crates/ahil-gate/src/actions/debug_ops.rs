@@ -35,6 +35,10 @@ pub fn run(
     timeout: Duration,
     limits: &Limits,
 ) -> Acted {
+    // An output path the agent can fix is answered before the missing session, as an image path is.
+    if let Some(Err(refusal)) = &limits.output {
+        return quiet(*refusal.clone());
+    }
     let Some(live) = sessions.get() else {
         return match tool {
             "debug_stop_session" => quiet(

@@ -243,10 +243,11 @@ pub fn status(loaded: &LoadedConfig, coordinator: &Coordinator, locks: &DeviceLo
                 incidents::Decision::Attempt { .. }
             )
     });
-    let lifecycle = match (&incident, owner_active) {
-        (Some(_), _) => "cleanup_required",
-        (None, true) => "open",
-        (None, false) => "closed",
+    // The coordination service's own state, in the reference's words: the one answering is open.
+    let lifecycle = if incident.is_some() {
+        "cleanup_required"
+    } else {
+        "open"
     };
     let mut doc = Map::new();
     doc.insert("ok".into(), true.into());
