@@ -447,12 +447,11 @@ async fn killing_qemu_in_the_middle_of_a_flash_leaves_the_hardware_state_unknown
     );
 }
 
-#[tokio::test]
-async fn a_server_killed_in_the_middle_of_a_flash_leaves_an_incident_the_next_call_recovers() {
-    let bench = Bench::full();
+/// A server of this bench killed with SIGKILL while a flash is in flight: frozen, the board holds
+/// the flash until its server is dead, then runs on.
+async fn kill_a_server_mid_flash(bench: &Bench) {
     let pid = bench.qemu_pid().to_string();
     let mut doomed = support::raw::Mcp::ours(&bench.world);
-    // Frozen, the board holds the flash in flight while its server dies.
     let stopped = Command::new("kill").args(["-STOP", &pid]).status();
     assert!(stopped.is_ok_and(|s| s.success()), "qemu is stopped");
     doomed.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
@@ -461,6 +460,12 @@ async fn a_server_killed_in_the_middle_of_a_flash_leaves_an_incident_the_next_ca
     doomed.kill9();
     let resumed = Command::new("kill").args(["-CONT", &pid]).status();
     assert!(resumed.is_ok_and(|s| s.success()), "qemu resumes");
+}
+
+#[tokio::test]
+async fn a_server_killed_in_the_middle_of_a_flash_leaves_an_incident_the_next_call_recovers() {
+    let bench = Bench::full();
+    kill_a_server_mid_flash(&bench).await;
 
     let (status, _) = bench.world.run_json(&["lease-status"]);
     assert_eq!(status["blocked"], json!(true), "{status}");
@@ -490,16 +495,7 @@ async fn a_server_killed_in_the_middle_of_a_flash_leaves_an_incident_the_next_ca
 #[tokio::test]
 async fn a_run_ending_with_an_incident_open_runs_the_recovery_and_reports_it() {
     let bench = Bench::full();
-    let pid = bench.qemu_pid().to_string();
-    let mut doomed = support::raw::Mcp::ours(&bench.world);
-    let stopped = Command::new("kill").args(["-STOP", &pid]).status();
-    assert!(stopped.is_ok_and(|s| s.success()), "qemu is stopped");
-    doomed.send(&json!({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
-        "params": {"name": "flash_firmware", "arguments": flash_args("fw/ahil-fw-v2.elf", 2)}}));
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    doomed.kill9();
-    let resumed = Command::new("kill").args(["-CONT", &pid]).status();
-    assert!(resumed.is_ok_and(|s| s.success()), "qemu resumes");
+    kill_a_server_mid_flash(&bench).await;
 
     let client = bench.connect().await;
     let (doc, is_error) = call(

@@ -463,11 +463,8 @@ fn number(text: &str) -> Option<u64> {
 }
 
 fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acted {
-    let output = match &limits.output {
-        Some(Ok(output)) => Some(output),
-        Some(Err(refusal)) => return quiet(*refusal.clone()),
-        None => None,
-    };
+    // A refused output path was answered by `run` before anything else.
+    let output = limits.output.as_ref().and_then(|o| o.as_ref().ok());
     let name = args
         .get("symbol")
         .and_then(Value::as_str)
