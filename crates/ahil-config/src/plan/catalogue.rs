@@ -321,9 +321,22 @@ fn plain(d: Def) -> StepKind {
     kind(d, |_| {})
 }
 
-#[allow(clippy::too_many_lines)]
 fn build() -> Vec<StepKind> {
-    use Routes::{Any, Bus, Debugger, None as NoRoute, Port};
+    [
+        board_kinds(),
+        uart_kinds(),
+        can_kinds(),
+        debug_kinds(),
+        control_kinds(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Steps on the board itself.
+fn board_kinds() -> Vec<StepKind> {
+    use Routes::Debugger;
     let path = || s(1, None);
     vec![
         plain(
@@ -352,6 +365,13 @@ fn build() -> Vec<StepKind> {
             )
             .describe("Reset the target."),
         ),
+    ]
+}
+
+/// Serial-line steps.
+fn uart_kinds() -> Vec<StepKind> {
+    use Routes::Port;
+    vec![
         plain(
             def(
                 "uart_open",
@@ -407,6 +427,13 @@ fn build() -> Vec<StepKind> {
         plain(
             def("uart_close", "uartClose", Port, vec![], &[]).describe("Close a serial session."),
         ),
+    ]
+}
+
+/// CAN steps.
+fn can_kinds() -> Vec<StepKind> {
+    use Routes::Bus;
+    vec![
         plain(
             def(
                 "can_open",
@@ -452,6 +479,14 @@ fn build() -> Vec<StepKind> {
                 o.then = vec![("comparator", "timeout_s", None)];
             },
         ),
+    ]
+}
+
+/// Debug-session steps.
+fn debug_kinds() -> Vec<StepKind> {
+    use Routes::Debugger;
+    let path = || s(1, None);
+    vec![
         plain(
             def(
                 "debug_start",
@@ -515,6 +550,13 @@ fn build() -> Vec<StepKind> {
             )
             .describe("End the debug session."),
         ),
+    ]
+}
+
+/// Steps that hold a device or run others.
+fn control_kinds() -> Vec<StepKind> {
+    use Routes::{Any, None as NoRoute};
+    vec![
         plain(
             def(
                 "delay",

@@ -425,12 +425,33 @@ impl<'a> Reader<'a> {
         self.get(k).map(|n| Reader::new(n, at))
     }
 
-    #[allow(clippy::too_many_lines)]
     pub(crate) fn step(&self, nested: NestedSteps) -> Step {
         let action = self.string("action");
-        let timeout = self.num("timeout_s");
-        let cmp_at = self.at.key("comparator");
         match action.as_str() {
+            "flash" | "reset" | "delay" => self.board_step(&action),
+            "uart_open" | "uart_write" | "uart_read" | "uart_expect" | "uart_close" => {
+                self.uart_step(&action)
+            }
+            "can_open" | "can_close" | "can_send" | "can_read" => self.can_step(&action),
+            "debug_start"
+            | "run_until_breakpoint"
+            | "dump_memory"
+            | "read_symbol"
+            | "debug_stop" => self.debug_step(&action),
+            _ => Step::Repeat {
+                count: self.unsigned("count"),
+                duration_s: self.num("duration_s"),
+                steps: match self.get("steps") {
+                    Some(n) => nested(n, &self.at.key("steps")),
+                    None => Vec::new(),
+                },
+            },
+        }
+    }
+
+    /// A step on the board itself: flash, reset, or a delay.
+    fn board_step(&self, action: &str) -> Step {
+        match action {
             "flash" => Step::Flash {
                 route: self.route(),
                 image_path: self.string("image_path"),
@@ -444,6 +465,21 @@ impl<'a> Reader<'a> {
                     _ => ResetMode::Run,
                 },
             },
+            _ => Step::Delay {
+                route: self.must_route(),
+                duration_ms: self
+                    .int("duration_ms")
+                    .and_then(|d| u32::try_from(d).ok())
+                    .unwrap_or_default(),
+            },
+        }
+    }
+
+    /// A UART step.
+    fn uart_step(&self, action: &str) -> Step {
+        let timeout = self.num("timeout_s");
+        let cmp_at = self.at.key("comparator");
+        match action {
             "uart_open" => Step::UartOpen {
                 route: self.must_route(),
                 clear_buffer: self.flag("clear_buffer", true),
@@ -470,9 +506,17 @@ impl<'a> Reader<'a> {
                 },
                 timeout_s: timeout.unwrap_or_default(),
             },
-            "uart_close" => Step::UartClose {
+            _ => Step::UartClose {
                 route: self.must_route(),
             },
+        }
+    }
+
+    /// A CAN step.
+    fn can_step(&self, action: &str) -> Step {
+        let timeout = self.num("timeout_s");
+        let cmp_at = self.at.key("comparator");
+        match action {
             "can_open" => Step::CanOpen {
                 route: self.must_route(),
                 participant: self.str("participant"),
@@ -490,7 +534,7 @@ impl<'a> Reader<'a> {
                 rtr: self.flag("rtr", false),
                 data_hex: self.string("data_hex"),
             },
-            "can_read" => Step::CanRead {
+            _ => Step::CanRead {
                 route: self.must_route(),
                 participant: self.str("participant"),
                 comparator: self.sub("comparator", &cmp_at).map(|c| CanComparator {
@@ -503,6 +547,14 @@ impl<'a> Reader<'a> {
                 timeout_s: timeout,
                 wait_timeout_s: self.num("wait_timeout_s"),
             },
+        }
+    }
+
+    /// A debug-session step.
+    fn debug_step(&self, action: &str) -> Step {
+        let timeout = self.num("timeout_s");
+        let cmp_at = self.at.key("comparator");
+        match action {
             "debug_start" => Step::DebugStart {
                 route: self.route(),
                 image_path: self.string("image_path"),
@@ -545,24 +597,9 @@ impl<'a> Reader<'a> {
                     }
                 }),
             },
-            "debug_stop" => Step::DebugStop {
+            _ => Step::DebugStop {
                 route: self.route(),
                 timeout_s: timeout,
-            },
-            "delay" => Step::Delay {
-                route: self.must_route(),
-                duration_ms: self
-                    .int("duration_ms")
-                    .and_then(|d| u32::try_from(d).ok())
-                    .unwrap_or_default(),
-            },
-            _ => Step::Repeat {
-                count: self.unsigned("count"),
-                duration_s: self.num("duration_s"),
-                steps: match self.get("steps") {
-                    Some(n) => nested(n, &self.at.key("steps")),
-                    None => Vec::new(),
-                },
             },
         }
     }

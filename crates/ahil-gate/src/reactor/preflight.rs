@@ -357,8 +357,37 @@ impl Walk<'_> {
             })
     }
 
-    #[allow(clippy::too_many_lines)]
     fn step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
+        match step {
+            Step::Flash { .. } | Step::Reset { .. } => self.board_step(step, at)?,
+            Step::UartOpen { .. }
+            | Step::UartWrite { .. }
+            | Step::UartRead { .. }
+            | Step::UartExpect { .. }
+            | Step::UartClose { .. } => self.uart_step(step, at)?,
+            Step::CanOpen { .. }
+            | Step::CanSend { .. }
+            | Step::CanRead { .. }
+            | Step::CanClose { .. } => self.can_step(step, at)?,
+            Step::DebugStart { .. }
+            | Step::RunUntilBreakpoint { .. }
+            | Step::DumpMemory { .. }
+            | Step::ReadSymbol { .. }
+            | Step::DebugStop { .. } => self.debug_step(step, at)?,
+            Step::Delay { route, .. } => {
+                self.route(step, at, Some(route), Kind::Any)?;
+            }
+            Step::Repeat { steps, .. } => {
+                for (j, nested) in steps.iter().enumerate() {
+                    self.step(nested, &format!("{at}.steps[{j}]"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Flash and reset.
+    fn board_step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
         match step {
             Step::Flash {
                 route,
@@ -386,6 +415,14 @@ impl Walk<'_> {
                 }
                 self.authorize(step, at, self.debugger(&name), &Action::Reset)?;
             }
+            _ => unreachable!("step() routes only these kinds here"),
+        }
+        Ok(())
+    }
+
+    /// Serial-line steps.
+    fn uart_step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
+        match step {
             Step::UartOpen { route, .. } => {
                 let name = self.route(step, at, Some(route), Kind::Uart)?;
                 self.authorize(step, at, self.port(&name), &Action::ComRead)?;
@@ -417,6 +454,14 @@ impl Walk<'_> {
                 self.uart_in_session(step, at, &name)?;
                 self.uart_open.remove(&name);
             }
+            _ => unreachable!("step() routes only these kinds here"),
+        }
+        Ok(())
+    }
+
+    /// CAN steps.
+    fn can_step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
+        match step {
             Step::CanOpen { route, .. } => {
                 let name = self.route(step, at, Some(route), Kind::Can)?;
                 self.authorize(step, at, self.bus(&name), &Action::CanRead)?;
@@ -449,6 +494,14 @@ impl Walk<'_> {
                 self.can_in_session(step, at, &name)?;
                 self.can_open.remove(&name);
             }
+            _ => unreachable!("step() routes only these kinds here"),
+        }
+        Ok(())
+    }
+
+    /// Debug-session steps.
+    fn debug_step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
+        match step {
             Step::DebugStart {
                 route,
                 image_path,
@@ -570,14 +623,7 @@ impl Walk<'_> {
                 self.in_debug(step, at)?;
                 self.debug_open = false;
             }
-            Step::Delay { route, .. } => {
-                self.route(step, at, Some(route), Kind::Any)?;
-            }
-            Step::Repeat { steps, .. } => {
-                for (j, nested) in steps.iter().enumerate() {
-                    self.step(nested, &format!("{at}.steps[{j}]"))?;
-                }
-            }
+            _ => unreachable!("step() routes only these kinds here"),
         }
         Ok(())
     }

@@ -159,6 +159,20 @@ impl Exec<'_> {
         Box::pin(async move {
             self.report_progress(&at, step);
             match step {
+                Step::UartOpen { .. }
+                | Step::UartWrite { .. }
+                | Step::UartRead { .. }
+                | Step::UartExpect { .. }
+                | Step::UartClose { .. } => self.uart_step(step).await,
+                Step::CanOpen { .. }
+                | Step::CanSend { .. }
+                | Step::CanRead { .. }
+                | Step::CanClose { .. } => self.can_step(step).await,
+                Step::DebugStart { .. }
+                | Step::RunUntilBreakpoint { .. }
+                | Step::DumpMemory { .. }
+                | Step::ReadSymbol { .. }
+                | Step::DebugStop { .. } => self.debug_step(step).await,
                 Step::Flash {
                     image_path,
                     reset_after_flash,
@@ -177,254 +191,6 @@ impl Exec<'_> {
                         ResetMode::Init => "init",
                     };
                     self.simple("reset_target", json!({"mode": mode})).await
-                }
-                Step::UartOpen {
-                    route,
-                    clear_buffer,
-                } => {
-                    let done = self
-                        .simple(
-                            "com_session_start",
-                            json!({"port_id": route.name, "clear_buffer": clear_buffer}),
-                        )
-                        .await;
-                    if done.ok && !self.opened.uarts.contains(&route.name) {
-                        self.opened.uarts.push(route.name.clone());
-                    }
-                    done
-                }
-                Step::UartWrite { route, payload } => {
-                    let args = match payload {
-                        UartPayload::Text(text) => json!({"port_id": route.name, "text": text}),
-                        UartPayload::Hex(hex) => json!({"port_id": route.name, "hex": hex}),
-                    };
-                    self.simple("com_write", args).await
-                }
-                Step::UartRead {
-                    route,
-                    comparator: None,
-                    timeout_s,
-                } => {
-                    let mut args = json!({"port_id": route.name});
-                    if let Some(t) = timeout_s {
-                        args["wait_timeout_s"] = json!(t.min(60.0));
-                    }
-                    self.simple("com_read", args).await
-                }
-                Step::UartRead {
-                    route,
-                    comparator: Some(comparator),
-                    timeout_s,
-                } => {
-                    self.read_until(
-                        &route.name,
-                        Until::Comparator(comparator),
-                        timeout_s.unwrap_or(1.0),
-                    )
-                    .await
-                }
-                Step::UartExpect {
-                    route,
-                    matcher,
-                    timeout_s,
-                } => {
-                    self.read_until(&route.name, Until::Expect(matcher), *timeout_s)
-                        .await
-                }
-                Step::UartClose { route } => {
-                    let done = self
-                        .simple("com_session_stop", json!({"port_id": route.name}))
-                        .await;
-                    if done.ok {
-                        self.opened.uarts.retain(|p| p != &route.name);
-                    }
-                    done
-                }
-                Step::CanOpen {
-                    route,
-                    participant,
-                    clear_rx_queue,
-                } => {
-                    let args = bus_args(
-                        &route.name,
-                        participant.as_ref(),
-                        json!({"clear_rx_queue": clear_rx_queue}),
-                    );
-                    let done = self.simple("can_session_start", args).await;
-                    let key = (route.name.clone(), participant.clone());
-                    if done.ok && !self.opened.cans.contains(&key) {
-                        self.opened.cans.push(key);
-                    }
-                    done
-                }
-                Step::CanSend {
-                    route,
-                    participant,
-                    frame_id,
-                    extended,
-                    rtr,
-                    data_hex,
-                } => {
-                    let args = bus_args(
-                        &route.name,
-                        participant.as_ref(),
-                        json!({"frame_id": frame_id, "extended": extended, "rtr": rtr, "data_hex": data_hex}),
-                    );
-                    self.simple("can_send", args).await
-                }
-                Step::CanRead {
-                    route,
-                    participant,
-                    comparator: None,
-                    max_frames,
-                    wait_timeout_s,
-                    ..
-                } => {
-                    let mut args = bus_args(&route.name, participant.as_ref(), json!({}));
-                    if let Some(n) = max_frames {
-                        args["max_frames"] = json!(n);
-                    }
-                    if let Some(t) = wait_timeout_s {
-                        // As a UART read step: the tool takes 60 s at most.
-                        args["wait_timeout_s"] = json!(t.min(60.0));
-                    }
-                    self.simple("can_read", args).await
-                }
-                Step::CanRead {
-                    route,
-                    participant,
-                    comparator: Some(comparator),
-                    timeout_s,
-                    ..
-                } => {
-                    self.can_until(
-                        &route.name,
-                        participant.as_ref(),
-                        comparator,
-                        timeout_s.unwrap_or(1.0),
-                    )
-                    .await
-                }
-                Step::CanClose { route, participant } => {
-                    let done = self
-                        .simple(
-                            "can_session_stop",
-                            bus_args(&route.name, participant.as_ref(), json!({})),
-                        )
-                        .await;
-                    if done.ok {
-                        self.opened
-                            .cans
-                            .retain(|(b, p)| !(b == &route.name && p == participant));
-                    }
-                    done
-                }
-                Step::DebugStart {
-                    route,
-                    image_path,
-                    mode,
-                    timeout_s,
-                } => {
-                    let mode = match mode {
-                        DebugStartMode::Attach => "attach",
-                        DebugStartMode::ResetHalt => "reset_halt",
-                        DebugStartMode::Load => "load",
-                    };
-                    let mut args = json!({"image_path": image_path, "mode": mode});
-                    if let Some(t) = timeout_s {
-                        args["timeout_s"] = json!(t);
-                    }
-                    let done = self.simple("debug_start_session", args).await;
-                    if done.ok {
-                        // Preflight allowed an omitted route only with exactly one debugger.
-                        // The description in force now, as the step itself was planned on.
-                        let only = || {
-                            self.bench
-                                .reactor_view()
-                                .and_then(|view| {
-                                    view.loaded()
-                                        .config
-                                        .auto_bound_debugger()
-                                        .map(|(name, _)| name.to_owned())
-                                })
-                                .unwrap_or_default()
-                        };
-                        self.opened.debug =
-                            Some(route.as_ref().map_or_else(only, |r| r.name.clone()));
-                    }
-                    done
-                }
-                Step::RunUntilBreakpoint {
-                    location,
-                    timeout_s,
-                    ..
-                } => self.until_breakpoint(location, *timeout_s).await,
-                Step::DumpMemory {
-                    symbol,
-                    output_path,
-                    ..
-                } => {
-                    self.simple(
-                        "debug_dump_symbol_ihex",
-                        json!({"symbol": symbol, "output_path": output_path}),
-                    )
-                    .await
-                }
-                Step::ReadSymbol {
-                    symbol,
-                    size_bytes,
-                    comparator,
-                    ..
-                } => {
-                    let outcome = self
-                        .call("debug_symbol_value", json!({"symbol": symbol}))
-                        .await;
-                    let mut done = Done::from_outcome(&outcome);
-                    if !done.ok {
-                        return done;
-                    }
-                    if let Some(size) = size_bytes
-                        && outcome.detail("size_bytes").and_then(Value::as_u64) != Some(*size)
-                    {
-                        let mut doc = as_map(done.result);
-                        doc.insert("expected_size_bytes".into(), json!(size));
-                        doc.insert(
-                            "summary".into(),
-                            json!(format!("The symbol {symbol} is not {size} bytes wide.")),
-                        );
-                        return Done::failed("symbol_size_mismatch", doc);
-                    }
-                    if let Some(comparator) = comparator {
-                        let mut doc = as_map(done.result.clone());
-                        match matching::symbol(comparator, &done.result) {
-                            Ok(judged) => {
-                                doc.insert("comparator".into(), Value::Object(judged));
-                                done.result = Value::Object(doc);
-                            }
-                            Err(judged) => {
-                                doc.insert("comparator".into(), Value::Object(judged));
-                                doc.insert(
-                                    "summary".into(),
-                                    json!(format!(
-                                        "The value of {symbol} did not meet the comparator."
-                                    )),
-                                );
-                                return Done::failed("comparator_unmet", doc);
-                            }
-                        }
-                    }
-                    done
-                }
-                Step::DebugStop { timeout_s, .. } => {
-                    let mut args = json!({});
-                    if let Some(t) = timeout_s {
-                        args["timeout_s"] = json!(t);
-                    }
-                    let done = self.simple("debug_stop_session", args).await;
-                    if done.ok {
-                        self.opened.debug = None;
-                    }
-                    done
                 }
                 Step::Delay { duration_ms, .. } => {
                     let started = Instant::now();
@@ -816,6 +582,8 @@ fn decode_hex(text: &str) -> Option<Vec<u8>> {
         .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
         .collect()
 }
+
+mod kinds;
 
 #[cfg(test)]
 #[path = "steps_tests.rs"]
