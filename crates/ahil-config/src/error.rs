@@ -6,6 +6,33 @@
 
 use serde_json::{Map, Value};
 
+/// The accessors every refusal enum of this crate answers with, read from its [`Refusal`] payload
+/// (the enum supplies `fn refusal(&self) -> &Refusal`).
+macro_rules! refusal_accessors {
+    () => {
+        /// One sentence: what is wrong.
+        pub fn summary(&self) -> String {
+            self.refusal().summary.clone()
+        }
+
+        /// Dotted key path (`[i]` for list items, `$` for the root) when one key is to blame.
+        pub fn field(&self) -> Option<&str> {
+            self.refusal().field.as_deref()
+        }
+
+        /// Extra machine-readable fields; `field` is repeated here when present.
+        pub fn details(&self) -> serde_json::Map<String, serde_json::Value> {
+            self.refusal().details_map()
+        }
+
+        /// The next steps, most useful first.
+        pub fn remediation(&self) -> Vec<String> {
+            self.refusal().remediation.clone()
+        }
+    };
+}
+pub(crate) use refusal_accessors;
+
 /// What a refusal says beyond its kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {
@@ -135,25 +162,7 @@ impl ConfigError {
         }
     }
 
-    /// One sentence: what is wrong.
-    pub fn summary(&self) -> String {
-        self.refusal().summary.clone()
-    }
-
-    /// Dotted key path (`[i]` for list items, `$` for the root) when one key is to blame.
-    pub fn field(&self) -> Option<&str> {
-        self.refusal().field.as_deref()
-    }
-
-    /// Extra machine-readable fields; `field` is repeated here when present.
-    pub fn details(&self) -> Map<String, Value> {
-        self.refusal().details_map()
-    }
-
-    /// The next steps, most useful first.
-    pub fn remediation(&self) -> Vec<String> {
-        self.refusal().remediation.clone()
-    }
+    refusal_accessors!();
 }
 
 #[cfg(test)]

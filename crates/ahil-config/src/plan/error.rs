@@ -4,9 +4,7 @@
 //! authoritative configuration's, so they get their own enum; the payload is the crate's
 //! [`Refusal`] so both layers render the same way.
 
-use serde_json::{Map, Value};
-
-use crate::error::{ConfigError, Refusal};
+use crate::error::{ConfigError, Refusal, refusal_accessors};
 
 /// A test plan that cannot be used, and why.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -80,25 +78,7 @@ impl PlanError {
         }
     }
 
-    /// One sentence: what is wrong.
-    pub fn summary(&self) -> String {
-        self.refusal().summary.clone()
-    }
-
-    /// Dotted key path into the plan (`steps[2].steps[1].timeout_s`, `$` for the root).
-    pub fn field(&self) -> Option<&str> {
-        self.refusal().field.as_deref()
-    }
-
-    /// Extra machine-readable fields; `field` is repeated here when present.
-    pub fn details(&self) -> Map<String, Value> {
-        self.refusal().details_map()
-    }
-
-    /// The next steps, most useful first.
-    pub fn remediation(&self) -> Vec<String> {
-        self.refusal().remediation.clone()
-    }
+    refusal_accessors!();
 }
 
 #[cfg(test)]

@@ -105,6 +105,13 @@ fn open_append(base: &Path, path: &Path) -> Result<File, AuditError> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|err| classify_open(base, path, &err))?;
+    single_link(base, path, &file)?;
+    Ok(file)
+}
+
+/// Refuses what an attacker could swap in under an audit path: anything but a regular file with
+/// exactly one link (a hard link would let the same bytes be read or written through another name).
+fn single_link(base: &Path, path: &Path, file: &File) -> Result<(), AuditError> {
     let meta = file
         .metadata()
         .map_err(|err| AuditError::io(base, path, &err))?;
@@ -115,7 +122,7 @@ fn open_append(base: &Path, path: &Path) -> Result<File, AuditError> {
             "is not a single-link regular file",
         ));
     }
-    Ok(file)
+    Ok(())
 }
 
 /// Appends `bytes` and fsyncs. The caller holds the lock that orders appends.
@@ -146,16 +153,7 @@ pub fn read(base: &Path, path: &Path) -> Result<Option<Vec<u8>>, AuditError> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(classify_open(base, path, &err)),
     };
-    let meta = file
-        .metadata()
-        .map_err(|err| AuditError::io(base, path, &err))?;
-    if !meta.is_file() || meta.nlink() != 1 {
-        return Err(AuditError::unsafe_path(
-            base,
-            path,
-            "is not a single-link regular file",
-        ));
-    }
+    single_link(base, path, &file)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
         .map_err(|err| AuditError::io(base, path, &err))?;

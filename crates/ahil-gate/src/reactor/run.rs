@@ -52,6 +52,28 @@ pub fn bench_run_open(view: &View<'_>) -> Option<Outcome> {
     )
 }
 
+/// The view of the bench and the loaded plan a run starts from, or the refusal before any hardware:
+/// no configuration (answered as `tool`: a detached start names itself), a bench run already open,
+/// or a plan that does not load.
+pub fn prepare<'b>(
+    bench: &'b Bench,
+    plan_path: Option<&str>,
+    tool: &str,
+) -> Result<(View<'b>, LoadedPlan), Box<Outcome>> {
+    let Some(view) = bench.reactor_view() else {
+        return Err(Box::new(Outcome::refused(
+            tool,
+            "config_file_not_found",
+            "There is no configuration to run a plan under.",
+        )));
+    };
+    if let Some(refusal) = bench_run_open(&view) {
+        return Err(Box::new(refusal));
+    }
+    let plan = load(&view, plan_path)?;
+    Ok((view, plan))
+}
+
 /// Loads the plan named by `plan_path`, or the refusal (`test_config_*`) before any hardware.
 pub fn load(view: &View<'_>, plan_path: Option<&str>) -> Result<LoadedPlan, Box<Outcome>> {
     let workspace = &view.loaded().workspace;
@@ -90,18 +112,8 @@ fn refusal_from(err: &RecordError) -> Outcome {
 
 /// Runs a plan attached: answers when it ended.
 pub async fn execute(bench: &Bench, request: Request) -> Outcome {
-    let Some(view) = bench.reactor_view() else {
-        return Outcome::refused(
-            TOOL,
-            "config_file_not_found",
-            "There is no configuration to run a plan under.",
-        );
-    };
-    if let Some(refusal) = bench_run_open(&view) {
-        return refusal;
-    }
-    let plan = match load(&view, request.plan_path.as_deref()) {
-        Ok(plan) => plan,
+    let (view, plan) = match prepare(bench, request.plan_path.as_deref(), TOOL) {
+        Ok(ready) => ready,
         Err(refusal) => return *refusal,
     };
     let handle = request.handle.clone().unwrap_or_else(Handle::mint);

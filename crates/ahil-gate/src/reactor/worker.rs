@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::records::{Handle, RunsDir, TERMINAL};
-use super::run::{self, bench_run_open};
+use super::run;
 use crate::bench::Bench;
 use crate::envelope::Outcome;
 
@@ -25,19 +25,9 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// Starts a detached run and answers once it holds its devices.
 pub async fn start_detached(bench: &Bench, plan_path: Option<String>, wait: Duration) -> Outcome {
-    let Some(view) = bench.reactor_view() else {
-        return Outcome::refused(
-            TOOL,
-            "config_file_not_found",
-            "There is no configuration to run a plan under.",
-        );
-    };
-    if let Some(refusal) = bench_run_open(&view) {
-        return refusal;
-    }
     // The plan is loaded here too, so a bad plan is answered at once, not from a worker's log.
-    let plan = match run::load(&view, plan_path.as_deref()) {
-        Ok(plan) => plan,
+    let (view, plan) = match run::prepare(bench, plan_path.as_deref(), TOOL) {
+        Ok(ready) => ready,
         Err(refusal) => return *refusal,
     };
     let dir = RunsDir::new(&view.loaded().config.state_root);
