@@ -504,3 +504,53 @@ fn a_line_that_hangs_up_ends_the_session_with_a_reader_error() {
         "a dead session still stops cleanly: {stopped:?}"
     );
 }
+
+#[test]
+fn a_start_whose_port_fails_to_open_gives_its_device_back() {
+    // The session's locks are taken before the open; the open failing must not leave them held,
+    // or no server could start a session on the port until this one exits.
+    let world = World::new();
+    let link = world.workspace.join("ttyDUT");
+    let not_a_tty = world.workspace.join("plain-file");
+    std::fs::write(&not_a_tty, b"").expect("plain file");
+    std::os::unix::fs::symlink(&not_a_tty, &link).expect("link to the plain file");
+    let device = link.to_str().expect("utf-8 path");
+    let first = world.bench(device, BY_DEVICE);
+    let rt = runtime();
+    let failed = call(
+        &rt,
+        &first,
+        "com_session_start",
+        json!({"port_id": "uart0"}),
+    );
+    assert!(!failed.ok, "a plain file is not a serial port: {failed:?}");
+    assert_ne!(
+        failed.error_type.as_deref(),
+        Some("device_busy"),
+        "{failed:?}"
+    );
+
+    let peer = PtyPeer::open().expect("pty pair");
+    std::fs::remove_file(&link).expect("unlink");
+    std::os::unix::fs::symlink(peer.device(), &link).expect("link to the pty");
+    let second = world.bench(device, BY_DEVICE);
+    let started = call(
+        &rt,
+        &second,
+        "com_session_start",
+        json!({"port_id": "uart0"}),
+    );
+    assert!(
+        started.ok,
+        "the failed start left the port's lock held: {started:?}"
+    );
+    assert!(
+        call(
+            &rt,
+            &second,
+            "com_session_stop",
+            json!({"port_id": "uart0"})
+        )
+        .ok
+    );
+}

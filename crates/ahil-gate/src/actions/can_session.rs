@@ -156,19 +156,15 @@ impl Start {
             // A session whose adapter failed is replaced.
             let _ = stop(&self.sessions, &self.bus_id);
         }
-        if let Err(refused) = super::take_session_locks(
+        let locks = match super::take_session_locks(
             &self.ownership,
             std::slice::from_ref(&self.lock_key),
             &format!("can_session:{}", self.bus_id),
             TOOL,
             "the device lock was refused before the adapter was opened",
         ) {
-            return *refused;
-        }
-        let release = || {
-            self.ownership
-                .locks
-                .release(std::slice::from_ref(&self.lock_key));
+            Ok(locks) => locks,
+            Err(refused) => return *refused,
         };
         let log_name = format!("can-{}-{}.jsonl", log_stamp(), self.bus_id);
         let log_path = self.audit.log_path(&log_name);
@@ -182,7 +178,6 @@ impl Start {
             "listen_only": self.request.listen_only,
         });
         if let Err(err) = self.audit.append_event(&log_name, &started) {
-            release();
             return Acted {
                 outcome: unavailable(TOOL, &err),
                 contact: Some(Contact::none(
@@ -193,7 +188,6 @@ impl Start {
         let (adapter, opened) = match can::open(&self.spec, &self.request) {
             Ok(pair) => pair,
             Err(error) => {
-                release();
                 let _ = self.audit.append_event(
                     &log_name,
                     &json!({"event": "open_failed", "error_type": error.public_error_type(), "detail": error.to_string()}),
@@ -228,12 +222,11 @@ impl Start {
             backend: opened.backend.clone(),
             listen_only: self.request.listen_only,
             fd: self.request.fd,
-            lock_key: self.lock_key.clone(),
             log_name,
             log_path: log_path.clone(),
             started_at: ahil_config::time::now_millis(),
             audit: self.audit.clone(),
-            ownership: Arc::clone(&self.ownership),
+            locks,
         });
         self.sessions.insert(Arc::clone(&session));
         let mut adapter_result = opened.report.clone();

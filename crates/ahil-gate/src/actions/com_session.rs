@@ -198,23 +198,22 @@ impl Start {
                 };
             }
         };
-        if let Err(refused) = super::take_session_locks(
+        let locks = match super::take_session_locks(
             &self.ownership,
             &self.lock_keys,
             &format!("com_session:{}", self.port_id),
             TOOL,
             "the device lock was refused before the port was opened",
         ) {
-            return *refused;
-        }
-        let release = || self.ownership.locks.release(&self.lock_keys);
+            Ok(locks) => locks,
+            Err(refused) => return *refused,
+        };
         let log_name = format!("com-{}-{}.jsonl", log_stamp(), self.port_id);
         let log_path = self.audit.log_path(&log_name);
         if let Err(err) = self.audit.append_event(
             &log_name,
             &json!({"event": "start", "port_id": self.port_id, "device": self.device}),
         ) {
-            release();
             return Acted {
                 outcome: unavailable(TOOL, &err),
                 contact: Some(Contact::none(
@@ -244,7 +243,6 @@ impl Start {
         let port = match Port::open(&self.options, Some(tap)) {
             Ok(port) => port,
             Err(err) => {
-                release();
                 let _ = self.audit.append_event(
                     &log_name,
                     &json!({"event": "open_failed", "error_type": err.error_type(), "detail": err.to_string()}),
@@ -281,7 +279,6 @@ impl Start {
             port_id: self.port_id.clone(),
             port,
             device: self.device.clone(),
-            lock_keys: self.lock_keys.clone(),
             log_name,
             log_path: log_path.clone(),
             started_at: ahil_config::time::now_millis(),
@@ -289,7 +286,7 @@ impl Start {
             close_limit: self.close_limit,
             identity: identity.clone(),
             audit: self.audit.clone(),
-            ownership: Arc::clone(&self.ownership),
+            locks,
         });
         self.sessions.insert(Arc::clone(&session));
         Acted {

@@ -521,16 +521,18 @@ impl Start {
                 "refused before gdb started",
             );
         }
-        if let Err(refused) = super::take_session_locks(
+        // Declared before the server and gdb, so on every early return they go first and the
+        // device is given back only once nothing of ours drives it.
+        let locks = match super::take_session_locks(
             &self.ownership,
             &self.lock_keys,
             &self.label,
             TOOL,
             "the device lock was refused before gdb started",
         ) {
-            return *refused;
-        }
-        let release = || self.ownership.locks.release(&self.lock_keys);
+            Ok(locks) => locks,
+            Err(refused) => return *refused,
+        };
         let session_id = format!("debug-{}", crate::serial::log_stamp());
         let log_name = format!("gdb-{session_id}.jsonl");
         let log_path = self.audit.log_path(&log_name);
@@ -544,7 +546,6 @@ impl Start {
                 "artifact": {"path": staged.display_path(), "sha256": staged.sha256()},
             }),
         ) {
-            release();
             return refused(
                 crate::audit::unavailable(TOOL, &err),
                 "the session log could not be written, so gdb was not started",
@@ -562,7 +563,6 @@ impl Start {
             ) {
                 Ok(reached) => reached,
                 Err(acted) => {
-                    release();
                     return *acted;
                 }
             },
@@ -570,7 +570,6 @@ impl Start {
                 match start_stlink(server, gdb, self.timeout, &mut progress) {
                     Ok(reached) => reached,
                     Err(acted) => {
-                        release();
                         return *acted;
                     }
                 }
@@ -605,7 +604,6 @@ impl Start {
             Ok(gdb) => gdb,
             Err(error) => {
                 drop(server);
-                release();
                 let outcome = Outcome::refused(
                     TOOL,
                     "debugger_not_found",
@@ -669,7 +667,6 @@ impl Start {
                 }
                 drop(gdb);
                 drop(server);
-                release();
                 let outcome = Outcome::refused(
                     TOOL,
                     "debugger_error",
@@ -724,9 +721,8 @@ impl Start {
             breakpoints: Vec::new(),
             next_breakpoint: 1,
             stop: None,
-            lock_keys: self.lock_keys.clone(),
             server,
-            ownership: Arc::clone(&self.ownership),
+            locks,
             step,
             timeout: self.timeout,
         };

@@ -6,13 +6,11 @@
 
 pub mod adapter;
 
-use std::sync::Arc;
-
 use ahil_drivers::can::Bus;
 use serde_json::{Value, json};
 
 use crate::audit::Audit;
-use crate::ownership::Ownership;
+use crate::ownership::SessionLocks;
 
 /// The CAN bridge simulator of `ahil-sim`, for the binary's hidden `can-bridge-sim` command (the
 /// binary reaches the simulated bench only through the gate).
@@ -36,12 +34,12 @@ pub struct Session {
     pub backend: String,
     pub listen_only: bool,
     pub fd: bool,
-    pub lock_key: String,
     pub log_name: String,
     pub log_path: String,
     pub started_at: String,
     pub audit: Audit,
-    pub ownership: Arc<Ownership>,
+    /// The bus's device lock; last, so the adapter closes before the device is given back.
+    pub locks: SessionLocks,
 }
 
 impl Session {
@@ -82,9 +80,7 @@ impl Session {
 
     /// Gives back the session's hold on its device lock.
     pub fn release_lock(&self) {
-        self.ownership
-            .locks
-            .release(std::slice::from_ref(&self.lock_key));
+        self.locks.release();
     }
 }
 

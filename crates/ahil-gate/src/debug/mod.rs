@@ -21,7 +21,7 @@ use ahil_drivers::qemu::qmp::Qmp;
 use serde_json::{Value, json};
 
 use crate::artifacts::StagedArtifact;
-use crate::ownership::Ownership;
+use crate::ownership::SessionLocks;
 
 /// The one session slot of a gate (one bound debugger).
 #[derive(Default)]
@@ -93,7 +93,6 @@ pub struct Live {
     pub next_breakpoint: u64,
     /// The last stop object, once a stop was seen.
     pub stop: Option<Value>,
-    pub lock_keys: Vec<String>,
     /// The chained session log.
     pub audit: crate::audit::Audit,
     pub log_name: String,
@@ -102,7 +101,8 @@ pub struct Live {
     pub gdb_transcript: Vec<String>,
     /// The debug server gdb talks to.
     pub server: Server,
-    pub ownership: Arc<Ownership>,
+    /// The debugger's device locks; they drop after `Live`'s own drop has stopped gdb and the server.
+    pub locks: SessionLocks,
     /// Per-command limit (the debugger's timeout, 10 s at most).
     pub step: Duration,
     /// The debugger's own timeout.
@@ -155,7 +155,7 @@ impl Live {
 
     /// Gives back the session's hold on the debugger's device lock.
     pub fn release_lock(&self) {
-        self.ownership.locks.release(&self.lock_keys);
+        self.locks.release();
     }
 }
 

@@ -7,10 +7,12 @@ pub mod device_lock;
 pub mod owner;
 pub mod reasons;
 pub mod runs;
+pub mod session_locks;
 
 pub use device_lock::{Acquired, Busy, DeviceLocks, LockRoot};
 pub use owner::Owner;
 pub use runs::RunSlot;
+pub use session_locks::SessionLocks;
 
 use std::path::Path;
 use std::sync::Arc;

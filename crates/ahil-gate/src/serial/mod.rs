@@ -5,14 +5,13 @@
 pub mod identity;
 pub mod text;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use ahil_drivers::serial::Port;
 use serde_json::{Value, json};
 
 use crate::audit::Audit;
-use crate::ownership::Ownership;
+use crate::ownership::SessionLocks;
 pub use text::Encoding;
 
 /// The COM sessions of one gate, by port id.
@@ -37,9 +36,6 @@ pub struct Session {
     pub port: Port,
     /// The device as the entry names it; the port itself has the node that name led to open.
     pub device: String,
-    /// The port's configured key and the host keys read when the session began; given back
-    /// exactly as taken, whatever the link names by the end.
-    pub lock_keys: Vec<String>,
     pub log_name: String,
     pub log_path: String,
     pub started_at: String,
@@ -47,7 +43,9 @@ pub struct Session {
     pub close_limit: Duration,
     pub identity: Value,
     pub audit: Audit,
-    pub ownership: Arc<Ownership>,
+    /// The port's configured key and the host keys read when the session began; given back
+    /// exactly as taken, whatever the link names by the end. Last, so the port closes first.
+    pub locks: SessionLocks,
 }
 
 impl Session {
@@ -80,7 +78,7 @@ impl Session {
 
     /// Gives back the session's hold on its device locks.
     pub fn release_lock(&self) {
-        self.ownership.locks.release(&self.lock_keys);
+        self.locks.release();
     }
 }
 
