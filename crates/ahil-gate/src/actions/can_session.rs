@@ -12,7 +12,7 @@ use super::can_buses::{bus_entry, device};
 use super::com_session::WithLog;
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::audit::{Audit, unavailable};
-use crate::can::{Session, Sessions, adapter};
+use crate::can::{Failure, Link, Session, Sessions, adapter};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
 use crate::policy::Action;
@@ -36,7 +36,11 @@ struct Start {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
-    let (bus_id, bus) = bus_entry(ctx)?;
+    let entry = bus_entry(ctx)?;
+    if entry.share.is_some() {
+        return super::can_participant::plan(ctx, &entry);
+    }
+    let (bus_id, bus) = (entry.bus_id, entry.bus);
     let lock_key = bus.lock_key();
     let sessions = Arc::clone(ctx.can);
     let policy_device = device(bus_id, bus);
@@ -134,6 +138,25 @@ pub fn adapter_refusal(tool: &str, bus_id: &str, error: &CanError) -> Outcome {
     }
 }
 
+/// The refusal for a session's failure: the adapter's, or the broker's on a shared bus.
+pub fn failure_refusal(tool: &str, bus_id: &str, failure: &Failure) -> Outcome {
+    match failure {
+        Failure::Adapter(error) => adapter_refusal(tool, bus_id, error),
+        Failure::Broker(refused) => {
+            let mut outcome = Outcome::refused(tool, &refused.error_type, refused.summary.clone())
+                .with("bus_id", bus_id);
+            for (key, value) in refused.detail.iter() {
+                outcome.set(key, value.clone());
+            }
+            if refused.contact_possible {
+                outcome
+            } else {
+                outcome.not_contacted()
+            }
+        }
+    }
+}
+
 impl Start {
     fn run(self) -> Acted {
         const TOOL: &str = "can_session_start";
@@ -223,7 +246,8 @@ impl Start {
         };
         let session = Arc::new(Session {
             bus_id: self.bus_id.clone(),
-            bus,
+            bus: Link::Direct(bus),
+            participant: None,
             adapter: self.kind,
             backend: opened.backend.clone(),
             listen_only: self.request.listen_only,
@@ -285,7 +309,11 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
         };
     };
     let failure = session.bus.error();
-    let closed = session.bus.close();
+    let bus = match &session.bus {
+        Link::Direct(bus) => bus,
+        Link::Shared(_) => return super::can_participant::stop(sessions, &session),
+    };
+    let closed = bus.close();
     let close = json!({
         "safe_state_confirmed": closed.safe_state_confirmed,
         "process_reaped": closed.process_reaped,
@@ -343,7 +371,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
     if let Some(error) = failure {
         outcome.set(
             "adapter_error",
-            json!({"error_type": error.public_error_type(), "summary": error.to_string()}),
+            json!({"error_type": error.error_type(), "summary": error.summary()}),
         );
     }
     if let Err(err) = logged {
