@@ -336,3 +336,36 @@ async fn a_broker_killed_with_sigkill_leaves_no_lock_held_and_the_next_attach_st
     ok(&first, "can_session_stop", json!({"bus_id": "shared"})).await;
     ok(&second, "can_session_stop", json!({"bus_id": "shared"})).await;
 }
+
+#[tokio::test]
+async fn a_peer_without_the_broker_key_is_refused_and_attaches_nothing() {
+    use std::io::{BufRead, BufReader, Write};
+    let (world, _other) = two_worlds();
+    let first = support::connect(&world).await;
+    ok(&first, "can_session_start", start("tester")).await;
+    let dir = world.home.join(".agentic-hil/can-brokers");
+    let socket = std::fs::read_dir(&dir)
+        .expect("the broker directory")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "sock"))
+        .expect("the broker socket");
+    let mut stream = std::os::unix::net::UnixStream::connect(&socket).expect("connect");
+    let hello = json!({"message": "attach", "key": "00".repeat(32), "protocol_version": 1, "participant": "monitor"});
+    writeln!(stream, "{hello}").expect("write");
+    let mut answer = String::new();
+    BufReader::new(&stream)
+        .read_line(&mut answer)
+        .expect("an answer");
+    let answer: Value = serde_json::from_str(&answer).expect("JSON");
+    assert_eq!(
+        answer["error_type"], "can_broker_authentication_failed",
+        "{answer}"
+    );
+    let list = ok(&first, "can_buses_list", json!({})).await;
+    assert_eq!(
+        list["buses"]["shared"]["active_participants"],
+        json!(["tester"]),
+        "{list}"
+    );
+    ok(&first, "can_session_stop", json!({"bus_id": "shared"})).await;
+}
