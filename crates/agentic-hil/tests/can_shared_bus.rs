@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Client, World, call, ok};
+use support::{World, frame_ids, ok, refused};
 
 const TESTER: &str = "      tester:\n        permissions:\n          allow_write: true\n        filter:\n          - {id: 2016, mask: 2032}\n";
 const MONITOR: &str = "      monitor:\n        filter:\n          - {id: 256, mask: 2047}\n          - {id: 2016, mask: 2047}\n";
@@ -72,20 +72,6 @@ fn two_worlds() -> (World, World) {
     (world, other)
 }
 
-async fn refused(client: &Client, tool: &str, args: Value, error_type: &str) -> Value {
-    let (doc, is_error) = call(client, tool, args).await;
-    assert!(is_error, "{tool} should fail with {error_type}: {doc}");
-    assert_eq!(doc["error_type"], error_type, "{doc}");
-    doc
-}
-
-fn ids(doc: &Value) -> Vec<u64> {
-    doc["frames"]
-        .as_array()
-        .map(|f| f.iter().filter_map(|f| f["id"].as_u64()).collect())
-        .unwrap_or_default()
-}
-
 fn start(participant: &str) -> Value {
     json!({"bus_id": "shared", "participant": participant})
 }
@@ -110,6 +96,8 @@ async fn two_servers_are_two_participants_and_each_sees_only_what_its_filter_acc
     let tester = ok(&first, "can_session_start", start("tester")).await;
     let monitor = ok(&second, "can_session_start", start("monitor")).await;
     let pid = broker_pid(&tester);
+    assert_eq!(tester["adapter"], "broker", "{tester}");
+    assert_eq!(tester["session"]["participant"], "tester", "{tester}");
     assert_eq!(broker_pid(&monitor), pid, "one broker owns the bus");
     let list = ok(&first, "can_buses_list", json!({})).await;
     assert_eq!(
@@ -132,7 +120,9 @@ async fn two_servers_are_two_participants_and_each_sees_only_what_its_filter_acc
     .await;
     assert_eq!(answer["until_matched"], true, "{answer}");
     assert!(
-        ids(&answer).iter().all(|id| (0x7e0..=0x7ef).contains(id)),
+        frame_ids(&answer)
+            .iter()
+            .all(|id| (0x7e0..=0x7ef).contains(id)),
         "the tester's filter keeps the periodic frame out: {answer}"
     );
     let seen = ok(
@@ -151,8 +141,8 @@ async fn two_servers_are_two_participants_and_each_sees_only_what_its_filter_acc
         json!({"bus_id": "shared", "until_id": 0x100, "wait_timeout_s": 5}),
     )
     .await;
-    let mut all = ids(&seen);
-    all.extend(ids(&more));
+    let mut all = frame_ids(&seen);
+    all.extend(frame_ids(&more));
     assert!(all.contains(&0x100), "{more}");
     assert!(
         all.iter().all(|id| *id == 0x100 || *id == 0x7e0),

@@ -156,6 +156,9 @@ pub fn status(bus_id: &str, bus: &CanBus, sessions: &Sessions, home: &std::path:
     }
     if let Some(shares) = &bus.shares {
         doc.insert("shares".into(), json!(shares));
+        doc.insert("shares_declared".into(), true.into());
+        doc.insert("participant_sessions".into(), true.into());
+        doc.insert("session_takes_whole_bus".into(), false.into());
         doc.insert(
             "active_participants".into(),
             json!(broker::client::attached(home, &bus.lock_key())),

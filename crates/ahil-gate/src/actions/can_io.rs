@@ -299,6 +299,9 @@ fn send(
             };
         }
     };
+    if let Some(participant) = &session.participant {
+        outcome.set("participant", participant.clone());
+    }
     if let Err(err) = logged {
         outcome.audit_ok = Some(false);
         outcome.set("audit_error", err.to_value());
@@ -367,6 +370,9 @@ fn read(
     };
     if !until.is_empty() {
         outcome.set("until_matched", taken.matched);
+    }
+    if let Some(participant) = &session.participant {
+        outcome.set("participant", participant.clone());
     }
     outcome.meta = Some(untrusted_meta(bus_id));
     Acted {

@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 use super::can_buses::{Entry, device};
 use super::com_session::WithLog;
 use super::{Acted, Context, DriverJob, Plan, Work};
-use crate::audit::{Audit, unavailable};
+use crate::audit::Audit;
 use crate::can::broker::{self, AuditPlace, BrokerSpec};
 use crate::can::{Link, Session, Sessions, adapter};
-use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
+use crate::envelope::Outcome;
 use crate::ownership::Ownership;
 use crate::policy::Action;
 use crate::serial::log_stamp;
@@ -158,26 +158,12 @@ impl StartShared {
             // A session whose broker went away is replaced.
             let _ = stop(&self.sessions, &existing);
         }
-        if let Err(refused) = super::take_session_locks(
-            &self.ownership,
-            std::slice::from_ref(&self.lock_key),
-            &format!("can_session:{bus_id}#{}", self.participant),
-            TOOL,
-            "the participant lock was refused before the broker was asked",
-        ) {
-            return *refused;
-        }
         let release = || {
             self.ownership
                 .locks
                 .release(std::slice::from_ref(&self.lock_key));
         };
-        let log_name = format!(
-            "can-participant-{}-{bus_id}-{}.jsonl",
-            log_stamp(),
-            self.participant
-        );
-        let log_path = self.audit.log_path(&log_name);
+        let log_name = format!("can-{}-{bus_id}-{}.jsonl", log_stamp(), self.participant);
         let started = json!({
             "event": "start",
             "bus_id": bus_id,
@@ -186,15 +172,20 @@ impl StartShared {
             "channel": self.spec.bus.channel,
             "listen_only": self.spec.bus.listen_only,
         });
-        if let Err(err) = self.audit.append_event(&log_name, &started) {
-            release();
-            return Acted {
-                outcome: unavailable(TOOL, &err),
-                contact: Some(Contact::none(
-                    "the session log could not be written, so nothing was attached",
-                )),
-            };
-        }
+        let log_path = match super::can_session::begin(
+            &self.ownership,
+            &self.audit,
+            super::can_session::Begin {
+                lock_key: &self.lock_key,
+                label: &format!("can_session:{bus_id}#{}", self.participant),
+                before: "the participant lock was refused before the broker was asked",
+                log_name: &log_name,
+                started: &started,
+            },
+        ) {
+            Ok(path) => path,
+            Err(refused) => return *refused,
+        };
         let part = match broker::client::attach(&self.spec, &self.participant, self.open_timeout) {
             Ok(part) => part,
             Err(refused) => {
@@ -233,11 +224,8 @@ impl StartShared {
             bus_id: bus_id.clone(),
             bus: Link::Shared(Box::new(part)),
             participant: Some(self.participant.clone()),
-            adapter: if self.spec.bridge.is_some() {
-                "process"
-            } else {
-                "socketcan"
-            },
+            // As the reference names it: the session's adapter is the broker, not the bus's own.
+            adapter: "broker",
             backend,
             listen_only: self.spec.bus.listen_only,
             fd: self.spec.bus.fd,
@@ -299,17 +287,9 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
     let unconfirmed =
         detached.last && close_result.get("safe_state_confirmed") != Some(&Value::Bool(true));
     let mut outcome = if unconfirmed {
-        let mut outcome = Outcome::refused(
-            TOOL,
-            "bridge_safe_state_unconfirmed",
+        super::can_session::safe_state_unconfirmed(
             "The last participant detached, but the adapter did not confirm it left the bus in a safe state.",
         )
-        .with_remediation(["Check the bus and its adapter before starting another session."]);
-        outcome.side_effect_status = Some(SideEffectStatus::Unknown);
-        outcome.hardware_state = Some(HardwareState::Unknown);
-        outcome.cleanup_required = Some(true);
-        outcome.retry_safe = Some(false);
-        outcome
     } else if detached.last {
         Outcome::ok(
             TOOL,

@@ -157,6 +157,39 @@ pub fn failure_refusal(tool: &str, bus_id: &str, failure: &Failure) -> Outcome {
     }
 }
 
+/// What a session start takes and records before it touches the bus.
+#[derive(Clone, Copy)]
+pub(super) struct Begin<'a> {
+    pub lock_key: &'a str,
+    pub label: &'a str,
+    /// Why nothing was contacted when the lock is refused.
+    pub before: &'static str,
+    pub log_name: &'a str,
+    pub started: &'a Value,
+}
+
+/// Takes the session's lock and writes its start event; answers the log path, or the refusal
+/// (with the lock given back when the log cannot be written).
+pub(super) fn begin(
+    ownership: &Ownership,
+    audit: &Audit,
+    step: Begin<'_>,
+) -> Result<String, Box<Acted>> {
+    const TOOL: &str = "can_session_start";
+    let keys = [step.lock_key.to_owned()];
+    super::take_session_locks(ownership, &keys, step.label, TOOL, step.before)?;
+    if let Err(err) = audit.append_event(step.log_name, step.started) {
+        ownership.locks.release(&keys);
+        return Err(Box::new(Acted {
+            outcome: unavailable(TOOL, &err),
+            contact: Some(Contact::none(
+                "the session log could not be written, so nothing was opened",
+            )),
+        }));
+    }
+    Ok(audit.log_path(step.log_name))
+}
+
 impl Start {
     fn run(self) -> Acted {
         const TOOL: &str = "can_session_start";
@@ -179,22 +212,12 @@ impl Start {
             // A session whose adapter failed is replaced.
             let _ = stop(&self.sessions, &self.bus_id);
         }
-        if let Err(refused) = super::take_session_locks(
-            &self.ownership,
-            std::slice::from_ref(&self.lock_key),
-            &format!("can_session:{}", self.bus_id),
-            TOOL,
-            "the device lock was refused before the adapter was opened",
-        ) {
-            return *refused;
-        }
         let release = || {
             self.ownership
                 .locks
                 .release(std::slice::from_ref(&self.lock_key));
         };
         let log_name = format!("can-{}-{}.jsonl", log_stamp(), self.bus_id);
-        let log_path = self.audit.log_path(&log_name);
         let started = json!({
             "event": "start",
             "bus_id": self.bus_id,
@@ -204,15 +227,20 @@ impl Start {
             "fd": self.request.fd,
             "listen_only": self.request.listen_only,
         });
-        if let Err(err) = self.audit.append_event(&log_name, &started) {
-            release();
-            return Acted {
-                outcome: unavailable(TOOL, &err),
-                contact: Some(Contact::none(
-                    "the session log could not be written, so the adapter was not opened",
-                )),
-            };
-        }
+        let log_path = match begin(
+            &self.ownership,
+            &self.audit,
+            Begin {
+                lock_key: &self.lock_key,
+                label: &format!("can_session:{}", self.bus_id),
+                before: "the device lock was refused before the adapter was opened",
+                log_name: &log_name,
+                started: &started,
+            },
+        ) {
+            Ok(path) => path,
+            Err(refused) => return *refused,
+        };
         let (adapter, opened) = match can::open(&self.spec, &self.request) {
             Ok(pair) => pair,
             Err(error) => {
@@ -297,6 +325,22 @@ impl Start {
     }
 }
 
+/// A stop whose adapter never said it left the bus safe: the session is gone, the state unknown.
+pub(super) fn safe_state_unconfirmed(summary: &str) -> Outcome {
+    let mut outcome =
+        Outcome::refused("can_session_stop", "bridge_safe_state_unconfirmed", summary)
+            .with_remediation(["Check the bus and its adapter before starting another session."]);
+    outcome.side_effect_status = Some(SideEffectStatus::Unknown);
+    outcome.hardware_state = Some(HardwareState::Unknown);
+    outcome.cleanup_required = Some(true);
+    outcome.retry_safe = Some(false);
+    outcome.set(
+        "cleanup_reasons",
+        json!(["can_bridge_safe_state_unconfirmed"]),
+    );
+    outcome
+}
+
 /// Stops the session on `bus_id`: pump stopped, adapter closed, bridge reaped, lock released.
 pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
     const TOOL: &str = "can_session_stop";
@@ -346,21 +390,9 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
     } else {
         // The bridge is gone (reaped) but never said the bus was left safe: the lock is released
         // because nothing of ours holds the channel any more, and the unknown state is reported.
-        let mut outcome = Outcome::refused(
-            TOOL,
-            "bridge_safe_state_unconfirmed",
+        safe_state_unconfirmed(
             "The bus session ended, but the bridge did not confirm it left the bus in a safe state.",
         )
-        .with_remediation(["Check the bus and its adapter before starting another session."]);
-        outcome.side_effect_status = Some(SideEffectStatus::Unknown);
-        outcome.hardware_state = Some(HardwareState::Unknown);
-        outcome.cleanup_required = Some(true);
-        outcome.retry_safe = Some(false);
-        outcome.set(
-            "cleanup_reasons",
-            json!(["can_bridge_safe_state_unconfirmed"]),
-        );
-        outcome
     };
     outcome = outcome
         .with("bus_id", bus_id)

@@ -4,6 +4,7 @@ use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::can::Frame;
+use ahil_drivers::can::bus::take_ready;
 use serde_json::{Map, Value, json};
 
 use super::filter_accepts;
@@ -144,20 +145,9 @@ impl Broker {
             let Some(part) = state.parts.get_mut(participant) else {
                 return refusal("session_not_active", "the participant is not attached");
             };
-            while frames.len() < max
-                && !matched
-                && let Some(frame) = part.queue.pop_front()
-            {
-                matched = until.contains(&frame.id);
-                frames.push(frame);
-            }
-            let satisfied = if until.is_empty() {
-                !frames.is_empty()
-            } else {
-                matched
-            };
+            let done = take_ready(&mut part.queue, &mut frames, &mut matched, max, &until);
             let now = Instant::now();
-            if satisfied || frames.len() >= max || now >= deadline || part.aborted.is_some() {
+            if done || now >= deadline || part.aborted.is_some() {
                 let mut reply = json!({
                     "ok": true,
                     "frames": frames.iter().map(Frame::to_json).collect::<Vec<_>>(),
