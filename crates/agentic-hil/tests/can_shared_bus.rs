@@ -259,6 +259,8 @@ async fn a_participant_is_attached_once_and_is_named_on_a_shared_bus() {
         "can_participant_required",
     )
     .await;
+    let nothing = ok(&first, "can_session_stop", json!({"bus_id": "shared"})).await;
+    assert_eq!(nothing["was_active"], false, "{nothing}");
     let unknown = refused(
         &first,
         "can_session_start",

@@ -85,6 +85,14 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
     let participant = match (named, open) {
         (Some(p), _) => p.to_owned(),
         (None, Some(p)) if ctx.tool != "can_session_start" => p,
+        // A stop with nothing open answers was_active false, whoever it would have been.
+        (None, None) if ctx.tool == "can_session_stop" => {
+            return Ok(Entry {
+                bus_id: name,
+                bus,
+                share: None,
+            });
+        }
         (None, _) => {
             return Err(Box::new(
                 Outcome::refused(

@@ -49,7 +49,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Ok(Plan {
             action: Action::CanStop,
             device: Some(policy_device),
-            resources: vec![lock_key],
+            // On a shared bus the broker holds the bus lock, and there is no session to stop here.
+            resources: if bus.shares.is_some() {
+                Vec::new()
+            } else {
+                vec![lock_key]
+            },
             work: Work::Driver(DriverJob {
                 deadline: Duration::from_secs(15),
                 if_abandoned: Contact::Possible,
