@@ -215,6 +215,13 @@ pub enum Command {
     /// The emulated board of a `type: qemu` debugger: start, stop or show it.
     #[command(subcommand)]
     Sim(SimCommand),
+    /// The broker of a shared CAN bus, started by a server whose agent attaches as a participant:
+    /// reads its spec on stdin, owns the adapter, serves participants over a private socket.
+    #[command(name = "can-broker", hide = true)]
+    CanBroker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// The CAN bridge simulator: protocol v2 on stdin/stdout with a small ECU behind it (for tests,
     /// benchmarks and trying `adapter: process` without hardware).
     #[command(name = "can-bridge-sim", hide = true)]

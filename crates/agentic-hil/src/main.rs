@@ -84,6 +84,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             };
             return watch::run(&workspace, &env, &options);
         }
+        Command::CanBroker { args } => {
+            let code = ahil_gate::can::broker::server::main(args);
+            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+        }
         Command::CanBridgeSim { args } => {
             let code = ahil_gate::can::bridge_simulator(args);
             return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use support::World;
-use support::call;
+use support::{call, frame_ids, refused};
 
 type Client = RunningService<rmcp::RoleClient, ()>;
 
@@ -159,20 +159,6 @@ async fn ok(client: &Client, tool: &str, args: Value) -> Value {
     doc
 }
 
-async fn refused(client: &Client, tool: &str, args: Value, error_type: &str) -> Value {
-    let (doc, is_error) = call(client, tool, args).await;
-    assert!(is_error, "{tool} should fail with {error_type}: {doc}");
-    assert_eq!(doc["error_type"], error_type, "{doc}");
-    doc
-}
-
-fn ids(doc: &Value) -> Vec<u64> {
-    doc["frames"]
-        .as_array()
-        .map(|f| f.iter().filter_map(|f| f["id"].as_u64()).collect())
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn the_ecu_answers_a_request_and_each_frame_is_read_once() {
     let world = world();
@@ -259,7 +245,7 @@ async fn the_periodic_frame_arrives_and_a_full_queue_counts_what_it_dropped() {
         json!({"bus_id": "ecu", "until_id": 0x100, "wait_timeout_s": 5}),
     )
     .await;
-    assert!(ids(&read).contains(&0x100), "{read}");
+    assert!(frame_ids(&read).contains(&0x100), "{read}");
 
     ok(&client, "can_session_start", json!({"bus_id": "small"})).await;
     ok(
@@ -389,7 +375,10 @@ async fn a_listen_only_bus_opens_only_when_the_bridge_confirms_and_never_sends()
         json!({"bus_id": "listen", "until_id": 0x100, "wait_timeout_s": 5}),
     )
     .await;
-    assert!(ids(&read).contains(&0x100), "listening still reads: {read}");
+    assert!(
+        frame_ids(&read).contains(&0x100),
+        "listening still reads: {read}"
+    );
 
     // A bridge that opens without echoing listen-only is closed again and refused.
     let unconfirmed = refused(
@@ -713,7 +702,7 @@ async fn the_reference_drives_the_same_bridge_simulator() {
         json!({"bus_id": "quiet", "until_id": 0x7e8, "wait_timeout_s": 5}),
     )
     .await;
-    assert!(ids(&read).contains(&0x7e8), "{read}");
+    assert!(frame_ids(&read).contains(&0x7e8), "{read}");
     ok(&client, "can_session_stop", json!({"bus_id": "quiet"})).await;
     refused(
         &client,

@@ -234,6 +234,27 @@ pub async fn ok(client: &Client, tool: &str, args: serde_json::Value) -> serde_j
     doc
 }
 
+/// A call that must fail with `error_type`; its envelope.
+pub async fn refused(
+    client: &Client,
+    tool: &str,
+    args: serde_json::Value,
+    error_type: &str,
+) -> serde_json::Value {
+    let (doc, is_error) = call(client, tool, args).await;
+    assert!(is_error, "{tool} should fail with {error_type}: {doc}");
+    assert_eq!(doc["error_type"], error_type, "{doc}");
+    doc
+}
+
+/// The identifiers of the frames a CAN read returned, in order.
+pub fn frame_ids(doc: &serde_json::Value) -> Vec<u64> {
+    doc["frames"]
+        .as_array()
+        .map(|f| f.iter().filter_map(|f| f["id"].as_u64()).collect())
+        .unwrap_or_default()
+}
+
 /// The keys an adoption's plan carries from the board, in order.
 pub fn carried_keys(plan: &serde_json::Value) -> Vec<&str> {
     plan["carried"]

@@ -51,6 +51,31 @@ pub struct Taken {
     pub remaining: usize,
 }
 
+/// Moves queued frames into `frames` (at most `max`, stopping after an `until` identifier);
+/// answers whether the take is complete: full, matched, or (without `until`) not empty. Shared by
+/// the bus and the broker's per-participant queues.
+pub fn take_ready(
+    queue: &mut VecDeque<Frame>,
+    frames: &mut Vec<Frame>,
+    matched: &mut bool,
+    max: usize,
+    until: &[u32],
+) -> bool {
+    while frames.len() < max
+        && !*matched
+        && let Some(frame) = queue.pop_front()
+    {
+        *matched = until.contains(&frame.id);
+        frames.push(frame);
+    }
+    let satisfied = if until.is_empty() {
+        !frames.is_empty()
+    } else {
+        *matched
+    };
+    satisfied || frames.len() >= max
+}
+
 /// An adapter and its pump.
 pub struct Bus {
     adapter: Arc<dyn Adapter>,
@@ -156,20 +181,9 @@ impl Bus {
         let mut matched = false;
         let mut q = self.shared.queue();
         loop {
-            while frames.len() < max
-                && !matched
-                && let Some(frame) = q.frames.pop_front()
-            {
-                matched = until.contains(&frame.id);
-                frames.push(frame);
-            }
-            let satisfied = if until.is_empty() {
-                !frames.is_empty()
-            } else {
-                matched
-            };
+            let done = take_ready(&mut q.frames, &mut frames, &mut matched, max, until);
             let now = Instant::now();
-            if satisfied || frames.len() >= max || now >= deadline || q.error.is_some() {
+            if done || now >= deadline || q.error.is_some() {
                 break;
             }
             q = self

@@ -1,11 +1,11 @@
 //! `can_buses_list`, and the lookups every CAN tool shares: the bus entry, its policy device, and the
-//! refusal of arguments this build does not serve (participants of shared buses).
+//! participant of a shared bus.
 
-use ahil_config::{CanBus, ListenOnlyEnforcement};
+use ahil_config::{CanBus, CanShare, ListenOnlyEnforcement};
 use serde_json::{Map, Value, json};
 
 use super::{Acted, Context, Plan, Work};
-use crate::can::{Sessions, adapter};
+use crate::can::{Sessions, adapter, broker};
 use crate::envelope::Outcome;
 use crate::policy::{Action, Device};
 
@@ -20,8 +20,27 @@ pub fn device<'a>(bus_id: &'a str, bus: &CanBus) -> Device<'a> {
     }
 }
 
-/// The `can_buses` entry named by `bus_id`, or the refusal for this call.
-pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<(&'a str, &'a CanBus), Box<Outcome>> {
+/// The bus a CAN call addresses: its entry and, on a bus with `shares`, the participant.
+pub struct Entry<'a> {
+    pub bus_id: &'a str,
+    pub bus: &'a CanBus,
+    pub share: Option<(&'a str, &'a CanShare)>,
+}
+
+impl Entry<'_> {
+    /// The lock this call's session holds: the bus's own, or the participant's on a shared bus
+    /// (whose bus lock the broker holds).
+    pub fn lock_key(&self) -> String {
+        match self.share {
+            Some((participant, _)) => broker::participant_lock(&self.bus.lock_key(), participant),
+            None => self.bus.lock_key(),
+        }
+    }
+}
+
+/// The `can_buses` entry named by `bus_id` (and its participant), or the refusal for this call. On
+/// a shared bus a start must name its participant; later calls may leave it to the open session.
+pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
     let bus_id = ctx.args.get("bus_id").and_then(Value::as_str).unwrap_or("");
     let buses = &ctx.loaded.config.can_buses;
     let Some((name, bus)) = buses.get_key_value(bus_id) else {
@@ -38,39 +57,83 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<(&'a str, &'a CanBus), Box<
             .not_contacted(),
         ));
     };
-    let participant = ctx.args.get("participant").and_then(Value::as_str);
-    if bus.shares.is_some() {
-        return Err(Box::new(
-            Outcome::refused(
-                ctx.tool,
-                "not_supported",
-                format!("can_buses.{name} is a shared bus (`shares`); this build does not run the bus broker that shared buses need."),
-            )
-            .with("bus_id", name.as_str())
-            .with_remediation(["The operator removes `shares` to give the bus a single owner, or uses the reference implementation for brokered buses."])
-            .not_started(false),
-        ));
-    }
-    if let Some(participant) = participant {
+    let named = ctx.args.get("participant").and_then(Value::as_str);
+    let Some(shares) = &bus.shares else {
+        if let Some(participant) = named {
+            return Err(Box::new(
+                Outcome::refused(
+                    ctx.tool,
+                    "can_participant_not_configured",
+                    format!(
+                        "can_buses.{name} declares no shares, so it has no participant `{participant}`."
+                    ),
+                )
+                .with("bus_id", name.as_str())
+                .with("participant", participant)
+                .with_remediation(["Call the tool again without `participant`."])
+                .not_contacted(),
+            ));
+        }
+        return Ok(Entry {
+            bus_id: name,
+            bus,
+            share: None,
+        });
+    };
+    let configured: Vec<&str> = shares.keys().map(String::as_str).collect();
+    let open = ctx.can.get(name).and_then(|s| s.participant.clone());
+    let participant = match (named, open) {
+        (Some(p), _) => p.to_owned(),
+        (None, Some(p)) if ctx.tool != "can_session_start" => p,
+        // A stop with nothing open answers was_active false, whoever it would have been.
+        (None, None) if ctx.tool == "can_session_stop" => {
+            return Ok(Entry {
+                bus_id: name,
+                bus,
+                share: None,
+            });
+        }
+        (None, _) => {
+            return Err(Box::new(
+                Outcome::refused(
+                    ctx.tool,
+                    "can_participant_required",
+                    format!("can_buses.{name} is shared; name the participant this agent is."),
+                )
+                .with("bus_id", name.as_str())
+                .with("configured_participants", json!(configured))
+                .with_remediation([
+                    "Call the tool again with `participant` set to one of configured_participants.",
+                ])
+                .not_contacted(),
+            ));
+        }
+    };
+    let Some((share_name, share)) = shares.get_key_value(participant.as_str()) else {
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
                 "can_participant_not_configured",
-                format!(
-                    "can_buses.{name} declares no shares, so it has no participant `{participant}`."
-                ),
+                format!("can_buses.{name}.shares has no participant `{participant}`."),
             )
             .with("bus_id", name.as_str())
-            .with("participant", participant)
-            .with_remediation(["Call the tool again without `participant`."])
+            .with("participant", participant.as_str())
+            .with("configured_participants", json!(configured))
+            .with_remediation([
+                "Call the tool again with `participant` set to one of configured_participants.",
+            ])
             .not_contacted(),
         ));
-    }
-    Ok((name.as_str(), bus))
+    };
+    Ok(Entry {
+        bus_id: name,
+        bus,
+        share: Some((share_name, share)),
+    })
 }
 
 /// The status of one bus, as `can_buses_list` shows it.
-pub fn status(bus_id: &str, bus: &CanBus, sessions: &Sessions) -> Value {
+pub fn status(bus_id: &str, bus: &CanBus, sessions: &Sessions, home: &std::path::Path) -> Value {
     let kind = adapter::effective_kind(bus);
     let enforcement = match (bus.listen_only_enforcement, kind) {
         (ListenOnlyEnforcement::Service, _) => "service",
@@ -99,8 +162,15 @@ pub fn status(bus_id: &str, bus: &CanBus, sessions: &Sessions) -> Value {
             "SocketCAN bit timing is the interface's own, set by the operator with `ip link`; this tool never sets it.".into(),
         );
     }
-    if bus.shares.is_some() {
-        doc.insert("shared_bus_supported".into(), false.into());
+    if let Some(shares) = &bus.shares {
+        doc.insert("shares".into(), json!(shares));
+        doc.insert("shares_declared".into(), true.into());
+        doc.insert("participant_sessions".into(), true.into());
+        doc.insert("session_takes_whole_bus".into(), false.into());
+        doc.insert(
+            "active_participants".into(),
+            json!(broker::client::attached(home, &bus.lock_key())),
+        );
     }
     match sessions.get(bus_id) {
         Some(session) => {
@@ -125,7 +195,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 .config
                 .can_buses
                 .iter()
-                .map(|(id, bus)| (id.clone(), status(id, bus, ctx.can)))
+                .map(|(id, bus)| (id.clone(), status(id, bus, ctx.can, &ctx.env.home)))
                 .collect();
             let summary = if buses.is_empty() {
                 "No CAN buses are configured."

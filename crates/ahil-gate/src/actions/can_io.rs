@@ -8,7 +8,7 @@ use ahil_drivers::can::{Frame, FrameError, frame};
 use serde_json::{Value, json};
 
 use super::can_buses::{bus_entry, device};
-use super::can_session::adapter_refusal;
+use super::can_session::failure_refusal;
 use super::com_session::WithLog;
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::can::{Session, adapter, untrusted_meta};
@@ -36,14 +36,14 @@ fn not_active(tool: &str, bus_id: &str) -> Outcome {
 /// The session's adapter failed: the session is not active any more.
 fn failed_session(tool: &str, session: &Session) -> Option<Outcome> {
     let error = session.bus.error()?;
-    let mut outcome = adapter_refusal(tool, &session.bus_id, &error)
+    let mut outcome = failure_refusal(tool, &session.bus_id, &error)
         .with("session", session.describe(true))
         .with_remediation([format!(
             "Call can_session_stop with bus_id \"{}\", then can_session_start to open the bus again.",
             session.bus_id
         )])
         .with_log(&session.log_path);
-    outcome.summary = format!("The CAN session's adapter failed: {error}.");
+    outcome.summary = format!("The CAN session's bus failed: {}.", error.summary());
     Some(outcome)
 }
 
@@ -109,8 +109,25 @@ fn frame_of(tool: &str, args: &Value, fd: bool, max_bytes: usize) -> Result<Fram
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
-    let (bus_id, bus) = bus_entry(ctx)?;
+    let entry = bus_entry(ctx)?;
+    let (bus_id, bus) = (entry.bus_id, entry.bus);
     let session = ctx.can.get(bus_id);
+    if let (Some(open), Some((participant, _))) = (&session, entry.share)
+        && open.participant.as_deref() != Some(participant)
+    {
+        return Err(Box::new(
+            Outcome::refused(
+                ctx.tool,
+                "can_session_not_owned",
+                format!("This server's session on can_buses.{bus_id} is not participant `{participant}`."),
+            )
+            .with("bus_id", bus_id)
+            .with("participant", participant)
+            .with("session_participant", open.participant.clone())
+            .with_remediation(["Call the tool with the participant this server started, or without `participant`."])
+            .not_contacted(),
+        ));
+    }
     let owned_id = bus_id.to_owned();
     if ctx.tool == "can_send" {
         if bus.listen_only {
@@ -127,13 +144,33 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 .not_started(false),
             ));
         }
+        if let Some((participant, share)) = entry.share
+            && !share.permissions.allow_write
+        {
+            // The share narrows the bus: its own grant is asked before the bus's.
+            return Err(Box::new(
+                Outcome::refused(
+                    ctx.tool,
+                    "permission_denied",
+                    format!("Participant `{participant}` of can_buses.{bus_id} may not write."),
+                )
+                .with(
+                    "permission",
+                    format!("can_buses.{bus_id}.shares.{participant}.permissions.allow_write"),
+                )
+                .with_remediation([
+                    "Use can_read; writing needs the operator to grant it to this share.",
+                ])
+                .not_contacted(),
+            ));
+        }
         let args = ctx.args.clone();
         let (fd, max_bytes) = (bus.fd, usize::from(bus.max_frame_data_bytes));
         let timeout = adapter::timeout(bus);
         return Ok(Plan {
             action: Action::CanWrite,
             device: Some(device(bus_id, bus)),
-            resources: vec![bus.lock_key()],
+            resources: vec![entry.lock_key()],
             work: Work::Driver(DriverJob {
                 deadline: timeout + Duration::from_secs(5),
                 if_abandoned: Contact::Possible,
@@ -233,7 +270,7 @@ fn send(
         "direction": "tx",
         "frame": frame.to_json(),
         "ok": result.is_ok(),
-        "error_type": result.as_ref().err().map(ahil_drivers::can::CanError::public_error_type),
+        "error_type": result.as_ref().err().map(crate::can::Failure::error_type),
     }));
     let mut outcome = match result {
         Ok(adapter_result) => Outcome::ok(TOOL, "CAN frame sent.")
@@ -243,7 +280,7 @@ fn send(
             .with("adapter_result", Value::Object(adapter_result)),
         Err(error) => {
             let contact = error.contact();
-            let mut outcome = adapter_refusal(TOOL, bus_id, &error).with("frame", frame.to_json());
+            let mut outcome = failure_refusal(TOOL, bus_id, &error).with("frame", frame.to_json());
             if !matches!(contact, Contact::None { .. }) {
                 // The frame may be on the bus, or the controller may be in a state nobody knows.
                 outcome.side_effect_status = Some(SideEffectStatus::Unknown);
@@ -262,6 +299,9 @@ fn send(
             };
         }
     };
+    if let Some(participant) = &session.participant {
+        outcome.set("participant", participant.clone());
+    }
     if let Err(err) = logged {
         outcome.audit_ok = Some(false);
         outcome.set("audit_error", err.to_value());
@@ -295,6 +335,8 @@ fn read(
         wait
     };
     let taken = session.bus.take(max_frames, wait, until);
+    // A shared bus learns of a lost broker or an aborted participant during the read itself.
+    let failed = failed.or_else(|| failed_session(TOOL, &session));
     let frames: Vec<Value> = taken.frames.iter().map(Frame::to_json).collect();
     if !frames.is_empty() {
         session.log_passive(&json!({
@@ -328,6 +370,9 @@ fn read(
     };
     if !until.is_empty() {
         outcome.set("until_matched", taken.matched);
+    }
+    if let Some(participant) = &session.participant {
+        outcome.set("participant", participant.clone());
     }
     outcome.meta = Some(untrusted_meta(bus_id));
     Acted {

@@ -12,9 +12,9 @@ use super::can_buses::{bus_entry, device};
 use super::com_session::WithLog;
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::audit::{Audit, unavailable};
-use crate::can::{Session, Sessions, adapter};
+use crate::can::{Failure, Link, Session, Sessions, adapter};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
-use crate::ownership::Ownership;
+use crate::ownership::{Ownership, SessionLocks};
 use crate::policy::Action;
 use crate::serial::log_stamp;
 
@@ -36,7 +36,11 @@ struct Start {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
-    let (bus_id, bus) = bus_entry(ctx)?;
+    let entry = bus_entry(ctx)?;
+    if entry.share.is_some() {
+        return super::can_participant::plan(ctx, &entry);
+    }
+    let (bus_id, bus) = (entry.bus_id, entry.bus);
     let lock_key = bus.lock_key();
     let sessions = Arc::clone(ctx.can);
     let policy_device = device(bus_id, bus);
@@ -45,7 +49,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Ok(Plan {
             action: Action::CanStop,
             device: Some(policy_device),
-            resources: vec![lock_key],
+            // On a shared bus the broker holds the bus lock, and there is no session to stop here.
+            resources: if bus.shares.is_some() {
+                Vec::new()
+            } else {
+                vec![lock_key]
+            },
             work: Work::Driver(DriverJob {
                 deadline: Duration::from_secs(15),
                 if_abandoned: Contact::Possible,
@@ -134,6 +143,57 @@ pub fn adapter_refusal(tool: &str, bus_id: &str, error: &CanError) -> Outcome {
     }
 }
 
+/// The refusal for a session's failure: the adapter's, or the broker's on a shared bus.
+pub fn failure_refusal(tool: &str, bus_id: &str, failure: &Failure) -> Outcome {
+    match failure {
+        Failure::Adapter(error) => adapter_refusal(tool, bus_id, error),
+        Failure::Broker(refused) => {
+            let mut outcome = Outcome::refused(tool, &refused.error_type, refused.summary.clone())
+                .with("bus_id", bus_id);
+            for (key, value) in refused.detail.iter() {
+                outcome.set(key, value.clone());
+            }
+            if refused.contact_possible {
+                outcome
+            } else {
+                outcome.not_contacted()
+            }
+        }
+    }
+}
+
+/// What a session start takes and records before it touches the bus.
+#[derive(Clone, Copy)]
+pub(super) struct Begin<'a> {
+    pub lock_key: &'a str,
+    pub label: &'a str,
+    /// Why nothing was contacted when the lock is refused.
+    pub before: &'static str,
+    pub log_name: &'a str,
+    pub started: &'a Value,
+}
+
+/// Takes the session's lock and writes its start event; answers the held lock and the log path, or
+/// the refusal (the lock given back as its guard drops when the log cannot be written).
+pub(super) fn begin(
+    ownership: &Arc<Ownership>,
+    audit: &Audit,
+    step: Begin<'_>,
+) -> Result<(SessionLocks, String), Box<Acted>> {
+    const TOOL: &str = "can_session_start";
+    let keys = [step.lock_key.to_owned()];
+    let locks = super::take_session_locks(ownership, &keys, step.label, TOOL, step.before)?;
+    if let Err(err) = audit.append_event(step.log_name, step.started) {
+        return Err(Box::new(Acted {
+            outcome: unavailable(TOOL, &err),
+            contact: Some(Contact::none(
+                "the session log could not be written, so nothing was opened",
+            )),
+        }));
+    }
+    Ok((locks, audit.log_path(step.log_name)))
+}
+
 impl Start {
     fn run(self) -> Acted {
         const TOOL: &str = "can_session_start";
@@ -156,18 +216,7 @@ impl Start {
             // A session whose adapter failed is replaced.
             let _ = stop(&self.sessions, &self.bus_id);
         }
-        let locks = match super::take_session_locks(
-            &self.ownership,
-            std::slice::from_ref(&self.lock_key),
-            &format!("can_session:{}", self.bus_id),
-            TOOL,
-            "the device lock was refused before the adapter was opened",
-        ) {
-            Ok(locks) => locks,
-            Err(refused) => return *refused,
-        };
         let log_name = format!("can-{}-{}.jsonl", log_stamp(), self.bus_id);
-        let log_path = self.audit.log_path(&log_name);
         let started = json!({
             "event": "start",
             "bus_id": self.bus_id,
@@ -177,14 +226,20 @@ impl Start {
             "fd": self.request.fd,
             "listen_only": self.request.listen_only,
         });
-        if let Err(err) = self.audit.append_event(&log_name, &started) {
-            return Acted {
-                outcome: unavailable(TOOL, &err),
-                contact: Some(Contact::none(
-                    "the session log could not be written, so the adapter was not opened",
-                )),
-            };
-        }
+        let (locks, log_path) = match begin(
+            &self.ownership,
+            &self.audit,
+            Begin {
+                lock_key: &self.lock_key,
+                label: &format!("can_session:{}", self.bus_id),
+                before: "the device lock was refused before the adapter was opened",
+                log_name: &log_name,
+                started: &started,
+            },
+        ) {
+            Ok(begun) => begun,
+            Err(refused) => return *refused,
+        };
         let (adapter, opened) = match can::open(&self.spec, &self.request) {
             Ok(pair) => pair,
             Err(error) => {
@@ -217,7 +272,8 @@ impl Start {
         };
         let session = Arc::new(Session {
             bus_id: self.bus_id.clone(),
-            bus,
+            bus: Link::Direct(bus),
+            participant: None,
             adapter: self.kind,
             backend: opened.backend.clone(),
             listen_only: self.request.listen_only,
@@ -266,6 +322,22 @@ impl Start {
     }
 }
 
+/// A stop whose adapter never said it left the bus safe: the session is gone, the state unknown.
+pub(super) fn safe_state_unconfirmed(summary: &str) -> Outcome {
+    let mut outcome =
+        Outcome::refused("can_session_stop", "bridge_safe_state_unconfirmed", summary)
+            .with_remediation(["Check the bus and its adapter before starting another session."]);
+    outcome.side_effect_status = Some(SideEffectStatus::Unknown);
+    outcome.hardware_state = Some(HardwareState::Unknown);
+    outcome.cleanup_required = Some(true);
+    outcome.retry_safe = Some(false);
+    outcome.set(
+        "cleanup_reasons",
+        json!(["can_bridge_safe_state_unconfirmed"]),
+    );
+    outcome
+}
+
 /// Stops the session on `bus_id`: pump stopped, adapter closed, bridge reaped, lock released.
 pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
     const TOOL: &str = "can_session_stop";
@@ -278,7 +350,11 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
         };
     };
     let failure = session.bus.error();
-    let closed = session.bus.close();
+    let bus = match &session.bus {
+        Link::Direct(bus) => bus,
+        Link::Shared(_) => return super::can_participant::stop(sessions, &session),
+    };
+    let closed = bus.close();
     let close = json!({
         "safe_state_confirmed": closed.safe_state_confirmed,
         "process_reaped": closed.process_reaped,
@@ -311,21 +387,9 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
     } else {
         // The bridge is gone (reaped) but never said the bus was left safe: the lock is released
         // because nothing of ours holds the channel any more, and the unknown state is reported.
-        let mut outcome = Outcome::refused(
-            TOOL,
-            "bridge_safe_state_unconfirmed",
+        safe_state_unconfirmed(
             "The bus session ended, but the bridge did not confirm it left the bus in a safe state.",
         )
-        .with_remediation(["Check the bus and its adapter before starting another session."]);
-        outcome.side_effect_status = Some(SideEffectStatus::Unknown);
-        outcome.hardware_state = Some(HardwareState::Unknown);
-        outcome.cleanup_required = Some(true);
-        outcome.retry_safe = Some(false);
-        outcome.set(
-            "cleanup_reasons",
-            json!(["can_bridge_safe_state_unconfirmed"]),
-        );
-        outcome
     };
     outcome = outcome
         .with("bus_id", bus_id)
@@ -336,7 +400,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
     if let Some(error) = failure {
         outcome.set(
             "adapter_error",
-            json!({"error_type": error.public_error_type(), "summary": error.to_string()}),
+            json!({"error_type": error.error_type(), "summary": error.summary()}),
         );
     }
     if let Err(err) = logged {

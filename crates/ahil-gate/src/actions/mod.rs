@@ -17,6 +17,7 @@ pub mod artifact_upload;
 pub mod bench_run;
 pub mod can_buses;
 pub mod can_io;
+pub mod can_participant;
 pub mod can_session;
 pub mod com_io;
 pub mod com_ports;

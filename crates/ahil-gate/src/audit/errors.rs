@@ -905,6 +905,64 @@ pub const CATALOGUE: &[Entry] = &[
         []
     ),
     entry!(
+        "can_broker_authentication_failed",
+        "The bus broker refused this server: it does not run as the broker's user or did not present the broker's key.",
+        ["Ask the operator whether another user's program holds the bus."],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
+        "can_broker_disconnected",
+        "The broker of the shared bus went away; this participant's queue is gone.",
+        ["Call can_session_stop, then can_session_start to attach to a new broker."],
+        []
+    ),
+    entry!(
+        "can_broker_invalid_message",
+        "The bus broker and this server did not understand each other.",
+        ["Call can_session_stop, then can_session_start again."],
+        []
+    ),
+    entry!(
+        "can_broker_protocol_mismatch",
+        "The running bus broker speaks another protocol version (another build of this program).",
+        ["Wait for the other participants to stop, then call can_session_start again."],
+        []
+    ),
+    entry!(
+        "can_broker_stopping",
+        "The bus broker was closing the bus when this participant asked to attach.",
+        ["Call can_session_start again."],
+        []
+    ),
+    entry!(
+        "can_broker_unavailable",
+        "No broker for the shared bus could be reached or started; nothing was attached.",
+        [
+            "Call can_session_start again; if it persists, ask the operator to run `agentic-hil doctor`."
+        ],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
+        "can_broker_wrong_bus",
+        "The broker found at this bus's rendezvous owns another bus.",
+        ["Call can_session_start again."],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
+        "can_bus_gated",
+        "The shared bus's adapter failed; the broker attaches nobody until it is restarted.",
+        [
+            "Wait for every participant to stop (the broker then exits), then call can_session_start again."
+        ],
+        []
+    ),
+    entry!(
+        "can_bus_incident",
+        "The shared bus's adapter failed under every participant.",
+        ["Call can_session_stop; check the adapter and its cabling before starting again."],
+        []
+    ),
+    entry!(
         "can_bus_not_configured",
         "No can_buses entry has that bus_id; `configured_buses` lists the ones that exist.",
         ["Call can_buses_list and use one of its bus_id values."],
@@ -947,6 +1005,12 @@ pub const CATALOGUE: &[Entry] = &[
         []
     ),
     entry!(
+        "can_listen_only_conflict",
+        "A participant that may write and one that needs a silent bus cannot be attached together, and a writer cannot attach to a listen-only bus.",
+        ["Wait for the conflicting participant to stop, or attach as a share that does not write."],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
         "can_listen_only_mode",
         "The bus is configured listen-only, so nothing may be sent on it; refused before any adapter call.",
         ["Use can_read to observe the bus."],
@@ -967,9 +1031,41 @@ pub const CATALOGUE: &[Entry] = &[
         ["Do not clear listen_only to get past this."]
     ),
     entry!(
+        "can_participant_busy",
+        "That participant is already attached to the bus's broker.",
+        ["Use another share of the bus, or wait for the holder to stop."],
+        []
+    ),
+    entry!(
+        "can_participant_filter_violation",
+        "The frame's identifier is outside this participant's share filter; nothing was sent.",
+        ["Send only identifiers the share's filter accepts (can_buses_list shows it)."],
+        [NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "can_participant_frame_budget_exhausted",
+        "This participant used its share's max_frames budget; the broker sends and delivers nothing more for it.",
+        ["Call can_session_stop, then can_session_start for a fresh budget."],
+        []
+    ),
+    entry!(
+        "can_participant_incident",
+        "The broker stopped serving this participant (its queue overflowed max_buffer_frames); the bus is unaffected.",
+        ["Read more often; call can_session_stop, then can_session_start."],
+        []
+    ),
+    entry!(
         "can_participant_not_configured",
-        "The bus declares no shares with that participant name.",
-        ["Call the tool again without `participant`."],
+        "The bus declares no share with that participant name (or no shares at all).",
+        [
+            "Call the tool again with a participant from configured_participants, or without `participant` on a bus without shares."
+        ],
+        []
+    ),
+    entry!(
+        "can_participant_required",
+        "The bus is shared; a session must name the participant (share) it attaches as.",
+        ["Call can_session_start again with `participant`."],
         []
     ),
     entry!(
@@ -986,6 +1082,12 @@ pub const CATALOGUE: &[Entry] = &[
             "Stop and restart the session if it keeps failing."
         ],
         ["Do not resend blindly."]
+    ),
+    entry!(
+        "can_session_not_owned",
+        "This server's session on the bus is another participant's.",
+        ["Name the participant this server started, or leave `participant` out."],
+        []
     ),
     entry!(
         "serial_read_failed",

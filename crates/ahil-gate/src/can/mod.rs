@@ -5,9 +5,13 @@
 //! Where a bus's adapter comes from (`adapter.rs`) is decided before anything is spawned or bound.
 
 pub mod adapter;
+pub mod broker;
 
-use ahil_drivers::can::Bus;
-use serde_json::{Value, json};
+use std::time::Duration;
+
+use ahil_drivers::Contact;
+use ahil_drivers::can::{Bus, CanError, Frame, Taken};
+use serde_json::{Map, Value, json};
 
 use crate::audit::Audit;
 use crate::ownership::SessionLocks;
@@ -25,10 +29,111 @@ impl crate::session_table::Keyed for Session {
     }
 }
 
+/// How a session reaches its bus: the adapter itself, or a participant's queue at the broker.
+pub enum Link {
+    Direct(Bus),
+    Shared(Box<broker::client::Participant>),
+}
+
+/// Why a session's bus stopped working.
+#[derive(Debug, Clone)]
+pub enum Failure {
+    Adapter(CanError),
+    Broker(broker::client::Refused),
+}
+
+impl Failure {
+    pub fn error_type(&self) -> String {
+        match self {
+            Self::Adapter(error) => error.public_error_type(),
+            Self::Broker(refused) => refused.error_type.clone(),
+        }
+    }
+
+    pub fn summary(&self) -> String {
+        match self {
+            Self::Adapter(error) => error.to_string(),
+            Self::Broker(refused) => refused.summary.clone(),
+        }
+    }
+
+    pub fn contact(&self) -> Contact {
+        match self {
+            Self::Adapter(error) => error.contact(),
+            Self::Broker(refused) if refused.contact_possible => Contact::Possible,
+            Self::Broker(_) => Contact::none("the broker refused before the adapter saw the frame"),
+        }
+    }
+}
+
+impl Link {
+    pub fn is_alive(&self) -> bool {
+        match self {
+            Self::Direct(bus) => bus.is_alive(),
+            Self::Shared(part) => part.lost().is_none(),
+        }
+    }
+
+    pub fn error(&self) -> Option<Failure> {
+        match self {
+            Self::Direct(bus) => bus.error().map(Failure::Adapter),
+            Self::Shared(part) => part.lost().map(Failure::Broker),
+        }
+    }
+
+    /// (queued, dropped, received).
+    pub fn levels(&self) -> (usize, u64, u64) {
+        match self {
+            Self::Direct(bus) => bus.levels(),
+            Self::Shared(part) => {
+                part.refresh();
+                let (queued, received) = part.levels();
+                (queued, 0, received)
+            }
+        }
+    }
+
+    pub fn drain(&self) -> usize {
+        match self {
+            Self::Direct(bus) => bus.drain(),
+            Self::Shared(part) => part.drain(),
+        }
+    }
+
+    pub fn send(&self, frame: &Frame) -> Result<Map<String, Value>, Failure> {
+        match self {
+            Self::Direct(bus) => bus.send(frame).map_err(Failure::Adapter),
+            Self::Shared(part) => part.send(frame).map_err(Failure::Broker),
+        }
+    }
+
+    pub fn take(&self, max: usize, wait: Duration, until: &[u32]) -> Taken {
+        match self {
+            Self::Direct(bus) => bus.take(max, wait, until),
+            Self::Shared(part) => match part.read(max, wait, until) {
+                Ok(read) => Taken {
+                    frames: read.frames,
+                    matched: read.matched,
+                    dropped_total: 0,
+                    remaining: read.remaining,
+                },
+                Err(_) => Taken {
+                    frames: Vec::new(),
+                    matched: false,
+                    dropped_total: 0,
+                    remaining: 0,
+                },
+            },
+        }
+    }
+}
+
 /// One open bus and what it holds.
 pub struct Session {
     pub bus_id: String,
-    pub bus: Bus,
+    pub bus: Link,
+    /// The share this session attached as, on a bus with `shares`.
+    pub participant: Option<String>,
     /// `process` or `socketcan` (a `peak` bus on a netdev is `socketcan`).
     pub adapter: &'static str,
     pub backend: String,
@@ -38,7 +143,7 @@ pub struct Session {
     pub log_path: String,
     pub started_at: String,
     pub audit: Audit,
-    /// The bus's device lock; last, so the adapter closes before the device is given back.
+    /// The bus's (or the participant's) device lock; last, so the link closes before it is given back.
     pub locks: SessionLocks,
 }
 
@@ -61,9 +166,23 @@ impl Session {
         });
         if let Some(error) = self.bus.error() {
             doc["adapter_error"] = json!({
-                "error_type": error.public_error_type(),
-                "summary": error.to_string(),
+                "error_type": error.error_type(),
+                "summary": error.summary(),
             });
+        }
+        if let Link::Shared(part) = &self.bus {
+            doc["participant"] = json!(part.name);
+            doc["broker_pid"] = json!(part.broker_pid);
+            for key in [
+                "bus_frame_log",
+                "max_frames",
+                "writes",
+                "attached_participants",
+            ] {
+                if let Some(value) = part.attached.get(key) {
+                    doc[key] = value.clone();
+                }
+            }
         }
         doc
     }

@@ -1,0 +1,328 @@
+//! `can_session_start` / `can_session_stop` as a participant of a shared bus (`shares:`): the
+//! participant lock first, then an attachment to the bus's broker (started when none runs). The
+//! broker owns the adapter; the session owns only its filtered queue.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahil_drivers::Contact;
+use serde_json::{Value, json};
+
+use super::can_buses::{Entry, device};
+use super::com_session::WithLog;
+use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::audit::Audit;
+use crate::can::broker::{self, AuditPlace, BrokerSpec};
+use crate::can::{Link, Session, Sessions, adapter};
+use crate::envelope::Outcome;
+use crate::ownership::Ownership;
+use crate::policy::Action;
+use crate::serial::log_stamp;
+
+struct StartShared {
+    spec: BrokerSpec,
+    participant: String,
+    lock_key: String,
+    clear: bool,
+    open_timeout: Duration,
+    audit: Audit,
+    ownership: Arc<Ownership>,
+    sessions: Arc<Sessions>,
+}
+
+pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    let (bus_id, bus) = (entry.bus_id, entry.bus);
+    let Some((participant, share)) = entry.share else {
+        unreachable!("a participant plan needs a share");
+    };
+    let lock_key = entry.lock_key();
+    let sessions = Arc::clone(ctx.can);
+    if ctx.tool == "can_session_stop" {
+        let owned = bus_id.to_owned();
+        return Ok(Plan {
+            action: Action::CanStop,
+            device: Some(device(bus_id, bus)),
+            resources: vec![lock_key],
+            work: Work::Driver(DriverJob {
+                deadline: Duration::from_secs(20),
+                if_abandoned: Contact::Possible,
+                run: Box::new(move |_cancel| match sessions.get(&owned) {
+                    Some(session) => stop(&sessions, &session),
+                    None => super::can_session::stop(&sessions, &owned),
+                }),
+            }),
+        });
+    }
+    let spec = adapter::spec(ctx.loaded, bus_id, bus).map_err(|error| {
+        Box::new(
+            Outcome::refused(ctx.tool, error.error_type(), error.to_string())
+                .with("bus_id", bus_id)
+                .not_started(false),
+        )
+    })?;
+    let loaded = ctx.loaded;
+    let bridge = match spec {
+        ahil_drivers::can::AdapterSpec::Bridge { executable } => Some(executable),
+        ahil_drivers::can::AdapterSpec::SocketCan => None,
+    };
+    let spec = BrokerSpec {
+        bus_id: bus_id.to_owned(),
+        bus_key: bus.lock_key(),
+        bus: bus.clone(),
+        bridge,
+        kind: adapter::effective_kind(bus).to_owned(),
+        config_version: u64::from(loaded.config.version),
+        home: ctx.env.home.clone(),
+        audit: AuditPlace {
+            state_root: loaded.config.state_root.clone(),
+            config_path: loaded.path.clone(),
+            workspace: loaded.workspace.clone(),
+            reports_dir: loaded.config.reports.directory.clone(),
+            logs_dir: loaded.config.logs.directory.clone(),
+        },
+        first_attach_timeout_ms: u64::try_from(broker::FIRST_ATTACH_TIMEOUT.as_millis())
+            .unwrap_or(15_000),
+    };
+    let open_timeout = adapter::timeout(bus);
+    let start = StartShared {
+        spec,
+        participant: participant.to_owned(),
+        lock_key: lock_key.clone(),
+        clear: ctx
+            .args
+            .get("clear_rx_queue")
+            .and_then(Value::as_bool)
+            .unwrap_or(true),
+        open_timeout,
+        audit: Audit::for_config(ctx.loaded),
+        ownership: Arc::clone(ctx.ownership),
+        sessions,
+    };
+    let action = if broker::share_writes(bus, share)
+        && !broker::share_reads(u64::from(loaded.config.version), share)
+    {
+        Action::CanWrite
+    } else {
+        Action::CanRead
+    };
+    Ok(Plan {
+        action,
+        device: Some(device(bus_id, bus)),
+        resources: vec![lock_key],
+        work: Work::Driver(DriverJob {
+            deadline: open_timeout * 3 + Duration::from_secs(20),
+            if_abandoned: Contact::Possible,
+            run: Box::new(move |_cancel| start.run()),
+        }),
+    })
+}
+
+impl StartShared {
+    fn run(self) -> Acted {
+        const TOOL: &str = "can_session_start";
+        let bus_id = self.spec.bus_id.clone();
+        if let Some(existing) = self.sessions.get(&bus_id) {
+            let same = existing.participant.as_deref() == Some(self.participant.as_str());
+            if same && existing.bus.is_alive() {
+                let drained = if self.clear { existing.bus.drain() } else { 0 };
+                return Acted {
+                    outcome: Outcome::ok(TOOL, "The CAN participant session was already active.")
+                        .with("bus_id", bus_id.as_str())
+                        .with("participant", self.participant.as_str())
+                        .with("already_active", true)
+                        .with("frames_drained", drained)
+                        .with("session", existing.describe(true))
+                        .with_log(&existing.log_path),
+                    contact: Some(Contact::none(
+                        "the open session was reused; nothing was sent",
+                    )),
+                };
+            }
+            if !same && existing.bus.is_alive() {
+                return Acted {
+                    outcome: Outcome::refused(
+                        TOOL,
+                        "session_already_active",
+                        format!(
+                            "This server is already participant `{}` of can_buses.{bus_id}; one server is one participant of a bus.",
+                            existing.participant.as_deref().unwrap_or("")
+                        ),
+                    )
+                    .with("bus_id", bus_id.as_str())
+                    .with("participant", existing.participant.clone())
+                    .with_remediation([format!("Call can_session_stop with bus_id \"{bus_id}\" first.")])
+                    .not_contacted(),
+                    contact: Some(Contact::none("nothing was attached")),
+                };
+            }
+            // A session whose broker went away is replaced.
+            let _ = stop(&self.sessions, &existing);
+        }
+        let log_name = format!("can-{}-{bus_id}-{}.jsonl", log_stamp(), self.participant);
+        let started = json!({
+            "event": "start",
+            "bus_id": bus_id,
+            "participant": self.participant,
+            "adapter": self.spec.kind,
+            "channel": self.spec.bus.channel,
+            "listen_only": self.spec.bus.listen_only,
+        });
+        let (locks, log_path) = match super::can_session::begin(
+            &self.ownership,
+            &self.audit,
+            super::can_session::Begin {
+                lock_key: &self.lock_key,
+                label: &format!("can_session:{bus_id}#{}", self.participant),
+                before: "the participant lock was refused before the broker was asked",
+                log_name: &log_name,
+                started: &started,
+            },
+        ) {
+            Ok(begun) => begun,
+            Err(refused) => return *refused,
+        };
+        let part = match broker::client::attach(&self.spec, &self.participant, self.open_timeout) {
+            Ok(part) => part,
+            Err(refused) => {
+                let _ = self.audit.append_event(
+                    &log_name,
+                    &json!({"event": "open_failed", "error_type": refused.error_type, "detail": refused.summary}),
+                );
+                let contact = if refused.contact_possible {
+                    Contact::Possible
+                } else {
+                    Contact::none("the attach was refused before the participant reached the bus")
+                };
+                let failure = crate::can::Failure::Broker(refused);
+                return Acted {
+                    outcome: super::can_session::failure_refusal(TOOL, &bus_id, &failure)
+                        .with("participant", self.participant.as_str())
+                        .with_remediation(["Call can_buses_list to see the bus and its active_participants, then call can_session_start again."])
+                        .with_log(&log_path),
+                    contact: Some(contact),
+                };
+            }
+        };
+        let broker_info = json!({
+            "broker_pid": part.broker_pid,
+            "bus_frame_log": part.attached.get("bus_frame_log"),
+            "attached_participants": part.attached.get("attached_participants"),
+        });
+        let backend = part
+            .attached
+            .get("backend")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let session = Arc::new(Session {
+            bus_id: bus_id.clone(),
+            bus: Link::Shared(Box::new(part)),
+            participant: Some(self.participant.clone()),
+            // As the reference names it: the session's adapter is the broker, not the bus's own.
+            adapter: "broker",
+            backend,
+            listen_only: self.spec.bus.listen_only,
+            fd: self.spec.bus.fd,
+            log_name,
+            log_path: log_path.clone(),
+            started_at: ahil_config::time::now_millis(),
+            audit: self.audit.clone(),
+            locks,
+        });
+        self.sessions.insert(Arc::clone(&session));
+        let drained = if self.clear { session.bus.drain() } else { 0 };
+        Acted {
+            outcome: Outcome::ok(
+                TOOL,
+                format!(
+                    "CAN bus session started as participant `{}`.",
+                    self.participant
+                ),
+            )
+            .with("bus_id", bus_id.as_str())
+            .with("participant", self.participant.as_str())
+            .with("already_active", false)
+            .with("adapter", session.adapter)
+            .with("broker", broker_info)
+            .with("frames_drained", drained)
+            .with("session", session.describe(true))
+            .with_log(&log_path),
+            contact: Some(Contact::Made),
+        }
+    }
+}
+
+/// Detaches a participant session: its queue is gone, its lock released; the adapter closes only
+/// when it was the last participant of the bus.
+pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
+    const TOOL: &str = "can_session_stop";
+    let Link::Shared(part) = &session.bus else {
+        return super::can_session::stop(sessions, &session.bus_id);
+    };
+    let failure = part.lost();
+    let detached = part.detach();
+    let close_result = match &detached.close_result {
+        Some(close) => close.clone(),
+        None if failure.is_some() => {
+            json!({"adapter_closed": null, "reason": "the broker was already gone"})
+        }
+        None => json!({"adapter_closed": false, "reason": "other participants share the bus"}),
+    };
+    let logged = session.log(&json!({
+        "event": "stop",
+        "reason": "requested",
+        "participant": part.name,
+        "last_participant": detached.last,
+        "broker_exited": detached.broker_exited,
+    }));
+    session.release_lock();
+    sessions.remove(&session.bus_id);
+    let unconfirmed =
+        detached.last && close_result.get("safe_state_confirmed") != Some(&Value::Bool(true));
+    let mut outcome = if unconfirmed {
+        super::can_session::safe_state_unconfirmed(
+            "The last participant detached, but the adapter did not confirm it left the bus in a safe state.",
+        )
+    } else if detached.last {
+        Outcome::ok(
+            TOOL,
+            format!(
+                "CAN participant `{}` detached; it was the last, so the adapter closed.",
+                part.name
+            ),
+        )
+    } else {
+        Outcome::ok(
+            TOOL,
+            format!(
+                "CAN participant `{}` detached; the adapter stays open for the other participants.",
+                part.name
+            ),
+        )
+    };
+    outcome = outcome
+        .with("bus_id", session.bus_id.as_str())
+        .with("participant", part.name.as_str())
+        .with("was_active", true)
+        .with("last_participant", detached.last)
+        .with("broker_exited", detached.broker_exited)
+        .with("session", session.describe(false))
+        .with("close_result", close_result)
+        .with_log(&session.log_path);
+    if let Some(error) = failure {
+        outcome.set(
+            "adapter_error",
+            json!({"error_type": error.error_type, "summary": error.summary}),
+        );
+    }
+    if let Err(err) = logged {
+        outcome.audit_ok = Some(false);
+        outcome.set("audit_error", err.to_value());
+    }
+    Acted {
+        outcome,
+        contact: Some(Contact::none(
+            "detaching takes a participant off the broker and sends nothing",
+        )),
+    }
+}
