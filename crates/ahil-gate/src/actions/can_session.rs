@@ -45,6 +45,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Ok(Plan {
             action: Action::CanStop,
             device: Some(policy_device),
+            also: Vec::new(),
             resources: vec![lock_key],
             work: Work::Driver(DriverJob {
                 deadline: Duration::from_secs(15),
@@ -106,6 +107,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         action,
         device: Some(policy_device),
         // The same resources as the stop, so the session's lease is the one the stop ends.
+        also: Vec::new(),
         resources: vec![start.lock_key.clone()],
         work: Work::Driver(DriverJob {
             deadline,
