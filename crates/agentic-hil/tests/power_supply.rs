@@ -28,6 +28,8 @@ struct Supply {
     idn: Option<&'static str>,
     /// The USB vid the host reports for the supply's port.
     host_vid: u16,
+    /// The permissions block of the board the supply powers.
+    board: &'static str,
 }
 
 const GRANTED: &str = "    voltage_limit_v: 5.5\n    current_limit_a: 1.5\n    channels:\n      \"1\": {voltage_limit_v: 5.0, current_limit_a: 1.0}\n    permissions: {allow_set: true, allow_output: true}\n";
@@ -39,6 +41,8 @@ impl Default for Supply {
             mode: "normal",
             idn: None,
             host_vid: VID,
+            // Switching the supply restarts the board, which needs the board's reset grant.
+            board: "    permissions:\n      allow_reset: true\n",
         }
     }
 }
@@ -89,7 +93,7 @@ impl Bench {
         let config = format!(
             "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
              target:\n  name: sim\n  controller: stm32f405\n\
-             debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n\
+             debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{board}\
              com_ports:\n  psu:\n    device: \"{link}\"\n    resource_id: bench-psu\n    vid: {VID}\n    pid: {PID}\n\
              power_supplies:\n  bench:\n    type: rs3005p\n    com_port: psu\n    powers: [board]\n\
              \x20   idn_serial: \"{SERIAL}\"\n    timeout_s: 0.3\n{entry}",
@@ -97,6 +101,7 @@ impl Bench {
             state = state.display(),
             link = link.display(),
             entry = supply.entry,
+            board = supply.board,
         );
         std::fs::write(world.config_path(), config).expect("the test config is written");
         let inventory = world.home.join("serial-inventory.json");
@@ -347,6 +352,43 @@ async fn without_the_grants_writes_are_permission_denied() {
         "power_supplies.bench.permissions.allow_output"
     );
     assert!(bench.journal().is_empty());
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
+async fn switching_a_supply_is_refused_while_the_board_it_powers_may_not_be_reset() {
+    let bench = Bench::new(&Supply {
+        board: "",
+        ..Supply::default()
+    });
+    let client = bench.connect().await;
+    for (tool, args) in [
+        (
+            "power_supply_output",
+            json!({"supply_id": "bench", "on": true}),
+        ),
+        (
+            "power_supply_cycle",
+            json!({"supply_id": "bench", "off_s": 0.5}),
+        ),
+    ] {
+        let doc = refused(&client, tool, args, "permission_denied").await;
+        assert_eq!(doc["permission"], "debuggers.board.permissions.allow_reset");
+        assert_eq!(doc["device"], "debuggers.board", "{doc}");
+        assert_eq!(doc["target_contacted"], false);
+    }
+    // The supply's own setpoints leave the board running: set needs only allow_set.
+    ok(
+        &client,
+        "power_supply_set",
+        json!({"supply_id": "bench", "voltage_v": 3.3}),
+    )
+    .await;
+    assert!(
+        bench.writes().iter().all(|c| !c.starts_with("OUT")),
+        "the output was never switched: {:?}",
+        bench.writes()
+    );
     client.cancel().await.expect("the session closes");
 }
 

@@ -282,12 +282,11 @@ impl Bench {
             }
         };
         let config = &loaded.config;
-        if let Err(refusal) = policy::authorize(
-            config.version,
-            &config.permissions,
-            plan.device,
-            &plan.action,
-        ) {
+        // Every device the call touches, not just the one it addresses: a capture reads a port
+        // and a supply's output restarts the boards it powers.
+        if let Err(refusal) =
+            policy::authorize_all(config.version, &config.permissions, &plan.uses())
+        {
             return answer(refused(tool, refusal), &snapshot, started, clock);
         }
 
@@ -422,6 +421,9 @@ fn outside_project(tool: &str, why: &ConfigError) -> Outcome {
 /// A policy refusal as an envelope. `permission_denied` is final: the next step says so.
 fn refused(tool: &str, refusal: Refusal) -> Outcome {
     let mut outcome = Outcome::refused(tool, refusal.error_type, refusal.summary);
+    if let Some(device) = refusal.device {
+        outcome = outcome.with("device", device);
+    }
     if let Some(key) = refusal.permission {
         outcome = outcome
             .with_next_step(format!(
@@ -619,3 +621,7 @@ fn answer(
 #[cfg(test)]
 #[path = "bench_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "bench/every_device_tests.rs"]
+mod every_device_tests;

@@ -31,6 +31,45 @@ pub enum Device<'a> {
     },
 }
 
+impl Device<'_> {
+    /// The entry's dotted name (`com_ports.console`), as a refusal names the device.
+    pub fn entry(&self) -> String {
+        let (section, name) = match self {
+            Self::Debugger { name, .. } => ("debuggers", name),
+            Self::ComPort { name, .. } => ("com_ports", name),
+            Self::CanBus { name, .. } => ("can_buses", name),
+            Self::PowerSupply { name, .. } => ("power_supplies", name),
+        };
+        format!("{section}.{name}")
+    }
+}
+
+/// One device a call touches and what the call does there, or (with no device) a grant of the
+/// project the call needs. A plan lists one per device it touches, so none goes unauthorized.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceUse<'a> {
+    pub device: Option<Device<'a>>,
+    pub action: Action<'a>,
+}
+
+impl<'a> DeviceUse<'a> {
+    /// `action` done on `device`.
+    pub fn on(device: Device<'a>, action: Action<'a>) -> Self {
+        Self {
+            device: Some(device),
+            action,
+        }
+    }
+
+    /// A project grant `action` needs, beside the devices.
+    pub fn project(action: Action<'a>) -> Self {
+        Self {
+            device: None,
+            action,
+        }
+    }
+}
+
 /// Where a breakpoint goes: by name (held to the symbol allowlist) or by source line (needs every
 /// symbol, because a line reaches whatever code sits there).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,8 +135,14 @@ pub enum Action<'a> {
     SupplySet,
     /// `power_supply_output`, `power_supply_cycle`.
     SupplyOutput,
+    /// The same two tools on each board the supply powers: switching a board's power restarts it
+    /// as a reset does, so it needs the board's debugger's `allow_reset`.
+    PowerBoard,
     /// `artifact_upload`; carries `artifacts.allow_upload`.
     ArtifactUpload { allow_upload: bool },
+    /// Flashing or loading an image by `artifact_id` (one `artifact_upload` stored); carries
+    /// `artifacts.allow_upload`, which governs the stored images as well as storing them.
+    UploadedArtifact { allow_upload: bool },
     /// `project_config_describe`, `project_config_reload_description`, reports, run and lease status.
     ReadState,
     /// `project_config_set` on description keys.
@@ -119,6 +164,8 @@ pub enum Action<'a> {
 pub struct Refusal {
     /// `permission_denied` or `not_supported`.
     pub error_type: &'static str,
+    /// The device whose grant is missing, as its dotted entry name (`com_ports.console`).
+    pub device: Option<String>,
     /// For `permission_denied`: the dotted key that is false (or the list that lacks the symbol).
     pub permission: Option<String>,
     /// One sentence.
@@ -132,6 +179,7 @@ impl Refusal {
         );
         Self {
             error_type: "permission_denied",
+            device: None,
             permission: Some(key),
             summary,
         }
@@ -140,6 +188,7 @@ impl Refusal {
     fn unsupported(summary: impl Into<String>) -> Self {
         Self {
             error_type: "not_supported",
+            device: None,
             permission: None,
             summary: summary.into(),
         }
@@ -162,11 +211,34 @@ fn project_key(flag: &str) -> String {
     format!("permissions.{flag}")
 }
 
+/// Decide whether a call may run: each of its `uses` in turn, so a call is refused unless every
+/// device it touches grants what it does there. The first refusal names its device.
+pub fn authorize_all(
+    config_version: u8,
+    project: &ProjectGrants,
+    uses: &[DeviceUse<'_>],
+) -> Result<(), Refusal> {
+    uses.iter()
+        .try_for_each(|u| authorize(config_version, project, u.device, &u.action))
+}
+
 /// Decide whether `action` may run. Version 1 files make reads depend on `allow_probe` / `allow_read`;
 /// from version 2 on, reads are free (exclusivity protects them instead) and only effects need grants.
 pub fn authorize(
     config_version: u8,
     project: &ProjectGrants,
+    device: Option<Device<'_>>,
+    action: &Action<'_>,
+) -> Result<(), Refusal> {
+    decide(config_version, *project, device, action).map_err(|mut refusal| {
+        refusal.device = device.map(|d| d.entry());
+        refusal
+    })
+}
+
+fn decide(
+    config_version: u8,
+    project: ProjectGrants,
     device: Option<Device<'_>>,
     action: &Action<'_>,
 ) -> Result<(), Refusal> {
@@ -207,6 +279,11 @@ pub fn authorize(
             allow_upload,
             || "artifacts.allow_upload".to_owned(),
             "Uploading a firmware artifact",
+        ),
+        Action::UploadedArtifact { allow_upload } => require(
+            allow_upload,
+            || "artifacts.allow_upload".to_owned(),
+            "Using an uploaded artifact (artifact_id)",
         ),
         Action::ComRead | Action::ComWrite => {
             authorize_port(device, action, "com_ports", reads_need_grants)
@@ -270,6 +347,11 @@ fn authorize_debugger(
             || key("allow_reset"),
             "Resetting the target",
         ),
+        Action::PowerBoard => require(
+            grants.allow_reset,
+            || key("allow_reset"),
+            "Switching the power of a board this supply powers (it restarts the board)",
+        ),
         Action::DebugContinue => require(
             grants.allow_debug_execution,
             || key("allow_debug_execution"),
@@ -303,6 +385,7 @@ fn interlock(grants: DebuggerGrants, key: &dyn Fn(&str) -> String) -> Result<(),
             let permission = key(flag);
             return Err(Refusal {
                 error_type: "permission_denied",
+                device: None,
                 summary: format!(
                     "Flashing and debug sessions are refused on this probe while `{permission}` is true: \
                      validated flashing and unrestricted debugger access exclude each other."
@@ -320,6 +403,7 @@ fn symbol_allowed(symbol: &str, allowlist: SymbolAllowlist<'_>) -> Result<(), Re
     } else {
         Err(Refusal {
             error_type: "permission_denied",
+            device: None,
             permission: Some("debug.allowed_symbols".to_owned()),
             summary: format!(
                 "Symbol `{symbol}` is not in debug.allowed_symbols and debug.allow_all_symbols is false."

@@ -214,7 +214,17 @@ fn table() -> Vec<(Action<'static>, Kind, Vec<Need>)> {
             vec![("power_supplies.dut.permissions.allow_output", ANY)],
         ),
         (
+            Action::PowerBoard,
+            Kind::Debugger,
+            vec![("debuggers.dut.permissions.allow_reset", ANY)],
+        ),
+        (
             Action::ArtifactUpload { allow_upload: true },
+            Kind::Project,
+            vec![],
+        ),
+        (
+            Action::UploadedArtifact { allow_upload: true },
             Kind::Project,
             vec![],
         ),
@@ -488,4 +498,47 @@ fn a_refusal_names_the_full_key_of_the_entry() {
             .summary
             .contains("debuggers.dut.permissions.allow_probe")
     );
+}
+
+#[test]
+fn flashing_by_artifact_id_needs_artifacts_allow_upload() {
+    let refusal = decide(
+        3,
+        &open(),
+        Kind::Project,
+        &Action::UploadedArtifact {
+            allow_upload: false,
+        },
+    )
+    .expect_err("uploads closed");
+    assert_eq!(
+        refusal.permission.as_deref(),
+        Some("artifacts.allow_upload")
+    );
+    assert_eq!(refusal.device, None, "the upload store is no device");
+}
+
+#[test]
+fn a_call_is_refused_by_the_first_device_it_touches_that_lacks_a_grant_and_names_it() {
+    let debugger = Device::Debugger {
+        name: "dut",
+        grants: open().debugger,
+    };
+    let port = Device::ComPort {
+        name: "console",
+        grants: closed("allow_read").port,
+    };
+    let uses = [
+        DeviceUse::on(debugger, Action::Flash { reset_after: true }),
+        DeviceUse::on(port, Action::ComRead),
+    ];
+    let refusal = authorize_all(1, &open().project, &uses).expect_err("the port is closed");
+    assert_eq!(refusal.error_type, "permission_denied");
+    assert_eq!(refusal.device.as_deref(), Some("com_ports.console"));
+    assert_eq!(
+        refusal.permission.as_deref(),
+        Some("com_ports.console.permissions.allow_read")
+    );
+    // From version 2 on a read needs no grant, so the same call passes.
+    assert_eq!(authorize_all(3, &open().project, &uses), Ok(()));
 }

@@ -353,10 +353,12 @@ fn psu_bench(world: &World, _program: &Path) -> PsuSim {
     BufReader::new(sim.stdout.take().expect("stdout"))
         .read_line(&mut ready)
         .expect("the simulator names its pty");
+    // The board may be reset: switching the supply restarts it, which this implementation
+    // refuses without the board's allow_reset (the reference does not ask; docs/COMPATIBILITY.md).
     let config = format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
          target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: openocd\n    executable: null\n\
+         debuggers:\n  board:\n    type: openocd\n    executable: null\n    permissions: {{allow_reset: true}}\n\
          com_ports:\n  psu:\n    device: \"{link}\"\n    resource_id: bench-psu\n    vid: 1046\n    pid: 20497\n\
          power_supplies:\n  bench:\n    type: rs3005p\n    com_port: psu\n    powers: [board]\n\
          \x20   idn_serial: \"03682957\"\n    timeout_s: 0.3\n    voltage_limit_v: 5.5\n    current_limit_a: 1.5\n\

@@ -31,6 +31,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         },
         device: None,
         // Two uploads of the same bytes write the same name: one at a time.
+        also: Vec::new(),
         resources: vec!["artifacts:upload".to_owned()],
         work: Work::Local(Box::new(move || Acted {
             outcome: upload(ctx),

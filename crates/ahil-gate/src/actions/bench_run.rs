@@ -71,6 +71,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         // Holding a device is exclusivity, not an action on it: no permission opens or closes it.
         action: Action::ReadState,
         device: None,
+        also: Vec::new(),
         resources: Vec::new(),
         work,
     })

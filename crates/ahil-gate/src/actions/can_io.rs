@@ -170,6 +170,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Ok(Plan {
             action: Action::CanWrite,
             device: Some(device(bus_id, bus)),
+            also: Vec::new(),
             resources: vec![entry.lock_key()],
             work: Work::Driver(DriverJob {
                 deadline: timeout + Duration::from_secs(5),
@@ -223,6 +224,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         device: Some(device(bus_id, bus)),
         // The session holds the device lock; a read claims nothing more, so a long wait does not
         // hold up a send on the same bus.
+        also: Vec::new(),
         resources: Vec::new(),
         work: Work::Driver(DriverJob {
             deadline: wait + Duration::from_secs(5),

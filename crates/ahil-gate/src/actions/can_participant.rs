@@ -42,6 +42,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         return Ok(Plan {
             action: Action::CanStop,
             device: Some(device(bus_id, bus)),
+            also: Vec::new(),
             resources: vec![lock_key],
             work: Work::Driver(DriverJob {
                 deadline: Duration::from_secs(20),
@@ -108,6 +109,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
     Ok(Plan {
         action,
         device: Some(device(bus_id, bus)),
+        also: Vec::new(),
         resources: vec![lock_key],
         work: Work::Driver(DriverJob {
             deadline: open_timeout * 3 + Duration::from_secs(20),

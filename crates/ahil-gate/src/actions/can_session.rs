@@ -49,6 +49,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Ok(Plan {
             action: Action::CanStop,
             device: Some(policy_device),
+            also: Vec::new(),
             // On a shared bus the broker holds the bus lock, and there is no session to stop here.
             resources: if bus.shares.is_some() {
                 Vec::new()
@@ -115,6 +116,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         action,
         device: Some(policy_device),
         // The same resources as the stop, so the session's lease is the one the stop ends.
+        also: Vec::new(),
         resources: vec![start.lock_key.clone()],
         work: Work::Driver(DriverJob {
             deadline,

@@ -109,6 +109,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Ok(Plan {
             action: Action::ComWrite,
             device: Some(device(port_id, port)),
+            also: Vec::new(),
             resources: vec![port.lock_key(port_id)],
             work: Work::Driver(DriverJob {
                 deadline,
@@ -166,6 +167,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         device: Some(device(port_id, port)),
         // The session holds the device lock; a read claims nothing more, so a long wait does not
         // hold up a write to the same port.
+        also: Vec::new(),
         resources: Vec::new(),
         work: Work::Driver(DriverJob {
             deadline: wait + Duration::from_secs(5),

@@ -78,6 +78,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Ok(Plan {
             action: Action::ComStop,
             device: Some(device(port_id, port)),
+            also: Vec::new(),
             resources,
             work,
         });
@@ -144,6 +145,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     Ok(Plan {
         action,
         device: Some(device(port_id, port)),
+        also: Vec::new(),
         resources,
         work: Work::Driver(DriverJob {
             deadline: START_DEADLINE,

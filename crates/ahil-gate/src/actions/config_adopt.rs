@@ -52,6 +52,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Ok(Plan {
             action,
             device: None,
+            also: Vec::new(),
             resources: Vec::new(),
             work: Work::Local(Box::new(move || Acted {
                 outcome: adopt(ctx, apply, None),
@@ -71,6 +72,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Ok(Plan {
             action,
             device: None,
+            also: Vec::new(),
             resources: Vec::new(),
             work: Work::Local(Box::new(move || Acted {
                 outcome,
@@ -102,6 +104,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     Ok(Plan {
         action,
         device: None,
+        also: Vec::new(),
         resources,
         work: Work::Driver(DriverJob {
             deadline: timeout + MARGIN,

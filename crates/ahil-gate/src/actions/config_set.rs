@@ -27,6 +27,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             Action::ConfigSetDescription
         },
         device: None,
+        also: Vec::new(),
         resources: Vec::new(),
         work: Work::Local(Box::new(move || Acted {
             outcome: set(ctx, &changes),

@@ -28,7 +28,7 @@ use crate::debug::{self, Live, Server, Sessions};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
 use crate::ownership::runs::debugger_keys;
-use crate::policy::{Action, BreakpointAt, Device, SymbolAllowlist};
+use crate::policy::{Action, BreakpointAt, Device, DeviceUse, SymbolAllowlist};
 use crate::snapshot::pinned_debugger_executable;
 
 /// The gate's margin over the session's own waits.
@@ -95,6 +95,11 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         name,
         grants: debugger.permissions,
     });
+    let also = if tool == "debug_start_session" {
+        start_uses(ctx, name, debugger)
+    } else {
+        Vec::new()
+    };
     let stlink_server = (debugger.kind == DebuggerType::Stlink)
         .then(|| ctx.loaded.executables.gdb_servers.get(name))
         .flatten()
@@ -132,9 +137,31 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     Ok(Plan {
         action,
         device,
+        also,
         resources,
         work,
     })
+}
+
+/// What a start does on its debugger beyond attaching: `reset_halt` resets the target, `load` also
+/// writes the ELF into flash; an `artifact_id` uses the upload store.
+fn start_uses<'a>(ctx: &Context<'_>, name: &'a str, debugger: &Debugger) -> Vec<DeviceUse<'a>> {
+    let device = Device::Debugger {
+        name,
+        grants: debugger.permissions,
+    };
+    let mode = ctx.args.get("mode").and_then(Value::as_str);
+    let mut uses = Vec::new();
+    if matches!(mode, Some("reset_halt" | "load")) {
+        uses.push(DeviceUse::on(device, Action::Reset));
+    }
+    if mode == Some("load") {
+        uses.push(DeviceUse::on(device, Action::Flash { reset_after: false }));
+    }
+    if ctx.args.get("artifact_id").is_some() {
+        uses.push(super::probe::uploaded_artifact(ctx));
+    }
+    uses
 }
 
 fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
@@ -273,27 +300,6 @@ fn session_work<'a>(
             .and_then(Value::as_str)
             .unwrap_or("attach")
             .to_owned();
-        let grants = debugger.permissions;
-        let needs: &[(bool, &str)] = match mode.as_str() {
-            "reset_halt" => &[(grants.allow_reset, "allow_reset")],
-            "load" => &[
-                (grants.allow_reset, "allow_reset"),
-                (grants.allow_flash, "allow_flash"),
-            ],
-            _ => &[],
-        };
-        if let Some((_, flag)) = needs.iter().find(|(open, _)| !open) {
-            let permission = format!("debuggers.{name}.permissions.{flag}");
-            return Err(Box::new(
-                Outcome::refused(
-                    tool,
-                    "permission_denied",
-                    format!("Mode {mode} needs `{permission}`, which is false."),
-                )
-                .with("permission", permission)
-                .not_contacted(),
-            ));
-        }
         // The argument may shorten the entry's timeout, never lengthen it.
         let timeout = wait_of(&args, timeout);
         let start = Start {

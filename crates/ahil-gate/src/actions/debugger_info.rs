@@ -140,6 +140,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     Ok(Plan {
         action: Action::DebuggerVersion,
         device,
+        also: Vec::new(),
         resources,
         work,
     })

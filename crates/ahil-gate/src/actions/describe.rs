@@ -17,6 +17,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     Ok(Plan {
         action: Action::ReadState,
         device: None,
+        also: Vec::new(),
         resources: Vec::new(),
         work: Work::Local(Box::new(move || Acted {
             outcome: describe(ctx),

@@ -1,7 +1,7 @@
 //! `flash_firmware`'s `capture`: the board's UART read across the flash and its reset.
 //!
-//! Planned with the flash, so the capture port is authorized (its read grant) and locked (its
-//! device keys) before anything runs, and a refusal there flashes nothing. On the CLI backends the
+//! Planned with the flash, so the capture port is authorized by the pipeline (its read grant, see
+//! [`port_use`]) and locked (its device keys) before anything runs, and a refusal there flashes nothing. On the CLI backends the
 //! port is opened through the serial driver before the flash (the first boot bytes land in its
 //! ring, not on a port nobody holds), read with `com_read`'s rules after it, and closed on every
 //! path. The emulated board reads its own UART (see [`super::probe`]).
@@ -16,7 +16,7 @@ use super::Context;
 use super::com_session::encoding_of;
 use super::probe::invalid;
 use crate::envelope::{Outcome, SideEffectStatus};
-use crate::policy::{self, Action, Device};
+use crate::policy::{Action, Device, DeviceUse};
 use crate::serial::{Encoding, text};
 
 /// Capture waits 10 s unless told otherwise, 60 s at most.
@@ -42,8 +42,21 @@ pub(super) struct Capture {
     expected: Option<crate::serial::identity::Expected>,
 }
 
-/// The capture the arguments ask for, refused (before any contact) where the port may not be read,
-/// is held by this server's COM session, or is the port esptool flashes through. Its configured
+/// What the capture does on its port, for the pipeline to authorize with the flash: it reads the
+/// port as `com_read` would, so it needs what `com_read` needs. `None` without a configured port
+/// (the plan refuses that as `unknown_device`).
+pub(super) fn port_use<'a>(ctx: &'a Context<'a>) -> Option<DeviceUse<'a>> {
+    let port_id = ctx.args.get("capture")?.get("port_id")?.as_str()?;
+    let (name, port) = ctx.loaded.config.com_ports.get_key_value(port_id)?;
+    let device = Device::ComPort {
+        name,
+        grants: port.permissions,
+    };
+    Some(DeviceUse::on(device, Action::ComRead))
+}
+
+/// The capture the arguments ask for, refused (before any contact) where the port is held by this
+/// server's COM session or is the port esptool flashes through. Its configured
 /// lock key joins `resources`; the pipeline adds the keys of the node it resolves to.
 pub(super) fn plan(
     ctx: &Context<'_>,
@@ -68,29 +81,6 @@ pub(super) fn plan(
             .not_contacted(),
         ));
     };
-    // The capture reads the port as com_read would, so it needs what com_read needs.
-    let device = Device::ComPort {
-        name: port_id,
-        grants: port.permissions,
-    };
-    if let Err(refusal) = policy::authorize(
-        config.version,
-        &config.permissions,
-        Some(device),
-        &Action::ComRead,
-    ) {
-        let mut outcome = Outcome::refused(tool, refusal.error_type, refusal.summary)
-            .with("field", "capture.port_id")
-            .with("port_id", port_id);
-        if let Some(key) = refusal.permission {
-            outcome = outcome
-                .with_next_step(format!(
-                    "This refusal is the answer: `{key}` is false, so nothing was flashed. Flash without capture, or ask the operator to open it."
-                ))
-                .with("permission", key);
-        }
-        return Err(Box::new(outcome.not_contacted()));
-    }
     // This server's own session holds the port's lock re-entrantly, so the lock alone would let
     // the capture open a port a session already reads.
     if ctx.serial.is_active(port_id) {

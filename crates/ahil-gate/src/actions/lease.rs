@@ -62,6 +62,7 @@ fn local<'a>(action: Action<'a>, job: Box<dyn FnOnce() -> Outcome + Send + 'a>) 
     Plan {
         action,
         device: None,
+        also: Vec::new(),
         resources: Vec::new(),
         work: Work::Local(Box::new(move || Acted {
             outcome: job(),

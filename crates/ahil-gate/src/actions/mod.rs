@@ -10,7 +10,7 @@ use ahil_drivers::process::CancelFlag;
 use serde_json::Value;
 
 use crate::envelope::Outcome;
-use crate::policy::{Action, Device};
+use crate::policy::{Action, Device, DeviceUse};
 use crate::snapshot::Snapshot;
 
 pub mod artifact_upload;
@@ -67,10 +67,27 @@ pub struct Plan<'a> {
     pub action: Action<'a>,
     /// The device it addresses, with its grants.
     pub device: Option<Device<'a>>,
+    /// Every other device the call touches (a capture's port, the boards a supply powers), each
+    /// with what the call does there, and any project grant it needs beside `action` (an
+    /// uploaded artifact). The pipeline authorizes all of them before it claims anything.
+    pub also: Vec<DeviceUse<'a>>,
     /// Resource keys claimed for the duration of the work.
     pub resources: Vec<String>,
     /// The work itself.
     pub work: Work<'a>,
+}
+
+impl<'a> Plan<'a> {
+    /// What policy is asked, in order: the addressed device first, then every other one.
+    pub fn uses(&self) -> Vec<DeviceUse<'a>> {
+        let first = DeviceUse {
+            device: self.device,
+            action: self.action,
+        };
+        std::iter::once(first)
+            .chain(self.also.iter().copied())
+            .collect()
+    }
 }
 
 /// The work of a call.

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::ownership::runs::debugger_keys;
-use crate::policy::{Action, Device};
+use crate::policy::{Action, Device, DeviceUse};
 use crate::power::{
     self, IdentityVerdict, MASKED, Model, effective_limit, last_known_output, limits_doc,
     missing_limits, model_of, on_grid, protection_doc, reading_doc, render_limit, verify_identity,
@@ -105,12 +105,24 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         check_limits(ctx, id, entry, request)?;
     }
     let mut resources = vec![port.lock_key(&entry.com_port)];
+    let mut also = Vec::new();
     if !matches!(request, Request::Status { .. }) {
-        // A write changes the powered boards too: their debuggers are held for the call.
-        for name in &entry.powers {
-            if let Some(debugger) = config.debuggers.get(name) {
-                let exe = pinned_debugger_executable(ctx.loaded, name);
-                resources.extend(debugger_keys(debugger, exe.as_deref()));
+        // A write changes the powered boards too: their debuggers are held for the call, and
+        // switching the output restarts them as a reset would, so each must grant that.
+        let switches = matches!(request, Request::Output { .. } | Request::Cycle { .. });
+        for (name, debugger) in entry
+            .powers
+            .iter()
+            .filter_map(|name| config.debuggers.get_key_value(name))
+        {
+            let exe = pinned_debugger_executable(ctx.loaded, name);
+            resources.extend(debugger_keys(debugger, exe.as_deref()));
+            if switches {
+                let board = Device::Debugger {
+                    name,
+                    grants: debugger.permissions,
+                };
+                also.push(DeviceUse::on(board, Action::PowerBoard));
             }
         }
     }
@@ -142,6 +154,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             name: id,
             grants: entry.permissions,
         }),
+        also,
         resources,
         work: Work::Driver(DriverJob {
             deadline: timeout * MAX_EXCHANGES + off + Duration::from_secs(10),

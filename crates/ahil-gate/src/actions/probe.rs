@@ -21,7 +21,7 @@ use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::artifacts::{self, ArtifactPolicy, ArtifactRef, Format, StagedArtifact, Stager};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::ownership::runs::claimed_keys;
-use crate::policy::{Action, Device};
+use crate::policy::{Action, Device, DeviceUse};
 use crate::snapshot::pinned_debugger_executable;
 
 /// Where a raw BIN goes when the entry names no `flash_address`: the STM32 flash base.
@@ -49,6 +49,13 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         name,
         grants: debugger.permissions,
     });
+    let mut also = Vec::new();
+    if tool == "flash_firmware" {
+        also.extend(flash_capture::port_use(ctx));
+        if ctx.args.get("artifact_id").is_some() {
+            also.push(uploaded_artifact(ctx));
+        }
+    }
     let work = if matches!(tool, "flash_firmware" | "reset_target") && ctx.debug.is_active() {
         Work::Local(Box::new(move || Acted {
             outcome: Outcome::refused(
@@ -84,8 +91,16 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     Ok(Plan {
         action,
         device,
+        also,
         resources,
         work,
+    })
+}
+
+/// An image named by `artifact_id` is one `artifact_upload` stored, governed by the same grant.
+pub(super) fn uploaded_artifact<'a>(ctx: &Context<'_>) -> DeviceUse<'a> {
+    DeviceUse::project(Action::UploadedArtifact {
+        allow_upload: ctx.loaded.config.artifacts.allow_upload,
     })
 }
 
@@ -364,20 +379,8 @@ pub(super) fn stage_image(
     };
     let request = match image {
         ImageArg::Path(path) => ArtifactRef::Path(path),
-        ImageArg::Id(id) => {
-            if !policy.allow_upload() {
-                return Err(refused_image(
-                    Outcome::refused(
-                        TOOL,
-                        "permission_denied",
-                        "Flashing by artifact_id needs `artifacts.allow_upload`, which is false.",
-                    )
-                    .with("permission", "artifacts.allow_upload")
-                    .with_next_step("Give image_path instead, or ask the operator to open `artifacts.allow_upload`."),
-                ));
-            }
-            ArtifactRef::Id(id)
-        }
+        // Policy allowed the upload store in the plan (`uploaded_artifact`).
+        ImageArg::Id(id) => ArtifactRef::Id(id),
     };
     Stager::process()
         .and_then(|stager| artifacts::resolve(policy, stager, request))

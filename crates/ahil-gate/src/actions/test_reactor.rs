@@ -38,6 +38,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         // A stop is a request to a run the operator's plan started; it needs no device grant.
         action: Action::ReadState,
         device: None,
+        also: Vec::new(),
         resources: Vec::new(),
         work,
     })

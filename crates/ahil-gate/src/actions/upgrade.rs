@@ -28,6 +28,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     Ok(Plan {
         action: Action::Upgrade,
         device: None,
+        also: Vec::new(),
         resources: Vec::new(),
         work: Work::Driver(DriverJob {
             deadline: DEADLINE,

@@ -99,11 +99,6 @@ impl ArtifactPolicy {
         self.max_bytes
     }
 
-    /// Whether uploads and `artifact_id` are allowed.
-    pub fn allow_upload(&self) -> bool {
-        self.allow_upload
-    }
-
     /// The workspace root, lexically absolute.
     pub fn workspace(&self) -> &Path {
         &self.workspace
@@ -269,6 +264,8 @@ pub fn check(
     let (raw, source): (String, &'static str) = match request {
         ArtifactRef::Path(raw) => (raw.to_owned(), "path"),
         ArtifactRef::Id(id) => {
+            // A backstop for callers outside the pipeline; in a tool call policy has already
+            // refused an ungranted artifact_id (`Action::UploadedArtifact`).
             if !policy.allow_upload {
                 return refuse(ArtifactError::UploadsDisabled, &checks);
             }

@@ -1,0 +1,459 @@
+//! Every device a call touches is authorized before any contact (issue #24 item 2).
+//!
+//! For each tool and each device it touches (the [`TOUCHES`] table), with configuration versions 1
+//! and 3: closing a grant the tool needs there refuses the call with `permission_denied` naming
+//! that device, and the device is never opened. A COM port (a capture's, a session's, a supply's)
+//! is a FIFO whose opening a watcher sees; a debugger is a fake that notes every invocation. Both
+//! observations are shown to see the open when every grant is there, so neither passes vacuously.
+//! A CAN bus names an interface that does not exist: there only the refusal before the claim (no
+//! lease, no run) is observed.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::Bench;
+use crate::testkit::Fixture;
+
+/// Which configured entry a row's grant lives on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum On {
+    /// `debuggers.dut`: the probe, and the board `bench` powers.
+    Dut,
+    /// `com_ports.console`: the board's UART.
+    Console,
+    /// `power_supplies.bench`.
+    Bench,
+    /// `can_buses.bus`: a SocketCAN interface that does not exist.
+    Bus,
+    /// `artifacts.allow_upload`.
+    Uploads,
+}
+
+impl On {
+    fn entry(self) -> Option<&'static str> {
+        match self {
+            Self::Dut => Some("debuggers.dut"),
+            Self::Console => Some("com_ports.console"),
+            Self::Bench => Some("power_supplies.bench"),
+            Self::Bus => Some("can_buses.bus"),
+            Self::Uploads => None,
+        }
+    }
+}
+
+const V1: &[u8] = &[1];
+const ANY: &[u8] = &[1, 3];
+/// Power supplies exist from version 2 on.
+const V3: &[u8] = &[3];
+
+/// One device a tool touches and a grant it needs there: (tool, arguments, entry, flag, versions in
+/// which the flag is needed). The lead replaces this with the per-tool declarations (issue #24
+/// item 1); it is kept here, in one place, until then.
+type Touch = (&'static str, fn() -> Value, On, &'static str, &'static [u8]);
+
+fn flash() -> Value {
+    json!({"image_path": "fw/fw.elf", "reset_after_flash": false})
+}
+fn flash_reset() -> Value {
+    json!({"image_path": "fw/fw.elf", "reset_after_flash": true})
+}
+fn flash_capture() -> Value {
+    json!({"image_path": "fw/fw.elf", "reset_after_flash": true,
+           "capture": {"port_id": "console", "until": "boot ok", "wait_timeout_s": 0.2}})
+}
+fn flash_upload() -> Value {
+    json!({"artifact_id": format!("{}.elf", "a".repeat(64)), "reset_after_flash": false})
+}
+fn nothing() -> Value {
+    json!({})
+}
+fn reset() -> Value {
+    json!({"mode": "run"})
+}
+fn start_reset_halt() -> Value {
+    json!({"image_path": "fw/fw.elf", "mode": "reset_halt"})
+}
+fn start_load() -> Value {
+    json!({"image_path": "fw/fw.elf", "mode": "load"})
+}
+fn start_upload() -> Value {
+    json!({"artifact_id": format!("{}.elf", "a".repeat(64)), "mode": "attach"})
+}
+fn session() -> Value {
+    json!({"port_id": "console"})
+}
+fn write() -> Value {
+    json!({"port_id": "console", "text": "x"})
+}
+fn can_read() -> Value {
+    json!({"bus_id": "bus"})
+}
+fn can_send() -> Value {
+    json!({"bus_id": "bus", "frame_id": 291, "data_hex": "01"})
+}
+fn set() -> Value {
+    json!({"supply_id": "bench", "channel": 1, "voltage_v": 3.3})
+}
+fn output() -> Value {
+    json!({"supply_id": "bench", "channel": 1, "on": true})
+}
+fn cycle() -> Value {
+    json!({"supply_id": "bench", "channel": 1, "off_s": 0.5})
+}
+
+#[rustfmt::skip]
+const TOUCHES: &[Touch] = &[
+    ("debugger_info", nothing, On::Dut, "allow_probe", V1),
+    ("debugger_probes_list", nothing, On::Dut, "allow_probe", V1),
+    ("probe_target", nothing, On::Dut, "allow_probe", V1),
+    ("flash_firmware", flash, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", flash_reset, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", flash_reset, On::Dut, "allow_reset", ANY),
+    ("flash_firmware", flash_capture, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", flash_capture, On::Dut, "allow_reset", ANY),
+    ("flash_firmware", flash_capture, On::Console, "allow_read", V1),
+    ("flash_firmware", flash_upload, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", flash_upload, On::Uploads, "allow_upload", ANY),
+    ("reset_target", reset, On::Dut, "allow_reset", ANY),
+    ("debug_start_session", start_reset_halt, On::Dut, "allow_probe", V1),
+    ("debug_start_session", start_reset_halt, On::Dut, "allow_reset", ANY),
+    ("debug_start_session", start_load, On::Dut, "allow_probe", V1),
+    ("debug_start_session", start_load, On::Dut, "allow_reset", ANY),
+    ("debug_start_session", start_load, On::Dut, "allow_flash", ANY),
+    ("debug_start_session", start_upload, On::Dut, "allow_probe", V1),
+    ("debug_start_session", start_upload, On::Uploads, "allow_upload", ANY),
+    ("debug_continue", nothing, On::Dut, "allow_probe", V1),
+    ("debug_continue", nothing, On::Dut, "allow_debug_execution", ANY),
+    // com_session_start opens a write-only port in version 1 (only reads are refused), so the
+    // read grant is the one com_read needs.
+    ("com_read", session, On::Console, "allow_read", V1),
+    ("com_write", write, On::Console, "allow_write", ANY),
+    ("can_read", can_read, On::Bus, "allow_read", V1),
+    ("can_send", can_send, On::Bus, "allow_write", ANY),
+    ("power_supply_set", set, On::Bench, "allow_set", V3),
+    ("power_supply_output", output, On::Bench, "allow_output", V3),
+    ("power_supply_output", output, On::Dut, "allow_reset", V3),
+    ("power_supply_cycle", cycle, On::Bench, "allow_output", V3),
+    ("power_supply_cycle", cycle, On::Dut, "allow_reset", V3),
+];
+
+/// Every grant a row can close, as (entry, flag, versions in which the file may name it).
+const GRANTS: &[(On, &str, &[u8])] = &[
+    (On::Dut, "allow_probe", V1),
+    (On::Dut, "allow_flash", ANY),
+    (On::Dut, "allow_reset", ANY),
+    (On::Dut, "allow_debug_execution", ANY),
+    (On::Console, "allow_read", V1),
+    (On::Console, "allow_write", ANY),
+    (On::Bus, "allow_read", V1),
+    (On::Bus, "allow_write", ANY),
+    (On::Bench, "allow_set", V3),
+    (On::Bench, "allow_output", V3),
+    (On::Uploads, "allow_upload", ANY),
+];
+
+/// The dotted key a refusal names for `flag` on `on`.
+fn key(on: On, flag: &str) -> String {
+    on.entry().map_or_else(
+        || format!("artifacts.{flag}"),
+        |entry| format!("{entry}.permissions.{flag}"),
+    )
+}
+
+/// A FIFO standing in for a serial device: a thread blocks opening its write end, which returns
+/// as soon as anything opens it for reading, so even an open closed at once is seen.
+struct Watched {
+    path: PathBuf,
+    opened: Arc<AtomicBool>,
+    stopping: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watched {
+    fn new(path: PathBuf) -> Self {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("the FIFO is made");
+        let opened = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::new(AtomicBool::new(false));
+        let thread = std::thread::spawn({
+            let (path, opened, stopping) = (path.clone(), opened.clone(), stopping.clone());
+            move || {
+                while let Ok(end) = OpenOptions::new().write(true).open(&path) {
+                    if stopping.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    opened.store(true, Ordering::SeqCst);
+                    drop(end);
+                    // Wait for the reader to go, so the next open waits for a new one.
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            }
+        });
+        Self {
+            path,
+            opened,
+            stopping,
+            thread: Some(thread),
+        }
+    }
+
+    fn opened(&self) -> bool {
+        self.opened.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        // Our own read end wakes the watcher, which sees it is stopping.
+        let _wake = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.path);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One bench: a fake openocd `dut` that notes its invocations, the `console` and `psu` FIFOs, and
+/// a supply `bench` that powers `dut`.
+struct World {
+    // Dropped in this order: the watchers need their FIFOs, which go with the fixture.
+    console: Watched,
+    psu: Watched,
+    calls: PathBuf,
+    fixture: Fixture,
+}
+
+impl World {
+    fn new(version: u8, closed: &[(On, &str)]) -> Self {
+        let fixture = Fixture::new();
+        let calls = fixture.tools.join("calls");
+        let exe = fixture.tool(
+            "openocd",
+            &format!(
+                "echo \"$*\" >> '{}'\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 1",
+                calls.display()
+            ),
+        );
+        let console = Watched::new(fixture.tools.join("console"));
+        let psu = Watched::new(fixture.tools.join("psu"));
+        let grants = |on: On| -> String {
+            GRANTS
+                .iter()
+                .filter(|(o, _, versions)| *o == on && versions.contains(&version))
+                .map(|(o, flag, _)| {
+                    let open = !closed.contains(&(*o, *flag));
+                    format!("      {flag}: {open}\n")
+                })
+                .collect::<Vec<_>>()
+                .concat()
+        };
+        let uploads = !closed.contains(&(On::Uploads, "allow_upload"));
+        let header = if version == 1 {
+            String::new()
+        } else {
+            format!("version: {version}\n")
+        };
+        // The supply and its port: from version 2 on.
+        let supply = if version == 1 {
+            String::new()
+        } else {
+            format!(
+                "  psu:\n    device: \"{psu}\"\n    resource_id: bench-psu\n    vid: 1046\n    pid: 20497\n\
+                 power_supplies:\n  bench:\n    type: rs3005p\n    com_port: psu\n    powers: [dut]\n\
+                 \x20   idn_serial: \"03682957\"\n    timeout_s: 0.3\n    voltage_limit_v: 5.5\n    current_limit_a: 1.5\n\
+                 \x20   channels:\n      \"1\": {{voltage_limit_v: 5.0, current_limit_a: 1.0}}\n\
+                 \x20   permissions:\n{bench}",
+                psu = psu.path.display(),
+                bench = grants(On::Bench),
+            )
+        };
+        let text = format!(
+            "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\n{header}\
+             target:\n  name: board\n  controller: stm32f405\n\
+             debuggers:\n  dut:\n    type: openocd\n    executable: \"{exe}\"\n    timeout_s: 5\n\
+             \x20   permissions:\n{dut}\
+             com_ports:\n  console:\n    device: \"{console}\"\n    identity_source: device\n\
+             \x20   permissions:\n{console_grants}{supply}\
+             can_buses:\n  bus:\n    adapter: socketcan\n    channel: ahilnone0\n    permissions:\n{bus}\
+             artifacts:\n  allowed_roots: [fw]\n  allow_upload: {uploads}\n",
+            ws = fixture.workspace.display(),
+            state = ahil_config::default_state_root(&fixture.env).display(),
+            exe = exe.display(),
+            dut = grants(On::Dut),
+            console = console.path.display(),
+            console_grants = grants(On::Console),
+            bus = grants(On::Bus),
+        );
+        fixture.write_config(&text);
+        let fw = fixture.workspace.join("fw");
+        std::fs::create_dir_all(&fw).expect("fw dir");
+        let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+        std::fs::copy(built.join("ahil-fw-v1.elf"), fw.join("fw.elf")).expect("firmware copies");
+        Self {
+            console,
+            psu,
+            calls,
+            fixture,
+        }
+    }
+
+    /// Calls `tool` on a fresh gate; the fake's notes start empty (loading may ask its version).
+    fn call(&self, tool: &str, args: Value) -> Value {
+        let bench = Bench::provisioned(self.fixture.load(), self.fixture.env.clone());
+        let _ = std::fs::remove_file(&self.calls);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(bench.call(tool, args)).to_value()
+    }
+
+    fn invoked(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.calls)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// The grants `tool` with `args` needs in `version`, by the table.
+fn needs(tool: &str, args: fn() -> Value, version: u8) -> Vec<String> {
+    TOUCHES
+        .iter()
+        .filter(|(t, a, _, _, versions)| *t == tool && a() == args() && versions.contains(&version))
+        .map(|(_, _, on, flag, _)| key(*on, flag))
+        .collect()
+}
+
+/// Calls row `row` in `version` with its grant and `others` closed and checks the refusal.
+fn refused_before_contact(row: &Touch, version: u8, others: &[(On, &'static str)]) {
+    let (tool, args, on, flag, _) = *row;
+    let mut closed = vec![(on, flag)];
+    closed.extend_from_slice(others);
+    let world = World::new(version, &closed);
+    let doc = world.call(tool, args());
+    let what = format!("{tool} {} v{version} without {}", args(), key(on, flag));
+    assert_eq!(
+        doc["error_type"],
+        json!("permission_denied"),
+        "{what}: {doc}"
+    );
+    let named = doc["permission"].as_str().unwrap_or_default().to_owned();
+    let closed_keys: Vec<String> = closed.iter().map(|(o, f)| key(*o, f)).collect();
+    assert!(
+        closed_keys.contains(&named) && needs(tool, args, version).contains(&named),
+        "{what}: the refusal names a needed, closed grant: {doc}"
+    );
+    let entry = named.split(".permissions.").next().unwrap_or_default();
+    if named.contains(".permissions.") {
+        assert_eq!(
+            doc["device"],
+            json!(entry),
+            "{what}: names the device: {doc}"
+        );
+    }
+    // Refused at authorization: before the claim, so no lease and no implicit run was taken.
+    assert!(
+        doc["lease_id"].is_null() && doc["run"].is_null(),
+        "{what}: claimed first: {doc}"
+    );
+    assert_eq!(doc["target_contacted"], json!(false), "{what}: {doc}");
+    assert_eq!(doc["side_effect_status"], json!("not_started"), "{what}");
+    assert!(
+        world.invoked().is_empty(),
+        "{what}: the debugger ran: {:?}",
+        world.invoked()
+    );
+    assert!(!world.console.opened(), "{what}: the console was opened");
+    assert!(!world.psu.opened(), "{what}: the supply's port was opened");
+}
+
+#[test]
+fn every_tool_is_refused_before_contact_on_each_device_that_lacks_a_grant_it_needs() {
+    for row in TOUCHES {
+        for &version in row.4 {
+            refused_before_contact(row, version, &[]);
+        }
+    }
+}
+
+#[test]
+fn a_capture_on_a_port_without_read_is_refused_before_the_flash() {
+    let row = TOUCHES
+        .iter()
+        .find(|(tool, args, on, _, _)| {
+            *tool == "flash_firmware" && args().get("capture").is_some() && *on == On::Console
+        })
+        .expect("the table lists the capture's port");
+    refused_before_contact(row, 1, &[]);
+}
+
+#[test]
+fn a_power_switch_is_refused_while_a_board_it_powers_may_not_be_reset() {
+    for tool in ["power_supply_output", "power_supply_cycle"] {
+        let row = TOUCHES
+            .iter()
+            .find(|(t, _, on, _, _)| *t == tool && *on == On::Dut)
+            .expect("the table lists the powered board");
+        refused_before_contact(row, 3, &[]);
+    }
+}
+
+#[test]
+fn with_every_grant_the_same_calls_reach_the_debugger_and_open_the_port() {
+    // The observations above are only worth something if they see a call that does go ahead.
+    let world = World::new(3, &[]);
+    let doc = world.call("flash_firmware", flash());
+    assert!(!world.invoked().is_empty(), "the fake notes a flash: {doc}");
+    let world = World::new(1, &[]);
+    world.call("com_session_start", session());
+    assert!(
+        world.console.opened(),
+        "the watcher sees a session open its port"
+    );
+    let world = World::new(1, &[]);
+    let doc = world.call("flash_firmware", flash_capture());
+    assert!(
+        world.console.opened(),
+        "the watcher sees a capture open its port: {doc}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Closing more grants than the one a row needs never lets the call through or past policy:
+    /// it is still refused before contact, naming one of the grants it needs that is closed.
+    #[test]
+    fn closing_any_further_grants_still_refuses_before_contact(
+        row in 0..TOUCHES.len(),
+        v3 in any::<bool>(),
+        extra in proptest::collection::vec(0..GRANTS.len(), 0..3),
+    ) {
+        let touch = &TOUCHES[row];
+        let version = touch.4[usize::from(v3) % touch.4.len()];
+        let others: Vec<(On, &'static str)> = extra
+            .iter()
+            .map(|i| GRANTS[*i])
+            .filter(|(_, _, versions)| versions.contains(&version))
+            .map(|(on, flag, _)| (on, flag))
+            .collect();
+        refused_before_contact(touch, version, &others);
+    }
+}
