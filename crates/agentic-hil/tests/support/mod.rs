@@ -77,13 +77,19 @@ impl World {
         let mut all: Vec<&str> = args.to_vec();
         all.push("--json");
         let out = self.run(&all);
-        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
             panic!(
                 "stdout of {args:?} is one JSON document ({err}): {}\nstderr: {}",
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             )
         });
+        // A command that answers as a tool does (`agentic-hil flash --json`) answers its schema.
+        if let Some(tool) = doc["tool"].as_str()
+            && ahil_gate::tools(true).iter().any(|spec| spec.name == tool)
+        {
+            check_result(tool, &doc);
+        }
         (doc, out.status.code())
     }
 
