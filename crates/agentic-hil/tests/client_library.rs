@@ -16,6 +16,7 @@ fn launch(world: &World) -> Launch {
         .env("XDG_CONFIG_HOME", world.home.join(".config"))
         .env("XDG_STATE_HOME", world.home.join(".local/state"))
         .env("LANG", "C.UTF-8")
+        .check_results(support::checked_result)
 }
 
 #[test]

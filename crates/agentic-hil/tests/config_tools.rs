@@ -18,6 +18,7 @@ async fn call(client: &Client, tool: &str, arguments: Value) -> Value {
         .await
         .expect("tools/call answers");
     let doc = result.structured_content.expect("structured content");
+    support::check_result(tool, &doc);
     assert_eq!(
         result.is_error,
         Some(doc["ok"] != json!(true)),

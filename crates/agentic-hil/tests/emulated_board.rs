@@ -410,6 +410,7 @@ async fn killing_qemu_in_the_middle_of_a_flash_leaves_the_hardware_state_unknown
         .expect("the call task finishes")
         .expect("tools/call answers");
     let doc = result.structured_content.expect("structured content");
+    support::check_result("flash_firmware", &doc);
     assert_eq!(result.is_error, Some(true), "{doc}");
     assert_eq!(doc["ok"], json!(false));
     assert_eq!(doc["hardware_state"], json!("unknown"), "{doc}");

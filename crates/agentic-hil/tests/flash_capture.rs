@@ -214,6 +214,7 @@ async fn captures_the_boot_text(kind: &str) {
         .await
         .expect("tools/call answers");
     let doc = result.structured_content.clone().expect("envelope");
+    support::check_result("flash_firmware", &doc);
     assert_ne!(result.is_error, Some(true), "{kind}: {doc}");
     let capture = &doc["capture"];
     assert_eq!(capture["port_id"], json!("console"), "{doc}");

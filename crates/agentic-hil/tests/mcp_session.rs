@@ -44,6 +44,7 @@ async fn a_provisioned_server_lists_its_tools_and_describes_the_configuration() 
     let doc = result
         .structured_content
         .expect("the envelope is structured content");
+    support::check_result("project_config_describe", &doc);
     assert_eq!(doc["ok"], json!(true));
     assert_eq!(doc["tool"], json!("project_config_describe"));
     assert_eq!(doc["config_version"], json!(3));
@@ -72,6 +73,7 @@ async fn a_malformed_call_is_refused_as_invalid_argument_naming_the_argument() {
         .expect("a bad argument is a tool result, not a protocol error");
     assert_eq!(result.is_error, Some(true));
     let doc = result.structured_content.expect("structured envelope");
+    support::check_result("project_config_describe", &doc);
     assert_eq!(doc["error_type"], json!("invalid_argument"));
     assert_eq!(doc["field"], json!("verbose"));
     let text_block = serde_json::to_string(&result.content).expect("content serializes");
@@ -86,6 +88,7 @@ async fn a_malformed_call_is_refused_as_invalid_argument_naming_the_argument() {
         .expect("an unknown tool is a tool result");
     assert_eq!(unknown.is_error, Some(true));
     let doc = unknown.structured_content.expect("structured envelope");
+    support::check_result("open_the_pod_bay_doors", &doc);
     assert_eq!(doc["error_type"], json!("unknown_tool"));
 
     client.cancel().await.expect("the session closes");
@@ -104,6 +107,7 @@ async fn an_unprovisioned_server_starts_and_says_how_to_create_a_configuration()
         .expect("tools/call answers");
     assert_eq!(result.is_error, Some(true));
     let doc = result.structured_content.expect("structured envelope");
+    support::check_result("project_config_describe", &doc);
     assert_eq!(doc["error_type"], json!("config_file_not_found"));
     let text = serde_json::to_string(&doc).expect("serialize");
     assert!(text.contains("agentic-hil init"), "{text}");
@@ -178,11 +182,13 @@ async fn two_servers_contending_for_one_board_get_device_busy_naming_the_holder(
     let held = first.call_tool(start("first")).await.expect("answers");
     assert_eq!(held.is_error, Some(false), "{:?}", held.structured_content);
     let doc = held.structured_content.expect("envelope");
+    support::check_result("bench_run_start", &doc);
     assert_eq!(doc["declared_devices"], json!(["probe:board7"]));
 
     let refused = second.call_tool(start("second")).await.expect("answers");
     assert_eq!(refused.is_error, Some(true));
     let doc = refused.structured_content.expect("envelope");
+    support::check_result("bench_run_start", &doc);
     assert_eq!(doc["error_type"], json!("device_busy"));
     assert_eq!(doc["holder"]["label"], json!("first"));
     assert!(
@@ -235,6 +241,7 @@ async fn a_run_naming_an_unknown_device_locks_nothing() {
         .await
         .expect("answers");
     let doc = result.structured_content.expect("envelope");
+    support::check_result("bench_run_start", &doc);
     assert_eq!(doc["error_type"], json!("unknown_device"));
     let status = client
         .call_tool(CallToolRequestParams::new("bench_run_status"))
@@ -242,6 +249,7 @@ async fn a_run_naming_an_unknown_device_locks_nothing() {
         .expect("answers")
         .structured_content
         .expect("envelope");
+    support::check_result("bench_run_status", &status);
     assert_eq!(status["run_active"], json!(false));
     assert_eq!(status["held_devices"], json!([]));
     client.cancel().await.expect("closes");

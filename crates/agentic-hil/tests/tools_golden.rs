@@ -8,13 +8,19 @@ use support::{World, connect};
 
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/tools_list.json");
 
-#[tokio::test]
-async fn the_tool_listing_matches_the_reviewed_golden_file() {
+/// What a provisioned server lists.
+async fn listed_tools() -> Vec<rmcp::model::Tool> {
     let world = World::new();
     world.run_json(&["init"]);
     let client = connect(&world).await;
     let tools = client.list_all_tools().await.expect("tools/list answers");
     client.cancel().await.expect("closes");
+    tools
+}
+
+#[tokio::test]
+async fn the_tool_listing_matches_the_reviewed_golden_file() {
+    let tools = listed_tools().await;
     let mut listing = serde_json::to_string_pretty(&tools).expect("tools serialize");
     listing.push('\n');
     if std::env::var_os("AHIL_UPDATE_GOLDEN").is_some() {
@@ -26,4 +32,25 @@ async fn the_tool_listing_matches_the_reviewed_golden_file() {
         golden == listing,
         "tools/list changed; review it and regenerate with AHIL_UPDATE_GOLDEN=1 (see this file's header)"
     );
+}
+
+#[tokio::test]
+async fn every_listed_tool_publishes_the_output_schema_its_results_are_checked_against() {
+    let tools = listed_tools().await;
+    assert_eq!(
+        tools.len(),
+        ahil_gate::tools(true).len(),
+        "every catalogue tool is listed"
+    );
+    for tool in tools {
+        let published = tool
+            .output_schema
+            .unwrap_or_else(|| panic!("{} publishes no outputSchema", tool.name));
+        assert_eq!(
+            serde_json::Value::Object((*published).clone()),
+            ahil_gate::catalogue_output::output_schema(&tool.name),
+            "{}: the published schema is the one the test clients check",
+            tool.name
+        );
+    }
 }

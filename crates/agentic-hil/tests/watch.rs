@@ -292,11 +292,11 @@ async fn call(
     if let Value::Object(map) = args {
         request = request.with_arguments(map);
     }
-    client
-        .call_tool(request)
-        .await
-        .expect("the tool answers")
-        .is_error
+    let result = client.call_tool(request).await.expect("the tool answers");
+    if let Some(doc) = &result.structured_content {
+        support::check_result(tool, doc);
+    }
+    result.is_error
 }
 
 async fn wait_for(tmux: &Tmux, world: &World, what: &str, done: impl Fn(&str) -> bool) {

@@ -25,6 +25,10 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_mins(2);
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 const EXIT_WAIT: Duration = Duration::from_secs(10);
 
+/// Checks one result (`structuredContent`) of a call of the named tool: `Err` says what is wrong.
+/// A test suite passes one that validates against the tool's published outputSchema.
+pub type ResultCheck = fn(tool: &str, result: &Value) -> Result<(), String>;
+
 /// How to start a server: which binary, in which workspace, with which environment.
 #[derive(Debug, Clone)]
 pub struct Launch {
@@ -33,6 +37,7 @@ pub struct Launch {
     env: Vec<(OsString, OsString)>,
     clear_env: bool,
     timeout: Duration,
+    check: Option<ResultCheck>,
 }
 
 impl Launch {
@@ -44,6 +49,7 @@ impl Launch {
             env: Vec::new(),
             clear_env: false,
             timeout: DEFAULT_TIMEOUT,
+            check: None,
         }
     }
 
@@ -82,6 +88,13 @@ impl Launch {
     #[must_use]
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Runs `check` on every result; a result it rejects is [`ClientError::ResultRejected`].
+    #[must_use]
+    pub fn check_results(mut self, check: ResultCheck) -> Self {
+        self.check = Some(check);
         self
     }
 
@@ -131,6 +144,7 @@ impl Launch {
             }),
             sessions: Sessions::default(),
             timeout: self.timeout,
+            check: self.check,
         };
         client.initialize()?;
         Ok(client)
@@ -197,6 +211,7 @@ pub struct Client {
     process: Option<Process>,
     sessions: Sessions,
     timeout: Duration,
+    check: Option<ResultCheck>,
 }
 
 impl Client {
@@ -223,6 +238,7 @@ impl Client {
             process: None,
             sessions: Sessions::default(),
             timeout: DEFAULT_TIMEOUT,
+            check: None,
         };
         client.initialize()?;
         Ok(client)
@@ -321,8 +337,14 @@ impl Client {
                 "{tool}: the answer carries no result envelope"
             )));
         };
+        let checked = self.check.map_or(Ok(()), |check| check(tool, &doc));
         let envelope = Envelope::new(doc, is_error);
+        // A session the result opened is still ended at close, even when the result is rejected.
         self.sessions.observe(tool, &params["arguments"], &envelope);
+        checked.map_err(|problem| ClientError::ResultRejected {
+            tool: tool.to_owned(),
+            problem,
+        })?;
         Ok(envelope)
     }
 

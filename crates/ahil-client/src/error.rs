@@ -36,6 +36,9 @@ pub enum ClientError {
     /// Sessions whose stop was refused, unanswered or left cleanup pending, one line each.
     #[error("cleanup not confirmed: {}", .0.join("; "))]
     CleanupUnconfirmed(Vec<String>),
+    /// The check given to [`crate::Launch::check_results`] rejected a result.
+    #[error("{tool}: {problem}")]
+    ResultRejected { tool: String, problem: String },
 }
 
 impl ClientError {

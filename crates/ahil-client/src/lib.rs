@@ -22,7 +22,7 @@ mod sessions;
 mod tools;
 mod transport;
 
-pub use client::{BINARY_ENV_VAR, Client, Launch};
+pub use client::{BINARY_ENV_VAR, Client, Launch, ResultCheck};
 pub use envelope::{Envelope, SuccessCheck, overall_success};
 pub use error::ClientError;
 pub use tools::{Capture, DebugMode, FlashOptions, ReadOptions, ResetMode};

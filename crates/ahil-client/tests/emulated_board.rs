@@ -71,6 +71,8 @@ impl World {
             .program(&self.bin)
             .env_clear()
             .envs(self.env())
+            // Every result must match the outputSchema its tool publishes.
+            .check_results(ahil_gate::catalogue_output::check_result)
     }
 
     fn run_json(&self, args: &[&str]) -> Value {

@@ -13,6 +13,8 @@ pub struct ToolSpec {
     pub description: String,
     /// A flat JSON schema (no `$ref`), `additionalProperties: false`.
     pub input_schema: Value,
+    /// The JSON schema of the tool's `structuredContent` (see `catalogue_output`).
+    pub output_schema: Value,
     pub read_only: bool,
     pub destructive: bool,
     pub idempotent: bool,
@@ -42,6 +44,7 @@ impl ToolSpec {
             "name": self.name,
             "description": self.description,
             "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
             "annotations": self.annotations(),
         })
     }
@@ -1220,6 +1223,7 @@ impl ToolDef {
             title: self.title.to_owned(),
             description: self.description.to_owned(),
             input_schema: (self.schema)(),
+            output_schema: crate::catalogue_output::output_schema(self.name),
             read_only,
             destructive,
             idempotent,

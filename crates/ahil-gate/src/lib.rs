@@ -9,6 +9,7 @@ pub mod bootstrap;
 pub mod can;
 pub mod cancel;
 pub mod catalogue;
+pub mod catalogue_output;
 pub mod claims;
 pub mod config_edit;
 pub mod debug;

@@ -27,6 +27,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECONDS",
         help="longest wait for one answer from the server (default 120)",
     )
+    group.addoption(
+        "--agentic-hil-check-results",
+        action="store_true",
+        default=os.environ.get("AGENTIC_HIL_CHECK_RESULTS") == "1",
+        help="fail a call whose result does not match its tool's published outputSchema "
+        "(default: AGENTIC_HIL_CHECK_RESULTS=1)",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -53,7 +60,11 @@ def agentic_hil_server(
     except AgenticHilError as error:
         pytest.fail(str(error), pytrace=False)
     server = Server(
-        program, agentic_hil_workspace, agentic_hil_env, pytestconfig.getoption("agentic_hil_timeout")
+        program,
+        agentic_hil_workspace,
+        agentic_hil_env,
+        pytestconfig.getoption("agentic_hil_timeout"),
+        check_results=pytestconfig.getoption("agentic_hil_check_results"),
     )
     refused = None
     try:

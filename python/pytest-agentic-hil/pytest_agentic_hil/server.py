@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
+from .schema import first_violation
+
 PROTOCOL_VERSION = "2025-06-18"
 BINARY_ENV_VAR = "AGENTIC_HIL_BIN"
 # What the server printed on stderr is kept for its refusal document; a chatty server must not
@@ -71,8 +73,18 @@ def parse_refusal(stderr: str) -> Optional[Dict[str, Any]]:
 class Server:
     """One `agentic-hil mcp-stdio` child, run in `workspace` with exactly `env`."""
 
-    def __init__(self, program: str, workspace: Path, env: Mapping[str, str], timeout_s: float = 120.0):
+    def __init__(
+        self,
+        program: str,
+        workspace: Path,
+        env: Mapping[str, str],
+        timeout_s: float = 120.0,
+        check_results: bool = False,
+    ):
         self.program = program
+        # Check every result against the outputSchema its tool publishes (read once, from tools/list).
+        self.check_results = check_results
+        self._output_schemas: Optional[Dict[str, Dict[str, Any]]] = None
         self.workspace = Path(workspace)
         self.env = dict(env)
         self.timeout_s = timeout_s
@@ -175,7 +187,18 @@ class Server:
         envelope = result.get("structuredContent")
         if not isinstance(envelope, dict):
             raise AgenticHilError(f"{tool}: the answer carries no result envelope")
+        if self.check_results:
+            self._check(tool, envelope)
         return envelope
+
+    def _check(self, tool: str, envelope: Dict[str, Any]) -> None:
+        """Raises when `envelope` does not match `tool`'s published outputSchema, naming the field."""
+        if self._output_schemas is None:
+            listed = self.request("tools/list", {}).get("tools", [])
+            self._output_schemas = {t.get("name"): t.get("outputSchema") or {} for t in listed}
+        found = first_violation(self._output_schemas.get(tool, {}), envelope)
+        if found:
+            raise AgenticHilError(f"{tool}: the result does not match its outputSchema at {found}")
 
     def close(self, timeout_s: float = 15.0) -> Optional[int]:
         """Ends stdin (the server closes its sessions and exits); kills it if it does not."""

@@ -15,6 +15,14 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+# This suite checks every result against its tool's published outputSchema, in the sessions pytester
+# starts too.
+os.environ["AGENTIC_HIL_CHECK_RESULTS"] = "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.option.agentic_hil_check_results = True
+
 REPO = Path(__file__).resolve().parents[3]
 FIRMWARE = REPO / "firmware" / "build"
 

@@ -164,10 +164,11 @@ impl Server {
 }
 
 fn to_tool(spec: &ToolSpec) -> Tool {
-    let schema = match &spec.input_schema {
+    let object = |schema: &Value| match schema {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };
+    let schema = object(&spec.input_schema);
     let annotations = if spec.read_only {
         ToolAnnotations::with_title(spec.title.clone())
             .read_only(true)
@@ -184,6 +185,7 @@ fn to_tool(spec: &ToolSpec) -> Tool {
         Cow::Owned(spec.description.clone()),
         Arc::new(schema),
     )
+    .with_raw_output_schema(Arc::new(object(&spec.output_schema)))
     .annotate(annotations)
 }
 

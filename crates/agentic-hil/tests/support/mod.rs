@@ -77,13 +77,19 @@ impl World {
         let mut all: Vec<&str> = args.to_vec();
         all.push("--json");
         let out = self.run(&all);
-        let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
             panic!(
                 "stdout of {args:?} is one JSON document ({err}): {}\nstderr: {}",
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             )
         });
+        // A command that answers as a tool does (`agentic-hil flash --json`) answers its schema.
+        if let Some(tool) = doc["tool"].as_str()
+            && ahil_gate::tools(true).iter().any(|spec| spec.name == tool)
+        {
+            check_result(tool, &doc);
+        }
         (doc, out.status.code())
     }
 
@@ -224,7 +230,43 @@ pub async fn call(
     let doc = result
         .structured_content
         .expect("the envelope is structured content");
+    check_result(tool, &doc);
     (doc, result.is_error == Some(true))
+}
+
+/// Fails the test when `result`, answered to a call of `tool`, does not match the outputSchema the
+/// tool publishes; the message names the path of the bad field.
+pub fn check_result(tool: &str, result: &serde_json::Value) {
+    if let Err(problem) = checked_result(tool, result) {
+        panic!("{problem}: {result}");
+    }
+}
+
+/// [`check_result`] as `ahil-client`'s result check: the problem is returned, so the call fails.
+pub fn checked_result(tool: &str, result: &serde_json::Value) -> Result<(), String> {
+    record(tool, result);
+    ahil_gate::catalogue_output::check_result(tool, result)
+}
+
+/// With `AHIL_RECORD_RESULTS=<dir>`, every checked result is appended to a file there (what the
+/// output schemas were derived from).
+fn record(tool: &str, result: &serde_json::Value) {
+    use std::io::Write as _;
+    let Some(dir) = std::env::var_os("AHIL_RECORD_RESULTS") else {
+        return;
+    };
+    let path = std::path::Path::new(&dir).join(format!("{}.jsonl", std::process::id()));
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(
+            file,
+            "{}",
+            serde_json::json!({"tool": tool, "result": result})
+        );
+    }
 }
 
 /// A call that must succeed; its envelope.

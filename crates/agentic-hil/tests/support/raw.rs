@@ -13,6 +13,9 @@ pub struct Mcp {
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
     next: u64,
+    /// Our own server: its results are checked against the outputSchemas it publishes (the
+    /// reference publishes none).
+    ours: bool,
 }
 
 impl Mcp {
@@ -41,6 +44,7 @@ impl Mcp {
             stdin: Some(stdin),
             stdout,
             next: 0,
+            ours: program == std::path::Path::new(World::binary()),
         };
         mcp.request(
             "initialize",
@@ -97,6 +101,13 @@ impl Mcp {
             assert!(!line.is_empty(), "the server closed its stdout");
             let doc: Value = serde_json::from_str(&line).expect("JSON-RPC");
             if doc["id"] == id {
+                if self.ours
+                    && method == "tools/call"
+                    && let Some(tool) = params["name"].as_str()
+                    && let Some(result) = doc["result"].get("structuredContent")
+                {
+                    super::check_result(tool, result);
+                }
                 return doc["result"].clone();
             }
         }

@@ -1,0 +1,230 @@
+//! Probe, flash and reset; bench runs and leases; reports, recovery and the test reactor.
+
+use serde_json::{Value, json};
+
+use super::{count, flag, implicit_run, lines, list, number, object, owner, text};
+
+/// Fields these tools share: the run, the probe's confirmation, the reactor run record.
+fn bench_family() -> Value {
+    json!({
+        "declared_devices": lines(),
+        "run_label": {"type": ["null", "string"]},
+        "run_started_at": text(),
+        "owner": owner(),
+        "devices": {"type": "array", "items": {"type": "object"}},
+        "held_devices": lines(),
+        "probe_id": text(),
+        "supported_versions": text(),
+        "timed_out": flag(),
+        "success_confirmed": flag(),
+        "driver_elapsed_ms": count(),
+        "operation_result": {
+            "type": "object",
+            "properties": {
+                "confirmed": flag(),
+                "matched_success_text": list(),
+                "expected_success_text": list(),
+            },
+        },
+        "backend_message": text(),
+        "held_by": text(),
+        "probe_rs_message": text(),
+        "core_state": text(),
+        "state": text(),
+        "detached": flag(),
+        "name": text(),
+        "test_config_path": text(),
+        "canonical_report_path": text(),
+        "failed_step": {"type": ["integer", "null"]},
+        "updated_at": text(),
+        "stop_requested_at": {"type": ["null", "string"]},
+        "progress": {
+            "type": "object",
+            "properties": {
+                "step": count(),
+                "action": text(),
+                "route": text(),
+            },
+        },
+        "run_ok": flag(),
+        "stopped_after_step": {"type": ["integer", "null"]},
+        "run_finished_at": text(),
+    })
+}
+
+/// The family's fields and the tool's own, or `None` when `tool` is not one of this module's.
+pub(super) fn fields(tool: &str) -> Option<(Value, Value)> {
+    let own = match tool {
+        "debugger_info" => json!({
+            "executable": text(),
+            "run": implicit_run(),
+            "driver_log": text(),
+        }),
+        "bench_run_start" => json!({
+            "warnings": lines(),
+            "reclaimed": {"type": "array", "items": {"type": "object"}},
+        }),
+        "bench_run_stop" => json!({
+            "released_devices": lines(),
+            "run_was_active": flag(),
+            "open_leases": lines(),
+            "still_held_devices": lines(),
+        }),
+        "bench_run_status" => json!({
+            "run_active": flag(),
+        }),
+        "debugger_probes_list" => json!({
+            "probes": {"type": "array", "items": {"type": "object"}},
+            "complete": flag(),
+            "note": text(),
+            "run": implicit_run(),
+            "com_port_device": text(),
+        }),
+        "probe_target" => json!({
+            "run": implicit_run(),
+            "target_detected": flag(),
+            "backend_warnings": lines(),
+            "target": text(),
+        }),
+        "flash_firmware" => json!({
+            "verify": flag(),
+            "reset_after_flash": flag(),
+            "run": implicit_run(),
+            "erase_abort_point": {
+                "type": "object",
+                "properties": {
+                    "reading": text(),
+                    "evidence_line": text(),
+                    "evidence_rule": text(),
+                },
+            },
+            "programmer_output": {
+                "type": "object",
+                "properties": {
+                    "returncode": count(),
+                    "stdout": text(),
+                    "stderr": text(),
+                },
+            },
+            "capture": {
+                "type": "object",
+                "properties": {
+                    "port_id": text(),
+                    "text": text(),
+                    "matched": {"type": ["null", "string"]},
+                    "until": list(),
+                    "until_matched": flag(),
+                    "until_wait_s": number(),
+                    "bytes_read": count(),
+                    "overflow_bytes": count(),
+                    "data": object(),
+                    "capture_ms": count(),
+                },
+            },
+            "image_written": flag(),
+        }),
+        "reset_target" => json!({
+            "run": implicit_run(),
+            "supported_modes": lines(),
+        }),
+        "get_last_report" => json!({
+            // The last report is itself a result envelope, of whichever tool wrote it.
+            "report": object(),
+            "workspace_report_state": text(),
+        }),
+        "hardware_lease_status" => json!({
+            "project_resource": text(),
+            "owner_active": flag(),
+            "owner_is_this_process": flag(),
+            "bench_held": flag(),
+            "standing_incidents": list(),
+            "device_holds": {"type": "array", "items": {"type": "object"}},
+            "snapshot_atomic": flag(),
+            "blocked": flag(),
+            "incident_stands": flag(),
+            "auto_recoverable": flag(),
+            "auto_recover_policy": text(),
+            "lifecycle_state": text(),
+            "record": {
+                "type": ["null", "object"],
+                "properties": {
+                    "version": count(),
+                    "state": text(),
+                    "owner_marker": text(),
+                    "owner_pid": count(),
+                    "owner_started_at": text(),
+                    "frontend": text(),
+                    "quarantined_at": text(),
+                    "audit_ok": flag(),
+                    "config_sha256": text(),
+                    "project_resource": text(),
+                    "resources": list(),
+                    "updated_at": text(),
+                    "leases": list(),
+                    "quarantine_id": text(),
+                    "reason": text(),
+                    "cleanup_reasons": list(),
+                },
+            },
+            "leases": {"type": "array", "items": {"type": "object"}},
+        }),
+        "hardware_recover" => json!({
+            "physical_check_reasons": lines(),
+            "agent_clearable_reasons": list(),
+            "was_quarantined": flag(),
+            "nothing_to_recover": flag(),
+        }),
+        "test_reactor_run" => json!({
+            "run": text(),
+            "steps": {"type": "array", "items": {"type": "object"}},
+            "cleanup": {"type": "array", "items": {"type": "object"}},
+            "cleanup_errors": list(),
+            "test_config_sha256": text(),
+            "step_error_type": text(),
+            "validation_error": {
+                "type": "object",
+                "properties": {
+                    "error_type": text(),
+                    "step": count(),
+                    "field": text(),
+                    "route": {"type": ["null", "string"]},
+                    "action": text(),
+                    "summary": text(),
+                },
+            },
+            "value": {
+                "type": ["array", "boolean", "null", "number", "object", "string"],
+            },
+            "migration": object(),
+            "allowed_values": {"type": "array", "items": {"type": ["number", "string"]}},
+            "limit": number(),
+            "expected_type": text(),
+            "rejected_fields": lines(),
+            "allowed_fields": lines(),
+            "exactly_one_of": lines(),
+            "at_least_one_of": lines(),
+            "because_of": text(),
+            "requires": text(),
+            "exclusive_fields": lines(),
+            "plan_version": count(),
+            "requires_plan_version": count(),
+            "route_keys": lines(),
+        }),
+        "test_reactor_status" => json!({
+            "run": text(),
+            "runs": {"type": "array", "items": {"type": "object"}},
+            "active_runs": list(),
+        }),
+        "test_reactor_stop" => json!({
+            "run": text(),
+            "stop_requested": flag(),
+        }),
+        "classify_last_error" => json!({
+            "source_tool": text(),
+            "step_error_type": text(),
+            "canonical_audit": object(),
+        }),
+        _ => return None,
+    };
+    Some((bench_family(), own))
+}
