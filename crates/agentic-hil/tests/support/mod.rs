@@ -8,6 +8,16 @@ pub mod shim;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The CAN bridge simulator's executable (ahil-sim's, not a command of the product binary).
+pub fn can_bridge_simulator() -> PathBuf {
+    ahil_sim::executables::executable(ahil_sim::executables::CAN_BRIDGE)
+}
+
+/// The bench supply simulator's executable.
+pub fn power_supply_simulator() -> PathBuf {
+    ahil_sim::executables::executable(ahil_sim::executables::POWER_SUPPLY)
+}
+
 pub struct World {
     _root: tempfile::TempDir,
     pub home: PathBuf,
@@ -50,7 +60,12 @@ impl World {
 
     /// A command for the binary, run in the workspace with only this world's environment.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(Self::binary());
+        self.command_of(Path::new(Self::binary()))
+    }
+
+    /// A command for `program` (a simulator), run as [`World::command`] runs the binary.
+    pub fn command_of(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
         self.scrub(&mut cmd);
         cmd
     }

@@ -116,16 +116,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             .get("clear_buffer")
             .and_then(Value::as_bool)
             .unwrap_or(true),
-        options: OpenOptions {
-            device: node,
-            baud: u32::try_from(port.baudrate).unwrap_or(u32::MAX),
-            assert_dtr: port.assert_dtr,
-            assert_rts: port.assert_rts,
-            max_buffer_bytes: usize::try_from(port.max_buffer_bytes).unwrap_or(usize::MAX),
-            write_timeout: Duration::try_from_secs_f64(port.write_timeout_s)
-                .unwrap_or(Duration::from_secs(1)),
-            reader_poll: READER_POLL,
-        },
+        options: open_options(port, node),
         encoding,
         close_limit: close_limit(port),
         expected: identity::expected(&ctx.loaded.config, port_id, port),
@@ -151,6 +142,21 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             run: Box::new(move |_cancel| start.run()),
         }),
     })
+}
+
+/// How the serial driver opens `port` at `node`, the node its name resolved to when the call was
+/// planned (so the device opened is the one locked): the same for a COM session and a capture.
+pub(super) fn open_options(port: &ComPort, node: String) -> OpenOptions {
+    OpenOptions {
+        device: node,
+        baud: u32::try_from(port.baudrate).unwrap_or(u32::MAX),
+        assert_dtr: port.assert_dtr,
+        assert_rts: port.assert_rts,
+        max_buffer_bytes: usize::try_from(port.max_buffer_bytes).unwrap_or(usize::MAX),
+        write_timeout: Duration::try_from_secs_f64(port.write_timeout_s)
+            .unwrap_or(Duration::from_secs(1)),
+        reader_poll: READER_POLL,
+    }
 }
 
 /// max(1 s, timeout_s + 0.5 s): how long a stop waits for the reader.

@@ -4,16 +4,15 @@
 //! device keys) before anything runs, and a refusal there flashes nothing. On the CLI backends the
 //! port is opened through the serial driver before the flash (the first boot bytes land in its
 //! ring, not on a port nobody holds), read with `com_read`'s rules after it, and closed on every
-//! path. The emulated board reads its own UART (see [`super::probe`]).
+//! path. The emulated board's UART is a pty, opened the same way (see [`super::probe`]).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::serial::{OpenOptions, Port};
 use serde_json::{Value, json};
 
 use super::Context;
-use super::com_session::encoding_of;
+use super::com_session::{encoding_of, open_options};
 use super::probe::invalid;
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::{self, Action, Device};
@@ -22,20 +21,17 @@ use crate::serial::{Encoding, text};
 /// Capture waits 10 s unless told otherwise, 60 s at most.
 const CAPTURE_DEFAULT: f64 = 10.0;
 const CAPTURE_MAX: f64 = 60.0;
-/// How long the reader blocks before it looks at its stop flag.
-const READER_POLL: Duration = Duration::from_millis(50);
 /// How long closing the capture port may take before it is reported.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
 /// A UART read across the flash.
 pub(super) struct Capture {
     pub(super) port_id: String,
-    /// The node this call's claim locked, not whatever the name leads to by then.
-    pub(super) device: PathBuf,
     pub(super) until: Vec<String>,
     pub(super) wait: Duration,
     pub(super) max_bytes: usize,
     encoding: Encoding,
+    /// Opens the node this call's claim locked, not whatever the name leads to by then.
     options: OpenOptions,
     /// The device as configured, and the adapter identity its entry declares.
     configured: String,
@@ -171,23 +167,13 @@ pub(super) fn plan(
     let node = ctx.snapshot.nodes.of(path);
     Ok(Capture {
         port_id: port_id.to_owned(),
-        device: PathBuf::from(&node),
         until,
         wait: Duration::from_secs_f64(wait),
         max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
         encoding,
         configured: path.clone(),
         expected: crate::serial::identity::expected(config, port_id, port),
-        options: OpenOptions {
-            device: node,
-            baud: u32::try_from(port.baudrate).unwrap_or(u32::MAX),
-            assert_dtr: port.assert_dtr,
-            assert_rts: port.assert_rts,
-            max_buffer_bytes: usize::try_from(port.max_buffer_bytes).unwrap_or(usize::MAX),
-            write_timeout: Duration::try_from_secs_f64(port.write_timeout_s)
-                .unwrap_or(Duration::from_secs(1)),
-            reader_poll: READER_POLL,
-        },
+        options: open_options(port, node),
     })
 }
 
@@ -232,6 +218,12 @@ pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
 }
 
 impl Open<'_> {
+    /// Drops what arrived so far: on the emulated board, what the old firmware printed before the
+    /// stub halted it is not the new firmware's output.
+    pub(super) fn discard_pending(&self) {
+        self.port.clear();
+    }
+
     /// Reads what the board printed (waiting only when the flash succeeded: a failed one prints
     /// nothing new), closes the port, and puts the capture into `outcome`.
     pub(super) fn finish(self, outcome: &mut Outcome) {
