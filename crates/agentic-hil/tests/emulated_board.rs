@@ -288,6 +288,7 @@ async fn the_boards_capture_is_read_through_the_serial_driver_with_the_fields_ev
         "{capture}"
     );
     assert_eq!(capture["overflow_bytes"], json!(0), "{capture}");
+    support::assert_capture_log(&bench.world.workspace, capture);
     assert_eq!(doc["backend"], json!("qemu"), "{doc}");
     client.cancel().await.expect("client closes");
 }

@@ -258,3 +258,38 @@ pub fn carried_keys(plan: &serde_json::Value) -> Vec<&str> {
         .filter_map(|c| c["key"].as_str())
         .collect()
 }
+
+/// The capture's log, named in its result: a start event, the received bytes, a stop event.
+pub fn assert_capture_log(workspace: &Path, capture: &serde_json::Value) {
+    let log_path = capture["log_path"]
+        .as_str()
+        .expect("the capture names its log");
+    assert!(
+        !log_path.starts_with('/'),
+        "a workspace-relative log path: {log_path}"
+    );
+    let log = std::fs::read_to_string(workspace.join(log_path)).expect("the capture log");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        lines.first().map(|l| &l["event"]),
+        Some(&serde_json::json!("start")),
+        "{log}"
+    );
+    assert_eq!(
+        lines.last().map(|l| &l["event"]),
+        Some(&serde_json::json!("stop")),
+        "{log}"
+    );
+    let received: u64 = lines
+        .iter()
+        .filter(|l| l["direction"] == "rx")
+        .filter_map(|l| l["bytes"].as_u64())
+        .sum();
+    assert!(
+        received >= capture["bytes_read"].as_u64().unwrap_or(u64::MAX),
+        "every byte read is in the log: {log}"
+    );
+}

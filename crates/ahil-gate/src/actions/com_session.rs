@@ -144,6 +144,26 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     })
 }
 
+/// The reader's tap that logs each received chunk to `log_name`, for a COM session and a capture.
+pub(super) fn rx_tap(audit: &Audit, log_name: &str, encoding: Encoding) -> RxTap {
+    let audit = audit.clone();
+    let log_name = log_name.to_owned();
+    Box::new(move |bytes: &[u8]| {
+        // Passive lines only reach the workspace mirror; a failed append loses log text, never
+        // received bytes (they are in the ring already).
+        let _ = audit.append_passive(
+            &log_name,
+            &json!({
+                "direction": "rx",
+                "time": ahil_config::time::now_millis(),
+                "bytes": bytes.len(),
+                "hex": to_hex(bytes),
+                "text": encoding.decode(bytes),
+            }),
+        );
+    })
+}
+
 /// How the serial driver opens `port` at `node`, the node its name resolved to when the call was
 /// planned (so the device opened is the one locked): the same for a COM session and a capture.
 pub(super) fn open_options(port: &ComPort, node: String) -> OpenOptions {
@@ -228,25 +248,7 @@ impl Start {
                 )),
             };
         }
-        let tap: RxTap = Box::new({
-            let audit = self.audit.clone();
-            let log_name = log_name.clone();
-            let encoding = self.encoding;
-            move |bytes: &[u8]| {
-                // Passive lines only reach the workspace mirror; a failed append loses log text,
-                // never received bytes (they are in the ring already).
-                let _ = audit.append_passive(
-                    &log_name,
-                    &json!({
-                        "direction": "rx",
-                        "time": ahil_config::time::now_millis(),
-                        "bytes": bytes.len(),
-                        "hex": to_hex(bytes),
-                        "text": encoding.decode(bytes),
-                    }),
-                );
-            }
-        });
+        let tap = rx_tap(&self.audit, &log_name, self.encoding);
         let port = match Port::open(&self.options, Some(tap)) {
             Ok(port) => port,
             Err(err) => {

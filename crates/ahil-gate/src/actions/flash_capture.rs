@@ -4,7 +4,9 @@
 //! device keys) before anything runs, and a refusal there flashes nothing. On the CLI backends the
 //! port is opened through the serial driver before the flash (the first boot bytes land in its
 //! ring, not on a port nobody holds), read with `com_read`'s rules after it, and closed on every
-//! path. The emulated board's UART is a pty, opened the same way (see [`super::probe`]).
+//! path. The emulated board's UART is a pty, opened the same way (see [`super::probe`]). Each
+//! capture keeps a log chained like a COM session's (start and stop events canonical, received
+//! bytes passive in the workspace mirror), named in the result's `capture.log_path`.
 
 use std::time::{Duration, Instant};
 
@@ -12,11 +14,12 @@ use ahil_drivers::serial::{OpenOptions, Port};
 use serde_json::{Value, json};
 
 use super::Context;
-use super::com_session::{encoding_of, open_options};
+use super::com_session::{encoding_of, open_options, rx_tap};
 use super::probe::invalid;
+use crate::audit::{Audit, unavailable};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::{self, Action, Device};
-use crate::serial::{Encoding, text};
+use crate::serial::{Encoding, log_stamp, text};
 
 /// Capture waits 10 s unless told otherwise, 60 s at most.
 const CAPTURE_DEFAULT: f64 = 10.0;
@@ -36,6 +39,7 @@ pub(super) struct Capture {
     /// The device as configured, and the adapter identity its entry declares.
     configured: String,
     expected: Option<crate::serial::identity::Expected>,
+    audit: Audit,
 }
 
 /// The capture the arguments ask for, refused (before any contact) where the port may not be read,
@@ -173,6 +177,7 @@ pub(super) fn plan(
         encoding,
         configured: path.clone(),
         expected: crate::serial::identity::expected(config, port_id, port),
+        audit: Audit::for_config(ctx.loaded),
         options: open_options(port, node),
     })
 }
@@ -181,6 +186,7 @@ pub(super) fn plan(
 pub(super) struct Open<'a> {
     capture: &'a Capture,
     port: Port,
+    log_name: String,
 }
 
 /// Opens the capture's port, or the refusal that keeps the flash from starting.
@@ -194,9 +200,23 @@ pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
         capture.expected.as_ref(),
         || ahil_drivers::serial::enumerate().map(|(ports, _)| ports),
     )?;
-    match Port::open(&capture.options, None) {
-        Ok(port) => Ok(Open { capture, port }),
-        Err(error) => Err(Box::new(
+    let log_name = format!("capture-{}-{}.jsonl", log_stamp(), capture.port_id);
+    let started = json!({"event": "start", "tool": TOOL, "port_id": capture.port_id, "device": capture.configured});
+    if let Err(error) = capture.audit.append_event(&log_name, &started) {
+        return Err(Box::new(unavailable(TOOL, &error).not_contacted()));
+    }
+    let tap = rx_tap(&capture.audit, &log_name, capture.encoding);
+    match Port::open(&capture.options, Some(tap)) {
+        Ok(port) => Ok(Open {
+            capture,
+            port,
+            log_name,
+        }),
+        Err(error) => Err(Box::new({
+            let _ = capture.audit.append_event(
+                &log_name,
+                &json!({"event": "open_failed", "error_type": error.error_type(), "detail": error.to_string()}),
+            );
             Outcome::refused(
                 TOOL,
                 error.error_type(),
@@ -212,8 +232,8 @@ pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
             )
             .with("port_id", capture.port_id.clone())
             .with_next_step("Check the port with com_ports_list, then call flash_firmware again.")
-            .not_contacted(),
-        )),
+            .not_contacted()
+        })),
     }
 }
 
@@ -236,6 +256,11 @@ impl Open<'_> {
         };
         let read = read(&self.port, capture, wait);
         let closed = self.port.close(CLOSE_LIMIT);
+        // The reader is stopped, so every rx line is in the log before its stop event.
+        let logged = capture.audit.append_event(
+            &self.log_name,
+            &json!({"event": "stop", "reason": "capture_done", "bytes_read": read.bytes.len(), "matched": read.matched}),
+        );
         let text = capture.encoding.decode(&read.bytes);
         let mut shown = json!({
             "port_id": capture.port_id,
@@ -252,7 +277,12 @@ impl Open<'_> {
                 "encoding": capture.encoding.name(),
             },
             "capture_ms": super::probe::millis(clock.elapsed()),
+            "log_path": capture.audit.log_path(&self.log_name),
         });
+        if logged.is_err() {
+            // The error may name paths under the state root; the agent hears only that it failed.
+            shown["log_error"] = json!({"error_type": "audit_unavailable", "summary": "The capture's stop event could not be logged."});
+        }
         if let Some(error) = &read.reader_error {
             shown["reader_error"] = json!({"error_type": "serial_read_failed", "summary": error});
         }
