@@ -1,4 +1,4 @@
-//! CAN benchmark (not a test): through the bridge simulator (`agentic-hil can-bridge-sim`) as an
+//! CAN benchmark (not a test): through the bridge simulator (ahil-sim's `ahil-can-bridge-sim`) as an
 //! `adapter: process` bus, over MCP stdio, for this binary and (when installed) the reference with the
 //! same configuration and the same bridge.
 //!
@@ -46,8 +46,8 @@ fn world(ours: &Path) -> World {
     std::fs::write(
         &bridge,
         format!(
-            "#!/bin/sh\nexec \"{}\" can-bridge-sim --period-ms 0\n",
-            ours.display()
+            "#!/bin/sh\nexec \"{}\" --period-ms 0\n",
+            ahil_sim::executables::executable(ahil_sim::executables::CAN_BRIDGE).display()
         ),
     )
     .expect("bridge wrapper");

@@ -222,27 +222,11 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// The CAN bridge simulator: protocol v2 on stdin/stdout with a small ECU behind it (for tests,
-    /// benchmarks and trying `adapter: process` without hardware).
-    #[command(name = "can-bridge-sim", hide = true)]
-    CanBridgeSim {
-        /// `--mode M`, `--period-ms N`.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
     /// One probe-rs action in a child of the server: `--request <json>`, progress and one answer as
     /// JSON lines on stdout (so a USB hang or a library panic ends this child, not the server).
     #[command(name = "probe-rs-worker", hide = true)]
     ProbeRsWorker {
         /// `--request <json>`.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
-    /// The bench supply simulator: an RS-3005P on a pty linked at `--link` (for tests and trying the
-    /// power tools without a supply).
-    #[command(name = "psu-sim", hide = true)]
-    PsuSim {
-        /// `--link PATH`, `--mode M`, `--idn TEXT`, `--journal FILE`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

@@ -69,7 +69,7 @@ mod tests {
         assert!(text.contains(".TH agentic-hil 1"), "{}", &text[..200]);
         assert!(text.contains(".TH agentic-hil-watch 1"));
         assert!(
-            !text.contains("can-bridge-sim"),
+            !text.contains("probe-rs-worker"),
             "hidden commands stay hidden"
         );
     }

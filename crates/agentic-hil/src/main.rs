@@ -88,16 +88,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             let code = ahil_gate::can::broker::server::main(args);
             return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
         }
-        Command::CanBridgeSim { args } => {
-            let code = ahil_gate::can::bridge_simulator(args);
-            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
-        }
         Command::ProbeRsWorker { args } => {
             let code = ahil_gate::actions::probe_rs::worker(args);
-            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
-        }
-        Command::PsuSim { args } => {
-            let code = ahil_gate::power::supply_simulator(args);
             return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
         }
         Command::ComStdio {

@@ -1,6 +1,9 @@
 //! The security model lives in the dependency graph: the binary cannot name a driver, so no frontend
-//! reaches hardware except through the gate.
+//! reaches hardware except through the gate; and the simulators are test equipment, linked into no
+//! crate of the product, so nothing a user runs can be pointed at a fake bench.
 
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
@@ -59,4 +62,113 @@ fn the_configuration_crate_touches_no_hardware() {
     let deps = dependencies_of(&meta, "ahil-config");
     assert!(!deps.contains(&"ahil-drivers"), "{deps:?}");
     assert!(!deps.contains(&"ahil-gate"), "{deps:?}");
+}
+
+/// The crates linked into the product binary.
+const PRODUCT: [&str; 5] = [
+    "agentic-hil",
+    "ahil-gate",
+    "ahil-drivers",
+    "ahil-config",
+    "ahil-client",
+];
+
+/// The workspace packages `package` links (normal and build dependencies, transitively), itself
+/// included; dev-dependencies are only linked into tests.
+fn linked_closure(meta: &Value, package: &str) -> BTreeSet<String> {
+    let packages = meta["packages"].as_array().expect("packages list");
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![package.to_owned()];
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let Some(pkg) = packages.iter().find(|p| p["name"] == name.as_str()) else {
+            continue;
+        };
+        for dep in pkg["dependencies"].as_array().expect("dependency list") {
+            if dep["kind"].as_str() != Some("dev")
+                && let Some(dep) = dep["name"].as_str()
+            {
+                todo.push(dep.to_owned());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn no_crate_linked_into_the_product_depends_on_the_simulators() {
+    let meta = metadata();
+    for package in PRODUCT {
+        let linked = linked_closure(&meta, package);
+        assert!(
+            !linked.contains("ahil-sim"),
+            "{package} links ahil-sim through a normal or build dependency: {linked:?}"
+        );
+    }
+    assert!(
+        linked_closure(&meta, "agentic-hil").contains("ahil-drivers"),
+        "the closure follows the gate to the drivers, so it would see a simulator behind them"
+    );
+}
+
+#[test]
+fn the_binary_has_no_simulator_commands() {
+    for command in ["can-bridge-sim", "psu-sim"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_agentic-hil"))
+            .arg(command)
+            .env("HOME", std::env::temp_dir())
+            .output()
+            .expect("the binary runs");
+        assert!(
+            !out.status.success(),
+            "`agentic-hil {command}` is ahil-sim's executable, not a product command"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("unrecognized subcommand"),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a source directory") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            sources(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_product_source_names_the_simulators() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for package in PRODUCT {
+        sources(&crates.join(package).join("src"), &mut files);
+    }
+    assert!(
+        files
+            .iter()
+            .any(|f| f.ends_with("ahil-gate/src/actions/probe.rs")),
+        "the scan reads the gate's sources"
+    );
+    let naming: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .expect("a source file reads")
+                .contains("ahil_sim::")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        naming.is_empty(),
+        "product sources (unit tests included) name ahil_sim: {naming:?}"
+    );
 }

@@ -1,5 +1,5 @@
 //! Black-box: the built binary as an MCP server driving CAN buses whose adapter is the bridge
-//! simulator (`agentic-hil can-bridge-sim`, protocol v2 with a small ECU behind it), plus SocketCAN
+//! simulator (`ahil-can-bridge-sim` of ahil-sim, protocol v2 with a small ECU behind it), plus SocketCAN
 //! refusals against this machine's real kernel through the fixed-path `ip`.
 
 mod support;
@@ -67,8 +67,8 @@ fn can_buses(world: &World) -> String {
         let bridge = world.write_fake_tool(
             &format!("bridge-{name}"),
             &format!(
-                "#!/bin/sh\nexec \"{}\" can-bridge-sim --mode {mode} --period-ms {period}\n",
-                World::binary()
+                "#!/bin/sh\nexec \"{}\" --mode {mode} --period-ms {period}\n",
+                support::can_bridge_simulator().display()
             ),
         );
         let (grants, rest) = extra.split_once('\n').unwrap_or((extra, ""));
@@ -740,9 +740,9 @@ fn a_bridge_that_ignores_eof_dies_with_a_server_killed_by_sigkill() {
     let bridge = world.write_fake_tool(
         "bridge-lingering",
         &format!(
-            "#!/bin/sh\necho $$ > \"{}\"\n\"{}\" can-bridge-sim --mode normal --period-ms 0\nexec sleep 300\n",
+            "#!/bin/sh\necho $$ > \"{}\"\n\"{}\" --mode normal --period-ms 0\nexec sleep 300\n",
             pid_file.display(),
-            World::binary()
+            support::can_bridge_simulator().display()
         ),
     );
     let config = world.config_path();

@@ -96,10 +96,16 @@ fn firmware() -> PathBuf {
 }
 
 fn flash_args(image: &str, version: u8) -> Value {
+    flash_args_on("netduinoplus2", image, version)
+}
+
+/// A flash that captures up to `machine`'s version line (a capture ends with its `until`, as
+/// `com_read` does, on every backend).
+fn flash_args_on(machine: &str, image: &str, version: u8) -> Value {
     json!({
         "image_path": image,
         "reset_after_flash": true,
-        "capture": {"port_id": "uart", "until": format!("ahil-fw {version}.0"), "wait_timeout_s": 5},
+        "capture": {"port_id": "uart", "until": format!("ahil-fw {version}.0 {machine}"), "wait_timeout_s": 5},
     })
 }
 
@@ -116,7 +122,12 @@ async fn the_second_board_is_listed_flashed_and_reset_through_the_gate() {
         "{doc}"
     );
     for (image, version) in [("fw/ahil-fw-v2.hex", 2), ("fw/ahil-fw-v1.bin", 1)] {
-        let (doc, is_error) = call(&client, "flash_firmware", flash_args(image, version)).await;
+        let (doc, is_error) = call(
+            &client,
+            "flash_firmware",
+            flash_args_on("stm32vldiscovery", image, version),
+        )
+        .await;
         assert!(!is_error, "{image}: {doc}");
         let text = doc["capture"]["text"].as_str().unwrap_or_default();
         assert!(
@@ -242,6 +253,43 @@ async fn elf_hex_and_bin_flashes_each_boot_the_new_version_on_the_uart() {
         report.to_string().contains("flash_firmware"),
         "the last report is the flash's: {report}"
     );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn the_boards_capture_is_read_through_the_serial_driver_with_the_fields_every_backend_gives()
+{
+    let bench = Bench::full();
+    let client = bench.connect().await;
+    // The running v1 firmware ticks every 200 ms; let it print into nobody's pty first, and again
+    // once the capture holds the port, so a capture that kept the old firmware's lines would show.
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        flash_args("fw/ahil-fw-v2.elf", 2),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+    let capture = &doc["capture"];
+    let text = capture["text"].as_str().unwrap_or_default();
+    assert!(
+        text.trim_start_matches(['\r', '\n', '\0'])
+            .starts_with("boot ok"),
+        "the capture holds the new firmware's output only: {text:?}"
+    );
+    assert_eq!(capture["until_matched"], json!(true), "{capture}");
+    assert_eq!(capture["data"]["text"], capture["text"], "{capture}");
+    assert_eq!(capture["data"]["encoding"], json!("utf-8"), "{capture}");
+    let hex = capture["data"]["hex"].as_str().unwrap_or_default();
+    assert_eq!(
+        capture["bytes_read"].as_u64(),
+        Some(u64::try_from(hex.len() / 2).expect("a small capture")),
+        "{capture}"
+    );
+    assert_eq!(capture["overflow_bytes"], json!(0), "{capture}");
+    support::assert_capture_log(&bench.world.workspace, capture);
+    assert_eq!(doc["backend"], json!("qemu"), "{doc}");
     client.cancel().await.expect("client closes");
 }
 

@@ -228,6 +228,7 @@ async fn captures_the_boot_text(kind: &str) {
     );
     assert_eq!(capture["bytes_read"], json!(text.len()));
     assert_eq!(capture["data"]["text"], json!(text));
+    support::assert_capture_log(&bench.world.workspace, capture);
     let whole = serde_json::to_value(&result).expect("the result serializes");
     let untrusted = &whole["_meta"]["agentic_hil/untrusted_content"];
     assert_eq!(untrusted["source"], json!("device"), "{whole}");

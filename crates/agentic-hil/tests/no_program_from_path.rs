@@ -82,8 +82,8 @@ impl Hostile {
         let bridge = world.write_fake_tool(
             "bridge",
             &format!(
-                "#!/bin/sh\nexec \"{}\" can-bridge-sim --mode normal --period-ms 0\n",
-                World::binary()
+                "#!/bin/sh\nexec \"{}\" --mode normal --period-ms 0\n",
+                support::can_bridge_simulator().display()
             ),
         );
         let state = world.home.join(".local/state/agentic-hil");

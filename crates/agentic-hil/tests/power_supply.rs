@@ -1,5 +1,5 @@
 //! Black-box, end to end: the built binary as an MCP server driving the simulated RS-3005P bench
-//! supply (`agentic-hil psu-sim`, a pty owned by a child process) through the whole gate. The
+//! supply (`ahil-psu-sim` of ahil-sim, a pty owned by a child process) through the whole gate. The
 //! simulator journals every command it receives, so each test can prove what reached the "unit".
 
 mod support;
@@ -71,8 +71,8 @@ impl Bench {
         assert_eq!(code, Some(0), "init succeeds");
         let link = world.home.join("psu-tty");
         let journal = world.home.join("psu-journal.txt");
-        let mut sim = world.command();
-        sim.args(["psu-sim", "--link"])
+        let mut sim = world.command_of(&support::power_supply_simulator());
+        sim.arg("--link")
             .arg(&link)
             .args(["--mode", supply.mode, "--journal"])
             .arg(&journal);

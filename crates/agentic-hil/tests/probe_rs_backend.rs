@@ -208,3 +208,82 @@ async fn probe_rs_offers_no_debug_session_and_reads_symbols_only_from_a_flashed_
     }
     client.cancel().await.expect("the session closes");
 }
+
+/// A pty that prints a boot line every 50 ms whether or not anyone listens (a board that boots
+/// over and over); prints its device first.
+const CHATTY_BOARD: &str = r#"
+import os, sys, time, tty
+m, s = os.openpty()
+tty.setraw(m); tty.setraw(s)
+os.set_blocking(m, False)
+print(os.ttyname(s), flush=True)
+end = time.time() + 120
+while time.time() < end:
+    try:
+        os.write(m, b"boot ok\r\n")
+    except OSError:
+        pass
+    time.sleep(0.05)
+"#;
+
+/// The chatty board, killed when the test ends however it ends.
+struct ChattyBoard(std::process::Child);
+
+impl Drop for ChattyBoard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// probe-rs's fake probe (the worker's debug-build `fake` seam) has a mocked core that cannot run a
+/// flash algorithm, so no flash through it succeeds on this machine (no USB probe either): what can
+/// be shown is that the capture takes the same serial path as every backend, opened before the
+/// backend, read, logged and closed around its failure.
+#[tokio::test]
+async fn probe_rs_flash_with_capture_opens_reads_and_logs_its_port_around_the_fake_probes_failure()
+{
+    use std::io::BufRead;
+    let mut board = ChattyBoard(
+        std::process::Command::new("python3")
+            .args(["-c", CHATTY_BOARD])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3 runs"),
+    );
+    let mut device = String::new();
+    std::io::BufReader::new(board.0.stdout.as_mut().expect("stdout"))
+        .read_line(&mut device)
+        .expect("the board names its pty");
+    let world = world("STM32F405RGTx", "");
+    let config = std::fs::read_to_string(world.config_path()).expect("config");
+    let config = format!(
+        "{config}com_ports:\n  console:\n    device: \"{}\"\n    resource_id: console\n",
+        device.trim()
+    );
+    std::fs::write(world.config_path(), config).expect("config");
+    let fw = world.workspace.join("fw");
+    std::fs::create_dir_all(&fw).expect("fw dir");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../firmware/build/ahil-fw-v1.elf"),
+        fw.join("fw.elf"),
+    )
+    .expect("firmware copies");
+    let client = serve(&world, Some("fake")).await;
+    let (doc, is_error) = call(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/fw.elf", "reset_after_flash": true,
+               "capture": {"port_id": "console", "until": "boot ok", "wait_timeout_s": 2}}),
+    )
+    .await;
+    assert!(is_error, "the mocked core cannot program: {doc}");
+    assert_eq!(doc["backend"], json!("probe-rs"), "{doc}");
+    assert_eq!(doc["error_type"], json!("flash_failed"), "{doc}");
+    let capture = &doc["capture"];
+    assert_eq!(capture["port_id"], json!("console"), "{doc}");
+    assert!(capture["bytes_read"].is_u64(), "{doc}");
+    support::assert_capture_log(&world.workspace, capture);
+    client.cancel().await.expect("the session closes");
+}

@@ -44,8 +44,8 @@ fn configure(world: &World) {
     let bridge = world.write_fake_tool(
         "bridge-ecu",
         &format!(
-            "#!/bin/sh\nexec \"{}\" can-bridge-sim --mode normal --period-ms 20\n",
-            World::binary()
+            "#!/bin/sh\nexec \"{}\" --mode normal --period-ms 20\n",
+            support::can_bridge_simulator().display()
         ),
     );
     let config = format!(

@@ -1,5 +1,5 @@
-//! The `qemu` debug backend: an emulated board (run by `ahil-sim`'s supervisor) reached through the
-//! sockets in its state directory. flash = load over the GDB stub and verify by reading back;
+//! The `qemu` debug backend: an emulated board (run by the supervisor in [`board`]) reached through
+//! the sockets in its state directory. flash = load over the GDB stub and verify by reading back;
 //! reset = QMP `system_reset` with the mode honoured; probe = the stub answers.
 //!
 //! Contact, as the gate needs it: every action first connects to QMP. If that socket is absent or
@@ -21,9 +21,11 @@ use crate::probe::{
     ProbeReport, ResetMode, ResetReport,
 };
 
+pub mod board;
 pub mod image;
 pub mod qmp;
 
+pub use board::{Board, BoardConfig, BoardError, BoardState};
 pub use qmp::{Qmp, QmpError, VmStatus};
 
 /// Per-command limit for gdb and QMP steps (further capped by the caller's budget).

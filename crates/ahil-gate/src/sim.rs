@@ -1,9 +1,9 @@
 //! The emulated board of a `qemu` debugger, for the CLI's `agentic-hil sim start | stop | status`.
 //!
-//! The binary never depends on drivers; it reaches `ahil-sim` through this module. A board outlives
-//! the command that starts it: `start` re-executes the binary as a small supervisor (its hidden
-//! `sim supervise` subcommand) in its own session, which owns QEMU's process group and sits in
-//! [`Board::wait`]; `status` and `stop` reach it through the board directory from any process.
+//! The binary never depends on drivers; it reaches the drivers' board supervisor
+//! (`ahil_drivers::qemu::board`) through this module. A board outlives the command that starts it:
+//! `start` re-executes the binary as a small supervisor (its hidden `sim supervise` subcommand) in its
+//! own session, which owns QEMU's process group and sits in [`Board::wait`]; `status` and `stop` reach it through the board directory from any process.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
@@ -13,7 +13,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use ahil_config::{DebuggerType, LoadedConfig};
-use ahil_sim::{Board, BoardConfig, BoardState};
+use ahil_drivers::qemu::{Board, BoardConfig, BoardState};
 
 /// How long `start` waits for the supervisor's board to answer QMP.
 const READY: Duration = Duration::from_secs(15);
@@ -42,7 +42,7 @@ pub enum SimCommandError {
     Start(String),
     /// The supervisor's board failed.
     #[error(transparent)]
-    Sim(#[from] ahil_sim::SimError),
+    Sim(#[from] ahil_drivers::qemu::BoardError),
     /// The host refused.
     #[error("host I/O failed: {0}")]
     Io(#[from] std::io::Error),
@@ -110,7 +110,7 @@ pub enum Status {
 
 /// Whether the board of `spec` runs.
 pub fn status(spec: &BoardSpec) -> Status {
-    match ahil_sim::board::status(&spec.dir) {
+    match ahil_drivers::qemu::board::status(&spec.dir) {
         BoardState::NotRunning => Status::Stopped,
         BoardState::Running { pid, status } => Status::Running {
             pid,
@@ -121,7 +121,7 @@ pub fn status(spec: &BoardSpec) -> Status {
 
 /// Stop the board of `spec`; `Ok(false)` when none ran.
 pub fn stop(spec: &BoardSpec) -> Result<bool, SimCommandError> {
-    Ok(ahil_sim::board::stop(&spec.dir)?)
+    Ok(ahil_drivers::qemu::board::stop(&spec.dir)?)
 }
 
 /// The supervisor's log, beside QEMU's own.
@@ -182,7 +182,7 @@ pub fn start_detached(
                 rustix::process::Signal::KILL,
             );
             let _ = child.wait();
-            let _ = ahil_sim::board::stop(&spec.dir);
+            let _ = ahil_drivers::qemu::board::stop(&spec.dir);
             return Err(SimCommandError::Start(format!(
                 "The board did not answer within {} s.",
                 READY.as_secs()

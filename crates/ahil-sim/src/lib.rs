@@ -1,12 +1,15 @@
-//! `ahil-sim`: the simulated bench. An emulated Cortex-M board in QEMU under a small supervisor
-//! ([`board`]), its UART ([`uart`]), and our test firmware ([`firmware`]); the demo and the end-to-end
-//! tests drive it through the same driver traits as real hardware (`ahil_drivers::qemu`).
+//! `ahil-sim`: simulators and fakes for the tests and the demo, linked into no product crate. The
+//! CAN bridge ([`can_bridge`]) and bench supply ([`psu_sim`]) simulators are their own executables
+//! (`src/bin/`, found by other packages' tests through [`executables`]); [`uart`] is a test reader for the emulated board's pty, and [`firmware`] locates the
+//! committed test firmware. The emulated board itself (its supervisor) lives with the `qemu` backend
+//! in `ahil_drivers::qemu::board`; it is re-exported here so tests keep one import.
 
-pub mod board;
 pub mod can_bridge;
+pub mod executables;
 pub mod firmware;
 pub mod psu_sim;
 pub mod uart;
 
-pub use board::{Board, BoardConfig, BoardState, SimError};
+pub use ahil_drivers::qemu::board;
+pub use ahil_drivers::qemu::board::{Board, BoardConfig, BoardError, BoardState};
 pub use uart::Uart;

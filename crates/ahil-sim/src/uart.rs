@@ -1,5 +1,5 @@
-//! A small reader/writer for the board's UART pty, for tests and the demo (the serial driver proper
-//! lives in `ahil-drivers` later). Non-blocking reads polled against a deadline, so a silent board
+//! A small reader/writer for the board's UART pty, for tests and benches (the product reads the pty
+//! through `ahil_drivers::serial`, as any other port). Non-blocking reads polled against a deadline, so a silent board
 //! cannot hang a test, and raw mode so the line discipline neither echoes nor rewrites bytes.
 //!
 //! QEMU drops UART output while nobody has the pty open: open it before the board runs or resets.

@@ -260,7 +260,7 @@ fn another_process_sees_the_board_through_its_state_directory_and_can_stop_it() 
     assert!(!status.running);
     assert!(matches!(
         ahil_sim::Board::start(ahil_sim::BoardConfig::new(&dir)),
-        Err(ahil_sim::SimError::AlreadyRunning(_))
+        Err(ahil_sim::BoardError::AlreadyRunning(_))
     ));
     let owned = bench.board;
     let supervisor = std::thread::spawn(move || owned.wait());

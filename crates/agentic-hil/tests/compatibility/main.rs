@@ -209,8 +209,8 @@ fn can_bench(world: &World, _program: &Path) {
     let bridge = world.write_fake_tool(
         "bridge",
         &format!(
-            "#!/bin/sh\nexec \"{}\" can-bridge-sim --mode normal --period-ms 30\n",
-            World::binary()
+            "#!/bin/sh\nexec \"{}\" --mode normal --period-ms 30\n",
+            support::can_bridge_simulator().display()
         ),
     );
     let mut yaml = String::from("can_buses:\n");
@@ -326,7 +326,7 @@ fn can_buses_on_the_bridge_simulator_answer_as_the_reference_does() {
     compare("can/", &can_bench, &steps);
 }
 
-/// The RS-3005P simulator on a pty (our binary's `psu-sim`, for both). Neither server is given a
+/// The RS-3005P simulator on a pty (ahil-sim's `ahil-psu-sim`, for both). Neither server is given a
 /// serial inventory, so neither can confirm the pty's USB ids: both refuse to open it, and what is
 /// compared is that refusal and every refusal decided before the port.
 struct PsuSim(Child);
@@ -340,9 +340,9 @@ impl Drop for PsuSim {
 
 fn psu_bench(world: &World, _program: &Path) -> PsuSim {
     let link = world.home.join("psu-tty");
-    let mut sim = world.command();
+    let mut sim = world.command_of(&support::power_supply_simulator());
     let mut sim = sim
-        .args(["psu-sim", "--link"])
+        .arg("--link")
         .arg(&link)
         .args(["--mode", "normal"])
         .stdin(Stdio::piped())

@@ -8,6 +8,16 @@ pub mod shim;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The CAN bridge simulator's executable (ahil-sim's, not a command of the product binary).
+pub fn can_bridge_simulator() -> PathBuf {
+    ahil_sim::executables::executable(ahil_sim::executables::CAN_BRIDGE)
+}
+
+/// The bench supply simulator's executable.
+pub fn power_supply_simulator() -> PathBuf {
+    ahil_sim::executables::executable(ahil_sim::executables::POWER_SUPPLY)
+}
+
 pub struct World {
     _root: tempfile::TempDir,
     pub home: PathBuf,
@@ -50,7 +60,12 @@ impl World {
 
     /// A command for the binary, run in the workspace with only this world's environment.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(Self::binary());
+        self.command_of(Path::new(Self::binary()))
+    }
+
+    /// A command for `program` (a simulator), run as [`World::command`] runs the binary.
+    pub fn command_of(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
         self.scrub(&mut cmd);
         cmd
     }
@@ -305,4 +320,39 @@ pub fn carried_keys(plan: &serde_json::Value) -> Vec<&str> {
         .iter()
         .filter_map(|c| c["key"].as_str())
         .collect()
+}
+
+/// The capture's log, named in its result: a start event, the received bytes, a stop event.
+pub fn assert_capture_log(workspace: &Path, capture: &serde_json::Value) {
+    let log_path = capture["log_path"]
+        .as_str()
+        .expect("the capture names its log");
+    assert!(
+        !log_path.starts_with('/'),
+        "a workspace-relative log path: {log_path}"
+    );
+    let log = std::fs::read_to_string(workspace.join(log_path)).expect("the capture log");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        lines.first().map(|l| &l["event"]),
+        Some(&serde_json::json!("start")),
+        "{log}"
+    );
+    assert_eq!(
+        lines.last().map(|l| &l["event"]),
+        Some(&serde_json::json!("stop")),
+        "{log}"
+    );
+    let received: u64 = lines
+        .iter()
+        .filter(|l| l["direction"] == "rx")
+        .filter_map(|l| l["bytes"].as_u64())
+        .sum();
+    assert!(
+        received >= capture["bytes_read"].as_u64().unwrap_or(u64::MAX),
+        "every byte read is in the log: {log}"
+    );
 }

@@ -101,8 +101,8 @@ fn world_with_can() -> World {
         let bridge = world.write_fake_tool(
             &format!("bridge-{name}"),
             &format!(
-                "#!/bin/sh\nexec \"{}\" can-bridge-sim --mode normal --period-ms 0\n",
-                World::binary()
+                "#!/bin/sh\nexec \"{}\" --mode normal --period-ms 0\n",
+                support::can_bridge_simulator().display()
             ),
         );
         let _ = write!(

@@ -117,16 +117,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             .get("clear_buffer")
             .and_then(Value::as_bool)
             .unwrap_or(true),
-        options: OpenOptions {
-            device: node,
-            baud: u32::try_from(port.baudrate).unwrap_or(u32::MAX),
-            assert_dtr: port.assert_dtr,
-            assert_rts: port.assert_rts,
-            max_buffer_bytes: usize::try_from(port.max_buffer_bytes).unwrap_or(usize::MAX),
-            write_timeout: Duration::try_from_secs_f64(port.write_timeout_s)
-                .unwrap_or(Duration::from_secs(1)),
-            reader_poll: READER_POLL,
-        },
+        options: open_options(port, node),
         encoding,
         close_limit: close_limit(port),
         expected: identity::expected(&ctx.loaded.config, port_id, port),
@@ -153,6 +144,41 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             run: Box::new(move |_cancel| start.run()),
         }),
     })
+}
+
+/// The reader's tap that logs each received chunk to `log_name`, for a COM session and a capture.
+pub(super) fn rx_tap(audit: &Audit, log_name: &str, encoding: Encoding) -> RxTap {
+    let audit = audit.clone();
+    let log_name = log_name.to_owned();
+    Box::new(move |bytes: &[u8]| {
+        // Passive lines only reach the workspace mirror; a failed append loses log text, never
+        // received bytes (they are in the ring already).
+        let _ = audit.append_passive(
+            &log_name,
+            &json!({
+                "direction": "rx",
+                "time": ahil_config::time::now_millis(),
+                "bytes": bytes.len(),
+                "hex": to_hex(bytes),
+                "text": encoding.decode(bytes),
+            }),
+        );
+    })
+}
+
+/// How the serial driver opens `port` at `node`, the node its name resolved to when the call was
+/// planned (so the device opened is the one locked): the same for a COM session and a capture.
+pub(super) fn open_options(port: &ComPort, node: String) -> OpenOptions {
+    OpenOptions {
+        device: node,
+        baud: u32::try_from(port.baudrate).unwrap_or(u32::MAX),
+        assert_dtr: port.assert_dtr,
+        assert_rts: port.assert_rts,
+        max_buffer_bytes: usize::try_from(port.max_buffer_bytes).unwrap_or(usize::MAX),
+        write_timeout: Duration::try_from_secs_f64(port.write_timeout_s)
+            .unwrap_or(Duration::from_secs(1)),
+        reader_poll: READER_POLL,
+    }
 }
 
 /// max(1 s, timeout_s + 0.5 s): how long a stop waits for the reader.
@@ -223,25 +249,7 @@ impl Start {
                 )),
             };
         }
-        let tap: RxTap = Box::new({
-            let audit = self.audit.clone();
-            let log_name = log_name.clone();
-            let encoding = self.encoding;
-            move |bytes: &[u8]| {
-                // Passive lines only reach the workspace mirror; a failed append loses log text,
-                // never received bytes (they are in the ring already).
-                let _ = audit.append_passive(
-                    &log_name,
-                    &json!({
-                        "direction": "rx",
-                        "time": ahil_config::time::now_millis(),
-                        "bytes": bytes.len(),
-                        "hex": to_hex(bytes),
-                        "text": encoding.decode(bytes),
-                    }),
-                );
-            }
-        });
+        let tap = rx_tap(&self.audit, &log_name, self.encoding);
         let port = match Port::open(&self.options, Some(tap)) {
             Ok(port) => port,
             Err(err) => {

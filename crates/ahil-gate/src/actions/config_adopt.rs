@@ -21,8 +21,7 @@ use ahil_drivers::error::Contact;
 use ahil_drivers::probe::Budget;
 use ahil_drivers::probe_cli::CliSettings;
 use ahil_drivers::process::CancelFlag;
-use ahil_drivers::qemu::BoardPaths;
-use ahil_sim::BoardState;
+use ahil_drivers::qemu::{BoardPaths, BoardState};
 use serde_json::{Value, json};
 
 use super::{Acted, Context, DriverJob, Plan, Work};
@@ -450,7 +449,10 @@ fn propose(
         ));
     }
     let dir = config.board_dir(&debugger_id).unwrap_or_default();
-    if !matches!(ahil_sim::board::status(&dir), BoardState::Running { .. }) {
+    if !matches!(
+        ahil_drivers::qemu::board::status(&dir),
+        BoardState::Running { .. }
+    ) {
         return Err(Box::new(
             Outcome::refused(
                 tool,

@@ -4,42 +4,42 @@
 //! [`port_use`]) and locked (its device keys) before anything runs, and a refusal there flashes nothing. On the CLI backends the
 //! port is opened through the serial driver before the flash (the first boot bytes land in its
 //! ring, not on a port nobody holds), read with `com_read`'s rules after it, and closed on every
-//! path. The emulated board reads its own UART (see [`super::probe`]).
+//! path. The emulated board's UART is a pty, opened the same way (see [`super::probe`]). Each
+//! capture keeps a log chained like a COM session's (start and stop events canonical, received
+//! bytes passive in the workspace mirror), named in the result's `capture.log_path`.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::serial::{OpenOptions, Port};
 use serde_json::{Value, json};
 
 use super::Context;
-use super::com_session::encoding_of;
+use super::com_session::{encoding_of, open_options, rx_tap};
 use super::probe::invalid;
+use crate::audit::{Audit, unavailable};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::{Action, Device, DeviceUse};
-use crate::serial::{Encoding, text};
+use crate::serial::{Encoding, log_stamp, text};
 
 /// Capture waits 10 s unless told otherwise, 60 s at most.
 const CAPTURE_DEFAULT: f64 = 10.0;
 const CAPTURE_MAX: f64 = 60.0;
-/// How long the reader blocks before it looks at its stop flag.
-const READER_POLL: Duration = Duration::from_millis(50);
 /// How long closing the capture port may take before it is reported.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
 /// A UART read across the flash.
 pub(super) struct Capture {
     pub(super) port_id: String,
-    /// The node this call's claim locked, not whatever the name leads to by then.
-    pub(super) device: PathBuf,
     pub(super) until: Vec<String>,
     pub(super) wait: Duration,
     pub(super) max_bytes: usize,
     encoding: Encoding,
+    /// Opens the node this call's claim locked, not whatever the name leads to by then.
     options: OpenOptions,
     /// The device as configured, and the adapter identity its entry declares.
     configured: String,
     expected: Option<crate::serial::identity::Expected>,
+    audit: Audit,
 }
 
 /// What the capture does on its port, for the pipeline to authorize with the flash: it reads the
@@ -161,23 +161,14 @@ pub(super) fn plan(
     let node = ctx.snapshot.nodes.of(path);
     Ok(Capture {
         port_id: port_id.to_owned(),
-        device: PathBuf::from(&node),
         until,
         wait: Duration::from_secs_f64(wait),
         max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
         encoding,
         configured: path.clone(),
         expected: crate::serial::identity::expected(config, port_id, port),
-        options: OpenOptions {
-            device: node,
-            baud: u32::try_from(port.baudrate).unwrap_or(u32::MAX),
-            assert_dtr: port.assert_dtr,
-            assert_rts: port.assert_rts,
-            max_buffer_bytes: usize::try_from(port.max_buffer_bytes).unwrap_or(usize::MAX),
-            write_timeout: Duration::try_from_secs_f64(port.write_timeout_s)
-                .unwrap_or(Duration::from_secs(1)),
-            reader_poll: READER_POLL,
-        },
+        audit: Audit::for_config(ctx.loaded),
+        options: open_options(port, node),
     })
 }
 
@@ -185,6 +176,7 @@ pub(super) fn plan(
 pub(super) struct Open<'a> {
     capture: &'a Capture,
     port: Port,
+    log_name: String,
 }
 
 /// Opens the capture's port, or the refusal that keeps the flash from starting.
@@ -198,9 +190,23 @@ pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
         capture.expected.as_ref(),
         || ahil_drivers::serial::enumerate().map(|(ports, _)| ports),
     )?;
-    match Port::open(&capture.options, None) {
-        Ok(port) => Ok(Open { capture, port }),
-        Err(error) => Err(Box::new(
+    let log_name = format!("capture-{}-{}.jsonl", log_stamp(), capture.port_id);
+    let started = json!({"event": "start", "tool": TOOL, "port_id": capture.port_id, "device": capture.configured});
+    if let Err(error) = capture.audit.append_event(&log_name, &started) {
+        return Err(Box::new(unavailable(TOOL, &error).not_contacted()));
+    }
+    let tap = rx_tap(&capture.audit, &log_name, capture.encoding);
+    match Port::open(&capture.options, Some(tap)) {
+        Ok(port) => Ok(Open {
+            capture,
+            port,
+            log_name,
+        }),
+        Err(error) => Err(Box::new({
+            let _ = capture.audit.append_event(
+                &log_name,
+                &json!({"event": "open_failed", "error_type": error.error_type(), "detail": error.to_string()}),
+            );
             Outcome::refused(
                 TOOL,
                 error.error_type(),
@@ -216,12 +222,18 @@ pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
             )
             .with("port_id", capture.port_id.clone())
             .with_next_step("Check the port with com_ports_list, then call flash_firmware again.")
-            .not_contacted(),
-        )),
+            .not_contacted()
+        })),
     }
 }
 
 impl Open<'_> {
+    /// Drops what arrived so far: on the emulated board, what the old firmware printed before the
+    /// stub halted it is not the new firmware's output.
+    pub(super) fn discard_pending(&self) {
+        self.port.clear();
+    }
+
     /// Reads what the board printed (waiting only when the flash succeeded: a failed one prints
     /// nothing new), closes the port, and puts the capture into `outcome`.
     pub(super) fn finish(self, outcome: &mut Outcome) {
@@ -234,6 +246,11 @@ impl Open<'_> {
         };
         let read = read(&self.port, capture, wait);
         let closed = self.port.close(CLOSE_LIMIT);
+        // The reader is stopped, so every rx line is in the log before its stop event.
+        let logged = capture.audit.append_event(
+            &self.log_name,
+            &json!({"event": "stop", "reason": "capture_done", "bytes_read": read.bytes.len(), "matched": read.matched}),
+        );
         let text = capture.encoding.decode(&read.bytes);
         let mut shown = json!({
             "port_id": capture.port_id,
@@ -250,7 +267,12 @@ impl Open<'_> {
                 "encoding": capture.encoding.name(),
             },
             "capture_ms": super::probe::millis(clock.elapsed()),
+            "log_path": capture.audit.log_path(&self.log_name),
         });
+        if logged.is_err() {
+            // The error may name paths under the state root; the agent hears only that it failed.
+            shown["log_error"] = json!({"error_type": "audit_unavailable", "summary": "The capture's stop event could not be logged."});
+        }
         if let Some(error) = &read.reader_error {
             shown["reader_error"] = json!({"error_type": "serial_read_failed", "summary": error});
         }

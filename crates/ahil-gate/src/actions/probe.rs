@@ -423,24 +423,11 @@ fn flash(
             .with("artifact", staged.report().clone()),
         );
     };
-    // Opened before the flash: QEMU drops UART output while nobody holds the pty.
-    let mut uart = match &args.capture {
-        Some(capture) => match ahil_sim::Uart::open(&capture.device) {
-            Ok(uart) => Some(uart),
-            Err(error) => {
-                return refused_image(
-                    Outcome::refused(
-                        TOOL,
-                        "capture_failed",
-                        format!(
-                            "The capture port `{}` could not be opened: {error}.",
-                            capture.port_id
-                        ),
-                    )
-                    .with("port_id", capture.port_id.clone()),
-                );
-            }
-        },
+    // Opened before the flash, through the serial driver as on every backend: QEMU drops UART
+    // output while nobody holds the pty.
+    let capture = match args.capture.as_ref().map(flash_capture::open) {
+        Some(Ok(open)) => Some(open),
+        Some(Err(refusal)) => return refused_image(refusal.with("backend", "qemu")),
         None => None,
     };
     let request = FlashRequest {
@@ -456,12 +443,15 @@ fn flash(
         Err(error) => {
             let mut acted = failure(TOOL, "flash_failed", &error);
             acted.outcome.set("artifact", staged.report().clone());
+            if let Some(open) = capture {
+                open.finish(&mut acted.outcome);
+            }
             return acted;
         }
     };
     // Whatever the old firmware printed before gdb halted it is not the new firmware's output.
-    if let Some(uart) = &mut uart {
-        let _ = uart.read_for(Duration::from_millis(5));
+    if let Some(open) = &capture {
+        open.discard_pending();
     }
     if args.reset_after
         && let Err(error) = probe.reset(ResetMode::Run, budget)
@@ -471,6 +461,9 @@ fn flash(
         acted.outcome.set("image_written", true);
         // The image is on the board whatever the reset did.
         acted.contact = Some(Contact::Made);
+        if let Some(open) = capture {
+            open.finish(&mut acted.outcome);
+        }
         return acted;
     }
     let driver_ms = millis(clock.elapsed());
@@ -488,61 +481,12 @@ fn flash(
         .with("success_confirmed", report.verified)
         .with("driver_elapsed_ms", driver_ms)
         .with("driver_log", report.log);
-    if let (Some(capture), Some(uart)) = (&args.capture, &mut uart) {
-        let capture_clock = Instant::now();
-        let (text, matched) = read_capture(uart, capture);
-        let capture_ms = millis(capture_clock.elapsed());
-        outcome.set(
-            "capture",
-            json!({
-                "port_id": capture.port_id,
-                "text": text,
-                "matched": matched,
-                "until": capture.until,
-                "until_matched": matched.is_some(),
-                "capture_ms": capture_ms,
-            }),
-        );
-        outcome.meta = Some(flash_capture::untrusted(&capture.port_id));
-        if matched.is_none() {
-            flash_capture::timed_out(&mut outcome, capture.wait);
-        }
+    if let Some(open) = capture {
+        open.finish(&mut outcome);
     }
     Acted {
         outcome,
         contact: Some(Contact::Made),
-    }
-}
-
-/// Read until one of `until` (or, without any, the first non-blank line), `max_bytes` or the wait.
-fn read_capture(uart: &mut ahil_sim::Uart, capture: &Capture) -> (String, Option<String>) {
-    let deadline = Instant::now() + capture.wait;
-    let mut text = String::new();
-    loop {
-        if let Ok(more) = uart.read_for(Duration::from_millis(10)) {
-            text.push_str(&more);
-        }
-        let matched = if capture.until.is_empty() {
-            text.split_inclusive('\n')
-                .find(|line| line.ends_with('\n') && !line.trim().is_empty())
-                .map(|line| line.trim().to_owned())
-        } else {
-            capture
-                .until
-                .iter()
-                .find(|u| text.contains(u.as_str()))
-                .cloned()
-        };
-        if matched.is_some() || text.len() >= capture.max_bytes || Instant::now() >= deadline {
-            if text.len() > capture.max_bytes {
-                let mut cut = capture.max_bytes;
-                while !text.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                text.truncate(cut);
-            }
-            return (text, matched);
-        }
     }
 }
 

@@ -16,10 +16,6 @@ use serde_json::{Map, Value, json};
 use crate::audit::Audit;
 use crate::ownership::SessionLocks;
 
-/// The CAN bridge simulator of `ahil-sim`, for the binary's hidden `can-bridge-sim` command (the
-/// binary reaches the simulated bench only through the gate).
-pub use ahil_sim::can_bridge::main as bridge_simulator;
-
 /// The CAN sessions of one gate, by bus id.
 pub type Sessions = crate::session_table::Table<Session>;
 

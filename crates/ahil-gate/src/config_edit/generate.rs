@@ -8,8 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use ahil_config::{Config, ConfigError, render_init_config};
-use ahil_drivers::qemu::BoardPaths;
-use ahil_sim::BoardState;
+use ahil_drivers::qemu::{BoardPaths, BoardState};
 use serde_json::{Value, json};
 
 use super::identity::{close_grants, redirected, workspace_of};
@@ -70,7 +69,10 @@ pub fn discover(state_root: &Path) -> Discovery {
     names.sort();
     for name in names {
         let dir = sim.join(&name);
-        if matches!(ahil_sim::board::status(&dir), BoardState::Running { .. }) {
+        if matches!(
+            ahil_drivers::qemu::board::status(&dir),
+            BoardState::Running { .. }
+        ) {
             let uart = BoardPaths::new(&dir).uart();
             found.boards.push(FoundBoard { name, dir, uart });
         }

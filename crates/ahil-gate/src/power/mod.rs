@@ -13,10 +13,6 @@ use serde_json::{Map, Value, json};
 
 pub use models::{Model, model_of};
 
-/// The supply simulator of `ahil-sim`, for the binary's hidden `psu-sim` command (the binary
-/// reaches the simulated bench only through the gate).
-pub use ahil_sim::psu_sim::main as supply_simulator;
-
 /// The placeholder a unit's serial becomes in every result.
 pub const MASKED: &str = crate::audit::redact::MASK;
 

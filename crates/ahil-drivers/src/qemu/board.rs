@@ -1,5 +1,6 @@
-//! The board supervisor: one QEMU process per state directory, started paused, with its GDB stub and
-//! QMP on private unix sockets and its UART on a pty behind a stable symlink.
+//! The emulated board's supervisor, beside the `qemu` backend that drives it: one QEMU process per
+//! state directory, started paused, with its GDB stub and QMP on private unix sockets and its UART on
+//! a pty behind a stable symlink (which the serial driver opens like any other port).
 //!
 //! Ownership: QEMU leads its own process group and the [`Board`] that started it owns that group; on
 //! [`Board::stop`] or drop the group is killed and QEMU reaped, so a test or a supervisor that unwinds
@@ -16,7 +17,7 @@ use std::process::{Child, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ahil_drivers::qemu::{BoardPaths, Qmp, QmpError, VmStatus};
+use super::{BoardPaths, Qmp, QmpError, VmStatus};
 use rustix::process::{Pid, Signal, kill_process, kill_process_group, test_kill_process};
 
 /// The default emulated machine: STM32F405, present in QEMU 7.2 and 10, flash kept across resets.
@@ -29,7 +30,7 @@ const QUIT_GRACE: Duration = Duration::from_secs(3);
 
 /// A supervisor failure.
 #[derive(Debug, thiserror::Error)]
-pub enum SimError {
+pub enum BoardError {
     /// The QEMU executable could not be started.
     #[error(
         "qemu could not be started ({program}): {source}; install it with scripts/setup-debian.sh"
@@ -158,7 +159,7 @@ pub struct Board {
 }
 
 /// Makes the child get SIGKILL when the thread that spawned it ends, so a supervisor killed with
-/// SIGKILL cannot leave QEMU running. The crate's one audited unsafe call.
+/// SIGKILL cannot leave QEMU running. The module's one audited unsafe call.
 ///
 /// Every caller keeps the `Board` on the thread that started it (the `sim supervise` main thread, a
 /// test's own thread), which is what the kernel's parent-death signal follows.
@@ -183,18 +184,18 @@ fn die_with_parent(command: &mut std::process::Command) {
 
 impl Board {
     /// Start QEMU paused with `config`; returns once QMP answers and the UART link exists.
-    pub fn start(config: BoardConfig) -> Result<Self, SimError> {
+    pub fn start(config: BoardConfig) -> Result<Self, BoardError> {
         let paths = BoardPaths::new(&config.state_dir);
         let text = paths.dir().to_string_lossy();
         if text.contains(',') || text.contains('\n') {
-            return Err(SimError::UnusablePath(paths.dir().to_path_buf()));
+            return Err(BoardError::UnusablePath(paths.dir().to_path_buf()));
         }
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(paths.dir())?;
         if matches!(status(paths.dir()), BoardState::Running { .. }) {
-            return Err(SimError::AlreadyRunning(paths.dir().to_path_buf()));
+            return Err(BoardError::AlreadyRunning(paths.dir().to_path_buf()));
         }
         for stale in [
             paths.gdb_socket(),
@@ -210,14 +211,12 @@ impl Board {
             .write(true)
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
             .open(paths.qemu_log())?;
-        ahil_drivers::process::require_absolute(&config.qemu).map_err(|source| {
-            SimError::Spawn {
-                program: config.qemu.clone(),
-                source,
-            }
+        crate::process::require_absolute(&config.qemu).map_err(|source| BoardError::Spawn {
+            program: config.qemu.clone(),
+            source,
         })?;
         let mut command = std::process::Command::new(&config.qemu);
-        ahil_drivers::process::isolate(&mut command)
+        crate::process::isolate(&mut command)
             .args(config.args())
             .current_dir(paths.dir())
             .stdin(Stdio::null())
@@ -225,14 +224,14 @@ impl Board {
             .stderr(log)
             .process_group(0);
         die_with_parent(&mut command);
-        let mut child = command.spawn().map_err(|source| SimError::Spawn {
+        let mut child = command.spawn().map_err(|source| BoardError::Spawn {
             program: config.qemu.clone(),
             source,
         })?;
         let Some(pid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(SimError::Io(io::Error::other("child pid out of range")));
+            return Err(BoardError::Io(io::Error::other("child pid out of range")));
         };
         // A blank board that is let run locks up and QEMU aborts (SIGABRT); no core file for that.
         // The board is still paused (-S), so nothing can abort before this lands.
@@ -259,12 +258,12 @@ impl Board {
         Ok(board)
     }
 
-    fn wait_ready(&mut self) -> Result<(), SimError> {
+    fn wait_ready(&mut self) -> Result<(), BoardError> {
         let deadline = Instant::now() + STARTUP;
         let mut qmp = loop {
             if let Some(status) = self.child.try_wait()? {
                 self.reaped = true;
-                return Err(SimError::Exited {
+                return Err(BoardError::Exited {
                     status,
                     log: tail(&self.paths.qemu_log()),
                 });
@@ -274,7 +273,7 @@ impl Board {
                 Err(QmpError::Unreachable(_)) if Instant::now() < deadline => {
                     thread::sleep(Duration::from_millis(5));
                 }
-                Err(QmpError::Unreachable(_)) => return Err(SimError::StartTimeout(STARTUP)),
+                Err(QmpError::Unreachable(_)) => return Err(BoardError::StartTimeout(STARTUP)),
                 Err(other) => return Err(other.into()),
             }
         };
@@ -303,7 +302,7 @@ impl Board {
     }
 
     /// A fresh QMP connection (QEMU serves one client at a time: drop it soon).
-    pub fn qmp(&self) -> Result<Qmp, SimError> {
+    pub fn qmp(&self) -> Result<Qmp, BoardError> {
         Ok(Qmp::connect(
             &self.paths.qmp_socket(),
             Duration::from_secs(5),
@@ -311,12 +310,12 @@ impl Board {
     }
 
     /// Let the guest run (the board starts paused).
-    pub fn run(&self) -> Result<(), SimError> {
+    pub fn run(&self) -> Result<(), BoardError> {
         Ok(self.qmp()?.cont()?)
     }
 
     /// The VM's run state.
-    pub fn status(&self) -> Result<VmStatus, SimError> {
+    pub fn status(&self) -> Result<VmStatus, BoardError> {
         Ok(self.qmp()?.status()?)
     }
 
@@ -337,7 +336,7 @@ impl Board {
 
     /// Load a new image by restarting QEMU with it (the alternative to a load over the stub). The
     /// board comes back paused, as from [`Board::start`].
-    pub fn restart_with(self, image: impl Into<PathBuf>) -> Result<Self, SimError> {
+    pub fn restart_with(self, image: impl Into<PathBuf>) -> Result<Self, BoardError> {
         let config = self.config.clone().with_image(image);
         self.stop()?;
         Self::start(config)
@@ -345,7 +344,7 @@ impl Board {
 
     /// Block until QEMU exits (a guest `-no-reboot` shutdown, QMP `quit` from [`stop`], a crash), then
     /// clean up as [`Board::stop`] does. A supervisor process that hosts the board sits here.
-    pub fn wait(mut self) -> Result<ExitStatus, SimError> {
+    pub fn wait(mut self) -> Result<ExitStatus, BoardError> {
         let status = self.child.wait()?;
         self.reaped = true;
         self.shutdown();
@@ -353,7 +352,7 @@ impl Board {
     }
 
     /// Quit QEMU cleanly (QMP `quit`), kill its group if it lingers, reap it, and remove the sockets.
-    pub fn stop(mut self) -> Result<Option<ExitStatus>, SimError> {
+    pub fn stop(mut self) -> Result<Option<ExitStatus>, BoardError> {
         let status = self.shutdown();
         Ok(status)
     }
@@ -423,7 +422,7 @@ pub fn status(state_dir: &Path) -> BoardState {
 
 /// Stop the board in `state_dir` from another process: QMP `quit`, then, if QEMU lingers and `/proc`
 /// shows the recorded pid is still this board's QEMU, SIGKILL its group. Returns whether a board ran.
-pub fn stop(state_dir: &Path) -> Result<bool, SimError> {
+pub fn stop(state_dir: &Path) -> Result<bool, BoardError> {
     let paths = BoardPaths::new(state_dir);
     let pid = read_pid(&paths).and_then(Pid::from_raw);
     let quit = match Qmp::connect(&paths.qmp_socket(), Duration::from_secs(2)) {
@@ -526,7 +525,7 @@ mod tests {
         let mut config = BoardConfig::new(dir.path().join("sim"));
         config.qemu = dir.path().join("no-such-qemu");
         let error = Board::start(config).expect_err("no qemu");
-        assert!(matches!(error, SimError::Spawn { .. }), "{error:?}");
+        assert!(matches!(error, BoardError::Spawn { .. }), "{error:?}");
         assert!(error.to_string().contains("setup-debian.sh"));
     }
 
@@ -534,7 +533,7 @@ mod tests {
     fn a_state_directory_with_a_comma_is_refused_before_qemu_starts() {
         let dir = tempfile::tempdir().expect("temp dir");
         let error = Board::start(BoardConfig::new(dir.path().join("a,b"))).expect_err("comma");
-        assert!(matches!(error, SimError::UnusablePath(_)), "{error:?}");
+        assert!(matches!(error, BoardError::UnusablePath(_)), "{error:?}");
     }
 
     #[test]
