@@ -15,22 +15,17 @@ use serde_json::Value;
 
 use crate::actions::{self, Acted, Context, DriverJob, Work};
 use crate::audit::{self, Audit};
-use crate::catalogue::{self, ToolSpec};
+use crate::catalogue::{self, Dispatch, ToolId, ToolSpec};
 use crate::claims::Claims;
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus, mark_side_effect};
 use crate::ownership::Ownership;
 use crate::ownership::coordination::Incident;
-use crate::ownership::reasons;
 use crate::policy::{self, Refusal};
 use crate::snapshot::Snapshot;
 use crate::validate;
 
 mod leases;
 use ahil_config::time;
-
-/// Tools whose answer always carries `config_status`, stale or not: they are how an agent asks
-/// "which configuration am I talking to?".
-const ALWAYS_STATUS: &[&str] = &["debugger_info", "project_config_describe"];
 
 /// The gate for one workspace.
 pub struct Bench {
@@ -72,7 +67,7 @@ impl Provisioned {
     /// in force) and the call's snapshot.
     fn context<'a>(
         &'a self,
-        tool: &'a str,
+        tool: ToolId,
         args: &'a Value,
         loaded: &'a LoadedConfig,
         snapshot: &'a Snapshot,
@@ -225,9 +220,15 @@ impl Bench {
     pub async fn call(&self, tool: &str, args: Value) -> Outcome {
         let started = SystemTime::now();
         let clock = Instant::now();
-        let Some(spec) = catalogue::tool(tool, self.is_provisioned()) else {
+        // The one parse of a tool's name: an unknown one reaches no tool's code.
+        let Some((id, spec)) = tool
+            .parse::<ToolId>()
+            .ok()
+            .and_then(|id| Some((id, catalogue::tool(id, self.is_provisioned())?)))
+        else {
             return actions::unknown_tool(tool);
         };
+        let gate = id.gate();
         let bench = match &self.state {
             State::Provisioned(bench) => bench,
             // Outside a project even the first configuration cannot be created: it would bind HOME.
@@ -238,7 +239,7 @@ impl Bench {
                 workspace,
                 env: Some(env),
                 ..
-            } if tool == "project_config_create" => {
+            } if id == ToolId::ProjectConfigCreate => {
                 return actions::config_create::first_creation(workspace, env);
             }
             State::Unprovisioned { workspace, .. } => return unprovisioned(tool, workspace),
@@ -255,13 +256,13 @@ impl Bench {
         let snapshot = Snapshot::take(loaded);
 
         // A test plan is a frontend of this gate: every step it runs comes back through `call`.
-        if tool == crate::reactor::RUN_TOOL {
+        if matches!(id.declaration().dispatch, Dispatch::Reactor) {
             let outcome = crate::reactor::run_tool(self, &args).await;
             return answer(outcome, &snapshot, started, clock);
         }
 
         // 3 authorize
-        let ctx = bench.context(tool, &args, loaded, &snapshot);
+        let ctx = bench.context(id, &args, loaded, &snapshot);
         // A bug in a tool's planning must still be answered: the agent would otherwise wait forever.
         let planned =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| actions::plan(&ctx)));
@@ -308,7 +309,7 @@ impl Bench {
         };
 
         // Audit readiness: an audited action whose evidence cannot be written does not start.
-        let audited = audit::is_audited(tool);
+        let audited = gate.audited;
         if audited && let Err(err) = bench.audit.readiness() {
             drop(hold);
             drop(claim);
@@ -317,14 +318,14 @@ impl Bench {
 
         // The lease: this configuration's record of the call. It may meet an incident a dead owner
         // left, which is settled before this call acts on the bench.
-        let lease = if leases::is_leased(tool) {
+        let lease = if gate.is_leased() {
             match bench.leases.coordinator.acquire(
                 &[plan.resources.as_slice(), host_keys.as_slice()].concat(),
-                leases::is_containment(tool),
+                gate.is_containment(),
             ) {
                 Ok(lease) => Some(lease),
                 Err(crate::ownership::coordination::Refused::Busy)
-                    if leases::runs_without_lease_when_busy(tool) =>
+                    if gate.runs_without_lease_when_busy() =>
                 {
                     None
                 }
@@ -362,10 +363,8 @@ impl Bench {
             // A failure that left the hardware unknown is an incident: recorded first, then
             // settled by the recovery policy or stood down.
             if outcome.hardware_state == Some(HardwareState::Unknown) {
-                let incident = Incident::new(
-                    vec![reasons::for_unconfirmed(tool).to_owned()],
-                    lease.resources.clone(),
-                );
+                let incident =
+                    Incident::new(vec![gate.unconfirmed.to_owned()], lease.resources.clone());
                 if bench.leases.coordinator.open_incident(&incident).is_ok() {
                     let block = leases::recover(bench, &incident).await;
                     leases::apply(&mut outcome, block, &incident, true);
@@ -381,7 +380,7 @@ impl Bench {
             audit::record(&bench.audit, &mut outcome, &args);
         }
         if let Some(lease) = lease {
-            leases::end(bench, tool, lease, &mut outcome);
+            leases::end(bench, id, lease, &mut outcome);
         }
         drop(hold);
         drop(claim);
@@ -590,7 +589,11 @@ fn answer(
     // A call that changed the configuration in force (a description reload) brings the status
     // after it; every other call gets the status taken before it ran.
     if outcome.config_status.is_none()
-        && (snapshot.stale || ALWAYS_STATUS.contains(&outcome.tool.as_str()))
+        && (snapshot.stale
+            || outcome
+                .tool
+                .parse::<ToolId>()
+                .is_ok_and(|id| id.gate().always_status))
     {
         outcome.config_status = Some(snapshot.status.clone());
     }

@@ -1,6 +1,7 @@
 //! `can_buses_list`, and the lookups every CAN tool shares: the bus entry, its policy device, and the
 //! refusal of arguments this build does not serve (participants of shared buses).
 
+use crate::catalogue::ToolId;
 use ahil_config::{CanBus, ListenOnlyEnforcement};
 use serde_json::{Map, Value, json};
 
@@ -115,6 +116,7 @@ pub fn status(bus_id: &str, bus: &CanBus, sessions: &Sessions) -> Value {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::CanBusesList])?;
     Ok(Plan {
         action: Action::ReadState,
         device: None,

@@ -1,5 +1,6 @@
 //! `can_send` and `can_read` over an open session.
 
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -109,10 +110,11 @@ fn frame_of(tool: &str, args: &Value, fd: bool, max_bytes: usize) -> Result<Fram
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::CanSend, ToolId::CanRead])?;
     let (bus_id, bus) = bus_entry(ctx)?;
     let session = ctx.can.get(bus_id);
     let owned_id = bus_id.to_owned();
-    if ctx.tool == "can_send" {
+    if ctx.tool == ToolId::CanSend {
         if bus.listen_only {
             // Before policy and before any driver call: a listen-only bus never transmits, whatever
             // the grants say.
@@ -149,7 +151,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         Some(n) => {
             return Err(Box::new(
                 invalid(
-                    ctx.tool,
+                    ctx.tool.name(),
                     "max_frames",
                     format!("max_frames {n} is above this bus's max_buffer_frames of {cap}."),
                 )
@@ -202,14 +204,14 @@ fn send(
     fd: bool,
     max_bytes: usize,
 ) -> Acted {
-    const TOOL: &str = "can_send";
+    const TOOL: ToolId = ToolId::CanSend;
     let Some(session) = session else {
         return Acted {
-            outcome: not_active(TOOL, bus_id),
+            outcome: not_active(TOOL.name(), bus_id),
             contact: Some(Contact::none("no session, so nothing was sent")),
         };
     };
-    if let Some(outcome) = failed_session(TOOL, &session) {
+    if let Some(outcome) = failed_session(TOOL.name(), &session) {
         return Acted {
             outcome,
             contact: Some(Contact::none(
@@ -217,7 +219,7 @@ fn send(
             )),
         };
     }
-    let frame = match frame_of(TOOL, args, fd, max_bytes) {
+    let frame = match frame_of(TOOL.name(), args, fd, max_bytes) {
         Ok(frame) => frame,
         Err(refusal) => {
             return Acted {
@@ -243,7 +245,8 @@ fn send(
             .with("adapter_result", Value::Object(adapter_result)),
         Err(error) => {
             let contact = error.contact();
-            let mut outcome = adapter_refusal(TOOL, bus_id, &error).with("frame", frame.to_json());
+            let mut outcome =
+                adapter_refusal(TOOL.name(), bus_id, &error).with("frame", frame.to_json());
             if !matches!(contact, Contact::None { .. }) {
                 // The frame may be on the bus, or the controller may be in a state nobody knows.
                 outcome.side_effect_status = Some(SideEffectStatus::Unknown);
@@ -279,15 +282,15 @@ fn read(
     wait: Duration,
     until: &[u32],
 ) -> Acted {
-    const TOOL: &str = "can_read";
+    const TOOL: ToolId = ToolId::CanRead;
     let no_contact = || Some(Contact::none("a read only takes frames already received"));
     let Some(session) = session else {
         return Acted {
-            outcome: not_active(TOOL, bus_id),
+            outcome: not_active(TOOL.name(), bus_id),
             contact: no_contact(),
         };
     };
-    let failed = failed_session(TOOL, &session);
+    let failed = failed_session(TOOL.name(), &session);
     // A failed adapter still hands out what it had queued, without waiting.
     let wait = if failed.is_some() {
         Duration::ZERO

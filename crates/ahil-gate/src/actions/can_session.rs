@@ -1,6 +1,7 @@
 //! `can_session_start` and `can_session_stop`: open a configured bus and hold it (with its device
 //! lock) across calls, then give both back.
 
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,11 +37,12 @@ struct Start {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::CanSessionStart, ToolId::CanSessionStop])?;
     let (bus_id, bus) = bus_entry(ctx)?;
     let lock_key = bus.lock_key();
     let sessions = Arc::clone(ctx.can);
     let policy_device = device(bus_id, bus);
-    if ctx.tool == "can_session_stop" {
+    if ctx.tool == ToolId::CanSessionStop {
         let bus_id = bus_id.to_owned();
         return Ok(Plan {
             action: Action::CanStop,
@@ -136,7 +138,7 @@ pub fn adapter_refusal(tool: &str, bus_id: &str, error: &CanError) -> Outcome {
 
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: &str = "can_session_start";
+        const TOOL: ToolId = ToolId::CanSessionStart;
         if let Some(existing) = self.sessions.get(&self.bus_id) {
             if existing.bus.is_alive() {
                 let drained = if self.clear { existing.bus.drain() } else { 0 };
@@ -160,7 +162,7 @@ impl Start {
             &self.ownership,
             std::slice::from_ref(&self.lock_key),
             &format!("can_session:{}", self.bus_id),
-            TOOL,
+            TOOL.name(),
             "the device lock was refused before the adapter was opened",
         ) {
             return *refused;
@@ -184,7 +186,7 @@ impl Start {
         if let Err(err) = self.audit.append_event(&log_name, &started) {
             release();
             return Acted {
-                outcome: unavailable(TOOL, &err),
+                outcome: unavailable(TOOL.name(), &err),
                 contact: Some(Contact::none(
                     "the session log could not be written, so the adapter was not opened",
                 )),
@@ -198,7 +200,8 @@ impl Start {
                     &log_name,
                     &json!({"event": "open_failed", "error_type": error.public_error_type(), "detail": error.to_string()}),
                 );
-                let mut outcome = adapter_refusal(TOOL, &self.bus_id, &error).with_log(&log_path);
+                let mut outcome =
+                    adapter_refusal(TOOL.name(), &self.bus_id, &error).with_log(&log_path);
                 outcome = match error.error_type() {
                     "can_listen_only_unsupported" | "can_listen_only_unconfirmed" => outcome
                         .with_causes(["the adapter cannot prove its controller stays silent on the bus"])
@@ -275,7 +278,7 @@ impl Start {
 
 /// Stops the session on `bus_id`: pump stopped, adapter closed, bridge reaped, lock released.
 pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
-    const TOOL: &str = "can_session_stop";
+    const TOOL: ToolId = ToolId::CanSessionStop;
     let Some(session) = sessions.get(bus_id) else {
         return Acted {
             outcome: Outcome::ok(TOOL, "CAN bus session was not active.")

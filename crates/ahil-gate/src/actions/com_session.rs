@@ -1,6 +1,7 @@
 //! `com_session_start` and `com_session_stop`: open a configured port and hold it (with its device
 //! lock) across calls, then give both back.
 
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,18 +56,21 @@ struct Start {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ComSessionStart, ToolId::ComSessionStop])?;
     let (port_id, port) = port_entry(ctx)?;
     // A supply's serial link carries its commands only: a second writer would interleave bytes.
-    if ctx.tool == "com_session_start"
+    if ctx.tool == ToolId::ComSessionStart
         && let Some(supply) = super::power::supply_holding(&ctx.loaded.config, port_id)
     {
         return Err(Box::new(super::power::port_reserved(
-            ctx.tool, port_id, supply,
+            ctx.tool.name(),
+            port_id,
+            supply,
         )));
     }
     let resources = vec![port.lock_key(port_id)];
     let sessions = Arc::clone(ctx.serial);
-    if ctx.tool == "com_session_stop" {
+    if ctx.tool == ToolId::ComSessionStop {
         let work = Work::Driver(DriverJob {
             deadline: close_limit(port) + Duration::from_secs(5),
             if_abandoned: Contact::Possible,
@@ -82,7 +86,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             work,
         });
     }
-    let encoding = encoding_of(ctx.tool, port_id, port)?;
+    let encoding = encoding_of(ctx.tool.name(), port_id, port)?;
     let Some(path) = port.device.clone() else {
         return Err(Box::new(
             Outcome::refused(
@@ -162,7 +166,7 @@ fn close_limit(port: &ComPort) -> Duration {
 
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: &str = "com_session_start";
+        const TOOL: ToolId = ToolId::ComSessionStart;
         if let Some(existing) = self.sessions.get(&self.port_id) {
             if existing.port.is_alive() {
                 if self.clear {
@@ -184,7 +188,7 @@ impl Start {
             let _ = stop(&self.sessions, &self.port_id);
         }
         let identity = match identity::verify(
-            TOOL,
+            TOOL.name(),
             &self.port_id,
             &self.device,
             self.expected.as_ref(),
@@ -202,7 +206,7 @@ impl Start {
             &self.ownership,
             &self.lock_keys,
             &format!("com_session:{}", self.port_id),
-            TOOL,
+            TOOL.name(),
             "the device lock was refused before the port was opened",
         ) {
             return *refused;
@@ -216,7 +220,7 @@ impl Start {
         ) {
             release();
             return Acted {
-                outcome: unavailable(TOOL, &err),
+                outcome: unavailable(TOOL.name(), &err),
                 contact: Some(Contact::none(
                     "the session log could not be written, so the port was not opened",
                 )),
@@ -307,7 +311,7 @@ impl Start {
 
 /// Stops the session on `port_id`: reader stopped, port closed, lock released, log closed.
 pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
-    const TOOL: &str = "com_session_stop";
+    const TOOL: ToolId = ToolId::ComSessionStop;
     let Some(session) = sessions.get(port_id) else {
         return Acted {
             outcome: Outcome::ok(TOOL, "COM port session was not active.")

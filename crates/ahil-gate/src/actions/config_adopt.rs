@@ -10,6 +10,7 @@
 //! number (an ST-LINK's virtual COM port). The listing runs under the debugger's device lock and opens
 //! no target.
 
+use crate::catalogue::ToolId;
 use std::path::Path;
 use std::time::Duration;
 
@@ -40,6 +41,7 @@ const MACHINE_CONTROLLERS: &[(&str, &str)] = &[
 const MARGIN: Duration = Duration::from_secs(5);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigAdoptHardware])?;
     let apply = ctx
         .args
         .get("apply")
@@ -67,7 +69,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let resources =
         crate::ownership::runs::claimed_keys(&ctx.loaded.config, entry, executable.as_deref());
     let (Some(executable), None) = (executable, refusal.as_ref()) else {
-        let outcome = refusal.unwrap_or_else(|| no_executable(ctx.tool, name, entry));
+        let outcome = refusal.unwrap_or_else(|| no_executable(ctx.tool.name(), name, entry));
         return Ok(Plan {
             action,
             device: None,
@@ -79,7 +81,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         });
     };
     let (backend, timeout) = lister(entry, executable);
-    let tool = ctx.tool.to_owned();
+    let tool = ctx.tool;
     let loaded = ctx.loaded.clone();
     let env = ctx.env.clone();
     let held = ctx.loaded.config.permissions;
@@ -87,7 +89,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         let budget = Budget::new(timeout).with_cancel(cancel);
         let found = match backend.list(&budget) {
             Ok(listing) => Discovered::from(listing),
-            Err(error) => return super::probe_cli::failed(backend.as_ref(), &tool, error, None),
+            Err(error) => return super::probe_cli::failed(backend.as_ref(), tool, error, None),
         };
         let stamp = Stamp {
             actor: Actor::Agent,
@@ -95,7 +97,15 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         };
         let write = apply.then_some((stamp, Some(held)));
         Acted {
-            outcome: run(&tool, &loaded, &env, &target, write, Some(&found), true),
+            outcome: run(
+                tool.name(),
+                &loaded,
+                &env,
+                &target,
+                write,
+                Some(&found),
+                true,
+            ),
             contact: Some(Contact::none("listing probes opens no target")),
         }
     };
@@ -184,7 +194,7 @@ impl From<ahil_drivers::probe_cli::Listing> for Discovered {
 /// Lists the chosen debugger's probes now, for the operator's `adopt-hardware` (which already holds
 /// the bench's locks). `Ok(None)` when the adoption lists nothing (the emulated board).
 pub fn discover_now(
-    tool: &str,
+    tool: ToolId,
     loaded: &LoadedConfig,
     target: &Target,
 ) -> Result<Option<Discovered>, Box<Outcome>> {
@@ -193,7 +203,7 @@ pub fn discover_now(
         return Ok(None);
     };
     let Some(executable) = loaded.executables.debugger(name) else {
-        return Err(Box::new(no_executable(tool, name, entry)));
+        return Err(Box::new(no_executable(tool.name(), name, entry)));
     };
     let (backend, timeout) = lister(entry, executable.to_path_buf());
     match backend.list(&Budget::new(timeout)) {
@@ -244,7 +254,7 @@ fn adopt(ctx: &Context<'_>, apply: bool, discovered: Option<&Discovered>) -> Out
         via: "mcp:project_config_adopt_hardware",
     };
     run(
-        ctx.tool,
+        ctx.tool.name(),
         ctx.loaded,
         ctx.env,
         &Target::from_args(ctx.args),

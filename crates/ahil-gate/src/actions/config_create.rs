@@ -2,6 +2,7 @@
 //! Over an existing configuration it needs `permissions.allow_config_write` and carries the grants this
 //! server loaded over to every entry it still names; in a workspace without one it writes the first.
 
+use crate::catalogue::ToolId;
 use std::path::Path;
 
 use ahil_config::write::{Stamp, WriteError, write_generated};
@@ -17,13 +18,14 @@ use crate::config_edit::permission_surface;
 use crate::envelope::Outcome;
 use crate::policy::Action;
 
-const TOOL: &str = "project_config_create";
+const TOOL: ToolId = ToolId::ProjectConfigCreate;
 const STAMP: Stamp<'static> = Stamp {
     actor: Actor::Agent,
     via: "mcp:project_config_create",
 };
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigCreate])?;
     Ok(Plan {
         action: Action::ConfigCreate,
         device: None,

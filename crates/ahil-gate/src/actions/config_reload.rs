@@ -1,6 +1,7 @@
 //! `project_config_reload_description`: the server takes the bench description from the file as it is
 //! now, without a restart; grants and every other section stay as loaded.
 
+use crate::catalogue::ToolId;
 use serde_json::{Value, json};
 
 use super::{Acted, Context, Plan, Work};
@@ -9,6 +10,7 @@ use crate::envelope::Outcome;
 use crate::policy::Action;
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigReloadDescription])?;
     Ok(Plan {
         action: Action::ReadState,
         device: None,

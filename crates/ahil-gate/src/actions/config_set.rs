@@ -1,6 +1,7 @@
 //! `project_config_set`: field-wise edits of the bench description, and narrowing of grants, under the
 //! ratchet. The file is written through `ahil_config::write` (lock, check, atomic replace).
 
+use crate::catalogue::ToolId;
 use ahil_config::Actor;
 use ahil_config::write::{Stamp, WriteError, edit_config};
 use serde_json::{Value, json};
@@ -13,6 +14,7 @@ use crate::policy::Action;
 const VIA: &str = "mcp:project_config_set";
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigSet])?;
     let changes = parse_changes(ctx.args);
     let version = ctx.loaded.config.version;
     // The pipeline checks the stronger grant the request needs; the work checks each kind again
@@ -100,7 +102,7 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
     if let Some(refusal) = open_run_refusal(ctx) {
         return refusal;
     }
-    if let Some(refusal) = shape_refusal(ctx.tool, changes, ctx.loaded.config.version) {
+    if let Some(refusal) = shape_refusal(ctx.tool.name(), changes, ctx.loaded.config.version) {
         return refusal;
     }
     let loaded = ctx.loaded;
@@ -138,7 +140,7 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
         Ok(written) => written,
         Err(err) => {
             let key_refused = matches!(&err, WriteError::Refused(Refused::Invalid { .. }));
-            let mut refused = refusal(ctx.tool, err);
+            let mut refused = refusal(ctx.tool.name(), err);
             // Name the argument, as a wrong value's refusal does: the key of the change at fault.
             let at = refused
                 .detail("key")

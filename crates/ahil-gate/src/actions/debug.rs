@@ -6,6 +6,7 @@
 //! reads outside a session, and probe-rs symbol reads are served from the last flashed ELF
 //! (`debug/offline.rs`); other debugger types answer `not_supported`.
 
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,29 +37,26 @@ const MARGIN: Duration = Duration::from_secs(5);
 /// Each MI step waits 10 s at most.
 const STEP_MAX: Duration = Duration::from_secs(10);
 
-/// The tool names this module serves, as `'static` for the blocking jobs.
-pub const TOOLS: &[&str] = &[
-    "debug_start_session",
-    "debug_stop_session",
-    "debug_get_session_status",
-    "debug_set_breakpoint",
-    "debug_list_breakpoints",
-    "debug_clear_breakpoints",
-    "debug_continue",
-    "debug_halt",
-    "debug_get_stop_reason",
-    "debug_symbol_info",
-    "debug_symbol_value",
-    "debug_dump_symbol_ihex",
-];
-
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[
+            ToolId::DebugStartSession,
+            ToolId::DebugStopSession,
+            ToolId::DebugGetSessionStatus,
+            ToolId::DebugSetBreakpoint,
+            ToolId::DebugListBreakpoints,
+            ToolId::DebugClearBreakpoints,
+            ToolId::DebugContinue,
+            ToolId::DebugHalt,
+            ToolId::DebugGetStopReason,
+            ToolId::DebugSymbolInfo,
+            ToolId::DebugSymbolValue,
+            ToolId::DebugDumpSymbolIhex,
+        ],
+    )?;
     let (name, debugger) = bound_debugger(ctx)?;
-    let tool: &'static str = TOOLS
-        .iter()
-        .find(|t| **t == ctx.tool)
-        .copied()
-        .unwrap_or("debug_get_session_status");
+    let tool = ctx.tool;
     let executable = pinned_debugger_executable(ctx.loaded, name);
     let resources = debugger_keys(debugger, executable.as_deref());
     let settings = &ctx.loaded.config.debug;
@@ -68,11 +66,11 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     };
     let symbol = ctx.args.get("symbol").and_then(Value::as_str).unwrap_or("");
     let action = match tool {
-        "debug_start_session" => Action::DebugSessionStart,
-        "debug_get_session_status" | "debug_list_breakpoints" | "debug_get_stop_reason" => {
-            Action::DebugInspect
-        }
-        "debug_set_breakpoint" => Action::DebugBreakpoint {
+        ToolId::DebugStartSession => Action::DebugSessionStart,
+        ToolId::DebugGetSessionStatus
+        | ToolId::DebugListBreakpoints
+        | ToolId::DebugGetStopReason => Action::DebugInspect,
+        ToolId::DebugSetBreakpoint => Action::DebugBreakpoint {
             at: match location(ctx.args.get("location")) {
                 Some((_, true)) => BreakpointAt::Line,
                 Some((_, false)) => BreakpointAt::Symbol(symbol_of(ctx.args.get("location"))),
@@ -85,8 +83,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             },
             allowlist,
         },
-        "debug_continue" => Action::DebugContinue,
-        "debug_symbol_info" | "debug_symbol_value" | "debug_dump_symbol_ihex" => {
+        ToolId::DebugContinue => Action::DebugContinue,
+        ToolId::DebugSymbolInfo | ToolId::DebugSymbolValue | ToolId::DebugDumpSymbolIhex => {
             Action::SymbolRead { symbol, allowlist }
         }
         _ => Action::DebugContain,
@@ -104,7 +102,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         DebuggerType::ProbeRs => true,
         _ => false,
     };
-    let work = if sessionless && matches!(tool, "debug_symbol_value" | "debug_dump_symbol_ihex") {
+    let work = if sessionless
+        && matches!(tool, ToolId::DebugSymbolValue | ToolId::DebugDumpSymbolIhex)
+    {
         debug::offline::work(ctx, tool, name, debugger)?
     } else if matches!(debugger.kind, DebuggerType::Qemu | DebuggerType::Openocd)
         || stlink_server.is_some()
@@ -114,7 +114,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         let kind = debugger.kind;
         Work::Local(Box::new(move || {
             super::backend_not_built(
-                tool,
+                tool.name(),
                 kind,
                 if kind == DebuggerType::Stlink {
                     "Typed debug sessions on ST-Link need ST-LINK_gdbserver, and none is pinned (debuggers.<name>.gdb_server_executable); without it ST-Link serves only debug_symbol_value and debug_dump_symbol_ihex.".to_owned()
@@ -137,7 +137,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     })
 }
 
-fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
+fn invalid(tool: ToolId, summary: &str) -> Box<Outcome> {
     Box::new(
         Outcome::refused(tool, "invalid_argument", summary)
             .with_remediation(["Correct the arguments as the tool's input schema describes."])
@@ -189,14 +189,14 @@ fn wait_of(args: &Value, ceiling: Duration) -> Duration {
 
 fn session_work<'a>(
     ctx: &'a Context<'a>,
-    tool: &'static str,
+    tool: ToolId,
     name: &str,
     debugger: &Debugger,
 ) -> Result<Work<'a>, Box<Outcome>> {
     let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
     let sessions = Arc::clone(ctx.debug);
     let args = ctx.args.clone();
-    if tool == "debug_start_session" {
+    if tool == ToolId::DebugStartSession {
         let config = &ctx.loaded.config;
         let backend = debugger.kind.as_str();
         let gdb = match &ctx.loaded.executables.gdb {
@@ -320,9 +320,9 @@ fn session_work<'a>(
     let limits = ops::Limits {
         max_dump: ctx.loaded.config.debug.max_dump_size_bytes,
         // Checked now, answered inside the work: policy decides first.
-        output: (tool == "debug_dump_symbol_ihex").then(|| {
+        output: (tool == ToolId::DebugDumpSymbolIhex).then(|| {
             debug::output::check(
-                tool,
+                tool.name(),
                 &ctx.loaded.config,
                 args.get("output_path")
                     .and_then(Value::as_str)
@@ -331,7 +331,7 @@ fn session_work<'a>(
         }),
     };
     let deadline = match tool {
-        "debug_continue" => wait_of(&args, timeout) + STEP_MAX + MARGIN * 2,
+        ToolId::DebugContinue => wait_of(&args, timeout) + STEP_MAX + MARGIN * 2,
         _ => timeout.min(STEP_MAX) * 3 + MARGIN,
     };
     Ok(Work::Driver(DriverJob {
@@ -379,7 +379,7 @@ struct Reached {
 /// The ELF a start names, resolved and staged; a refusal proves nothing started. It runs before the
 /// toolchain is looked for, so the agent first hears about what it can fix itself.
 fn stage_session_elf(policy: &ArtifactPolicy, args: &Value) -> Result<StagedArtifact, Box<Acted>> {
-    const TOOL: &str = "debug_start_session";
+    const TOOL: ToolId = ToolId::DebugStartSession;
     let refused = |outcome: Outcome, why: &'static str| {
         Box::new(Acted {
             outcome,
@@ -403,7 +403,7 @@ fn stage_session_elf(policy: &ArtifactPolicy, args: &Value) -> Result<StagedArti
         .and_then(|stager| artifacts::resolve(policy, stager, request))
         .map_err(|refusal| {
             refused(
-                refusal.to_outcome(TOOL),
+                refusal.to_outcome(TOOL.name()),
                 "the image was refused before anything started",
             )
         })?;
@@ -450,7 +450,7 @@ struct Start {
 
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: &str = "debug_start_session";
+        const TOOL: ToolId = ToolId::DebugStartSession;
         let refused = |outcome: Outcome, why: &'static str| Acted {
             outcome,
             contact: Some(Contact::none(why)),
@@ -525,7 +525,7 @@ impl Start {
             &self.ownership,
             &self.lock_keys,
             &self.label,
-            TOOL,
+            TOOL.name(),
             "the device lock was refused before gdb started",
         ) {
             return *refused;
@@ -546,7 +546,7 @@ impl Start {
         ) {
             release();
             return refused(
-                crate::audit::unavailable(TOOL, &err),
+                crate::audit::unavailable(TOOL.name(), &err),
                 "the session log could not be written, so gdb was not started",
             );
         }
@@ -753,7 +753,7 @@ fn start_openocd(
     timeout: Duration,
     progress: &mut Progress,
 ) -> Result<Reached, Box<Acted>> {
-    const TOOL: &str = "debug_start_session";
+    const TOOL: ToolId = ToolId::DebugStartSession;
     progress.phase = "server_spawned";
     match openocd.start_gdb_server(reset_halt, timeout) {
         Ok(process) => {
@@ -869,7 +869,7 @@ fn start_stlink(
     timeout: Duration,
     progress: &mut Progress,
 ) -> Result<Reached, Box<Acted>> {
-    const TOOL: &str = "debug_start_session";
+    const TOOL: ToolId = ToolId::DebugStartSession;
     progress.phase = "server_spawned";
     let failed = |outcome: Outcome,
                   class: &'static str,

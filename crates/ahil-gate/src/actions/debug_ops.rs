@@ -1,5 +1,6 @@
 //! The debug tools that work on an open session: status, breakpoints, run control, symbol reads, stop.
 
+use crate::catalogue::ToolId;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::Contact;
@@ -29,7 +30,7 @@ pub struct Limits {
 
 /// Runs `tool` against the open session.
 pub fn run(
-    tool: &'static str,
+    tool: ToolId,
     sessions: &Sessions,
     args: &Value,
     timeout: Duration,
@@ -41,19 +42,19 @@ pub fn run(
     }
     let Some(live) = sessions.get() else {
         return match tool {
-            "debug_stop_session" => quiet(
+            ToolId::DebugStopSession => quiet(
                 Outcome::ok(tool, "No debug session is active.")
                     .with("active", false)
                     .with("status", "stopped")
                     .with("safe_state_confirmed", true),
             ),
-            "debug_get_session_status" => quiet(
+            ToolId::DebugGetSessionStatus => quiet(
                 Outcome::ok(tool, "No debug session is active.")
                     .with("active", false)
                     .with("status", "stopped")
                     .with("session", Value::Null),
             ),
-            "debug_list_breakpoints" => quiet(
+            ToolId::DebugListBreakpoints => quiet(
                 Outcome::ok(tool, "No debug session is active, so no breakpoint is set.")
                     .with("active", false)
                     .with("breakpoints", json!([])),
@@ -72,7 +73,7 @@ pub fn run(
     let mut guard = debug::lock(&live);
     let session = &mut *guard;
     match tool {
-        "debug_get_session_status" => quiet(with_stop(
+        ToolId::DebugGetSessionStatus => quiet(with_stop(
             Outcome::ok(
                 tool,
                 format!(
@@ -85,7 +86,7 @@ pub fn run(
             .with("session", session.describe()),
             session.stop.as_ref(),
         )),
-        "debug_list_breakpoints" => quiet(
+        ToolId::DebugListBreakpoints => quiet(
             Outcome::ok(
                 tool,
                 format!("{} breakpoint(s) set.", session.breakpoints.len()),
@@ -102,7 +103,7 @@ pub fn run(
                 ),
             ),
         ),
-        "debug_get_stop_reason" => match session.stop.clone() {
+        ToolId::DebugGetStopReason => match session.stop.clone() {
             Some(stop) => quiet(stop_outcome(
                 tool,
                 "The target's last stop.",
@@ -120,18 +121,18 @@ pub fn run(
                 .not_contacted(),
             ),
         },
-        "debug_set_breakpoint"
-        | "debug_clear_breakpoints"
-        | "debug_continue"
-        | "debug_halt"
-        | "debug_symbol_info"
-        | "debug_symbol_value"
-        | "debug_dump_symbol_ihex" => {
+        ToolId::DebugSetBreakpoint
+        | ToolId::DebugClearBreakpoints
+        | ToolId::DebugContinue
+        | ToolId::DebugHalt
+        | ToolId::DebugSymbolInfo
+        | ToolId::DebugSymbolValue
+        | ToolId::DebugDumpSymbolIhex => {
             let mut acted = match tool {
-                "debug_set_breakpoint" => set_breakpoint(tool, session, args),
-                "debug_clear_breakpoints" => clear_breakpoints(tool, session),
-                "debug_continue" => resume(tool, session, args, timeout),
-                "debug_halt" => halt(tool, session, args, timeout),
+                ToolId::DebugSetBreakpoint => set_breakpoint(tool, session, args),
+                ToolId::DebugClearBreakpoints => clear_breakpoints(tool, session),
+                ToolId::DebugContinue => resume(tool, session, args, timeout),
+                ToolId::DebugHalt => halt(tool, session, args, timeout),
                 _ => symbol(tool, session, args, limits),
             };
             logged(session, &mut acted.outcome);
@@ -189,7 +190,7 @@ fn with_stop(mut outcome: Outcome, stop: Option<&Value>) -> Outcome {
 }
 
 /// A stop as a result: abnormal stops answer `ok: false` with their error type.
-fn stop_outcome(tool: &str, summary: &str, stop: &Value, session: &Live) -> Outcome {
+fn stop_outcome(tool: ToolId, summary: &str, stop: &Value, session: &Live) -> Outcome {
     let reason = stop["stop_reason"].as_str().unwrap_or("unknown");
     let abnormal = abnormal(reason);
     let mut outcome = match abnormal {
@@ -214,7 +215,7 @@ fn stop_outcome(tool: &str, summary: &str, stop: &Value, session: &Live) -> Outc
 }
 
 /// A failed MI step: the session's stop becomes `debugger_error` and the board's state is unknown.
-fn mi_failure(tool: &str, session: &mut Live, command: &str, message: &str) -> Acted {
+fn mi_failure(tool: ToolId, session: &mut Live, command: &str, message: &str) -> Acted {
     session.stop = Some(json!({
         "stop_reason": "debugger_error",
         "backend_stop_reason": if message.contains("within") { "timeout" } else { "error" },
@@ -247,7 +248,7 @@ fn mi(session: &mut Live, command: &str, limit: Duration) -> Result<gdbmi::sessi
     }
 }
 
-fn set_breakpoint(tool: &str, session: &mut Live, args: &Value) -> Acted {
+fn set_breakpoint(tool: ToolId, session: &mut Live, args: &Value) -> Acted {
     let Some((gdb_location, _)) = location(args.get("location")) else {
         return quiet(
             Outcome::refused(
@@ -304,7 +305,7 @@ fn set_breakpoint(tool: &str, session: &mut Live, args: &Value) -> Acted {
     )
 }
 
-fn clear_breakpoints(tool: &str, session: &mut Live) -> Acted {
+fn clear_breakpoints(tool: ToolId, session: &mut Live) -> Acted {
     let step = session.step;
     if let Err(message) = mi(session, "-break-delete", step) {
         return mi_failure(tool, session, "-break-delete", &message);
@@ -355,7 +356,7 @@ fn interrupt(session: &mut Live, limit: Duration) -> (bool, Option<Record>) {
     }
 }
 
-fn resume(tool: &str, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
+fn resume(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
     if let Some(stop) = session.stop.clone()
         && abnormal(stop["stop_reason"].as_str().unwrap_or_default()).is_some()
     {
@@ -422,7 +423,7 @@ fn wait_for(args: &Value, ceiling: Duration) -> Duration {
     }
 }
 
-fn halt(tool: &str, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
+fn halt(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
     if session.status == "halted" {
         let stop = session.stop.clone();
         let outcome = with_stop(
@@ -462,7 +463,7 @@ fn number(text: &str) -> Option<u64> {
     }
 }
 
-fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acted {
+fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Acted {
     // A refused output path was answered by `run` before anything else.
     let output = limits.output.as_ref().and_then(|o| o.as_ref().ok());
     let name = args
@@ -535,7 +536,7 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
         .with("address_value", address)
         .with("size_bytes", size)
         .with("resolved_from", resolved_from);
-    if tool == "debug_symbol_info" {
+    if tool == ToolId::DebugSymbolInfo {
         return quiet(outcome.with("session", session.describe()));
     }
     if size > limits.max_dump {
@@ -605,7 +606,7 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
 
 /// The session's staged ELF, read again and checked against the digest it was staged with: the
 /// symbol table must be the one gdb loaded.
-fn staged_elf(tool: &str, elf: &crate::artifacts::StagedArtifact) -> Result<Vec<u8>, Box<Acted>> {
+fn staged_elf(tool: ToolId, elf: &crate::artifacts::StagedArtifact) -> Result<Vec<u8>, Box<Acted>> {
     let bytes = std::fs::read(elf.path()).ok();
     match bytes {
         Some(bytes) if ahil_config::digest::sha256_hex(&bytes) == elf.sha256() => Ok(bytes),
@@ -640,7 +641,7 @@ fn contents(results: &[(String, gdbmi::Value)]) -> Option<Vec<u8>> {
 /// Confirms the halt, makes gdb's leaving harmless (the QEMU stub keeps a disconnected core halted;
 /// OpenOCD's gdb-detach and gdb-end handlers are emptied), disconnects, ends gdb and the debug server,
 /// frees the lock.
-fn stop_session(tool: &str, sessions: &Sessions, args: &Value, timeout: Duration) -> Acted {
+fn stop_session(tool: ToolId, sessions: &Sessions, args: &Value, timeout: Duration) -> Acted {
     let Some(live) = sessions.get() else {
         return quiet(
             Outcome::ok(tool, "No debug session is active.")

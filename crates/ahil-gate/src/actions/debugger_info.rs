@@ -1,5 +1,6 @@
 //! `debugger_info`: is the bound debugger's toolchain there and does it run? `--version` only.
 
+use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -65,6 +66,7 @@ pub fn bound_debugger<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a Debugger), 
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::DebuggerInfo])?;
     let (name, debugger) = bound_debugger(ctx)?;
     let device = Some(Device::Debugger {
         name,

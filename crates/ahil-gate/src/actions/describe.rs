@@ -1,6 +1,7 @@
 //! `project_config_describe`: what the configuration in force grants, and which keys
 //! `project_config_set` may change under which grant.
 
+use crate::catalogue::ToolId;
 use ahil_config::Config;
 use serde_json::{Map, Value, json};
 
@@ -14,6 +15,7 @@ const PERMISSIONS: &str = "allow_config_permissions_write";
 use crate::config_edit::keys::{CAN_FIELDS, COM_FIELDS, DEBUGGER_FIELDS, PROJECT_FLAGS};
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigDescribe])?;
     Ok(Plan {
         action: Action::ReadState,
         device: None,

@@ -6,6 +6,7 @@
 //! ring, not on a port nobody holds), read with `com_read`'s rules after it, and closed on every
 //! path. The emulated board reads its own UART (see [`super::probe`]).
 
+use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -125,7 +126,7 @@ pub(super) fn plan(
             "The capture port names no device yet, so there is nothing to read.",
         ));
     };
-    let encoding = encoding_of(tool, port_id, port)?;
+    let encoding = encoding_of(tool.name(), port_id, port)?;
     let until = match spec.get("until") {
         Some(Value::String(text)) => vec![text.clone()],
         Some(Value::Array(items)) => items
@@ -199,10 +200,10 @@ pub(super) struct Open<'a> {
 
 /// Opens the capture's port, or the refusal that keeps the flash from starting.
 pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
-    const TOOL: &str = "flash_firmware";
+    const TOOL: ToolId = ToolId::FlashFirmware;
     // The same check com_session_start makes: the adapter behind the name is the declared one.
     crate::serial::identity::verify(
-        TOOL,
+        TOOL.name(),
         &capture.port_id,
         &capture.configured,
         capture.expected.as_ref(),

@@ -2,6 +2,7 @@
 //! device) and `hardware_recover` (clears what an agent may clear, with the operator's words where
 //! the reason needs them). The CLI's `lease-status` and `recover` share this code.
 
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 
 use ahil_config::LoadedConfig;
@@ -19,9 +20,13 @@ use crate::snapshot::pinned_debugger_executable;
 const OPERATOR_COMMAND: &str = "agentic-hil recover --confirm-safe-state --quarantine-id <id>";
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[ToolId::HardwareLeaseStatus, ToolId::HardwareRecover],
+    )?;
     let coordinator = Arc::clone(ctx.coordinator);
     let loaded = ctx.loaded;
-    if ctx.tool == "hardware_lease_status" {
+    if ctx.tool == ToolId::HardwareLeaseStatus {
         let ownership = Arc::clone(ctx.ownership);
         return Ok(local(
             Action::ReadState,
@@ -34,7 +39,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     // Nothing standing answers the same for everyone; only a real recovery needs allow_recover.
     let observed = match coordinator.observe() {
         Ok(observed) => observed,
-        Err(err) => return Err(Box::new(invalid_state(ctx.tool, &err))),
+        Err(err) => return Err(Box::new(invalid_state(ctx.tool.name(), &err))),
     };
     let Some(incident) = observed.incident.filter(Incident::stands) else {
         return Ok(local(

@@ -9,6 +9,7 @@ use ahil_drivers::Contact;
 use ahil_drivers::process::CancelFlag;
 use serde_json::Value;
 
+use crate::catalogue::{Dispatch, ToolId};
 use crate::envelope::Outcome;
 use crate::policy::{Action, Device};
 use crate::snapshot::Snapshot;
@@ -41,7 +42,7 @@ pub mod upgrade;
 
 /// What an action gets to look at.
 pub struct Context<'a> {
-    pub tool: &'a str,
+    pub tool: ToolId,
     pub args: &'a Value,
     pub loaded: &'a LoadedConfig,
     pub env: &'a Environment,
@@ -119,34 +120,37 @@ pub(crate) fn take_session_locks(
         })
 }
 
-/// The plan for `tool`, or a refusal that needs no authorization (wrong probe count, …).
+/// The plan for the call's tool, or a refusal that needs no authorization (wrong probe count, …).
+/// Dispatch is the tool's declaration: no tool name is matched here.
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
-    match ctx.tool {
-        "artifact_upload" => artifact_upload::plan(ctx),
-        "bench_run_start" | "bench_run_stop" | "bench_run_status" => bench_run::plan(ctx),
-        "can_buses_list" => can_buses::plan(ctx),
-        "can_session_start" | "can_session_stop" => can_session::plan(ctx),
-        "can_send" | "can_read" => can_io::plan(ctx),
-        "com_ports_list" => com_ports::plan(ctx),
-        "com_session_start" | "com_session_stop" => com_session::plan(ctx),
-        "com_write" | "com_read" => com_io::plan(ctx),
-        "debugger_info" => debugger_info::plan(ctx),
-        tool if debug::TOOLS.contains(&tool) => debug::plan(ctx),
-        "project_config_describe" => describe::plan(ctx),
-        "hardware_lease_status" | "hardware_recover" => lease::plan(ctx),
-        tool if power::TOOLS.contains(&tool) => power::plan(ctx),
-        "project_config_set" => config_set::plan(ctx),
-        "project_config_create" => config_create::plan(ctx),
-        "project_config_adopt_hardware" => config_adopt::plan(ctx),
-        "project_config_reload_description" => config_reload::plan(ctx),
-        "get_last_report" | "classify_last_error" => reports::plan(ctx),
-        "test_reactor_status" | "test_reactor_stop" => test_reactor::plan(ctx),
-        "server_upgrade" => upgrade::plan(ctx),
-        "debugger_probes_list" | "probe_target" | "flash_firmware" | "reset_target" => {
-            probe::plan(ctx)
-        }
-        other => Err(Box::new(unknown_tool(other))),
+    match ctx.tool.declaration().dispatch {
+        Dispatch::Plan(plan) => plan(ctx),
+        Dispatch::Reactor => Err(misrouted(ctx.tool)),
     }
+}
+
+/// Each plan's first check: it runs only for the tools whose declarations name it, so a
+/// declaration pointing at the wrong plan is refused instead of running another tool's code.
+pub(crate) fn serves(tool: ToolId, served: &[ToolId]) -> Result<(), Box<Outcome>> {
+    if served.contains(&tool) {
+        Ok(())
+    } else {
+        Err(misrouted(tool))
+    }
+}
+
+/// The refusal of a plan asked for a tool it does not serve: a declaration names the wrong plan.
+/// Never a fallback to another tool's behaviour.
+pub(crate) fn misrouted(tool: ToolId) -> Box<Outcome> {
+    Box::new(
+        Outcome::refused(
+            tool.name(),
+            "internal_error",
+            "This tool's declaration names a plan that does not serve it; nothing was done.",
+        )
+        .with("misrouted", true)
+        .not_contacted(),
+    )
 }
 
 /// The answer to a name that is not a listed tool.

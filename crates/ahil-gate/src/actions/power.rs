@@ -7,6 +7,7 @@
 //! writes; every write is read back and compared exactly. A unit that stops answering after a
 //! write leaves its state unknown, which the gate turns into an incident.
 
+use crate::catalogue::ToolId;
 use std::time::Duration;
 
 use ahil_config::PowerSupply;
@@ -25,14 +26,6 @@ use crate::power::{
 };
 use crate::serial::identity;
 use crate::snapshot::pinned_debugger_executable;
-
-/// The tools of this family.
-pub const TOOLS: &[&str] = &[
-    "power_supply_status",
-    "power_supply_set",
-    "power_supply_output",
-    "power_supply_cycle",
-];
 
 /// Exchanges one call may need at most (identity, readings before and after, writes, read-backs).
 const MAX_EXCHANGES: u32 = 24;
@@ -59,6 +52,15 @@ enum Request {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[
+            ToolId::PowerSupplyStatus,
+            ToolId::PowerSupplySet,
+            ToolId::PowerSupplyOutput,
+            ToolId::PowerSupplyCycle,
+        ],
+    )?;
     let config = &ctx.loaded.config;
     let tool = ctx.tool;
     let wanted = ctx
@@ -120,7 +122,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         _ => Duration::ZERO,
     };
     let job = Job {
-        tool: tool.to_owned(),
+        tool: tool.name().to_owned(),
         supply_id: id.to_owned(),
         entry: entry.clone(),
         model,
@@ -214,8 +216,8 @@ fn request(ctx: &Context<'_>, id: &str, model: &Model) -> Result<Request, Box<Ou
     };
     let one = channel.unwrap_or(1);
     Ok(match ctx.tool {
-        "power_supply_status" => Request::Status { channel },
-        "power_supply_set" => {
+        ToolId::PowerSupplyStatus => Request::Status { channel },
+        ToolId::PowerSupplySet => {
             let value = |quantity: Quantity| -> Result<Option<(Fixed, f64)>, Box<Outcome>> {
                 let Some(v) = args.get(quantity.key()).and_then(Value::as_f64) else {
                     return Ok(None);
@@ -249,7 +251,7 @@ fn request(ctx: &Context<'_>, id: &str, model: &Model) -> Result<Request, Box<Ou
                 current,
             }
         }
-        "power_supply_output" => Request::Output {
+        ToolId::PowerSupplyOutput => Request::Output {
             channel: one,
             on: args.get("on").and_then(Value::as_bool).unwrap_or(false),
         },
@@ -319,7 +321,14 @@ fn check_limits(
             if asked > limit {
                 return Err(refusal(
                     ctx,
-                    above_limit(ctx.tool, id, channel, quantity, &json_number(asked), limit),
+                    above_limit(
+                        ctx.tool.name(),
+                        id,
+                        channel,
+                        quantity,
+                        &json_number(asked),
+                        limit,
+                    ),
                 ));
             }
         }

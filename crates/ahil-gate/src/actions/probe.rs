@@ -6,6 +6,7 @@
 //! as the private staged copy from
 //! [`artifacts::resolve`], resolved inside the work, after policy has allowed the flash.
 
+use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -30,8 +31,17 @@ const DEFAULT_FLASH_BASE: u64 = 0x0800_0000;
 const MARGIN: Duration = Duration::from_secs(5);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[
+            ToolId::DebuggerProbesList,
+            ToolId::ProbeTarget,
+            ToolId::FlashFirmware,
+            ToolId::ResetTarget,
+        ],
+    )?;
+    let tool = probe_tool(ctx.tool)?;
     let (name, debugger) = bound_debugger(ctx)?;
-    let tool = ctx.tool;
     let executable = pinned_debugger_executable(ctx.loaded, name);
     let mut resources = claimed_keys(&ctx.loaded.config, debugger, executable.as_deref());
     let reset_after = ctx
@@ -40,47 +50,49 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let action = match tool {
-        "debugger_probes_list" => Action::ProbeList,
-        "probe_target" => Action::ProbeTarget,
-        "flash_firmware" => Action::Flash { reset_after },
-        _ => Action::Reset,
+        ToolId::DebuggerProbesList => Action::ProbeList,
+        ToolId::ProbeTarget => Action::ProbeTarget,
+        ToolId::FlashFirmware => Action::Flash { reset_after },
+        ToolId::ResetTarget => Action::Reset,
+        other => return Err(super::misrouted(other)),
     };
     let device = Some(Device::Debugger {
         name,
         grants: debugger.permissions,
     });
-    let work = if matches!(tool, "flash_firmware" | "reset_target") && ctx.debug.is_active() {
-        Work::Local(Box::new(move || Acted {
-            outcome: Outcome::refused(
-                tool,
-                "resource_busy",
-                "A debug session holds the probe; flashing and resetting wait until it stops.",
-            )
-            .with("held_by", "debug_session")
-            .with_next_step("Call debug_stop_session first, then call this tool again.")
-            .not_contacted(),
-            contact: Some(Contact::none(
-                "refused while a debug session holds the probe",
-            )),
-        }))
-    } else if debugger.kind == DebuggerType::Qemu {
-        qemu_work(ctx, name, debugger, executable, &mut resources)?
-    } else if super::probe_cli::drives(debugger.kind) {
-        super::probe_cli::work(ctx, name, debugger, executable, &mut resources)?
-    } else {
-        let kind = debugger.kind;
-        Work::Local(Box::new(move || {
-            super::backend_not_built(
-                tool,
-                kind,
-                format!(
-                    "This build drives no {} probe yet; only the qemu backend can {}.",
-                    kind.as_str(),
-                    verb(tool)
-                ),
-            )
-        }))
-    };
+    let work =
+        if matches!(tool, ToolId::FlashFirmware | ToolId::ResetTarget) && ctx.debug.is_active() {
+            Work::Local(Box::new(move || Acted {
+                outcome: Outcome::refused(
+                    tool,
+                    "resource_busy",
+                    "A debug session holds the probe; flashing and resetting wait until it stops.",
+                )
+                .with("held_by", "debug_session")
+                .with_next_step("Call debug_stop_session first, then call this tool again.")
+                .not_contacted(),
+                contact: Some(Contact::none(
+                    "refused while a debug session holds the probe",
+                )),
+            }))
+        } else if debugger.kind == DebuggerType::Qemu {
+            qemu_work(ctx, name, debugger, executable, &mut resources)?
+        } else if super::probe_cli::drives(debugger.kind) {
+            super::probe_cli::work(ctx, name, debugger, executable, &mut resources)?
+        } else {
+            let kind = debugger.kind;
+            Work::Local(Box::new(move || {
+                super::backend_not_built(
+                    tool.name(),
+                    kind,
+                    format!(
+                        "This build drives no {} probe yet; only the qemu backend can {}.",
+                        kind.as_str(),
+                        verb(tool)
+                    ),
+                )
+            }))
+        };
     Ok(Plan {
         action,
         device,
@@ -89,11 +101,23 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     })
 }
 
-fn verb(tool: &str) -> &'static str {
+/// The probe tool this call is, or the refusal of a misrouted one: no other tool falls through to
+/// a reset.
+pub(super) fn probe_tool(tool: ToolId) -> Result<ToolId, Box<Outcome>> {
     match tool {
-        "debugger_probes_list" => "list probes",
-        "probe_target" => "probe a target",
-        "flash_firmware" => "flash",
+        ToolId::DebuggerProbesList
+        | ToolId::ProbeTarget
+        | ToolId::FlashFirmware
+        | ToolId::ResetTarget => Ok(tool),
+        other => Err(super::misrouted(other)),
+    }
+}
+
+fn verb(tool: ToolId) -> &'static str {
+    match tool {
+        ToolId::DebuggerProbesList => "list probes",
+        ToolId::ProbeTarget => "probe a target",
+        ToolId::FlashFirmware => "flash",
         _ => "reset",
     }
 }
@@ -110,7 +134,7 @@ pub(super) enum ImageArg {
     Id(String),
 }
 
-pub(super) fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
+pub(super) fn invalid(tool: ToolId, summary: &str) -> Box<Outcome> {
     Box::new(
         Outcome::refused(tool, "invalid_argument", summary)
             .with_remediation(["Correct the arguments as the tool's input schema describes."])
@@ -168,12 +192,7 @@ fn qemu_work<'a>(
     executable: Option<PathBuf>,
     resources: &mut Vec<String>,
 ) -> Result<Work<'a>, Box<Outcome>> {
-    let tool: &'static str = match ctx.tool {
-        "debugger_probes_list" => "debugger_probes_list",
-        "probe_target" => "probe_target",
-        "flash_firmware" => "flash_firmware",
-        _ => "reset_target",
-    };
+    let tool = probe_tool(ctx.tool)?;
     let config = &ctx.loaded.config;
     let gdb = match &ctx.loaded.executables.gdb {
         Some(ExecutableState::Pinned { path }) => Some(path.clone()),
@@ -203,15 +222,15 @@ fn qemu_work<'a>(
     let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
     let mut deadline = timeout + MARGIN;
     let run: Box<dyn FnOnce(ahil_drivers::process::CancelFlag) -> Acted + Send> = match tool {
-        "debugger_probes_list" => Box::new(move |cancel| {
+        ToolId::DebuggerProbesList => Box::new(move |cancel| {
             let budget = Budget::new(timeout).with_cancel(cancel);
             list(&probe, &budget)
         }),
-        "probe_target" => Box::new(move |cancel| {
+        ToolId::ProbeTarget => Box::new(move |cancel| {
             let budget = Budget::new(timeout).with_cancel(cancel);
             probe_target(&probe, &budget)
         }),
-        "reset_target" => {
+        ToolId::ResetTarget => {
             let mode = ctx
                 .args
                 .get("mode")
@@ -257,7 +276,7 @@ fn qemu_work<'a>(
     };
     Ok(Work::Driver(DriverJob {
         deadline,
-        if_abandoned: if tool == "debugger_probes_list" {
+        if_abandoned: if tool == ToolId::DebuggerProbesList {
             Contact::none("listing only asks QMP for the run state")
         } else {
             Contact::Possible
@@ -305,7 +324,7 @@ fn list(probe: &QemuProbe, budget: &Budget) -> Acted {
                 contact: Some(Contact::none("listing only asks QMP for the run state")),
             }
         }
-        Err(error) => failure("debugger_probes_list", "probe_discovery_failed", &error),
+        Err(error) => failure(ToolId::DebuggerProbesList, "probe_discovery_failed", &error),
     }
 }
 
@@ -327,7 +346,7 @@ fn probe_target(probe: &QemuProbe, budget: &Budget) -> Acted {
             .with("driver_log", report.log),
             contact: Some(Contact::Made),
         },
-        Err(error) => failure("probe_target", "target_not_detected", &error),
+        Err(error) => failure(ToolId::ProbeTarget, "target_not_detected", &error),
     }
 }
 
@@ -344,7 +363,7 @@ fn reset(probe: &QemuProbe, mode: ResetMode, budget: &Budget) -> Acted {
                 .with("driver_log", report.log),
             contact: Some(Contact::Made),
         },
-        Err(error) => failure("reset_target", "reset_failed", &error),
+        Err(error) => failure(ToolId::ResetTarget, "reset_failed", &error),
     }
 }
 
@@ -353,7 +372,7 @@ pub(super) fn stage_image(
     policy: &ArtifactPolicy,
     image: &ImageArg,
 ) -> Result<StagedArtifact, Box<Acted>> {
-    const TOOL: &str = "flash_firmware";
+    const TOOL: ToolId = ToolId::FlashFirmware;
     let refused_image = |outcome: Outcome| {
         Box::new(Acted {
             outcome,
@@ -381,7 +400,7 @@ pub(super) fn stage_image(
     };
     Stager::process()
         .and_then(|stager| artifacts::resolve(policy, stager, request))
-        .map_err(|refusal| refused_image(refusal.to_outcome(TOOL)))
+        .map_err(|refusal| refused_image(refusal.to_outcome(TOOL.name())))
 }
 
 pub(super) fn loader_format(staged: &StagedArtifact, base: u64) -> Option<ImageFormat> {
@@ -399,7 +418,7 @@ fn flash(
     args: &FlashArgs,
     budget: &Budget,
 ) -> Acted {
-    const TOOL: &str = "flash_firmware";
+    const TOOL: ToolId = ToolId::FlashFirmware;
     let refused_image = |outcome: Outcome| Acted {
         outcome,
         contact: Some(Contact::none(
@@ -544,13 +563,13 @@ fn read_capture(uart: &mut ahil_sim::Uart, capture: &Capture) -> (String, Option
 }
 
 /// A driver failure as an envelope: the driver's own error type where it has one, else `fallback`.
-fn failure(tool: &str, fallback: &str, error: &DriverError) -> Acted {
+fn failure(tool: ToolId, fallback: &str, error: &DriverError) -> Acted {
     let contact = error.contact();
     let unreachable = matches!(contact, Contact::None { .. });
     let error_type = match error {
         DriverError::Timeout { .. } => "timeout",
         DriverError::DebuggerNotFound { .. } => "debugger_not_found",
-        _ if unreachable && tool != "debugger_probes_list" => "target_not_detected",
+        _ if unreachable && tool != ToolId::DebuggerProbesList => "target_not_detected",
         _ => fallback,
     };
     let mut outcome = Outcome::refused(

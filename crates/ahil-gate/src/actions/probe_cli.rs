@@ -1,6 +1,7 @@
 //! The probe tools over the CLI backends (OpenOCD, pyOCD, STM32CubeProgrammer, esptool): which driver
 //! an entry builds, and how its answers and classified failures become envelopes.
 
+use crate::catalogue::ToolId;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -41,7 +42,7 @@ pub fn drives(kind: DebuggerType) -> bool {
 /// declares, or the refusal that keeps esptool from starting.
 fn esptool_port(
     ctx: &Context<'_>,
-    tool: &'static str,
+    tool: ToolId,
     name: &str,
     debugger: &Debugger,
 ) -> Result<(String, PortCheck), Work<'static>> {
@@ -112,7 +113,7 @@ fn esptool_port(
 
 /// The identity check of an esptool port, run inside the job just before esptool opens it.
 struct PortCheck {
-    tool: &'static str,
+    tool: ToolId,
     port_id: String,
     device: String,
     expected: Option<crate::serial::identity::Expected>,
@@ -121,7 +122,7 @@ struct PortCheck {
 impl PortCheck {
     fn refusal(&self) -> Option<Acted> {
         let verified = crate::serial::identity::verify(
-            self.tool,
+            self.tool.name(),
             &self.port_id,
             &self.device,
             self.expected.as_ref(),
@@ -131,15 +132,6 @@ impl PortCheck {
             outcome: refusal.with("backend", "esptool"),
             contact: Some(Contact::none("the identity check only reads sysfs")),
         })
-    }
-}
-
-fn tool_name(tool: &str) -> &'static str {
-    match tool {
-        "debugger_probes_list" => "debugger_probes_list",
-        "probe_target" => "probe_target",
-        "flash_firmware" => "flash_firmware",
-        _ => "reset_target",
     }
 }
 
@@ -204,7 +196,7 @@ pub fn work<'a>(
     executable: Option<PathBuf>,
     resources: &mut Vec<String>,
 ) -> Result<Work<'a>, Box<Outcome>> {
-    let tool = tool_name(ctx.tool);
+    let tool = super::probe::probe_tool(ctx.tool)?;
     let kind = debugger.kind.as_str();
     let Some(executable) = executable else {
         let reason = match ctx.loaded.executables.debuggers.get(name) {
@@ -223,7 +215,7 @@ pub fn work<'a>(
             "Install the tool, or name it by absolute path in `debuggers.<name>.executable`, then restart the server.",
         ])
         .not_contacted();
-        if tool != "flash_firmware" {
+        if tool != ToolId::FlashFirmware {
             return Ok(local(missing, "nothing was started"));
         }
         // The image is checked before the toolchain, so the agent first hears about what it can
@@ -299,7 +291,7 @@ pub fn work<'a>(
             Ok(found) => found,
             Err(refused) => return Ok(refused),
         };
-        if tool != "debugger_probes_list" {
+        if tool != ToolId::DebuggerProbesList {
             port_check = Some(check);
         }
         Box::new(Esptool::new(
@@ -319,11 +311,11 @@ pub fn work<'a>(
     };
     let mut deadline = limit + MARGIN;
     let run: Box<dyn FnOnce(ahil_drivers::process::CancelFlag) -> Acted + Send> = match tool {
-        "debugger_probes_list" => Box::new(move |cancel| {
+        ToolId::DebuggerProbesList => Box::new(move |cancel| {
             let budget = Budget::new(limit).with_cancel(cancel);
             list(backend.as_ref(), &budget)
         }),
-        "probe_target" => Box::new(move |cancel| {
+        ToolId::ProbeTarget => Box::new(move |cancel| {
             if let Some(refused) = port_check.as_ref().and_then(PortCheck::refusal) {
                 return refused;
             }
@@ -334,7 +326,7 @@ pub fn work<'a>(
                 outcome.with("target_detected", true)
             })
         }),
-        "reset_target" => {
+        ToolId::ResetTarget => {
             let text = ctx
                 .args
                 .get("mode")
@@ -397,7 +389,7 @@ pub fn work<'a>(
     };
     Ok(Work::Driver(DriverJob {
         deadline,
-        if_abandoned: if tool == "debugger_probes_list" {
+        if_abandoned: if tool == ToolId::DebuggerProbesList {
             Contact::none("listing opens no target")
         } else {
             Contact::Possible
@@ -408,7 +400,7 @@ pub fn work<'a>(
 
 /// `debugger_info` on an esptool entry: `esptool version` only, which opens no port.
 pub fn esptool_info(executable: PathBuf, shown: String, timeout: Duration) -> Work<'static> {
-    const TOOL: &str = "debugger_info";
+    const TOOL: ToolId = ToolId::DebuggerInfo;
     Work::Driver(DriverJob {
         deadline: timeout + MARGIN,
         if_abandoned: Contact::none("only `esptool version` was started"),
@@ -447,7 +439,7 @@ fn flash(
     budget: &Budget,
     symbol_record: Option<&crate::debug::offline::Record>,
 ) -> Acted {
-    const TOOL: &str = "flash_firmware";
+    const TOOL: ToolId = ToolId::FlashFirmware;
     let staged = match stage_image(policy, &args.image) {
         Ok(staged) => staged,
         Err(refused) => return *refused,
@@ -534,7 +526,7 @@ fn flash(
 }
 
 fn list(backend: &dyn CliProbe, budget: &Budget) -> Acted {
-    const TOOL: &str = "debugger_probes_list";
+    const TOOL: ToolId = ToolId::DebuggerProbesList;
     match backend.list(budget) {
         Ok(listing) => {
             let probes: Vec<Value> = listing
@@ -570,7 +562,7 @@ fn list(backend: &dyn CliProbe, budget: &Budget) -> Acted {
 /// A success with its evidence, or the classified failure.
 fn answer(
     backend: &dyn CliProbe,
-    tool: &str,
+    tool: ToolId,
     result: Result<CliSuccess, DriverError>,
     clock: Instant,
     hide: Option<&Path>,
@@ -581,8 +573,8 @@ fn answer(
         Err(error) => return failed(backend, tool, error, hide),
     };
     let summary = match tool {
-        "probe_target" => format!("Target detected through {}.", backend.product()),
-        "reset_target" => format!("Target reset through {}.", backend.product()),
+        ToolId::ProbeTarget => format!("Target detected through {}.", backend.product()),
+        ToolId::ResetTarget => format!("Target reset through {}.", backend.product()),
         _ => format!("{} command completed successfully.", backend.product()),
     };
     let mut outcome = extra(
@@ -629,7 +621,7 @@ fn hidden(value: Value, dir: &Path) -> Value {
 
 pub(super) fn failed(
     backend: &dyn CliProbe,
-    tool: &str,
+    tool: ToolId,
     error: DriverError,
     hide: Option<&Path>,
 ) -> Acted {

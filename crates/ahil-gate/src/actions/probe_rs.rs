@@ -4,6 +4,7 @@
 //! The probe tools themselves go through [`super::probe_cli`]: the worker is a child process like any
 //! probe CLI, and its failures arrive in the same classified vocabulary.
 
+use crate::catalogue::ToolId;
 use ahil_config::{Debugger, Interface};
 use ahil_drivers::Contact;
 use ahil_drivers::probe_cli::{CliProbe, CliSettings};
@@ -30,7 +31,7 @@ pub fn backend(debugger: &Debugger, settings: CliSettings) -> Box<dyn CliProbe> 
 
 /// `debugger_info`: the library is part of this binary, so there is nothing to run.
 pub fn info() -> Acted {
-    const TOOL: &str = "debugger_info";
+    const TOOL: ToolId = ToolId::DebuggerInfo;
     let outcome = if BUILT_IN {
         Outcome::ok(
             TOOL,

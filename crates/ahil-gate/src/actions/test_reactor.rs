@@ -2,6 +2,7 @@
 //! through the run files under the state root. Neither touches a device; a stop is a request the run
 //! reads between steps and inside waits.
 
+use crate::catalogue::ToolId;
 use serde_json::{Map, Value, json};
 
 use super::{Acted, Context, Plan, Work};
@@ -10,6 +11,10 @@ use crate::policy::Action;
 use crate::reactor::records::{Handle, RecordError, RunsDir, TERMINAL};
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[ToolId::TestReactorStatus, ToolId::TestReactorStop],
+    )?;
     let tool = ctx.tool;
     let dir = RunsDir::new(&ctx.loaded.config.state_root);
     let handle = match ctx.args.get("run").and_then(Value::as_str) {
@@ -28,9 +33,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     };
     let work = Work::Local(Box::new(move || Acted {
         outcome: match (tool, handle) {
-            ("test_reactor_stop", Some(handle)) => stop(tool, &dir, &handle),
-            (_, Some(handle)) => status(tool, &dir, &handle),
-            (_, None) => list(tool, &dir),
+            (ToolId::TestReactorStop, Some(handle)) => stop(tool.name(), &dir, &handle),
+            (_, Some(handle)) => status(tool.name(), &dir, &handle),
+            (_, None) => list(tool.name(), &dir),
         },
         contact: None,
     }));

@@ -2,6 +2,7 @@
 //! `agentic-hil upgrade --json` run as a child of this server, so the MCP tool and the command share
 //! one implementation and the server's own process never replaces anything itself.
 
+use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -22,9 +23,10 @@ const CHILD_DEADLINE: Duration = Duration::from_mins(14);
 const SHELL_COMMAND: &str = "agentic-hil upgrade";
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ServerUpgrade])?;
     let held = ctx.ownership.locks.held();
     let open_run = ctx.ownership.runs.current().is_some();
-    let tool = ctx.tool.to_owned();
+    let tool = ctx.tool;
     Ok(Plan {
         action: Action::Upgrade,
         device: None,
@@ -34,9 +36,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             if_abandoned: Contact::none("an upgrade touches no device"),
             run: Box::new(move |cancel| Acted {
                 outcome: if open_run || !held.is_empty() {
-                    in_open_run(&tool, &held)
+                    in_open_run(tool.name(), &held)
                 } else {
-                    run(&tool, cancel)
+                    run(tool.name(), cancel)
                 },
                 contact: None,
             }),

@@ -24,7 +24,7 @@ pub mod report;
 pub mod safe;
 
 pub use chain::{ChainFault, MirrorVerdict, Sidecar, verify_chain, verify_mirror};
-pub use record::{AUDITED_TOOLS, audit_broken_hook, is_audited, record, unavailable};
+pub use record::{audit_broken_hook, record, unavailable};
 pub use redact::{redact, redact_text, scrub_paths};
 
 /// Why the audit trail could not be read or written. Messages name files relative to their base

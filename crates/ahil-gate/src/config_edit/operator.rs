@@ -178,15 +178,15 @@ pub fn adopt_hardware(
     target: &crate::actions::config_adopt::Target,
     dry_run: bool,
 ) -> Outcome {
-    let tool = "project_config_adopt_hardware";
+    let tool = crate::catalogue::ToolId::ProjectConfigAdoptHardware;
     let loaded = match load_authoritative(workspace, env) {
         Ok(loaded) => loaded,
-        Err(e) => return config_refusal(tool, &e),
+        Err(e) => return config_refusal(tool.name(), &e),
     };
     let ownership = Ownership::for_process(&env.home, "operator-cli");
     let devices = bench_keys(&loaded);
     if let Err(busy) = ownership.locks.acquire(&devices, Duration::ZERO) {
-        return busy.into_outcome(tool);
+        return busy.into_outcome(tool.name());
     }
     let actor = if std::io::stdin().is_terminal() {
         Actor::Human
@@ -199,7 +199,7 @@ pub fn adopt_hardware(
     };
     let outcome = match crate::actions::config_adopt::discover_now(tool, &loaded, target) {
         Ok(discovered) => crate::actions::config_adopt::run(
-            tool,
+            tool.name(),
             &loaded,
             env,
             target,

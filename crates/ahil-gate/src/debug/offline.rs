@@ -7,6 +7,7 @@
 //! lock key), so the symbols come from what the board runs, not from whatever the workspace holds now.
 //! A flash of a HEX or BIN image drops the record: the board no longer runs a known ELF.
 
+use crate::catalogue::ToolId;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -86,7 +87,7 @@ impl Record {
     }
 
     /// The recorded ELF's bytes and its description, once its digest is checked.
-    fn load(&self, tool: &str) -> Result<(Vec<u8>, Value), Box<Acted>> {
+    fn load(&self, tool: ToolId) -> Result<(Vec<u8>, Value), Box<Acted>> {
         let meta: Option<Value> = std::fs::read(self.meta())
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
@@ -162,7 +163,7 @@ impl Reader {
 /// The work of `debug_symbol_value` or `debug_dump_symbol_ihex` on an ST-Link or probe-rs entry.
 pub fn work<'a>(
     ctx: &'a Context<'a>,
-    tool: &'static str,
+    tool: ToolId,
     name: &str,
     debugger: &Debugger,
 ) -> Result<Work<'a>, Box<Outcome>> {
@@ -183,13 +184,13 @@ pub fn work<'a>(
             .not_contacted(),
         ));
     }
-    let output = if tool == "debug_dump_symbol_ihex" {
+    let output = if tool == ToolId::DebugDumpSymbolIhex {
         let text = ctx
             .args
             .get("output_path")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        Some(super::output::check(tool, config, text)?)
+        Some(super::output::check(tool.name(), config, text)?)
     } else {
         None
     };
@@ -261,7 +262,7 @@ pub fn work<'a>(
 
 /// One offline symbol read, owned for the blocking job.
 struct Read {
-    tool: &'static str,
+    tool: ToolId,
     symbol: String,
     record: Record,
     gdb: Option<PathBuf>,
@@ -518,7 +519,7 @@ fn read_only(mut outcome: Outcome) -> Outcome {
 }
 
 /// The reader's classified failure as an envelope.
-fn failed(tool: &str, backend: &str, error: DriverError) -> Acted {
+fn failed(tool: ToolId, backend: &str, error: DriverError) -> Acted {
     let classified: Box<Classified> = match error {
         DriverError::Classified(classified) => classified,
         other => {
@@ -622,7 +623,7 @@ mod tests {
         std::fs::write(record.meta(), meta.to_string()).expect("meta");
         let timeout = Duration::from_secs(10);
         Read {
-            tool: "debug_symbol_value",
+            tool: ToolId::DebugSymbolValue,
             symbol: symbol.to_owned(),
             record,
             gdb: None,
