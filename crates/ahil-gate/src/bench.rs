@@ -4,6 +4,7 @@
 //! A refusal at any stage skips the later ones but still goes through `answer`, so every result
 //! carries the same envelope fields.
 
+use crate::ErrorType;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -272,7 +273,7 @@ impl Bench {
             Err(panic) => {
                 let refusal = Outcome::refused(
                     tool,
-                    "internal_error",
+                    ErrorType::InternalError,
                     format!(
                         "The server failed while checking this request ({}); nothing was done.",
                         panic_message(panic.as_ref())
@@ -392,7 +393,7 @@ impl Bench {
 fn unprovisioned(tool: &str, workspace: &Path) -> Outcome {
     Outcome::refused(
         tool,
-        "config_file_not_found",
+        ErrorType::ConfigFileNotFound,
         "This workspace has no agentic-hil configuration, so there is no bench and no permission to act under.",
     )
     .with("workspace_root", workspace.display().to_string())
@@ -410,7 +411,7 @@ fn unprovisioned(tool: &str, workspace: &Path) -> Outcome {
 /// The refusal of a gate started outside any project (HOME, `/`): the host session was opened
 /// there, so the next step is to open it in the project.
 fn outside_project(tool: &str, why: &ConfigError) -> Outcome {
-    Outcome::refused(tool, why.error_type(), why.summary())
+    Outcome::refused(tool, ErrorType::layer(why.error_type()), why.summary())
         .with_next_step(
             "Ask the operator to open the agent session in the project directory (or start the server there), then call this tool again.",
         )
@@ -420,7 +421,7 @@ fn outside_project(tool: &str, why: &ConfigError) -> Outcome {
 
 /// A policy refusal as an envelope. `permission_denied` is final: the next step says so.
 fn refused(tool: &str, refusal: Refusal) -> Outcome {
-    let mut outcome = Outcome::refused(tool, refusal.error_type, refusal.summary);
+    let mut outcome = Outcome::refused(tool, ErrorType::layer(refusal.error_type), refusal.summary);
     if let Some(key) = refusal.permission {
         outcome = outcome
             .with_next_step(format!(
@@ -441,7 +442,7 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
             .unwrap_or_else(|panic| Acted {
                 outcome: Outcome::refused(
                     tool,
-                    "hardware_action_exception",
+                    ErrorType::HardwareActionException,
                     format!(
                         "The action failed unexpectedly inside the server ({}).",
                         panic_message(panic.as_ref())
@@ -477,7 +478,7 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
                 Ok(Err(join_error)) => Acted {
                     outcome: Outcome::refused(
                         tool,
-                        "hardware_action_exception",
+                        ErrorType::HardwareActionException,
                         format!("The driver call failed unexpectedly: {join_error}."),
                     ),
                     contact: Some(if_abandoned),
@@ -485,7 +486,7 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
                 Err(_) => Acted {
                     outcome: Outcome::refused(
                         tool,
-                        "timeout",
+                        ErrorType::Timeout,
                         format!(
                             "The call did not finish within the gate's {} s deadline.",
                             secs(deadline)
@@ -518,7 +519,7 @@ async fn cancelled(
     Acted {
         outcome: Outcome::refused(
             tool,
-            "interrupted",
+            ErrorType::Interrupted,
             "The client cancelled the call; its backend was stopped and its process group killed.",
         )
         .with("cancelled", true),

@@ -1,4 +1,5 @@
 use super::*;
+use crate::ErrorType;
 use crate::actions::Plan;
 use crate::catalogue::{Dispatch, ToolId};
 use crate::testkit::{Fixture, NULL_EXECUTABLE, executable_line};
@@ -350,7 +351,7 @@ fn settled(ok: bool, contact: Contact) -> Outcome {
     let outcome = if ok {
         Outcome::ok("flash_firmware", "done")
     } else {
-        Outcome::refused("flash_firmware", "flash_failed", "failed")
+        Outcome::refused("flash_firmware", ErrorType::FlashFailed, "failed")
     };
     settle(Acted {
         outcome,

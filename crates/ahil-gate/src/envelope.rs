@@ -1,6 +1,7 @@
 //! The one result envelope every tool answers with, the continue predicate over it, and the effect
 //! classification that fills the effect trio when an action did not.
 
+use crate::ErrorType;
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
@@ -190,10 +191,19 @@ impl Outcome {
     }
 
     /// A failed result with a public `error_type`.
-    pub fn refused(tool: impl AsRef<str>, error_type: &str, summary: impl Into<String>) -> Self {
+    pub fn refused(
+        tool: impl AsRef<str>,
+        error_type: ErrorType,
+        summary: impl Into<String>,
+    ) -> Self {
         let mut outcome = Self::blank(tool.as_ref(), false, summary.into());
-        outcome.error_type = Some(error_type.to_owned());
+        outcome.set_error(error_type);
         outcome
+    }
+
+    /// Names the result's public `error_type`; only catalogued ones exist.
+    pub fn set_error(&mut self, error_type: ErrorType) {
+        self.error_type = Some(error_type.as_str().to_owned());
     }
 
     /// The NOT_CONTACTED marker set: the failure provably never reached the bench.

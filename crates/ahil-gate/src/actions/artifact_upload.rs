@@ -2,6 +2,7 @@
 //! `<sha256 hex><lowercased extension>`, so the same bytes and extension always give the same id.
 //! The stored file is validated again by the ordinary rules before the id is handed out.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use base64::Engine as _;
 use base64::alphabet;
@@ -42,7 +43,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 }
 
 fn invalid(summary: &str) -> Outcome {
-    Outcome::refused(TOOL, "invalid_argument", summary)
+    Outcome::refused(TOOL, ErrorType::InvalidArgument, summary)
         .with_remediation([
             "Give image_path, or filename (a bare name like app.elf) with data_base64.",
         ])

@@ -1,6 +1,7 @@
 //! `can_buses_list`, and the lookups every CAN tool shares: the bus entry, its policy device, and the
 //! refusal of arguments this build does not serve (participants of shared buses).
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use ahil_config::{CanBus, ListenOnlyEnforcement};
 use serde_json::{Map, Value, json};
@@ -30,7 +31,7 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<(&'a str, &'a CanBus), Box<
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "can_bus_not_configured",
+                ErrorType::CanBusNotConfigured,
                 format!("No can_buses entry is named `{bus_id}`."),
             )
             .with("bus_id", bus_id)
@@ -44,7 +45,7 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<(&'a str, &'a CanBus), Box<
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "not_supported",
+                ErrorType::NotSupported,
                 format!("can_buses.{name} is a shared bus (`shares`); this build does not run the bus broker that shared buses need."),
             )
             .with("bus_id", name.as_str())
@@ -56,7 +57,7 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<(&'a str, &'a CanBus), Box<
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "can_participant_not_configured",
+                ErrorType::CanParticipantNotConfigured,
                 format!(
                     "can_buses.{name} declares no shares, so it has no participant `{participant}`."
                 ),

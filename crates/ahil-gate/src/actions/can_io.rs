@@ -1,5 +1,6 @@
 //! `can_send` and `can_read` over an open session.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +25,7 @@ const UNTIL_DEFAULT_WAIT_S: f64 = 10.0;
 fn not_active(tool: &str, bus_id: &str) -> Outcome {
     Outcome::refused(
         tool,
-        "session_not_active",
+        ErrorType::SessionNotActive,
         "No CAN session is open on this bus.",
     )
     .with("bus_id", bus_id)
@@ -49,7 +50,7 @@ fn failed_session(tool: &str, session: &Session) -> Option<Outcome> {
 }
 
 fn invalid(tool: &str, field: &str, summary: impl Into<String>) -> Outcome {
-    Outcome::refused(tool, "invalid_argument", summary)
+    Outcome::refused(tool, ErrorType::InvalidArgument, summary)
         .with("field", field)
         .not_contacted()
 }
@@ -71,9 +72,13 @@ fn frame_of(tool: &str, args: &Value, fd: bool, max_bytes: usize) -> Result<Fram
     let data = frame::parse_hex(args.get("data_hex").and_then(Value::as_str).unwrap_or(""))
         .map_err(|e| Box::new(invalid(tool, "data_hex", e.to_string())))?;
     let refuse = |error: &FrameError, field: &str| {
-        let mut outcome = Outcome::refused(tool, error.error_type(), format!("{error}."))
-            .with("field", field)
-            .not_contacted();
+        let mut outcome = Outcome::refused(
+            tool,
+            ErrorType::layer(error.error_type()),
+            format!("{error}."),
+        )
+        .with("field", field)
+        .not_contacted();
         if let FrameError::FdLength(n) | FrameError::ClassicTooLarge(n) = error {
             outcome.set("bytes_requested", *n);
         }
@@ -121,7 +126,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             return Err(Box::new(
                 Outcome::refused(
                     ctx.tool,
-                    "can_listen_only_mode",
+                    ErrorType::CanListenOnlyMode,
                     format!("can_buses.{bus_id} is listen-only; nothing may be sent on it."),
                 )
                 .with("bus_id", bus_id)

@@ -1,6 +1,7 @@
 //! `can_session_start` and `can_session_stop`: open a configured bus and hold it (with its device
 //! lock) across calls, then give both back.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,7 +67,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "permission_denied",
+                ErrorType::PermissionDenied,
                 "Clearing the receive queue reads the bus, and this bus does not allow reading.",
             )
             .with("permission", key)
@@ -76,10 +77,16 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     }
     let spec = adapter::spec(ctx.loaded, bus_id, bus).map_err(|error| {
         Box::new(
-            Outcome::refused(ctx.tool, error.error_type(), error.to_string())
-                .with("bus_id", bus_id)
-                .with_remediation(["Ask the operator to correct the can_buses entry; `agentic-hil doctor` shows it."])
-                .not_started(false),
+            Outcome::refused(
+                ctx.tool,
+                ErrorType::layer(error.error_type()),
+                error.to_string(),
+            )
+            .with("bus_id", bus_id)
+            .with_remediation([
+                "Ask the operator to correct the can_buses entry; `agentic-hil doctor` shows it.",
+            ])
+            .not_started(false),
         )
     })?;
     let request = adapter::request(bus);
@@ -119,8 +126,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 
 /// The refusal for an adapter failure, with what is known about the bus.
 pub fn adapter_refusal(tool: &str, bus_id: &str, error: &CanError) -> Outcome {
-    let mut outcome = Outcome::refused(tool, &error.public_error_type(), error.to_string())
-        .with("bus_id", bus_id);
+    let mut outcome = Outcome::refused(
+        tool,
+        ErrorType::layer(&error.public_error_type()),
+        error.to_string(),
+    )
+    .with("bus_id", bus_id);
     if let CanError::ListenOnlyUnsupported(_, link_state) = error {
         outcome.set("link_state", link_state.clone());
     }
@@ -298,7 +309,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
         return Acted {
             outcome: Outcome::refused(
                 TOOL,
-                "bridge_process_reap_failed",
+                ErrorType::BridgeProcessReapFailed,
                 "The bridge process could not be reaped; the session is kept so the stop can be retried.",
             )
             .with("bus_id", bus_id)
@@ -323,7 +334,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
         // because nothing of ours holds the channel any more, and the unknown state is reported.
         let mut outcome = Outcome::refused(
             TOOL,
-            "bridge_safe_state_unconfirmed",
+            ErrorType::BridgeSafeStateUnconfirmed,
             "The bus session ended, but the bridge did not confirm it left the bus in a safe state.",
         )
         .with_remediation(["Check the bus and its adapter before starting another session."]);

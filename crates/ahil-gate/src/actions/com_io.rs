@@ -1,5 +1,6 @@
 //! `com_write` and `com_read` over an open session.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +24,7 @@ const UNTIL_DEFAULT_WAIT_S: f64 = 10.0;
 fn not_active(tool: &str, port_id: &str, session: Option<&Session>) -> Outcome {
     let mut outcome = Outcome::refused(
         tool,
-        "session_not_active",
+        ErrorType::SessionNotActive,
         "No COM session is open on this port.",
     )
     .with("port_id", port_id)
@@ -45,7 +46,7 @@ fn not_active(tool: &str, port_id: &str, session: Option<&Session>) -> Outcome {
 
 fn invalid(tool: &str, field: &str, summary: impl Into<String>) -> Box<Outcome> {
     Box::new(
-        Outcome::refused(tool, "invalid_argument", summary)
+        Outcome::refused(tool, ErrorType::InvalidArgument, summary)
             .with("field", field)
             .not_contacted(),
     )
@@ -220,10 +221,11 @@ fn write(
             .with("bytes_written", n)
             .with("data", data(payload, encoding)),
         Err(err) => {
-            let mut outcome = Outcome::refused(TOOL, err.error_type(), err.to_string())
-                .with("port_id", port_id)
-                .with("bytes_written", written)
-                .with("bytes_requested", payload.len());
+            let mut outcome =
+                Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.to_string())
+                    .with("port_id", port_id)
+                    .with("bytes_written", written)
+                    .with("bytes_requested", payload.len());
             outcome.side_effect_committed = Some(written > 0);
             outcome.retry_safe = Some(false);
             if matches!(err, SerialError::Incomplete { .. }) {

@@ -1,5 +1,6 @@
 //! `com_ports_list`, and what every COM tool shares: finding the entry a `port_id` names.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use ahil_config::ComPort;
 use ahil_drivers::serial::{HostPort, SerialError, enumerate};
@@ -24,7 +25,7 @@ pub fn port_entry<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a ComPort), Box<O
     Err(Box::new(
         Outcome::refused(
             ctx.tool,
-            "com_port_not_configured",
+            ErrorType::ComPortNotConfigured,
             "No com_ports entry has that port_id.",
         )
         .with("port_id", wanted)

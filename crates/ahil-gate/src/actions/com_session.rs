@@ -1,6 +1,7 @@
 //! `com_session_start` and `com_session_stop`: open a configured port and hold it (with its device
 //! lock) across calls, then give both back.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,7 +30,7 @@ pub fn encoding_of(tool: &str, port_id: &str, port: &ComPort) -> Result<Encoding
         Box::new(
             Outcome::refused(
                 tool,
-                "config_invalid",
+                ErrorType::ConfigInvalid,
                 format!("com_ports.{port_id}.encoding names an encoding this build does not know."),
             )
             .with("encoding", port.encoding.as_str())
@@ -91,7 +92,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "com_port_open_failed",
+                ErrorType::ComPortOpenFailed,
                 format!("com_ports.{port_id} names no device yet, so there is nothing to open."),
             )
             .with("port_id", port_id)
@@ -254,11 +255,12 @@ impl Start {
                     &json!({"event": "open_failed", "error_type": err.error_type(), "detail": err.to_string()}),
                 );
                 let contact = err.contact();
-                let mut outcome = Outcome::refused(TOOL, err.error_type(), err.to_string())
-                    .with("port_id", self.port_id.as_str())
-                    .with("configured_device", self.device.as_str())
-                    .with_log(&log_path)
-                    .not_contacted();
+                let mut outcome =
+                    Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.to_string())
+                        .with("port_id", self.port_id.as_str())
+                        .with("configured_device", self.device.as_str())
+                        .with_log(&log_path)
+                        .not_contacted();
                 outcome = if err.error_type() == "com_port_busy" {
                     outcome
                         .with_causes(["another program (a terminal, another agentic-hil) has the port open"])
@@ -322,7 +324,7 @@ pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
     };
     if let Err(err) = session.port.close(session.close_limit) {
         return Acted {
-            outcome: Outcome::refused(TOOL, err.error_type(), err.to_string())
+            outcome: Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.to_string())
                 .with("port_id", port_id)
                 .with("session", session.describe(true))
                 .with_remediation(["The session is kept; call com_session_stop again to retry."])

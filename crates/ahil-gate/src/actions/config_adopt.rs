@@ -10,6 +10,7 @@
 //! number (an ST-LINK's virtual COM port). The listing runs under the debugger's device lock and opens
 //! no target.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::path::Path;
 use std::time::Duration;
@@ -161,7 +162,7 @@ fn chosen<'c>(config: &'c Config, target: &Target) -> Option<(&'c str, &'c Debug
 fn no_executable(tool: &str, name: &str, entry: &Debugger) -> Outcome {
     Outcome::refused(
         tool,
-        "debugger_not_found",
+        ErrorType::DebuggerNotFound,
         format!(
             "No {} executable was found for `{name}`, so its probes cannot be listed.",
             entry.kind.as_str()
@@ -409,7 +410,7 @@ fn propose(
     discovered: Option<&Discovered>,
 ) -> Result<Proposal, Box<Outcome>> {
     let config = &loaded.config;
-    let refuse = |error_type: &str, summary: String| {
+    let refuse = |error_type: ErrorType, summary: String| {
         Box::new(Outcome::refused(tool, error_type, summary).not_started(true))
     };
     let named = target
@@ -420,14 +421,14 @@ fn propose(
         Some(id) => id.to_owned(),
         None => {
             return Err(refuse(
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 "Several debuggers are configured; name one with debugger_id.".into(),
             ));
         }
     };
     let Some(entry) = config.debuggers.get(&debugger_id) else {
         return Err(refuse(
-            "unknown_device",
+            ErrorType::UnknownDevice,
             format!("No debugger `{debugger_id}` is configured."),
         ));
     };
@@ -438,7 +439,7 @@ fn propose(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "not_supported",
+                ErrorType::NotSupported,
                 format!(
                     "Adopting hardware reads an emulated board or a probe listing; a `{}` entry (`{debugger_id}`) gives neither.",
                     entry.kind.as_str()
@@ -452,7 +453,7 @@ fn propose(
         && probe != format!("qemu:{debugger_id}")
     {
         return Err(refuse(
-            "hardware_mismatch",
+            ErrorType::HardwareMismatch,
             format!("The board of `{debugger_id}` is `qemu:{debugger_id}`, not `{probe}`."),
         ));
     }
@@ -461,7 +462,7 @@ fn propose(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "target_not_detected",
+                ErrorType::TargetNotDetected,
                 format!("The emulated board of `{debugger_id}` is not running."),
             )
             .with_next_step("Ask the operator to run `agentic-hil sim start`, then call again.")
@@ -577,7 +578,7 @@ fn propose_probe(
     target: &Target,
     found: &Discovered,
 ) -> Result<Proposal, Box<Outcome>> {
-    let refuse = |error_type: &str, summary: String| {
+    let refuse = |error_type: ErrorType, summary: String| {
         Box::new(
             Outcome::refused(tool, error_type, summary)
                 .with("backend", entry.kind.as_str())
@@ -589,7 +590,7 @@ fn propose_probe(
         && asked != configured
     {
         return Err(refuse(
-            "hardware_mismatch",
+            ErrorType::HardwareMismatch,
             format!(
                 "debuggers.{debugger_id} names probe `{configured}`, not `{asked}`; adoption fills unset keys and never replaces a probe."
             ),
@@ -617,13 +618,13 @@ fn propose_probe(
                 "The configured probe"
             };
             return Err(refuse(
-                "hardware_mismatch",
+                ErrorType::HardwareMismatch,
                 format!("{whose} (`{id}`) is not among the attached probes."),
             ));
         }
         (None, []) => {
             return Err(refuse(
-                "adapter_not_found",
+                ErrorType::AdapterNotFound,
                 format!("No {} probe is attached.", entry.kind.as_str()),
             ));
         }
@@ -635,7 +636,7 @@ fn propose_probe(
                 "This backend's list holds every USB serial device, not only probes"
             };
             return Err(refuse(
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 format!(
                     "{why}; name the board's probe with probe_id (one of candidate_probe_ids)."
                 ),

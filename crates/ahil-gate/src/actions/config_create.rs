@@ -2,6 +2,7 @@
 //! Over an existing configuration it needs `permissions.allow_config_write` and carries the grants this
 //! server loaded over to every entry it still names; in a workspace without one it writes the first.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::path::Path;
 
@@ -65,7 +66,7 @@ pub fn first_creation(workspace: &Path, env: &Environment) -> Outcome {
     if location.path.exists() {
         return Outcome::refused(
             TOOL,
-            "config_exists",
+            ErrorType::ConfigExists,
             "A configuration appeared for this workspace meanwhile; it was left alone.",
         )
         .with_next_step("Call project_config_describe: the server binds the file on disk.")
@@ -121,7 +122,7 @@ fn create(
         Err(WriteError::Io(e)) => {
             return Outcome::refused(
                 TOOL,
-                "config_write_failed",
+                ErrorType::ConfigWriteFailed,
                 "The configuration file could not be written; nothing changed.",
             )
             .with("error_class", format!("{:?}", e.kind()))
@@ -131,7 +132,7 @@ fn create(
         Err(WriteError::ChangedUnderneath) => {
             return Outcome::refused(
                 TOOL,
-                "config_changed_underneath",
+                ErrorType::ConfigChangedUnderneath,
                 "The configuration file changed while it was being regenerated; nothing was written.",
             )
             .not_started(true);
@@ -197,7 +198,7 @@ fn create(
 }
 
 fn config_refusal(e: &ahil_config::ConfigError) -> Outcome {
-    let mut outcome = Outcome::refused(TOOL, e.error_type(), e.summary());
+    let mut outcome = Outcome::refused(TOOL, ErrorType::layer(e.error_type()), e.summary());
     for (k, v) in e.details() {
         outcome.set(&k, v);
     }

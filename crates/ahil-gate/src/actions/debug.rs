@@ -6,6 +6,7 @@
 //! reads outside a session, and probe-rs symbol reads are served from the last flashed ELF
 //! (`debug/offline.rs`); other debugger types answer `not_supported`.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
@@ -139,7 +140,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 
 fn invalid(tool: ToolId, summary: &str) -> Box<Outcome> {
     Box::new(
-        Outcome::refused(tool, "invalid_argument", summary)
+        Outcome::refused(tool, ErrorType::InvalidArgument, summary)
             .with_remediation(["Correct the arguments as the tool's input schema describes."])
             .not_contacted(),
     )
@@ -207,7 +208,7 @@ fn session_work<'a>(
                     args,
                     Outcome::refused(
                         tool,
-                        "debugger_not_found",
+                        ErrorType::DebuggerNotFound,
                         "Debug sessions need gdb (gdb-multiarch or arm-none-eabi-gdb), and none was found.",
                     )
                     .with("backend", backend)
@@ -223,7 +224,7 @@ fn session_work<'a>(
                     args,
                     Outcome::refused(
                         tool,
-                        "debugger_not_found",
+                        ErrorType::DebuggerNotFound,
                         "No OpenOCD executable is available for this debugger, so no debug server can start.",
                     )
                     .with("backend", backend)
@@ -287,7 +288,7 @@ fn session_work<'a>(
             return Err(Box::new(
                 Outcome::refused(
                     tool,
-                    "permission_denied",
+                    ErrorType::PermissionDenied,
                     format!("Mode {mode} needs `{permission}`, which is false."),
                 )
                 .with("permission", permission)
@@ -411,7 +412,7 @@ fn stage_session_elf(policy: &ArtifactPolicy, args: &Value) -> Result<StagedArti
         return Err(refused(
             Outcome::refused(
                 TOOL,
-                "artifact_validation_failed",
+                ErrorType::ArtifactValidationFailed,
                 "Debug sessions require an ELF artifact with debug symbols.",
             )
             .with("artifact", staged.report().clone()),
@@ -460,7 +461,7 @@ impl Start {
             return refused(
                 Outcome::refused(
                     TOOL,
-                    "session_already_active",
+                    ErrorType::SessionAlreadyActive,
                     "A debug session is already active.",
                 )
                 .with("session", session)
@@ -492,7 +493,7 @@ impl Start {
                     return Acted {
                         outcome: Outcome::refused(
                             TOOL,
-                            "target_not_detected",
+                            ErrorType::TargetNotDetected,
                             "No emulated board answers, so no debug session was started.",
                         )
                         .with("backend", "qemu")
@@ -514,7 +515,7 @@ impl Start {
             return refused(
                 Outcome::refused(
                     TOOL,
-                    "not_supported",
+                    ErrorType::NotSupported,
                     "The board's socket path has characters gdb cannot take as a remote; move its board_dir.",
                 )
                 .with("backend", "qemu"),
@@ -608,7 +609,7 @@ impl Start {
                 release();
                 let outcome = Outcome::refused(
                     TOOL,
-                    "debugger_not_found",
+                    ErrorType::DebuggerNotFound,
                     format!("gdb could not be started: {error}."),
                 )
                 .with("backend", backend);
@@ -672,7 +673,7 @@ impl Start {
                 release();
                 let outcome = Outcome::refused(
                     TOOL,
-                    "debugger_error",
+                    ErrorType::DebuggerError,
                     format!(
                         "gdb refused a start step: {}.",
                         message.lines().next().unwrap_or_default()
@@ -777,7 +778,7 @@ fn start_openocd(
                 progress.failed(
                     Outcome::refused(
                         TOOL,
-                        "debugger_not_found",
+                        ErrorType::DebuggerNotFound,
                         format!("Debug server process could not be started ({error})."),
                     )
                     .with("backend", "openocd"),
@@ -789,7 +790,7 @@ fn start_openocd(
             progress.failed(
                 Outcome::refused(
                     TOOL,
-                    "timeout",
+                    ErrorType::Timeout,
                     "Debug server did not open its GDB port before the timeout.",
                 )
                 .with("backend", "openocd")
@@ -819,7 +820,7 @@ fn start_openocd(
                 progress.failed(
                     Outcome::refused(
                         TOOL,
-                        error_type,
+                        ErrorType::layer(error_type),
                         "Debug server exited before the GDB port became ready.",
                     )
                     .with("backend", "openocd")
@@ -842,7 +843,7 @@ fn exposed_server(
 ) -> Outcome {
     Outcome::refused(
         "debug_start_session",
-        "probe_server_open_failed",
+        ErrorType::ProbeServerOpenFailed,
         format!(
             "The debug server listened beyond this machine ({}), so it was stopped before gdb connected.",
             addresses.join(", ")
@@ -909,7 +910,7 @@ fn start_stlink(
             Err(Box::new(progress.failed(
                 Outcome::refused(
                     TOOL,
-                    "debugger_not_found",
+                    ErrorType::DebuggerNotFound,
                     format!("ST-LINK_gdbserver could not be started ({error})."),
                 )
                 .with("backend", "stlink"),
@@ -920,7 +921,7 @@ fn start_stlink(
             failed(
                 Outcome::refused(
                     TOOL,
-                    "probe_server_open_failed",
+                    ErrorType::ProbeServerOpenFailed,
                     format!(
                         "ST-LINK_gdbserver did not open its gdb port within {} s, so it was stopped.",
                         limit.as_secs_f64()
@@ -945,7 +946,7 @@ fn start_stlink(
                 failed(
                     Outcome::refused(
                         TOOL,
-                        error_type,
+                        ErrorType::layer(error_type),
                         "ST-LINK_gdbserver exited before its gdb port opened.",
                     ),
                     class,
@@ -1090,7 +1091,7 @@ mod tests {
         }
         progress.before(failing);
         progress.failed(
-            Outcome::refused("debug_start_session", "debugger_error", "x"),
+            Outcome::refused("debug_start_session", ErrorType::DebuggerError, "x"),
             timed_out,
         )
     }
@@ -1099,7 +1100,10 @@ mod tests {
     fn an_attach_that_never_reached_the_target_changed_nothing() {
         let mut progress = Progress::new("attach");
         progress.phase = "server_spawned";
-        let acted = progress.failed(Outcome::refused("t", "adapter_not_found", "x"), false);
+        let acted = progress.failed(
+            Outcome::refused("t", ErrorType::AdapterNotFound, "x"),
+            false,
+        );
         assert_eq!(
             acted.outcome.side_effect_status,
             Some(SideEffectStatus::NotStarted)
@@ -1113,7 +1117,7 @@ mod tests {
     fn a_reset_halt_start_that_failed_anywhere_is_unknown_and_needs_cleanup() {
         let mut progress = Progress::new("reset_halt");
         progress.phase = "server_spawned";
-        let acted = progress.failed(Outcome::refused("t", "timeout", "x"), true);
+        let acted = progress.failed(Outcome::refused("t", ErrorType::Timeout, "x"), true);
         assert_eq!(
             acted.outcome.side_effect_status,
             Some(SideEffectStatus::Unknown)

@@ -1,5 +1,6 @@
 //! The debug tools that work on an open session: status, breakpoints, run control, symbol reads, stop.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::time::{Duration, Instant};
 
@@ -62,7 +63,7 @@ pub fn run(
             _ => quiet(
                 Outcome::refused(
                     tool,
-                    "session_not_active",
+                    ErrorType::SessionNotActive,
                     "No debug session is active. Start one with debug_start_session first.",
                 )
                 .with_next_step("Call debug_start_session with the ELF the board runs.")
@@ -113,7 +114,7 @@ pub fn run(
             None => quiet(
                 Outcome::refused(
                     tool,
-                    "stop_reason_not_available",
+                    ErrorType::StopReasonNotAvailable,
                     "The target has not stopped since the session started.",
                 )
                 .with("session", session.describe())
@@ -196,7 +197,7 @@ fn stop_outcome(tool: ToolId, summary: &str, stop: &Value, session: &Live) -> Ou
     let mut outcome = match abnormal {
         Some(error_type) => Outcome::refused(
             tool,
-            error_type,
+            ErrorType::layer(error_type),
             format!("The target stopped abnormally: {reason}."),
         )
         .with("target_error_type", error_type)
@@ -223,7 +224,7 @@ fn mi_failure(tool: ToolId, session: &mut Live, command: &str, message: &str) ->
     }));
     let outcome = Outcome::refused(
         tool,
-        "debugger_error",
+        ErrorType::DebuggerError,
         format!(
             "gdb did not complete `{command}`: {}.",
             message.lines().next().unwrap_or_default()
@@ -253,7 +254,7 @@ fn set_breakpoint(tool: ToolId, session: &mut Live, args: &Value) -> Acted {
         return quiet(
             Outcome::refused(
                 tool,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 "location names no symbol, function or file and line.",
             )
             .not_contacted(),
@@ -267,7 +268,7 @@ fn set_breakpoint(tool: ToolId, session: &mut Live, args: &Value) -> Acted {
             return quiet(
                 Outcome::refused(
                     tool,
-                    "symbol_not_found",
+                    ErrorType::SymbolNotFound,
                     format!("gdb finds no `{gdb_location}` in the session's ELF."),
                 )
                 .with("gdb_location", gdb_location)
@@ -320,7 +321,7 @@ fn clear_breakpoints(tool: ToolId, session: &mut Live) -> Acted {
     if remaining != 0 {
         let mut outcome = Outcome::refused(
             tool,
-            "breakpoint_reconciliation_failed",
+            ErrorType::BreakpointReconciliationFailed,
             format!("gdb still lists {remaining} breakpoint(s) after deleting them all."),
         )
         .with("session", session.describe());
@@ -391,7 +392,7 @@ fn resume(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> 
     let confirmed = record.is_some();
     let mut outcome = Outcome::refused(
         tool,
-        "timeout",
+        ErrorType::Timeout,
         format!(
             "The target did not stop within {} s; a halt was requested.",
             wait.as_secs_f64()
@@ -446,10 +447,14 @@ fn halt(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> Ac
         );
     }
     session.status = "error";
-    let mut outcome = Outcome::refused(tool, "timeout", "The halt was not confirmed in time.")
-        .with("halt_confirmed", false)
-        .with("target_state", "unknown")
-        .with("session", session.describe());
+    let mut outcome = Outcome::refused(
+        tool,
+        ErrorType::Timeout,
+        "The halt was not confirmed in time.",
+    )
+    .with("halt_confirmed", false)
+    .with("target_state", "unknown")
+    .with("session", session.describe());
     outcome.side_effect_status = Some(SideEffectStatus::Unknown);
     outcome.hardware_state = Some(HardwareState::Unknown);
     made(outcome)
@@ -482,7 +487,7 @@ fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Ac
                     Box::new(quiet(
                         Outcome::refused(
                             tool,
-                            "symbol_resolution_failed",
+                            ErrorType::SymbolResolutionFailed,
                             format!("gdb gave no number for `{expression}`."),
                         )
                         .not_contacted(),
@@ -492,7 +497,7 @@ fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Ac
                 Err(Box::new(quiet(
                     Outcome::refused(
                         tool,
-                        "symbol_not_found",
+                        ErrorType::SymbolNotFound,
                         format!("The session's ELF has no symbol `{name}`."),
                     )
                     .with("symbol", name.clone())
@@ -502,7 +507,7 @@ fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Ac
             Err(message) => Err(Box::new(quiet(
                 Outcome::refused(
                     tool,
-                    "symbol_resolution_failed",
+                    ErrorType::SymbolResolutionFailed,
                     format!("gdb could not resolve `{name}`: {message}."),
                 )
                 .with("symbol", name.clone())
@@ -543,7 +548,7 @@ fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Ac
         return quiet(
             Outcome::refused(
                 tool,
-                "permission_denied",
+                ErrorType::PermissionDenied,
                 "Symbol read/dump exceeds debug.max_dump_size_bytes.",
             )
             .with("symbol", name)
@@ -565,7 +570,7 @@ fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Ac
             return made(
                 Outcome::refused(
                     tool,
-                    "memory_read_failed",
+                    ErrorType::MemoryReadFailed,
                     "gdb answered fewer bytes than the symbol holds.",
                 )
                 .with("symbol", name),
@@ -579,7 +584,7 @@ fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Ac
             return made(
                 Outcome::refused(
                     tool,
-                    "output_write_failed",
+                    ErrorType::OutputWriteFailed,
                     format!("The dump was read but could not be written: {why}."),
                 )
                 .with("symbol", name),
@@ -613,7 +618,7 @@ fn staged_elf(tool: ToolId, elf: &crate::artifacts::StagedArtifact) -> Result<Ve
         _ => Err(Box::new(quiet(
             Outcome::refused(
                 tool,
-                "symbol_source_changed",
+                ErrorType::SymbolSourceChanged,
                 "The session's staged ELF no longer matches the one gdb loaded, so its symbol table is not used.",
             )
             .with_next_step("Stop the session and start it again from the image.")
@@ -685,7 +690,7 @@ fn stop_session(tool: ToolId, sessions: &Sessions, args: &Value, timeout: Durati
                     "The target's halt could not be confirmed, so the session was kept.",
                 )
             };
-            let mut outcome = Outcome::refused(tool, error_type, summary)
+            let mut outcome = Outcome::refused(tool, ErrorType::layer(error_type), summary)
                 .with("status", "cleanup_required")
                 .with("safe_state_confirmed", false)
                 .with("halt_not_confirmed", !halted)
@@ -701,7 +706,7 @@ fn stop_session(tool: ToolId, sessions: &Sessions, args: &Value, timeout: Durati
         session.status = "cleanup_required";
         let mut outcome = Outcome::refused(
             tool,
-            "halt_not_confirmed",
+            ErrorType::HaltNotConfirmed,
             "The target's halt could not be confirmed, so the session was kept.",
         )
         .with("status", "cleanup_required")
@@ -746,7 +751,7 @@ fn stop_session(tool: ToolId, sessions: &Sessions, args: &Value, timeout: Durati
         session.status = "cleanup_required";
         let mut outcome = Outcome::refused(
             tool,
-            "halt_not_confirmed",
+            ErrorType::HaltNotConfirmed,
             "The target's halt could not be confirmed, so the session was kept.",
         )
         .with("status", "cleanup_required")

@@ -1,6 +1,7 @@
 //! `project_config_describe`: what the configuration in force grants, and which keys
 //! `project_config_set` may change under which grant.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use ahil_config::Config;
 use serde_json::{Map, Value, json};
@@ -244,7 +245,7 @@ fn right_entry(permission: &str, granted: bool, covers: &str) -> Value {
 fn file_refusal(ctx: &Context<'_>, error: &ahil_config::ConfigError) -> Outcome {
     let mut outcome = Outcome::refused(
         ctx.tool,
-        error.error_type(),
+        ErrorType::layer(error.error_type()),
         format!(
             "The configuration file no longer loads ({}); no key can be listed or changed until it does. This server still enforces the configuration it loaded, shown as permissions_in_force.",
             error.summary().trim_end_matches('.')

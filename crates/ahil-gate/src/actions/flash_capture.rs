@@ -6,6 +6,7 @@
 //! ring, not on a port nobody holds), read with `com_read`'s rules after it, and closed on every
 //! path. The emulated board reads its own UART (see [`super::probe`]).
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -62,7 +63,7 @@ pub(super) fn plan(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "unknown_device",
+                ErrorType::UnknownDevice,
                 format!("capture.port_id `{port_id}` is not a configured COM port."),
             )
             .with("configured_com_ports", json!(names))
@@ -80,9 +81,10 @@ pub(super) fn plan(
         Some(device),
         &Action::ComRead,
     ) {
-        let mut outcome = Outcome::refused(tool, refusal.error_type, refusal.summary)
-            .with("field", "capture.port_id")
-            .with("port_id", port_id);
+        let mut outcome =
+            Outcome::refused(tool, ErrorType::layer(refusal.error_type), refusal.summary)
+                .with("field", "capture.port_id")
+                .with("port_id", port_id);
         if let Some(key) = refusal.permission {
             outcome = outcome
                 .with_next_step(format!(
@@ -98,7 +100,7 @@ pub(super) fn plan(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "com_port_busy",
+                ErrorType::ComPortBusy,
                 format!("A COM session holds com_ports.{port_id}, the capture's port; nothing was flashed."),
             )
             .with("port_id", port_id)
@@ -214,7 +216,7 @@ pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
         Err(error) => Err(Box::new(
             Outcome::refused(
                 TOOL,
-                error.error_type(),
+                ErrorType::layer(error.error_type()),
                 format!(
                     "The capture port `{}` could not be opened, so nothing was flashed: {}.",
                     capture.port_id,
@@ -363,7 +365,7 @@ pub(super) fn untrusted(port_id: &str) -> Value {
 /// A good flash whose capture did not see what it waited for: the image is on the board.
 pub(super) fn timed_out(outcome: &mut Outcome, wait: Duration) {
     outcome.ok = false;
-    outcome.error_type = Some("capture_timeout".to_owned());
+    outcome.set_error(ErrorType::CaptureTimeout);
     outcome.summary = format!(
         "Firmware flashed, verified and reset, but the capture did not see what it waited for within {} s.",
         wait.as_secs_f64()

@@ -2,6 +2,7 @@
 //! device) and `hardware_recover` (clears what an agent may clear, with the operator's words where
 //! the reason needs them). The CLI's `lease-status` and `recover` share this code.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 
@@ -102,7 +103,7 @@ fn agent_recover(
             .collect();
         let mut outcome = Outcome::refused(
             "hardware_recover",
-            "recovery_requires_physical_check",
+            ErrorType::RecoveryRequiresPhysicalCheck,
             "This incident needs a person to check the bench: an agent cannot clear it on its own word.",
         )
         .with("quarantine_id", incident.quarantine_id.clone())
@@ -137,7 +138,8 @@ fn agent_recover(
 
 /// A refused recovery as a result.
 pub fn recovery_refusal(tool: &str, refused: RecoveryRefusal) -> Outcome {
-    let mut outcome = Outcome::refused(tool, refused.error_type, refused.summary).not_contacted();
+    let mut outcome = Outcome::refused(tool, ErrorType::layer(refused.error_type), refused.summary)
+        .not_contacted();
     for (key, value) in refused.details {
         outcome.set(&key, value);
     }
@@ -147,7 +149,7 @@ pub fn recovery_refusal(tool: &str, refused: RecoveryRefusal) -> Outcome {
 fn invalid_state(tool: &str, err: &std::io::Error) -> Outcome {
     Outcome::refused(
         tool,
-        "coordination_state_invalid",
+        ErrorType::CoordinationStateInvalid,
         "A lease record under the state root cannot be read; it is never ignored.",
     )
     .with("detail", err.to_string())

@@ -2,6 +2,7 @@
 //! devices it claims, and the work to do. The pipeline in `bench.rs` runs every plan through the same
 //! stages, so no tool can skip authorization or claiming.
 
+use crate::ErrorType;
 use std::time::Duration;
 
 use ahil_config::{Environment, LoadedConfig};
@@ -145,7 +146,7 @@ pub(crate) fn misrouted(tool: ToolId) -> Box<Outcome> {
     Box::new(
         Outcome::refused(
             tool.name(),
-            "internal_error",
+            ErrorType::InternalError,
             "This tool's declaration names a plan that does not serve it; nothing was done.",
         )
         .with("misrouted", true)
@@ -157,7 +158,7 @@ pub(crate) fn misrouted(tool: ToolId) -> Box<Outcome> {
 pub fn unknown_tool(tool: &str) -> Outcome {
     Outcome::refused(
         tool,
-        "unknown_tool",
+        ErrorType::UnknownTool,
         "No tool of that name is listed by this server.",
     )
     .with_remediation(["Call tools/list and use one of the names it returns."])
@@ -168,7 +169,7 @@ pub fn unknown_tool(tool: &str) -> Outcome {
 /// before anything ran.
 pub fn backend_not_built(tool: &str, kind: ahil_config::DebuggerType, summary: String) -> Acted {
     Acted {
-        outcome: Outcome::refused(tool, "not_supported", summary)
+        outcome: Outcome::refused(tool, ErrorType::NotSupported, summary)
             .with("backend", kind.as_str())
             .with_remediation([
                 "Use `type: qemu` with `agentic-hil sim start` to work against the emulated board.",

@@ -7,6 +7,7 @@
 //! writes; every write is read back and compared exactly. A unit that stops answering after a
 //! write leaves its state unknown, which the gate turns into an incident.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::time::Duration;
 
@@ -77,7 +78,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             ctx,
             Outcome::refused(
                 tool,
-                "config_invalid",
+                ErrorType::ConfigInvalid,
                 format!("power_supplies.{id}.type names a supply type this build cannot drive."),
             )
             .with("field", format!("power_supplies.{id}.type")),
@@ -88,7 +89,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             ctx,
             Outcome::refused(
                 tool,
-                "com_port_not_configured",
+                ErrorType::ComPortNotConfigured,
                 format!("power_supplies.{id}.com_port names no com_ports entry."),
             )
             .with("port_id", entry.com_port.as_str()),
@@ -172,7 +173,7 @@ fn unknown_supply(ctx: &Context<'_>, wanted: &str) -> Box<Outcome> {
         ctx,
         Outcome::refused(
             ctx.tool,
-            "unknown_device",
+            ErrorType::UnknownDevice,
             format!("The configuration declares no power supply named '{wanted}'."),
         )
         .with("kind", "power_supply")
@@ -187,7 +188,7 @@ fn unknown_supply(ctx: &Context<'_>, wanted: &str) -> Box<Outcome> {
 fn invalid(ctx: &Context<'_>, field: &str, validator: &str, summary: String) -> Box<Outcome> {
     refusal(
         ctx,
-        Outcome::refused(ctx.tool, "invalid_argument", summary)
+        Outcome::refused(ctx.tool, ErrorType::InvalidArgument, summary)
             .with("field", field)
             .with("validator", validator)
             .with_remediation([
@@ -285,7 +286,7 @@ fn check_limits(
             ctx,
             Outcome::refused(
                 ctx.tool,
-                "permission_denied",
+                ErrorType::PermissionDenied,
                 format!(
                     "Writes on power supply '{id}' channel {channel} are refused: the configuration sets no {}.",
                     missing.join(", ")
@@ -354,7 +355,7 @@ fn above_limit(
     };
     Outcome::refused(
         tool,
-        "power_supply_limit_exceeded",
+        ErrorType::PowerSupplyLimitExceeded,
         format!(
             "The {what} of {value} {unit} is above the effective limit of {} {unit} on power supply '{id}' channel {channel}; nothing was written.",
             render_limit(limit)
@@ -403,7 +404,7 @@ impl Job {
             return self.no_contact(
                 Outcome::refused(
                     tool,
-                    "com_port_open_failed",
+                    ErrorType::ComPortOpenFailed,
                     format!(
                         "com_ports.{} names no device, so the supply cannot be reached.",
                         self.port_id
@@ -601,7 +602,7 @@ impl Job {
             if got != fixed {
                 let outcome = Outcome::refused(
                     &self.tool,
-                    "power_supply_readback_mismatch",
+                    ErrorType::PowerSupplyReadbackMismatch,
                     format!(
                         "Power supply '{}' channel {channel} was set to {} {} and reads back {}.",
                         self.supply_id,
@@ -697,7 +698,7 @@ impl Job {
         }
         let outcome = Outcome::refused(
             &self.tool,
-            "power_supply_readback_mismatch",
+            ErrorType::PowerSupplyReadbackMismatch,
             format!(
                 "Power supply '{}' channel {channel} was switched {} and reads back {}.",
                 self.supply_id,
@@ -824,7 +825,7 @@ impl Job {
     fn identity_unknown(&self, seen: &Seen) -> Acted {
         let outcome = Outcome::refused(
             &self.tool,
-            "power_supply_identity_unknown",
+            ErrorType::PowerSupplyIdentityUnknown,
             format!(
                 "The unit behind power supply '{}' reports a model or firmware this build has no verified {} record for; only the identity query was sent.",
                 self.supply_id, self.model.kind
@@ -849,7 +850,7 @@ impl Job {
     fn identity_mismatch(&self, seen: &Seen) -> Acted {
         let outcome = Outcome::refused(
             &self.tool,
-            "power_supply_identity_mismatch",
+            ErrorType::PowerSupplyIdentityMismatch,
             format!(
                 "The unit behind power supply '{id}' reports a serial other than power_supplies.{id}.idn_serial, so another unit is on this port; only the identity query was sent.",
                 id = self.supply_id
@@ -892,7 +893,7 @@ impl Job {
                 self.supply_id
             )
         };
-        let mut outcome = Outcome::refused(&self.tool, "power_supply_no_reply", summary)
+        let mut outcome = Outcome::refused(&self.tool, ErrorType::PowerSupplyNoReply, summary)
             .with("supply_id", self.supply_id.as_str())
             .with("cause", err.cause())
             .with("backend_error", detail)
@@ -936,7 +937,7 @@ pub fn supply_holding<'a>(config: &'a ahil_config::Config, port_id: &str) -> Opt
 pub fn port_reserved(tool: &str, port_id: &str, supply: &str) -> Outcome {
     Outcome::refused(
         tool,
-        "com_port_reserved_for_power_supply",
+        ErrorType::ComPortReservedForPowerSupply,
         format!(
             "COM port '{port_id}' is the serial link of power supply '{supply}' and is reserved for the supply's tools; nothing was opened."
         ),

@@ -6,6 +6,7 @@
 //! as the private staged copy from
 //! [`artifacts::resolve`], resolved inside the work, after policy has allowed the flash.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -65,7 +66,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             Work::Local(Box::new(move || Acted {
                 outcome: Outcome::refused(
                     tool,
-                    "resource_busy",
+                    ErrorType::ResourceBusy,
                     "A debug session holds the probe; flashing and resetting wait until it stops.",
                 )
                 .with("held_by", "debug_session")
@@ -136,7 +137,7 @@ pub(super) enum ImageArg {
 
 pub(super) fn invalid(tool: ToolId, summary: &str) -> Box<Outcome> {
     Box::new(
-        Outcome::refused(tool, "invalid_argument", summary)
+        Outcome::refused(tool, ErrorType::InvalidArgument, summary)
             .with_remediation(["Correct the arguments as the tool's input schema describes."])
             .not_contacted(),
     )
@@ -203,7 +204,7 @@ fn qemu_work<'a>(
             Acted {
             outcome: Outcome::refused(
                 tool,
-                "debugger_not_found",
+                ErrorType::DebuggerNotFound,
                 "The emulated board needs qemu-system-arm and gdb-multiarch, and one of them was not found.",
             )
             .with("backend", "qemu")
@@ -241,7 +242,7 @@ fn qemu_work<'a>(
                     Acted {
                     outcome: Outcome::refused(
                         tool,
-                        "not_supported",
+                        ErrorType::NotSupported,
                         "Reset mode `init` runs OpenOCD's reset-init scripts; the qemu backend has none.",
                     )
                     .with("backend", "qemu")
@@ -388,7 +389,7 @@ pub(super) fn stage_image(
                 return Err(refused_image(
                     Outcome::refused(
                         TOOL,
-                        "permission_denied",
+                        ErrorType::PermissionDenied,
                         "Flashing by artifact_id needs `artifacts.allow_upload`, which is false.",
                     )
                     .with("permission", "artifacts.allow_upload")
@@ -433,7 +434,7 @@ fn flash(
         return refused_image(
             Outcome::refused(
                 TOOL,
-                "artifact_validation_failed",
+                ErrorType::ArtifactValidationFailed,
                 "The image is not an ELF, HEX or BIN, so the board cannot load it.",
             )
             .with("artifact", staged.report().clone()),
@@ -447,7 +448,7 @@ fn flash(
                 return refused_image(
                     Outcome::refused(
                         TOOL,
-                        "capture_failed",
+                        ErrorType::CaptureFailed,
                         format!(
                             "The capture port `{}` could not be opened: {error}.",
                             capture.port_id
@@ -574,7 +575,7 @@ fn failure(tool: ToolId, fallback: &str, error: &DriverError) -> Acted {
     };
     let mut outcome = Outcome::refused(
         tool,
-        error_type,
+        ErrorType::layer(error_type),
         format!(
             "The emulated board did not complete the call: {}.",
             detail(error)

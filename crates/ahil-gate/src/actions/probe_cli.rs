@@ -1,6 +1,7 @@
 //! The probe tools over the CLI backends (OpenOCD, pyOCD, STM32CubeProgrammer, esptool): which driver
 //! an entry builds, and how its answers and classified failures become envelopes.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -55,7 +56,7 @@ fn esptool_port(
         return Err(local(
             Outcome::refused(
                 tool,
-                "com_port_not_configured",
+                ErrorType::ComPortNotConfigured,
                 format!("debuggers.{name} names no com_ports entry for esptool to flash through."),
             )
             .with("backend", "esptool")
@@ -72,7 +73,7 @@ fn esptool_port(
         return Err(local(
             Outcome::refused(
                 tool,
-                "device_busy",
+                ErrorType::DeviceBusy,
                 format!(
                     "A COM session holds com_ports.{port_id}, the port esptool flashes through."
                 ),
@@ -89,7 +90,7 @@ fn esptool_port(
         return Err(local(
             Outcome::refused(
                 tool,
-                "com_port_open_failed",
+                ErrorType::ComPortOpenFailed,
                 format!("com_ports.{port_id} names no device yet, so esptool has no port to open."),
             )
             .with("backend", "esptool")
@@ -207,7 +208,7 @@ pub fn work<'a>(
         };
         let missing = Outcome::refused(
             tool,
-            "debugger_not_found",
+            ErrorType::DebuggerNotFound,
             format!("No {kind} executable is available: {reason}."),
         )
         .with("backend", kind)
@@ -241,7 +242,7 @@ pub fn work<'a>(
                 return Ok(local(
                     Outcome::refused(
                         tool,
-                        "unsafe_configured_path",
+                        ErrorType::UnsafeConfiguredPath,
                         "An OpenOCD script in the system temp directory is refused: anyone on the host can replace it.",
                     )
                     .with("field", format!("debuggers.{name}.{field}"))
@@ -339,7 +340,7 @@ pub fn work<'a>(
                 return Ok(local(
                     Outcome::refused(
                         tool,
-                        "not_supported",
+                        ErrorType::NotSupported,
                         format!("Reset mode 'init' runs OpenOCD's reset-init scripts; the {kind} backend has none."),
                     )
                     .with("backend", kind)
@@ -455,7 +456,7 @@ fn flash(
         return refused(
             Outcome::refused(
                 TOOL,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 format!(
                     "Flashing .bin artifacts with {} requires debuggers.<name>.flash_address.",
                     backend.product()
@@ -467,7 +468,7 @@ fn flash(
     let Some(format) = loader_format(&staged, base.unwrap_or(0)) else {
         return refused(Outcome::refused(
             TOOL,
-            "artifact_validation_failed",
+            ErrorType::ArtifactValidationFailed,
             "The image is not an ELF, HEX or BIN, so the probe cannot program it.",
         ));
     };
@@ -630,8 +631,12 @@ pub(super) fn failed(
         other => {
             let contact = other.contact();
             return Acted {
-                outcome: Outcome::refused(tool, other.error_type(), format!("{other}."))
-                    .with("backend", backend.backend()),
+                outcome: Outcome::refused(
+                    tool,
+                    ErrorType::layer(other.error_type()),
+                    format!("{other}."),
+                )
+                .with("backend", backend.backend()),
                 contact: Some(contact),
             };
         }
@@ -645,7 +650,7 @@ pub(super) fn failed(
         transcripts,
         mut details,
     } = *classified;
-    let mut outcome = Outcome::refused(tool, error_type, summary)
+    let mut outcome = Outcome::refused(tool, ErrorType::layer(error_type), summary)
         .with("backend", backend.backend())
         .with("backend_error_type", backend_error_type)
         .with_causes(likely_causes);

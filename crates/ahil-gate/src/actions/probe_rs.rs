@@ -4,6 +4,7 @@
 //! The probe tools themselves go through [`super::probe_cli`]: the worker is a child process like any
 //! probe CLI, and its failures arrive in the same classified vocabulary.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use ahil_config::{Debugger, Interface};
 use ahil_drivers::Contact;
@@ -43,7 +44,7 @@ pub fn info() -> Acted {
     } else {
         Outcome::refused(
             TOOL,
-            "not_supported",
+            ErrorType::NotSupported,
             "This agentic-hil was built without the probe-rs backend.",
         )
         .with("backend", "probe-rs")

@@ -1,6 +1,7 @@
 //! `get_last_report` and `classify_last_error`: read the trusted report state under the state root,
 //! never the workspace copies, and attach the verdict on the workspace mirrors.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use serde_json::{Map, Value};
 
@@ -40,14 +41,14 @@ fn unreadable(tool: &str, err: &AuditError) -> Outcome {
     };
     Outcome::refused(
         tool,
-        error_type,
+        ErrorType::layer(error_type),
         format!("The trusted report state could not be read: {err}."),
     )
     .with("audit_error", err.to_value())
 }
 
 fn not_found(tool: &str, summary: &str) -> Outcome {
-    Outcome::refused(tool, "report_not_found", summary)
+    Outcome::refused(tool, ErrorType::ReportNotFound, summary)
 }
 
 /// `canonical_audit` for a report with a top-level `log_path` whose canonical copy exists.

@@ -2,6 +2,7 @@
 //! through the run files under the state root. Neither touches a device; a stop is a request the run
 //! reads between steps and inside waits.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use serde_json::{Map, Value, json};
 
@@ -23,7 +24,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             Box::new(
                 Outcome::refused(
                     tool,
-                    "invalid_argument",
+                    ErrorType::InvalidArgument,
                     "run must be `run-` and 16 lowercase hex digits.",
                 )
                 .with("field", "run")
@@ -74,7 +75,7 @@ fn observe(dir: &RunsDir, handle: &Handle) -> Result<Option<Map<String, Value>>,
 fn not_found(tool: &str, handle: &Handle) -> Outcome {
     Outcome::refused(
         tool,
-        "run_not_found",
+        ErrorType::RunNotFound,
         format!("This bench has no run {}.", handle.as_str()),
     )
     .with("run", handle.as_str())
@@ -85,7 +86,7 @@ fn not_found(tool: &str, handle: &Handle) -> Outcome {
 fn unreadable(tool: &str, err: &RecordError) -> Outcome {
     Outcome::refused(
         tool,
-        "run_state_invalid",
+        ErrorType::RunStateInvalid,
         format!("The run record cannot be read: {err}."),
     )
     .not_started(false)
@@ -203,7 +204,7 @@ fn stop(tool: &str, dir: &RunsDir, handle: &Handle) -> Outcome {
         return with_record(
             Outcome::refused(
                 tool,
-                "run_worker_gone",
+                ErrorType::RunWorkerGone,
                 "This run's process is gone; there is nothing left to stop.",
             ),
             &record,

@@ -2,6 +2,7 @@
 //! `agentic-hil upgrade --json` run as a child of this server, so the MCP tool and the command share
 //! one implementation and the server's own process never replaces anything itself.
 
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,7 +50,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 fn in_open_run(tool: &str, held: &[String]) -> Outcome {
     Outcome::refused(
         tool,
-        "upgrade_in_open_run",
+        ErrorType::UpgradeInOpenRun,
         "The installation is not upgraded while this server holds a run or session.",
     )
     .with("open_holds", json!(held))
@@ -107,7 +108,7 @@ fn this_binary() -> std::io::Result<PathBuf> {
 }
 
 fn failed(tool: &str, summary: String) -> Outcome {
-    Outcome::refused(tool, "upgrade_failed", summary)
+    Outcome::refused(tool, ErrorType::UpgradeFailed, summary)
         .with("reinstall_command", SHELL_COMMAND)
         .with_next_step("Ask the operator to run `agentic-hil upgrade` in a shell.")
 }

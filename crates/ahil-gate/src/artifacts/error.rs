@@ -1,5 +1,6 @@
 //! The artifact layer's refusals and the one place they map to public `error_type`s.
 
+use crate::ErrorType;
 use serde_json::Value;
 
 use super::Checks;
@@ -95,7 +96,11 @@ impl ArtifactRefusal {
 
     /// The refusal as an envelope for `tool`. Nothing reached the target.
     pub fn to_outcome(&self, tool: &str) -> Outcome {
-        let mut outcome = Outcome::refused(tool, self.error_type(), self.error.to_string());
+        let mut outcome = Outcome::refused(
+            tool,
+            ErrorType::layer(self.error_type()),
+            self.error.to_string(),
+        );
         match &self.error {
             ArtifactError::TooLarge { bytes, max_bytes } => {
                 outcome.set("bytes", *bytes);

@@ -16,6 +16,7 @@ use ahil_config::LoadedConfig;
 use serde_json::{Value, json};
 
 pub mod chain;
+pub mod error_type;
 pub mod errors;
 pub mod json;
 mod record;

@@ -1,6 +1,7 @@
 //! Stage 7 of the gate (which calls are audited is each tool's declaration, `Gate::audited`): the refusal when the audit cannot be written before
 //! an action, and the report written after it.
 
+use crate::ErrorType;
 use serde_json::Value;
 
 use super::{Audit, AuditError};
@@ -10,7 +11,7 @@ use crate::envelope::{Outcome, overall_success};
 pub fn unavailable(tool: &str, err: &AuditError) -> Outcome {
     let mut outcome = Outcome::refused(
         tool,
-        "audit_unavailable",
+        ErrorType::AuditUnavailable,
         "The action was not started because its report or log cannot be written.",
     )
     .with("audit_error", err.to_value())
@@ -38,7 +39,7 @@ pub fn record(audit: &Audit, outcome: &mut Outcome, args: &Value) {
             outcome.report_path = None;
             outcome.set("audit_error", err.to_value());
             if outcome.error_type.is_none() {
-                outcome.error_type = Some("audit_failed_after_action".into());
+                outcome.set_error(ErrorType::AuditFailedAfterAction);
             }
             if outcome.target_contacted != Some(false) {
                 outcome.cleanup_required = Some(true);

@@ -1,5 +1,6 @@
 //! The audit trail's behaviour: layout, chain, mirrors, tamper verdicts, crash safety, redaction.
 
+use crate::ErrorType;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -310,7 +311,7 @@ fn report(tool: &str, ok: bool, finished: &str) -> Map<String, Value> {
     let mut outcome = if ok {
         crate::Outcome::ok(tool, "done")
     } else {
-        crate::Outcome::refused(tool, "debugger_error", "failed")
+        crate::Outcome::refused(tool, ErrorType::DebuggerError, "failed")
     };
     outcome.finished_at = Some(finished.into());
     match outcome.to_value() {

@@ -3,6 +3,7 @@
 //! how the recovery policy runs against the bench, and how a lease ends (released, kept by a
 //! session, or quarantined when the evidence was lost).
 
+use crate::ErrorType;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -67,7 +68,7 @@ pub fn refusal(tool: &str, refused: Refused) -> Outcome {
     match refused {
         Refused::Busy => Outcome::refused(
             tool,
-            "resource_busy",
+            ErrorType::ResourceBusy,
             "Another agentic-hil process holds this configuration's bench right now.",
         )
         .with_next_step("Wait for the other process's call or session to end, then call this tool again.")
@@ -76,7 +77,7 @@ pub fn refusal(tool: &str, refused: Refused) -> Outcome {
         Refused::Foreign { resource } => {
             let mut outcome = Outcome::refused(
                 tool,
-                "resource_quarantined",
+                ErrorType::ResourceQuarantined,
                 "This device belongs to another project's unresolved incident.",
             )
             .with("resource", resource)
@@ -90,7 +91,7 @@ pub fn refusal(tool: &str, refused: Refused) -> Outcome {
         }
         Refused::Invalid(err) => Outcome::refused(
             tool,
-            "coordination_state_invalid",
+            ErrorType::CoordinationStateInvalid,
             "A lease record under the state root cannot be read or written; it is never ignored.",
         )
         .with("detail", err.to_string())

@@ -12,6 +12,7 @@ pub use device_lock::{Acquired, Busy, DeviceLocks, LockRoot};
 pub use owner::Owner;
 pub use runs::RunSlot;
 
+use crate::ErrorType;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,7 +124,7 @@ impl Ownership {
             return Err(Box::new(
                 Outcome::refused(
                     tool,
-                    "undeclared_device",
+                    ErrorType::UndeclaredDevice,
                     "This call addresses a device the open run did not declare.",
                 )
                 .with("declared_devices", json!(run.keys()))
