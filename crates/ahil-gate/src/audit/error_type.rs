@@ -1,5 +1,5 @@
 //! The typed error vocabulary: one [`ErrorType`] per plain key of the error catalogue
-//! (`errors.rs`), so an `error_type` that has no catalogue entry cannot be produced by product code.
+//! (`errors/`), so an `error_type` that has no catalogue entry cannot be produced by product code.
 //! Scoped keys (`target_not_detected:pyocd`) stay lookups of the catalogue; a test holds the enum and
 //! the catalogue's plain keys equal.
 

@@ -238,3 +238,55 @@ fn only_the_test_plan_tool_bypasses_the_plan_dispatch() {
         .collect();
     assert_eq!(reactor, ["test_reactor_run"]);
 }
+
+fn lease_name(gate: Gate) -> &'static str {
+    match gate.lease {
+        None => "-",
+        Some(Lease::Call) => "call",
+        Some(Lease::SessionStart) => "session start (kept)",
+        Some(Lease::SessionStop) => "session stop (containment)",
+        Some(Lease::Containment) => "containment",
+        Some(Lease::RunEnd) => "run end (containment, goes on when busy)",
+    }
+}
+
+/// The tool table of docs/TOOLS.md, as the declarations say it.
+fn tool_table() -> String {
+    let mut table = String::from(
+        "| tool | audited | lease | incident when unconfirmed | always status |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for declared in declarations() {
+        let gate = declared.gate;
+        let yes = |flag: bool| if flag { "yes" } else { "-" };
+        let reason = if gate.is_leased() {
+            gate.unconfirmed
+        } else {
+            "-"
+        };
+        table.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            declared.name,
+            yes(gate.audited),
+            lease_name(gate),
+            reason,
+            yes(gate.always_status),
+        ));
+    }
+    table
+}
+
+#[test]
+fn the_tool_table_in_the_docs_is_the_declarations() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/TOOLS.md");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let table = text
+        .split_once("<!-- tools:begin -->\n")
+        .and_then(|(_, rest)| rest.split_once("<!-- tools:end -->"))
+        .map(|(table, _)| table);
+    let expected = tool_table();
+    assert_eq!(
+        table,
+        Some(expected.as_str()),
+        "docs/TOOLS.md's table between the tools markers must read:\n{expected}"
+    );
+}
