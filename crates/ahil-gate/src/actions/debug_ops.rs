@@ -681,16 +681,16 @@ fn stop_session(tool: ToolId, sessions: &Sessions, args: &Value, timeout: Durati
             session.status = "cleanup_required";
             let (error_type, summary) = if halted {
                 (
-                    "detach_resume_not_confirmed",
+                    ErrorType::DetachResumeNotConfirmed,
                     "OpenOCD did not confirm that gdb leaving will keep the core halted, so the session was kept.",
                 )
             } else {
                 (
-                    "halt_not_confirmed",
+                    ErrorType::HaltNotConfirmed,
                     "The target's halt could not be confirmed, so the session was kept.",
                 )
             };
-            let mut outcome = Outcome::refused(tool, ErrorType::layer(error_type), summary)
+            let mut outcome = Outcome::refused(tool, error_type, summary)
                 .with("status", "cleanup_required")
                 .with("safe_state_confirmed", false)
                 .with("halt_not_confirmed", !halted)

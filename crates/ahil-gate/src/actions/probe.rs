@@ -325,7 +325,11 @@ fn list(probe: &QemuProbe, budget: &Budget) -> Acted {
                 contact: Some(Contact::none("listing only asks QMP for the run state")),
             }
         }
-        Err(error) => failure(ToolId::DebuggerProbesList, "probe_discovery_failed", &error),
+        Err(error) => failure(
+            ToolId::DebuggerProbesList,
+            ErrorType::ProbeDiscoveryFailed,
+            &error,
+        ),
     }
 }
 
@@ -347,7 +351,7 @@ fn probe_target(probe: &QemuProbe, budget: &Budget) -> Acted {
             .with("driver_log", report.log),
             contact: Some(Contact::Made),
         },
-        Err(error) => failure(ToolId::ProbeTarget, "target_not_detected", &error),
+        Err(error) => failure(ToolId::ProbeTarget, ErrorType::TargetNotDetected, &error),
     }
 }
 
@@ -364,7 +368,7 @@ fn reset(probe: &QemuProbe, mode: ResetMode, budget: &Budget) -> Acted {
                 .with("driver_log", report.log),
             contact: Some(Contact::Made),
         },
-        Err(error) => failure(ToolId::ResetTarget, "reset_failed", &error),
+        Err(error) => failure(ToolId::ResetTarget, ErrorType::ResetFailed, &error),
     }
 }
 
@@ -471,7 +475,7 @@ fn flash(
     let report = match flashed {
         Ok(report) => report,
         Err(error) => {
-            let mut acted = failure(TOOL, "flash_failed", &error);
+            let mut acted = failure(TOOL, ErrorType::FlashFailed, &error);
             acted.outcome.set("artifact", staged.report().clone());
             return acted;
         }
@@ -483,7 +487,7 @@ fn flash(
     if args.reset_after
         && let Err(error) = probe.reset(ResetMode::Run, budget)
     {
-        let mut acted = failure(TOOL, "reset_failed", &error);
+        let mut acted = failure(TOOL, ErrorType::ResetFailed, &error);
         acted.outcome.set("artifact", staged.report().clone());
         acted.outcome.set("image_written", true);
         // The image is on the board whatever the reset did.
@@ -564,18 +568,18 @@ fn read_capture(uart: &mut ahil_sim::Uart, capture: &Capture) -> (String, Option
 }
 
 /// A driver failure as an envelope: the driver's own error type where it has one, else `fallback`.
-fn failure(tool: ToolId, fallback: &str, error: &DriverError) -> Acted {
+fn failure(tool: ToolId, fallback: ErrorType, error: &DriverError) -> Acted {
     let contact = error.contact();
     let unreachable = matches!(contact, Contact::None { .. });
     let error_type = match error {
-        DriverError::Timeout { .. } => "timeout",
-        DriverError::DebuggerNotFound { .. } => "debugger_not_found",
-        _ if unreachable && tool != ToolId::DebuggerProbesList => "target_not_detected",
+        DriverError::Timeout { .. } => ErrorType::Timeout,
+        DriverError::DebuggerNotFound { .. } => ErrorType::DebuggerNotFound,
+        _ if unreachable && tool != ToolId::DebuggerProbesList => ErrorType::TargetNotDetected,
         _ => fallback,
     };
     let mut outcome = Outcome::refused(
         tool,
-        ErrorType::layer(error_type),
+        error_type,
         format!(
             "The emulated board did not complete the call: {}.",
             detail(error)

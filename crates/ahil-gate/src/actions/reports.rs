@@ -35,13 +35,13 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 
 fn unreadable(tool: &str, err: &AuditError) -> Outcome {
     let error_type = match err {
-        AuditError::ReportStateDamaged { .. } => "report_state_damaged",
-        AuditError::UnsafePath { .. } => "unsafe_configured_path",
-        _ => "report_unreadable",
+        AuditError::ReportStateDamaged { .. } => ErrorType::ReportStateDamaged,
+        AuditError::UnsafePath { .. } => ErrorType::UnsafeConfiguredPath,
+        _ => ErrorType::ReportUnreadable,
     };
     Outcome::refused(
         tool,
-        ErrorType::layer(error_type),
+        error_type,
         format!("The trusted report state could not be read: {err}."),
     )
     .with("audit_error", err.to_value())

@@ -3,6 +3,7 @@
 //! here and must be a reviewed change.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 
 use super::*;
 
@@ -263,14 +264,16 @@ fn tool_table() -> String {
         } else {
             "-"
         };
-        table.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} |\n",
+        writeln!(
+            table,
+            "| `{}` | {} | {} | {} | {} |",
             declared.name,
             yes(gate.audited),
             lease_name(gate),
             reason,
             yes(gate.always_status),
-        ));
+        )
+        .expect("writing to a String cannot fail");
     }
     table
 }
