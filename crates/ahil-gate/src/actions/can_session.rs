@@ -79,7 +79,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         Box::new(
             Outcome::refused(
                 ctx.tool,
-                ErrorType::layer(error.error_type()),
+                error.error_type(),
                 error.to_string(),
             )
             .with("bus_id", bus_id)

@@ -45,7 +45,7 @@ pub enum ArtifactError {
 
 impl ArtifactError {
     /// The public `error_type`.
-    pub fn error_type(&self) -> &'static str {
+    pub fn error_type(&self) -> ErrorType {
         match self {
             Self::ControlCharacters
             | Self::Traversal
@@ -54,14 +54,14 @@ impl ArtifactError {
             | Self::OutsideWorkspace
             | Self::UnsafeFile(_)
             | Self::Unreadable(_)
-            | Self::Format(_) => "artifact_validation_failed",
-            Self::NotFound => "artifact_not_found",
-            Self::TooLarge { .. } => "artifact_too_large",
-            Self::UploadsDisabled => "permission_denied",
-            Self::BadId => "invalid_argument",
-            Self::Changed(_) => "artifact_changed",
-            Self::Staging(_) => "artifact_staging_failed",
-            Self::UnsafeDestination(_) => "unsafe_configured_path",
+            | Self::Format(_) => ErrorType::ArtifactValidationFailed,
+            Self::NotFound => ErrorType::ArtifactNotFound,
+            Self::TooLarge { .. } => ErrorType::ArtifactTooLarge,
+            Self::UploadsDisabled => ErrorType::PermissionDenied,
+            Self::BadId => ErrorType::InvalidArgument,
+            Self::Changed(_) => ErrorType::ArtifactChanged,
+            Self::Staging(_) => ErrorType::ArtifactStagingFailed,
+            Self::UnsafeDestination(_) => ErrorType::UnsafeConfiguredPath,
         }
     }
 }
@@ -90,17 +90,13 @@ impl ArtifactRefusal {
     }
 
     /// The public `error_type`.
-    pub fn error_type(&self) -> &'static str {
+    pub fn error_type(&self) -> ErrorType {
         self.error.error_type()
     }
 
     /// The refusal as an envelope for `tool`. Nothing reached the target.
     pub fn to_outcome(&self, tool: &str) -> Outcome {
-        let mut outcome = Outcome::refused(
-            tool,
-            ErrorType::layer(self.error_type()),
-            self.error.to_string(),
-        );
+        let mut outcome = Outcome::refused(tool, self.error_type(), self.error.to_string());
         match &self.error {
             ArtifactError::TooLarge { bytes, max_bytes } => {
                 outcome.set("bytes", *bytes);

@@ -231,3 +231,9 @@ impl AsRef<str> for ErrorType {
         self.as_str()
     }
 }
+
+impl serde::Serialize for ErrorType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}

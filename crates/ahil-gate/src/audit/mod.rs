@@ -10,6 +10,7 @@
 //! * [`redact`]: the one redaction pass for every sink.
 //! * [`errors`]: the error catalogue.
 
+use crate::ErrorType;
 use std::path::{Component, Path, PathBuf};
 
 use ahil_config::LoadedConfig;
@@ -67,12 +68,12 @@ impl AuditError {
     }
 
     /// The public error type.
-    pub fn error_type(&self) -> &'static str {
+    pub fn error_type(&self) -> ErrorType {
         match self {
-            Self::UnsafePath { .. } => "unsafe_configured_path",
-            Self::Io { .. } => "audit_write_failed",
-            Self::StateInvalid { .. } => "coordination_state_invalid",
-            Self::ReportStateDamaged { .. } => "report_state_damaged",
+            Self::UnsafePath { .. } => ErrorType::UnsafeConfiguredPath,
+            Self::Io { .. } => ErrorType::AuditWriteFailed,
+            Self::StateInvalid { .. } => ErrorType::CoordinationStateInvalid,
+            Self::ReportStateDamaged { .. } => ErrorType::ReportStateDamaged,
         }
     }
 
