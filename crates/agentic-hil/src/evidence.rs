@@ -1,5 +1,6 @@
 //! `report-state-repair` and `run-evidence`: the two operator commands over the audit trail.
 
+use ahil_gate::ErrorType;
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
@@ -32,7 +33,7 @@ pub fn report_state_repair(workspace: &Path, env: &Environment) -> Value {
         }
         Err(err) => {
             let error_type = match err.error_type() {
-                "unsafe_configured_path" => "unsafe_configured_path",
+                ErrorType::UnsafeConfiguredPath => "unsafe_configured_path",
                 _ => "report_unreadable",
             };
             refusal(

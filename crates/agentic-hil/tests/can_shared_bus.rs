@@ -21,8 +21,8 @@ fn can_buses(world: &World) -> String {
     let bridge = world.write_fake_tool(
         "bridge-shared",
         &format!(
-            "#!/bin/sh\nexec \"{}\" can-bridge-sim --mode normal --period-ms 30\n",
-            World::binary()
+            "#!/bin/sh\nexec \"{}\" --mode normal --period-ms 30\n",
+            support::can_bridge_simulator().display()
         ),
     );
     let mut yaml = String::from("can_buses:\n");

@@ -4,6 +4,7 @@
 //! A refusal at any stage skips the later ones but still goes through `answer`, so every result
 //! carries the same envelope fields.
 
+use crate::ErrorType;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -15,22 +16,17 @@ use serde_json::Value;
 
 use crate::actions::{self, Acted, Context, DriverJob, Work};
 use crate::audit::{self, Audit};
-use crate::catalogue::{self, ToolSpec};
+use crate::catalogue::{self, Dispatch, ToolId, ToolSpec};
 use crate::claims::Claims;
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus, mark_side_effect};
 use crate::ownership::Ownership;
 use crate::ownership::coordination::Incident;
-use crate::ownership::reasons;
 use crate::policy::{self, Refusal};
 use crate::snapshot::Snapshot;
 use crate::validate;
 
 mod leases;
 use ahil_config::time;
-
-/// Tools whose answer always carries `config_status`, stale or not: they are how an agent asks
-/// "which configuration am I talking to?".
-const ALWAYS_STATUS: &[&str] = &["debugger_info", "project_config_describe"];
 
 /// The gate for one workspace.
 pub struct Bench {
@@ -72,7 +68,7 @@ impl Provisioned {
     /// in force) and the call's snapshot.
     fn context<'a>(
         &'a self,
-        tool: &'a str,
+        tool: ToolId,
         args: &'a Value,
         loaded: &'a LoadedConfig,
         snapshot: &'a Snapshot,
@@ -225,9 +221,15 @@ impl Bench {
     pub async fn call(&self, tool: &str, args: Value) -> Outcome {
         let started = SystemTime::now();
         let clock = Instant::now();
-        let Some(spec) = catalogue::tool(tool, self.is_provisioned()) else {
+        // The one parse of a tool's name: an unknown one reaches no tool's code.
+        let Some((id, spec)) = tool
+            .parse::<ToolId>()
+            .ok()
+            .and_then(|id| Some((id, catalogue::tool(id, self.is_provisioned())?)))
+        else {
             return actions::unknown_tool(tool);
         };
+        let gate = id.gate();
         let bench = match &self.state {
             State::Provisioned(bench) => bench,
             // Outside a project even the first configuration cannot be created: it would bind HOME.
@@ -238,7 +240,7 @@ impl Bench {
                 workspace,
                 env: Some(env),
                 ..
-            } if tool == "project_config_create" => {
+            } if id == ToolId::ProjectConfigCreate => {
                 return actions::config_create::first_creation(workspace, env);
             }
             State::Unprovisioned { workspace, .. } => return unprovisioned(tool, workspace),
@@ -255,13 +257,13 @@ impl Bench {
         let snapshot = Snapshot::take(loaded);
 
         // A test plan is a frontend of this gate: every step it runs comes back through `call`.
-        if tool == crate::reactor::RUN_TOOL {
+        if matches!(id.declaration().dispatch, Dispatch::Reactor) {
             let outcome = crate::reactor::run_tool(self, &args).await;
             return answer(outcome, &snapshot, started, clock);
         }
 
         // 3 authorize
-        let ctx = bench.context(tool, &args, loaded, &snapshot);
+        let ctx = bench.context(id, &args, loaded, &snapshot);
         // A bug in a tool's planning must still be answered: the agent would otherwise wait forever.
         let planned =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| actions::plan(&ctx)));
@@ -271,7 +273,7 @@ impl Bench {
             Err(panic) => {
                 let refusal = Outcome::refused(
                     tool,
-                    "internal_error",
+                    ErrorType::InternalError,
                     format!(
                         "The server failed while checking this request ({}); nothing was done.",
                         panic_message(panic.as_ref())
@@ -307,7 +309,7 @@ impl Bench {
         };
 
         // Audit readiness: an audited action whose evidence cannot be written does not start.
-        let audited = audit::is_audited(tool);
+        let audited = gate.audited;
         if audited && let Err(err) = bench.audit.readiness() {
             drop(hold);
             drop(claim);
@@ -316,14 +318,14 @@ impl Bench {
 
         // The lease: this configuration's record of the call. It may meet an incident a dead owner
         // left, which is settled before this call acts on the bench.
-        let lease = if leases::is_leased(tool) {
+        let lease = if gate.is_leased() {
             match bench.leases.coordinator.acquire(
                 &[plan.resources.as_slice(), host_keys.as_slice()].concat(),
-                leases::is_containment(tool),
+                gate.is_containment(),
             ) {
                 Ok(lease) => Some(lease),
                 Err(crate::ownership::coordination::Refused::Busy)
-                    if leases::runs_without_lease_when_busy(tool) =>
+                    if gate.runs_without_lease_when_busy() =>
                 {
                     None
                 }
@@ -361,10 +363,8 @@ impl Bench {
             // A failure that left the hardware unknown is an incident: recorded first, then
             // settled by the recovery policy or stood down.
             if outcome.hardware_state == Some(HardwareState::Unknown) {
-                let incident = Incident::new(
-                    vec![reasons::for_unconfirmed(tool).to_owned()],
-                    lease.resources.clone(),
-                );
+                let incident =
+                    Incident::new(vec![gate.unconfirmed.to_owned()], lease.resources.clone());
                 if bench.leases.coordinator.open_incident(&incident).is_ok() {
                     let block = leases::recover(bench, &incident).await;
                     leases::apply(&mut outcome, block, &incident, true);
@@ -380,7 +380,7 @@ impl Bench {
             audit::record(&bench.audit, &mut outcome, &args);
         }
         if let Some(lease) = lease {
-            leases::end(bench, tool, lease, &mut outcome);
+            leases::end(bench, id, lease, &mut outcome);
         }
         drop(hold);
         drop(claim);
@@ -392,7 +392,7 @@ impl Bench {
 fn unprovisioned(tool: &str, workspace: &Path) -> Outcome {
     Outcome::refused(
         tool,
-        "config_file_not_found",
+        ErrorType::ConfigFileNotFound,
         "This workspace has no agentic-hil configuration, so there is no bench and no permission to act under.",
     )
     .with("workspace_root", workspace.display().to_string())
@@ -410,7 +410,7 @@ fn unprovisioned(tool: &str, workspace: &Path) -> Outcome {
 /// The refusal of a gate started outside any project (HOME, `/`): the host session was opened
 /// there, so the next step is to open it in the project.
 fn outside_project(tool: &str, why: &ConfigError) -> Outcome {
-    Outcome::refused(tool, why.error_type(), why.summary())
+    Outcome::refused(tool, ErrorType::layer(why.error_type()), why.summary())
         .with_next_step(
             "Ask the operator to open the agent session in the project directory (or start the server there), then call this tool again.",
         )
@@ -420,7 +420,7 @@ fn outside_project(tool: &str, why: &ConfigError) -> Outcome {
 
 /// A policy refusal as an envelope. `permission_denied` is final: the next step says so.
 fn refused(tool: &str, refusal: Refusal) -> Outcome {
-    let mut outcome = Outcome::refused(tool, refusal.error_type, refusal.summary);
+    let mut outcome = Outcome::refused(tool, ErrorType::layer(refusal.error_type), refusal.summary);
     if let Some(device) = refusal.device {
         outcome = outcome.with("device", device);
     }
@@ -444,7 +444,7 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
             .unwrap_or_else(|panic| Acted {
                 outcome: Outcome::refused(
                     tool,
-                    "hardware_action_exception",
+                    ErrorType::HardwareActionException,
                     format!(
                         "The action failed unexpectedly inside the server ({}).",
                         panic_message(panic.as_ref())
@@ -480,7 +480,7 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
                 Ok(Err(join_error)) => Acted {
                     outcome: Outcome::refused(
                         tool,
-                        "hardware_action_exception",
+                        ErrorType::HardwareActionException,
                         format!("The driver call failed unexpectedly: {join_error}."),
                     ),
                     contact: Some(if_abandoned),
@@ -488,7 +488,7 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
                 Err(_) => Acted {
                     outcome: Outcome::refused(
                         tool,
-                        "timeout",
+                        ErrorType::Timeout,
                         format!(
                             "The call did not finish within the gate's {} s deadline.",
                             secs(deadline)
@@ -521,7 +521,7 @@ async fn cancelled(
     Acted {
         outcome: Outcome::refused(
             tool,
-            "interrupted",
+            ErrorType::Interrupted,
             "The client cancelled the call; its backend was stopped and its process group killed.",
         )
         .with("cancelled", true),
@@ -592,7 +592,11 @@ fn answer(
     // A call that changed the configuration in force (a description reload) brings the status
     // after it; every other call gets the status taken before it ran.
     if outcome.config_status.is_none()
-        && (snapshot.stale || ALWAYS_STATUS.contains(&outcome.tool.as_str()))
+        && (snapshot.stale
+            || outcome
+                .tool
+                .parse::<ToolId>()
+                .is_ok_and(|id| id.gate().always_status))
     {
         outcome.config_status = Some(snapshot.status.clone());
     }

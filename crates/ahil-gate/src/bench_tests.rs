@@ -1,4 +1,7 @@
 use super::*;
+use crate::ErrorType;
+use crate::actions::Plan;
+use crate::catalogue::{Dispatch, ToolId};
 use crate::testkit::{Fixture, NULL_EXECUTABLE, executable_line};
 use serde_json::json;
 use std::sync::Arc;
@@ -348,7 +351,7 @@ fn settled(ok: bool, contact: Contact) -> Outcome {
     let outcome = if ok {
         Outcome::ok("flash_firmware", "done")
     } else {
-        Outcome::refused("flash_firmware", "flash_failed", "failed")
+        Outcome::refused("flash_firmware", ErrorType::FlashFailed, "failed")
     };
     settle(Acted {
         outcome,
@@ -417,5 +420,70 @@ async fn debug_sessions_answer_not_supported_on_backends_without_a_gdb_server() 
             "{tool}"
         );
         assert_eq!(outcome.target_contacted, Some(false), "{tool}");
+    }
+}
+
+/// The outcome a declared tool's plan gives for `{}` on the starter bench: its refusal, or what
+/// its local work answers. Driver work is not run (it would start a backend).
+fn planned_outcome(parts: &Provisioned, id: ToolId, plan: catalogue::PlanFn) -> Option<Outcome> {
+    let args = json!({});
+    let snapshot = Snapshot::take(&parts.loaded);
+    let ctx = parts.context(id, &args, &parts.loaded, &snapshot);
+    match plan(&ctx) {
+        Err(refusal) => Some(*refusal),
+        Ok(Plan {
+            work: Work::Local(job),
+            ..
+        }) => Some(job().outcome),
+        Ok(_) => None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_declared_tool_is_dispatched_to_a_plan_that_answers_under_its_own_name() {
+    let fixture = Fixture::new();
+    let bench = bench_with(&fixture, &fixture.starter());
+    let State::Provisioned(parts) = &bench.state else {
+        panic!("the starter configuration loads");
+    };
+    let mut answered = 0;
+    for declared in catalogue::declarations() {
+        let Dispatch::Plan(plan) = declared.dispatch else {
+            continue;
+        };
+        let Some(outcome) =
+            tokio::task::block_in_place(|| planned_outcome(parts, declared.id, plan))
+        else {
+            continue;
+        };
+        answered += 1;
+        assert_eq!(outcome.tool, declared.name);
+        assert!(
+            outcome.detail("misrouted").is_none(),
+            "{} is dispatched to a plan that does not serve it",
+            declared.name
+        );
+    }
+    assert!(
+        answered > 30,
+        "most plans answer on the starter bench: {answered}"
+    );
+}
+
+#[tokio::test]
+async fn a_name_that_is_not_declared_is_refused_before_any_plan_or_lease() {
+    let fixture = Fixture::new();
+    let bench = bench_with(&fixture, &fixture.starter());
+    // Names the old prefix rules would have leased (`debug_*`) or a probe plan read as a reset.
+    for name in ["debug_anything", "reset_targets", "power_supply_"] {
+        let outcome = bench.call(name, json!({})).await;
+        assert_eq!(
+            outcome.error_type.as_deref(),
+            Some("unknown_tool"),
+            "{name}"
+        );
+        assert_eq!(outcome.tool, name);
+        assert!(outcome.detail("lease_id").is_none(), "{name}");
+        assert!(outcome.lease_state.is_none(), "{name}");
     }
 }

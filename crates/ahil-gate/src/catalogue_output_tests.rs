@@ -84,7 +84,7 @@ fn no_schema_uses_a_keyword_the_test_clients_cannot_check() {
 
 #[test]
 fn the_envelope_schema_types_every_field_the_envelope_can_write() {
-    let mut full = Outcome::refused("probe_target", "timeout", "x")
+    let mut full = Outcome::refused("probe_target", crate::ErrorType::Timeout, "x")
         .with_causes(["a"])
         .with_remediation(["b"])
         .with_do_not(["c"])
@@ -126,9 +126,13 @@ fn the_envelope_schema_types_every_field_the_envelope_can_write() {
 #[test]
 fn a_refusal_before_contact_matches_every_tools_schema() {
     for spec in catalogue::tools(true) {
-        let refused = Outcome::refused(&spec.name, "permission_denied", "Not allowed.")
-            .with_remediation(["Ask the operator."])
-            .not_contacted();
+        let refused = Outcome::refused(
+            &spec.name,
+            crate::ErrorType::PermissionDenied,
+            "Not allowed.",
+        )
+        .with_remediation(["Ask the operator."])
+        .not_contacted();
         assert_eq!(
             check_result(&spec.name, &refused.to_value()),
             Ok(()),

@@ -6,6 +6,7 @@
 //! was not found drives nothing), and a COM port is unbound while its `device` is null. A placeholder
 //! `target.controller` is reported but refuses nothing.
 
+use crate::ErrorType;
 use std::fs::{self, OpenOptions};
 use std::path::Path;
 use std::time::Duration;
@@ -94,7 +95,7 @@ pub fn doctor(workspace: &Path, env: &Environment) -> Outcome {
 }
 
 fn config_error(error: &ConfigError) -> Outcome {
-    let mut outcome = Outcome::refused(TOOL, error.error_type(), error.summary());
+    let mut outcome = Outcome::refused(TOOL, ErrorType::layer(error.error_type()), error.summary());
     if let Some(field) = error.field() {
         outcome.set("field", field);
     }

@@ -1,6 +1,7 @@
 //! The one result envelope every tool answers with, the continue predicate over it, and the effect
 //! classification that fills the effect trio when an action did not.
 
+use crate::ErrorType;
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
@@ -160,8 +161,8 @@ impl Outcome {
     }
 
     /// A successful result.
-    pub fn ok(tool: &str, summary: impl Into<String>) -> Self {
-        Self::blank(tool, true, summary.into())
+    pub fn ok(tool: impl AsRef<str>, summary: impl Into<String>) -> Self {
+        Self::blank(tool.as_ref(), true, summary.into())
     }
 
     /// A result built from a JSON document: envelope fields it names go to their places, the rest
@@ -190,10 +191,19 @@ impl Outcome {
     }
 
     /// A failed result with a public `error_type`.
-    pub fn refused(tool: &str, error_type: &str, summary: impl Into<String>) -> Self {
-        let mut outcome = Self::blank(tool, false, summary.into());
-        outcome.error_type = Some(error_type.to_owned());
+    pub fn refused(
+        tool: impl AsRef<str>,
+        error_type: ErrorType,
+        summary: impl Into<String>,
+    ) -> Self {
+        let mut outcome = Self::blank(tool.as_ref(), false, summary.into());
+        outcome.set_error(error_type);
         outcome
+    }
+
+    /// Names the result's public `error_type`; only catalogued ones exist.
+    pub fn set_error(&mut self, error_type: ErrorType) {
+        self.error_type = Some(error_type.as_str().to_owned());
     }
 
     /// The NOT_CONTACTED marker set: the failure provably never reached the bench.
@@ -412,19 +422,6 @@ pub fn conclusive_success_value(result: &Value) -> bool {
     }
 }
 
-/// Tools whose result must always say whether their effect happened.
-pub const EFFECT_TOOLS: &[&str] = &[
-    "flash_firmware",
-    "reset_target",
-    "debug_start_session",
-    "debug_set_breakpoint",
-    "debug_continue",
-    "com_session_start",
-    "com_write",
-    "can_session_start",
-    "can_send",
-];
-
 /// Refusals that happen before anything is sent to a device.
 const PRE_EFFECT_ERRORS: &[&str] = &[
     "permission_denied",
@@ -441,7 +438,10 @@ const PRE_EFFECT_ERRORS: &[&str] = &[
 /// Fill the effect trio of an effect tool's result when the action did not. Unknown is the default:
 /// absence of evidence is never read as "nothing happened".
 pub fn mark_side_effect(outcome: &mut Outcome) {
-    if !EFFECT_TOOLS.contains(&outcome.tool.as_str()) || outcome.side_effect_status.is_some() {
+    // Which tools must say whether their effect happened is their declaration's `reports_effect`.
+    let reports_effect =
+        crate::catalogue::Gate::of(&outcome.tool).is_some_and(|g| g.reports_effect);
+    if !reports_effect || outcome.side_effect_status.is_some() {
         return;
     }
     let error_type = outcome.error_type.as_deref();

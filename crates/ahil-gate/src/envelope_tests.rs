@@ -1,4 +1,5 @@
 use super::*;
+use crate::ErrorType;
 use serde_json::json;
 
 fn green() -> Outcome {
@@ -13,7 +14,7 @@ fn a_plain_ok_result_succeeds() {
 
 #[test]
 fn ok_false_fails_the_first_check() {
-    let outcome = Outcome::refused("probe_target", "timeout", "slow");
+    let outcome = Outcome::refused("probe_target", ErrorType::Timeout, "slow");
     assert_eq!(failed_success_check(&outcome), Some(SuccessCheck::Ok));
 }
 
@@ -139,7 +140,7 @@ fn lease_status_reports_succeed_on_ok_alone() {
 
 #[test]
 fn not_contacted_sets_the_whole_marker() {
-    let value = Outcome::refused("flash_firmware", "debugger_not_found", "missing")
+    let value = Outcome::refused("flash_firmware", ErrorType::DebuggerNotFound, "missing")
         .not_contacted()
         .to_value();
     assert_eq!(value["target_contacted"], json!(false));
@@ -195,7 +196,7 @@ fn a_successful_effect_is_committed_and_not_retry_safe() {
 
 #[test]
 fn a_target_that_stopped_abnormally_still_committed_the_effect() {
-    let mut outcome = Outcome::refused("debug_continue", "unexpected_stop", "hard fault");
+    let mut outcome = Outcome::refused("debug_continue", ErrorType::UnexpectedStop, "hard fault");
     outcome.target_ok = Some(false);
     assert_eq!(marked(outcome).1, Some(SideEffectStatus::Committed));
 }
@@ -210,7 +211,11 @@ fn refusals_before_any_effect_are_not_started_and_retry_safe() {
         "artifact_not_found",
     ] {
         assert_eq!(
-            marked(Outcome::refused("reset_target", error, "no")),
+            marked(Outcome::refused(
+                "reset_target",
+                ErrorType::layer(error),
+                "no"
+            )),
             (Some(false), Some(SideEffectStatus::NotStarted), Some(true)),
             "{error}"
         );
@@ -222,7 +227,7 @@ fn a_quarantine_refusal_is_not_started_but_not_retry_safe() {
     assert_eq!(
         marked(Outcome::refused(
             "reset_target",
-            "resource_quarantined",
+            ErrorType::ResourceQuarantined,
             "no"
         )),
         (Some(false), Some(SideEffectStatus::NotStarted), Some(false))
@@ -231,7 +236,7 @@ fn a_quarantine_refusal_is_not_started_but_not_retry_safe() {
 
 #[test]
 fn an_explicit_no_commit_is_not_started() {
-    let mut outcome = Outcome::refused("com_write", "serial_write_failed", "no");
+    let mut outcome = Outcome::refused("com_write", ErrorType::SerialWriteFailed, "no");
     outcome.side_effect_committed = Some(false);
     assert_eq!(
         marked(outcome),
@@ -241,7 +246,7 @@ fn an_explicit_no_commit_is_not_started() {
 
 #[test]
 fn an_explicit_commit_on_failure_is_partial() {
-    let mut outcome = Outcome::refused("com_write", "serial_write_incomplete", "no");
+    let mut outcome = Outcome::refused("com_write", ErrorType::SerialWriteIncomplete, "no");
     outcome.side_effect_committed = Some(true);
     assert_eq!(
         marked(outcome),
@@ -252,14 +257,19 @@ fn an_explicit_commit_on_failure_is_partial() {
 #[test]
 fn any_other_failure_is_unknown() {
     assert_eq!(
-        marked(Outcome::refused("flash_firmware", "timeout", "slow")),
+        marked(Outcome::refused(
+            "flash_firmware",
+            ErrorType::Timeout,
+            "slow"
+        )),
         (None, Some(SideEffectStatus::Unknown), Some(false))
     );
 }
 
 #[test]
 fn an_existing_status_is_left_alone() {
-    let outcome = Outcome::refused("flash_firmware", "debugger_not_found", "x").not_contacted();
+    let outcome =
+        Outcome::refused("flash_firmware", ErrorType::DebuggerNotFound, "x").not_contacted();
     assert_eq!(
         marked(outcome),
         (Some(false), Some(SideEffectStatus::NotStarted), Some(true))

@@ -5,6 +5,7 @@
 //! This module decides and describes; `bench.rs` runs the recovery actions through the same driver
 //! code as the tools.
 
+use crate::ErrorType;
 use ahil_config::{AutoRecover, LoadedConfig};
 use serde_json::{Value, json};
 
@@ -184,7 +185,7 @@ pub fn add_reasons(outcome: &mut Outcome, reasons: &[String]) {
 pub fn standing_refusal(tool: &str, incident: &Incident) -> Outcome {
     let mut outcome = Outcome::refused(
         tool,
-        "resource_quarantined",
+        ErrorType::ResourceQuarantined,
         "The bench is quarantined: an earlier call's evidence could not be written, so no stimulus is allowed until the operator confirms its state.",
     )
     .with("resources", json!(incident.resources))

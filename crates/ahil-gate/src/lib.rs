@@ -48,6 +48,7 @@ pub mod child {
     }
 }
 
+pub use audit::error_type::ErrorType;
 pub use bench::Bench;
 pub use catalogue::{ToolSpec, tools};
 pub use doctor::doctor;

@@ -1,6 +1,7 @@
 //! `agentic-hil init`: write the workspace's authoritative configuration outside the workspace, or
 //! keep the one that is there. A kept file is never touched; a written one is complete or absent.
 
+use crate::ErrorType;
 use std::path::Path;
 
 use ahil_config::{
@@ -146,7 +147,7 @@ fn collect_grants(prefix: &str, value: &Value, out: &mut Map<String, Value>) {
 }
 
 fn refusal(err: &ConfigError) -> Outcome {
-    let mut outcome = Outcome::refused(TOOL, err.error_type(), err.summary());
+    let mut outcome = Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.summary());
     for (key, value) in err.details() {
         outcome.set(&key, value);
     }
@@ -157,7 +158,7 @@ fn io_refusal(err: &std::io::Error) -> Outcome {
     // The OS message may carry the absolute path of the config directory; keep only its class.
     Outcome::refused(
         TOOL,
-        "unsafe_configured_path",
+        ErrorType::UnsafeConfiguredPath,
         "The configuration directory could not be written.",
     )
     .with("error_class", format!("{:?}", err.kind()))
@@ -184,7 +185,7 @@ fn hold_bench(
         Err(busy) => Err(Box::new(
             Outcome::refused(
                 TOOL,
-                "config_write_in_open_run",
+                ErrorType::ConfigWriteInOpenRun,
                 "A run or session holds a device of this bench; the configuration is not rewritten under it.",
             )
             .with("resource", busy.resource.clone())

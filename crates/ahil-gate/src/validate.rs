@@ -6,6 +6,7 @@
 //! `additionalProperties`, `items`, `minItems`/`maxItems`, `oneOf`/`anyOf`/`allOf`/`not`. Every error is
 //! collected and the first by (path, keyword) is reported, so the answer does not depend on map order.
 
+use crate::ErrorType;
 use std::fmt::Write as _;
 
 use regex_automata::meta::Regex;
@@ -97,7 +98,7 @@ pub fn validate_arguments(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 "Tool arguments must be a JSON object.",
             )
             .with("field", "$")
@@ -113,7 +114,7 @@ pub fn validate_arguments(
     };
     let mut outcome = Outcome::refused(
         tool,
-        "invalid_argument",
+        ErrorType::InvalidArgument,
         "Tool arguments failed schema validation.",
     )
     .with("field", violation.field())

@@ -28,7 +28,7 @@ fn assert_refused(world: &World, request: ArtifactRef<'_>, error_type: &str) {
         Err(refusal) => refusal,
     };
     assert_eq!(
-        refusal.error_type(),
+        refusal.error_type().as_str(),
         error_type,
         "{request:?}: {:?}",
         refusal.error
@@ -200,7 +200,7 @@ fn a_fifo_is_refused_without_blocking() {
     std::thread::scope(|scope| {
         scope.spawn(|| {
             let result = artifacts::check(&policy, ArtifactRef::Path("build/fifo.bin"));
-            tx.send(result.map(|_| ()).map_err(|r| r.error_type()))
+            tx.send(result.map(|_| ()).map_err(|r| r.error_type().as_str()))
                 .expect("send");
         });
         let verdict = rx
@@ -467,7 +467,7 @@ fn an_upload_directory_outside_the_workspace_is_never_written() {
     world.config.artifacts.upload_directory = world.outside.to_string_lossy().into_owned();
     let refusal = artifacts::store::store(&world.policy(), "x.bin", b"abc")
         .expect_err("outside the workspace");
-    assert_eq!(refusal.error_type(), "unsafe_configured_path");
+    assert_eq!(refusal.error_type().as_str(), "unsafe_configured_path");
     assert!(!world.outside.join("x.bin").exists());
 }
 
@@ -482,7 +482,12 @@ fn swapped(swap: impl FnOnce(&World)) {
     let refusal = checked
         .stage(&world.stager, &policy)
         .expect_err("a swap after the check is detected");
-    assert_eq!(refusal.error_type(), CHANGED, "{:?}", refusal.error);
+    assert_eq!(
+        refusal.error_type().as_str(),
+        CHANGED,
+        "{:?}",
+        refusal.error
+    );
     assert!(
         world.staged_files().is_empty(),
         "the staged copy is removed"

@@ -7,6 +7,7 @@ mod install;
 mod swap;
 mod version;
 
+use ahil_gate::ErrorType;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -71,7 +72,7 @@ fn route(exe: &Path, cwd: &Path, from: Option<&str>) -> Step<Route> {
         Some(value) => Some(install::parse_from(value, cwd).ok_or_else(|| {
             Outcome::refused(
                 TOOL,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 "--from is not a binary, a source directory with Cargo.toml or a git URL.",
             )
             .with("argument", "from")
@@ -83,7 +84,7 @@ fn route(exe: &Path, cwd: &Path, from: Option<&str>) -> Step<Route> {
         (Some(From::Source(_)), None) => Err(Box::new(
             Outcome::refused(
                 TOOL,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 "Only a cargo install upgrades from source; this binary was copied.",
             )
             .with("argument", "from")
@@ -96,7 +97,7 @@ fn route(exe: &Path, cwd: &Path, from: Option<&str>) -> Step<Route> {
         (None, None) => Err(Box::new(
             Outcome::refused(
                 TOOL,
-                "upgrade_manager_not_found",
+                ErrorType::UpgradeManagerNotFound,
                 "Not a cargo install: nothing records where a newer build comes from.",
             )
             .with("running_version", version::running().as_str())
@@ -111,7 +112,7 @@ fn lock(exe: &Path, route: &Route) -> Step<swap::InstallLock> {
         Err(LockError::Held(pid)) => Err(Box::new(
             Outcome::refused(
                 TOOL,
-                "installation_in_use",
+                ErrorType::InstallationInUse,
                 "Another upgrade of this installation is in progress.",
             )
             .with(
@@ -130,7 +131,7 @@ fn lock(exe: &Path, route: &Route) -> Step<swap::InstallLock> {
             Err(Box::new(
                 Outcome::refused(
                     TOOL,
-                    "upgrade_failed",
+                    ErrorType::UpgradeFailed,
                     format!("The installation directory is not writable here ({e})."),
                 )
                 .with("reinstall_command", reinstall),
@@ -145,7 +146,7 @@ fn this_binary() -> Step<PathBuf> {
     let exe = std::env::current_exe().map_err(|e| {
         Outcome::refused(
             TOOL,
-            "installation_broken",
+            ErrorType::InstallationBroken,
             format!("This binary cannot find its own file ({e})."),
         )
     })?;
@@ -169,7 +170,7 @@ fn cargo_upgrade(
     if let Some(pin) = &cargo.pin {
         return Err(Box::new(Outcome::refused(
             TOOL,
-            "upgrade_blocked_by_pin",
+            ErrorType::UpgradeBlockedByPin,
             format!(
                 "This installation was pinned with --version {pin}; an upgrade would undo the pin."
             ),
@@ -182,7 +183,7 @@ fn cargo_upgrade(
     let program = install::pinned_cargo(&cargo.root).map_err(|why| {
         Outcome::refused(
             TOOL,
-            "upgrade_manager_not_found",
+            ErrorType::UpgradeManagerNotFound,
             format!("cargo is needed to upgrade this cargo install, but {why}."),
         )
         .with("reinstall_command", reinstall.clone())
@@ -194,7 +195,7 @@ fn cargo_upgrade(
     let listed = cargo_output(&pinned_cargo, &["install", "--list"]).map_err(|why| {
         Outcome::refused(
             TOOL,
-            "upgrade_manager_not_found",
+            ErrorType::UpgradeManagerNotFound,
             format!("cargo is needed to upgrade this cargo install, but {why}."),
         )
         .with("reinstall_command", reinstall.clone())
@@ -206,7 +207,7 @@ fn cargo_upgrade(
         return Err(Box::new(
             Outcome::refused(
                 TOOL,
-                "upgrade_manager_not_found",
+                ErrorType::UpgradeManagerNotFound,
                 "cargo's record names agentic-hil but `cargo install --list` does not.",
             )
             .with("reinstall_command", reinstall),
@@ -270,10 +271,14 @@ fn cargo_upgrade(
             "installation_changed_after_failed_upgrade"
         };
         return Err(Box::new(
-            base(Outcome::refused(TOOL, error_type, summary))
-                .with("install", install)
-                .with("reinstall_command", reinstall)
-                .with_next_step("Run reinstall_command in a shell and read cargo's error."),
+            base(Outcome::refused(
+                TOOL,
+                ErrorType::layer(error_type),
+                summary,
+            ))
+            .with("install", install)
+            .with("reinstall_command", reinstall)
+            .with_next_step("Run reinstall_command in a shell and read cargo's error."),
         ));
     }
     finish(exe, previous, &reinstall).map(base)
@@ -290,7 +295,7 @@ fn copy_upgrade(
     let candidate = probe(new).map_err(|why| {
         Outcome::refused(
             TOOL,
-            "upgrade_failed",
+            ErrorType::UpgradeFailed,
             format!("The new binary is not usable: {why}. The installation is unchanged."),
         )
         .with("previous_version", previous.as_str())
@@ -318,7 +323,7 @@ fn copy_upgrade(
     if candidate < *previous {
         return Err(Box::new(base(Outcome::refused(
             TOOL,
-            "upgrade_failed",
+            ErrorType::UpgradeFailed,
             format!(
                 "The new binary is version {}, older than the installed {}; nothing was replaced.",
                 candidate.as_str(),
@@ -350,7 +355,7 @@ fn copy_upgrade(
         return Err(Box::new(
             base(Outcome::refused(
                 TOOL,
-                "upgrade_failed",
+                ErrorType::UpgradeFailed,
                 format!(
                     "The new binary could not be put in place ({e}); the installation is unchanged."
                 ),
@@ -366,7 +371,7 @@ fn finish(exe: &Path, previous: &Version, reinstall: &str) -> Step<Outcome> {
     let installed = probe(exe).map_err(|why| {
         Outcome::refused(
             TOOL,
-            "installation_broken",
+            ErrorType::InstallationBroken,
             format!("After the upgrade the installed binary does not run: {why}."),
         )
         .with("reinstall_command", reinstall)

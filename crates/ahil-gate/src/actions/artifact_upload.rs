@@ -2,6 +2,8 @@
 //! `<sha256 hex><lowercased extension>`, so the same bytes and extension always give the same id.
 //! The stored file is validated again by the ordinary rules before the id is handed out.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use base64::Engine as _;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
@@ -14,7 +16,7 @@ use crate::artifacts::{
 use crate::envelope::Outcome;
 use crate::policy::Action;
 
-const TOOL: &str = "artifact_upload";
+const TOOL: ToolId = ToolId::ArtifactUpload;
 
 /// Padded standard base64; trailing bits are tolerated as the reference's pattern tolerates them.
 const STRICT: GeneralPurpose = GeneralPurpose::new(
@@ -25,6 +27,7 @@ const STRICT: GeneralPurpose = GeneralPurpose::new(
 );
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ArtifactUpload])?;
     Ok(Plan {
         action: Action::ArtifactUpload {
             allow_upload: ctx.loaded.config.artifacts.allow_upload,
@@ -41,7 +44,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 }
 
 fn invalid(summary: &str) -> Outcome {
-    Outcome::refused(TOOL, "invalid_argument", summary)
+    Outcome::refused(TOOL, ErrorType::InvalidArgument, summary)
         .with_remediation([
             "Give image_path, or filename (a bare name like app.elf) with data_base64.",
         ])
@@ -70,11 +73,11 @@ fn upload(ctx: &Context<'_>) -> Outcome {
             error: ArtifactError::Extension,
             validation: Value::Object(validation),
         }
-        .to_outcome(TOOL)
+        .to_outcome(TOOL.name())
         .with("artifact_id", id);
     }
     if let Err(refusal) = store::store(&policy, &id, &incoming.bytes) {
-        return refusal.to_outcome(TOOL).with("artifact_id", id);
+        return refusal.to_outcome(TOOL.name()).with("artifact_id", id);
     }
     // The stored file goes through the same gate as any image, so the id is only handed out for a
     // file that flash_firmware would accept.
@@ -82,7 +85,7 @@ fn upload(ctx: &Context<'_>) -> Outcome {
         Ok(checked) => checked,
         Err(refusal) => {
             store::remove(&policy, &id);
-            return refusal.to_outcome(TOOL).with("artifact_id", id);
+            return refusal.to_outcome(TOOL.name()).with("artifact_id", id);
         }
     };
     let validation = checked.validation();
@@ -110,16 +113,16 @@ fn upload(ctx: &Context<'_>) -> Outcome {
 fn incoming(args: &Value, policy: &ArtifactPolicy) -> Result<Incoming, Box<Outcome>> {
     if let Some(path) = args.get("image_path").and_then(Value::as_str) {
         // Validated and staged like a flash, so the bytes stored are the bytes that were checked.
-        let staging = Stager::process().map_err(|r| Box::new(r.to_outcome(TOOL)))?;
+        let staging = Stager::process().map_err(|r| Box::new(r.to_outcome(TOOL.name())))?;
         let staged = artifacts::resolve(policy, staging, ArtifactRef::Path(path))
-            .map_err(|r| Box::new(r.to_outcome(TOOL)))?;
+            .map_err(|r| Box::new(r.to_outcome(TOOL.name())))?;
         let bytes = staged.read_bytes().map_err(|e| {
             Box::new(
                 ArtifactRefusal {
                     error: ArtifactError::Staging(e.to_string()),
                     validation: Value::Null,
                 }
-                .to_outcome(TOOL),
+                .to_outcome(TOOL.name()),
             )
         })?;
         let original_filename = std::path::Path::new(staged.display_path())
@@ -180,5 +183,5 @@ fn too_large(bytes: u64, max_bytes: u64) -> Outcome {
         error: ArtifactError::TooLarge { bytes, max_bytes },
         validation: Value::Null,
     }
-    .to_outcome(TOOL)
+    .to_outcome(TOOL.name())
 }

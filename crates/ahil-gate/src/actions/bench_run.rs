@@ -1,6 +1,7 @@
 //! `bench_run_start`, `bench_run_stop`, `bench_run_status`: declare the devices a sequence of calls
 //! will use and hold them machine-wide until the run ends. No device is contacted; these only lock.
 
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,16 +17,24 @@ use crate::policy::Action;
 const WAIT_SLACK: Duration = Duration::from_secs(5);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[
+            ToolId::BenchRunStart,
+            ToolId::BenchRunStop,
+            ToolId::BenchRunStatus,
+        ],
+    )?;
     let ownership = Arc::clone(ctx.ownership);
-    let tool = ctx.tool.to_owned();
+    let tool = ctx.tool;
     let work = match ctx.tool {
-        "bench_run_start" => {
+        ToolId::BenchRunStart => {
             let selectors = ctx
                 .args
                 .get("devices")
                 .and_then(Value::as_array)
                 .map_or(&[][..], Vec::as_slice);
-            let devices = runs::resolve(ctx.loaded, ctx.tool, selectors)?;
+            let devices = runs::resolve(ctx.loaded, ctx.tool.name(), selectors)?;
             let label = ctx
                 .args
                 .get("label")
@@ -46,7 +55,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 run: Box::new(move |_cancel| Acted {
                     outcome: ownership.runs.start(
                         &ownership.locks,
-                        &tool,
+                        tool.name(),
                         devices,
                         label.as_deref(),
                         wait,
@@ -55,16 +64,16 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 }),
             })
         }
-        "bench_run_stop" => {
+        ToolId::BenchRunStop => {
             let coordinator = Arc::clone(ctx.coordinator);
             Work::Local(Box::new(move || {
-                local(ownership.runs.stop(&ownership.locks, &tool, |held| {
+                local(ownership.runs.stop(&ownership.locks, tool.name(), |held| {
                     coordinator.leases_holding(held)
                 }))
             }))
         }
         _ => Work::Local(Box::new(move || {
-            local(ownership.runs.status(&ownership.locks, &tool))
+            local(ownership.runs.status(&ownership.locks, tool.name()))
         })),
     };
     Ok(Plan {

@@ -1,6 +1,8 @@
 //! `can_buses_list`, and the lookups every CAN tool shares: the bus entry, its policy device, and the
 //! participant of a shared bus.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use ahil_config::{CanBus, CanShare, ListenOnlyEnforcement};
 use serde_json::{Map, Value, json};
 
@@ -48,7 +50,7 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "can_bus_not_configured",
+                ErrorType::CanBusNotConfigured,
                 format!("No can_buses entry is named `{bus_id}`."),
             )
             .with("bus_id", bus_id)
@@ -63,7 +65,7 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
             return Err(Box::new(
                 Outcome::refused(
                     ctx.tool,
-                    "can_participant_not_configured",
+                    ErrorType::CanParticipantNotConfigured,
                     format!(
                         "can_buses.{name} declares no shares, so it has no participant `{participant}`."
                     ),
@@ -84,9 +86,9 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
     let open = ctx.can.get(name).and_then(|s| s.participant.clone());
     let participant = match (named, open) {
         (Some(p), _) => p.to_owned(),
-        (None, Some(p)) if ctx.tool != "can_session_start" => p,
+        (None, Some(p)) if ctx.tool != ToolId::CanSessionStart => p,
         // A stop with nothing open answers was_active false, whoever it would have been.
-        (None, None) if ctx.tool == "can_session_stop" => {
+        (None, None) if ctx.tool == ToolId::CanSessionStop => {
             return Ok(Entry {
                 bus_id: name,
                 bus,
@@ -97,7 +99,7 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
             return Err(Box::new(
                 Outcome::refused(
                     ctx.tool,
-                    "can_participant_required",
+                    ErrorType::CanParticipantRequired,
                     format!("can_buses.{name} is shared; name the participant this agent is."),
                 )
                 .with("bus_id", name.as_str())
@@ -113,7 +115,7 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "can_participant_not_configured",
+                ErrorType::CanParticipantNotConfigured,
                 format!("can_buses.{name}.shares has no participant `{participant}`."),
             )
             .with("bus_id", name.as_str())
@@ -185,6 +187,7 @@ pub fn status(bus_id: &str, bus: &CanBus, sessions: &Sessions, home: &std::path:
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::CanBusesList])?;
     Ok(Plan {
         action: Action::ReadState,
         device: None,

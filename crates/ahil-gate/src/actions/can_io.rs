@@ -1,5 +1,7 @@
 //! `can_send` and `can_read` over an open session.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +25,7 @@ const UNTIL_DEFAULT_WAIT_S: f64 = 10.0;
 fn not_active(tool: &str, bus_id: &str) -> Outcome {
     Outcome::refused(
         tool,
-        "session_not_active",
+        ErrorType::SessionNotActive,
         "No CAN session is open on this bus.",
     )
     .with("bus_id", bus_id)
@@ -34,7 +36,7 @@ fn not_active(tool: &str, bus_id: &str) -> Outcome {
 }
 
 /// The session's adapter failed: the session is not active any more.
-fn failed_session(tool: &str, session: &Session) -> Option<Outcome> {
+fn failed_session(tool: ToolId, session: &Session) -> Option<Outcome> {
     let error = session.bus.error()?;
     let mut outcome = failure_refusal(tool, &session.bus_id, &error)
         .with("session", session.describe(true))
@@ -48,7 +50,7 @@ fn failed_session(tool: &str, session: &Session) -> Option<Outcome> {
 }
 
 fn invalid(tool: &str, field: &str, summary: impl Into<String>) -> Outcome {
-    Outcome::refused(tool, "invalid_argument", summary)
+    Outcome::refused(tool, ErrorType::InvalidArgument, summary)
         .with("field", field)
         .not_contacted()
 }
@@ -70,9 +72,13 @@ fn frame_of(tool: &str, args: &Value, fd: bool, max_bytes: usize) -> Result<Fram
     let data = frame::parse_hex(args.get("data_hex").and_then(Value::as_str).unwrap_or(""))
         .map_err(|e| Box::new(invalid(tool, "data_hex", e.to_string())))?;
     let refuse = |error: &FrameError, field: &str| {
-        let mut outcome = Outcome::refused(tool, error.error_type(), format!("{error}."))
-            .with("field", field)
-            .not_contacted();
+        let mut outcome = Outcome::refused(
+            tool,
+            ErrorType::layer(error.error_type()),
+            format!("{error}."),
+        )
+        .with("field", field)
+        .not_contacted();
         if let FrameError::FdLength(n) | FrameError::ClassicTooLarge(n) = error {
             outcome.set("bytes_requested", *n);
         }
@@ -118,7 +124,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "can_session_not_owned",
+                ErrorType::CanSessionNotOwned,
                 format!("This server's session on can_buses.{bus_id} is not participant `{participant}`."),
             )
             .with("bus_id", bus_id)
@@ -129,14 +135,14 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         ));
     }
     let owned_id = bus_id.to_owned();
-    if ctx.tool == "can_send" {
+    if ctx.tool == ToolId::CanSend {
         if bus.listen_only {
             // Before policy and before any driver call: a listen-only bus never transmits, whatever
             // the grants say.
             return Err(Box::new(
                 Outcome::refused(
                     ctx.tool,
-                    "can_listen_only_mode",
+                    ErrorType::CanListenOnlyMode,
                     format!("can_buses.{bus_id} is listen-only; nothing may be sent on it."),
                 )
                 .with("bus_id", bus_id)
@@ -151,7 +157,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             return Err(Box::new(
                 Outcome::refused(
                     ctx.tool,
-                    "permission_denied",
+                    ErrorType::PermissionDenied,
                     format!("Participant `{participant}` of can_buses.{bus_id} may not write."),
                 )
                 .with(
@@ -187,7 +193,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         Some(n) => {
             return Err(Box::new(
                 invalid(
-                    ctx.tool,
+                    ctx.tool.name(),
                     "max_frames",
                     format!("max_frames {n} is above this bus's max_buffer_frames of {cap}."),
                 )
@@ -241,10 +247,10 @@ fn send(
     fd: bool,
     max_bytes: usize,
 ) -> Acted {
-    const TOOL: &str = "can_send";
+    const TOOL: ToolId = ToolId::CanSend;
     let Some(session) = session else {
         return Acted {
-            outcome: not_active(TOOL, bus_id),
+            outcome: not_active(TOOL.name(), bus_id),
             contact: Some(Contact::none("no session, so nothing was sent")),
         };
     };
@@ -256,7 +262,7 @@ fn send(
             )),
         };
     }
-    let frame = match frame_of(TOOL, args, fd, max_bytes) {
+    let frame = match frame_of(TOOL.name(), args, fd, max_bytes) {
         Ok(frame) => frame,
         Err(refusal) => {
             return Acted {
@@ -321,11 +327,11 @@ fn read(
     wait: Duration,
     until: &[u32],
 ) -> Acted {
-    const TOOL: &str = "can_read";
+    const TOOL: ToolId = ToolId::CanRead;
     let no_contact = || Some(Contact::none("a read only takes frames already received"));
     let Some(session) = session else {
         return Acted {
-            outcome: not_active(TOOL, bus_id),
+            outcome: not_active(TOOL.name(), bus_id),
             contact: no_contact(),
         };
     };

@@ -2,6 +2,8 @@
 //! participant lock first, then an attachment to the bus's broker (started when none runs). The
 //! broker owns the adapter; the session owns only its filtered queue.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,7 +39,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
     };
     let lock_key = entry.lock_key();
     let sessions = Arc::clone(ctx.can);
-    if ctx.tool == "can_session_stop" {
+    if ctx.tool == ToolId::CanSessionStop {
         let owned = bus_id.to_owned();
         return Ok(Plan {
             action: Action::CanStop,
@@ -144,7 +146,7 @@ impl StartShared {
                 return Acted {
                     outcome: Outcome::refused(
                         TOOL,
-                        "session_already_active",
+                        ErrorType::SessionAlreadyActive,
                         format!(
                             "This server is already participant `{}` of can_buses.{bus_id}; one server is one participant of a bus.",
                             existing.participant.as_deref().unwrap_or("")

@@ -1,6 +1,8 @@
 //! `can_session_start` and `can_session_stop`: open a configured bus and hold it (with its device
 //! lock) across calls, then give both back.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,7 +46,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let lock_key = bus.lock_key();
     let sessions = Arc::clone(ctx.can);
     let policy_device = device(bus_id, bus);
-    if ctx.tool == "can_session_stop" {
+    if ctx.tool == ToolId::CanSessionStop {
         let bus_id = bus_id.to_owned();
         return Ok(Plan {
             action: Action::CanStop,
@@ -74,7 +76,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "permission_denied",
+                ErrorType::PermissionDenied,
                 "Clearing the receive queue reads the bus, and this bus does not allow reading.",
             )
             .with("permission", key)
@@ -84,10 +86,16 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     }
     let spec = adapter::spec(ctx.loaded, bus_id, bus).map_err(|error| {
         Box::new(
-            Outcome::refused(ctx.tool, error.error_type(), error.to_string())
-                .with("bus_id", bus_id)
-                .with_remediation(["Ask the operator to correct the can_buses entry; `agentic-hil doctor` shows it."])
-                .not_started(false),
+            Outcome::refused(
+                ctx.tool,
+                error.error_type(),
+                error.to_string(),
+            )
+            .with("bus_id", bus_id)
+            .with_remediation([
+                "Ask the operator to correct the can_buses entry; `agentic-hil doctor` shows it.",
+            ])
+            .not_started(false),
         )
     })?;
     let request = adapter::request(bus);
@@ -128,8 +136,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 
 /// The refusal for an adapter failure, with what is known about the bus.
 pub fn adapter_refusal(tool: &str, bus_id: &str, error: &CanError) -> Outcome {
-    let mut outcome = Outcome::refused(tool, &error.public_error_type(), error.to_string())
-        .with("bus_id", bus_id);
+    let mut outcome = Outcome::refused(
+        tool,
+        ErrorType::layer(&error.public_error_type()),
+        error.to_string(),
+    )
+    .with("bus_id", bus_id);
     if let CanError::ListenOnlyUnsupported(_, link_state) = error {
         outcome.set("link_state", link_state.clone());
     }
@@ -146,12 +158,16 @@ pub fn adapter_refusal(tool: &str, bus_id: &str, error: &CanError) -> Outcome {
 }
 
 /// The refusal for a session's failure: the adapter's, or the broker's on a shared bus.
-pub fn failure_refusal(tool: &str, bus_id: &str, failure: &Failure) -> Outcome {
+pub fn failure_refusal(tool: impl AsRef<str>, bus_id: &str, failure: &Failure) -> Outcome {
     match failure {
-        Failure::Adapter(error) => adapter_refusal(tool, bus_id, error),
+        Failure::Adapter(error) => adapter_refusal(tool.as_ref(), bus_id, error),
         Failure::Broker(refused) => {
-            let mut outcome = Outcome::refused(tool, &refused.error_type, refused.summary.clone())
-                .with("bus_id", bus_id);
+            let mut outcome = Outcome::refused(
+                tool,
+                ErrorType::layer(&refused.error_type),
+                refused.summary.clone(),
+            )
+            .with("bus_id", bus_id);
             for (key, value) in refused.detail.iter() {
                 outcome.set(key, value.clone());
             }
@@ -198,7 +214,7 @@ pub(super) fn begin(
 
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: &str = "can_session_start";
+        const TOOL: ToolId = ToolId::CanSessionStart;
         if let Some(existing) = self.sessions.get(&self.bus_id) {
             if existing.bus.is_alive() {
                 let drained = if self.clear { existing.bus.drain() } else { 0 };
@@ -249,7 +265,8 @@ impl Start {
                     &log_name,
                     &json!({"event": "open_failed", "error_type": error.public_error_type(), "detail": error.to_string()}),
                 );
-                let mut outcome = adapter_refusal(TOOL, &self.bus_id, &error).with_log(&log_path);
+                let mut outcome =
+                    adapter_refusal(TOOL.name(), &self.bus_id, &error).with_log(&log_path);
                 outcome = match error.error_type() {
                     "can_listen_only_unsupported" | "can_listen_only_unconfirmed" => outcome
                         .with_causes(["the adapter cannot prove its controller stays silent on the bus"])
@@ -326,9 +343,12 @@ impl Start {
 
 /// A stop whose adapter never said it left the bus safe: the session is gone, the state unknown.
 pub(super) fn safe_state_unconfirmed(summary: &str) -> Outcome {
-    let mut outcome =
-        Outcome::refused("can_session_stop", "bridge_safe_state_unconfirmed", summary)
-            .with_remediation(["Check the bus and its adapter before starting another session."]);
+    let mut outcome = Outcome::refused(
+        "can_session_stop",
+        ErrorType::BridgeSafeStateUnconfirmed,
+        summary,
+    )
+    .with_remediation(["Check the bus and its adapter before starting another session."]);
     outcome.side_effect_status = Some(SideEffectStatus::Unknown);
     outcome.hardware_state = Some(HardwareState::Unknown);
     outcome.cleanup_required = Some(true);
@@ -342,7 +362,7 @@ pub(super) fn safe_state_unconfirmed(summary: &str) -> Outcome {
 
 /// Stops the session on `bus_id`: pump stopped, adapter closed, bridge reaped, lock released.
 pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
-    const TOOL: &str = "can_session_stop";
+    const TOOL: ToolId = ToolId::CanSessionStop;
     let Some(session) = sessions.get(bus_id) else {
         return Acted {
             outcome: Outcome::ok(TOOL, "CAN bus session was not active.")
@@ -366,7 +386,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
         return Acted {
             outcome: Outcome::refused(
                 TOOL,
-                "bridge_process_reap_failed",
+                ErrorType::BridgeProcessReapFailed,
                 "The bridge process could not be reaped; the session is kept so the stop can be retried.",
             )
             .with("bus_id", bus_id)

@@ -1,5 +1,7 @@
 //! `com_write` and `com_read` over an open session.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +24,7 @@ const UNTIL_DEFAULT_WAIT_S: f64 = 10.0;
 fn not_active(tool: &str, port_id: &str, session: Option<&Session>) -> Outcome {
     let mut outcome = Outcome::refused(
         tool,
-        "session_not_active",
+        ErrorType::SessionNotActive,
         "No COM session is open on this port.",
     )
     .with("port_id", port_id)
@@ -44,7 +46,7 @@ fn not_active(tool: &str, port_id: &str, session: Option<&Session>) -> Outcome {
 
 fn invalid(tool: &str, field: &str, summary: impl Into<String>) -> Box<Outcome> {
     Box::new(
-        Outcome::refused(tool, "invalid_argument", summary)
+        Outcome::refused(tool, ErrorType::InvalidArgument, summary)
             .with("field", field)
             .not_contacted(),
     )
@@ -56,14 +58,15 @@ fn data(bytes: &[u8], encoding: Encoding) -> Value {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ComWrite, ToolId::ComRead])?;
     let (port_id, port) = port_entry(ctx)?;
-    let encoding = encoding_of(ctx.tool, port_id, port)?;
+    let encoding = encoding_of(ctx.tool.name(), port_id, port)?;
     let session = ctx.serial.get(port_id);
-    if ctx.tool == "com_write" {
+    if ctx.tool == ToolId::ComWrite {
         let payload = if let Some(hex) = ctx.args.get("hex").and_then(Value::as_str) {
             text::parse_hex(hex).ok_or_else(|| {
                 invalid(
-                    ctx.tool,
+                    ctx.tool.name(),
                     "hex",
                     "hex must be pairs of hexadecimal digits (whitespace is ignored).",
                 )
@@ -76,7 +79,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 .unwrap_or_default();
             encoding.encode(text).map_err(|c| {
                 invalid(
-                    ctx.tool,
+                    ctx.tool.name(),
                     "text",
                     format!(
                         "The port's encoding {} cannot carry {c:?}.",
@@ -88,7 +91,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         let max = usize::try_from(port.max_write_bytes).unwrap_or(usize::MAX);
         if payload.len() > max {
             let mut refusal = invalid(
-                ctx.tool,
+                ctx.tool.name(),
                 if ctx.args.get("hex").is_some() {
                     "hex"
                 } else {
@@ -142,7 +145,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     .map(|p| {
         encoding.encode(p).map_err(|c| {
             invalid(
-                ctx.tool,
+                ctx.tool.name(),
                 "until",
                 format!("The port's encoding cannot carry {c:?}."),
             )
@@ -192,10 +195,10 @@ fn write(
     payload: &[u8],
     encoding: Encoding,
 ) -> Acted {
-    const TOOL: &str = "com_write";
+    const TOOL: ToolId = ToolId::ComWrite;
     let Some(session) = session.filter(|s| s.port.is_alive()) else {
         return Acted {
-            outcome: not_active(TOOL, port_id, None),
+            outcome: not_active(TOOL.name(), port_id, None),
             contact: Some(Contact::none("no session, so nothing was written")),
         };
     };
@@ -220,10 +223,11 @@ fn write(
             .with("bytes_written", n)
             .with("data", data(payload, encoding)),
         Err(err) => {
-            let mut outcome = Outcome::refused(TOOL, err.error_type(), err.to_string())
-                .with("port_id", port_id)
-                .with("bytes_written", written)
-                .with("bytes_requested", payload.len());
+            let mut outcome =
+                Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.to_string())
+                    .with("port_id", port_id)
+                    .with("bytes_written", written)
+                    .with("bytes_requested", payload.len());
             outcome.side_effect_committed = Some(written > 0);
             outcome.retry_safe = Some(false);
             if matches!(err, SerialError::Incomplete { .. }) {
@@ -261,18 +265,18 @@ fn read(
     patterns: &[Vec<u8>],
     encoding: Encoding,
 ) -> Acted {
-    const TOOL: &str = "com_read";
+    const TOOL: ToolId = ToolId::ComRead;
     let none = || Contact::none("a read only takes bytes already received");
     let Some(session) = session else {
         return Acted {
-            outcome: not_active(TOOL, port_id, None),
+            outcome: not_active(TOOL.name(), port_id, None),
             contact: Some(none()),
         };
     };
     let taken = session.port.read(max_bytes, wait, patterns);
     if taken.bytes.is_empty() && taken.reader_error.is_some() {
         return Acted {
-            outcome: not_active(TOOL, port_id, Some(&session)),
+            outcome: not_active(TOOL.name(), port_id, Some(&session)),
             contact: Some(none()),
         };
     }

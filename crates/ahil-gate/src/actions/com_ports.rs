@@ -1,5 +1,7 @@
 //! `com_ports_list`, and what every COM tool shares: finding the entry a `port_id` names.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use ahil_config::ComPort;
 use ahil_drivers::serial::{HostPort, SerialError, enumerate};
 use serde_json::{Map, Value, json};
@@ -23,7 +25,7 @@ pub fn port_entry<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a ComPort), Box<O
     Err(Box::new(
         Outcome::refused(
             ctx.tool,
-            "com_port_not_configured",
+            ErrorType::ComPortNotConfigured,
             "No com_ports entry has that port_id.",
         )
         .with("port_id", wanted)
@@ -43,6 +45,7 @@ pub fn device<'a>(name: &'a str, port: &ComPort) -> Device<'a> {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ComPortsList])?;
     let config = &ctx.loaded.config;
     let sessions = std::sync::Arc::clone(ctx.serial);
     let work = Work::Local(Box::new(move || {

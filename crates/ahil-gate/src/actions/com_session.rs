@@ -1,6 +1,8 @@
 //! `com_session_start` and `com_session_stop`: open a configured port and hold it (with its device
 //! lock) across calls, then give both back.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +30,7 @@ pub fn encoding_of(tool: &str, port_id: &str, port: &ComPort) -> Result<Encoding
         Box::new(
             Outcome::refused(
                 tool,
-                "config_invalid",
+                ErrorType::ConfigInvalid,
                 format!("com_ports.{port_id}.encoding names an encoding this build does not know."),
             )
             .with("encoding", port.encoding.as_str())
@@ -55,18 +57,21 @@ struct Start {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ComSessionStart, ToolId::ComSessionStop])?;
     let (port_id, port) = port_entry(ctx)?;
     // A supply's serial link carries its commands only: a second writer would interleave bytes.
-    if ctx.tool == "com_session_start"
+    if ctx.tool == ToolId::ComSessionStart
         && let Some(supply) = super::power::supply_holding(&ctx.loaded.config, port_id)
     {
         return Err(Box::new(super::power::port_reserved(
-            ctx.tool, port_id, supply,
+            ctx.tool.name(),
+            port_id,
+            supply,
         )));
     }
     let resources = vec![port.lock_key(port_id)];
     let sessions = Arc::clone(ctx.serial);
-    if ctx.tool == "com_session_stop" {
+    if ctx.tool == ToolId::ComSessionStop {
         let work = Work::Driver(DriverJob {
             deadline: close_limit(port) + Duration::from_secs(5),
             if_abandoned: Contact::Possible,
@@ -83,12 +88,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             work,
         });
     }
-    let encoding = encoding_of(ctx.tool, port_id, port)?;
+    let encoding = encoding_of(ctx.tool.name(), port_id, port)?;
     let Some(path) = port.device.clone() else {
         return Err(Box::new(
             Outcome::refused(
                 ctx.tool,
-                "com_port_open_failed",
+                ErrorType::ComPortOpenFailed,
                 format!("com_ports.{port_id} names no device yet, so there is nothing to open."),
             )
             .with("port_id", port_id)
@@ -190,7 +195,7 @@ fn close_limit(port: &ComPort) -> Duration {
 
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: &str = "com_session_start";
+        const TOOL: ToolId = ToolId::ComSessionStart;
         if let Some(existing) = self.sessions.get(&self.port_id) {
             if existing.port.is_alive() {
                 if self.clear {
@@ -212,7 +217,7 @@ impl Start {
             let _ = stop(&self.sessions, &self.port_id);
         }
         let identity = match identity::verify(
-            TOOL,
+            TOOL.name(),
             &self.port_id,
             &self.device,
             self.expected.as_ref(),
@@ -230,7 +235,7 @@ impl Start {
             &self.ownership,
             &self.lock_keys,
             &format!("com_session:{}", self.port_id),
-            TOOL,
+            TOOL.name(),
             "the device lock was refused before the port was opened",
         ) {
             Ok(locks) => locks,
@@ -243,7 +248,7 @@ impl Start {
             &json!({"event": "start", "port_id": self.port_id, "device": self.device}),
         ) {
             return Acted {
-                outcome: unavailable(TOOL, &err),
+                outcome: unavailable(TOOL.name(), &err),
                 contact: Some(Contact::none(
                     "the session log could not be written, so the port was not opened",
                 )),
@@ -258,11 +263,12 @@ impl Start {
                     &json!({"event": "open_failed", "error_type": err.error_type(), "detail": err.to_string()}),
                 );
                 let contact = err.contact();
-                let mut outcome = Outcome::refused(TOOL, err.error_type(), err.to_string())
-                    .with("port_id", self.port_id.as_str())
-                    .with("configured_device", self.device.as_str())
-                    .with_log(&log_path)
-                    .not_contacted();
+                let mut outcome =
+                    Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.to_string())
+                        .with("port_id", self.port_id.as_str())
+                        .with("configured_device", self.device.as_str())
+                        .with_log(&log_path)
+                        .not_contacted();
                 outcome = if err.error_type() == "com_port_busy" {
                     outcome
                         .with_causes(["another program (a terminal, another agentic-hil) has the port open"])
@@ -314,7 +320,7 @@ impl Start {
 
 /// Stops the session on `port_id`: reader stopped, port closed, lock released, log closed.
 pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
-    const TOOL: &str = "com_session_stop";
+    const TOOL: ToolId = ToolId::ComSessionStop;
     let Some(session) = sessions.get(port_id) else {
         return Acted {
             outcome: Outcome::ok(TOOL, "COM port session was not active.")
@@ -325,7 +331,7 @@ pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
     };
     if let Err(err) = session.port.close(session.close_limit) {
         return Acted {
-            outcome: Outcome::refused(TOOL, err.error_type(), err.to_string())
+            outcome: Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.to_string())
                 .with("port_id", port_id)
                 .with("session", session.describe(true))
                 .with_remediation(["The session is kept; call com_session_stop again to retry."])

@@ -10,6 +10,8 @@
 //! number (an ST-LINK's virtual COM port). The listing runs under the debugger's device lock and opens
 //! no target.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::path::Path;
 use std::time::Duration;
 
@@ -39,6 +41,7 @@ const MACHINE_CONTROLLERS: &[(&str, &str)] = &[
 const MARGIN: Duration = Duration::from_secs(5);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigAdoptHardware])?;
     let apply = ctx
         .args
         .get("apply")
@@ -67,7 +70,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let resources =
         crate::ownership::runs::claimed_keys(&ctx.loaded.config, entry, executable.as_deref());
     let (Some(executable), None) = (executable, refusal.as_ref()) else {
-        let outcome = refusal.unwrap_or_else(|| no_executable(ctx.tool, name, entry));
+        let outcome = refusal.unwrap_or_else(|| no_executable(ctx.tool.name(), name, entry));
         return Ok(Plan {
             action,
             device: None,
@@ -80,7 +83,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         });
     };
     let (backend, timeout) = lister(entry, executable);
-    let tool = ctx.tool.to_owned();
+    let tool = ctx.tool;
     let loaded = ctx.loaded.clone();
     let env = ctx.env.clone();
     let held = ctx.loaded.config.permissions;
@@ -88,7 +91,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         let budget = Budget::new(timeout).with_cancel(cancel);
         let found = match backend.list(&budget) {
             Ok(listing) => Discovered::from(listing),
-            Err(error) => return super::probe_cli::failed(backend.as_ref(), &tool, error, None),
+            Err(error) => return super::probe_cli::failed(backend.as_ref(), tool, error, None),
         };
         let stamp = Stamp {
             actor: Actor::Agent,
@@ -96,7 +99,15 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         };
         let write = apply.then_some((stamp, Some(held)));
         Acted {
-            outcome: run(&tool, &loaded, &env, &target, write, Some(&found), true),
+            outcome: run(
+                tool.name(),
+                &loaded,
+                &env,
+                &target,
+                write,
+                Some(&found),
+                true,
+            ),
             contact: Some(Contact::none("listing probes opens no target")),
         }
     };
@@ -153,7 +164,7 @@ fn chosen<'c>(config: &'c Config, target: &Target) -> Option<(&'c str, &'c Debug
 fn no_executable(tool: &str, name: &str, entry: &Debugger) -> Outcome {
     Outcome::refused(
         tool,
-        "debugger_not_found",
+        ErrorType::DebuggerNotFound,
         format!(
             "No {} executable was found for `{name}`, so its probes cannot be listed.",
             entry.kind.as_str()
@@ -186,7 +197,7 @@ impl From<ahil_drivers::probe_cli::Listing> for Discovered {
 /// Lists the chosen debugger's probes now, for the operator's `adopt-hardware` (which already holds
 /// the bench's locks). `Ok(None)` when the adoption lists nothing (the emulated board).
 pub fn discover_now(
-    tool: &str,
+    tool: ToolId,
     loaded: &LoadedConfig,
     target: &Target,
 ) -> Result<Option<Discovered>, Box<Outcome>> {
@@ -195,7 +206,7 @@ pub fn discover_now(
         return Ok(None);
     };
     let Some(executable) = loaded.executables.debugger(name) else {
-        return Err(Box::new(no_executable(tool, name, entry)));
+        return Err(Box::new(no_executable(tool.name(), name, entry)));
     };
     let (backend, timeout) = lister(entry, executable.to_path_buf());
     match backend.list(&Budget::new(timeout)) {
@@ -246,7 +257,7 @@ fn adopt(ctx: &Context<'_>, apply: bool, discovered: Option<&Discovered>) -> Out
         via: "mcp:project_config_adopt_hardware",
     };
     run(
-        ctx.tool,
+        ctx.tool.name(),
         ctx.loaded,
         ctx.env,
         &Target::from_args(ctx.args),
@@ -401,7 +412,7 @@ fn propose(
     discovered: Option<&Discovered>,
 ) -> Result<Proposal, Box<Outcome>> {
     let config = &loaded.config;
-    let refuse = |error_type: &str, summary: String| {
+    let refuse = |error_type: ErrorType, summary: String| {
         Box::new(Outcome::refused(tool, error_type, summary).not_started(true))
     };
     let named = target
@@ -412,14 +423,14 @@ fn propose(
         Some(id) => id.to_owned(),
         None => {
             return Err(refuse(
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 "Several debuggers are configured; name one with debugger_id.".into(),
             ));
         }
     };
     let Some(entry) = config.debuggers.get(&debugger_id) else {
         return Err(refuse(
-            "unknown_device",
+            ErrorType::UnknownDevice,
             format!("No debugger `{debugger_id}` is configured."),
         ));
     };
@@ -430,7 +441,7 @@ fn propose(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "not_supported",
+                ErrorType::NotSupported,
                 format!(
                     "Adopting hardware reads an emulated board or a probe listing; a `{}` entry (`{debugger_id}`) gives neither.",
                     entry.kind.as_str()
@@ -444,7 +455,7 @@ fn propose(
         && probe != format!("qemu:{debugger_id}")
     {
         return Err(refuse(
-            "hardware_mismatch",
+            ErrorType::HardwareMismatch,
             format!("The board of `{debugger_id}` is `qemu:{debugger_id}`, not `{probe}`."),
         ));
     }
@@ -456,7 +467,7 @@ fn propose(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "target_not_detected",
+                ErrorType::TargetNotDetected,
                 format!("The emulated board of `{debugger_id}` is not running."),
             )
             .with_next_step("Ask the operator to run `agentic-hil sim start`, then call again.")
@@ -572,7 +583,7 @@ fn propose_probe(
     target: &Target,
     found: &Discovered,
 ) -> Result<Proposal, Box<Outcome>> {
-    let refuse = |error_type: &str, summary: String| {
+    let refuse = |error_type: ErrorType, summary: String| {
         Box::new(
             Outcome::refused(tool, error_type, summary)
                 .with("backend", entry.kind.as_str())
@@ -584,7 +595,7 @@ fn propose_probe(
         && asked != configured
     {
         return Err(refuse(
-            "hardware_mismatch",
+            ErrorType::HardwareMismatch,
             format!(
                 "debuggers.{debugger_id} names probe `{configured}`, not `{asked}`; adoption fills unset keys and never replaces a probe."
             ),
@@ -612,13 +623,13 @@ fn propose_probe(
                 "The configured probe"
             };
             return Err(refuse(
-                "hardware_mismatch",
+                ErrorType::HardwareMismatch,
                 format!("{whose} (`{id}`) is not among the attached probes."),
             ));
         }
         (None, []) => {
             return Err(refuse(
-                "adapter_not_found",
+                ErrorType::AdapterNotFound,
                 format!("No {} probe is attached.", entry.kind.as_str()),
             ));
         }
@@ -630,7 +641,7 @@ fn propose_probe(
                 "This backend's list holds every USB serial device, not only probes"
             };
             return Err(refuse(
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 format!(
                     "{why}; name the board's probe with probe_id (one of candidate_probe_ids)."
                 ),

@@ -2,6 +2,8 @@
 //! Over an existing configuration it needs `permissions.allow_config_write` and carries the grants this
 //! server loaded over to every entry it still names; in a workspace without one it writes the first.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::path::Path;
 
 use ahil_config::write::{Stamp, WriteError, write_generated};
@@ -17,13 +19,14 @@ use crate::config_edit::permission_surface;
 use crate::envelope::Outcome;
 use crate::policy::Action;
 
-const TOOL: &str = "project_config_create";
+const TOOL: ToolId = ToolId::ProjectConfigCreate;
 const STAMP: Stamp<'static> = Stamp {
     actor: Actor::Agent,
     via: "mcp:project_config_create",
 };
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigCreate])?;
     Ok(Plan {
         action: Action::ConfigCreate,
         device: None,
@@ -64,7 +67,7 @@ pub fn first_creation(workspace: &Path, env: &Environment) -> Outcome {
     if location.path.exists() {
         return Outcome::refused(
             TOOL,
-            "config_exists",
+            ErrorType::ConfigExists,
             "A configuration appeared for this workspace meanwhile; it was left alone.",
         )
         .with_next_step("Call project_config_describe: the server binds the file on disk.")
@@ -120,7 +123,7 @@ fn create(
         Err(WriteError::Io(e)) => {
             return Outcome::refused(
                 TOOL,
-                "config_write_failed",
+                ErrorType::ConfigWriteFailed,
                 "The configuration file could not be written; nothing changed.",
             )
             .with("error_class", format!("{:?}", e.kind()))
@@ -130,7 +133,7 @@ fn create(
         Err(WriteError::ChangedUnderneath) => {
             return Outcome::refused(
                 TOOL,
-                "config_changed_underneath",
+                ErrorType::ConfigChangedUnderneath,
                 "The configuration file changed while it was being regenerated; nothing was written.",
             )
             .not_started(true);
@@ -196,7 +199,7 @@ fn create(
 }
 
 fn config_refusal(e: &ahil_config::ConfigError) -> Outcome {
-    let mut outcome = Outcome::refused(TOOL, e.error_type(), e.summary());
+    let mut outcome = Outcome::refused(TOOL, ErrorType::layer(e.error_type()), e.summary());
     for (k, v) in e.details() {
         outcome.set(&k, v);
     }

@@ -1,6 +1,8 @@
 //! `project_config_reload_description`: the server takes the bench description from the file as it is
 //! now, without a restart; grants and every other section stay as loaded.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use serde_json::{Value, json};
 
 use super::{Acted, Context, Plan, Work};
@@ -9,6 +11,7 @@ use crate::envelope::Outcome;
 use crate::policy::Action;
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigReloadDescription])?;
     Ok(Plan {
         action: Action::ReadState,
         device: None,
@@ -26,7 +29,7 @@ fn run(ctx: &Context<'_>) -> Outcome {
     if !held.is_empty() || ctx.ownership.runs.current().is_some() {
         return Outcome::refused(
             ctx.tool,
-            "config_reload_in_open_run",
+            ErrorType::ConfigReloadInOpenRun,
             "The bench description cannot change under an open run or session.",
         )
         .with("open_holds", json!(held))
@@ -38,7 +41,7 @@ fn run(ctx: &Context<'_>) -> Outcome {
         Err(e) => {
             let mut outcome = Outcome::refused(
                 ctx.tool,
-                e.error_type(),
+                ErrorType::layer(e.error_type()),
                 format!("{} The description in force is unchanged.", e.summary()),
             );
             for (k, v) in e.details() {

@@ -1,6 +1,8 @@
 //! `project_config_set`: field-wise edits of the bench description, and narrowing of grants, under the
 //! ratchet. The file is written through `ahil_config::write` (lock, check, atomic replace).
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use ahil_config::Actor;
 use ahil_config::write::{Stamp, WriteError, edit_config};
 use serde_json::{Value, json};
@@ -13,6 +15,7 @@ use crate::policy::Action;
 const VIA: &str = "mcp:project_config_set";
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigSet])?;
     let changes = parse_changes(ctx.args);
     let version = ctx.loaded.config.version;
     // The pipeline checks the stronger grant the request needs; the work checks each kind again
@@ -62,7 +65,7 @@ pub fn open_run_refusal(ctx: &Context<'_>) -> Option<Outcome> {
     Some(
         Outcome::refused(
             ctx.tool,
-            "config_write_in_open_run",
+            ErrorType::ConfigWriteInOpenRun,
             "The configuration cannot change while a run or session holds the bench.",
         )
         .with("open_holds", json!(held))
@@ -82,7 +85,7 @@ fn shape_refusal(tool: &str, changes: &[Change], version: u8) -> Option<Outcome>
         Some(
             Outcome::refused(
                 tool,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 format!(
                     "The value for `{}` does not have the shape the configuration schema declares for it ({} check failed). Nothing was written.",
                     change.key, violation.validator
@@ -101,7 +104,7 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
     if let Some(refusal) = open_run_refusal(ctx) {
         return refusal;
     }
-    if let Some(refusal) = shape_refusal(ctx.tool, changes, ctx.loaded.config.version) {
+    if let Some(refusal) = shape_refusal(ctx.tool.name(), changes, ctx.loaded.config.version) {
         return refusal;
     }
     let loaded = ctx.loaded;
@@ -139,7 +142,7 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
         Ok(written) => written,
         Err(err) => {
             let key_refused = matches!(&err, WriteError::Refused(Refused::Invalid { .. }));
-            let mut refused = refusal(ctx.tool, err);
+            let mut refused = refusal(ctx.tool.name(), err);
             // Name the argument, as a wrong value's refusal does: the key of the change at fault.
             let at = refused
                 .detail("key")
@@ -241,7 +244,7 @@ fn lookup<'v>(document: &'v Value, key: &str) -> Option<&'v Value> {
 pub fn operator_only(tool: &str, keys: &[String]) -> Outcome {
     Outcome::refused(
         tool,
-        "operator_only_key",
+        ErrorType::OperatorOnlyKey,
         format!(
             "`{}` names a program the bench runs, so only the operator sets it; nothing was written.",
             keys.join("`, `")
@@ -258,7 +261,7 @@ pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
     let outcome = match err {
         WriteError::Refused(Refused::Denied { right, keys }) => Outcome::refused(
             tool,
-            "permission_denied",
+            ErrorType::PermissionDenied,
             format!(
                 "`{}` is false, so {} cannot be changed over MCP.",
                 right.key(),
@@ -274,7 +277,7 @@ pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
         )),
         WriteError::Refused(Refused::Widening { keys }) => Outcome::refused(
             tool,
-            "permission_widening_denied",
+            ErrorType::PermissionWideningDenied,
             "Over MCP a permission can only be closed (false); opening one is the operator's decision.",
         )
         .with("permission", keys.first().cloned().unwrap_or_default())
@@ -284,13 +287,13 @@ pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
         WriteError::Refused(Refused::OperatorOnly { keys }) => operator_only(tool, &keys),
         WriteError::Refused(Refused::Invalid { key, reason }) => Outcome::refused(
             tool,
-            "invalid_argument",
+            ErrorType::InvalidArgument,
             format!("`{key}` {reason}; nothing was written."),
         )
         .with("key", key)
         .with_next_step("Take keys and value shapes from project_config_describe (writable_keys, new_entry_patterns)."),
         WriteError::Invalid(e) | WriteError::Current(e) => {
-            let mut outcome = Outcome::refused(tool, e.error_type(), format!("{} Nothing was written.", e.summary()));
+            let mut outcome = Outcome::refused(tool, ErrorType::layer(e.error_type()), format!("{} Nothing was written.", e.summary()));
             for (k, v) in e.details() {
                 outcome.set(&k, v);
             }
@@ -298,13 +301,13 @@ pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
         }
         WriteError::ChangedUnderneath => Outcome::refused(
             tool,
-            "config_changed_underneath",
+            ErrorType::ConfigChangedUnderneath,
             "The configuration file changed while this edit was being made; nothing was written.",
         )
         .with_next_step("Call project_config_describe to see the file as it is now, then send the change again."),
         WriteError::Io(e) => Outcome::refused(
             tool,
-            "config_write_failed",
+            ErrorType::ConfigWriteFailed,
             "The configuration file could not be replaced; it is unchanged.",
         )
         .with("error_class", format!("{:?}", e.kind())),

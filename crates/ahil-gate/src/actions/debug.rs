@@ -6,6 +6,8 @@
 //! reads outside a session, and probe-rs symbol reads are served from the last flashed ELF
 //! (`debug/offline.rs`); other debugger types answer `not_supported`.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,29 +38,26 @@ const MARGIN: Duration = Duration::from_secs(5);
 /// Each MI step waits 10 s at most.
 const STEP_MAX: Duration = Duration::from_secs(10);
 
-/// The tool names this module serves, as `'static` for the blocking jobs.
-pub const TOOLS: &[&str] = &[
-    "debug_start_session",
-    "debug_stop_session",
-    "debug_get_session_status",
-    "debug_set_breakpoint",
-    "debug_list_breakpoints",
-    "debug_clear_breakpoints",
-    "debug_continue",
-    "debug_halt",
-    "debug_get_stop_reason",
-    "debug_symbol_info",
-    "debug_symbol_value",
-    "debug_dump_symbol_ihex",
-];
-
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[
+            ToolId::DebugStartSession,
+            ToolId::DebugStopSession,
+            ToolId::DebugGetSessionStatus,
+            ToolId::DebugSetBreakpoint,
+            ToolId::DebugListBreakpoints,
+            ToolId::DebugClearBreakpoints,
+            ToolId::DebugContinue,
+            ToolId::DebugHalt,
+            ToolId::DebugGetStopReason,
+            ToolId::DebugSymbolInfo,
+            ToolId::DebugSymbolValue,
+            ToolId::DebugDumpSymbolIhex,
+        ],
+    )?;
     let (name, debugger) = bound_debugger(ctx)?;
-    let tool: &'static str = TOOLS
-        .iter()
-        .find(|t| **t == ctx.tool)
-        .copied()
-        .unwrap_or("debug_get_session_status");
+    let tool = ctx.tool;
     let executable = pinned_debugger_executable(ctx.loaded, name);
     let resources = debugger_keys(debugger, executable.as_deref());
     let settings = &ctx.loaded.config.debug;
@@ -68,11 +67,11 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     };
     let symbol = ctx.args.get("symbol").and_then(Value::as_str).unwrap_or("");
     let action = match tool {
-        "debug_start_session" => Action::DebugSessionStart,
-        "debug_get_session_status" | "debug_list_breakpoints" | "debug_get_stop_reason" => {
-            Action::DebugInspect
-        }
-        "debug_set_breakpoint" => Action::DebugBreakpoint {
+        ToolId::DebugStartSession => Action::DebugSessionStart,
+        ToolId::DebugGetSessionStatus
+        | ToolId::DebugListBreakpoints
+        | ToolId::DebugGetStopReason => Action::DebugInspect,
+        ToolId::DebugSetBreakpoint => Action::DebugBreakpoint {
             at: match location(ctx.args.get("location")) {
                 Some((_, true)) => BreakpointAt::Line,
                 Some((_, false)) => BreakpointAt::Symbol(symbol_of(ctx.args.get("location"))),
@@ -85,8 +84,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             },
             allowlist,
         },
-        "debug_continue" => Action::DebugContinue,
-        "debug_symbol_info" | "debug_symbol_value" | "debug_dump_symbol_ihex" => {
+        ToolId::DebugContinue => Action::DebugContinue,
+        ToolId::DebugSymbolInfo | ToolId::DebugSymbolValue | ToolId::DebugDumpSymbolIhex => {
             Action::SymbolRead { symbol, allowlist }
         }
         _ => Action::DebugContain,
@@ -95,7 +94,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         name,
         grants: debugger.permissions,
     });
-    let also = if tool == "debug_start_session" {
+    let also = if tool == ToolId::DebugStartSession {
         start_uses(ctx, name, debugger)
     } else {
         Vec::new()
@@ -109,7 +108,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         DebuggerType::ProbeRs => true,
         _ => false,
     };
-    let work = if sessionless && matches!(tool, "debug_symbol_value" | "debug_dump_symbol_ihex") {
+    let work = if sessionless
+        && matches!(tool, ToolId::DebugSymbolValue | ToolId::DebugDumpSymbolIhex)
+    {
         debug::offline::work(ctx, tool, name, debugger)?
     } else if matches!(debugger.kind, DebuggerType::Qemu | DebuggerType::Openocd)
         || stlink_server.is_some()
@@ -119,7 +120,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         let kind = debugger.kind;
         Work::Local(Box::new(move || {
             super::backend_not_built(
-                tool,
+                tool.name(),
                 kind,
                 if kind == DebuggerType::Stlink {
                     "Typed debug sessions on ST-Link need ST-LINK_gdbserver, and none is pinned (debuggers.<name>.gdb_server_executable); without it ST-Link serves only debug_symbol_value and debug_dump_symbol_ihex.".to_owned()
@@ -164,9 +165,9 @@ fn start_uses<'a>(ctx: &Context<'_>, name: &'a str, debugger: &Debugger) -> Vec<
     uses
 }
 
-fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
+fn invalid(tool: ToolId, summary: &str) -> Box<Outcome> {
     Box::new(
-        Outcome::refused(tool, "invalid_argument", summary)
+        Outcome::refused(tool, ErrorType::InvalidArgument, summary)
             .with_remediation(["Correct the arguments as the tool's input schema describes."])
             .not_contacted(),
     )
@@ -216,14 +217,14 @@ fn wait_of(args: &Value, ceiling: Duration) -> Duration {
 
 fn session_work<'a>(
     ctx: &'a Context<'a>,
-    tool: &'static str,
+    tool: ToolId,
     name: &str,
     debugger: &Debugger,
 ) -> Result<Work<'a>, Box<Outcome>> {
     let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
     let sessions = Arc::clone(ctx.debug);
     let args = ctx.args.clone();
-    if tool == "debug_start_session" {
+    if tool == ToolId::DebugStartSession {
         let config = &ctx.loaded.config;
         let backend = debugger.kind.as_str();
         let gdb = match &ctx.loaded.executables.gdb {
@@ -234,7 +235,7 @@ fn session_work<'a>(
                     args,
                     Outcome::refused(
                         tool,
-                        "debugger_not_found",
+                        ErrorType::DebuggerNotFound,
                         "Debug sessions need gdb (gdb-multiarch or arm-none-eabi-gdb), and none was found.",
                     )
                     .with("backend", backend)
@@ -250,7 +251,7 @@ fn session_work<'a>(
                     args,
                     Outcome::refused(
                         tool,
-                        "debugger_not_found",
+                        ErrorType::DebuggerNotFound,
                         "No OpenOCD executable is available for this debugger, so no debug server can start.",
                     )
                     .with("backend", backend)
@@ -326,9 +327,9 @@ fn session_work<'a>(
     let limits = ops::Limits {
         max_dump: ctx.loaded.config.debug.max_dump_size_bytes,
         // Checked now, answered inside the work: policy decides first.
-        output: (tool == "debug_dump_symbol_ihex").then(|| {
+        output: (tool == ToolId::DebugDumpSymbolIhex).then(|| {
             debug::output::check(
-                tool,
+                tool.name(),
                 &ctx.loaded.config,
                 args.get("output_path")
                     .and_then(Value::as_str)
@@ -337,7 +338,7 @@ fn session_work<'a>(
         }),
     };
     let deadline = match tool {
-        "debug_continue" => wait_of(&args, timeout) + STEP_MAX + MARGIN * 2,
+        ToolId::DebugContinue => wait_of(&args, timeout) + STEP_MAX + MARGIN * 2,
         _ => timeout.min(STEP_MAX) * 3 + MARGIN,
     };
     Ok(Work::Driver(DriverJob {
@@ -385,7 +386,7 @@ struct Reached {
 /// The ELF a start names, resolved and staged; a refusal proves nothing started. It runs before the
 /// toolchain is looked for, so the agent first hears about what it can fix itself.
 fn stage_session_elf(policy: &ArtifactPolicy, args: &Value) -> Result<StagedArtifact, Box<Acted>> {
-    const TOOL: &str = "debug_start_session";
+    const TOOL: ToolId = ToolId::DebugStartSession;
     let refused = |outcome: Outcome, why: &'static str| {
         Box::new(Acted {
             outcome,
@@ -409,7 +410,7 @@ fn stage_session_elf(policy: &ArtifactPolicy, args: &Value) -> Result<StagedArti
         .and_then(|stager| artifacts::resolve(policy, stager, request))
         .map_err(|refusal| {
             refused(
-                refusal.to_outcome(TOOL),
+                refusal.to_outcome(TOOL.name()),
                 "the image was refused before anything started",
             )
         })?;
@@ -417,7 +418,7 @@ fn stage_session_elf(policy: &ArtifactPolicy, args: &Value) -> Result<StagedArti
         return Err(refused(
             Outcome::refused(
                 TOOL,
-                "artifact_validation_failed",
+                ErrorType::ArtifactValidationFailed,
                 "Debug sessions require an ELF artifact with debug symbols.",
             )
             .with("artifact", staged.report().clone()),
@@ -456,7 +457,7 @@ struct Start {
 
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: &str = "debug_start_session";
+        const TOOL: ToolId = ToolId::DebugStartSession;
         let refused = |outcome: Outcome, why: &'static str| Acted {
             outcome,
             contact: Some(Contact::none(why)),
@@ -466,7 +467,7 @@ impl Start {
             return refused(
                 Outcome::refused(
                     TOOL,
-                    "session_already_active",
+                    ErrorType::SessionAlreadyActive,
                     "A debug session is already active.",
                 )
                 .with("session", session)
@@ -498,7 +499,7 @@ impl Start {
                     return Acted {
                         outcome: Outcome::refused(
                             TOOL,
-                            "target_not_detected",
+                            ErrorType::TargetNotDetected,
                             "No emulated board answers, so no debug session was started.",
                         )
                         .with("backend", "qemu")
@@ -520,7 +521,7 @@ impl Start {
             return refused(
                 Outcome::refused(
                     TOOL,
-                    "not_supported",
+                    ErrorType::NotSupported,
                     "The board's socket path has characters gdb cannot take as a remote; move its board_dir.",
                 )
                 .with("backend", "qemu"),
@@ -533,7 +534,7 @@ impl Start {
             &self.ownership,
             &self.lock_keys,
             &self.label,
-            TOOL,
+            TOOL.name(),
             "the device lock was refused before gdb started",
         ) {
             Ok(locks) => locks,
@@ -553,7 +554,7 @@ impl Start {
             }),
         ) {
             return refused(
-                crate::audit::unavailable(TOOL, &err),
+                crate::audit::unavailable(TOOL.name(), &err),
                 "the session log could not be written, so gdb was not started",
             );
         }
@@ -612,7 +613,7 @@ impl Start {
                 drop(server);
                 let outcome = Outcome::refused(
                     TOOL,
-                    "debugger_not_found",
+                    ErrorType::DebuggerNotFound,
                     format!("gdb could not be started: {error}."),
                 )
                 .with("backend", backend);
@@ -675,7 +676,7 @@ impl Start {
                 drop(server);
                 let outcome = Outcome::refused(
                     TOOL,
-                    "debugger_error",
+                    ErrorType::DebuggerError,
                     format!(
                         "gdb refused a start step: {}.",
                         message.lines().next().unwrap_or_default()
@@ -755,7 +756,7 @@ fn start_openocd(
     timeout: Duration,
     progress: &mut Progress,
 ) -> Result<Reached, Box<Acted>> {
-    const TOOL: &str = "debug_start_session";
+    const TOOL: ToolId = ToolId::DebugStartSession;
     progress.phase = "server_spawned";
     match openocd.start_gdb_server(reset_halt, timeout) {
         Ok(process) => {
@@ -779,7 +780,7 @@ fn start_openocd(
                 progress.failed(
                     Outcome::refused(
                         TOOL,
-                        "debugger_not_found",
+                        ErrorType::DebuggerNotFound,
                         format!("Debug server process could not be started ({error})."),
                     )
                     .with("backend", "openocd"),
@@ -791,7 +792,7 @@ fn start_openocd(
             progress.failed(
                 Outcome::refused(
                     TOOL,
-                    "timeout",
+                    ErrorType::Timeout,
                     "Debug server did not open its GDB port before the timeout.",
                 )
                 .with("backend", "openocd")
@@ -821,7 +822,7 @@ fn start_openocd(
                 progress.failed(
                     Outcome::refused(
                         TOOL,
-                        error_type,
+                        ErrorType::layer(error_type),
                         "Debug server exited before the GDB port became ready.",
                     )
                     .with("backend", "openocd")
@@ -844,7 +845,7 @@ fn exposed_server(
 ) -> Outcome {
     Outcome::refused(
         "debug_start_session",
-        "probe_server_open_failed",
+        ErrorType::ProbeServerOpenFailed,
         format!(
             "The debug server listened beyond this machine ({}), so it was stopped before gdb connected.",
             addresses.join(", ")
@@ -871,7 +872,7 @@ fn start_stlink(
     timeout: Duration,
     progress: &mut Progress,
 ) -> Result<Reached, Box<Acted>> {
-    const TOOL: &str = "debug_start_session";
+    const TOOL: ToolId = ToolId::DebugStartSession;
     progress.phase = "server_spawned";
     let failed = |outcome: Outcome,
                   class: &'static str,
@@ -911,7 +912,7 @@ fn start_stlink(
             Err(Box::new(progress.failed(
                 Outcome::refused(
                     TOOL,
-                    "debugger_not_found",
+                    ErrorType::DebuggerNotFound,
                     format!("ST-LINK_gdbserver could not be started ({error})."),
                 )
                 .with("backend", "stlink"),
@@ -922,7 +923,7 @@ fn start_stlink(
             failed(
                 Outcome::refused(
                     TOOL,
-                    "probe_server_open_failed",
+                    ErrorType::ProbeServerOpenFailed,
                     format!(
                         "ST-LINK_gdbserver did not open its gdb port within {} s, so it was stopped.",
                         limit.as_secs_f64()
@@ -947,7 +948,7 @@ fn start_stlink(
                 failed(
                     Outcome::refused(
                         TOOL,
-                        error_type,
+                        ErrorType::layer(error_type),
                         "ST-LINK_gdbserver exited before its gdb port opened.",
                     ),
                     class,
@@ -1092,7 +1093,7 @@ mod tests {
         }
         progress.before(failing);
         progress.failed(
-            Outcome::refused("debug_start_session", "debugger_error", "x"),
+            Outcome::refused("debug_start_session", ErrorType::DebuggerError, "x"),
             timed_out,
         )
     }
@@ -1101,7 +1102,10 @@ mod tests {
     fn an_attach_that_never_reached_the_target_changed_nothing() {
         let mut progress = Progress::new("attach");
         progress.phase = "server_spawned";
-        let acted = progress.failed(Outcome::refused("t", "adapter_not_found", "x"), false);
+        let acted = progress.failed(
+            Outcome::refused("t", ErrorType::AdapterNotFound, "x"),
+            false,
+        );
         assert_eq!(
             acted.outcome.side_effect_status,
             Some(SideEffectStatus::NotStarted)
@@ -1115,7 +1119,7 @@ mod tests {
     fn a_reset_halt_start_that_failed_anywhere_is_unknown_and_needs_cleanup() {
         let mut progress = Progress::new("reset_halt");
         progress.phase = "server_spawned";
-        let acted = progress.failed(Outcome::refused("t", "timeout", "x"), true);
+        let acted = progress.failed(Outcome::refused("t", ErrorType::Timeout, "x"), true);
         assert_eq!(
             acted.outcome.side_effect_status,
             Some(SideEffectStatus::Unknown)

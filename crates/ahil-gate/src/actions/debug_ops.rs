@@ -1,5 +1,7 @@
 //! The debug tools that work on an open session: status, breakpoints, run control, symbol reads, stop.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::Contact;
@@ -29,7 +31,7 @@ pub struct Limits {
 
 /// Runs `tool` against the open session.
 pub fn run(
-    tool: &'static str,
+    tool: ToolId,
     sessions: &Sessions,
     args: &Value,
     timeout: Duration,
@@ -41,19 +43,19 @@ pub fn run(
     }
     let Some(live) = sessions.get() else {
         return match tool {
-            "debug_stop_session" => quiet(
+            ToolId::DebugStopSession => quiet(
                 Outcome::ok(tool, "No debug session is active.")
                     .with("active", false)
                     .with("status", "stopped")
                     .with("safe_state_confirmed", true),
             ),
-            "debug_get_session_status" => quiet(
+            ToolId::DebugGetSessionStatus => quiet(
                 Outcome::ok(tool, "No debug session is active.")
                     .with("active", false)
                     .with("status", "stopped")
                     .with("session", Value::Null),
             ),
-            "debug_list_breakpoints" => quiet(
+            ToolId::DebugListBreakpoints => quiet(
                 Outcome::ok(tool, "No debug session is active, so no breakpoint is set.")
                     .with("active", false)
                     .with("breakpoints", json!([])),
@@ -61,7 +63,7 @@ pub fn run(
             _ => quiet(
                 Outcome::refused(
                     tool,
-                    "session_not_active",
+                    ErrorType::SessionNotActive,
                     "No debug session is active. Start one with debug_start_session first.",
                 )
                 .with_next_step("Call debug_start_session with the ELF the board runs.")
@@ -72,7 +74,7 @@ pub fn run(
     let mut guard = debug::lock(&live);
     let session = &mut *guard;
     match tool {
-        "debug_get_session_status" => quiet(with_stop(
+        ToolId::DebugGetSessionStatus => quiet(with_stop(
             Outcome::ok(
                 tool,
                 format!(
@@ -85,7 +87,7 @@ pub fn run(
             .with("session", session.describe()),
             session.stop.as_ref(),
         )),
-        "debug_list_breakpoints" => quiet(
+        ToolId::DebugListBreakpoints => quiet(
             Outcome::ok(
                 tool,
                 format!("{} breakpoint(s) set.", session.breakpoints.len()),
@@ -102,7 +104,7 @@ pub fn run(
                 ),
             ),
         ),
-        "debug_get_stop_reason" => match session.stop.clone() {
+        ToolId::DebugGetStopReason => match session.stop.clone() {
             Some(stop) => quiet(stop_outcome(
                 tool,
                 "The target's last stop.",
@@ -112,7 +114,7 @@ pub fn run(
             None => quiet(
                 Outcome::refused(
                     tool,
-                    "stop_reason_not_available",
+                    ErrorType::StopReasonNotAvailable,
                     "The target has not stopped since the session started.",
                 )
                 .with("session", session.describe())
@@ -120,18 +122,18 @@ pub fn run(
                 .not_contacted(),
             ),
         },
-        "debug_set_breakpoint"
-        | "debug_clear_breakpoints"
-        | "debug_continue"
-        | "debug_halt"
-        | "debug_symbol_info"
-        | "debug_symbol_value"
-        | "debug_dump_symbol_ihex" => {
+        ToolId::DebugSetBreakpoint
+        | ToolId::DebugClearBreakpoints
+        | ToolId::DebugContinue
+        | ToolId::DebugHalt
+        | ToolId::DebugSymbolInfo
+        | ToolId::DebugSymbolValue
+        | ToolId::DebugDumpSymbolIhex => {
             let mut acted = match tool {
-                "debug_set_breakpoint" => set_breakpoint(tool, session, args),
-                "debug_clear_breakpoints" => clear_breakpoints(tool, session),
-                "debug_continue" => resume(tool, session, args, timeout),
-                "debug_halt" => halt(tool, session, args, timeout),
+                ToolId::DebugSetBreakpoint => set_breakpoint(tool, session, args),
+                ToolId::DebugClearBreakpoints => clear_breakpoints(tool, session),
+                ToolId::DebugContinue => resume(tool, session, args, timeout),
+                ToolId::DebugHalt => halt(tool, session, args, timeout),
                 _ => symbol(tool, session, args, limits),
             };
             logged(session, &mut acted.outcome);
@@ -189,13 +191,13 @@ fn with_stop(mut outcome: Outcome, stop: Option<&Value>) -> Outcome {
 }
 
 /// A stop as a result: abnormal stops answer `ok: false` with their error type.
-fn stop_outcome(tool: &str, summary: &str, stop: &Value, session: &Live) -> Outcome {
+fn stop_outcome(tool: ToolId, summary: &str, stop: &Value, session: &Live) -> Outcome {
     let reason = stop["stop_reason"].as_str().unwrap_or("unknown");
     let abnormal = abnormal(reason);
     let mut outcome = match abnormal {
         Some(error_type) => Outcome::refused(
             tool,
-            error_type,
+            ErrorType::layer(error_type),
             format!("The target stopped abnormally: {reason}."),
         )
         .with("target_error_type", error_type)
@@ -214,7 +216,7 @@ fn stop_outcome(tool: &str, summary: &str, stop: &Value, session: &Live) -> Outc
 }
 
 /// A failed MI step: the session's stop becomes `debugger_error` and the board's state is unknown.
-fn mi_failure(tool: &str, session: &mut Live, command: &str, message: &str) -> Acted {
+fn mi_failure(tool: ToolId, session: &mut Live, command: &str, message: &str) -> Acted {
     session.stop = Some(json!({
         "stop_reason": "debugger_error",
         "backend_stop_reason": if message.contains("within") { "timeout" } else { "error" },
@@ -222,7 +224,7 @@ fn mi_failure(tool: &str, session: &mut Live, command: &str, message: &str) -> A
     }));
     let outcome = Outcome::refused(
         tool,
-        "debugger_error",
+        ErrorType::DebuggerError,
         format!(
             "gdb did not complete `{command}`: {}.",
             message.lines().next().unwrap_or_default()
@@ -247,12 +249,12 @@ fn mi(session: &mut Live, command: &str, limit: Duration) -> Result<gdbmi::sessi
     }
 }
 
-fn set_breakpoint(tool: &str, session: &mut Live, args: &Value) -> Acted {
+fn set_breakpoint(tool: ToolId, session: &mut Live, args: &Value) -> Acted {
     let Some((gdb_location, _)) = location(args.get("location")) else {
         return quiet(
             Outcome::refused(
                 tool,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 "location names no symbol, function or file and line.",
             )
             .not_contacted(),
@@ -266,7 +268,7 @@ fn set_breakpoint(tool: &str, session: &mut Live, args: &Value) -> Acted {
             return quiet(
                 Outcome::refused(
                     tool,
-                    "symbol_not_found",
+                    ErrorType::SymbolNotFound,
                     format!("gdb finds no `{gdb_location}` in the session's ELF."),
                 )
                 .with("gdb_location", gdb_location)
@@ -304,7 +306,7 @@ fn set_breakpoint(tool: &str, session: &mut Live, args: &Value) -> Acted {
     )
 }
 
-fn clear_breakpoints(tool: &str, session: &mut Live) -> Acted {
+fn clear_breakpoints(tool: ToolId, session: &mut Live) -> Acted {
     let step = session.step;
     if let Err(message) = mi(session, "-break-delete", step) {
         return mi_failure(tool, session, "-break-delete", &message);
@@ -319,7 +321,7 @@ fn clear_breakpoints(tool: &str, session: &mut Live) -> Acted {
     if remaining != 0 {
         let mut outcome = Outcome::refused(
             tool,
-            "breakpoint_reconciliation_failed",
+            ErrorType::BreakpointReconciliationFailed,
             format!("gdb still lists {remaining} breakpoint(s) after deleting them all."),
         )
         .with("session", session.describe());
@@ -355,7 +357,7 @@ fn interrupt(session: &mut Live, limit: Duration) -> (bool, Option<Record>) {
     }
 }
 
-fn resume(tool: &str, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
+fn resume(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
     if let Some(stop) = session.stop.clone()
         && abnormal(stop["stop_reason"].as_str().unwrap_or_default()).is_some()
     {
@@ -390,7 +392,7 @@ fn resume(tool: &str, session: &mut Live, args: &Value, timeout: Duration) -> Ac
     let confirmed = record.is_some();
     let mut outcome = Outcome::refused(
         tool,
-        "timeout",
+        ErrorType::Timeout,
         format!(
             "The target did not stop within {} s; a halt was requested.",
             wait.as_secs_f64()
@@ -422,7 +424,7 @@ fn wait_for(args: &Value, ceiling: Duration) -> Duration {
     }
 }
 
-fn halt(tool: &str, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
+fn halt(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
     if session.status == "halted" {
         let stop = session.stop.clone();
         let outcome = with_stop(
@@ -445,10 +447,14 @@ fn halt(tool: &str, session: &mut Live, args: &Value, timeout: Duration) -> Acte
         );
     }
     session.status = "error";
-    let mut outcome = Outcome::refused(tool, "timeout", "The halt was not confirmed in time.")
-        .with("halt_confirmed", false)
-        .with("target_state", "unknown")
-        .with("session", session.describe());
+    let mut outcome = Outcome::refused(
+        tool,
+        ErrorType::Timeout,
+        "The halt was not confirmed in time.",
+    )
+    .with("halt_confirmed", false)
+    .with("target_state", "unknown")
+    .with("session", session.describe());
     outcome.side_effect_status = Some(SideEffectStatus::Unknown);
     outcome.hardware_state = Some(HardwareState::Unknown);
     made(outcome)
@@ -462,7 +468,7 @@ fn number(text: &str) -> Option<u64> {
     }
 }
 
-fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acted {
+fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Acted {
     // A refused output path was answered by `run` before anything else.
     let output = limits.output.as_ref().and_then(|o| o.as_ref().ok());
     let name = args
@@ -481,7 +487,7 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
                     Box::new(quiet(
                         Outcome::refused(
                             tool,
-                            "symbol_resolution_failed",
+                            ErrorType::SymbolResolutionFailed,
                             format!("gdb gave no number for `{expression}`."),
                         )
                         .not_contacted(),
@@ -491,7 +497,7 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
                 Err(Box::new(quiet(
                     Outcome::refused(
                         tool,
-                        "symbol_not_found",
+                        ErrorType::SymbolNotFound,
                         format!("The session's ELF has no symbol `{name}`."),
                     )
                     .with("symbol", name.clone())
@@ -501,7 +507,7 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
             Err(message) => Err(Box::new(quiet(
                 Outcome::refused(
                     tool,
-                    "symbol_resolution_failed",
+                    ErrorType::SymbolResolutionFailed,
                     format!("gdb could not resolve `{name}`: {message}."),
                 )
                 .with("symbol", name.clone())
@@ -535,14 +541,14 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
         .with("address_value", address)
         .with("size_bytes", size)
         .with("resolved_from", resolved_from);
-    if tool == "debug_symbol_info" {
+    if tool == ToolId::DebugSymbolInfo {
         return quiet(outcome.with("session", session.describe()));
     }
     if size > limits.max_dump {
         return quiet(
             Outcome::refused(
                 tool,
-                "permission_denied",
+                ErrorType::PermissionDenied,
                 "Symbol read/dump exceeds debug.max_dump_size_bytes.",
             )
             .with("symbol", name)
@@ -564,7 +570,7 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
             return made(
                 Outcome::refused(
                     tool,
-                    "memory_read_failed",
+                    ErrorType::MemoryReadFailed,
                     "gdb answered fewer bytes than the symbol holds.",
                 )
                 .with("symbol", name),
@@ -578,7 +584,7 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
             return made(
                 Outcome::refused(
                     tool,
-                    "output_write_failed",
+                    ErrorType::OutputWriteFailed,
                     format!("The dump was read but could not be written: {why}."),
                 )
                 .with("symbol", name),
@@ -605,14 +611,14 @@ fn symbol(tool: &str, session: &mut Live, args: &Value, limits: &Limits) -> Acte
 
 /// The session's staged ELF, read again and checked against the digest it was staged with: the
 /// symbol table must be the one gdb loaded.
-fn staged_elf(tool: &str, elf: &crate::artifacts::StagedArtifact) -> Result<Vec<u8>, Box<Acted>> {
+fn staged_elf(tool: ToolId, elf: &crate::artifacts::StagedArtifact) -> Result<Vec<u8>, Box<Acted>> {
     let bytes = std::fs::read(elf.path()).ok();
     match bytes {
         Some(bytes) if ahil_config::digest::sha256_hex(&bytes) == elf.sha256() => Ok(bytes),
         _ => Err(Box::new(quiet(
             Outcome::refused(
                 tool,
-                "symbol_source_changed",
+                ErrorType::SymbolSourceChanged,
                 "The session's staged ELF no longer matches the one gdb loaded, so its symbol table is not used.",
             )
             .with_next_step("Stop the session and start it again from the image.")
@@ -640,7 +646,7 @@ fn contents(results: &[(String, gdbmi::Value)]) -> Option<Vec<u8>> {
 /// Confirms the halt, makes gdb's leaving harmless (the QEMU stub keeps a disconnected core halted;
 /// OpenOCD's gdb-detach and gdb-end handlers are emptied), disconnects, ends gdb and the debug server,
 /// frees the lock.
-fn stop_session(tool: &str, sessions: &Sessions, args: &Value, timeout: Duration) -> Acted {
+fn stop_session(tool: ToolId, sessions: &Sessions, args: &Value, timeout: Duration) -> Acted {
     let Some(live) = sessions.get() else {
         return quiet(
             Outcome::ok(tool, "No debug session is active.")
@@ -675,12 +681,12 @@ fn stop_session(tool: &str, sessions: &Sessions, args: &Value, timeout: Duration
             session.status = "cleanup_required";
             let (error_type, summary) = if halted {
                 (
-                    "detach_resume_not_confirmed",
+                    ErrorType::DetachResumeNotConfirmed,
                     "OpenOCD did not confirm that gdb leaving will keep the core halted, so the session was kept.",
                 )
             } else {
                 (
-                    "halt_not_confirmed",
+                    ErrorType::HaltNotConfirmed,
                     "The target's halt could not be confirmed, so the session was kept.",
                 )
             };
@@ -700,7 +706,7 @@ fn stop_session(tool: &str, sessions: &Sessions, args: &Value, timeout: Duration
         session.status = "cleanup_required";
         let mut outcome = Outcome::refused(
             tool,
-            "halt_not_confirmed",
+            ErrorType::HaltNotConfirmed,
             "The target's halt could not be confirmed, so the session was kept.",
         )
         .with("status", "cleanup_required")
@@ -745,7 +751,7 @@ fn stop_session(tool: &str, sessions: &Sessions, args: &Value, timeout: Duration
         session.status = "cleanup_required";
         let mut outcome = Outcome::refused(
             tool,
-            "halt_not_confirmed",
+            ErrorType::HaltNotConfirmed,
             "The target's halt could not be confirmed, so the session was kept.",
         )
         .with("status", "cleanup_required")

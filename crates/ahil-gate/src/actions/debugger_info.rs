@@ -1,5 +1,7 @@
 //! `debugger_info`: is the bound debugger's toolchain there and does it run? `--version` only.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -53,7 +55,7 @@ pub fn bound_debugger<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a Debugger), 
         )
     };
     Err(Box::new(
-        Outcome::refused(ctx.tool, "not_supported", summary)
+        Outcome::refused(ctx.tool, ErrorType::NotSupported, summary)
             .with("configured_debuggers", Value::Array(names))
             .with_remediation([
                 "The MCP tools drive exactly one probe: the operator keeps one `debuggers` entry for this workspace.",
@@ -65,6 +67,7 @@ pub fn bound_debugger<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a Debugger), 
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::DebuggerInfo])?;
     let (name, debugger) = bound_debugger(ctx)?;
     let device = Some(Device::Debugger {
         name,
@@ -100,7 +103,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         (None, _) => Work::Local(Box::new(move || Acted {
             outcome: Outcome::refused(
                 "debugger_info",
-                "not_supported",
+                ErrorType::NotSupported,
                 "This build has no esptool backend, so an esptool entry cannot be checked.",
             )
             .with("backend", debugger.kind.as_str())
@@ -178,7 +181,7 @@ fn not_found(name: &str, debugger: &Debugger) -> Outcome {
             debugger.kind.as_str()
         )
     };
-    Outcome::refused("debugger_info", "debugger_not_found", summary)
+    Outcome::refused("debugger_info", ErrorType::DebuggerNotFound, summary)
         .with("backend", debugger.kind.as_str())
         .with("backend_error_type", not_found_type(debugger.kind))
         .with_causes([
@@ -245,9 +248,13 @@ fn answer(
                 DriverError::Io(e) => format!("The host refused the version check: {e}."),
                 DriverError::Classified(c) => c.summary.clone(),
             };
-            let mut outcome = Outcome::refused("debugger_info", error.error_type(), summary)
-                .with("backend", backend.config_name())
-                .with("executable", facts.executable.as_str());
+            let mut outcome = Outcome::refused(
+                "debugger_info",
+                ErrorType::layer(error.error_type()),
+                summary,
+            )
+            .with("backend", backend.config_name())
+            .with("executable", facts.executable.as_str());
             if let DriverError::Backend { output, .. } = &error {
                 outcome.set("backend_error_type", "unknown_debugger_error");
                 outcome.set("backend_error", tail(output));

@@ -1,6 +1,8 @@
 //! `project_config_describe`: what the configuration in force grants, and which keys
 //! `project_config_set` may change under which grant.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use ahil_config::Config;
 use serde_json::{Map, Value, json};
 
@@ -14,6 +16,7 @@ const PERMISSIONS: &str = "allow_config_permissions_write";
 use crate::config_edit::keys::{CAN_FIELDS, COM_FIELDS, DEBUGGER_FIELDS, PROJECT_FLAGS};
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ProjectConfigDescribe])?;
     Ok(Plan {
         action: Action::ReadState,
         device: None,
@@ -243,7 +246,7 @@ fn right_entry(permission: &str, granted: bool, covers: &str) -> Value {
 fn file_refusal(ctx: &Context<'_>, error: &ahil_config::ConfigError) -> Outcome {
     let mut outcome = Outcome::refused(
         ctx.tool,
-        error.error_type(),
+        ErrorType::layer(error.error_type()),
         format!(
             "The configuration file no longer loads ({}); no key can be listed or changed until it does. This server still enforces the configuration it loaded, shown as permissions_in_force.",
             error.summary().trim_end_matches('.')

@@ -8,6 +8,8 @@
 //! capture keeps a log chained like a COM session's (start and stop events canonical, received
 //! bytes passive in the workspace mirror), named in the result's `capture.log_path`.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::serial::{OpenOptions, Port};
@@ -74,7 +76,7 @@ pub(super) fn plan(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "unknown_device",
+                ErrorType::UnknownDevice,
                 format!("capture.port_id `{port_id}` is not a configured COM port."),
             )
             .with("configured_com_ports", json!(names))
@@ -87,7 +89,7 @@ pub(super) fn plan(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "com_port_busy",
+                ErrorType::ComPortBusy,
                 format!("A COM session holds com_ports.{port_id}, the capture's port; nothing was flashed."),
             )
             .with("port_id", port_id)
@@ -115,7 +117,7 @@ pub(super) fn plan(
             "The capture port names no device yet, so there is nothing to read.",
         ));
     };
-    let encoding = encoding_of(tool, port_id, port)?;
+    let encoding = encoding_of(tool.name(), port_id, port)?;
     let until = match spec.get("until") {
         Some(Value::String(text)) => vec![text.clone()],
         Some(Value::Array(items)) => items
@@ -181,19 +183,19 @@ pub(super) struct Open<'a> {
 
 /// Opens the capture's port, or the refusal that keeps the flash from starting.
 pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
-    const TOOL: &str = "flash_firmware";
+    const TOOL: ToolId = ToolId::FlashFirmware;
     // The same check com_session_start makes: the adapter behind the name is the declared one.
     crate::serial::identity::verify(
-        TOOL,
+        TOOL.name(),
         &capture.port_id,
         &capture.configured,
         capture.expected.as_ref(),
         || ahil_drivers::serial::enumerate().map(|(ports, _)| ports),
     )?;
     let log_name = format!("capture-{}-{}.jsonl", log_stamp(), capture.port_id);
-    let started = json!({"event": "start", "tool": TOOL, "port_id": capture.port_id, "device": capture.configured});
+    let started = json!({"event": "start", "tool": TOOL.name(), "port_id": capture.port_id, "device": capture.configured});
     if let Err(error) = capture.audit.append_event(&log_name, &started) {
-        return Err(Box::new(unavailable(TOOL, &error).not_contacted()));
+        return Err(Box::new(unavailable(TOOL.name(), &error).not_contacted()));
     }
     let tap = rx_tap(&capture.audit, &log_name, capture.encoding);
     match Port::open(&capture.options, Some(tap)) {
@@ -209,7 +211,7 @@ pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
             );
             Outcome::refused(
                 TOOL,
-                error.error_type(),
+                ErrorType::layer(error.error_type()),
                 format!(
                     "The capture port `{}` could not be opened, so nothing was flashed: {}.",
                     capture.port_id,
@@ -374,7 +376,7 @@ pub(super) fn untrusted(port_id: &str) -> Value {
 /// A good flash whose capture did not see what it waited for: the image is on the board.
 pub(super) fn timed_out(outcome: &mut Outcome, wait: Duration) {
     outcome.ok = false;
-    outcome.error_type = Some("capture_timeout".to_owned());
+    outcome.set_error(ErrorType::CaptureTimeout);
     outcome.summary = format!(
         "Firmware flashed, verified and reset, but the capture did not see what it waited for within {} s.",
         wait.as_secs_f64()

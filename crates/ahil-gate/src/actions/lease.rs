@@ -2,6 +2,8 @@
 //! device) and `hardware_recover` (clears what an agent may clear, with the operator's words where
 //! the reason needs them). The CLI's `lease-status` and `recover` share this code.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::sync::Arc;
 
 use ahil_config::LoadedConfig;
@@ -19,9 +21,13 @@ use crate::snapshot::pinned_debugger_executable;
 const OPERATOR_COMMAND: &str = "agentic-hil recover --confirm-safe-state --quarantine-id <id>";
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[ToolId::HardwareLeaseStatus, ToolId::HardwareRecover],
+    )?;
     let coordinator = Arc::clone(ctx.coordinator);
     let loaded = ctx.loaded;
-    if ctx.tool == "hardware_lease_status" {
+    if ctx.tool == ToolId::HardwareLeaseStatus {
         let ownership = Arc::clone(ctx.ownership);
         return Ok(local(
             Action::ReadState,
@@ -34,7 +40,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     // Nothing standing answers the same for everyone; only a real recovery needs allow_recover.
     let observed = match coordinator.observe() {
         Ok(observed) => observed,
-        Err(err) => return Err(Box::new(invalid_state(ctx.tool, &err))),
+        Err(err) => return Err(Box::new(invalid_state(ctx.tool.name(), &err))),
     };
     let Some(incident) = observed.incident.filter(Incident::stands) else {
         return Ok(local(
@@ -98,7 +104,7 @@ fn agent_recover(
             .collect();
         let mut outcome = Outcome::refused(
             "hardware_recover",
-            "recovery_requires_physical_check",
+            ErrorType::RecoveryRequiresPhysicalCheck,
             "This incident needs a person to check the bench: an agent cannot clear it on its own word.",
         )
         .with("quarantine_id", incident.quarantine_id.clone())
@@ -133,7 +139,8 @@ fn agent_recover(
 
 /// A refused recovery as a result.
 pub fn recovery_refusal(tool: &str, refused: RecoveryRefusal) -> Outcome {
-    let mut outcome = Outcome::refused(tool, refused.error_type, refused.summary).not_contacted();
+    let mut outcome = Outcome::refused(tool, ErrorType::layer(refused.error_type), refused.summary)
+        .not_contacted();
     for (key, value) in refused.details {
         outcome.set(&key, value);
     }
@@ -143,7 +150,7 @@ pub fn recovery_refusal(tool: &str, refused: RecoveryRefusal) -> Outcome {
 fn invalid_state(tool: &str, err: &std::io::Error) -> Outcome {
     Outcome::refused(
         tool,
-        "coordination_state_invalid",
+        ErrorType::CoordinationStateInvalid,
         "A lease record under the state root cannot be read; it is never ignored.",
     )
     .with("detail", err.to_string())

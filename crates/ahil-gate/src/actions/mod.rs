@@ -2,6 +2,7 @@
 //! devices it claims, and the work to do. The pipeline in `bench.rs` runs every plan through the same
 //! stages, so no tool can skip authorization or claiming.
 
+use crate::ErrorType;
 use std::time::Duration;
 
 use ahil_config::{Environment, LoadedConfig};
@@ -9,6 +10,7 @@ use ahil_drivers::Contact;
 use ahil_drivers::process::CancelFlag;
 use serde_json::Value;
 
+use crate::catalogue::{Dispatch, ToolId};
 use crate::envelope::Outcome;
 use crate::policy::{Action, Device, DeviceUse};
 use crate::snapshot::Snapshot;
@@ -42,7 +44,7 @@ pub mod upgrade;
 
 /// What an action gets to look at.
 pub struct Context<'a> {
-    pub tool: &'a str,
+    pub tool: ToolId,
     pub args: &'a Value,
     pub loaded: &'a LoadedConfig,
     pub env: &'a Environment,
@@ -133,41 +135,44 @@ pub(crate) fn take_session_locks(
     })
 }
 
-/// The plan for `tool`, or a refusal that needs no authorization (wrong probe count, …).
+/// The plan for the call's tool, or a refusal that needs no authorization (wrong probe count, …).
+/// Dispatch is the tool's declaration: no tool name is matched here.
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
-    match ctx.tool {
-        "artifact_upload" => artifact_upload::plan(ctx),
-        "bench_run_start" | "bench_run_stop" | "bench_run_status" => bench_run::plan(ctx),
-        "can_buses_list" => can_buses::plan(ctx),
-        "can_session_start" | "can_session_stop" => can_session::plan(ctx),
-        "can_send" | "can_read" => can_io::plan(ctx),
-        "com_ports_list" => com_ports::plan(ctx),
-        "com_session_start" | "com_session_stop" => com_session::plan(ctx),
-        "com_write" | "com_read" => com_io::plan(ctx),
-        "debugger_info" => debugger_info::plan(ctx),
-        tool if debug::TOOLS.contains(&tool) => debug::plan(ctx),
-        "project_config_describe" => describe::plan(ctx),
-        "hardware_lease_status" | "hardware_recover" => lease::plan(ctx),
-        tool if power::TOOLS.contains(&tool) => power::plan(ctx),
-        "project_config_set" => config_set::plan(ctx),
-        "project_config_create" => config_create::plan(ctx),
-        "project_config_adopt_hardware" => config_adopt::plan(ctx),
-        "project_config_reload_description" => config_reload::plan(ctx),
-        "get_last_report" | "classify_last_error" => reports::plan(ctx),
-        "test_reactor_status" | "test_reactor_stop" => test_reactor::plan(ctx),
-        "server_upgrade" => upgrade::plan(ctx),
-        "debugger_probes_list" | "probe_target" | "flash_firmware" | "reset_target" => {
-            probe::plan(ctx)
-        }
-        other => Err(Box::new(unknown_tool(other))),
+    match ctx.tool.declaration().dispatch {
+        Dispatch::Plan(plan) => plan(ctx),
+        Dispatch::Reactor => Err(misrouted(ctx.tool)),
     }
+}
+
+/// Each plan's first check: it runs only for the tools whose declarations name it, so a
+/// declaration pointing at the wrong plan is refused instead of running another tool's code.
+pub(crate) fn serves(tool: ToolId, served: &[ToolId]) -> Result<(), Box<Outcome>> {
+    if served.contains(&tool) {
+        Ok(())
+    } else {
+        Err(misrouted(tool))
+    }
+}
+
+/// The refusal of a plan asked for a tool it does not serve: a declaration names the wrong plan.
+/// Never a fallback to another tool's behaviour.
+pub(crate) fn misrouted(tool: ToolId) -> Box<Outcome> {
+    Box::new(
+        Outcome::refused(
+            tool.name(),
+            ErrorType::InternalError,
+            "This tool's declaration names a plan that does not serve it; nothing was done.",
+        )
+        .with("misrouted", true)
+        .not_contacted(),
+    )
 }
 
 /// The answer to a name that is not a listed tool.
 pub fn unknown_tool(tool: &str) -> Outcome {
     Outcome::refused(
         tool,
-        "unknown_tool",
+        ErrorType::UnknownTool,
         "No tool of that name is listed by this server.",
     )
     .with_remediation(["Call tools/list and use one of the names it returns."])
@@ -178,7 +183,7 @@ pub fn unknown_tool(tool: &str) -> Outcome {
 /// before anything ran.
 pub fn backend_not_built(tool: &str, kind: ahil_config::DebuggerType, summary: String) -> Acted {
     Acted {
-        outcome: Outcome::refused(tool, "not_supported", summary)
+        outcome: Outcome::refused(tool, ErrorType::NotSupported, summary)
             .with("backend", kind.as_str())
             .with_remediation([
                 "Use `type: qemu` with `agentic-hil sim start` to work against the emulated board.",

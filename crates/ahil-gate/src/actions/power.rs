@@ -7,6 +7,8 @@
 //! writes; every write is read back and compared exactly. A unit that stops answering after a
 //! write leaves its state unknown, which the gate turns into an incident.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::time::Duration;
 
 use ahil_config::PowerSupply;
@@ -25,14 +27,6 @@ use crate::power::{
 };
 use crate::serial::identity;
 use crate::snapshot::pinned_debugger_executable;
-
-/// The tools of this family.
-pub const TOOLS: &[&str] = &[
-    "power_supply_status",
-    "power_supply_set",
-    "power_supply_output",
-    "power_supply_cycle",
-];
 
 /// Exchanges one call may need at most (identity, readings before and after, writes, read-backs).
 const MAX_EXCHANGES: u32 = 24;
@@ -59,6 +53,15 @@ enum Request {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[
+            ToolId::PowerSupplyStatus,
+            ToolId::PowerSupplySet,
+            ToolId::PowerSupplyOutput,
+            ToolId::PowerSupplyCycle,
+        ],
+    )?;
     let config = &ctx.loaded.config;
     let tool = ctx.tool;
     let wanted = ctx
@@ -75,7 +78,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             ctx,
             Outcome::refused(
                 tool,
-                "config_invalid",
+                ErrorType::ConfigInvalid,
                 format!("power_supplies.{id}.type names a supply type this build cannot drive."),
             )
             .with("field", format!("power_supplies.{id}.type")),
@@ -86,7 +89,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             ctx,
             Outcome::refused(
                 tool,
-                "com_port_not_configured",
+                ErrorType::ComPortNotConfigured,
                 format!("power_supplies.{id}.com_port names no com_ports entry."),
             )
             .with("port_id", entry.com_port.as_str()),
@@ -132,7 +135,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         _ => Duration::ZERO,
     };
     let job = Job {
-        tool: tool.to_owned(),
+        tool: tool.name().to_owned(),
         supply_id: id.to_owned(),
         entry: entry.clone(),
         model,
@@ -183,7 +186,7 @@ fn unknown_supply(ctx: &Context<'_>, wanted: &str) -> Box<Outcome> {
         ctx,
         Outcome::refused(
             ctx.tool,
-            "unknown_device",
+            ErrorType::UnknownDevice,
             format!("The configuration declares no power supply named '{wanted}'."),
         )
         .with("kind", "power_supply")
@@ -198,7 +201,7 @@ fn unknown_supply(ctx: &Context<'_>, wanted: &str) -> Box<Outcome> {
 fn invalid(ctx: &Context<'_>, field: &str, validator: &str, summary: String) -> Box<Outcome> {
     refusal(
         ctx,
-        Outcome::refused(ctx.tool, "invalid_argument", summary)
+        Outcome::refused(ctx.tool, ErrorType::InvalidArgument, summary)
             .with("field", field)
             .with("validator", validator)
             .with_remediation([
@@ -227,8 +230,8 @@ fn request(ctx: &Context<'_>, id: &str, model: &Model) -> Result<Request, Box<Ou
     };
     let one = channel.unwrap_or(1);
     Ok(match ctx.tool {
-        "power_supply_status" => Request::Status { channel },
-        "power_supply_set" => {
+        ToolId::PowerSupplyStatus => Request::Status { channel },
+        ToolId::PowerSupplySet => {
             let value = |quantity: Quantity| -> Result<Option<(Fixed, f64)>, Box<Outcome>> {
                 let Some(v) = args.get(quantity.key()).and_then(Value::as_f64) else {
                     return Ok(None);
@@ -262,7 +265,7 @@ fn request(ctx: &Context<'_>, id: &str, model: &Model) -> Result<Request, Box<Ou
                 current,
             }
         }
-        "power_supply_output" => Request::Output {
+        ToolId::PowerSupplyOutput => Request::Output {
             channel: one,
             on: args.get("on").and_then(Value::as_bool).unwrap_or(false),
         },
@@ -296,7 +299,7 @@ fn check_limits(
             ctx,
             Outcome::refused(
                 ctx.tool,
-                "permission_denied",
+                ErrorType::PermissionDenied,
                 format!(
                     "Writes on power supply '{id}' channel {channel} are refused: the configuration sets no {}.",
                     missing.join(", ")
@@ -332,7 +335,14 @@ fn check_limits(
             if asked > limit {
                 return Err(refusal(
                     ctx,
-                    above_limit(ctx.tool, id, channel, quantity, &json_number(asked), limit),
+                    above_limit(
+                        ctx.tool.name(),
+                        id,
+                        channel,
+                        quantity,
+                        &json_number(asked),
+                        limit,
+                    ),
                 ));
             }
         }
@@ -358,7 +368,7 @@ fn above_limit(
     };
     Outcome::refused(
         tool,
-        "power_supply_limit_exceeded",
+        ErrorType::PowerSupplyLimitExceeded,
         format!(
             "The {what} of {value} {unit} is above the effective limit of {} {unit} on power supply '{id}' channel {channel}; nothing was written.",
             render_limit(limit)
@@ -407,7 +417,7 @@ impl Job {
             return self.no_contact(
                 Outcome::refused(
                     tool,
-                    "com_port_open_failed",
+                    ErrorType::ComPortOpenFailed,
                     format!(
                         "com_ports.{} names no device, so the supply cannot be reached.",
                         self.port_id
@@ -605,7 +615,7 @@ impl Job {
             if got != fixed {
                 let outcome = Outcome::refused(
                     &self.tool,
-                    "power_supply_readback_mismatch",
+                    ErrorType::PowerSupplyReadbackMismatch,
                     format!(
                         "Power supply '{}' channel {channel} was set to {} {} and reads back {}.",
                         self.supply_id,
@@ -701,7 +711,7 @@ impl Job {
         }
         let outcome = Outcome::refused(
             &self.tool,
-            "power_supply_readback_mismatch",
+            ErrorType::PowerSupplyReadbackMismatch,
             format!(
                 "Power supply '{}' channel {channel} was switched {} and reads back {}.",
                 self.supply_id,
@@ -828,7 +838,7 @@ impl Job {
     fn identity_unknown(&self, seen: &Seen) -> Acted {
         let outcome = Outcome::refused(
             &self.tool,
-            "power_supply_identity_unknown",
+            ErrorType::PowerSupplyIdentityUnknown,
             format!(
                 "The unit behind power supply '{}' reports a model or firmware this build has no verified {} record for; only the identity query was sent.",
                 self.supply_id, self.model.kind
@@ -853,7 +863,7 @@ impl Job {
     fn identity_mismatch(&self, seen: &Seen) -> Acted {
         let outcome = Outcome::refused(
             &self.tool,
-            "power_supply_identity_mismatch",
+            ErrorType::PowerSupplyIdentityMismatch,
             format!(
                 "The unit behind power supply '{id}' reports a serial other than power_supplies.{id}.idn_serial, so another unit is on this port; only the identity query was sent.",
                 id = self.supply_id
@@ -896,7 +906,7 @@ impl Job {
                 self.supply_id
             )
         };
-        let mut outcome = Outcome::refused(&self.tool, "power_supply_no_reply", summary)
+        let mut outcome = Outcome::refused(&self.tool, ErrorType::PowerSupplyNoReply, summary)
             .with("supply_id", self.supply_id.as_str())
             .with("cause", err.cause())
             .with("backend_error", detail)
@@ -940,7 +950,7 @@ pub fn supply_holding<'a>(config: &'a ahil_config::Config, port_id: &str) -> Opt
 pub fn port_reserved(tool: &str, port_id: &str, supply: &str) -> Outcome {
     Outcome::refused(
         tool,
-        "com_port_reserved_for_power_supply",
+        ErrorType::ComPortReservedForPowerSupply,
         format!(
             "COM port '{port_id}' is the serial link of power supply '{supply}' and is reserved for the supply's tools; nothing was opened."
         ),

@@ -6,6 +6,8 @@
 //! as the private staged copy from
 //! [`artifacts::resolve`], resolved inside the work, after policy has allowed the flash.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -30,8 +32,17 @@ const DEFAULT_FLASH_BASE: u64 = 0x0800_0000;
 const MARGIN: Duration = Duration::from_secs(5);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[
+            ToolId::DebuggerProbesList,
+            ToolId::ProbeTarget,
+            ToolId::FlashFirmware,
+            ToolId::ResetTarget,
+        ],
+    )?;
+    let tool = probe_tool(ctx.tool)?;
     let (name, debugger) = bound_debugger(ctx)?;
-    let tool = ctx.tool;
     let executable = pinned_debugger_executable(ctx.loaded, name);
     let mut resources = claimed_keys(&ctx.loaded.config, debugger, executable.as_deref());
     let reset_after = ctx
@@ -40,54 +51,56 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let action = match tool {
-        "debugger_probes_list" => Action::ProbeList,
-        "probe_target" => Action::ProbeTarget,
-        "flash_firmware" => Action::Flash { reset_after },
-        _ => Action::Reset,
+        ToolId::DebuggerProbesList => Action::ProbeList,
+        ToolId::ProbeTarget => Action::ProbeTarget,
+        ToolId::FlashFirmware => Action::Flash { reset_after },
+        ToolId::ResetTarget => Action::Reset,
+        other => return Err(super::misrouted(other)),
     };
     let device = Some(Device::Debugger {
         name,
         grants: debugger.permissions,
     });
     let mut also = Vec::new();
-    if tool == "flash_firmware" {
+    if tool == ToolId::FlashFirmware {
         also.extend(flash_capture::port_use(ctx));
         if ctx.args.get("artifact_id").is_some() {
             also.push(uploaded_artifact(ctx));
         }
     }
-    let work = if matches!(tool, "flash_firmware" | "reset_target") && ctx.debug.is_active() {
-        Work::Local(Box::new(move || Acted {
-            outcome: Outcome::refused(
-                tool,
-                "resource_busy",
-                "A debug session holds the probe; flashing and resetting wait until it stops.",
-            )
-            .with("held_by", "debug_session")
-            .with_next_step("Call debug_stop_session first, then call this tool again.")
-            .not_contacted(),
-            contact: Some(Contact::none(
-                "refused while a debug session holds the probe",
-            )),
-        }))
-    } else if debugger.kind == DebuggerType::Qemu {
-        qemu_work(ctx, name, debugger, executable, &mut resources)?
-    } else if super::probe_cli::drives(debugger.kind) {
-        super::probe_cli::work(ctx, name, debugger, executable, &mut resources)?
-    } else {
-        let kind = debugger.kind;
-        Work::Local(Box::new(move || {
-            super::backend_not_built(
-                tool,
-                kind,
-                format!(
-                    "This build drives no {} probe yet; only the qemu backend can {}.",
-                    kind.as_str(),
-                    verb(tool)
-                ),
-            )
-        }))
-    };
+    let work =
+        if matches!(tool, ToolId::FlashFirmware | ToolId::ResetTarget) && ctx.debug.is_active() {
+            Work::Local(Box::new(move || Acted {
+                outcome: Outcome::refused(
+                    tool,
+                    ErrorType::ResourceBusy,
+                    "A debug session holds the probe; flashing and resetting wait until it stops.",
+                )
+                .with("held_by", "debug_session")
+                .with_next_step("Call debug_stop_session first, then call this tool again.")
+                .not_contacted(),
+                contact: Some(Contact::none(
+                    "refused while a debug session holds the probe",
+                )),
+            }))
+        } else if debugger.kind == DebuggerType::Qemu {
+            qemu_work(ctx, name, debugger, executable, &mut resources)?
+        } else if super::probe_cli::drives(debugger.kind) {
+            super::probe_cli::work(ctx, name, debugger, executable, &mut resources)?
+        } else {
+            let kind = debugger.kind;
+            Work::Local(Box::new(move || {
+                super::backend_not_built(
+                    tool.name(),
+                    kind,
+                    format!(
+                        "This build drives no {} probe yet; only the qemu backend can {}.",
+                        kind.as_str(),
+                        verb(tool)
+                    ),
+                )
+            }))
+        };
     Ok(Plan {
         action,
         device,
@@ -104,11 +117,23 @@ pub(super) fn uploaded_artifact<'a>(ctx: &Context<'_>) -> DeviceUse<'a> {
     })
 }
 
-fn verb(tool: &str) -> &'static str {
+/// The probe tool this call is, or the refusal of a misrouted one: no other tool falls through to
+/// a reset.
+pub(super) fn probe_tool(tool: ToolId) -> Result<ToolId, Box<Outcome>> {
     match tool {
-        "debugger_probes_list" => "list probes",
-        "probe_target" => "probe a target",
-        "flash_firmware" => "flash",
+        ToolId::DebuggerProbesList
+        | ToolId::ProbeTarget
+        | ToolId::FlashFirmware
+        | ToolId::ResetTarget => Ok(tool),
+        other => Err(super::misrouted(other)),
+    }
+}
+
+fn verb(tool: ToolId) -> &'static str {
+    match tool {
+        ToolId::DebuggerProbesList => "list probes",
+        ToolId::ProbeTarget => "probe a target",
+        ToolId::FlashFirmware => "flash",
         _ => "reset",
     }
 }
@@ -125,9 +150,9 @@ pub(super) enum ImageArg {
     Id(String),
 }
 
-pub(super) fn invalid(tool: &str, summary: &str) -> Box<Outcome> {
+pub(super) fn invalid(tool: ToolId, summary: &str) -> Box<Outcome> {
     Box::new(
-        Outcome::refused(tool, "invalid_argument", summary)
+        Outcome::refused(tool, ErrorType::InvalidArgument, summary)
             .with_remediation(["Correct the arguments as the tool's input schema describes."])
             .not_contacted(),
     )
@@ -183,12 +208,7 @@ fn qemu_work<'a>(
     executable: Option<PathBuf>,
     resources: &mut Vec<String>,
 ) -> Result<Work<'a>, Box<Outcome>> {
-    let tool: &'static str = match ctx.tool {
-        "debugger_probes_list" => "debugger_probes_list",
-        "probe_target" => "probe_target",
-        "flash_firmware" => "flash_firmware",
-        _ => "reset_target",
-    };
+    let tool = probe_tool(ctx.tool)?;
     let config = &ctx.loaded.config;
     let gdb = match &ctx.loaded.executables.gdb {
         Some(ExecutableState::Pinned { path }) => Some(path.clone()),
@@ -199,7 +219,7 @@ fn qemu_work<'a>(
             Acted {
             outcome: Outcome::refused(
                 tool,
-                "debugger_not_found",
+                ErrorType::DebuggerNotFound,
                 "The emulated board needs qemu-system-arm and gdb-multiarch, and one of them was not found.",
             )
             .with("backend", "qemu")
@@ -218,15 +238,15 @@ fn qemu_work<'a>(
     let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
     let mut deadline = timeout + MARGIN;
     let run: Box<dyn FnOnce(ahil_drivers::process::CancelFlag) -> Acted + Send> = match tool {
-        "debugger_probes_list" => Box::new(move |cancel| {
+        ToolId::DebuggerProbesList => Box::new(move |cancel| {
             let budget = Budget::new(timeout).with_cancel(cancel);
             list(&probe, &budget)
         }),
-        "probe_target" => Box::new(move |cancel| {
+        ToolId::ProbeTarget => Box::new(move |cancel| {
             let budget = Budget::new(timeout).with_cancel(cancel);
             probe_target(&probe, &budget)
         }),
-        "reset_target" => {
+        ToolId::ResetTarget => {
             let mode = ctx
                 .args
                 .get("mode")
@@ -237,7 +257,7 @@ fn qemu_work<'a>(
                     Acted {
                     outcome: Outcome::refused(
                         tool,
-                        "not_supported",
+                        ErrorType::NotSupported,
                         "Reset mode `init` runs OpenOCD's reset-init scripts; the qemu backend has none.",
                     )
                     .with("backend", "qemu")
@@ -272,7 +292,7 @@ fn qemu_work<'a>(
     };
     Ok(Work::Driver(DriverJob {
         deadline,
-        if_abandoned: if tool == "debugger_probes_list" {
+        if_abandoned: if tool == ToolId::DebuggerProbesList {
             Contact::none("listing only asks QMP for the run state")
         } else {
             Contact::Possible
@@ -320,7 +340,11 @@ fn list(probe: &QemuProbe, budget: &Budget) -> Acted {
                 contact: Some(Contact::none("listing only asks QMP for the run state")),
             }
         }
-        Err(error) => failure("debugger_probes_list", "probe_discovery_failed", &error),
+        Err(error) => failure(
+            ToolId::DebuggerProbesList,
+            ErrorType::ProbeDiscoveryFailed,
+            &error,
+        ),
     }
 }
 
@@ -342,7 +366,7 @@ fn probe_target(probe: &QemuProbe, budget: &Budget) -> Acted {
             .with("driver_log", report.log),
             contact: Some(Contact::Made),
         },
-        Err(error) => failure("probe_target", "target_not_detected", &error),
+        Err(error) => failure(ToolId::ProbeTarget, ErrorType::TargetNotDetected, &error),
     }
 }
 
@@ -359,7 +383,7 @@ fn reset(probe: &QemuProbe, mode: ResetMode, budget: &Budget) -> Acted {
                 .with("driver_log", report.log),
             contact: Some(Contact::Made),
         },
-        Err(error) => failure("reset_target", "reset_failed", &error),
+        Err(error) => failure(ToolId::ResetTarget, ErrorType::ResetFailed, &error),
     }
 }
 
@@ -368,7 +392,7 @@ pub(super) fn stage_image(
     policy: &ArtifactPolicy,
     image: &ImageArg,
 ) -> Result<StagedArtifact, Box<Acted>> {
-    const TOOL: &str = "flash_firmware";
+    const TOOL: ToolId = ToolId::FlashFirmware;
     let refused_image = |outcome: Outcome| {
         Box::new(Acted {
             outcome,
@@ -384,7 +408,7 @@ pub(super) fn stage_image(
     };
     Stager::process()
         .and_then(|stager| artifacts::resolve(policy, stager, request))
-        .map_err(|refusal| refused_image(refusal.to_outcome(TOOL)))
+        .map_err(|refusal| refused_image(refusal.to_outcome(TOOL.name())))
 }
 
 pub(super) fn loader_format(staged: &StagedArtifact, base: u64) -> Option<ImageFormat> {
@@ -402,7 +426,7 @@ fn flash(
     args: &FlashArgs,
     budget: &Budget,
 ) -> Acted {
-    const TOOL: &str = "flash_firmware";
+    const TOOL: ToolId = ToolId::FlashFirmware;
     let refused_image = |outcome: Outcome| Acted {
         outcome,
         contact: Some(Contact::none(
@@ -417,7 +441,7 @@ fn flash(
         return refused_image(
             Outcome::refused(
                 TOOL,
-                "artifact_validation_failed",
+                ErrorType::ArtifactValidationFailed,
                 "The image is not an ELF, HEX or BIN, so the board cannot load it.",
             )
             .with("artifact", staged.report().clone()),
@@ -441,7 +465,7 @@ fn flash(
     let report = match flashed {
         Ok(report) => report,
         Err(error) => {
-            let mut acted = failure(TOOL, "flash_failed", &error);
+            let mut acted = failure(TOOL, ErrorType::FlashFailed, &error);
             acted.outcome.set("artifact", staged.report().clone());
             if let Some(open) = capture {
                 open.finish(&mut acted.outcome);
@@ -456,7 +480,7 @@ fn flash(
     if args.reset_after
         && let Err(error) = probe.reset(ResetMode::Run, budget)
     {
-        let mut acted = failure(TOOL, "reset_failed", &error);
+        let mut acted = failure(TOOL, ErrorType::ResetFailed, &error);
         acted.outcome.set("artifact", staged.report().clone());
         acted.outcome.set("image_written", true);
         // The image is on the board whatever the reset did.
@@ -491,13 +515,13 @@ fn flash(
 }
 
 /// A driver failure as an envelope: the driver's own error type where it has one, else `fallback`.
-fn failure(tool: &str, fallback: &str, error: &DriverError) -> Acted {
+fn failure(tool: ToolId, fallback: ErrorType, error: &DriverError) -> Acted {
     let contact = error.contact();
     let unreachable = matches!(contact, Contact::None { .. });
     let error_type = match error {
-        DriverError::Timeout { .. } => "timeout",
-        DriverError::DebuggerNotFound { .. } => "debugger_not_found",
-        _ if unreachable && tool != "debugger_probes_list" => "target_not_detected",
+        DriverError::Timeout { .. } => ErrorType::Timeout,
+        DriverError::DebuggerNotFound { .. } => ErrorType::DebuggerNotFound,
+        _ if unreachable && tool != ToolId::DebuggerProbesList => ErrorType::TargetNotDetected,
         _ => fallback,
     };
     let mut outcome = Outcome::refused(

@@ -1,6 +1,8 @@
 //! The probe tools over the CLI backends (OpenOCD, pyOCD, STM32CubeProgrammer, esptool): which driver
 //! an entry builds, and how its answers and classified failures become envelopes.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -41,7 +43,7 @@ pub fn drives(kind: DebuggerType) -> bool {
 /// declares, or the refusal that keeps esptool from starting.
 fn esptool_port(
     ctx: &Context<'_>,
-    tool: &'static str,
+    tool: ToolId,
     name: &str,
     debugger: &Debugger,
 ) -> Result<(String, PortCheck), Work<'static>> {
@@ -54,7 +56,7 @@ fn esptool_port(
         return Err(local(
             Outcome::refused(
                 tool,
-                "com_port_not_configured",
+                ErrorType::ComPortNotConfigured,
                 format!("debuggers.{name} names no com_ports entry for esptool to flash through."),
             )
             .with("backend", "esptool")
@@ -71,7 +73,7 @@ fn esptool_port(
         return Err(local(
             Outcome::refused(
                 tool,
-                "device_busy",
+                ErrorType::DeviceBusy,
                 format!(
                     "A COM session holds com_ports.{port_id}, the port esptool flashes through."
                 ),
@@ -88,7 +90,7 @@ fn esptool_port(
         return Err(local(
             Outcome::refused(
                 tool,
-                "com_port_open_failed",
+                ErrorType::ComPortOpenFailed,
                 format!("com_ports.{port_id} names no device yet, so esptool has no port to open."),
             )
             .with("backend", "esptool")
@@ -112,7 +114,7 @@ fn esptool_port(
 
 /// The identity check of an esptool port, run inside the job just before esptool opens it.
 struct PortCheck {
-    tool: &'static str,
+    tool: ToolId,
     port_id: String,
     device: String,
     expected: Option<crate::serial::identity::Expected>,
@@ -121,7 +123,7 @@ struct PortCheck {
 impl PortCheck {
     fn refusal(&self) -> Option<Acted> {
         let verified = crate::serial::identity::verify(
-            self.tool,
+            self.tool.name(),
             &self.port_id,
             &self.device,
             self.expected.as_ref(),
@@ -131,15 +133,6 @@ impl PortCheck {
             outcome: refusal.with("backend", "esptool"),
             contact: Some(Contact::none("the identity check only reads sysfs")),
         })
-    }
-}
-
-fn tool_name(tool: &str) -> &'static str {
-    match tool {
-        "debugger_probes_list" => "debugger_probes_list",
-        "probe_target" => "probe_target",
-        "flash_firmware" => "flash_firmware",
-        _ => "reset_target",
     }
 }
 
@@ -204,7 +197,7 @@ pub fn work<'a>(
     executable: Option<PathBuf>,
     resources: &mut Vec<String>,
 ) -> Result<Work<'a>, Box<Outcome>> {
-    let tool = tool_name(ctx.tool);
+    let tool = super::probe::probe_tool(ctx.tool)?;
     let kind = debugger.kind.as_str();
     let Some(executable) = executable else {
         let reason = match ctx.loaded.executables.debuggers.get(name) {
@@ -215,7 +208,7 @@ pub fn work<'a>(
         };
         let missing = Outcome::refused(
             tool,
-            "debugger_not_found",
+            ErrorType::DebuggerNotFound,
             format!("No {kind} executable is available: {reason}."),
         )
         .with("backend", kind)
@@ -223,7 +216,7 @@ pub fn work<'a>(
             "Install the tool, or name it by absolute path in `debuggers.<name>.executable`, then restart the server.",
         ])
         .not_contacted();
-        if tool != "flash_firmware" {
+        if tool != ToolId::FlashFirmware {
             return Ok(local(missing, "nothing was started"));
         }
         // The image is checked before the toolchain, so the agent first hears about what it can
@@ -249,7 +242,7 @@ pub fn work<'a>(
                 return Ok(local(
                     Outcome::refused(
                         tool,
-                        "unsafe_configured_path",
+                        ErrorType::UnsafeConfiguredPath,
                         "An OpenOCD script in the system temp directory is refused: anyone on the host can replace it.",
                     )
                     .with("field", format!("debuggers.{name}.{field}"))
@@ -299,7 +292,7 @@ pub fn work<'a>(
             Ok(found) => found,
             Err(refused) => return Ok(refused),
         };
-        if tool != "debugger_probes_list" {
+        if tool != ToolId::DebuggerProbesList {
             port_check = Some(check);
         }
         Box::new(Esptool::new(
@@ -319,11 +312,11 @@ pub fn work<'a>(
     };
     let mut deadline = limit + MARGIN;
     let run: Box<dyn FnOnce(ahil_drivers::process::CancelFlag) -> Acted + Send> = match tool {
-        "debugger_probes_list" => Box::new(move |cancel| {
+        ToolId::DebuggerProbesList => Box::new(move |cancel| {
             let budget = Budget::new(limit).with_cancel(cancel);
             list(backend.as_ref(), &budget)
         }),
-        "probe_target" => Box::new(move |cancel| {
+        ToolId::ProbeTarget => Box::new(move |cancel| {
             if let Some(refused) = port_check.as_ref().and_then(PortCheck::refusal) {
                 return refused;
             }
@@ -334,7 +327,7 @@ pub fn work<'a>(
                 outcome.with("target_detected", true)
             })
         }),
-        "reset_target" => {
+        ToolId::ResetTarget => {
             let text = ctx
                 .args
                 .get("mode")
@@ -347,7 +340,7 @@ pub fn work<'a>(
                 return Ok(local(
                     Outcome::refused(
                         tool,
-                        "not_supported",
+                        ErrorType::NotSupported,
                         format!("Reset mode 'init' runs OpenOCD's reset-init scripts; the {kind} backend has none."),
                     )
                     .with("backend", kind)
@@ -397,7 +390,7 @@ pub fn work<'a>(
     };
     Ok(Work::Driver(DriverJob {
         deadline,
-        if_abandoned: if tool == "debugger_probes_list" {
+        if_abandoned: if tool == ToolId::DebuggerProbesList {
             Contact::none("listing opens no target")
         } else {
             Contact::Possible
@@ -408,7 +401,7 @@ pub fn work<'a>(
 
 /// `debugger_info` on an esptool entry: `esptool version` only, which opens no port.
 pub fn esptool_info(executable: PathBuf, shown: String, timeout: Duration) -> Work<'static> {
-    const TOOL: &str = "debugger_info";
+    const TOOL: ToolId = ToolId::DebuggerInfo;
     Work::Driver(DriverJob {
         deadline: timeout + MARGIN,
         if_abandoned: Contact::none("only `esptool version` was started"),
@@ -447,7 +440,7 @@ fn flash(
     budget: &Budget,
     symbol_record: Option<&crate::debug::offline::Record>,
 ) -> Acted {
-    const TOOL: &str = "flash_firmware";
+    const TOOL: ToolId = ToolId::FlashFirmware;
     let staged = match stage_image(policy, &args.image) {
         Ok(staged) => staged,
         Err(refused) => return *refused,
@@ -463,7 +456,7 @@ fn flash(
         return refused(
             Outcome::refused(
                 TOOL,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 format!(
                     "Flashing .bin artifacts with {} requires debuggers.<name>.flash_address.",
                     backend.product()
@@ -475,7 +468,7 @@ fn flash(
     let Some(format) = loader_format(&staged, base.unwrap_or(0)) else {
         return refused(Outcome::refused(
             TOOL,
-            "artifact_validation_failed",
+            ErrorType::ArtifactValidationFailed,
             "The image is not an ELF, HEX or BIN, so the probe cannot program it.",
         ));
     };
@@ -534,7 +527,7 @@ fn flash(
 }
 
 fn list(backend: &dyn CliProbe, budget: &Budget) -> Acted {
-    const TOOL: &str = "debugger_probes_list";
+    const TOOL: ToolId = ToolId::DebuggerProbesList;
     match backend.list(budget) {
         Ok(listing) => {
             let probes: Vec<Value> = listing
@@ -570,7 +563,7 @@ fn list(backend: &dyn CliProbe, budget: &Budget) -> Acted {
 /// A success with its evidence, or the classified failure.
 fn answer(
     backend: &dyn CliProbe,
-    tool: &str,
+    tool: ToolId,
     result: Result<CliSuccess, DriverError>,
     clock: Instant,
     hide: Option<&Path>,
@@ -581,8 +574,8 @@ fn answer(
         Err(error) => return failed(backend, tool, error, hide),
     };
     let summary = match tool {
-        "probe_target" => format!("Target detected through {}.", backend.product()),
-        "reset_target" => format!("Target reset through {}.", backend.product()),
+        ToolId::ProbeTarget => format!("Target detected through {}.", backend.product()),
+        ToolId::ResetTarget => format!("Target reset through {}.", backend.product()),
         _ => format!("{} command completed successfully.", backend.product()),
     };
     let mut outcome = extra(
@@ -629,7 +622,7 @@ fn hidden(value: Value, dir: &Path) -> Value {
 
 pub(super) fn failed(
     backend: &dyn CliProbe,
-    tool: &str,
+    tool: ToolId,
     error: DriverError,
     hide: Option<&Path>,
 ) -> Acted {
@@ -638,8 +631,12 @@ pub(super) fn failed(
         other => {
             let contact = other.contact();
             return Acted {
-                outcome: Outcome::refused(tool, other.error_type(), format!("{other}."))
-                    .with("backend", backend.backend()),
+                outcome: Outcome::refused(
+                    tool,
+                    ErrorType::layer(other.error_type()),
+                    format!("{other}."),
+                )
+                .with("backend", backend.backend()),
                 contact: Some(contact),
             };
         }
@@ -653,7 +650,7 @@ pub(super) fn failed(
         transcripts,
         mut details,
     } = *classified;
-    let mut outcome = Outcome::refused(tool, error_type, summary)
+    let mut outcome = Outcome::refused(tool, ErrorType::layer(error_type), summary)
         .with("backend", backend.backend())
         .with("backend_error_type", backend_error_type)
         .with_causes(likely_causes);

@@ -4,6 +4,8 @@
 //! The probe tools themselves go through [`super::probe_cli`]: the worker is a child process like any
 //! probe CLI, and its failures arrive in the same classified vocabulary.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use ahil_config::{Debugger, Interface};
 use ahil_drivers::Contact;
 use ahil_drivers::probe_cli::{CliProbe, CliSettings};
@@ -30,7 +32,7 @@ pub fn backend(debugger: &Debugger, settings: CliSettings) -> Box<dyn CliProbe> 
 
 /// `debugger_info`: the library is part of this binary, so there is nothing to run.
 pub fn info() -> Acted {
-    const TOOL: &str = "debugger_info";
+    const TOOL: ToolId = ToolId::DebuggerInfo;
     let outcome = if BUILT_IN {
         Outcome::ok(
             TOOL,
@@ -42,7 +44,7 @@ pub fn info() -> Acted {
     } else {
         Outcome::refused(
             TOOL,
-            "not_supported",
+            ErrorType::NotSupported,
             "This agentic-hil was built without the probe-rs backend.",
         )
         .with("backend", "probe-rs")

@@ -1,6 +1,8 @@
 //! `get_last_report` and `classify_last_error`: read the trusted report state under the state root,
 //! never the workspace copies, and attach the verdict on the workspace mirrors.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use serde_json::{Map, Value};
 
 use super::{Acted, Context, Plan, Work};
@@ -10,6 +12,10 @@ use crate::policy::Action;
 
 /// Both tools read local state only.
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[ToolId::GetLastReport, ToolId::ClassifyLastError],
+    )?;
     let audit = Audit::for_config(ctx.loaded);
     let tool = ctx.tool;
     Ok(Plan {
@@ -18,7 +24,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         also: Vec::new(),
         resources: Vec::new(),
         work: Work::Local(Box::new(move || Acted {
-            outcome: if tool == "classify_last_error" {
+            outcome: if tool == ToolId::ClassifyLastError {
                 classify_last_error(&audit)
             } else {
                 get_last_report(&audit)
@@ -30,9 +36,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 
 fn unreadable(tool: &str, err: &AuditError) -> Outcome {
     let error_type = match err {
-        AuditError::ReportStateDamaged { .. } => "report_state_damaged",
-        AuditError::UnsafePath { .. } => "unsafe_configured_path",
-        _ => "report_unreadable",
+        AuditError::ReportStateDamaged { .. } => ErrorType::ReportStateDamaged,
+        AuditError::UnsafePath { .. } => ErrorType::UnsafeConfiguredPath,
+        _ => ErrorType::ReportUnreadable,
     };
     Outcome::refused(
         tool,
@@ -43,7 +49,7 @@ fn unreadable(tool: &str, err: &AuditError) -> Outcome {
 }
 
 fn not_found(tool: &str, summary: &str) -> Outcome {
-    Outcome::refused(tool, "report_not_found", summary)
+    Outcome::refused(tool, ErrorType::ReportNotFound, summary)
 }
 
 /// `canonical_audit` for a report with a top-level `log_path` whose canonical copy exists.
@@ -54,13 +60,16 @@ fn canonical_audit(audit: &Audit, report: &Value) -> Option<Value> {
 
 /// The last report, as the trusted state holds it.
 pub fn get_last_report(audit: &Audit) -> Outcome {
-    const TOOL: &str = "get_last_report";
+    const TOOL: ToolId = ToolId::GetLastReport;
     let state = match report::load_state(audit) {
         Ok(state) => state,
-        Err(err) => return unreadable(TOOL, &err),
+        Err(err) => return unreadable(TOOL.name(), &err),
     };
     let Some(mut last) = state.last_report else {
-        return not_found(TOOL, "No report has been written yet in this project.");
+        return not_found(
+            TOOL.name(),
+            "No report has been written yet in this project.",
+        );
     };
     let mirror = audit.report_mirror_state(&last);
     if let (Some(evidence), Value::Object(map)) = (canonical_audit(audit, &last), &mut last) {
@@ -87,7 +96,7 @@ fn source_tool(report: &Value) -> String {
         reset.and_then(|r| r.get("ok")) == Some(&Value::Bool(false))
             || recovery.get("reset_ok") == Some(&Value::Bool(false))
     });
-    if tool == "flash_firmware" && recovery_reset_failed {
+    if tool == ToolId::FlashFirmware.name() && recovery_reset_failed {
         "reset_target".into()
     } else {
         tool.into()
@@ -114,13 +123,16 @@ fn classified_type(report: &Value) -> String {
 
 /// The last failure, kept through later successes, classified.
 pub fn classify_last_error(audit: &Audit) -> Outcome {
-    const TOOL: &str = "classify_last_error";
+    const TOOL: ToolId = ToolId::ClassifyLastError;
     let state = match report::load_state(audit) {
         Ok(state) => state,
-        Err(err) => return unreadable(TOOL, &err),
+        Err(err) => return unreadable(TOOL.name(), &err),
     };
     let Some(failure) = state.last_failure else {
-        return not_found(TOOL, "No failure has been recorded yet in this project.");
+        return not_found(
+            TOOL.name(),
+            "No failure has been recorded yet in this project.",
+        );
     };
     let error_type = classified_type(&failure);
     let summary = text(&failure, "summary").unwrap_or_else(|| "The last call failed.".into());

@@ -2,6 +2,8 @@
 //! through the run files under the state root. Neither touches a device; a stop is a request the run
 //! reads between steps and inside waits.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use serde_json::{Map, Value, json};
 
 use super::{Acted, Context, Plan, Work};
@@ -10,6 +12,10 @@ use crate::policy::Action;
 use crate::reactor::records::{Handle, RecordError, RunsDir, TERMINAL};
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[ToolId::TestReactorStatus, ToolId::TestReactorStop],
+    )?;
     let tool = ctx.tool;
     let dir = RunsDir::new(&ctx.loaded.config.state_root);
     let handle = match ctx.args.get("run").and_then(Value::as_str) {
@@ -18,7 +24,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             Box::new(
                 Outcome::refused(
                     tool,
-                    "invalid_argument",
+                    ErrorType::InvalidArgument,
                     "run must be `run-` and 16 lowercase hex digits.",
                 )
                 .with("field", "run")
@@ -28,9 +34,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     };
     let work = Work::Local(Box::new(move || Acted {
         outcome: match (tool, handle) {
-            ("test_reactor_stop", Some(handle)) => stop(tool, &dir, &handle),
-            (_, Some(handle)) => status(tool, &dir, &handle),
-            (_, None) => list(tool, &dir),
+            (ToolId::TestReactorStop, Some(handle)) => stop(tool.name(), &dir, &handle),
+            (_, Some(handle)) => status(tool.name(), &dir, &handle),
+            (_, None) => list(tool.name(), &dir),
         },
         contact: None,
     }));
@@ -70,7 +76,7 @@ fn observe(dir: &RunsDir, handle: &Handle) -> Result<Option<Map<String, Value>>,
 fn not_found(tool: &str, handle: &Handle) -> Outcome {
     Outcome::refused(
         tool,
-        "run_not_found",
+        ErrorType::RunNotFound,
         format!("This bench has no run {}.", handle.as_str()),
     )
     .with("run", handle.as_str())
@@ -81,7 +87,7 @@ fn not_found(tool: &str, handle: &Handle) -> Outcome {
 fn unreadable(tool: &str, err: &RecordError) -> Outcome {
     Outcome::refused(
         tool,
-        "run_state_invalid",
+        ErrorType::RunStateInvalid,
         format!("The run record cannot be read: {err}."),
     )
     .not_started(false)
@@ -199,7 +205,7 @@ fn stop(tool: &str, dir: &RunsDir, handle: &Handle) -> Outcome {
         return with_record(
             Outcome::refused(
                 tool,
-                "run_worker_gone",
+                ErrorType::RunWorkerGone,
                 "This run's process is gone; there is nothing left to stop.",
             ),
             &record,

@@ -2,6 +2,8 @@
 //! `agentic-hil upgrade --json` run as a child of this server, so the MCP tool and the command share
 //! one implementation and the server's own process never replaces anything itself.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -22,9 +24,10 @@ const CHILD_DEADLINE: Duration = Duration::from_mins(14);
 const SHELL_COMMAND: &str = "agentic-hil upgrade";
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::ServerUpgrade])?;
     let held = ctx.ownership.locks.held();
     let open_run = ctx.ownership.runs.current().is_some();
-    let tool = ctx.tool.to_owned();
+    let tool = ctx.tool;
     Ok(Plan {
         action: Action::Upgrade,
         device: None,
@@ -35,9 +38,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             if_abandoned: Contact::none("an upgrade touches no device"),
             run: Box::new(move |cancel| Acted {
                 outcome: if open_run || !held.is_empty() {
-                    in_open_run(&tool, &held)
+                    in_open_run(tool.name(), &held)
                 } else {
-                    run(&tool, cancel)
+                    run(tool.name(), cancel)
                 },
                 contact: None,
             }),
@@ -48,7 +51,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 fn in_open_run(tool: &str, held: &[String]) -> Outcome {
     Outcome::refused(
         tool,
-        "upgrade_in_open_run",
+        ErrorType::UpgradeInOpenRun,
         "The installation is not upgraded while this server holds a run or session.",
     )
     .with("open_holds", json!(held))
@@ -106,7 +109,7 @@ fn this_binary() -> std::io::Result<PathBuf> {
 }
 
 fn failed(tool: &str, summary: String) -> Outcome {
-    Outcome::refused(tool, "upgrade_failed", summary)
+    Outcome::refused(tool, ErrorType::UpgradeFailed, summary)
         .with("reinstall_command", SHELL_COMMAND)
         .with_next_step("Ask the operator to run `agentic-hil upgrade` in a shell.")
 }

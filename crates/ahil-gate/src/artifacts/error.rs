@@ -1,5 +1,6 @@
 //! The artifact layer's refusals and the one place they map to public `error_type`s.
 
+use crate::ErrorType;
 use serde_json::Value;
 
 use super::Checks;
@@ -44,7 +45,7 @@ pub enum ArtifactError {
 
 impl ArtifactError {
     /// The public `error_type`.
-    pub fn error_type(&self) -> &'static str {
+    pub fn error_type(&self) -> ErrorType {
         match self {
             Self::ControlCharacters
             | Self::Traversal
@@ -53,14 +54,14 @@ impl ArtifactError {
             | Self::OutsideWorkspace
             | Self::UnsafeFile(_)
             | Self::Unreadable(_)
-            | Self::Format(_) => "artifact_validation_failed",
-            Self::NotFound => "artifact_not_found",
-            Self::TooLarge { .. } => "artifact_too_large",
-            Self::UploadsDisabled => "permission_denied",
-            Self::BadId => "invalid_argument",
-            Self::Changed(_) => "artifact_changed",
-            Self::Staging(_) => "artifact_staging_failed",
-            Self::UnsafeDestination(_) => "unsafe_configured_path",
+            | Self::Format(_) => ErrorType::ArtifactValidationFailed,
+            Self::NotFound => ErrorType::ArtifactNotFound,
+            Self::TooLarge { .. } => ErrorType::ArtifactTooLarge,
+            Self::UploadsDisabled => ErrorType::PermissionDenied,
+            Self::BadId => ErrorType::InvalidArgument,
+            Self::Changed(_) => ErrorType::ArtifactChanged,
+            Self::Staging(_) => ErrorType::ArtifactStagingFailed,
+            Self::UnsafeDestination(_) => ErrorType::UnsafeConfiguredPath,
         }
     }
 }
@@ -89,7 +90,7 @@ impl ArtifactRefusal {
     }
 
     /// The public `error_type`.
-    pub fn error_type(&self) -> &'static str {
+    pub fn error_type(&self) -> ErrorType {
         self.error.error_type()
     }
 

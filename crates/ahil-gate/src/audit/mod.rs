@@ -10,12 +10,14 @@
 //! * [`redact`]: the one redaction pass for every sink.
 //! * [`errors`]: the error catalogue.
 
+use crate::ErrorType;
 use std::path::{Component, Path, PathBuf};
 
 use ahil_config::LoadedConfig;
 use serde_json::{Value, json};
 
 pub mod chain;
+pub mod error_type;
 pub mod errors;
 pub mod json;
 mod record;
@@ -24,7 +26,7 @@ pub mod report;
 pub mod safe;
 
 pub use chain::{ChainFault, MirrorVerdict, Sidecar, verify_chain, verify_mirror};
-pub use record::{AUDITED_TOOLS, audit_broken_hook, is_audited, record, unavailable};
+pub use record::{audit_broken_hook, record, unavailable};
 pub use redact::{redact, redact_text, scrub_paths};
 
 /// Why the audit trail could not be read or written. Messages name files relative to their base
@@ -66,12 +68,12 @@ impl AuditError {
     }
 
     /// The public error type.
-    pub fn error_type(&self) -> &'static str {
+    pub fn error_type(&self) -> ErrorType {
         match self {
-            Self::UnsafePath { .. } => "unsafe_configured_path",
-            Self::Io { .. } => "audit_write_failed",
-            Self::StateInvalid { .. } => "coordination_state_invalid",
-            Self::ReportStateDamaged { .. } => "report_state_damaged",
+            Self::UnsafePath { .. } => ErrorType::UnsafeConfiguredPath,
+            Self::Io { .. } => ErrorType::AuditWriteFailed,
+            Self::StateInvalid { .. } => ErrorType::CoordinationStateInvalid,
+            Self::ReportStateDamaged { .. } => ErrorType::ReportStateDamaged,
         }
     }
 

@@ -1,47 +1,17 @@
-//! Stage 7 of the gate: which calls are audited, the refusal when the audit cannot be written before
+//! Stage 7 of the gate (which calls are audited is each tool's declaration, `Gate::audited`): the refusal when the audit cannot be written before
 //! an action, and the report written after it.
 
+use crate::ErrorType;
 use serde_json::Value;
 
 use super::{Audit, AuditError};
 use crate::envelope::{Outcome, overall_success};
 
-/// Tools whose every call leaves a report (the hardware calls and the two that bind hardware).
-pub const AUDITED_TOOLS: &[&str] = &[
-    "debugger_probes_list",
-    "probe_target",
-    "flash_firmware",
-    "reset_target",
-    "debug_start_session",
-    "debug_set_breakpoint",
-    "debug_continue",
-    "debug_symbol_info",
-    "debug_symbol_value",
-    "debug_dump_symbol_ihex",
-    "com_session_start",
-    "com_write",
-    "com_read",
-    "can_session_start",
-    "can_send",
-    "can_read",
-    "power_supply_status",
-    "power_supply_set",
-    "power_supply_output",
-    "power_supply_cycle",
-    "project_config_adopt_hardware",
-    "project_config_create",
-];
-
-/// Whether calls of `tool` are audited.
-pub fn is_audited(tool: &str) -> bool {
-    AUDITED_TOOLS.contains(&tool)
-}
-
 /// The refusal when evidence cannot be written before the action: nothing was started.
 pub fn unavailable(tool: &str, err: &AuditError) -> Outcome {
     let mut outcome = Outcome::refused(
         tool,
-        "audit_unavailable",
+        ErrorType::AuditUnavailable,
         "The action was not started because its report or log cannot be written.",
     )
     .with("audit_error", err.to_value())
@@ -69,7 +39,7 @@ pub fn record(audit: &Audit, outcome: &mut Outcome, args: &Value) {
             outcome.report_path = None;
             outcome.set("audit_error", err.to_value());
             if outcome.error_type.is_none() {
-                outcome.error_type = Some("audit_failed_after_action".into());
+                outcome.set_error(ErrorType::AuditFailedAfterAction);
             }
             if outcome.target_contacted != Some(false) {
                 outcome.cleanup_required = Some(true);

@@ -182,6 +182,7 @@ fn classify_open(base: &Path, path: &Path, err: &io::Error) -> AuditError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorType;
     use std::os::unix::fs::symlink;
 
     #[test]
@@ -191,7 +192,7 @@ mod tests {
         symlink(elsewhere.path(), root.path().join("reports")).expect("plant link");
         let err = write_atomic(root.path(), &root.path().join("reports/x.json"), b"{}")
             .expect_err("refused");
-        assert_eq!(err.error_type(), "unsafe_configured_path");
+        assert_eq!(err.error_type(), ErrorType::UnsafeConfiguredPath);
         assert!(!err.to_string().contains(&*root.path().to_string_lossy()));
         assert!(
             fs::read_dir(elsewhere.path())
@@ -208,7 +209,7 @@ mod tests {
         fs::write(&target, b"x").expect("write");
         fs::hard_link(&target, root.path().join("b.log")).expect("link");
         let err = append(root.path(), &target, b"y").expect_err("refused");
-        assert_eq!(err.error_type(), "unsafe_configured_path");
+        assert_eq!(err.error_type(), ErrorType::UnsafeConfiguredPath);
     }
 
     #[test]
@@ -231,6 +232,6 @@ mod tests {
     fn a_path_that_climbs_out_of_its_base_is_refused() {
         let root = tempfile::tempdir().expect("temp dir");
         let err = check(root.path(), &root.path().join("../x")).expect_err("refused");
-        assert_eq!(err.error_type(), "unsafe_configured_path");
+        assert_eq!(err.error_type(), ErrorType::UnsafeConfiguredPath);
     }
 }

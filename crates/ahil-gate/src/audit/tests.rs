@@ -1,5 +1,6 @@
 //! The audit trail's behaviour: layout, chain, mirrors, tamper verdicts, crash safety, redaction.
 
+use crate::ErrorType;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -243,7 +244,7 @@ fn a_tampered_canonical_log_refuses_further_appends() {
         .audit
         .append_event(LOG, &json!({"event": "x"}))
         .expect_err("refused");
-    assert_eq!(err.error_type(), "coordination_state_invalid");
+    assert_eq!(err.error_type(), ErrorType::CoordinationStateInvalid);
     assert_eq!(
         fs::read_to_string(w.mirror())
             .expect("mirror")
@@ -269,7 +270,7 @@ fn swapping_any_audit_file_for_a_symlink_is_detected() {
             .append_event(LOG, &json!({"e": 1}))
             .expect_err("refused")
             .error_type(),
-        "unsafe_configured_path"
+        ErrorType::UnsafeConfiguredPath
     );
 
     // Canonical log and sidecar → corruption.
@@ -299,7 +300,7 @@ fn readiness_fails_when_a_workspace_directory_is_a_link() {
     fs::remove_dir_all(w.workspace.join(".agentic-hil/reports")).expect("rm");
     symlink(&elsewhere, w.workspace.join(".agentic-hil/reports")).expect("link");
     let err = w.audit.readiness().expect_err("not ready");
-    assert_eq!(err.error_type(), "unsafe_configured_path");
+    assert_eq!(err.error_type(), ErrorType::UnsafeConfiguredPath);
     let outcome = unavailable("flash_firmware", &err);
     assert_eq!(outcome.error_type.as_deref(), Some("audit_unavailable"));
     assert_eq!(outcome.audit_ok, Some(false));
@@ -310,7 +311,7 @@ fn report(tool: &str, ok: bool, finished: &str) -> Map<String, Value> {
     let mut outcome = if ok {
         crate::Outcome::ok(tool, "done")
     } else {
-        crate::Outcome::refused(tool, "debugger_error", "failed")
+        crate::Outcome::refused(tool, ErrorType::DebuggerError, "failed")
     };
     outcome.finished_at = Some(finished.into());
     match outcome.to_value() {
@@ -423,7 +424,7 @@ fn a_damaged_report_state_is_moved_aside_with_every_byte_kept() {
         report::load_state(&w.audit)
             .expect_err("damaged")
             .error_type(),
-        "report_state_damaged"
+        ErrorType::ReportStateDamaged
     );
     let repaired = w.audit.repair_report_state().expect("repair");
     assert_eq!(repaired["repaired"], true);

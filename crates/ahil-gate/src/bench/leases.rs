@@ -1,7 +1,9 @@
-//! The gate's side of leases and incidents: which calls take a lease, what a refused lease answers,
+//! The gate's side of leases and incidents (which calls take a lease, and of which kind, is each
+//! tool's declaration, `Gate::lease`): what a refused lease answers,
 //! how the recovery policy runs against the bench, and how a lease ends (released, kept by a
 //! session, or quarantined when the evidence was lost).
 
+use crate::ErrorType;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -11,65 +13,11 @@ use serde_json::{Value, json};
 use super::{Provisioned, act, settle};
 use crate::actions;
 use crate::audit;
+use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
 use crate::incidents::{self, Block, Decision};
 use crate::ownership::coordination::{Coordinator, End, Incident, Lease, Refused, Settled};
-use crate::ownership::reasons;
 use crate::snapshot::Snapshot;
-
-/// Tools that act on a device and so take a lease.
-const LEASED: &[&str] = &[
-    "debugger_probes_list",
-    "probe_target",
-    "flash_firmware",
-    "reset_target",
-    "com_session_start",
-    "com_session_stop",
-    "com_write",
-    "com_read",
-    "can_session_start",
-    "can_session_stop",
-    "can_send",
-    "can_read",
-    "power_supply_status",
-    "power_supply_set",
-    "power_supply_output",
-    "power_supply_cycle",
-    // Ending a run settles an incident open on the bench (the catalogue: "With an incident open it
-    // runs the recovery recovery.auto_recover allows"); it claims no device of its own.
-    "bench_run_stop",
-];
-
-/// Calls that bring a device back to rest: let through a standing incident, never clearing it.
-const CONTAINMENT: &[&str] = &[
-    "bench_run_stop",
-    "com_session_stop",
-    "can_session_stop",
-    "debug_stop_session",
-    "debug_halt",
-    "debug_clear_breakpoints",
-];
-
-const SESSION_STARTS: &[&str] = &[
-    "com_session_start",
-    "can_session_start",
-    "debug_start_session",
-];
-const SESSION_STOPS: &[&str] = &["com_session_stop", "can_session_stop", "debug_stop_session"];
-
-pub fn is_leased(tool: &str) -> bool {
-    LEASED.contains(&tool) || tool.starts_with("debug_")
-}
-
-pub fn is_containment(tool: &str) -> bool {
-    CONTAINMENT.contains(&tool)
-}
-
-/// Calls that go on without a lease when another process of this configuration holds the bench
-/// for a moment: ending this server's own run must never be refused.
-pub fn runs_without_lease_when_busy(tool: &str) -> bool {
-    tool == "bench_run_stop"
-}
 
 /// One server's coordinator, the leases its sessions keep between calls, and how often each
 /// incident has been tried.
@@ -120,7 +68,7 @@ pub fn refusal(tool: &str, refused: Refused) -> Outcome {
     match refused {
         Refused::Busy => Outcome::refused(
             tool,
-            "resource_busy",
+            ErrorType::ResourceBusy,
             "Another agentic-hil process holds this configuration's bench right now.",
         )
         .with_next_step("Wait for the other process's call or session to end, then call this tool again.")
@@ -129,7 +77,7 @@ pub fn refusal(tool: &str, refused: Refused) -> Outcome {
         Refused::Foreign { resource } => {
             let mut outcome = Outcome::refused(
                 tool,
-                "resource_quarantined",
+                ErrorType::ResourceQuarantined,
                 "This device belongs to another project's unresolved incident.",
             )
             .with("resource", resource)
@@ -143,7 +91,7 @@ pub fn refusal(tool: &str, refused: Refused) -> Outcome {
         }
         Refused::Invalid(err) => Outcome::refused(
             tool,
-            "coordination_state_invalid",
+            ErrorType::CoordinationStateInvalid,
             "A lease record under the state root cannot be read or written; it is never ignored.",
         )
         .with("detail", err.to_string())
@@ -154,7 +102,7 @@ pub fn refusal(tool: &str, refused: Refused) -> Outcome {
 
 /// Runs one tool's action for the server's own recovery: the same plan and driver code as a call,
 /// without authorization (the policy decided) or a report of its own (the attestation is one).
-async fn internal(bench: &Provisioned, tool: &str, args: Value) -> Outcome {
+async fn internal(bench: &Provisioned, tool: ToolId, args: Value) -> Outcome {
     let reloaded = bench.description.current();
     let loaded = reloaded.as_deref().unwrap_or(&bench.loaded);
     let snapshot = Snapshot::take(loaded);
@@ -167,12 +115,12 @@ async fn internal(bench: &Provisioned, tool: &str, args: Value) -> Outcome {
         crate::ownership::device_keys::host_keys(&loaded.config, &plan.resources, &snapshot.nodes);
     let hold = match bench
         .ownership
-        .claim_for_call(tool, &plan.resources, &host_keys)
+        .claim_for_call(tool.name(), &plan.resources, &host_keys)
     {
         Ok(hold) => hold,
         Err(refusal) => return *refusal,
     };
-    let outcome = settle(act(tool, plan.work).await);
+    let outcome = settle(act(tool.name(), plan.work).await);
     drop(hold);
     outcome
 }
@@ -199,14 +147,14 @@ pub async fn recover(bench: &Provisioned, incident: &Incident) -> Value {
     let mut steps = vec!["reap_processes"];
     if reset_halt {
         steps.push("reset_halt");
-        let reset = internal(bench, "reset_target", json!({"mode": "halt"})).await;
+        let reset = internal(bench, ToolId::ResetTarget, json!({"mode": "halt"})).await;
         if !reset.ok {
             let _ = coordinator.settle(incident, &Settled::StoodDown);
             return block.failed(&steps, "reset_halt", &reset);
         }
     }
     steps.push("probe_target");
-    let probe = internal(bench, "probe_target", json!({})).await;
+    let probe = internal(bench, ToolId::ProbeTarget, json!({})).await;
     if !probe.ok || probe.detail("target_detected") != Some(&Value::Bool(true)) {
         let _ = coordinator.settle(incident, &Settled::StoodDown);
         return block.failed(&steps, "probe_target", &probe);
@@ -288,17 +236,18 @@ pub fn merge_status(outcome: &mut Outcome, lease: &Lease) {
 
 /// Ends the call's lease: a session start keeps it for the session; a session stop ends the
 /// session's too; lost evidence quarantines it.
-pub fn end(bench: &Provisioned, tool: &str, lease: Lease, outcome: &mut Outcome) {
+pub fn end(bench: &Provisioned, tool: ToolId, lease: Lease, outcome: &mut Outcome) {
+    let gate = tool.gate();
     let leases = &bench.leases;
     // Lost evidence of a call that may have touched the bench: nothing the server says about
     // that call can be trusted, so the bench stands quarantined.
     let standing = if outcome.audit_ok == Some(false) && outcome.target_contacted != Some(false) {
-        vec![reasons::for_audit_broken(tool).to_owned()]
+        vec![gate.audit_broken.to_owned()]
     } else {
         Vec::new()
     };
     let key = session_key(&lease.resources);
-    if standing.is_empty() && outcome.ok && SESSION_STARTS.contains(&tool) {
+    if standing.is_empty() && outcome.ok && gate.starts_session() {
         let mut kept = leases.kept.lock().unwrap_or_else(PoisonError::into_inner);
         // A repeated start finds the session's lease already kept; this call's own one ends.
         if let std::collections::hash_map::Entry::Vacant(slot) = kept.entry(key.clone()) {
@@ -313,7 +262,7 @@ pub fn end(bench: &Provisioned, tool: &str, lease: Lease, outcome: &mut Outcome)
             standing_reasons: standing.clone(),
         },
     );
-    if SESSION_STOPS.contains(&tool) {
+    if gate.stops_session() {
         let kept = leases
             .kept
             .lock()

@@ -4,6 +4,7 @@
 //! `can0`, …); PCAN-Basic channel names (`PCAN_USBBUS1`) need the vendor library, which this build
 //! does not load. A `process` bus runs the bridge the loader pinned (absolute, outside the workspace).
 
+use crate::ErrorType;
 use std::time::Duration;
 
 use ahil_config::{CanAdapter, CanBus, LoadedConfig};
@@ -27,11 +28,11 @@ pub enum ResolveError {
 }
 
 impl ResolveError {
-    pub fn error_type(&self) -> &'static str {
+    pub fn error_type(&self) -> ErrorType {
         match self {
-            Self::BridgeNotPinned(_) | Self::BadChannel { .. } => "config_invalid",
-            Self::BridgeMissing(_) => "can_adapter_not_found",
-            Self::PcanBasic { .. } => "can_backend_not_available",
+            Self::BridgeNotPinned(_) | Self::BadChannel { .. } => ErrorType::ConfigInvalid,
+            Self::BridgeMissing(_) => ErrorType::CanAdapterNotFound,
+            Self::PcanBasic { .. } => ErrorType::CanBackendNotAvailable,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! and `agentic-hil config-reload` previews what a running server's description reload would take.
 //! Neither is reachable over MCP.
 
+use crate::ErrorType;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
@@ -48,7 +49,7 @@ pub fn set_permissions(
     if !rejected.is_empty() {
         return Outcome::refused(
             &tool,
-            "invalid_argument",
+            ErrorType::InvalidArgument,
             "Some keys are not permissions of this configuration; nothing was changed.",
         )
         .with("field", "keys")
@@ -64,7 +65,7 @@ pub fn set_permissions(
     if let Err(busy) = ownership.locks.acquire(&devices, Duration::ZERO) {
         return Outcome::refused(
             &tool,
-            "permission_change_in_open_run",
+            ErrorType::PermissionChangeInOpenRun,
             "A run or session holds a device of this bench; grants cannot move under it.",
         )
         .with("open_holds", json!(busy.summary()))
@@ -93,7 +94,7 @@ pub fn set_permissions(
         Err(WriteError::Refused(Refused::Invalid { key, reason })) => {
             return Outcome::refused(
                 &tool,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 format!("`{key}` {reason}; nothing was changed."),
             )
             .with("permission_keys_here", json!(here))
@@ -102,7 +103,7 @@ pub fn set_permissions(
         Err(WriteError::Refused(_)) => {
             return Outcome::refused(
                 &tool,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 "The keys could not be applied; nothing was changed.",
             )
             .not_started(true);
@@ -111,7 +112,7 @@ pub fn set_permissions(
         Err(WriteError::ChangedUnderneath) => {
             return Outcome::refused(
                 &tool,
-                "config_changed_underneath",
+                ErrorType::ConfigChangedUnderneath,
                 "The configuration file changed while the grants were being written; nothing was written.",
             )
             .with_next_step("Run the command again; it reads the file afresh.")
@@ -120,7 +121,7 @@ pub fn set_permissions(
         Err(WriteError::Io(e)) => {
             return Outcome::refused(
                 &tool,
-                "config_write_failed",
+                ErrorType::ConfigWriteFailed,
                 "The configuration file could not be replaced; it is unchanged.",
             )
             .with("error_class", format!("{:?}", e.kind()))
@@ -178,15 +179,15 @@ pub fn adopt_hardware(
     target: &crate::actions::config_adopt::Target,
     dry_run: bool,
 ) -> Outcome {
-    let tool = "project_config_adopt_hardware";
+    let tool = crate::catalogue::ToolId::ProjectConfigAdoptHardware;
     let loaded = match load_authoritative(workspace, env) {
         Ok(loaded) => loaded,
-        Err(e) => return config_refusal(tool, &e),
+        Err(e) => return config_refusal(tool.name(), &e),
     };
     let ownership = Ownership::for_process(&env.home, "operator-cli");
     let devices = bench_keys(&loaded);
     if let Err(busy) = ownership.locks.acquire(&devices, Duration::ZERO) {
-        return busy.into_outcome(tool);
+        return busy.into_outcome(tool.name());
     }
     let actor = if std::io::stdin().is_terminal() {
         Actor::Human
@@ -199,7 +200,7 @@ pub fn adopt_hardware(
     };
     let outcome = match crate::actions::config_adopt::discover_now(tool, &loaded, target) {
         Ok(discovered) => crate::actions::config_adopt::run(
-            tool,
+            tool.name(),
             &loaded,
             env,
             target,
@@ -288,7 +289,7 @@ pub fn config_error(tool: &str, e: &ConfigError) -> Value {
 }
 
 fn config_refusal(tool: &str, e: &ConfigError) -> Outcome {
-    let mut outcome = Outcome::refused(tool, e.error_type(), e.summary());
+    let mut outcome = Outcome::refused(tool, ErrorType::layer(e.error_type()), e.summary());
     for (k, v) in e.details() {
         outcome.set(&k, v);
     }

@@ -7,6 +7,8 @@
 //! lock key), so the symbols come from what the board runs, not from whatever the workspace holds now.
 //! A flash of a HEX or BIN image drops the record: the board no longer runs a known ELF.
 
+use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -86,7 +88,7 @@ impl Record {
     }
 
     /// The recorded ELF's bytes and its description, once its digest is checked.
-    fn load(&self, tool: &str) -> Result<(Vec<u8>, Value), Box<Acted>> {
+    fn load(&self, tool: ToolId) -> Result<(Vec<u8>, Value), Box<Acted>> {
         let meta: Option<Value> = std::fs::read(self.meta())
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
@@ -94,7 +96,7 @@ impl Record {
             return Err(quiet(
                 Outcome::refused(
                     tool,
-                    "symbol_source_not_available",
+                    ErrorType::SymbolSourceNotAvailable,
                     "No ELF is on record for this probe: flash one with flash_firmware first.",
                 )
                 .with_causes([
@@ -115,7 +117,7 @@ impl Record {
             _ => Err(quiet(
                 Outcome::refused(
                     tool,
-                    "symbol_source_changed",
+                    ErrorType::SymbolSourceChanged,
                     "The recorded copy of the flashed ELF no longer matches its digest, so its symbols are not used.",
                 )
                 .with("symbol_source", source)
@@ -162,7 +164,7 @@ impl Reader {
 /// The work of `debug_symbol_value` or `debug_dump_symbol_ihex` on an ST-Link or probe-rs entry.
 pub fn work<'a>(
     ctx: &'a Context<'a>,
-    tool: &'static str,
+    tool: ToolId,
     name: &str,
     debugger: &Debugger,
 ) -> Result<Work<'a>, Box<Outcome>> {
@@ -177,19 +179,19 @@ pub fn work<'a>(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "invalid_argument",
+                ErrorType::InvalidArgument,
                 "symbol must be a valid C/C++ identifier.",
             )
             .not_contacted(),
         ));
     }
-    let output = if tool == "debug_dump_symbol_ihex" {
+    let output = if tool == ToolId::DebugDumpSymbolIhex {
         let text = ctx
             .args
             .get("output_path")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        Some(super::output::check(tool, config, text)?)
+        Some(super::output::check(tool.name(), config, text)?)
     } else {
         None
     };
@@ -210,7 +212,7 @@ pub fn work<'a>(
         return Err(Box::new(
             Outcome::refused(
                 tool,
-                "debugger_not_found",
+                ErrorType::DebuggerNotFound,
                 format!("No {product} is available for this debugger, so memory cannot be read."),
             )
             .with("backend", debugger.kind.as_str())
@@ -261,7 +263,7 @@ pub fn work<'a>(
 
 /// One offline symbol read, owned for the blocking job.
 struct Read {
-    tool: &'static str,
+    tool: ToolId,
     symbol: String,
     record: Record,
     gdb: Option<PathBuf>,
@@ -282,7 +284,7 @@ impl Read {
         let Ok(private) = Scratch::new() else {
             return *quiet(Outcome::refused(
                 tool,
-                "symbol_resolution_failed",
+                ErrorType::SymbolResolutionFailed,
                 "No private directory could be made for the symbol query.",
             ));
         };
@@ -302,7 +304,7 @@ impl Read {
             return *quiet(
                 Outcome::refused(
                     tool,
-                    "permission_denied",
+                    ErrorType::PermissionDenied,
                     "Symbol read/dump exceeds debug.max_dump_size_bytes.",
                 )
                 .with("symbol", self.symbol.as_str())
@@ -324,7 +326,7 @@ impl Read {
                 return Acted {
                     outcome: read_only(Outcome::refused(
                         tool,
-                        "output_write_failed",
+                        ErrorType::OutputWriteFailed,
                         format!("The memory was read but the dump could not be written: {why}."),
                     ))
                     .with("symbol", self.symbol.as_str()),
@@ -386,7 +388,7 @@ impl Read {
                     )
                 };
                 Err(quiet(
-                    Outcome::refused(tool, error_type, summary)
+                    Outcome::refused(tool, ErrorType::layer(error_type), summary)
                         .with("symbol", self.symbol.as_str())
                         .with("symbol_table_lookup", miss.reason()),
                 ))
@@ -400,7 +402,7 @@ impl Read {
         if std::fs::write(&copy, elf).is_err() {
             return Err(quiet(Outcome::refused(
                 self.tool,
-                "symbol_resolution_failed",
+                ErrorType::SymbolResolutionFailed,
                 "The flashed ELF could not be copied for gdb.",
             )));
         }
@@ -421,7 +423,7 @@ impl Read {
             Ok(done) if done.exit == Exit::TimedOut => Err(quiet(
                 Outcome::refused(
                     self.tool,
-                    "timeout",
+                    ErrorType::Timeout,
                     "gdb did not resolve the symbol in time.",
                 )
                 .with("symbol", symbol.as_str()),
@@ -463,7 +465,7 @@ impl Read {
                 outcome: read_only(
                     Outcome::refused(
                         tool,
-                        "memory_read_failed",
+                        ErrorType::MemoryReadFailed,
                         "STM32CubeProgrammer confirmed the read but left no Intel HEX covering the requested bytes.",
                     )
                     .with("symbol", self.symbol.as_str())
@@ -518,14 +520,18 @@ fn read_only(mut outcome: Outcome) -> Outcome {
 }
 
 /// The reader's classified failure as an envelope.
-fn failed(tool: &str, backend: &str, error: DriverError) -> Acted {
+fn failed(tool: ToolId, backend: &str, error: DriverError) -> Acted {
     let classified: Box<Classified> = match error {
         DriverError::Classified(classified) => classified,
         other => {
             let contact = other.contact();
             return Acted {
-                outcome: Outcome::refused(tool, other.error_type(), format!("{other}."))
-                    .with("backend", backend),
+                outcome: Outcome::refused(
+                    tool,
+                    ErrorType::layer(other.error_type()),
+                    format!("{other}."),
+                )
+                .with("backend", backend),
                 contact: Some(contact),
             };
         }
@@ -539,7 +545,7 @@ fn failed(tool: &str, backend: &str, error: DriverError) -> Acted {
         transcripts,
         details,
     } = *classified;
-    let mut outcome = Outcome::refused(tool, error_type, summary)
+    let mut outcome = Outcome::refused(tool, ErrorType::layer(error_type), summary)
         .with("backend", backend)
         .with("backend_error_type", backend_error_type)
         .with_causes(likely_causes);
@@ -622,7 +628,7 @@ mod tests {
         std::fs::write(record.meta(), meta.to_string()).expect("meta");
         let timeout = Duration::from_secs(10);
         Read {
-            tool: "debug_symbol_value",
+            tool: ToolId::DebugSymbolValue,
             symbol: symbol.to_owned(),
             record,
             gdb: None,

@@ -2,6 +2,7 @@
 //! `artifacts.allowed_roots` while `validation.require_allowed_root`), with no `..` segment and no link on
 //! the way, so an agent cannot aim the dump at a file outside the project.
 
+use crate::ErrorType;
 use std::path::{Component, Path, PathBuf};
 
 use ahil_config::Config;
@@ -19,7 +20,7 @@ pub struct Output {
 
 fn refused(tool: &str, summary: &str) -> Box<Outcome> {
     Box::new(
-        Outcome::refused(tool, "output_validation_failed", summary)
+        Outcome::refused(tool, ErrorType::OutputValidationFailed, summary)
             .with_remediation([
                 "Give a workspace-relative path ending .hex or .ihex under one of artifacts.allowed_roots.",
             ])

@@ -3,6 +3,7 @@
 //! this program exclude each other on one machine. Ownership *is* the kernel lock: a holder that dies
 //! frees the device at once, and the next taker only reads in the holder record that it did.
 
+use crate::ErrorType;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -150,7 +151,7 @@ impl Busy {
     /// The `device_busy` refusal. Nothing was contacted, so a retry later is safe.
     pub fn into_outcome(self, tool: &str) -> Outcome {
         let summary = self.summary();
-        let mut outcome = Outcome::refused(tool, "device_busy", summary)
+        let mut outcome = Outcome::refused(tool, ErrorType::DeviceBusy, summary)
             .with("resource", self.resource.as_str())
             .with("waited_s", self.waited_s)
             .with_causes(["another agent or test run is using this board"])

@@ -14,6 +14,7 @@ pub use owner::Owner;
 pub use runs::RunSlot;
 pub use session_locks::SessionLocks;
 
+use crate::ErrorType;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,7 +126,7 @@ impl Ownership {
             return Err(Box::new(
                 Outcome::refused(
                     tool,
-                    "undeclared_device",
+                    ErrorType::UndeclaredDevice,
                     "This call addresses a device the open run did not declare.",
                 )
                 .with("declared_devices", json!(run.keys()))

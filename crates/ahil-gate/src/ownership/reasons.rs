@@ -66,45 +66,6 @@ pub fn agent_clearable<S: AsRef<str>>(reason: S) -> bool {
     class_of(reason.as_ref()) == ReasonClass::NoContact
 }
 
-/// The reason an unknown hardware state after `tool` raises.
-pub fn for_unconfirmed(tool: &str) -> &'static str {
-    match tool {
-        "debugger_probes_list" | "probe_target" => "debugger_readonly_target_state_unconfirmed",
-        "flash_firmware" | "reset_target" => "debugger_result_unconfirmed",
-        "debug_start_session" => "debug_session_start_unconfirmed",
-        "debug_set_breakpoint" | "debug_clear_breakpoints" => {
-            "debug_breakpoint_cleanup_unconfirmed"
-        }
-        "debug_continue" | "debug_halt" => "debug_target_state_unconfirmed",
-        "debug_stop_session" => "debug_session_cleanup_unconfirmed",
-        tool if tool.starts_with("debug_") => "debug_session_result_unconfirmed",
-        "com_write" => "com_write_effect_unconfirmed",
-        tool if tool.starts_with("com_") => "com_effect_unconfirmed",
-        "can_send" => "can_send_effect_unconfirmed",
-        "can_read" => "can_read_effect_unconfirmed",
-        tool if tool.starts_with("can_") => "can_effect_unconfirmed",
-        tool if tool.starts_with("power_supply_") => "power_supply_state_unconfirmed",
-        _ => "unknown_hardware_exception",
-    }
-}
-
-/// The reason a lost report after `tool` raises: the audit-broken member of the tool's family.
-pub fn for_audit_broken(tool: &str) -> &'static str {
-    if tool.starts_with("debug_") {
-        "debug_audit_broken"
-    } else if tool == "com_write" {
-        "com_write_audit_broken"
-    } else if tool.starts_with("com_") {
-        "com_report_audit_broken"
-    } else if tool.starts_with("can_") {
-        "can_report_audit_broken"
-    } else if tool.starts_with("power_supply_") {
-        "power_supply_report_audit_broken"
-    } else {
-        "hardware_exception_audit_broken"
-    }
-}
-
 /// Guidance for one reason: what was attempted, what is confirmed, what is unknown, and what a
 /// person should check at the bench. Added to results at reporting time, never stored.
 pub fn guidance(reason: &str) -> Value {
@@ -194,25 +155,11 @@ mod tests {
 
     #[test]
     fn every_reason_a_tool_raises_has_a_class_that_is_not_an_event() {
-        for tool in [
-            "probe_target",
-            "flash_firmware",
-            "reset_target",
-            "debug_start_session",
-            "debug_continue",
-            "debug_symbol_value",
-            "com_write",
-            "com_read",
-            "can_send",
-            "power_supply_set",
-        ] {
-            assert_ne!(
-                class_of(for_unconfirmed(tool)),
-                ReasonClass::Event,
-                "{tool}"
-            );
+        for declared in crate::catalogue::declarations().filter(|d| d.gate.is_leased()) {
+            let (tool, gate) = (declared.name, declared.gate);
+            assert_ne!(class_of(gate.unconfirmed), ReasonClass::Event, "{tool}");
             assert_eq!(
-                class_of(for_audit_broken(tool)),
+                class_of(gate.audit_broken),
                 ReasonClass::AuditBroken,
                 "{tool}"
             );

@@ -2,6 +2,7 @@
 //! (or none), and holds them until the run ends. Selectors resolve against the configuration in force
 //! before any lock is touched, so a typo never leaves half a bench held.
 
+use crate::ErrorType;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -254,7 +255,7 @@ fn required_id<'a>(tool: &str, kind: &str, id: Option<&'a str>) -> Result<&'a st
 }
 
 fn invalid(tool: &str, field: &str, summary: &str) -> Outcome {
-    Outcome::refused(tool, "invalid_argument", summary)
+    Outcome::refused(tool, ErrorType::InvalidArgument, summary)
         .with("field", field)
         .with_remediation([
             "Name each device as {kind, id} with an entry name from project_config_describe.",
@@ -272,7 +273,7 @@ fn unknown_device(config: &Config, tool: &str, kind: &str, id: &str) -> Box<Outc
     Box::new(
         Outcome::refused(
             tool,
-            "unknown_device",
+            ErrorType::UnknownDevice,
             format!("The configuration declares no {kind} named '{id}'."),
         )
         .with("kind", kind)
@@ -346,7 +347,7 @@ impl RunSlot {
         if let Some(run) = slot.as_ref() {
             return Outcome::refused(
                 tool,
-                "run_already_active",
+                ErrorType::RunAlreadyActive,
                 "A run is already open on this server.",
             )
             .with("declared_devices", json!(run.keys()))

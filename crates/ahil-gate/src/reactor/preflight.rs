@@ -260,7 +260,7 @@ impl Walk<'_> {
                     step,
                     at,
                     "image_path",
-                    refusal.error_type(),
+                    refusal.error_type().as_str(),
                     refusal.to_outcome("test_reactor").summary,
                 )
             })

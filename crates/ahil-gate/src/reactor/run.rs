@@ -3,6 +3,7 @@
 //! the first failure or a stop, close every session the run opened, release the devices, write the
 //! report and the terminal record.
 
+use crate::ErrorType;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,7 +44,7 @@ pub fn bench_run_open(view: &View<'_>) -> Option<Outcome> {
     Some(
         Outcome::refused(
             crate::reactor::RUN_TOOL,
-            "run_already_active",
+            ErrorType::RunAlreadyActive,
             "A bench run is open on this server; a test plan declares and holds its own devices.",
         )
         .with("declared_devices", json!(run.keys()))
@@ -63,7 +64,7 @@ pub fn prepare<'b>(
     let Some(view) = bench.reactor_view() else {
         return Err(Box::new(Outcome::refused(
             tool,
-            "config_file_not_found",
+            ErrorType::ConfigFileNotFound,
             "There is no configuration to run a plan under.",
         )));
     };
@@ -82,8 +83,11 @@ pub fn load(view: &View<'_>, plan_path: Option<&str>) -> Result<LoadedPlan, Box<
         PathBuf::from,
     );
     load_plan(workspace, &path).map_err(|err| {
-        let mut outcome =
-            Outcome::refused(crate::reactor::RUN_TOOL, err.error_type(), err.summary());
+        let mut outcome = Outcome::refused(
+            crate::reactor::RUN_TOOL,
+            ErrorType::layer(err.error_type()),
+            err.summary(),
+        );
         for (key, value) in err.details() {
             outcome.set(&key, value);
         }
@@ -96,14 +100,14 @@ fn refusal_from(err: &RecordError) -> Outcome {
     match err {
         RecordError::Held(handle) => Outcome::refused(
             TOOL,
-            "run_already_active",
+            ErrorType::RunAlreadyActive,
             format!("Another process is already running {handle}."),
         )
         .with("run", handle.as_str())
         .not_started(true),
         other => Outcome::refused(
             TOOL,
-            "audit_unavailable",
+            ErrorType::AuditUnavailable,
             format!("The run could not be registered: {other}."),
         )
         .not_started(false),
@@ -206,7 +210,7 @@ async fn drive(
     .unwrap_or_else(|err| {
         Outcome::refused(
             TOOL,
-            "hardware_action_exception",
+            ErrorType::HardwareActionException,
             format!("Declaring the devices failed: {err}."),
         )
     });
@@ -305,7 +309,7 @@ async fn drive(
         }
     } else if let Some(after) = stopped_after {
         outcome.ok = false;
-        outcome.error_type = Some("run_stopped".into());
+        outcome.set_error(ErrorType::RunStopped);
         outcome.summary = format!(
             "The run was stopped on request after step {after} of {total}; its devices were closed."
         );
@@ -316,7 +320,7 @@ async fn drive(
     }
     if !cleanup_errors.is_empty() {
         outcome.ok = false;
-        outcome.error_type = Some("cleanup_failed".into());
+        outcome.set_error(ErrorType::CleanupFailed);
         outcome
             .summary
             .push_str(" Closing a session at the end failed; see cleanup_errors.");

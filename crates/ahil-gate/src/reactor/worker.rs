@@ -3,6 +3,7 @@
 //! its output in `<handle>.log`. The caller answers once the worker holds the devices (its record
 //! leaves `starting`), or with the verdict if it already ended.
 
+use crate::ErrorType;
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
@@ -43,7 +44,7 @@ pub async fn start_detached(bench: &Bench, plan_path: Option<String>, wait: Dura
         Err(err) => {
             return Outcome::refused(
                 TOOL,
-                "run_worker_failed",
+                ErrorType::RunWorkerFailed,
                 format!("The worker could not be started ({:?}).", err.kind()),
             )
             .not_started(true);
@@ -69,7 +70,7 @@ pub async fn start_detached(bench: &Bench, plan_path: Option<String>, wait: Dura
                 .collect();
             Outcome::refused(
                 TOOL,
-                "run_worker_failed",
+                ErrorType::RunWorkerFailed,
                 "The run's worker ended without registering the run.",
             )
             .with("run", handle.as_str())
@@ -80,7 +81,7 @@ pub async fn start_detached(bench: &Bench, plan_path: Option<String>, wait: Dura
             let _ = dir.request_stop(&handle);
             Outcome::refused(
                 TOOL,
-                "run_worker_unresponsive",
+                ErrorType::RunWorkerUnresponsive,
                 "The run's worker did not take its devices in time; a stop was requested.",
             )
             .with("run", handle.as_str())
@@ -181,7 +182,7 @@ fn answer(handle: &Handle, record: &Map<String, Value>, name: &str, plan: &str) 
                 .unwrap_or("run_failed");
             Outcome::refused(
                 TOOL,
-                error_type,
+                ErrorType::layer(error_type),
                 "The detached run already ended and did not pass.",
             )
         };

@@ -2,6 +2,7 @@
 //! opened: a serial number (the entry's own, or the probe_id of the one debugger sharing its
 //! resource_id) and USB ids where the entry declares them.
 
+use crate::ErrorType;
 use ahil_config::{ComPort, Config};
 use ahil_drivers::serial::{HostPort, SerialError, same_device};
 use serde_json::{Map, Value, json};
@@ -186,7 +187,7 @@ pub fn verify(
 
 fn refusal(
     tool: &str,
-    error_type: &str,
+    error_type: ErrorType,
     port_id: &str,
     identity: Map<String, Value>,
     summary: &str,
@@ -209,7 +210,7 @@ fn mismatch(
 ) -> Box<Outcome> {
     let mut outcome = refusal(
         tool,
-        "com_port_identity_mismatch",
+        ErrorType::ComPortIdentityMismatch,
         port_id,
         identity,
         summary,
@@ -236,7 +237,7 @@ fn unverified(
 ) -> Box<Outcome> {
     let mut outcome = refusal(
         tool,
-        "com_port_identity_unverified",
+        ErrorType::ComPortIdentityUnverified,
         port_id,
         identity,
         summary,

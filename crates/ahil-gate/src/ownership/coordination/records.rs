@@ -8,17 +8,6 @@ use serde_json::{Map, Value, json};
 use super::Incident;
 use super::files::read_json;
 
-/// Tools whose last report can prove a dead owner never touched the target.
-const PROVING_TOOLS: &[&str] = &[
-    "debugger_probes_list",
-    "probe_target",
-    "flash_firmware",
-    "reset_target",
-    "debug_start_session",
-    "com_session_start",
-    "can_session_start",
-];
-
 pub fn string_list(record: &Value, key: &str) -> Vec<String> {
     record
         .get(key)
@@ -202,7 +191,9 @@ pub fn no_contact_proof(record: &Value, report_state: &Path) -> Option<Value> {
         .map(|d| d.trim_start_matches("sha256:"));
     let proves = text("lease_id") == Some(lease_id)
         && text("lease_state") == Some("active")
-        && text("tool").is_some_and(|t| PROVING_TOOLS.contains(&t))
+        && text("tool")
+            .and_then(crate::catalogue::Gate::of)
+            .is_some_and(|g| g.proves_no_contact)
         && report.get("side_effect_committed") == Some(&Value::Bool(false))
         && text("side_effect_status") == Some("not_started")
         && report.get("first_contact_at").is_none()

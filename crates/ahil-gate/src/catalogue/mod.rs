@@ -1,0 +1,391 @@
+//! The tool catalogue: one [`Declaration`] per tool is the single source of what the gate knows about
+//! it: name, schema, annotations, description, availability, its gate classes (audit, lease,
+//! containment, session, incident reasons, status) and its plan.
+//!
+//! `tools/list`, dispatch, audit, leases, incidents and the always-status set are all derived from
+//! the declarations, so a tool cannot be listed under one name and gated under another. Adding a
+//! tool is one [`ToolId`] variant and one declaration in a group file (decision 0009).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::{Value, json};
+
+use crate::actions::{Context, Plan};
+use crate::envelope::Outcome;
+
+mod debugger;
+mod devices;
+mod schemas;
+mod setup;
+
+pub use schemas::MAX_READ_BYTES;
+
+/// One tool as the MCP surface lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    /// A flat JSON schema (no `$ref`), `additionalProperties: false`.
+    pub input_schema: Value,
+    /// The JSON schema of the tool's `structuredContent` (see `catalogue_output`).
+    pub output_schema: Value,
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+impl ToolSpec {
+    /// The MCP `annotations` object: read-only tools carry only `readOnlyHint` and `openWorldHint`
+    /// (the other two hints mean nothing for a tool that changes nothing).
+    pub fn annotations(&self) -> Value {
+        if self.read_only {
+            json!({"title": self.title, "readOnlyHint": true, "openWorldHint": self.open_world})
+        } else {
+            json!({
+                "title": self.title,
+                "readOnlyHint": false,
+                "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent,
+                "openWorldHint": self.open_world,
+            })
+        }
+    }
+
+    /// The tool as one `tools/list` entry.
+    pub fn to_mcp_value(&self) -> Value {
+        json!({
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+            "annotations": self.annotations(),
+        })
+    }
+}
+
+/// When a tool is listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Availability {
+    /// With or without a configuration (an unprovisioned server answers `config_file_not_found`).
+    Always,
+}
+
+/// How a tool changes the world.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// Reads only.
+    ReadOnly,
+    /// Changes something: (destructive, idempotent).
+    Effect { destructive: bool, idempotent: bool },
+}
+
+/// A tool's identity. Its name lives only in its declaration: [`ToolId::name`] and [`FromStr`]
+/// both go through the declarations, so a name that is not declared parses to no tool at all.
+/// Variants are in `tools/list` order (a test holds the declarations to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ToolId {
+    DebuggerInfo,
+    ProjectConfigDescribe,
+    ProjectConfigCreate,
+    ProjectConfigSet,
+    ProjectConfigAdoptHardware,
+    ProjectConfigReloadDescription,
+    ArtifactUpload,
+    BenchRunStart,
+    BenchRunStop,
+    BenchRunStatus,
+    DebuggerProbesList,
+    ProbeTarget,
+    FlashFirmware,
+    ResetTarget,
+    DebugStartSession,
+    DebugStopSession,
+    DebugGetSessionStatus,
+    DebugSetBreakpoint,
+    DebugListBreakpoints,
+    DebugClearBreakpoints,
+    DebugContinue,
+    DebugHalt,
+    DebugGetStopReason,
+    DebugSymbolInfo,
+    DebugSymbolValue,
+    DebugDumpSymbolIhex,
+    GetLastReport,
+    ClassifyLastError,
+    HardwareLeaseStatus,
+    HardwareRecover,
+    ServerUpgrade,
+    ComPortsList,
+    ComSessionStart,
+    ComSessionStop,
+    ComWrite,
+    ComRead,
+    CanBusesList,
+    CanSessionStart,
+    CanSessionStop,
+    CanSend,
+    CanRead,
+    PowerSupplyStatus,
+    PowerSupplySet,
+    PowerSupplyOutput,
+    PowerSupplyCycle,
+    TestReactorRun,
+    TestReactorStatus,
+    TestReactorStop,
+}
+
+impl ToolId {
+    /// The declaration of this tool.
+    pub fn declaration(self) -> &'static Declaration {
+        declarations()
+            .find(|d| d.id == self)
+            .expect("every ToolId has a declaration (declarations_cover_every_tool_id_in_order)")
+    }
+
+    /// The tool's public name.
+    pub fn name(self) -> &'static str {
+        self.declaration().name
+    }
+
+    /// How the gate treats calls of this tool.
+    pub fn gate(self) -> Gate {
+        self.declaration().gate
+    }
+}
+
+/// A name that no declaration carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownTool;
+
+impl FromStr for ToolId {
+    type Err = UnknownTool;
+
+    fn from_str(name: &str) -> Result<Self, UnknownTool> {
+        declarations()
+            .find(|d| d.name == name)
+            .map(|d| d.id)
+            .ok_or(UnknownTool)
+    }
+}
+
+impl fmt::Display for ToolId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl AsRef<str> for ToolId {
+    fn as_ref(&self) -> &str {
+        self.name()
+    }
+}
+
+/// How a call takes this configuration's lease (see `bench/leases.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    /// A lease for the call only.
+    Call,
+    /// A session start: on success the lease is kept for the session.
+    SessionStart,
+    /// A session stop: it ends the session's kept lease too, and is let through a standing
+    /// incident because it brings a device back to rest.
+    SessionStop,
+    /// Brings a device back to rest (halt, clear breakpoints): let through a standing incident,
+    /// never clearing it.
+    Containment,
+    /// Ending a run (decision 0002): it settles an incident open on the bench, is let through a
+    /// standing one, and goes on without a lease when another process holds the bench for a
+    /// moment, because ending this server's own run must never be refused.
+    RunEnd,
+}
+
+/// The gate's classes for one tool: what the pipeline does around its plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gate {
+    /// Every call leaves a report, and an audit that cannot be written refuses the call first.
+    pub audited: bool,
+    /// `None`: the call takes no lease.
+    pub lease: Option<Lease>,
+    /// The incident reason when the call leaves the hardware state unknown.
+    pub unconfirmed: &'static str,
+    /// The incident reason when the call's report is lost after it may have touched the bench.
+    pub audit_broken: &'static str,
+    /// The answer always carries `config_status`, stale or not: these tools are how an agent asks
+    /// "which configuration am I talking to?".
+    pub always_status: bool,
+    /// The result must always say whether its effect happened (the effect trio is filled, unknown
+    /// by default).
+    pub reports_effect: bool,
+    /// A dead owner's last report of this tool can prove it never touched the target.
+    pub proves_no_contact: bool,
+}
+
+impl Gate {
+    /// A tool that takes no lease and is not audited.
+    pub const LOCAL: Self = Self {
+        audited: false,
+        lease: None,
+        unconfirmed: "unknown_hardware_exception",
+        audit_broken: "hardware_exception_audit_broken",
+        always_status: false,
+        reports_effect: false,
+        proves_no_contact: false,
+    };
+
+    /// A tool that acts on a device under a lease, with its two incident reasons.
+    const fn leased(lease: Lease, unconfirmed: &'static str, audit_broken: &'static str) -> Self {
+        Self {
+            lease: Some(lease),
+            unconfirmed,
+            audit_broken,
+            ..Self::LOCAL
+        }
+    }
+
+    const fn audited(self) -> Self {
+        Self {
+            audited: true,
+            ..self
+        }
+    }
+
+    const fn always_status(self) -> Self {
+        Self {
+            always_status: true,
+            ..self
+        }
+    }
+
+    const fn reports_effect(self) -> Self {
+        Self {
+            reports_effect: true,
+            ..self
+        }
+    }
+
+    const fn proves_no_contact(self) -> Self {
+        Self {
+            proves_no_contact: true,
+            ..self
+        }
+    }
+
+    /// The gate of the tool named `name` (a result's or a record's `tool`), if it is declared.
+    pub fn of(name: &str) -> Option<Self> {
+        name.parse::<ToolId>().ok().map(ToolId::gate)
+    }
+
+    /// Whether the call takes a lease.
+    pub fn is_leased(self) -> bool {
+        self.lease.is_some()
+    }
+
+    /// Whether the call is let through a standing incident (it brings a device back to rest).
+    pub fn is_containment(self) -> bool {
+        matches!(
+            self.lease,
+            Some(Lease::SessionStop | Lease::Containment | Lease::RunEnd)
+        )
+    }
+
+    /// Whether a successful call keeps its lease for the session it started.
+    pub fn starts_session(self) -> bool {
+        self.lease == Some(Lease::SessionStart)
+    }
+
+    /// Whether the call ends the lease its session kept.
+    pub fn stops_session(self) -> bool {
+        self.lease == Some(Lease::SessionStop)
+    }
+
+    /// Whether the call goes on without a lease when another process holds the bench.
+    pub fn runs_without_lease_when_busy(self) -> bool {
+        self.lease == Some(Lease::RunEnd)
+    }
+}
+
+/// A tool's plan: its arguments turned into what policy is asked, the devices it claims and the work.
+pub type PlanFn = for<'a> fn(&'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>>;
+
+/// Where a call of the tool goes after validation.
+#[derive(Clone, Copy)]
+pub enum Dispatch {
+    /// Through the pipeline with this plan.
+    Plan(PlanFn),
+    /// A test plan: the reactor is a frontend of the gate and sends each step back through it.
+    Reactor,
+}
+
+/// One tool, declared once.
+pub struct Declaration {
+    pub id: ToolId,
+    pub name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    kind: Kind,
+    open_world: bool,
+    schema: fn() -> Value,
+    availability: Availability,
+    pub gate: Gate,
+    pub dispatch: Dispatch,
+}
+
+/// Every declaration, in `tools/list` order.
+pub fn declarations() -> impl Iterator<Item = &'static Declaration> {
+    setup::DECLARED
+        .iter()
+        .chain(debugger::DECLARED)
+        .chain(devices::DECLARED)
+}
+
+impl Declaration {
+    fn spec(&self) -> ToolSpec {
+        let (read_only, destructive, idempotent) = match self.kind {
+            Kind::ReadOnly => (true, false, true),
+            Kind::Effect {
+                destructive,
+                idempotent,
+            } => (false, destructive, idempotent),
+        };
+        ToolSpec {
+            name: self.name.to_owned(),
+            title: self.title.to_owned(),
+            description: self.description.to_owned(),
+            input_schema: (self.schema)(),
+            output_schema: crate::catalogue_output::output_schema(self.name),
+            read_only,
+            destructive,
+            idempotent,
+            open_world: self.open_world,
+        }
+    }
+
+    fn listed(&self, _provisioned: bool) -> bool {
+        match self.availability {
+            Availability::Always => true,
+        }
+    }
+}
+
+/// The tools this server lists, in catalogue order.
+pub fn tools(provisioned: bool) -> Vec<ToolSpec> {
+    declarations()
+        .filter(|def| def.listed(provisioned))
+        .map(Declaration::spec)
+        .collect()
+}
+
+/// One listed tool.
+pub fn tool(id: ToolId, provisioned: bool) -> Option<ToolSpec> {
+    let def = id.declaration();
+    def.listed(provisioned).then(|| def.spec())
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod derived_tests;
