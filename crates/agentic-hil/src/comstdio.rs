@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ahil_config::Environment;
+use ahil_gate::audit::{Scrubbed, Sink};
 use ahil_gate::{Bench, Outcome};
 use serde_json::{Value, json};
 
@@ -26,15 +27,22 @@ pub struct Options<'a> {
 }
 
 pub fn run(workspace: &Path, env: &Environment, options: &Options<'_>) -> ExitCode {
-    let bench = match ahil_config::load_authoritative(workspace, env) {
-        Ok(loaded) => Bench::provisioned(loaded, env.clone()),
+    let sink = Sink::for_environment(workspace, env);
+    let (bench, sink) = match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => {
+            let sink = sink.with_config(&loaded);
+            (Bench::provisioned(loaded, env.clone()), sink)
+        }
         Err(err) => {
-            return fail_value(&json!({
-                "ok": false,
-                "tool": "com_stdio",
-                "error_type": err.error_type(),
-                "summary": err.summary(),
-            }));
+            return fail_value(
+                &sink,
+                &json!({
+                    "ok": false,
+                    "tool": "com_stdio",
+                    "error_type": err.error_type(),
+                    "summary": err.summary(),
+                }),
+            );
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -45,14 +53,15 @@ pub fn run(workspace: &Path, env: &Environment, options: &Options<'_>) -> ExitCo
         Ok(runtime) => runtime,
         Err(err) => {
             return fail_value(
+                &sink,
                 &json!({"ok": false, "tool": "com_stdio", "error_type": "backend_error", "summary": err.to_string()}),
             );
         }
     };
-    runtime.block_on(bridge(&bench, options))
+    runtime.block_on(bridge(&bench, &sink, options))
 }
 
-async fn bridge(bench: &Bench, options: &Options<'_>) -> ExitCode {
+async fn bridge(bench: &Bench, sink: &Sink, options: &Options<'_>) -> ExitCode {
     let port = json!(options.port_id);
     let started = bench
         .call(
@@ -61,7 +70,7 @@ async fn bridge(bench: &Bench, options: &Options<'_>) -> ExitCode {
         )
         .await;
     if !ahil_gate::overall_success(&started) {
-        return fail(bench, &started);
+        return fail(sink, &started);
     }
     let eof = AtomicBool::new(false);
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
@@ -138,10 +147,10 @@ async fn bridge(bench: &Bench, options: &Options<'_>) -> ExitCode {
         .call("com_session_stop", json!({"port_id": port}))
         .await;
     if let Some(failed) = wrote.or(read) {
-        return fail(bench, &failed);
+        return fail(sink, &failed);
     }
     if !ahil_gate::overall_success(&stopped) {
-        return fail(bench, &stopped);
+        return fail(sink, &stopped);
     }
     ExitCode::SUCCESS
 }
@@ -157,18 +166,19 @@ fn hex_bytes(hex: &str) -> Vec<u8> {
         .collect()
 }
 
-/// One JSON line on stderr: redacted, state-root paths shown by placeholder.
-fn fail(bench: &Bench, outcome: &Outcome) -> ExitCode {
-    let mut document = ahil_gate::audit::redact(&outcome.to_value());
-    if let Some(loaded) = bench.loaded() {
-        let roots = ahil_gate::audit::Audit::private_roots(loaded);
-        document = ahil_gate::audit::scrub_paths(&document, &roots);
-    }
-    fail_value(&document)
+/// One JSON line on stderr, after the output step.
+fn fail(sink: &Sink, outcome: &Outcome) -> ExitCode {
+    fail_value(sink, &outcome.to_value())
 }
 
-fn fail_value(document: &Value) -> ExitCode {
-    let line = serde_json::to_string(document).unwrap_or_else(|_| "{\"ok\":false}".to_owned());
+fn fail_value(sink: &Sink, document: &Value) -> ExitCode {
+    write_failure(&sink.scrub(document))
+}
+
+/// stderr's only writer: it takes nothing but a scrubbed document.
+fn write_failure(document: &Scrubbed) -> ExitCode {
+    let line =
+        serde_json::to_string(document.as_value()).unwrap_or_else(|_| "{\"ok\":false}".to_owned());
     let _ = writeln!(std::io::stderr(), "{line}");
     ExitCode::FAILURE
 }
