@@ -8,6 +8,7 @@
 
 mod support;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -287,14 +288,33 @@ async fn no_planted_secret_or_private_directory_reaches_any_sink() {
         .expect("watch runs");
     forbidden.output("`watch --once`", &out);
 
-    for port in ["uart0", "net0"] {
-        let out = bench
+    // The echo board answers in upper case: the firmware "prints" a credential.
+    for (port, typed) in [("uart0", &b"password=devsecret\n"[..]), ("net0", b"")] {
+        let mut child = bench
             .command()
             .args(["com-stdio", "--port-id", port, "--eof-idle-timeout-s", "1"])
-            .stdin(Stdio::null())
-            .output()
-            .expect("com-stdio runs");
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("com-stdio starts");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(typed).expect("typed");
+        drop(stdin);
+        let out = child.wait_with_output().expect("com-stdio ends");
         forbidden.output(&format!("com-stdio on {port}"), &out);
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("DEVSECRET"),
+            "the device's credential is masked on the terminal"
+        );
+        if port == "uart0" {
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                "PASSWORD=[redacted]\n",
+                "stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 
     let mut files = Vec::new();
