@@ -24,6 +24,9 @@ const SECRETS: &[&str] = &[
     "ENVSECRET",
     "PROXYSECRET",
     "CFGSECRET",
+    // Typed into com-stdio and echoed back in upper case by the board.
+    "devsecret",
+    "DEVSECRET",
 ];
 
 /// The environment secrets, given to the server and to every CLI command.
@@ -65,8 +68,14 @@ struct Forbidden {
 impl Forbidden {
     fn check(&self, sink: &str, text: &str) {
         for secret in SECRETS {
+            // Device data also travels as hex, two characters a byte.
+            let hex = secret.bytes().fold(String::new(), |mut hex, b| {
+                use std::fmt::Write as _;
+                let _ = write!(hex, "{b:02x}");
+                hex
+            });
             assert!(
-                !text.contains(secret),
+                !text.contains(secret) && !text.contains(&hex),
                 "{sink} shows the planted secret {secret}: {text}"
             );
         }

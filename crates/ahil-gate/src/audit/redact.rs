@@ -9,6 +9,8 @@
 
 use serde_json::Value;
 
+use crate::serial::text::{Encoding, to_hex};
+
 /// What a masked value becomes.
 pub const MASK: &str = "[redacted]";
 
@@ -27,8 +29,9 @@ pub fn is_secret_key(key: &str) -> bool {
 /// A redacted copy of `value`.
 pub fn redact(value: &Value) -> Value {
     match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
+        Value::Object(map) => {
+            let mut clean: serde_json::Map<String, Value> = map
+                .iter()
                 .map(|(key, item)| {
                     let item = if is_secret_key(key) {
                         Value::String(MASK.into())
@@ -37,12 +40,39 @@ pub fn redact(value: &Value) -> Value {
                     };
                     (key.clone(), item)
                 })
-                .collect(),
-        ),
+                .collect();
+            mask_device_hex(map, &mut clean);
+            Value::Object(clean)
+        }
         Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
         Value::String(text) => Value::String(redact_text(text)),
         other => other.clone(),
     }
+}
+
+/// Device data comes as `{hex, text, encoding}`: when the text held a credential, the hex becomes
+/// the masked text's bytes, so the secret is not still readable two characters a byte.
+fn mask_device_hex(
+    raw: &serde_json::Map<String, Value>,
+    clean: &mut serde_json::Map<String, Value>,
+) {
+    let (Some(Value::String(text)), Some(Value::String(masked)), Some(Value::String(_))) =
+        (raw.get("text"), clean.get("text"), raw.get("hex"))
+    else {
+        return;
+    };
+    if text == masked {
+        return;
+    }
+    let encoding = clean
+        .get("encoding")
+        .and_then(Value::as_str)
+        .and_then(Encoding::parse)
+        .unwrap_or(Encoding::Utf8);
+    let hex = encoding
+        .encode(masked)
+        .map_or_else(|_| MASK.to_owned(), |bytes| to_hex(&bytes));
+    clean.insert("hex".into(), Value::String(hex));
 }
 
 /// The content pass over one string.
@@ -312,6 +342,20 @@ mod tests {
                 "backend_warnings": ["SECRET=[redacted]"],
             })
         );
+    }
+
+    #[test]
+    fn device_bytes_that_spell_a_credential_are_masked_in_their_hex_too() {
+        let data = json!({"hex": to_hex(b"pass=1\npassword=hunter2\n"),
+                          "text": "pass=1\npassword=hunter2\n", "encoding": "utf-8"});
+        let clean = redact(&data);
+        assert_eq!(clean["text"], json!("pass=1\npassword=[redacted]\n"));
+        assert_eq!(
+            clean["hex"],
+            json!(to_hex(b"pass=1\npassword=[redacted]\n"))
+        );
+        let plain = json!({"hex": "6869", "text": "hi", "encoding": "utf-8"});
+        assert_eq!(redact(&plain), plain);
     }
 
     #[test]
