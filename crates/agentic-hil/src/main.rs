@@ -38,7 +38,9 @@ fn main() -> ExitCode {
     let code = match run(&cli) {
         Ok(code) => code,
         Err(err) => {
-            let _ = writeln!(std::io::stderr(), "agentic-hil: {err:#}");
+            // An error's chain can name a file under HOME or carry a backend's words.
+            let shown = ahil_gate::audit::Sink::for_process().scrub_text(&format!("{err:#}"));
+            let _ = writeln!(std::io::stderr(), "agentic-hil: {shown}");
             ExitCode::FAILURE
         }
     };
