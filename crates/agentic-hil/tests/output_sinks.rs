@@ -137,14 +137,7 @@ impl Bench {
             exe = exe.display(),
             device = board.device,
         );
-        std::fs::write(world.config_path(), config).expect("the test config is written");
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-        std::fs::copy(built.join("ahil-fw-v1.elf"), fw.join("fw.elf")).expect("firmware copies");
-        let forbidden = Forbidden {
-            paths: vec![world.home.display().to_string()],
-        };
+        let forbidden = configure(&world, &config);
         Self {
             world,
             tools,
@@ -159,6 +152,19 @@ impl Bench {
 
     fn command(&self) -> Command {
         planted(&self.world)
+    }
+}
+
+/// Writes `config` as the world's configuration and the firmware as `fw/fw.elf`; what the world's
+/// sinks may not show.
+fn configure(world: &World, config: &str) -> Forbidden {
+    std::fs::write(world.config_path(), config).expect("the test config is written");
+    let fw = world.workspace.join("fw");
+    std::fs::create_dir_all(&fw).expect("fw dir");
+    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+    std::fs::copy(built.join("ahil-fw-v1.elf"), fw.join("fw.elf")).expect("firmware copies");
+    Forbidden {
+        paths: vec![world.home.display().to_string()],
     }
 }
 
@@ -396,5 +402,110 @@ async fn before_any_configuration_exists_no_result_names_a_private_directory() {
             .output()
             .expect("the CLI runs");
         forbidden.output(&format!("`{}`", args.join(" ")), &out);
+    }
+}
+
+/// A running emulated board, stopped when dropped whatever the test did.
+struct Sim<'a>(&'a World);
+
+impl Drop for Sim<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(&["sim", "stop"]);
+    }
+}
+
+/// The emulated board: its sockets and UART live under the state root, so the debug, COM and
+/// flash results of a real session are where a private path would show first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emulated_board_session_shows_no_private_directory_in_any_sink() {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let state = world.home.join(".local/state/agentic-hil");
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+         target:\n  name: sim\n  controller: stm32f405\n\
+         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n\
+         \x20     allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n\
+         artifacts:\n  allowed_roots: [fw]\n\
+         com_ports:\n  uart:\n    device: \"{uart}\"\n    resource_id: sim-uart\n\
+         \x20 net0:\n    device: \"rfc2217://ci:CFGSECRET@127.0.0.1:9\"\n    identity_source: device\n\
+         debug:\n  allowed_symbols: [on_tick, counter, magic, g_u32]\n",
+        ws = world.workspace.display(),
+        state = state.display(),
+        uart = state.join("sim/board/uart").display(),
+    );
+    let forbidden = configure(&world, &config);
+    let out = planted(&world)
+        .args(["sim", "start", "--image", "fw/fw.elf", "--json"])
+        .output()
+        .expect("sim start runs");
+    assert!(out.status.success(), "sim start: {out:?}");
+    let _board = Sim(&world);
+    forbidden.output("`sim start --json`", &out);
+    let client = connect(&world).await;
+    let calls = [
+        ("probe_target", json!({})),
+        ("flash_firmware", json!({"image_path": "fw/fw.elf"})),
+        ("reset_target", json!({})),
+        ("com_session_start", json!({"port_id": "uart"})),
+        ("com_read", json!({"port_id": "uart", "wait_timeout_s": 1})),
+        ("com_session_stop", json!({"port_id": "uart"})),
+        ("debug_start_session", json!({"image_path": "fw/fw.elf"})),
+        ("debug_set_breakpoint", json!({"location": "on_tick"})),
+        ("debug_list_breakpoints", json!({})),
+        ("debug_continue", json!({"timeout_s": 5})),
+        ("debug_get_stop_reason", json!({})),
+        ("debug_symbol_info", json!({"symbol": "magic"})),
+        ("debug_symbol_value", json!({"symbol": "counter"})),
+        (
+            "debug_dump_symbol_ihex",
+            json!({"symbol": "g_u32", "output_path": "fw/dumps/g_u32.hex"}),
+        ),
+        ("debug_clear_breakpoints", json!({})),
+        ("debug_get_session_status", json!({})),
+        ("debug_stop_session", json!({})),
+        ("hardware_lease_status", json!({})),
+        ("get_last_report", json!({})),
+        ("classify_last_error", json!({})),
+        ("project_config_describe", json!({})),
+        ("com_ports_list", json!({})),
+    ];
+    for (tool, args) in calls {
+        let doc = call_and_check(&client, &forbidden, tool, args).await;
+        if tool == "debug_continue" {
+            assert_eq!(
+                doc["stop_reason"], "breakpoint_hit",
+                "the session ran: {doc}"
+            );
+        }
+    }
+    client.cancel().await.expect("client closes");
+    for args in [
+        &["sim", "status", "--json"][..],
+        &["sim", "status"],
+        &["lease-status", "--json"],
+        &["doctor", "--json"],
+        &["watch", "--once", "--width", "300", "--height", "60"],
+    ] {
+        let out = planted(&world).args(args).output().expect("the CLI runs");
+        forbidden.output(&format!("`{}`", args.join(" ")), &out);
+    }
+    let out = planted(&world)
+        .args(["sim", "stop", "--json"])
+        .output()
+        .expect("sim stop runs");
+    forbidden.output("`sim stop --json`", &out);
+    let mut files = Vec::new();
+    workspace_files(&world.workspace.join(".agentic-hil"), &mut files);
+    assert!(
+        files
+            .iter()
+            .any(|f| f.to_string_lossy().contains("gdb-debug-")),
+        "the debug session wrote its log: {files:?}"
+    );
+    for file in &files {
+        let text = String::from_utf8_lossy(&std::fs::read(file).expect("readable")).into_owned();
+        forbidden.check(&format!("{}", file.display()), &text);
     }
 }
