@@ -491,6 +491,31 @@ async fn an_emulated_board_session_shows_no_private_directory_in_any_sink() {
         let out = planted(&world).args(args).output().expect("the CLI runs");
         forbidden.output(&format!("`{}`", args.join(" ")), &out);
     }
+    let plans = world.workspace.join("plans");
+    std::fs::create_dir_all(&plans).expect("plans dir");
+    std::fs::write(
+        plans.join("fails.yaml"),
+        "version: 5\nname: fails\nsteps:\n\
+         - {device: board, action: reset, mode: run}\n\
+         - {device: uart, action: uart_open}\n\
+         - {device: uart, action: uart_expect, text: \"never printed\", timeout_s: 1}\n\
+         - {device: uart, action: uart_close}\n",
+    )
+    .expect("plan written");
+    let out = planted(&world)
+        .args(["test-reactor", "--test-config", "plans/fails.yaml"])
+        .args(["--junit-xml", "out/junit.xml", "--json"])
+        .output()
+        .expect("test-reactor runs");
+    forbidden.output("`test-reactor --junit-xml`", &out);
+    let junit =
+        std::fs::read_to_string(world.workspace.join("out/junit.xml")).unwrap_or_else(|err| {
+            panic!(
+                "the run wrote its JUnit XML ({err}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+    forbidden.check("out/junit.xml", &junit);
     let out = planted(&world)
         .args(["sim", "stop", "--json"])
         .output()
