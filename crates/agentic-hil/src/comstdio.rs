@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ahil_config::Environment;
+use ahil_gate::audit::{Scrubbed, Sink};
 use ahil_gate::{Bench, Outcome};
 use serde_json::{Value, json};
 
@@ -26,15 +27,22 @@ pub struct Options<'a> {
 }
 
 pub fn run(workspace: &Path, env: &Environment, options: &Options<'_>) -> ExitCode {
-    let bench = match ahil_config::load_authoritative(workspace, env) {
-        Ok(loaded) => Bench::provisioned(loaded, env.clone()),
+    let sink = Sink::for_environment(workspace, env);
+    let (bench, sink) = match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => {
+            let sink = sink.with_config(&loaded);
+            (Bench::provisioned(loaded, env.clone()), sink)
+        }
         Err(err) => {
-            return fail_value(&json!({
-                "ok": false,
-                "tool": "com_stdio",
-                "error_type": err.error_type(),
-                "summary": err.summary(),
-            }));
+            return fail_value(
+                &sink,
+                &json!({
+                    "ok": false,
+                    "tool": "com_stdio",
+                    "error_type": err.error_type(),
+                    "summary": err.summary(),
+                }),
+            );
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -45,14 +53,15 @@ pub fn run(workspace: &Path, env: &Environment, options: &Options<'_>) -> ExitCo
         Ok(runtime) => runtime,
         Err(err) => {
             return fail_value(
+                &sink,
                 &json!({"ok": false, "tool": "com_stdio", "error_type": "backend_error", "summary": err.to_string()}),
             );
         }
     };
-    runtime.block_on(bridge(&bench, options))
+    runtime.block_on(bridge(&bench, &sink, options))
 }
 
-async fn bridge(bench: &Bench, options: &Options<'_>) -> ExitCode {
+async fn bridge(bench: &Bench, sink: &Sink, options: &Options<'_>) -> ExitCode {
     let port = json!(options.port_id);
     let started = bench
         .call(
@@ -61,7 +70,7 @@ async fn bridge(bench: &Bench, options: &Options<'_>) -> ExitCode {
         )
         .await;
     if !ahil_gate::overall_success(&started) {
-        return fail(bench, &started);
+        return fail(sink, &started);
     }
     let eof = AtomicBool::new(false);
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
@@ -102,6 +111,7 @@ async fn bridge(bench: &Bench, options: &Options<'_>) -> ExitCode {
     };
     let reader = async {
         let mut stdout = std::io::stdout().lock();
+        let mut lines = Lines::default();
         loop {
             let at_eof = eof.load(Ordering::SeqCst);
             let mut args = json!({
@@ -113,6 +123,7 @@ async fn bridge(bench: &Bench, options: &Options<'_>) -> ExitCode {
             }
             let read = bench.call("com_read", args).await;
             if !ahil_gate::overall_success(&read) {
+                let _ = stdout.write_all(&lines.flush(sink));
                 return Some(read);
             }
             let bytes = read
@@ -121,11 +132,18 @@ async fn bridge(bench: &Bench, options: &Options<'_>) -> ExitCode {
                 .and_then(Value::as_str)
                 .map(hex_bytes)
                 .unwrap_or_default();
+            // A quiet read shows what is held back (a prompt has no newline).
+            let shown = if bytes.is_empty() {
+                lines.flush(sink)
+            } else {
+                lines.push(sink, &bytes)
+            };
             if bytes.is_empty() && at_eof {
+                let _ = stdout.write_all(&shown).and_then(|()| stdout.flush());
                 return None;
             }
             if stdout
-                .write_all(&bytes)
+                .write_all(&shown)
                 .and_then(|()| stdout.flush())
                 .is_err()
             {
@@ -138,12 +156,57 @@ async fn bridge(bench: &Bench, options: &Options<'_>) -> ExitCode {
         .call("com_session_stop", json!({"port_id": port}))
         .await;
     if let Some(failed) = wrote.or(read) {
-        return fail(bench, &failed);
+        return fail(sink, &failed);
     }
     if !ahil_gate::overall_success(&stopped) {
-        return fail(bench, &stopped);
+        return fail(sink, &stopped);
     }
     ExitCode::SUCCESS
+}
+
+/// The most device output held back waiting for a line's end.
+const MAX_PENDING: usize = 4096;
+
+/// Device output on its way to the terminal passes the output step a line at a time, so a
+/// credential the firmware prints is masked even when it arrives across two reads. A line that is
+/// not UTF-8 is shown as it came.
+#[derive(Default)]
+struct Lines {
+    pending: Vec<u8>,
+}
+
+impl Lines {
+    /// The complete lines of what has arrived, scrubbed; the rest waits.
+    fn push(&mut self, sink: &Sink, bytes: &[u8]) -> Vec<u8> {
+        self.pending.extend_from_slice(bytes);
+        let cut = if self.pending.len() > MAX_PENDING {
+            self.pending.len()
+        } else {
+            self.pending
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map_or(0, |at| at + 1)
+        };
+        let ready: Vec<u8> = self.pending.drain(..cut).collect();
+        scrub_lines(sink, &ready)
+    }
+
+    /// Everything held back, scrubbed.
+    fn flush(&mut self, sink: &Sink) -> Vec<u8> {
+        let ready = std::mem::take(&mut self.pending);
+        scrub_lines(sink, &ready)
+    }
+}
+
+fn scrub_lines(sink: &Sink, bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        match std::str::from_utf8(line) {
+            Ok(text) => out.extend_from_slice(sink.scrub_text(text).as_bytes()),
+            Err(_) => out.extend_from_slice(line),
+        }
+    }
+    out
 }
 
 fn hex_bytes(hex: &str) -> Vec<u8> {
@@ -157,18 +220,46 @@ fn hex_bytes(hex: &str) -> Vec<u8> {
         .collect()
 }
 
-/// One JSON line on stderr: redacted, state-root paths shown by placeholder.
-fn fail(bench: &Bench, outcome: &Outcome) -> ExitCode {
-    let mut document = ahil_gate::audit::redact(&outcome.to_value());
-    if let Some(loaded) = bench.loaded() {
-        let roots = ahil_gate::audit::Audit::private_roots(loaded);
-        document = ahil_gate::audit::scrub_paths(&document, &roots);
-    }
-    fail_value(&document)
+/// One JSON line on stderr, after the output step.
+fn fail(sink: &Sink, outcome: &Outcome) -> ExitCode {
+    fail_value(sink, &outcome.to_value())
 }
 
-fn fail_value(document: &Value) -> ExitCode {
-    let line = serde_json::to_string(document).unwrap_or_else(|_| "{\"ok\":false}".to_owned());
+fn fail_value(sink: &Sink, document: &Value) -> ExitCode {
+    write_failure(&sink.scrub(document))
+}
+
+/// stderr's only writer: it takes nothing but a scrubbed document.
+fn write_failure(document: &Scrubbed) -> ExitCode {
+    let line =
+        serde_json::to_string(document.as_value()).unwrap_or_else(|_| "{\"ok\":false}".to_owned());
     let _ = writeln!(std::io::stderr(), "{line}");
     ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_credential_printed_across_two_reads_is_masked_before_the_terminal_shows_it() {
+        let sink = Sink::new(None);
+        let mut lines = Lines::default();
+        assert_eq!(lines.push(&sink, b"boot ok\nwifi pass"), b"boot ok\n");
+        assert_eq!(
+            lines.push(&sink, b"word=hunter2 up\nlogin: "),
+            b"wifi password=[redacted] up\n"
+        );
+        assert_eq!(lines.flush(&sink), b"login: ");
+    }
+
+    #[test]
+    fn bytes_that_are_not_text_are_shown_as_they_came() {
+        let sink = Sink::new(None);
+        let mut lines = Lines::default();
+        assert_eq!(
+            lines.push(&sink, b"\xff\xfe token=1\n"),
+            b"\xff\xfe token=1\n"
+        );
+    }
 }

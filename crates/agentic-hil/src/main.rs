@@ -38,7 +38,9 @@ fn main() -> ExitCode {
     let code = match run(&cli) {
         Ok(code) => code,
         Err(err) => {
-            let _ = writeln!(std::io::stderr(), "agentic-hil: {err:#}");
+            // An error's chain can name a file under HOME or carry a backend's words.
+            let shown = ahil_gate::audit::Sink::for_process().scrub_text(&format!("{err:#}"));
+            let _ = writeln!(std::io::stderr(), "agentic-hil: {shown}");
             ExitCode::FAILURE
         }
     };
@@ -212,14 +214,16 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             },
         },
     };
-    // The terminal is a sink like any other: nothing secret reaches it.
-    let document = ahil_gate::audit::redact(&document);
+    // The terminal is a sink like any other: the document passes the one output step.
+    let document = terminal_sink(&workspace, &env).scrub(&document);
     emit(&document, cli.json)?;
-    Ok(if ahil_gate::conclusive_success_value(&document) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(
+        if ahil_gate::conclusive_success_value(document.as_value()) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        },
+    )
 }
 
 /// The workspace is always the directory the command runs in, resolved, as the reference defines it.
@@ -239,12 +243,24 @@ fn print_raw_json(value: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn emit(document: &Value, json: bool) -> anyhow::Result<()> {
+/// HOME, and the state root and configuration directory in force (the defaults when no
+/// configuration loads), as the terminal must not show them.
+fn terminal_sink(workspace: &std::path::Path, env: &Environment) -> ahil_gate::audit::Sink {
+    let sink = ahil_gate::audit::Sink::for_environment(workspace, env);
+    match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => sink.with_config(&loaded),
+        Err(_) => sink,
+    }
+}
+
+/// A command's result on stdout; it takes nothing but a scrubbed document. (`print_raw_json`
+/// alone writes the static schemas and the MCP snippet, which carry no tool output.)
+fn emit(document: &ahil_gate::audit::Scrubbed, json: bool) -> anyhow::Result<()> {
     if json {
-        print_raw_json(document)
+        print_raw_json(document.as_value())
     } else {
         let mut out = std::io::stdout().lock();
-        out.write_all(render::human(document).as_bytes())?;
+        out.write_all(render::human(document.as_value()).as_bytes())?;
         Ok(())
     }
 }

@@ -40,15 +40,9 @@ fn bench(workspace: &Path, env: &Environment, tool: &str, frontend: &str) -> Res
     }
 }
 
-/// The outcome as the terminal shows it: no absolute path under the state root or config directory.
-fn shown(bench: &Bench, outcome: &Outcome) -> Value {
-    let doc = serde_json::to_value(outcome).unwrap_or(Value::Null);
-    match bench.loaded() {
-        Some(loaded) => {
-            ahil_gate::audit::scrub_paths(&doc, &ahil_gate::audit::Audit::private_roots(loaded))
-        }
-        None => doc,
-    }
+/// The outcome as a document; the terminal's output step (`main::emit`) scrubs it.
+fn shown(outcome: &Outcome) -> Value {
+    serde_json::to_value(outcome).unwrap_or(Value::Null)
 }
 
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
@@ -120,7 +114,7 @@ pub fn run(workspace: &Path, env: &Environment, options: &RunOptions<'_>) -> any
             .await
         }
     });
-    Ok(shown(&bench, &outcome))
+    Ok(shown(&outcome))
 }
 
 /// `agentic-hil test-reactor-status` and `test-reactor-stop`: the gate's own tools.
@@ -136,5 +130,5 @@ pub fn lifecycle(
     };
     let args = run.map_or_else(|| json!({}), |run| json!({"run": run}));
     let outcome = runtime()?.block_on(bench.call(tool, args));
-    Ok(shown(&bench, &outcome))
+    Ok(shown(&outcome))
 }

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use ahil_config::{ConfigError, Environment};
+use ahil_gate::audit::Scrubbed;
 use ahil_gate::{Bench, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -62,7 +63,9 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
         }
         Err(err) => {
             // stdout belongs to JSON-RPC, so a refusal to start goes to stderr.
-            eprintln!("{}", serde_json::to_string(&config_refusal(&err))?);
+            let refusal = ahil_gate::audit::Sink::for_environment(workspace, env)
+                .scrub(&config_refusal(&err));
+            eprintln!("{}", serde_json::to_string(refusal.as_value())?);
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -163,6 +166,26 @@ impl Server {
     }
 }
 
+/// The one way a call's answer is written: it takes only a scrubbed document.
+fn tool_result(
+    success: bool,
+    document: Scrubbed,
+    meta: Option<Value>,
+) -> Result<CallToolResult, ErrorData> {
+    let text = serde_json::to_string(document.as_value())
+        .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
+    let mut result = if success {
+        CallToolResult::success(vec![ContentBlock::text(text)])
+    } else {
+        CallToolResult::error(vec![ContentBlock::text(text)])
+    };
+    result.structured_content = Some(document.into_value());
+    if let Some(Value::Object(meta)) = meta {
+        result.meta = Some(rmcp::model::MetaObject(meta));
+    }
+    Ok(result)
+}
+
 fn to_tool(spec: &ToolSpec) -> Tool {
     let object = |schema: &Value| match schema {
         Value::Object(map) => map.clone(),
@@ -238,30 +261,24 @@ impl ServerHandler for Server {
             progress.finish().await;
         }
         let success = ahil_gate::conclusive_success(&outcome);
-        // isError is decided on the envelope; what leaves the process is redacted, and paths under
-        // the state root or the configuration directory are shown by placeholder.
-        let mut document = ahil_gate::audit::redact(
+        // isError is decided on the envelope; what leaves the process passes the one output step.
+        let sink = ahil_gate::audit::Sink::for_environment(&self.workspace, &self.env);
+        let sink = match bench.loaded() {
+            Some(loaded) => sink.with_config(loaded),
+            None => sink,
+        };
+        let document = sink.scrub(
             &serde_json::to_value(&outcome)
                 .map_err(|err| ErrorData::internal_error(err.to_string(), None))?,
         );
-        if let Some(loaded) = bench.loaded() {
-            let roots = ahil_gate::audit::Audit::private_roots(loaded);
-            document = ahil_gate::audit::scrub_paths(&document, &roots);
-        }
-        let text = serde_json::to_string(&document)
-            .map_err(|err| ErrorData::internal_error(err.to_string(), None))?;
-        let mut result = if success {
-            CallToolResult::success(vec![ContentBlock::text(text)])
-        } else {
-            CallToolResult::error(vec![ContentBlock::text(text)])
-        };
-        result.structured_content = Some(document);
-        if let Some(Value::Object(meta)) = &outcome.meta {
-            result.meta = Some(rmcp::model::MetaObject(meta.clone()));
-        }
-        Ok(CallToolResponse::Complete(result))
+        let meta = outcome
+            .meta
+            .as_ref()
+            .map(|meta| sink.scrub(meta).into_value());
+        Ok(CallToolResponse::Complete(tool_result(
+            success, document, meta,
+        )?))
     }
-
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,

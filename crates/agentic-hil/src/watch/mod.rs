@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ahil_config::Environment;
-use ahil_gate::observe::{Action, observe};
+use ahil_gate::audit::Sink;
+use ahil_gate::observe::{Action, BenchView, observe};
 use ratatui::Terminal;
 use ratatui::backend::{CrosstermBackend, TestBackend};
 use ratatui::buffer::Buffer;
@@ -60,7 +61,7 @@ pub fn run(workspace: &Path, env: &Environment, options: &Options) -> anyhow::Re
         let (cols, rows) = terminal::size().unwrap_or((100, 30));
         let width = options.width.unwrap_or(cols).clamp(40, 500);
         let height = options.height.unwrap_or(rows).clamp(10, 500);
-        let view = observe(workspace, env);
+        let view = observed(workspace, env);
         let mut history = Vec::new();
         remember(&mut history, &view.actions);
         let at = ahil_config::time::now_millis();
@@ -80,6 +81,45 @@ pub fn run(workspace: &Path, env: &Environment, options: &Options) -> anyhow::Re
         return Ok(ExitCode::SUCCESS);
     }
     live(workspace, env, options.refresh)
+}
+
+/// The bench as the screen may show it: every string passed through the one output step, so a
+/// session log's device line or a report's summary shows no secret and no private directory.
+fn observed(workspace: &Path, env: &Environment) -> BenchView {
+    let sink = Sink::for_environment(workspace, env);
+    let sink = match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => sink.with_config(&loaded),
+        Err(_) => sink,
+    };
+    scrubbed(observe(workspace, env), &sink)
+}
+
+fn scrubbed(mut view: BenchView, sink: &Sink) -> BenchView {
+    let text = |s: &mut String| *s = sink.scrub_text(s);
+    let opt = |s: &mut Option<String>| {
+        if let Some(s) = s {
+            *s = sink.scrub_text(s);
+        }
+    };
+    text(&mut view.workspace);
+    opt(&mut view.problem);
+    for hold in &mut view.holds {
+        text(&mut hold.resource);
+        opt(&mut hold.holder);
+        opt(&mut hold.label);
+    }
+    opt(&mut view.lease.owner);
+    if let Some(incident) = &mut view.lease.incident {
+        incident.reasons.iter_mut().for_each(text);
+    }
+    for action in &mut view.actions {
+        text(&mut action.summary);
+    }
+    for session in &mut view.sessions {
+        text(&mut session.log);
+        session.lines.iter_mut().for_each(text);
+    }
+    view
 }
 
 /// Puts the terminal back however the loop ends (error or panic included).
@@ -107,7 +147,7 @@ fn live(workspace: &Path, env: &Environment, refresh: Duration) -> anyhow::Resul
     let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let mut history = Vec::new();
     loop {
-        let view = observe(workspace, env);
+        let view = observed(workspace, env);
         remember(&mut history, &view.actions);
         let at = ahil_config::time::now_millis();
         term.draw(|f| {
@@ -149,6 +189,18 @@ mod tests {
             verdict: "ok".into(),
             summary: String::new(),
         }
+    }
+
+    #[test]
+    fn the_screen_shows_no_secret_and_no_private_directory() {
+        let sink = Sink::new(Some(Path::new("/home/u")));
+        let mut view = BenchView::default();
+        view.actions.push(Action {
+            summary: "wrote /home/u/x with token=abc".into(),
+            ..action("T1", "flash_firmware")
+        });
+        let view = scrubbed(view, &sink);
+        assert_eq!(view.actions[0].summary, "wrote ~/x with token=[redacted]");
     }
 
     #[test]

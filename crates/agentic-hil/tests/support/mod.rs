@@ -164,9 +164,21 @@ pub async fn connect_as<H: rmcp::ClientHandler>(
     world: &World,
     handler: H,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
-    use rmcp::ServiceExt;
     let mut cmd = Command::new(World::binary());
     world.scrub(&mut cmd);
+    connect_command_as(cmd, handler).await
+}
+
+/// An MCP session with `cmd mcp-stdio` (a command whose environment the test chose).
+pub async fn connect_command(cmd: Command) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    connect_command_as(cmd, ()).await
+}
+
+async fn connect_command_as<H: rmcp::ClientHandler>(
+    mut cmd: Command,
+    handler: H,
+) -> rmcp::service::RunningService<rmcp::RoleClient, H> {
+    use rmcp::ServiceExt;
     cmd.arg("mcp-stdio");
     let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
         .expect("the server process starts");

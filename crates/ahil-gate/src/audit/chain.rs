@@ -9,6 +9,14 @@ use sha2::{Digest, Sha256};
 use super::{Audit, AuditError, crash_point, json as pyjson, safe, safe_filename};
 use ahil_config::digest::hex;
 
+/// One log line of a scrubbed event: the canonical copy and the workspace mirror hold the same
+/// bytes, and neither a secret nor a private directory.
+fn jsonl(event: &super::Scrubbed) -> String {
+    let mut line = pyjson::line(event.as_value());
+    line.push('\n');
+    line
+}
+
 /// The chain value before the first line.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -221,8 +229,7 @@ impl Audit {
         entry
             .entry("time")
             .or_insert_with(|| ahil_config::time::now_millis().into());
-        let mut line = pyjson::line(&super::redact(&Value::Object(entry)));
-        line.push('\n');
+        let line = jsonl(&self.sink().scrub(&Value::Object(entry)));
         self.append_canonical(name, line.as_bytes())?;
         crash_point("after_canonical_log");
         let mirror = self.workspace().join(self.log_path(name));
@@ -232,8 +239,7 @@ impl Audit {
 
     /// Appends a line that only the workspace mirror keeps (passive device output).
     pub fn append_passive(&self, name: &str, event: &Value) -> Result<(), AuditError> {
-        let mut line = pyjson::line(&super::redact(event));
-        line.push('\n');
+        let line = jsonl(&self.sink().scrub(event));
         let mirror = self.workspace().join(self.log_path(name));
         safe::append(self.workspace(), &mirror, line.as_bytes())
     }

@@ -7,7 +7,8 @@
 //! * [`safe`]: path checks, atomic writes, locked appends.
 //! * [`chain`]: hash-chained JSONL logs with a digest sidecar, and their verification.
 //! * [`report`]: one report per audited call, the trusted report state, and its repair.
-//! * [`redact`]: the one redaction pass for every sink.
+//! * [`sink`]: the one output step every sink's writer requires ([`Scrubbed`]).
+//! * [`redact`]: its redaction half.
 //! * [`errors`]: the error catalogue.
 
 use crate::ErrorType;
@@ -24,10 +25,12 @@ mod record;
 pub mod redact;
 pub mod report;
 pub mod safe;
+pub mod sink;
 
 pub use chain::{ChainFault, MirrorVerdict, Sidecar, verify_chain, verify_mirror};
 pub use record::{audit_broken_hook, record, unavailable};
-pub use redact::{redact, redact_text, scrub_paths};
+pub use redact::{redact, redact_text};
+pub use sink::{Scrubbed, Sink};
 
 /// Why the audit trail could not be read or written. Messages name files relative to their base
 /// directory, never by absolute path.
@@ -97,6 +100,9 @@ pub struct Audit {
     workspace: PathBuf,
     reports_rel: String,
     logs_rel: String,
+    /// The output step of every workspace view this trail writes (and of its canonical copies,
+    /// which the views must equal byte for byte).
+    sink: Sink,
 }
 
 impl Audit {
@@ -120,25 +126,23 @@ impl Audit {
         logs_dir: &str,
     ) -> Self {
         let digest = project_digest(config_path, workspace);
+        let mut sink = Sink::for_process().with_root(state_root, "<state_root>");
+        if let Some(dir) = config_path.parent() {
+            sink = sink.with_root(dir, "<config_dir>");
+        }
         Self {
             state_root: state_root.to_path_buf(),
             project: state_root.join("projects").join(&digest[..24]),
             workspace: workspace.to_path_buf(),
             reports_rel: lexical_relative(workspace, reports_dir),
             logs_rel: lexical_relative(workspace, logs_dir),
+            sink,
         }
     }
 
-    /// What must never leave the process as an absolute path, with its placeholder.
-    pub fn private_roots(loaded: &LoadedConfig) -> Vec<(String, &'static str)> {
-        let mut roots = vec![(
-            loaded.config.state_root.display().to_string(),
-            "<state_root>",
-        )];
-        if let Some(dir) = loaded.path.parent() {
-            roots.push((dir.display().to_string(), "<config_dir>"));
-        }
-        roots
+    /// The output step of this trail's writers.
+    pub fn sink(&self) -> &Sink {
+        &self.sink
     }
 
     /// The state root (trusted base of every canonical file).

@@ -60,19 +60,18 @@ fn log_transcript(audit: &Audit, outcome: &mut Outcome) {
     let name = format!("{}.jsonl", outcome.tool);
     // The transcript names sockets under the state root and the private staging copy; the log is
     // mirrored into the workspace, so neither location is written out.
-    let roots = [
-        (audit.state_root().display().to_string(), "<state_root>"),
-        (std::env::temp_dir().display().to_string(), "<tmp>"),
-    ];
-    let event = super::scrub_paths(
-        &serde_json::json!({
+    let sink = audit
+        .sink()
+        .clone()
+        .with_root(&std::env::temp_dir(), "<tmp>");
+    let event = sink
+        .scrub(&serde_json::json!({
             "tool": outcome.tool,
             "ok": outcome.ok,
             "error_type": outcome.error_type,
             "transcript": text,
-        }),
-        &roots,
-    );
+        }))
+        .into_value();
     match audit.append_event(&name, &event) {
         Ok(_) => outcome.log_path = Some(audit.log_path(&name)),
         Err(err) => {

@@ -1,11 +1,15 @@
-//! The one redaction pass, for every sink (reports, logs, MCP results, the terminal).
+//! The redaction half of the one output step ([`super::sink::Sink::scrub`]).
 //!
-//! Secret-named keys lose their value entirely. Captured process output (`stdout`, `stderr`,
-//! `backend_warnings`, `backend_error`, `version`, at any depth) gets a content pass that masks only the secret span: URL
-//! userinfo passwords, `Authorization: Bearer|Basic` credentials, and secret-named assignments or
-//! query parameters. Every other byte is left as it was; prose fields are not scanned.
+//! Secret-named keys lose their value entirely. Every string, at any depth, gets a content pass
+//! that masks only the secret span: URL userinfo passwords, `Authorization: Bearer|Basic`
+//! credentials, and secret-named assignments or query parameters. A backend's words reach results
+//! under many keys (`backend_message`, `summary`, a transcript), and a configuration value can
+//! carry a URL with a password, so the pass goes by content, not by a list of keys. Every other
+//! byte is left as it was.
 
 use serde_json::Value;
+
+use crate::serial::text::{Encoding, to_hex};
 
 /// What a masked value becomes.
 pub const MASK: &str = "[redacted]";
@@ -13,16 +17,6 @@ pub const MASK: &str = "[redacted]";
 const SECRET_WORDS: &[&str] = &[
     "token", "secret", "password", "passwd", "apikey", "api_key", "authkey", "auth_key",
 ];
-/// Keys whose values are captured process output. `backend_error` and `version` carry a backend's
-/// own printed words too, so they get the same content pass.
-const STREAM_KEYS: &[&str] = &[
-    "stdout",
-    "stderr",
-    "backend_warnings",
-    "backend_error",
-    "version",
-];
-
 /// `(?:^|_)(?:token|secret|…)$`, case-insensitive.
 pub fn is_secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
@@ -34,56 +28,54 @@ pub fn is_secret_key(key: &str) -> bool {
 
 /// A redacted copy of `value`.
 pub fn redact(value: &Value) -> Value {
-    walk(value, false)
-}
-
-fn walk(value: &Value, stream: bool) -> Value {
     match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
+        Value::Object(map) => {
+            let mut clean: serde_json::Map<String, Value> = map
+                .iter()
                 .map(|(key, item)| {
                     let item = if is_secret_key(key) {
                         Value::String(MASK.into())
                     } else {
-                        walk(item, stream || STREAM_KEYS.contains(&key.as_str()))
+                        redact(item)
                     };
                     (key.clone(), item)
                 })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(|i| walk(i, stream)).collect()),
-        Value::String(text) if stream => Value::String(redact_text(text)),
-        other => other.clone(),
-    }
-}
-
-/// Replaces every absolute path strictly under one of `roots` with its placeholder
-/// (`/home/u/.local/state/agentic-hil/projects/x` → `<state_root>/projects/x`), in every string.
-/// The last guard before a result leaves the process: the state root and the configuration
-/// directory are the operator's, and their location is none of an agent's business.
-pub fn scrub_paths(value: &Value, roots: &[(String, &str)]) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), scrub_paths(v, roots)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(|v| scrub_paths(v, roots)).collect()),
-        Value::String(text) => {
-            let mut text = text.clone();
-            for (root, placeholder) in roots {
-                let root = root.trim_end_matches('/');
-                if root.len() > 1 {
-                    text = text.replace(&format!("{root}/"), &format!("{placeholder}/"));
-                }
-            }
-            Value::String(text)
+                .collect();
+            mask_device_hex(map, &mut clean);
+            Value::Object(clean)
         }
+        Value::Array(items) => Value::Array(items.iter().map(redact).collect()),
+        Value::String(text) => Value::String(redact_text(text)),
         other => other.clone(),
     }
 }
 
-/// The content pass over captured output.
+/// Device data comes as `{hex, text, encoding}`: when the text held a credential, the hex becomes
+/// the masked text's bytes, so the secret is not still readable two characters a byte.
+fn mask_device_hex(
+    raw: &serde_json::Map<String, Value>,
+    clean: &mut serde_json::Map<String, Value>,
+) {
+    let (Some(Value::String(text)), Some(Value::String(masked)), Some(Value::String(_))) =
+        (raw.get("text"), clean.get("text"), raw.get("hex"))
+    else {
+        return;
+    };
+    if text == masked {
+        return;
+    }
+    let encoding = clean
+        .get("encoding")
+        .and_then(Value::as_str)
+        .and_then(Encoding::parse)
+        .unwrap_or(Encoding::Utf8);
+    let hex = encoding
+        .encode(masked)
+        .map_or_else(|_| MASK.to_owned(), |bytes| to_hex(&bytes));
+    clean.insert("hex".into(), Value::String(hex));
+}
+
+/// The content pass over one string.
 pub fn redact_text(text: &str) -> String {
     let text = mask_userinfo(text);
     let text = mask_authorization(&text);
@@ -336,33 +328,34 @@ mod tests {
     }
 
     #[test]
-    fn stream_values_are_scanned_and_prose_is_not() {
+    fn every_string_is_scanned_whatever_its_key() {
         let doc = json!({
-            "summary": "password=visible-in-prose",
-            "backend": {"stdout": ["token=abc", "fine"], "stderr": "x https://u:p@h"},
+            "summary": "probe said password=visible-in-prose",
+            "backend": {"stdout": ["token=abc", "fine"], "backend_message": "x https://u:p@h"},
             "backend_warnings": ["SECRET=zz"],
         });
         assert_eq!(
             redact(&doc),
             json!({
-                "summary": "password=visible-in-prose",
-                "backend": {"stdout": ["token=[redacted]", "fine"], "stderr": "x https://u:[redacted]@h"},
+                "summary": "probe said password=[redacted]",
+                "backend": {"stdout": ["token=[redacted]", "fine"], "backend_message": "x https://u:[redacted]@h"},
                 "backend_warnings": ["SECRET=[redacted]"],
             })
         );
     }
 
     #[test]
-    fn paths_under_the_state_root_become_placeholders() {
-        let roots = [(
-            "/home/u/.local/state/agentic-hil".to_owned(),
-            "<state_root>",
-        )];
-        let doc = json!({"a": ["see /home/u/.local/state/agentic-hil/projects/x/r.json"], "b": "/home/u/.local/state/agentic-hil"});
+    fn device_bytes_that_spell_a_credential_are_masked_in_their_hex_too() {
+        let data = json!({"hex": to_hex(b"pass=1\npassword=hunter2\n"),
+                          "text": "pass=1\npassword=hunter2\n", "encoding": "utf-8"});
+        let clean = redact(&data);
+        assert_eq!(clean["text"], json!("pass=1\npassword=[redacted]\n"));
         assert_eq!(
-            scrub_paths(&doc, &roots),
-            json!({"a": ["see <state_root>/projects/x/r.json"], "b": "/home/u/.local/state/agentic-hil"})
+            clean["hex"],
+            json!(to_hex(b"pass=1\npassword=[redacted]\n"))
         );
+        let plain = json!({"hex": "6869", "text": "hi", "encoding": "utf-8"});
+        assert_eq!(redact(&plain), plain);
     }
 
     #[test]

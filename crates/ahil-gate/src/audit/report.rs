@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use super::{Audit, AuditError, crash_point, json as pyjson, safe};
+use super::{Audit, AuditError, Scrubbed, crash_point, json as pyjson, safe};
 use crate::envelope::overall_success_value;
 
 /// The trusted report state.
@@ -106,8 +106,13 @@ impl Audit {
         report
             .entry("config_in_force")
             .or_insert_with(|| config_in_force.clone());
-        // Redacted before any copy exists, so neither the canonical state nor a view holds a secret.
-        if let Value::Object(clean) = super::redact(&Value::Object(std::mem::take(report))) {
+        // Scrubbed before any copy exists, so neither the canonical state nor a view holds a secret
+        // or a private directory, and a view can be checked against the canonical copy.
+        if let Value::Object(clean) = self
+            .sink()
+            .scrub(&Value::Object(std::mem::take(report)))
+            .into_value()
+        {
             *report = clean;
         }
         let report_path = self.workspace_report("last-report.json");
@@ -199,7 +204,12 @@ impl Audit {
     }
 
     fn write_views(&self, report: &Map<String, Value>, failure: bool) -> Result<(), AuditError> {
-        let document = pyjson::document(&super::redact(&Value::Object(report.clone())));
+        self.write_view_documents(&self.sink().scrub(&Value::Object(report.clone())), failure)
+    }
+
+    /// The workspace views' only writer: it takes nothing but a scrubbed document.
+    fn write_view_documents(&self, report: &Scrubbed, failure: bool) -> Result<(), AuditError> {
+        let document = pyjson::document(report.as_value());
         let ws = self.workspace();
         if failure {
             let path = ws.join(self.workspace_report("last-failure.json"));
@@ -222,7 +232,7 @@ impl Audit {
         let Ok(mirror) = serde_json::from_slice::<Value>(&bytes) else {
             return "altered";
         };
-        if mirror == super::redact(trusted) {
+        if mirror == self.sink().scrub(trusted).into_value() {
             return "verified";
         }
         let finished = |v: &Value| {

@@ -165,7 +165,9 @@ pub fn write_junit(view: &View<'_>, outcome: &mut Outcome, target: &Path, planne
         );
         return;
     };
-    let doc = junit::document(&outcome.to_value(), planned);
+    // CI publishes the XML: step summaries pass the same output step as the reports.
+    let scrubbed = view.audit.sink().scrub(&outcome.to_value());
+    let doc = junit::document(scrubbed.as_value(), planned);
     let written = path
         .parent()
         .map_or(Ok(()), |dir| fsio::create_dir_all_private(dir, 0o755))
