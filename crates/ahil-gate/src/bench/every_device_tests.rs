@@ -457,3 +457,33 @@ proptest! {
         refused_before_contact(touch, version, &others);
     }
 }
+
+/// The declarations are the source: every device and grant a tool's declaration names has a row
+/// above, and no row tests a need no declaration names. A tool that gains a device in its
+/// declaration fails here until the property test refuses it there too.
+#[test]
+fn the_table_covers_exactly_the_needs_the_declarations_name() {
+    use std::collections::BTreeSet;
+
+    use crate::catalogue::{Touched, declarations};
+
+    let touched = |tool: &str, on: On| match on {
+        On::Dut if tool.starts_with("power_supply_") => Touched::PoweredBoard,
+        On::Dut => Touched::Debugger,
+        On::Console => Touched::ComPort,
+        On::Bench => Touched::PowerSupply,
+        On::Bus => Touched::CanBus,
+        On::Uploads => Touched::Uploads,
+    };
+    let tested: BTreeSet<(&str, Touched, &str)> = TOUCHES
+        .iter()
+        .map(|(tool, _, on, grant, _)| (*tool, touched(tool, *on), *grant))
+        .collect();
+    let declared: BTreeSet<(&str, Touched, &str)> = declarations()
+        .flat_map(|d| d.gate.needs.iter().map(|n| (d.name, n.on, n.grant)))
+        .collect();
+    assert_eq!(
+        declared, tested,
+        "the declarations' needs and the property test's rows differ"
+    );
+}

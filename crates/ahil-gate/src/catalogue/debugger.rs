@@ -5,7 +5,7 @@ use super::schemas::{
     debug_set_breakpoint_schema, debug_start_session_schema, debug_stop_session_schema,
     debug_symbol_schema, flash_firmware_schema, no_arguments, reset_target_schema,
 };
-use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId};
+use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId, Touched, need};
 use crate::actions;
 
 pub(super) const DECLARED: &[Declaration] = &[
@@ -28,7 +28,8 @@ probe_target.",
             "hardware_exception_audit_broken",
         )
         .audited()
-        .proves_no_contact(),
+        .proves_no_contact()
+        .needs(&[need(Touched::Debugger, "allow_probe")]),
         dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
@@ -53,7 +54,8 @@ not_supported. Next: flash_firmware or reset_target.",
             "hardware_exception_audit_broken",
         )
         .audited()
-        .proves_no_contact(),
+        .proves_no_contact()
+        .needs(&[need(Touched::Debugger, "allow_probe")]),
         dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
@@ -81,7 +83,13 @@ hardware_state unknown.",
         )
         .audited()
         .reports_effect()
-        .proves_no_contact(),
+        .proves_no_contact()
+        .needs(&[
+            need(Touched::Debugger, "allow_flash"),
+            need(Touched::Debugger, "allow_reset"),
+            need(Touched::ComPort, "allow_read"),
+            need(Touched::Uploads, "allow_upload"),
+        ]),
         dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
@@ -106,7 +114,8 @@ use probe_target.",
         )
         .audited()
         .reports_effect()
-        .proves_no_contact(),
+        .proves_no_contact()
+        .needs(&[need(Touched::Debugger, "allow_reset")]),
         dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
@@ -131,7 +140,13 @@ session_already_active, artifact_validation_failed, target_not_detected, debugge
         )
         .audited()
         .reports_effect()
-        .proves_no_contact(),
+        .proves_no_contact()
+        .needs(&[
+            need(Touched::Debugger, "allow_probe"),
+            need(Touched::Debugger, "allow_reset"),
+            need(Touched::Debugger, "allow_flash"),
+            need(Touched::Uploads, "allow_upload"),
+        ]),
         dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
@@ -251,7 +266,11 @@ exception stop is never resumed. Without a stop in time the core is halted again
             "debug_audit_broken",
         )
         .audited()
-        .reports_effect(),
+        .reports_effect()
+        .needs(&[
+            need(Touched::Debugger, "allow_probe"),
+            need(Touched::Debugger, "allow_debug_execution"),
+        ]),
         dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {

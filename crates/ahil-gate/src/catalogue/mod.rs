@@ -221,6 +221,37 @@ pub struct Gate {
     pub reports_effect: bool,
     /// A dead owner's last report of this tool can prove it never touched the target.
     pub proves_no_contact: bool,
+    /// Every device the tool may touch, each with a grant it needs there (some only with an
+    /// argument: a flash's `capture` reads a COM port). Policy decides each call; the property test
+    /// (`bench/every_device_tests.rs`) covers exactly these, so a tool cannot gain a device the test
+    /// does not refuse.
+    pub needs: &'static [Need],
+}
+
+/// A kind of configured device a tool touches, as its declaration names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Touched {
+    /// The tool's own debugger entry (`debuggers.<name>`).
+    Debugger,
+    /// A board a power supply `powers` (its debugger entry).
+    PoweredBoard,
+    ComPort,
+    CanBus,
+    PowerSupply,
+    /// The upload store (`artifacts.allow_upload`).
+    Uploads,
+}
+
+/// A grant a tool needs on a device it touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Need {
+    pub on: Touched,
+    /// The permission flag (`allow_flash`); in a version 1 file only `allow_probe` of the debugger.
+    pub grant: &'static str,
+}
+
+const fn need(on: Touched, grant: &'static str) -> Need {
+    Need { on, grant }
 }
 
 impl Gate {
@@ -233,6 +264,7 @@ impl Gate {
         always_status: false,
         reports_effect: false,
         proves_no_contact: false,
+        needs: &[],
     };
 
     /// A tool that acts on a device under a lease, with its two incident reasons.
@@ -271,6 +303,10 @@ impl Gate {
             proves_no_contact: true,
             ..self
         }
+    }
+
+    const fn needs(self, needs: &'static [Need]) -> Self {
+        Self { needs, ..self }
     }
 
     /// The gate of the tool named `name` (a result's or a record's `tool`), if it is declared.

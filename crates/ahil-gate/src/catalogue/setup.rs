@@ -4,7 +4,7 @@ use super::schemas::{
     artifact_upload_schema, bench_run_start_schema, config_adopt_schema, config_set_schema,
     no_arguments,
 };
-use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId};
+use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId, Touched, need};
 use crate::actions;
 
 pub(super) const DECLARED: &[Declaration] = &[
@@ -21,7 +21,9 @@ not_supported or permission_denied. Next: debugger_probes_list for probe ids, pr
         open_world: false,
         schema: no_arguments,
         availability: Availability::Always,
-        gate: Gate::LOCAL.always_status(),
+        gate: Gate::LOCAL
+            .always_status()
+            .needs(&[need(Touched::Debugger, "allow_probe")]),
         dispatch: Dispatch::Plan(actions::debugger_info::plan),
     },
     Declaration {
