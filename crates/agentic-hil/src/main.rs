@@ -62,16 +62,43 @@ fn init_tracing() {
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let env = Environment::from_process();
     let workspace = workspace_dir()?;
-    let document = match &cli.command {
-        Command::McpStdio => return mcp::serve(&workspace, &env),
+    if let Some(done) = direct(&cli.command, &workspace, &env) {
+        return done;
+    }
+    let document = match report(&cli.command, &workspace, &env)? {
+        Ok(document) => document,
+        Err(code) => return Ok(code),
+    };
+    // The terminal is a sink like any other: the document passes the one output step.
+    let document = terminal_sink(&workspace, &env).scrub(&document);
+    emit(&document, cli.json)?;
+    Ok(
+        if ahil_gate::conclusive_success_value(document.as_value()) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        },
+    )
+}
+
+/// The commands that own the terminal or the process (servers, children, streams): they answer
+/// with an exit status, not a document.
+fn direct(
+    command: &Command,
+    workspace: &std::path::Path,
+    env: &Environment,
+) -> Option<anyhow::Result<ExitCode>> {
+    match command {
+        Command::McpStdio => Some(mcp::serve(workspace, env)),
         Command::Completions { shell } => {
             completions::completions(*shell, &mut std::io::stdout().lock());
-            return Ok(ExitCode::SUCCESS);
+            Some(Ok(ExitCode::SUCCESS))
         }
-        Command::Man => {
-            completions::man(&mut std::io::stdout().lock())?;
-            return Ok(ExitCode::SUCCESS);
-        }
+        Command::Man => Some(
+            completions::man(&mut std::io::stdout().lock())
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Into::into),
+        ),
         Command::Watch {
             once,
             width,
@@ -84,15 +111,15 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 height: *height,
                 refresh: std::time::Duration::from_millis(*interval_ms),
             };
-            return watch::run(&workspace, &env, &options);
+            Some(watch::run(workspace, env, &options))
         }
         Command::CanBroker { args } => {
             let code = ahil_gate::can::broker::server::main(args);
-            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+            Some(Ok(ExitCode::from(u8::try_from(code).unwrap_or(1))))
         }
         Command::ProbeRsWorker { args } => {
             let code = ahil_gate::actions::probe_rs::worker(args);
-            return Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)));
+            Some(Ok(ExitCode::from(u8::try_from(code).unwrap_or(1))))
         }
         Command::ComStdio {
             port_id,
@@ -104,19 +131,31 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 max_read_bytes: *max_read_bytes,
                 eof_idle_timeout_s: eof_idle_timeout_s.clamp(0.0, 60.0),
             };
-            return Ok(comstdio::run(&workspace, &env, &options));
+            Some(Ok(comstdio::run(workspace, env, &options)))
         }
-        Command::Init { force, agent } => install::init(&workspace, &env, *force, *agent),
-        Command::Doctor => to_value(&ahil_gate::doctor(&workspace, &env))?,
-        Command::LeaseStatus => ahil_gate::operator::lease_status(&workspace, &env),
+        _ => None,
+    }
+}
+
+/// The commands that answer with one document (rendered, or `--json`), or an exit status when they
+/// printed their output raw.
+fn report(
+    command: &Command,
+    workspace: &std::path::Path,
+    env: &Environment,
+) -> anyhow::Result<Result<Value, ExitCode>> {
+    Ok(Ok(match command {
+        Command::Init { force, agent } => install::init(workspace, env, *force, *agent),
+        Command::Doctor => to_value(&ahil_gate::doctor(workspace, env))?,
+        Command::LeaseStatus => ahil_gate::operator::lease_status(workspace, env),
         Command::Recover {
             confirm_safe_state,
             quarantine_id,
             accept_config_change,
             retire_records,
         } => ahil_gate::operator::recover(
-            &workspace,
-            &env,
+            workspace,
+            env,
             &ahil_gate::operator::RecoverOptions {
                 confirm_safe_state: *confirm_safe_state,
                 quarantine_id: quarantine_id.clone(),
@@ -124,19 +163,19 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 retire_records: *retire_records,
             },
         ),
-        Command::Grant { keys } => config_cli::set_permissions(&workspace, &env, keys, true),
-        Command::Revoke { keys } => config_cli::set_permissions(&workspace, &env, keys, false),
-        Command::ConfigReload => config_cli::preview_reload(&workspace, &env),
+        Command::Grant { keys } => config_cli::set_permissions(workspace, env, keys, true),
+        Command::Revoke { keys } => config_cli::set_permissions(workspace, env, keys, false),
+        Command::ConfigReload => config_cli::preview_reload(workspace, env),
         Command::ComPorts => config_cli::com_ports(),
-        Command::DebuggerProbes => config_cli::debugger_probes(&workspace, &env)?,
+        Command::DebuggerProbes => config_cli::debugger_probes(workspace, env)?,
         Command::AdoptHardware {
             debugger,
             com_port,
             probe_id,
             dry_run,
         } => config_cli::adopt_hardware(
-            &workspace,
-            &env,
+            workspace,
+            env,
             debugger.as_deref(),
             com_port.as_deref(),
             probe_id.as_deref(),
@@ -146,20 +185,20 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             agent,
             force,
             launcher,
-        } => install::agent_install(&workspace, &env, *agent, *force, launcher.as_deref()),
+        } => install::agent_install(workspace, env, *agent, *force, launcher.as_deref()),
         Command::SkillInstall {
             agent,
             target,
             force,
-        } => install::skill_install(&env, *agent, target.as_deref(), *force),
-        Command::Uninstall { agent } => install::uninstall(&env, agent),
+        } => install::skill_install(env, *agent, target.as_deref(), *force),
+        Command::Uninstall { agent } => install::uninstall(env, agent),
         Command::Setup {
             agent,
             force,
             launcher,
-        } => install::setup(&workspace, &env, *agent, *force, launcher.as_deref()),
-        Command::Upgrade { dry_run, from } => upgrade::run(&workspace, *dry_run, from.as_deref()),
-        Command::ReportStateRepair => evidence::report_state_repair(&workspace, &env),
+        } => install::setup(workspace, env, *agent, *force, launcher.as_deref()),
+        Command::Upgrade { dry_run, from } => upgrade::run(workspace, *dry_run, from.as_deref()),
+        Command::ReportStateRepair => evidence::report_state_repair(workspace, env),
         Command::TestReactor {
             test_config,
             wait_s,
@@ -167,8 +206,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             junit_xml,
             run_handle,
         } => reactor_cli::run(
-            &workspace,
-            &env,
+            workspace,
+            env,
             &reactor_cli::RunOptions {
                 test_config: test_config.as_deref(),
                 wait_s: *wait_s,
@@ -178,52 +217,47 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             },
         )?,
         Command::TestReactorStatus { run } => {
-            reactor_cli::lifecycle(&workspace, &env, "test_reactor_status", run.as_deref())?
+            reactor_cli::lifecycle(workspace, env, "test_reactor_status", run.as_deref())?
         }
         Command::TestReactorStop { run } => {
-            reactor_cli::lifecycle(&workspace, &env, "test_reactor_stop", Some(run))?
+            reactor_cli::lifecycle(workspace, env, "test_reactor_stop", Some(run))?
         }
-        Command::RunEvidence { report, out } => evidence::run_evidence(&workspace, report, out),
-        Command::Sim(command) => sim::run(&workspace, &env, command)?,
+        Command::RunEvidence { report, out } => evidence::run_evidence(workspace, report, out),
+        Command::Sim(command) => sim::run(workspace, env, command)?,
         Command::Schema { output, force } => {
             let schema = ahil_config::config_json_schema();
             match output {
-                None => return print_raw_json(&schema).map(|()| ExitCode::SUCCESS),
-                Some(path) => files::write_output(&workspace, path, &schema, *force, "schema")?,
+                None => return print_raw_json(&schema).map(|()| Err(ExitCode::SUCCESS)),
+                Some(path) => files::write_output(workspace, path, &schema, *force, "schema")?,
             }
         }
-        Command::CheckPlan { plans, strict } => plans::check(&workspace, &env, plans, *strict),
+        Command::CheckPlan { plans, strict } => plans::check(workspace, env, plans, *strict),
         Command::TestSchema { output, force } => {
             let schema = ahil_config::plan::plan_json_schema();
             match output {
-                None => return print_raw_json(&schema).map(|()| ExitCode::SUCCESS),
+                None => return print_raw_json(&schema).map(|()| Err(ExitCode::SUCCESS)),
                 // The reference answers `schema_exists` for both schema commands.
-                Some(path) => files::write_output(&workspace, path, &schema, *force, "schema")?,
+                Some(path) => files::write_output(workspace, path, &schema, *force, "schema")?,
             }
         }
-        Command::McpConfig { output, force } => match files::mcp_config_snippet(&workspace) {
+        Command::McpConfig { output, force } => match files::mcp_config_snippet(workspace) {
             Err(refusal) => refusal,
             Ok(snippet) => match output {
                 None => {
                     print_raw_json(&snippet)?;
-                    return Ok(ExitCode::SUCCESS);
+                    return Ok(Err(ExitCode::SUCCESS));
                 }
-                Some(path) => {
-                    files::write_output(&workspace, path, &snippet, *force, "mcp_config")?
-                }
+                Some(path) => files::write_output(workspace, path, &snippet, *force, "mcp_config")?,
             },
         },
-    };
-    // The terminal is a sink like any other: the document passes the one output step.
-    let document = terminal_sink(&workspace, &env).scrub(&document);
-    emit(&document, cli.json)?;
-    Ok(
-        if ahil_gate::conclusive_success_value(document.as_value()) {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        },
-    )
+        Command::McpStdio
+        | Command::Completions { .. }
+        | Command::Man
+        | Command::Watch { .. }
+        | Command::CanBroker { .. }
+        | Command::ProbeRsWorker { .. }
+        | Command::ComStdio { .. } => unreachable!("run() hands these to direct()"),
+    }))
 }
 
 /// The workspace is always the directory the command runs in, resolved, as the reference defines it.

@@ -189,6 +189,77 @@ pub(super) fn backend_for(
     }
 }
 
+/// The work when no executable is pinned for the entry: `debugger_not_found`, after a flash's image
+/// was checked (the agent first hears about what it can fix itself).
+fn without_executable<'a>(
+    ctx: &'a Context<'a>,
+    tool: ToolId,
+    name: &str,
+    kind: &'static str,
+    resources: &mut Vec<String>,
+) -> Result<Work<'a>, Box<Outcome>> {
+    let reason = match ctx.loaded.executables.debuggers.get(name) {
+        Some(ExecutableState::Disabled { reason } | ExecutableState::Unbound { reason }) => {
+            reason.clone()
+        }
+        _ => "no executable is pinned for this entry".to_owned(),
+    };
+    let missing = Outcome::refused(
+        tool,
+        ErrorType::DebuggerNotFound,
+        format!("No {kind} executable is available: {reason}."),
+    )
+    .with("backend", kind)
+    .with_remediation([
+        "Install the tool, or name it by absolute path in `debuggers.<name>.executable`, then restart the server.",
+    ])
+    .not_contacted();
+    if tool != ToolId::FlashFirmware {
+        return Ok(local(missing, "nothing was started"));
+    }
+    // The image is checked before the toolchain, so the agent first hears about what it can
+    // fix itself.
+    let args = flash_args(ctx, resources)?;
+    let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
+    Ok(Work::Local(Box::new(move || {
+        if let Err(refused) = stage_image(&policy, &args.image) {
+            return *refused;
+        }
+        Acted {
+            outcome: missing,
+            contact: Some(Contact::none("nothing was started")),
+        }
+    })))
+}
+
+/// An OpenOCD script in the system temp directory, refused before OpenOCD runs: anyone on the host
+/// can replace it.
+fn openocd_script_refusal<'a>(tool: ToolId, name: &str, debugger: &Debugger) -> Option<Work<'a>> {
+    let kind = debugger.kind.as_str();
+    for (field, raw) in [
+        ("interface_cfg", &debugger.interface_cfg),
+        ("target_cfg", &debugger.target_cfg),
+    ] {
+        if script_in_temp(raw) {
+            return Some(local(
+                Outcome::refused(
+                    tool,
+                    ErrorType::UnsafeConfiguredPath,
+                    "An OpenOCD script in the system temp directory is refused: anyone on the host can replace it.",
+                )
+                .with("field", format!("debuggers.{name}.{field}"))
+                .with("backend", kind)
+                .with_remediation([
+                    "Use a script name OpenOCD ships (`interface/stlink.cfg`), or an absolute path outside the workspace and the temp directory.",
+                ])
+                .not_contacted(),
+                "refused before OpenOCD ran",
+            ));
+        }
+    }
+    None
+}
+
 /// The work of one probe tool on a CLI backend.
 pub fn work<'a>(
     ctx: &'a Context<'a>,
@@ -200,61 +271,12 @@ pub fn work<'a>(
     let tool = super::probe::probe_tool(ctx.tool)?;
     let kind = debugger.kind.as_str();
     let Some(executable) = executable else {
-        let reason = match ctx.loaded.executables.debuggers.get(name) {
-            Some(ExecutableState::Disabled { reason } | ExecutableState::Unbound { reason }) => {
-                reason.clone()
-            }
-            _ => "no executable is pinned for this entry".to_owned(),
-        };
-        let missing = Outcome::refused(
-            tool,
-            ErrorType::DebuggerNotFound,
-            format!("No {kind} executable is available: {reason}."),
-        )
-        .with("backend", kind)
-        .with_remediation([
-            "Install the tool, or name it by absolute path in `debuggers.<name>.executable`, then restart the server.",
-        ])
-        .not_contacted();
-        if tool != ToolId::FlashFirmware {
-            return Ok(local(missing, "nothing was started"));
-        }
-        // The image is checked before the toolchain, so the agent first hears about what it can
-        // fix itself.
-        let args = flash_args(ctx, resources)?;
-        let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
-        return Ok(Work::Local(Box::new(move || {
-            if let Err(refused) = stage_image(&policy, &args.image) {
-                return *refused;
-            }
-            Acted {
-                outcome: missing,
-                contact: Some(Contact::none("nothing was started")),
-            }
-        })));
+        return without_executable(ctx, tool, name, kind, resources);
     };
-    if debugger.kind == DebuggerType::Openocd {
-        for (field, raw) in [
-            ("interface_cfg", &debugger.interface_cfg),
-            ("target_cfg", &debugger.target_cfg),
-        ] {
-            if script_in_temp(raw) {
-                return Ok(local(
-                    Outcome::refused(
-                        tool,
-                        ErrorType::UnsafeConfiguredPath,
-                        "An OpenOCD script in the system temp directory is refused: anyone on the host can replace it.",
-                    )
-                    .with("field", format!("debuggers.{name}.{field}"))
-                    .with("backend", kind)
-                    .with_remediation([
-                        "Use a script name OpenOCD ships (`interface/stlink.cfg`), or an absolute path outside the workspace and the temp directory.",
-                    ])
-                    .not_contacted(),
-                    "refused before OpenOCD ran",
-                ));
-            }
-        }
+    if debugger.kind == DebuggerType::Openocd
+        && let Some(refused) = openocd_script_refusal(tool, name, debugger)
+    {
+        return Ok(refused);
     }
     let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
     // ST-Link and probe-rs read symbols without a session, from the ELF their last confirmed flash

@@ -86,43 +86,7 @@ pub(super) fn fields(tool: &str) -> Option<(Value, Value)> {
             "backend_warnings": lines(),
             "target": text(),
         }),
-        "flash_firmware" => json!({
-            "verify": flag(),
-            "reset_after_flash": flag(),
-            "run": implicit_run(),
-            "erase_abort_point": {
-                "type": "object",
-                "properties": {
-                    "reading": text(),
-                    "evidence_line": text(),
-                    "evidence_rule": text(),
-                },
-            },
-            "programmer_output": {
-                "type": "object",
-                "properties": {
-                    "returncode": count(),
-                    "stdout": text(),
-                    "stderr": text(),
-                },
-            },
-            "capture": {
-                "type": "object",
-                "properties": {
-                    "port_id": text(),
-                    "text": text(),
-                    "matched": {"type": ["null", "string"]},
-                    "until": list(),
-                    "until_matched": flag(),
-                    "until_wait_s": number(),
-                    "bytes_read": count(),
-                    "overflow_bytes": count(),
-                    "data": object(),
-                    "capture_ms": count(),
-                },
-            },
-            "image_written": flag(),
-        }),
+        "flash_firmware" => flash_firmware_fields(),
         "reset_target" => json!({
             "run": implicit_run(),
             "supported_modes": lines(),
@@ -132,84 +96,14 @@ pub(super) fn fields(tool: &str) -> Option<(Value, Value)> {
             "report": object(),
             "workspace_report_state": text(),
         }),
-        "hardware_lease_status" => json!({
-            "project_resource": text(),
-            "owner_active": flag(),
-            "owner_is_this_process": flag(),
-            "bench_held": flag(),
-            "standing_incidents": list(),
-            "device_holds": {"type": "array", "items": {"type": "object"}},
-            "snapshot_atomic": flag(),
-            "blocked": flag(),
-            "incident_stands": flag(),
-            "auto_recoverable": flag(),
-            "auto_recover_policy": text(),
-            "lifecycle_state": text(),
-            "record": {
-                "type": ["null", "object"],
-                "properties": {
-                    "version": count(),
-                    "state": text(),
-                    "owner_marker": text(),
-                    "owner_pid": count(),
-                    "owner_started_at": text(),
-                    "frontend": text(),
-                    "quarantined_at": text(),
-                    "audit_ok": flag(),
-                    "config_sha256": text(),
-                    "project_resource": text(),
-                    "resources": list(),
-                    "updated_at": text(),
-                    "leases": list(),
-                    "quarantine_id": text(),
-                    "reason": text(),
-                    "cleanup_reasons": list(),
-                },
-            },
-            "leases": {"type": "array", "items": {"type": "object"}},
-        }),
+        "hardware_lease_status" => lease_status_fields(),
         "hardware_recover" => json!({
             "physical_check_reasons": lines(),
             "agent_clearable_reasons": list(),
             "was_quarantined": flag(),
             "nothing_to_recover": flag(),
         }),
-        "test_reactor_run" => json!({
-            "run": text(),
-            "steps": {"type": "array", "items": {"type": "object"}},
-            "cleanup": {"type": "array", "items": {"type": "object"}},
-            "cleanup_errors": list(),
-            "test_config_sha256": text(),
-            "step_error_type": text(),
-            "validation_error": {
-                "type": "object",
-                "properties": {
-                    "error_type": text(),
-                    "step": count(),
-                    "field": text(),
-                    "route": {"type": ["null", "string"]},
-                    "action": text(),
-                    "summary": text(),
-                },
-            },
-            "value": {
-                "type": ["array", "boolean", "null", "number", "object", "string"],
-            },
-            "migration": object(),
-            "allowed_values": {"type": "array", "items": {"type": ["number", "string"]}},
-            "limit": number(),
-            "expected_type": text(),
-            "rejected_fields": lines(),
-            "allowed_fields": lines(),
-            "exactly_one_of": lines(),
-            "at_least_one_of": lines(),
-            "because_of": text(),
-            "requires": text(),
-            "exclusive_fields": lines(),
-            "plan_version": count(),
-            "requires_plan_version": count(),
-            "route_keys": lines(),
-        }),
+        "test_reactor_run" => reactor_run_fields(),
         "test_reactor_status" => json!({
             "run": text(),
             "runs": {"type": "array", "items": {"type": "object"}},
@@ -227,4 +121,125 @@ pub(super) fn fields(tool: &str) -> Option<(Value, Value)> {
         _ => return None,
     };
     Some((bench_family(), own))
+}
+
+/// `flash_firmware`'s own fields.
+fn flash_firmware_fields() -> Value {
+    json!({
+        "verify": flag(),
+        "reset_after_flash": flag(),
+        "run": implicit_run(),
+        "erase_abort_point": {
+            "type": "object",
+            "properties": {
+                "reading": text(),
+                "evidence_line": text(),
+                "evidence_rule": text(),
+            },
+        },
+        "programmer_output": {
+            "type": "object",
+            "properties": {
+                "returncode": count(),
+                "stdout": text(),
+                "stderr": text(),
+            },
+        },
+        "capture": {
+            "type": "object",
+            "properties": {
+                "port_id": text(),
+                "text": text(),
+                "matched": {"type": ["null", "string"]},
+                "until": list(),
+                "until_matched": flag(),
+                "until_wait_s": number(),
+                "bytes_read": count(),
+                "overflow_bytes": count(),
+                "data": object(),
+                "capture_ms": count(),
+            },
+        },
+        "image_written": flag(),
+    })
+}
+
+/// `hardware_lease_status`'s own fields.
+fn lease_status_fields() -> Value {
+    json!({
+        "project_resource": text(),
+        "owner_active": flag(),
+        "owner_is_this_process": flag(),
+        "bench_held": flag(),
+        "standing_incidents": list(),
+        "device_holds": {"type": "array", "items": {"type": "object"}},
+        "snapshot_atomic": flag(),
+        "blocked": flag(),
+        "incident_stands": flag(),
+        "auto_recoverable": flag(),
+        "auto_recover_policy": text(),
+        "lifecycle_state": text(),
+        "record": {
+            "type": ["null", "object"],
+            "properties": {
+                "version": count(),
+                "state": text(),
+                "owner_marker": text(),
+                "owner_pid": count(),
+                "owner_started_at": text(),
+                "frontend": text(),
+                "quarantined_at": text(),
+                "audit_ok": flag(),
+                "config_sha256": text(),
+                "project_resource": text(),
+                "resources": list(),
+                "updated_at": text(),
+                "leases": list(),
+                "quarantine_id": text(),
+                "reason": text(),
+                "cleanup_reasons": list(),
+            },
+        },
+        "leases": {"type": "array", "items": {"type": "object"}},
+    })
+}
+
+/// `test_reactor_run`'s own fields.
+fn reactor_run_fields() -> Value {
+    json!({
+        "run": text(),
+        "steps": {"type": "array", "items": {"type": "object"}},
+        "cleanup": {"type": "array", "items": {"type": "object"}},
+        "cleanup_errors": list(),
+        "test_config_sha256": text(),
+        "step_error_type": text(),
+        "validation_error": {
+            "type": "object",
+            "properties": {
+                "error_type": text(),
+                "step": count(),
+                "field": text(),
+                "route": {"type": ["null", "string"]},
+                "action": text(),
+                "summary": text(),
+            },
+        },
+        "value": {
+            "type": ["array", "boolean", "null", "number", "object", "string"],
+        },
+        "migration": object(),
+        "allowed_values": {"type": "array", "items": {"type": ["number", "string"]}},
+        "limit": number(),
+        "expected_type": text(),
+        "rejected_fields": lines(),
+        "allowed_fields": lines(),
+        "exactly_one_of": lines(),
+        "at_least_one_of": lines(),
+        "because_of": text(),
+        "requires": text(),
+        "exclusive_fields": lines(),
+        "plan_version": count(),
+        "requires_plan_version": count(),
+        "route_keys": lines(),
+    })
 }
