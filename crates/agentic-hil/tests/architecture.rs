@@ -172,3 +172,35 @@ fn no_product_source_names_the_simulators() {
         "product sources (unit tests included) name ahil_sim: {naming:?}"
     );
 }
+
+/// A module has one job; past 800 lines it has two. Every source file of every crate (product,
+/// simulators, tests and benches) is held to it, so a file cannot grow past it unnoticed.
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&crates).expect("the crates directory") {
+        let dir = entry.expect("a directory entry").path();
+        for part in ["src", "tests", "benches"] {
+            if dir.join(part).is_dir() {
+                sources(&dir.join(part), &mut files);
+            }
+        }
+    }
+    assert!(
+        files.len() > 100,
+        "the scan reads every crate: {}",
+        files.len()
+    );
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f)
+                .expect("a source file reads")
+                .lines()
+                .count();
+            (lines > 800).then(|| format!("{} ({lines} lines)", f.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these modules: {long:?}");
+}
