@@ -351,7 +351,7 @@ exceeds it (power_supply_limit_exceeded); values are never rounded. Leaves the o
         id: ToolId::PowerSupplyOutput,
         name: "power_supply_output",
         title: "Switch a power supply output",
-        description: "Turn one supply channel's output on or off (needs allow_output) and read the state back. Switching on is \
+        description: "Turn one supply channel's output on or off (needs allow_output, and allow_reset on every board it powers) and read the state back. Switching on is \
 refused while a stored set point is above its effective limit. Asking for the state already held changes nothing.",
         kind: Kind::Effect {
             destructive: true,
@@ -376,7 +376,7 @@ refused while a stored set point is above its effective limit. Asking for the st
         id: ToolId::PowerSupplyCycle,
         name: "power_supply_cycle",
         title: "Power-cycle a board",
-        description: "Cold-boot the board on one supply channel (needs allow_output): output off, wait off_s, output on, each \
+        description: "Cold-boot the board on one supply channel (needs allow_output, and allow_reset on every board it powers): output off, wait off_s, output on, each \
 state read back. Refused while a stored set point is above its effective limit. Each call cycles again.",
         kind: Kind::Effect {
             destructive: true,
