@@ -222,10 +222,10 @@ impl Bench {
         let started = SystemTime::now();
         let clock = Instant::now();
         // The one parse of a tool's name: an unknown one reaches no tool's code.
-        let Some((id, spec)) = tool
+        let Some((id, input_schema)) = tool
             .parse::<ToolId>()
             .ok()
-            .and_then(|id| Some((id, catalogue::tool(id, self.is_provisioned())?)))
+            .and_then(|id| Some((id, catalogue::input_schema(id, self.is_provisioned())?)))
         else {
             return actions::unknown_tool(tool);
         };
@@ -247,7 +247,7 @@ impl Bench {
         };
 
         // 1 validate
-        if let Err(refusal) = validate::validate_arguments(tool, &spec.input_schema, &args) {
+        if let Err(refusal) = validate::validate_arguments(tool, &input_schema, &args) {
             return answer(*refusal, &Snapshot::take(&bench.loaded), started, clock);
         }
 

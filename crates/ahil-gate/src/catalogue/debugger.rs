@@ -8,6 +8,26 @@ use super::schemas::{
 use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId, Touched, need};
 use crate::actions;
 
+/// Reads the probe or the target and proves when it never reached it.
+const PROBE_READ: Gate = Gate::leased(
+    Lease::Call,
+    "debugger_readonly_target_state_unconfirmed",
+    "hardware_exception_audit_broken",
+)
+.audited()
+.proves_no_contact()
+.needs(&[need(Touched::Debugger, "allow_probe")]);
+
+/// Answers from what the open debug session knows.
+const SESSION_READ: Gate = Gate::leased(
+    Lease::Call,
+    "debug_session_result_unconfirmed",
+    "debug_audit_broken",
+);
+
+/// Reads the target's memory through the open session.
+const SYMBOL_READ: Gate = SESSION_READ.audited();
+
 pub(super) const DECLARED: &[Declaration] = &[
     Declaration {
         id: ToolId::DebuggerProbesList,
@@ -22,14 +42,7 @@ probe_target.",
         open_world: false,
         schema: no_arguments,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debugger_readonly_target_state_unconfirmed",
-            "hardware_exception_audit_broken",
-        )
-        .audited()
-        .proves_no_contact()
-        .needs(&[need(Touched::Debugger, "allow_probe")]),
+        gate: PROBE_READ,
         dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
@@ -48,14 +61,7 @@ not_supported. Next: flash_firmware or reset_target.",
         open_world: false,
         schema: no_arguments,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debugger_readonly_target_state_unconfirmed",
-            "hardware_exception_audit_broken",
-        )
-        .audited()
-        .proves_no_contact()
-        .needs(&[need(Touched::Debugger, "allow_probe")]),
+        gate: PROBE_READ,
         dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
@@ -180,11 +186,7 @@ breakpoints and its last stop. Touches no hardware.",
         open_world: false,
         schema: no_arguments,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debug_session_result_unconfirmed",
-            "debug_audit_broken",
-        ),
+        gate: SESSION_READ,
         dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
@@ -219,11 +221,7 @@ with session_not_active, permission_denied or symbol_not_found.",
         open_world: false,
         schema: no_arguments,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debug_session_result_unconfirmed",
-            "debug_audit_broken",
-        ),
+        gate: SESSION_READ,
         dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
@@ -303,11 +301,7 @@ stop_reason_not_available. Touches no hardware.",
         open_world: false,
         schema: no_arguments,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debug_session_result_unconfirmed",
-            "debug_audit_broken",
-        ),
+        gate: SESSION_READ,
         dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
@@ -320,12 +314,7 @@ memory. Fails with permission_denied (not in debug.allowed_symbols) or symbol_no
         open_world: false,
         schema: debug_symbol_schema,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debug_session_result_unconfirmed",
-            "debug_audit_broken",
-        )
-        .audited(),
+        gate: SYMBOL_READ,
         dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
@@ -339,12 +328,7 @@ refused. Fails with permission_denied, symbol_not_found or memory_read_failed.",
         open_world: false,
         schema: debug_symbol_schema,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debug_session_result_unconfirmed",
-            "debug_audit_broken",
-        )
-        .audited(),
+        gate: SYMBOL_READ,
         dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
@@ -362,12 +346,7 @@ debug.max_dump_size_bytes are refused. Fails with output_validation_failed, perm
         open_world: false,
         schema: debug_dump_symbol_ihex_schema,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debug_session_result_unconfirmed",
-            "debug_audit_broken",
-        )
-        .audited(),
+        gate: SYMBOL_READ,
         dispatch: Dispatch::Plan(actions::debug::plan),
     },
 ];

@@ -10,6 +10,18 @@ use super::schemas::{
 use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId, Touched, need};
 use crate::actions;
 
+/// Switches a supply output, which restarts every board the supply powers.
+const POWER_SWITCH: Gate = Gate::leased(
+    Lease::Call,
+    "power_supply_state_unconfirmed",
+    "power_supply_report_audit_broken",
+)
+.audited()
+.needs(&[
+    need(Touched::PowerSupply, "allow_output"),
+    need(Touched::PoweredBoard, "allow_reset"),
+]);
+
 pub(super) const DECLARED: &[Declaration] = &[
     Declaration {
         id: ToolId::GetLastReport,
@@ -360,16 +372,7 @@ refused while a stored set point is above its effective limit. Asking for the st
         open_world: false,
         schema: power_supply_output_schema,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "power_supply_state_unconfirmed",
-            "power_supply_report_audit_broken",
-        )
-        .audited()
-        .needs(&[
-            need(Touched::PowerSupply, "allow_output"),
-            need(Touched::PoweredBoard, "allow_reset"),
-        ]),
+        gate: POWER_SWITCH,
         dispatch: Dispatch::Plan(actions::power::plan),
     },
     Declaration {
@@ -385,16 +388,7 @@ state read back. Refused while a stored set point is above its effective limit. 
         open_world: false,
         schema: power_supply_cycle_schema,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "power_supply_state_unconfirmed",
-            "power_supply_report_audit_broken",
-        )
-        .audited()
-        .needs(&[
-            need(Touched::PowerSupply, "allow_output"),
-            need(Touched::PoweredBoard, "allow_reset"),
-        ]),
+        gate: POWER_SWITCH,
         dispatch: Dispatch::Plan(actions::power::plan),
     },
     Declaration {

@@ -420,6 +420,13 @@ pub fn tool(id: ToolId, provisioned: bool) -> Option<ToolSpec> {
     def.listed(provisioned).then(|| def.spec())
 }
 
+/// The input schema of a listed tool, for validating a call: built alone, without the rest of its
+/// listing (the output schema is the bulk of it and a call does not need it).
+pub fn input_schema(id: ToolId, provisioned: bool) -> Option<Value> {
+    let def = id.declaration();
+    def.listed(provisioned).then(|| (def.schema)())
+}
+
 #[cfg(test)]
 mod tests;
 
