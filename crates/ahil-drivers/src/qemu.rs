@@ -136,11 +136,12 @@ impl QemuProbe {
     /// Start gdb and connect it to the stub. The VM is halted from here on.
     fn attach(&self, budget: &Budget, log: &mut Vec<String>) -> Result<Session, DriverError> {
         let socket = bare_path(&self.paths.gdb_socket())?;
-        let mut session =
-            Session::spawn(&self.gdb).map_err(|error| DriverError::DebuggerNotFound {
+        let mut session = Session::spawn(&self.gdb)
+            .map_err(|error| DriverError::DebuggerNotFound {
                 detail: format!("{}: {error}", self.gdb.display()),
                 contact: Contact::none("gdb did not start, so it never connected to the board"),
-            })?;
+            })?
+            .cancel_on(budget.cancel_flag().clone());
         let steps = [
             "-gdb-set mi-async on".to_owned(),
             "-gdb-set confirm off".to_owned(),

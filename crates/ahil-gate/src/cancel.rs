@@ -23,3 +23,9 @@ pub async fn cancelled() {
         Err(_) => std::future::pending().await,
     }
 }
+
+/// Runs `future` out of reach of the client's cancellation. The recovery that settles a cancelled
+/// call is the gate's own work: the cancel that stopped the call must not stop the proof after it.
+pub async fn shielded<F: Future>(future: F) -> F::Output {
+    CANCEL.scope(CancellationToken::new(), future).await
+}

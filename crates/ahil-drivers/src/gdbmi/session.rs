@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, kill_process_group};
 
 use super::{Record, ResultClass, StreamKind, Value, parse_line};
+use crate::process::CancelFlag;
 
 /// Lines kept in the transcript; a long download's progress records would otherwise grow it unbounded.
 const TRANSCRIPT_LINES: usize = 2000;
@@ -40,7 +41,16 @@ pub enum SessionError {
     /// Writing to gdb failed.
     #[error("writing to gdb failed: {0}")]
     Io(io::Error),
+    /// The caller cancelled the action while gdb worked; gdb's group was killed.
+    #[error("the action was cancelled while gdb ran `{command}`")]
+    Cancelled {
+        /// The command sent.
+        command: String,
+    },
 }
+
+/// How often a wait for gdb looks at its cancel flag: short beside any gdb step, long beside a poll.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 /// The answer to one command.
 #[derive(Debug, Clone)]
@@ -86,6 +96,7 @@ pub struct Session {
     lines: Receiver<String>,
     next_token: u64,
     transcript: Vec<String>,
+    cancel: Option<CancelFlag>,
 }
 
 impl Session {
@@ -146,7 +157,42 @@ impl Session {
             lines,
             next_token: 100,
             transcript: Vec::new(),
+            cancel: None,
         })
+    }
+
+    /// Ends every wait for gdb early, killing gdb's group, once `flag` is raised: a flash whose
+    /// caller cancelled stops in the middle of a download instead of after it.
+    #[must_use]
+    pub fn cancel_on(mut self, flag: CancelFlag) -> Self {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// The next line from gdb, within `deadline`: `Timeout` past it, `Exited` when gdb's output
+    /// closed, `Cancelled` (gdb's group killed) as soon as the cancel flag is raised.
+    fn next_line(&mut self, deadline: Instant) -> Result<String, Waited> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let slice = if self.cancel.is_some() {
+                left.min(CANCEL_POLL)
+            } else {
+                left
+            };
+            match self.lines.recv_timeout(slice) {
+                Ok(raw) => return Ok(raw),
+                Err(RecvTimeoutError::Disconnected) => return Err(Waited::Exited),
+                Err(RecvTimeoutError::Timeout) => {
+                    if self.cancel.as_ref().is_some_and(CancelFlag::is_cancelled) {
+                        let _ = kill_process_group(self.pgid, Signal::KILL);
+                        return Err(Waited::Cancelled);
+                    }
+                    if Instant::now() >= deadline {
+                        return Err(Waited::Timeout);
+                    }
+                }
+            }
+        }
     }
 
     /// The process group gdb leads.
@@ -177,21 +223,9 @@ impl Session {
         let mut log = String::new();
         let mut events = Vec::new();
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let raw = match self.lines.recv_timeout(left) {
-                Ok(raw) => raw,
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(SessionError::Timeout {
-                        command: command.to_owned(),
-                        limit,
-                    });
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(SessionError::Exited {
-                        command: command.to_owned(),
-                    });
-                }
-            };
+            let raw = self
+                .next_line(deadline)
+                .map_err(|waited| waited.into_error(command, limit))?;
             self.note(format!("<- {raw}"));
             // A line that is not MI (a stray message from a pipe child) is kept in the log, not fatal.
             let Ok(record) = parse_line(&raw) else {
@@ -233,21 +267,9 @@ impl Session {
     ) -> Result<Record, SessionError> {
         let deadline = Instant::now() + limit;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let raw = match self.lines.recv_timeout(left) {
-                Ok(raw) => raw,
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(SessionError::Timeout {
-                        command: "(waiting for an async record)".into(),
-                        limit,
-                    });
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(SessionError::Exited {
-                        command: "(waiting for an async record)".into(),
-                    });
-                }
-            };
+            let raw = self
+                .next_line(deadline)
+                .map_err(|waited| waited.into_error("(waiting for an async record)", limit))?;
             self.note(format!("<- {raw}"));
             if let Ok(record) = parse_line(&raw)
                 && wanted(&record)
@@ -279,6 +301,24 @@ impl Session {
     /// Ask gdb to exit, then kill its group whatever it did.
     pub fn close(mut self, limit: Duration) {
         let _ = self.command("-gdb-exit", limit);
+    }
+}
+
+/// Why a wait for gdb's next line ended without one.
+enum Waited {
+    Timeout,
+    Exited,
+    Cancelled,
+}
+
+impl Waited {
+    fn into_error(self, command: &str, limit: Duration) -> SessionError {
+        let command = command.to_owned();
+        match self {
+            Self::Timeout => SessionError::Timeout { command, limit },
+            Self::Exited => SessionError::Exited { command },
+            Self::Cancelled => SessionError::Cancelled { command },
+        }
     }
 }
 

@@ -147,14 +147,19 @@ pub async fn recover(bench: &Provisioned, incident: &Incident) -> Value {
     let mut steps = vec!["reap_processes"];
     if reset_halt {
         steps.push("reset_halt");
-        let reset = internal(bench, ToolId::ResetTarget, json!({"mode": "halt"})).await;
+        let reset = crate::cancel::shielded(internal(
+            bench,
+            ToolId::ResetTarget,
+            json!({"mode": "halt"}),
+        ))
+        .await;
         if !reset.ok {
             let _ = coordinator.settle(incident, &Settled::StoodDown);
             return block.failed(&steps, "reset_halt", &reset);
         }
     }
     steps.push("probe_target");
-    let probe = internal(bench, ToolId::ProbeTarget, json!({})).await;
+    let probe = crate::cancel::shielded(internal(bench, ToolId::ProbeTarget, json!({}))).await;
     if !probe.ok || probe.detail("target_detected") != Some(&Value::Bool(true)) {
         let _ = coordinator.settle(incident, &Settled::StoodDown);
         return block.failed(&steps, "probe_target", &probe);
