@@ -192,10 +192,15 @@ impl Session {
     pub fn log_passive(&self, event: &Value) {
         let _ = self.audit.append_passive(&self.log_name, event);
     }
+}
 
-    /// Gives back the session's hold on its device lock.
-    pub fn release_lock(&self) {
-        self.locks.release();
+impl crate::session_lifecycle::Held for Session {
+    fn log_event(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
+        self.log(event)
+    }
+
+    fn locks(&self) -> &SessionLocks {
+        &self.locks
     }
 }
 
