@@ -113,6 +113,8 @@ pub fn start<K: SessionKind>(mut kind: K, ownership: &Arc<Ownership>, audit: &Au
     let (name, started) = kind.log_start();
     let log = SessionLog::new(audit, name);
     if let Err(err) = log.append(&started) {
+        // The canonical copy may hold the start the mirror refused: it also learns the end.
+        let _ = log.append(&json!({"event": "stop", "reason": "log_unwritable"}));
         return Acted {
             outcome: unavailable(K::TOOL.name(), &err),
             contact: Some(Contact::none(kind.log_refused())),

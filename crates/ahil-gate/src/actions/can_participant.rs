@@ -242,7 +242,10 @@ impl SessionKind for StartShared {
             audit: begun.log.audit,
             locks: begun.locks,
         });
-        self.sessions.register(Arc::clone(&session)).ok()?;
+        if let Err(refused) = self.sessions.register(Arc::clone(&session)) {
+            refused.bus.discard();
+            return None;
+        }
         let drained = if self.clear { session.bus.drain() } else { 0 };
         Some(Acted {
             outcome: Outcome::ok(

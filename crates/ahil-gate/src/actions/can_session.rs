@@ -283,7 +283,10 @@ impl SessionKind for Start {
             audit: begun.log.audit,
             locks: begun.locks,
         });
-        self.sessions.register(Arc::clone(&session)).ok()?;
+        if let Err(refused) = self.sessions.register(Arc::clone(&session)) {
+            refused.bus.discard();
+            return None;
+        }
         Some(Acted {
             outcome: self.started(&session, &opened, drained),
             // The channel is on the bus now: in active mode the controller acknowledges frames.
@@ -325,6 +328,42 @@ impl Start {
             );
         }
         outcome
+    }
+}
+
+/// A start of a session through the bridge `executable` past its checks, for the lifecycle's
+/// tests.
+#[cfg(test)]
+pub(super) fn test_kind(
+    bus_id: &str,
+    executable: &std::path::Path,
+    lock_key: &str,
+    audit: &Audit,
+    ownership: &Arc<Ownership>,
+    sessions: &Arc<Sessions>,
+) -> impl SessionKind + use<> {
+    Start {
+        bus_id: bus_id.to_owned(),
+        kind: "process",
+        spec: AdapterSpec::Bridge {
+            executable: executable.to_path_buf(),
+        },
+        request: OpenRequest {
+            channel: "sim0".to_owned(),
+            bitrate: 500_000,
+            fd: false,
+            data_bitrate: None,
+            receive_own_messages: false,
+            listen_only: false,
+            poll_interval: Duration::from_millis(20),
+            timeout: Duration::from_secs(5),
+        },
+        cap: 64,
+        clear: false,
+        lock_key: lock_key.to_owned(),
+        audit: audit.clone(),
+        ownership: Arc::clone(ownership),
+        sessions: Arc::clone(sessions),
     }
 }
 

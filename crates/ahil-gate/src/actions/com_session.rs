@@ -304,7 +304,11 @@ impl SessionKind for Opening {
             audit: begun.log.audit,
             locks: begun.locks,
         });
-        start.sessions.register(Arc::clone(&session)).ok()?;
+        if let Err(refused) = start.sessions.register(Arc::clone(&session)) {
+            // Closed before the answer, so the device is free when the refusal arrives.
+            let _ = refused.port.close(refused.close_limit);
+            return None;
+        }
         Some(Acted {
             outcome: Outcome::ok(Self::TOOL, "COM port session started.")
                 .with("port_id", start.port_id.as_str())
@@ -315,6 +319,42 @@ impl SessionKind for Opening {
             // Opening a tty drives its modem lines; on a real adapter that reaches the board.
             contact: Some(Contact::Made),
         })
+    }
+}
+
+/// A start of a session on `device` past its checks, for the lifecycle's tests.
+#[cfg(test)]
+pub(super) fn test_kind(
+    port_id: &str,
+    device: &str,
+    lock_keys: Vec<String>,
+    audit: &Audit,
+    ownership: &Arc<Ownership>,
+    sessions: &Arc<Sessions>,
+) -> impl SessionKind + use<> {
+    Opening {
+        start: Start {
+            port_id: port_id.to_owned(),
+            device: device.to_owned(),
+            lock_keys,
+            clear: true,
+            options: OpenOptions {
+                device: device.to_owned(),
+                baud: 115_200,
+                assert_dtr: false,
+                assert_rts: false,
+                max_buffer_bytes: 4096,
+                write_timeout: Duration::from_secs(1),
+                reader_poll: READER_POLL,
+            },
+            encoding: Encoding::Utf8,
+            close_limit: Duration::from_secs(1),
+            expected: None,
+            audit: audit.clone(),
+            ownership: Arc::clone(ownership),
+            sessions: Arc::clone(sessions),
+        },
+        identity: Value::Null,
     }
 }
 

@@ -39,6 +39,8 @@ pub mod probe;
 mod probe_cli;
 pub mod probe_rs;
 pub mod reports;
+#[cfg(test)]
+mod session_lifecycle_tests;
 pub mod test_reactor;
 pub mod upgrade;
 

@@ -89,6 +89,15 @@ impl Link {
         }
     }
 
+    /// Closes a link no session took over (its start could not register it): the adapter closed
+    /// and its bridge reaped, or the participant detached, before the call answers.
+    pub fn discard(&self) {
+        match self {
+            Self::Direct(bus) => drop(bus.close()),
+            Self::Shared(part) => drop(part.detach()),
+        }
+    }
+
     pub fn drain(&self) -> usize {
         match self {
             Self::Direct(bus) => bus.drain(),
