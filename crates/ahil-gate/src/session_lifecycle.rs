@@ -111,30 +111,73 @@ pub fn start<K: SessionKind>(mut kind: K, ownership: &Arc<Ownership>, audit: &Au
         }
     };
     let (name, started) = kind.log_start();
-    let log = SessionLog::new(audit, name);
-    if let Err(err) = log.append(&started) {
-        // The canonical copy may hold the start the mirror refused: it also learns the end.
-        let _ = log.append(&json!({"event": "stop", "reason": "log_unwritable"}));
-        return Acted {
-            outcome: unavailable(K::TOOL.name(), &err),
-            contact: Some(Contact::none(kind.log_refused())),
-        };
-    }
-    let device = match kind.open(&log) {
-        Ok(device) => device,
-        Err(refused) => {
-            // Best effort: the refusal is the answer whether or not its line is written.
-            let _ = log.append(&json!({
-                "event": "open_failed",
-                "error_type": refused.outcome.error_type,
-                "detail": refused.outcome.summary,
-            }));
-            return *refused;
+    let (log, device) = match open_logged(audit, name, &started, |log| kind.open(log)) {
+        Ok(opened) => opened,
+        Err(NotOpened::Log(err)) => {
+            return Acted {
+                outcome: unavailable(K::TOOL.name(), &err),
+                contact: Some(Contact::none(kind.log_refused())),
+            };
         }
+        Err(NotOpened::Device(refused)) => return *refused,
     };
     let ended = log.clone();
     kind.register(device, Begun { locks, log })
         .unwrap_or_else(|| not_registered(K::TOOL, &ended))
+}
+
+/// Why a logged open did not happen.
+pub enum NotOpened<E> {
+    /// The start event could not be written, so nothing was opened.
+    Log(AuditError),
+    /// The device refused; the log has the refusal as its `open_failed` event.
+    Device(E),
+}
+
+/// A refusal whose outcome a log records.
+pub trait Refusal {
+    fn outcome(&self) -> &Outcome;
+}
+
+impl Refusal for Box<Acted> {
+    fn outcome(&self) -> &Outcome {
+        &self.outcome
+    }
+}
+
+impl Refusal for Box<Outcome> {
+    fn outcome(&self) -> &Outcome {
+        self
+    }
+}
+
+/// Writes the log's start event, then opens the device: a log that saw a start always learns how
+/// the open ended (for a session, and for a port a call holds only while it runs).
+pub fn open_logged<D, E: Refusal>(
+    audit: &Audit,
+    name: String,
+    started: &Value,
+    open: impl FnOnce(&SessionLog) -> Result<D, E>,
+) -> Result<(SessionLog, D), NotOpened<E>> {
+    let log = SessionLog::new(audit, name);
+    if let Err(err) = log.append(started) {
+        // The canonical copy may hold the start the mirror refused: it also learns the end.
+        let _ = log.append(&json!({"event": "stop", "reason": "log_unwritable"}));
+        return Err(NotOpened::Log(err));
+    }
+    match open(&log) {
+        Ok(device) => Ok((log, device)),
+        Err(refused) => {
+            // Best effort: the refusal is the answer whether or not its line is written.
+            let outcome = refused.outcome();
+            let _ = log.append(&json!({
+                "event": "open_failed",
+                "error_type": outcome.error_type,
+                "detail": outcome.summary,
+            }));
+            Err(NotOpened::Device(refused))
+        }
+    }
 }
 
 /// The refusal of a start whose session the table would not take: its device is closed again.

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ahil_config::ComPort;
 use ahil_drivers::Contact;
-use ahil_drivers::serial::{OpenOptions, Port, RxTap, SerialError, enumerate};
+use ahil_drivers::serial::{OpenOptions, Port, RxTap, SerialError};
 use serde_json::{Value, json};
 
 use super::com_ports::{device, port_entry};
@@ -217,12 +217,11 @@ impl Start {
             // A session whose reader died is replaced.
             let _ = stop(&self.sessions, &self.port_id);
         }
-        let identity = match identity::verify(
+        let identity = match identity::verify_on_host(
             TOOL.name(),
             &self.port_id,
             &self.device,
             self.expected.as_ref(),
-            || enumerate().map(|(ports, _)| ports),
         ) {
             Ok(identity) => identity,
             Err(refusal) => {
