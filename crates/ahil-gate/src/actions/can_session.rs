@@ -209,14 +209,14 @@ impl Start {
 }
 
 /// The bus as its start left it: pumped, its backlog drained when asked.
-struct Opened {
+struct Pumped {
     bus: Bus,
     opened: can::Opened,
     drained: usize,
 }
 
 impl SessionKind for Start {
-    type Device = Opened;
+    type Device = Pumped;
     const TOOL: ToolId = ToolId::CanSessionStart;
 
     fn claim(&self) -> Claim {
@@ -242,7 +242,7 @@ impl SessionKind for Start {
         )
     }
 
-    fn open(&mut self, log: &SessionLog) -> Result<Opened, Box<Acted>> {
+    fn open(&mut self, log: &SessionLog) -> Result<Pumped, Box<Acted>> {
         let (adapter, opened) = can::open(&self.spec, &self.request).map_err(|error| {
             Box::new(Acted {
                 outcome: open_refusal(&self.bus_id, &error).with_log(&log.path),
@@ -256,15 +256,15 @@ impl SessionKind for Start {
         } else {
             0
         };
-        Ok(Opened {
+        Ok(Pumped {
             bus,
             opened,
             drained,
         })
     }
 
-    fn register(self, device: Opened, begun: Begun) -> Option<Acted> {
-        let Opened {
+    fn register(self, device: Pumped, begun: Begun) -> Option<Acted> {
+        let Pumped {
             bus,
             opened,
             drained,

@@ -1,5 +1,5 @@
 //! The session lifecycle with a failure at each step of a start, for each session kind whose device
-//! this machine can open (a pty for COM; the bridge simulator, a child process, for CAN): afterwards
+//! this machine can open (a pty for COM; a scripted bridge, a child process, for CAN): afterwards
 //! the device lock is free, no session is registered, the device opens again, no child of the
 //! test remains, and every session log that saw a start also saw how it ended.
 
@@ -91,9 +91,12 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
         let path = entry.path();
         if path.is_dir() {
             walk(&path, found);
-        } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-            (n.starts_with("com-") || n.starts_with("can-")) && n.ends_with(".jsonl")
-        }) {
+        } else if path.extension().is_some_and(|ext| ext == "jsonl")
+            && path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("com-") || n.starts_with("can-"))
+        {
             found.push(path);
         }
     }
@@ -229,8 +232,20 @@ impl Case for Com {
     }
 }
 
-/// The bridge simulator's copy, named so this test finds its own children.
+/// The bridge's name, so this test finds its own children.
 const BRIDGE: &str = "lifecycle-brg";
+
+/// A protocol-v2 bridge with nothing on its bus: opens, answers reads with no frames, closes safe.
+const BRIDGE_SCRIPT: &str = r#"#!/bin/sh
+while read -r line; do
+  id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+  case "$line" in
+    *'"method":"open"'*) echo "{\"id\":$id,\"result\":{\"ok\":true,\"protocol_version\":2}}" ;;
+    *'"method":"close"'*) echo "{\"id\":$id,\"result\":{\"ok\":true,\"protocol_version\":2,\"safe_state_confirmed\":true}}"; exit 0 ;;
+    *) sleep 0.05; echo "{\"id\":$id,\"result\":{\"ok\":true,\"frames\":[]}}" ;;
+  esac
+done
+"#;
 
 struct Can {
     bridge: PathBuf,
@@ -240,12 +255,10 @@ struct Can {
 
 impl Can {
     fn new(world: &World) -> Self {
+        use std::os::unix::fs::PermissionsExt as _;
         let bridge = world.fixture.tools.join(BRIDGE);
-        std::fs::copy(
-            ahil_sim::executables::executable(ahil_sim::executables::CAN_BRIDGE),
-            &bridge,
-        )
-        .expect("copy the bridge simulator");
+        std::fs::write(&bridge, BRIDGE_SCRIPT).expect("write the bridge");
+        std::fs::set_permissions(&bridge, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         Self {
             bridge,
             absent: world.fixture.tools.join("no-such-bridge"),
