@@ -26,6 +26,7 @@ pub mod progress;
 pub mod provision;
 pub mod reactor;
 pub mod serial;
+pub mod session_lifecycle;
 pub mod session_table;
 pub mod sim;
 pub mod snapshot;

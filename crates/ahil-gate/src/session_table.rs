@@ -33,10 +33,6 @@ impl<S: Keyed> Table<S> {
         self.table().get(id).cloned()
     }
 
-    pub fn insert(&self, session: Arc<S>) {
-        self.table().insert(session.key().to_owned(), session);
-    }
-
     pub fn remove(&self, id: &str) -> Option<Arc<S>> {
         self.table().remove(id)
     }
@@ -44,5 +40,24 @@ impl<S: Keyed> Table<S> {
     /// The ids with a registered session (for shutdown).
     pub fn ids(&self) -> Vec<String> {
         self.table().keys().cloned().collect()
+    }
+}
+
+impl<S: Keyed> crate::session_lifecycle::Registry for Table<S> {
+    type Entry = Arc<S>;
+
+    /// A second session under a registered id is refused, never put over the first (which would
+    /// drop it, and its device, from under its users).
+    fn register(&self, session: Arc<S>) -> Result<(), Arc<S>> {
+        let mut table = self.table();
+        if table.contains_key(session.key()) {
+            return Err(session);
+        }
+        table.insert(session.key().to_owned(), session);
+        Ok(())
+    }
+
+    fn unregister(&self, key: &str) {
+        self.remove(key);
     }
 }

@@ -14,12 +14,14 @@ use super::can_buses::{Entry, device};
 use super::com_session::WithLog;
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::audit::Audit;
+use crate::can::broker::client::Participant;
 use crate::can::broker::{self, AuditPlace, BrokerSpec};
 use crate::can::{Link, Session, Sessions, adapter};
 use crate::envelope::Outcome;
 use crate::ownership::Ownership;
 use crate::policy::Action;
 use crate::serial::log_stamp;
+use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
 
 struct StartShared {
     spec: BrokerSpec,
@@ -123,7 +125,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
 
 impl StartShared {
     fn run(self) -> Acted {
-        const TOOL: &str = "can_session_start";
+        const TOOL: ToolId = <StartShared as SessionKind>::TOOL;
         let bus_id = self.spec.bus_id.clone();
         if let Some(existing) = self.sessions.get(&bus_id) {
             let same = existing.participant.as_deref() == Some(self.participant.as_str());
@@ -162,51 +164,58 @@ impl StartShared {
             // A session whose broker went away is replaced.
             let _ = stop(&self.sessions, &existing);
         }
-        let log_name = format!("can-{}-{bus_id}-{}.jsonl", log_stamp(), self.participant);
-        let started = json!({
-            "event": "start",
-            "bus_id": bus_id,
-            "participant": self.participant,
-            "adapter": self.spec.kind,
-            "channel": self.spec.bus.channel,
-            "listen_only": self.spec.bus.listen_only,
-        });
-        let (locks, log_path) = match super::can_session::begin(
-            &self.ownership,
-            &self.audit,
-            super::can_session::Begin {
-                lock_key: &self.lock_key,
-                label: &format!("can_session:{bus_id}#{}", self.participant),
-                before: "the participant lock was refused before the broker was asked",
-                log_name: &log_name,
-                started: &started,
-            },
-        ) {
-            Ok(begun) => begun,
-            Err(refused) => return *refused,
-        };
-        let part = match broker::client::attach(&self.spec, &self.participant, self.open_timeout) {
-            Ok(part) => part,
-            Err(refused) => {
-                let _ = self.audit.append_event(
-                    &log_name,
-                    &json!({"event": "open_failed", "error_type": refused.error_type, "detail": refused.summary}),
-                );
-                let contact = if refused.contact_possible {
-                    Contact::Possible
-                } else {
-                    Contact::none("the attach was refused before the participant reached the bus")
-                };
-                let failure = crate::can::Failure::Broker(refused);
-                return Acted {
-                    outcome: super::can_session::failure_refusal(TOOL, &bus_id, &failure)
-                        .with("participant", self.participant.as_str())
-                        .with_remediation(["Call can_buses_list to see the bus and its active_participants, then call can_session_start again."])
-                        .with_log(&log_path),
-                    contact: Some(contact),
-                };
-            }
-        };
+        let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
+        session_lifecycle::start(self, &ownership, &audit)
+    }
+}
+
+impl SessionKind for StartShared {
+    type Device = Participant;
+    const TOOL: ToolId = ToolId::CanSessionStart;
+
+    fn claim(&self) -> Claim {
+        Claim::new(
+            vec![self.lock_key.clone()],
+            format!("can_session:{}#{}", self.spec.bus_id, self.participant),
+            "the participant lock was refused before the broker was asked",
+        )
+    }
+
+    fn log_start(&self) -> (String, Value) {
+        let bus_id = &self.spec.bus_id;
+        (
+            format!("can-{}-{bus_id}-{}.jsonl", log_stamp(), self.participant),
+            json!({
+                "event": "start",
+                "bus_id": bus_id,
+                "participant": self.participant,
+                "adapter": self.spec.kind,
+                "channel": self.spec.bus.channel,
+                "listen_only": self.spec.bus.listen_only,
+            }),
+        )
+    }
+
+    fn open(&mut self, log: &SessionLog) -> Result<Participant, Box<Acted>> {
+        broker::client::attach(&self.spec, &self.participant, self.open_timeout).map_err(|refused| {
+            let contact = if refused.contact_possible {
+                Contact::Possible
+            } else {
+                Contact::none("the attach was refused before the participant reached the bus")
+            };
+            let failure = crate::can::Failure::Broker(refused);
+            Box::new(Acted {
+                outcome: super::can_session::failure_refusal(Self::TOOL, &self.spec.bus_id, &failure)
+                    .with("participant", self.participant.as_str())
+                    .with_remediation(["Call can_buses_list to see the bus and its active_participants, then call can_session_start again."])
+                    .with_log(&log.path),
+                contact: Some(contact),
+            })
+        })
+    }
+
+    fn register(self, part: Participant, begun: Begun) -> Option<Acted> {
+        let bus_id = self.spec.bus_id.clone();
         let broker_info = json!({
             "broker_pid": part.broker_pid,
             "bus_frame_log": part.attached.get("bus_frame_log"),
@@ -227,17 +236,20 @@ impl StartShared {
             backend,
             listen_only: self.spec.bus.listen_only,
             fd: self.spec.bus.fd,
-            log_name,
-            log_path: log_path.clone(),
+            log_name: begun.log.name,
+            log_path: begun.log.path.clone(),
             started_at: ahil_config::time::now_millis(),
-            audit: self.audit.clone(),
-            locks,
+            audit: begun.log.audit,
+            locks: begun.locks,
         });
-        self.sessions.insert(Arc::clone(&session));
+        if let Err(refused) = self.sessions.register(Arc::clone(&session)) {
+            refused.bus.discard();
+            return None;
+        }
         let drained = if self.clear { session.bus.drain() } else { 0 };
-        Acted {
+        Some(Acted {
             outcome: Outcome::ok(
-                TOOL,
+                Self::TOOL,
                 format!(
                     "CAN bus session started as participant `{}`.",
                     self.participant
@@ -250,9 +262,9 @@ impl StartShared {
             .with("broker", broker_info)
             .with("frames_drained", drained)
             .with("session", session.describe(true))
-            .with_log(&log_path),
+            .with_log(&begun.log.path),
             contact: Some(Contact::Made),
-        }
+        })
     }
 }
 
@@ -272,15 +284,18 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
         }
         None => json!({"adapter_closed": false, "reason": "other participants share the bus"}),
     };
-    let logged = session.log(&json!({
-        "event": "stop",
-        "reason": "requested",
-        "participant": part.name,
-        "last_participant": detached.last,
-        "broker_exited": detached.broker_exited,
-    }));
-    session.release_lock();
-    sessions.remove(&session.bus_id);
+    let logged = session_lifecycle::end(
+        sessions,
+        &session.bus_id,
+        session,
+        &json!({
+            "event": "stop",
+            "reason": "requested",
+            "participant": part.name,
+            "last_participant": detached.last,
+            "broker_exited": detached.broker_exited,
+        }),
+    );
     let unconfirmed =
         detached.last && close_result.get("safe_state_confirmed") != Some(&Value::Bool(true));
     let mut outcome = if unconfirmed {
@@ -319,12 +334,8 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
             json!({"error_type": error.error_type, "summary": error.summary}),
         );
     }
-    if let Err(err) = logged {
-        outcome.audit_ok = Some(false);
-        outcome.set("audit_error", err.to_value());
-    }
     Acted {
-        outcome,
+        outcome: session_lifecycle::with_stop_logged(outcome, logged),
         contact: Some(Contact::none(
             "detaching takes a participant off the broker and sends nothing",
         )),

@@ -13,12 +13,13 @@ use serde_json::{Value, json};
 use super::can_buses::{bus_entry, device};
 use super::com_session::WithLog;
 use super::{Acted, Context, DriverJob, Plan, Work};
-use crate::audit::{Audit, unavailable};
+use crate::audit::Audit;
 use crate::can::{Failure, Link, Session, Sessions, adapter};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
-use crate::ownership::{Ownership, SessionLocks};
+use crate::ownership::Ownership;
 use crate::policy::Action;
 use crate::serial::log_stamp;
+use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
 
 /// How long a start waits for the adapter's backlog to reach the queue before it drains.
 const DRAIN_SETTLE: Duration = Duration::from_secs(1);
@@ -180,41 +181,9 @@ pub fn failure_refusal(tool: impl AsRef<str>, bus_id: &str, failure: &Failure) -
     }
 }
 
-/// What a session start takes and records before it touches the bus.
-#[derive(Clone, Copy)]
-pub(super) struct Begin<'a> {
-    pub lock_key: &'a str,
-    pub label: &'a str,
-    /// Why nothing was contacted when the lock is refused.
-    pub before: &'static str,
-    pub log_name: &'a str,
-    pub started: &'a Value,
-}
-
-/// Takes the session's lock and writes its start event; answers the held lock and the log path, or
-/// the refusal (the lock given back as its guard drops when the log cannot be written).
-pub(super) fn begin(
-    ownership: &Arc<Ownership>,
-    audit: &Audit,
-    step: Begin<'_>,
-) -> Result<(SessionLocks, String), Box<Acted>> {
-    const TOOL: &str = "can_session_start";
-    let keys = [step.lock_key.to_owned()];
-    let locks = super::take_session_locks(ownership, &keys, step.label, TOOL, step.before)?;
-    if let Err(err) = audit.append_event(step.log_name, step.started) {
-        return Err(Box::new(Acted {
-            outcome: unavailable(TOOL, &err),
-            contact: Some(Contact::none(
-                "the session log could not be written, so nothing was opened",
-            )),
-        }));
-    }
-    Ok((locks, audit.log_path(step.log_name)))
-}
-
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: ToolId = ToolId::CanSessionStart;
+        const TOOL: ToolId = <Start as SessionKind>::TOOL;
         if let Some(existing) = self.sessions.get(&self.bus_id) {
             if existing.bus.is_alive() {
                 let drained = if self.clear { existing.bus.drain() } else { 0 };
@@ -234,54 +203,52 @@ impl Start {
             // A session whose adapter failed is replaced.
             let _ = stop(&self.sessions, &self.bus_id);
         }
-        let log_name = format!("can-{}-{}.jsonl", log_stamp(), self.bus_id);
-        let started = json!({
-            "event": "start",
-            "bus_id": self.bus_id,
-            "adapter": self.kind,
-            "channel": self.request.channel,
-            "bitrate": self.request.bitrate,
-            "fd": self.request.fd,
-            "listen_only": self.request.listen_only,
-        });
-        let (locks, log_path) = match begin(
-            &self.ownership,
-            &self.audit,
-            Begin {
-                lock_key: &self.lock_key,
-                label: &format!("can_session:{}", self.bus_id),
-                before: "the device lock was refused before the adapter was opened",
-                log_name: &log_name,
-                started: &started,
-            },
-        ) {
-            Ok(begun) => begun,
-            Err(refused) => return *refused,
-        };
-        let (adapter, opened) = match can::open(&self.spec, &self.request) {
-            Ok(pair) => pair,
-            Err(error) => {
-                let _ = self.audit.append_event(
-                    &log_name,
-                    &json!({"event": "open_failed", "error_type": error.public_error_type(), "detail": error.to_string()}),
-                );
-                let mut outcome =
-                    adapter_refusal(TOOL.name(), &self.bus_id, &error).with_log(&log_path);
-                outcome = match error.error_type() {
-                    "can_listen_only_unsupported" | "can_listen_only_unconfirmed" => outcome
-                        .with_causes(["the adapter cannot prove its controller stays silent on the bus"])
-                        .with_remediation(["The operator puts the controller in listen-only mode (SocketCAN: `ip link set <if> type can listen-only on`) or clears listen_only for this bus."]),
-                    "can_adapter_timeout" => outcome
-                        .with_causes(["the bridge hung", "the adapter behind it does not answer"])
-                        .with_remediation(["Check the bridge on its own, then call can_session_start again."]),
-                    _ => outcome.with_remediation(["Call can_buses_list, check the adapter and its cabling, then call can_session_start again."]),
-                };
-                return Acted {
-                    contact: Some(error.contact()),
-                    outcome,
-                };
-            }
-        };
+        let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
+        session_lifecycle::start(self, &ownership, &audit)
+    }
+}
+
+/// The bus as its start left it: pumped, its backlog drained when asked.
+struct Pumped {
+    bus: Bus,
+    opened: can::Opened,
+    drained: usize,
+}
+
+impl SessionKind for Start {
+    type Device = Pumped;
+    const TOOL: ToolId = ToolId::CanSessionStart;
+
+    fn claim(&self) -> Claim {
+        Claim::new(
+            vec![self.lock_key.clone()],
+            format!("can_session:{}", self.bus_id),
+            "the device lock was refused before the adapter was opened",
+        )
+    }
+
+    fn log_start(&self) -> (String, Value) {
+        (
+            format!("can-{}-{}.jsonl", log_stamp(), self.bus_id),
+            json!({
+                "event": "start",
+                "bus_id": self.bus_id,
+                "adapter": self.kind,
+                "channel": self.request.channel,
+                "bitrate": self.request.bitrate,
+                "fd": self.request.fd,
+                "listen_only": self.request.listen_only,
+            }),
+        )
+    }
+
+    fn open(&mut self, log: &SessionLog) -> Result<Pumped, Box<Acted>> {
+        let (adapter, opened) = can::open(&self.spec, &self.request).map_err(|error| {
+            Box::new(Acted {
+                outcome: open_refusal(&self.bus_id, &error).with_log(&log.path),
+                contact: Some(error.contact()),
+            })
+        })?;
         let bus = Bus::start(adapter, self.cap, self.request.poll_interval);
         let drained = if self.clear {
             bus.settle(DRAIN_SETTLE);
@@ -289,6 +256,19 @@ impl Start {
         } else {
             0
         };
+        Ok(Pumped {
+            bus,
+            opened,
+            drained,
+        })
+    }
+
+    fn register(self, device: Pumped, begun: Begun) -> Option<Acted> {
+        let Pumped {
+            bus,
+            opened,
+            drained,
+        } = device;
         let session = Arc::new(Session {
             bus_id: self.bus_id.clone(),
             bus: Link::Direct(bus),
@@ -297,13 +277,27 @@ impl Start {
             backend: opened.backend.clone(),
             listen_only: self.request.listen_only,
             fd: self.request.fd,
-            log_name,
-            log_path: log_path.clone(),
+            log_name: begun.log.name,
+            log_path: begun.log.path.clone(),
             started_at: ahil_config::time::now_millis(),
-            audit: self.audit.clone(),
-            locks,
+            audit: begun.log.audit,
+            locks: begun.locks,
         });
-        self.sessions.insert(Arc::clone(&session));
+        if let Err(refused) = self.sessions.register(Arc::clone(&session)) {
+            refused.bus.discard();
+            return None;
+        }
+        Some(Acted {
+            outcome: self.started(&session, &opened, drained),
+            // The channel is on the bus now: in active mode the controller acknowledges frames.
+            contact: Some(Contact::Made),
+        })
+    }
+}
+
+impl Start {
+    /// The result of a start that registered `session`.
+    fn started(&self, session: &Session, opened: &can::Opened, drained: usize) -> Outcome {
         let mut adapter_result = opened.report.clone();
         adapter_result.insert("backend".into(), opened.backend.clone().into());
         if opened.listen_only_confirmed {
@@ -318,14 +312,14 @@ impl Start {
                 .into(),
             );
         }
-        let mut outcome = Outcome::ok(TOOL, "CAN bus session started.")
+        let mut outcome = Outcome::ok(Self::TOOL, "CAN bus session started.")
             .with("bus_id", self.bus_id.as_str())
             .with("already_active", false)
             .with("adapter", self.kind)
             .with("adapter_result", Value::Object(adapter_result))
             .with("frames_drained", drained)
             .with("session", session.describe(true))
-            .with_log(&log_path);
+            .with_log(&session.log_path);
         if self.kind == "socketcan" {
             outcome.set("bitrate_verified", false);
             outcome.set(
@@ -333,11 +327,57 @@ impl Start {
                 "The interface keeps the bit timing the operator set with `ip link`; the configured bitrate is not applied.",
             );
         }
-        Acted {
-            outcome,
-            // The channel is on the bus now: in active mode the controller acknowledges frames.
-            contact: Some(Contact::Made),
-        }
+        outcome
+    }
+}
+
+/// A start of a session through the bridge `executable` past its checks, for the lifecycle's
+/// tests.
+#[cfg(test)]
+pub(super) fn test_kind(
+    bus_id: &str,
+    executable: &std::path::Path,
+    lock_key: &str,
+    audit: &Audit,
+    ownership: &Arc<Ownership>,
+    sessions: &Arc<Sessions>,
+) -> impl SessionKind + use<> {
+    Start {
+        bus_id: bus_id.to_owned(),
+        kind: "process",
+        spec: AdapterSpec::Bridge {
+            executable: executable.to_path_buf(),
+        },
+        request: OpenRequest {
+            channel: "sim0".to_owned(),
+            bitrate: 500_000,
+            fd: false,
+            data_bitrate: None,
+            receive_own_messages: false,
+            listen_only: false,
+            poll_interval: Duration::from_millis(20),
+            timeout: Duration::from_secs(5),
+        },
+        cap: 64,
+        clear: false,
+        lock_key: lock_key.to_owned(),
+        audit: audit.clone(),
+        ownership: Arc::clone(ownership),
+        sessions: Arc::clone(sessions),
+    }
+}
+
+/// The refusal of an adapter that would not open, with the likely causes of its kind of failure.
+fn open_refusal(bus_id: &str, error: &CanError) -> Outcome {
+    let outcome = adapter_refusal(Start::TOOL.name(), bus_id, error);
+    match error.error_type() {
+        "can_listen_only_unsupported" | "can_listen_only_unconfirmed" => outcome
+            .with_causes(["the adapter cannot prove its controller stays silent on the bus"])
+            .with_remediation(["The operator puts the controller in listen-only mode (SocketCAN: `ip link set <if> type can listen-only on`) or clears listen_only for this bus."]),
+        "can_adapter_timeout" => outcome
+            .with_causes(["the bridge hung", "the adapter behind it does not answer"])
+            .with_remediation(["Check the bridge on its own, then call can_session_start again."]),
+        _ => outcome.with_remediation(["Call can_buses_list, check the adapter and its cabling, then call can_session_start again."]),
     }
 }
 
@@ -396,14 +436,17 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
             contact: Some(Contact::Possible),
         };
     }
-    let logged = session.log(&json!({
-        "event": "stop",
-        "reason": "requested",
-        "safe_state_confirmed": closed.safe_state_confirmed,
-        "process_reaped": closed.process_reaped,
-    }));
-    session.release_lock();
-    sessions.remove(bus_id);
+    let logged = session_lifecycle::end(
+        sessions,
+        bus_id,
+        &*session,
+        &json!({
+            "event": "stop",
+            "reason": "requested",
+            "safe_state_confirmed": closed.safe_state_confirmed,
+            "process_reaped": closed.process_reaped,
+        }),
+    );
     let mut outcome = if closed.safe_state_confirmed {
         Outcome::ok(TOOL, "CAN bus session stopped.")
     } else {
@@ -425,12 +468,8 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
             json!({"error_type": error.error_type(), "summary": error.summary()}),
         );
     }
-    if let Err(err) = logged {
-        outcome.audit_ok = Some(false);
-        outcome.set("audit_error", err.to_value());
-    }
     Acted {
-        outcome,
+        outcome: session_lifecycle::with_stop_logged(outcome, logged),
         contact: Some(if closed.safe_state_confirmed {
             Contact::none("closing takes the channel off the bus and sends nothing")
         } else {

@@ -8,16 +8,17 @@ use std::time::Duration;
 
 use ahil_config::ComPort;
 use ahil_drivers::Contact;
-use ahil_drivers::serial::{OpenOptions, Port, RxTap, enumerate};
+use ahil_drivers::serial::{OpenOptions, Port, RxTap, SerialError};
 use serde_json::{Value, json};
 
 use super::com_ports::{device, port_entry};
 use super::{Acted, Context, DriverJob, Plan, Work};
-use crate::audit::{Audit, unavailable};
+use crate::audit::Audit;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, device_keys};
 use crate::policy::Action;
 use crate::serial::{Encoding, Session, Sessions, identity, log_stamp, text::to_hex};
+use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
 
 /// Generous: identity checks read sysfs and the open itself is quick.
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -195,7 +196,7 @@ fn close_limit(port: &ComPort) -> Duration {
 
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: ToolId = ToolId::ComSessionStart;
+        const TOOL: ToolId = Opening::TOOL;
         if let Some(existing) = self.sessions.get(&self.port_id) {
             if existing.port.is_alive() {
                 if self.clear {
@@ -216,12 +217,11 @@ impl Start {
             // A session whose reader died is replaced.
             let _ = stop(&self.sessions, &self.port_id);
         }
-        let identity = match identity::verify(
+        let identity = match identity::verify_on_host(
             TOOL.name(),
             &self.port_id,
             &self.device,
             self.expected.as_ref(),
-            || enumerate().map(|(ports, _)| ports),
         ) {
             Ok(identity) => identity,
             Err(refusal) => {
@@ -231,90 +231,154 @@ impl Start {
                 };
             }
         };
-        let locks = match super::take_session_locks(
-            &self.ownership,
-            &self.lock_keys,
-            &format!("com_session:{}", self.port_id),
-            TOOL.name(),
+        let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
+        session_lifecycle::start(
+            Opening {
+                start: self,
+                identity,
+            },
+            &ownership,
+            &audit,
+        )
+    }
+}
+
+/// A start past its identity check: the COM port as a session kind.
+struct Opening {
+    start: Start,
+    identity: Value,
+}
+
+impl SessionKind for Opening {
+    type Device = Port;
+    const TOOL: ToolId = ToolId::ComSessionStart;
+
+    fn claim(&self) -> Claim {
+        Claim::new(
+            self.start.lock_keys.clone(),
+            format!("com_session:{}", self.start.port_id),
             "the device lock was refused before the port was opened",
-        ) {
-            Ok(locks) => locks,
-            Err(refused) => return *refused,
-        };
-        let log_name = format!("com-{}-{}.jsonl", log_stamp(), self.port_id);
-        let log_path = self.audit.log_path(&log_name);
-        if let Err(err) = self.audit.append_event(
-            &log_name,
-            &json!({"event": "start", "port_id": self.port_id, "device": self.device}),
-        ) {
-            return Acted {
-                outcome: unavailable(TOOL.name(), &err),
-                contact: Some(Contact::none(
-                    "the session log could not be written, so the port was not opened",
-                )),
-            };
-        }
-        let tap = rx_tap(&self.audit, &log_name, self.encoding);
-        let port = match Port::open(&self.options, Some(tap)) {
-            Ok(port) => port,
-            Err(err) => {
-                let _ = self.audit.append_event(
-                    &log_name,
-                    &json!({"event": "open_failed", "error_type": err.error_type(), "detail": err.to_string()}),
-                );
-                let contact = err.contact();
-                let mut outcome =
-                    Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.to_string())
-                        .with("port_id", self.port_id.as_str())
-                        .with("configured_device", self.device.as_str())
-                        .with_log(&log_path)
-                        .not_contacted();
-                outcome = if err.error_type() == "com_port_busy" {
-                    outcome
-                        .with_causes(["another program (a terminal, another agentic-hil) has the port open"])
-                        .with_remediation(["Close the other program, or call com_session_stop where it is held, then start again."])
-                } else {
-                    outcome
-                        .with_causes([
-                            "the adapter is not plugged in",
-                            "the device name moved on replug",
-                            "this user may not open the device",
-                        ])
-                        .with_remediation(["Call com_ports_list to see the host's ports, then ask the operator to fix the entry."])
-                };
-                return Acted {
-                    outcome,
-                    contact: Some(contact),
-                };
-            }
-        };
-        if self.clear {
+        )
+    }
+
+    fn log_start(&self) -> (String, Value) {
+        let start = &self.start;
+        (
+            format!("com-{}-{}.jsonl", log_stamp(), start.port_id),
+            json!({"event": "start", "port_id": start.port_id, "device": start.device}),
+        )
+    }
+
+    fn log_refused(&self) -> &'static str {
+        "the session log could not be written, so the port was not opened"
+    }
+
+    fn open(&mut self, log: &SessionLog) -> Result<Port, Box<Acted>> {
+        let start = &self.start;
+        let tap = rx_tap(&log.audit, &log.name, start.encoding);
+        let port = Port::open(&start.options, Some(tap)).map_err(|err| {
+            Box::new(Acted {
+                outcome: open_refusal(&start.port_id, &start.device, &err).with_log(&log.path),
+                contact: Some(err.contact()),
+            })
+        })?;
+        if start.clear {
             port.clear();
         }
+        Ok(port)
+    }
+
+    fn register(self, port: Port, begun: Begun) -> Option<Acted> {
+        let Self { start, identity } = self;
         let session = Arc::new(Session {
-            port_id: self.port_id.clone(),
+            port_id: start.port_id.clone(),
             port,
-            device: self.device.clone(),
-            log_name,
-            log_path: log_path.clone(),
+            device: start.device.clone(),
+            log_name: begun.log.name,
+            log_path: begun.log.path.clone(),
             started_at: ahil_config::time::now_millis(),
-            encoding: self.encoding,
-            close_limit: self.close_limit,
+            encoding: start.encoding,
+            close_limit: start.close_limit,
             identity: identity.clone(),
-            audit: self.audit.clone(),
-            locks,
+            audit: begun.log.audit,
+            locks: begun.locks,
         });
-        self.sessions.insert(Arc::clone(&session));
-        Acted {
-            outcome: Outcome::ok(TOOL, "COM port session started.")
-                .with("port_id", self.port_id.as_str())
+        if let Err(refused) = start.sessions.register(Arc::clone(&session)) {
+            // Closed before the answer, so the device is free when the refusal arrives.
+            let _ = refused.port.close(refused.close_limit);
+            return None;
+        }
+        Some(Acted {
+            outcome: Outcome::ok(Self::TOOL, "COM port session started.")
+                .with("port_id", start.port_id.as_str())
                 .with("already_active", false)
                 .with("session", session.describe(true))
                 .with("identity", identity)
-                .with_log(&log_path),
+                .with_log(&begun.log.path),
             // Opening a tty drives its modem lines; on a real adapter that reaches the board.
             contact: Some(Contact::Made),
-        }
+        })
+    }
+}
+
+/// A start of a session on `device` past its checks, for the lifecycle's tests.
+#[cfg(test)]
+pub(super) fn test_kind(
+    port_id: &str,
+    device: &str,
+    lock_keys: Vec<String>,
+    audit: &Audit,
+    ownership: &Arc<Ownership>,
+    sessions: &Arc<Sessions>,
+) -> impl SessionKind + use<> {
+    Opening {
+        start: Start {
+            port_id: port_id.to_owned(),
+            device: device.to_owned(),
+            lock_keys,
+            clear: true,
+            options: OpenOptions {
+                device: device.to_owned(),
+                baud: 115_200,
+                assert_dtr: false,
+                assert_rts: false,
+                max_buffer_bytes: 4096,
+                write_timeout: Duration::from_secs(1),
+                reader_poll: READER_POLL,
+            },
+            encoding: Encoding::Utf8,
+            close_limit: Duration::from_secs(1),
+            expected: None,
+            audit: audit.clone(),
+            ownership: Arc::clone(ownership),
+            sessions: Arc::clone(sessions),
+        },
+        identity: Value::Null,
+    }
+}
+
+/// The refusal of a port that would not open, with the likely causes of its kind of failure.
+fn open_refusal(port_id: &str, device: &str, err: &SerialError) -> Outcome {
+    let outcome = Outcome::refused(
+        ToolId::ComSessionStart,
+        ErrorType::layer(err.error_type()),
+        err.to_string(),
+    )
+    .with("port_id", port_id)
+    .with("configured_device", device)
+    .not_contacted();
+    if err.error_type() == "com_port_busy" {
+        outcome
+            .with_causes(["another program (a terminal, another agentic-hil) has the port open"])
+            .with_remediation(["Close the other program, or call com_session_stop where it is held, then start again."])
+    } else {
+        outcome
+            .with_causes([
+                "the adapter is not plugged in",
+                "the device name moved on replug",
+                "this user may not open the device",
+            ])
+            .with_remediation(["Call com_ports_list to see the host's ports, then ask the operator to fix the entry."])
     }
 }
 
@@ -339,20 +403,19 @@ pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
             contact: Some(err.contact()),
         };
     }
-    let logged = session.log(&json!({"event": "stop", "reason": "requested"}));
-    session.release_lock();
-    sessions.remove(port_id);
-    let mut outcome = Outcome::ok(TOOL, "COM port session stopped.")
+    let logged = session_lifecycle::end(
+        sessions,
+        port_id,
+        &*session,
+        &json!({"event": "stop", "reason": "requested"}),
+    );
+    let outcome = Outcome::ok(TOOL, "COM port session stopped.")
         .with("port_id", port_id)
         .with("was_active", true)
         .with("session", session.describe(false))
         .with_log(&session.log_path);
-    if let Err(err) = logged {
-        outcome.audit_ok = Some(false);
-        outcome.set("audit_error", err.to_value());
-    }
     Acted {
-        outcome,
+        outcome: session_lifecycle::with_stop_logged(outcome, logged),
         contact: Some(Contact::none("closing a port sends nothing")),
     }
 }

@@ -22,6 +22,7 @@ use crate::audit::{Audit, unavailable};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::{Action, Device, DeviceUse};
 use crate::serial::{Encoding, log_stamp, text};
+use crate::session_lifecycle::{self, NotOpened};
 
 /// Capture waits 10 s unless told otherwise, 60 s at most.
 const CAPTURE_DEFAULT: f64 = 10.0;
@@ -185,48 +186,50 @@ pub(super) struct Open<'a> {
 pub(super) fn open(capture: &Capture) -> Result<Open<'_>, Box<Outcome>> {
     const TOOL: ToolId = ToolId::FlashFirmware;
     // The same check com_session_start makes: the adapter behind the name is the declared one.
-    crate::serial::identity::verify(
+    crate::serial::identity::verify_on_host(
         TOOL.name(),
         &capture.port_id,
         &capture.configured,
         capture.expected.as_ref(),
-        || ahil_drivers::serial::enumerate().map(|(ports, _)| ports),
     )?;
     let log_name = format!("capture-{}-{}.jsonl", log_stamp(), capture.port_id);
     let started = json!({"event": "start", "tool": TOOL.name(), "port_id": capture.port_id, "device": capture.configured});
-    if let Err(error) = capture.audit.append_event(&log_name, &started) {
-        return Err(Box::new(unavailable(TOOL.name(), &error).not_contacted()));
-    }
-    let tap = rx_tap(&capture.audit, &log_name, capture.encoding);
-    match Port::open(&capture.options, Some(tap)) {
-        Ok(port) => Ok(Open {
+    let opened = session_lifecycle::open_logged(&capture.audit, log_name, &started, |log| {
+        let tap = rx_tap(&log.audit, &log.name, capture.encoding);
+        Port::open(&capture.options, Some(tap))
+            .map_err(|error| Box::new(open_refusal(capture, &error)))
+    });
+    match opened {
+        Ok((log, port)) => Ok(Open {
             capture,
             port,
-            log_name,
+            log_name: log.name,
         }),
-        Err(error) => Err(Box::new({
-            let _ = capture.audit.append_event(
-                &log_name,
-                &json!({"event": "open_failed", "error_type": error.error_type(), "detail": error.to_string()}),
-            );
-            Outcome::refused(
-                TOOL,
-                ErrorType::layer(error.error_type()),
-                format!(
-                    "The capture port `{}` could not be opened, so nothing was flashed: {}.",
-                    capture.port_id,
-                    match &error {
-                        ahil_drivers::serial::SerialError::Busy { .. } =>
-                            "another program holds it".to_owned(),
-                        _ => "the device is missing or not permitted".to_owned(),
-                    }
-                ),
-            )
-            .with("port_id", capture.port_id.clone())
-            .with_next_step("Check the port with com_ports_list, then call flash_firmware again.")
-            .not_contacted()
-        })),
+        Err(NotOpened::Log(error)) => {
+            Err(Box::new(unavailable(TOOL.name(), &error).not_contacted()))
+        }
+        Err(NotOpened::Device(refusal)) => Err(refusal),
     }
+}
+
+/// The refusal of a capture port that would not open: nothing was flashed.
+fn open_refusal(capture: &Capture, error: &ahil_drivers::serial::SerialError) -> Outcome {
+    Outcome::refused(
+        ToolId::FlashFirmware,
+        ErrorType::layer(error.error_type()),
+        format!(
+            "The capture port `{}` could not be opened, so nothing was flashed: {}.",
+            capture.port_id,
+            match error {
+                ahil_drivers::serial::SerialError::Busy { .. } =>
+                    "another program holds it".to_owned(),
+                _ => "the device is missing or not permitted".to_owned(),
+            }
+        ),
+    )
+    .with("port_id", capture.port_id.clone())
+    .with_next_step("Check the port with com_ports_list, then call flash_firmware again.")
+    .not_contacted()
 }
 
 impl Open<'_> {

@@ -39,6 +39,8 @@ pub mod probe;
 mod probe_cli;
 pub mod probe_rs;
 pub mod reports;
+#[cfg(test)]
+mod session_lifecycle_tests;
 pub mod test_reactor;
 pub mod upgrade;
 
@@ -115,24 +117,6 @@ pub struct Acted {
     pub outcome: Outcome,
     /// `None` when the work touched no device at all (local work).
     pub contact: Option<Contact>,
-}
-
-/// Takes a session's own device locks, held from its start to its stop (past this call's claim) by
-/// the guard it returns, or answers `tool`'s `device_busy` refusal as work that touched nothing:
-/// `before` says what had not been opened yet.
-pub(crate) fn take_session_locks(
-    ownership: &std::sync::Arc<crate::ownership::Ownership>,
-    keys: &[String],
-    label: &str,
-    tool: &str,
-    before: &'static str,
-) -> Result<crate::ownership::SessionLocks, Box<Acted>> {
-    crate::ownership::SessionLocks::take(ownership, keys.to_vec(), label).map_err(|busy| {
-        Box::new(Acted {
-            outcome: busy.into_outcome(tool),
-            contact: Some(Contact::none(before)),
-        })
-    })
 }
 
 /// The plan for the call's tool, or a refusal that needs no authorization (wrong probe count, …).

@@ -122,12 +122,11 @@ struct PortCheck {
 
 impl PortCheck {
     fn refusal(&self) -> Option<Acted> {
-        let verified = crate::serial::identity::verify(
+        let verified = crate::serial::identity::verify_on_host(
             self.tool.name(),
             &self.port_id,
             &self.device,
             self.expected.as_ref(),
-            || ahil_drivers::serial::enumerate().map(|(ports, _)| ports),
         );
         verified.err().map(|refusal| Acted {
             outcome: refusal.with("backend", "esptool"),

@@ -89,6 +89,15 @@ impl Link {
         }
     }
 
+    /// Closes a link no session took over (its start could not register it): the adapter closed
+    /// and its bridge reaped, or the participant detached, before the call answers.
+    pub fn discard(&self) {
+        match self {
+            Self::Direct(bus) => drop(bus.close()),
+            Self::Shared(part) => drop(part.detach()),
+        }
+    }
+
     pub fn drain(&self) -> usize {
         match self {
             Self::Direct(bus) => bus.drain(),
@@ -192,10 +201,15 @@ impl Session {
     pub fn log_passive(&self, event: &Value) {
         let _ = self.audit.append_passive(&self.log_name, event);
     }
+}
 
-    /// Gives back the session's hold on its device lock.
-    pub fn release_lock(&self) {
-        self.locks.release();
+impl crate::session_lifecycle::Held for Session {
+    fn log_event(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
+        self.log(event)
+    }
+
+    fn locks(&self) -> &SessionLocks {
+        &self.locks
     }
 }
 

@@ -45,12 +45,26 @@ impl Sessions {
         self.table().is_some()
     }
 
-    pub fn insert(&self, live: Live) {
-        *self.table() = Some(Arc::new(Mutex::new(live)));
-    }
-
     pub fn take(&self) -> Option<Arc<Mutex<Live>>> {
         self.table().take()
+    }
+}
+
+impl crate::session_lifecycle::Registry for Sessions {
+    type Entry = Live;
+
+    /// One debug session per gate: a second is handed back, never put over the first.
+    fn register(&self, live: Live) -> Result<(), Live> {
+        let mut slot = self.table();
+        if slot.is_some() {
+            return Err(live);
+        }
+        *slot = Some(Arc::new(Mutex::new(live)));
+        Ok(())
+    }
+
+    fn unregister(&self, _key: &str) {
+        drop(self.take());
     }
 }
 
@@ -152,10 +166,15 @@ impl Live {
     pub fn log(&self, event: &Value) -> bool {
         self.audit.append_event(&self.log_name, event).is_ok()
     }
+}
 
-    /// Gives back the session's hold on the debugger's device lock.
-    pub fn release_lock(&self) {
-        self.locks.release();
+impl crate::session_lifecycle::Held for Live {
+    fn log_event(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
+        self.audit.append_event(&self.log_name, event).map(|_| ())
+    }
+
+    fn locks(&self) -> &SessionLocks {
+        &self.locks
     }
 }
 

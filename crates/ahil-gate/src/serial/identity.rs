@@ -56,6 +56,19 @@ pub fn expected(config: &Config, port_id: &str, port: &ComPort) -> Option<Expect
     })
 }
 
+/// [`verify`] against this host's ports as they are now: the check every opener of a configured port
+/// (a COM session, a flash capture, esptool's port) makes just before it opens.
+pub fn verify_on_host(
+    tool: &str,
+    port_id: &str,
+    device: &str,
+    expectation: Option<&Expected>,
+) -> Result<Value, Box<Outcome>> {
+    verify(tool, port_id, device, expectation, || {
+        ahil_drivers::serial::enumerate().map(|(ports, _)| ports)
+    })
+}
+
 /// The `identity` object for a confirmed or undeclared port, or the refusal for any other verdict.
 /// `host` is the enumeration; it is only consulted when the entry declares an expectation.
 pub fn verify(

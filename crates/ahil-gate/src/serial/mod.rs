@@ -75,10 +75,15 @@ impl Session {
     pub fn log(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
         self.audit.append_event(&self.log_name, event).map(|_| ())
     }
+}
 
-    /// Gives back the session's hold on its device locks.
-    pub fn release_lock(&self) {
-        self.locks.release();
+impl crate::session_lifecycle::Held for Session {
+    fn log_event(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
+        self.log(event)
+    }
+
+    fn locks(&self) -> &SessionLocks {
+        &self.locks
     }
 }
 

@@ -4,6 +4,7 @@
 use super::servers::{start_openocd, start_stlink};
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
 
 /// The debug server a session starts against.
 pub(super) enum ServerKind {
@@ -22,13 +23,13 @@ pub(super) enum ServerKind {
 }
 
 /// The server side of a start, before the device lock is taken.
-pub(super) enum Pending<'a> {
+pub(super) enum Pending {
     /// The board answered; its stub needs nothing started.
     Board(Box<Reached>),
     /// OpenOCD starts once the lock is held.
-    OpenOcd(&'a OpenOcd, &'a std::path::PathBuf),
+    OpenOcd(OpenOcd, std::path::PathBuf),
     /// ST-LINK_gdbserver starts once the lock is held.
-    Stlink(&'a StlinkGdbServer, &'a std::path::PathBuf),
+    Stlink(StlinkGdbServer, std::path::PathBuf),
 }
 
 /// How gdb reaches a started server.
@@ -119,62 +120,61 @@ pub(super) struct Start {
     pub(super) sessions: Arc<Sessions>,
 }
 
-impl Start {
-    /// The debug server to reach: the emulated board must answer before anything is claimed (and
-    /// its socket path be one gdb takes as a remote); OpenOCD and ST-LINK start under the lock.
-    pub(super) fn pending(&self, budget: &Budget) -> Result<Pending<'_>, Box<Acted>> {
-        const TOOL: ToolId = ToolId::DebugStartSession;
-        let refused = |outcome: Outcome, why: &'static str| Acted {
-            outcome,
-            contact: Some(Contact::none(why)),
-        };
-        // The emulated board must answer before anything is claimed; OpenOCD starts under the lock.
-        let pending = match &self.server {
-            ServerKind::Qemu(probe) => match probe.open_gdb(budget) {
-                Ok(target) => Pending::Board(Box::new(Reached {
-                    gdb: target.gdb,
-                    remote: target.remote,
-                    reset_halt: target.reset_halt,
-                    server: Server::Qemu {
-                        qmp_socket: probe.paths().qmp_socket(),
-                    },
-                })),
-                Err(error) => {
-                    return Err(Box::new(Acted {
-                    outcome: Outcome::refused(
-                        TOOL,
-                        ErrorType::TargetNotDetected,
-                        "No emulated board answers, so no debug session was started.",
-                    )
-                    .with("backend", "qemu")
-                    .with_remediation(["The operator starts the board with `agentic-hil sim start`, then call this tool again."]),
-                    contact: Some(error.contact()),
-                }));
-                }
-            },
-            ServerKind::OpenOcd { openocd, gdb } => Pending::OpenOcd(openocd, gdb),
-            ServerKind::Stlink { server, gdb } => Pending::Stlink(server, gdb),
-        };
-        if let Pending::Board(target) = &pending
-            && (target.remote.is_empty()
-                || target
-                    .remote
-                    .chars()
-                    .any(|c| c.is_whitespace() || matches!(c, '"' | '\\' | '\'')))
-        {
-            return Err(Box::new(refused(
-            Outcome::refused(
-                TOOL,
-                ErrorType::NotSupported,
-                "The board's socket path has characters gdb cannot take as a remote; move its board_dir.",
-            )
-            .with("backend", "qemu"),
-            "refused before gdb started",
-        )));
-        }
-        Ok(pending)
+/// The debug server to reach: the emulated board must answer before anything is claimed (and its
+/// socket path be one gdb takes as a remote); OpenOCD and ST-LINK start under the lock.
+pub(super) fn pending_server(server: ServerKind, budget: &Budget) -> Result<Pending, Box<Acted>> {
+    const TOOL: ToolId = ToolId::DebugStartSession;
+    let refused = |outcome: Outcome, why: &'static str| Acted {
+        outcome,
+        contact: Some(Contact::none(why)),
+    };
+    let pending = match server {
+        ServerKind::Qemu(probe) => match probe.open_gdb(budget) {
+            Ok(target) => Pending::Board(Box::new(Reached {
+                gdb: target.gdb,
+                remote: target.remote,
+                reset_halt: target.reset_halt,
+                server: Server::Qemu {
+                    qmp_socket: probe.paths().qmp_socket(),
+                },
+            })),
+            Err(error) => {
+                return Err(Box::new(Acted {
+                outcome: Outcome::refused(
+                    TOOL,
+                    ErrorType::TargetNotDetected,
+                    "No emulated board answers, so no debug session was started.",
+                )
+                .with("backend", "qemu")
+                .with_remediation(["The operator starts the board with `agentic-hil sim start`, then call this tool again."]),
+                contact: Some(error.contact()),
+            }));
+            }
+        },
+        ServerKind::OpenOcd { openocd, gdb } => Pending::OpenOcd(openocd, gdb),
+        ServerKind::Stlink { server, gdb } => Pending::Stlink(server, gdb),
+    };
+    if let Pending::Board(target) = &pending
+        && (target.remote.is_empty()
+            || target
+                .remote
+                .chars()
+                .any(|c| c.is_whitespace() || matches!(c, '"' | '\\' | '\'')))
+    {
+        return Err(Box::new(refused(
+        Outcome::refused(
+            TOOL,
+            ErrorType::NotSupported,
+            "The board's socket path has characters gdb cannot take as a remote; move its board_dir.",
+        )
+        .with("backend", "qemu"),
+        "refused before gdb started",
+    )));
     }
+    Ok(pending)
+}
 
+impl Start {
     /// The refusal while a session is open: one debug session per gate.
     pub(super) fn already_active(&self) -> Option<Acted> {
         let live = self.sessions.get()?;
@@ -192,11 +192,6 @@ impl Start {
     }
 
     pub(super) fn run(self) -> Acted {
-        const TOOL: ToolId = ToolId::DebugStartSession;
-        let refused = |outcome: Outcome, why: &'static str| Acted {
-            outcome,
-            contact: Some(Contact::none(why)),
-        };
         if let Some(open) = self.already_active() {
             return open;
         }
@@ -207,65 +202,106 @@ impl Start {
         let header = std::fs::read(staged.path())
             .map(|bytes| bytes.into_iter().take(8).collect::<Vec<u8>>())
             .unwrap_or_default();
-        let budget = Budget::new(self.timeout);
-        let backend = self.server.backend();
-        let pending = match self.pending(&budget) {
+        let Self {
+            server,
+            mode,
+            timeout,
+            lock_keys,
+            label,
+            audit,
+            ownership,
+            sessions,
+            ..
+        } = self;
+        let backend = server.backend();
+        let pending = match pending_server(server, &Budget::new(timeout)) {
             Ok(pending) => pending,
             Err(acted) => return *acted,
         };
-        // Declared before the server and gdb, so on every early return they go first and the
-        // device is given back only once nothing of ours drives it.
-        let locks = match crate::actions::take_session_locks(
-            &self.ownership,
-            &self.lock_keys,
-            &self.label,
-            TOOL.name(),
-            "the device lock was refused before gdb started",
-        ) {
-            Ok(locks) => locks,
-            Err(refused) => return *refused,
+        let opening = Opening {
+            pending: Some(pending),
+            progress: Progress::new(&mode),
+            session_id: format!("debug-{}", crate::serial::log_stamp()),
+            mode,
+            timeout,
+            lock_keys,
+            label,
+            sessions,
+            staged,
+            header,
+            backend,
         };
-        let session_id = format!("debug-{}", crate::serial::log_stamp());
-        let log_name = format!("gdb-{session_id}.jsonl");
-        let log_path = self.audit.log_path(&log_name);
-        if let Err(err) = self.audit.append_event(
-            &log_name,
-            &json!({
+        session_lifecycle::start(opening, &ownership, &audit)
+    }
+}
+
+/// A start past its checks (the image staged, the board answering): the debugger as a session
+/// kind.
+struct Opening {
+    /// Taken by the open.
+    pending: Option<Pending>,
+    progress: Progress,
+    session_id: String,
+    mode: String,
+    timeout: Duration,
+    lock_keys: Vec<String>,
+    label: String,
+    sessions: Arc<Sessions>,
+    staged: StagedArtifact,
+    header: Vec<u8>,
+    backend: &'static str,
+}
+
+/// gdb on a halted target, and the server it talks to.
+struct Attached {
+    gdb: Gdb,
+    server: Server,
+}
+
+impl SessionKind for Opening {
+    type Device = Attached;
+    const TOOL: ToolId = ToolId::DebugStartSession;
+
+    fn claim(&self) -> Claim {
+        Claim::new(
+            self.lock_keys.clone(),
+            self.label.clone(),
+            "the device lock was refused before gdb started",
+        )
+    }
+
+    fn log_start(&self) -> (String, Value) {
+        (
+            format!("gdb-{}.jsonl", self.session_id),
+            json!({
                 "event": "start",
-                "session_id": session_id,
+                "session_id": self.session_id,
                 "mode": self.mode,
-                "backend": backend,
-                "artifact": {"path": staged.display_path(), "sha256": staged.sha256()},
+                "backend": self.backend,
+                "artifact": {"path": self.staged.display_path(), "sha256": self.staged.sha256()},
             }),
-        ) {
-            return refused(
-                crate::audit::unavailable(TOOL.name(), &err),
-                "the session log could not be written, so gdb was not started",
-            );
-        }
-        let mut progress = Progress::new(&self.mode);
-        let reached = match pending {
-            Pending::Board(reached) => *reached,
-            Pending::OpenOcd(openocd, gdb) => match start_openocd(
-                openocd,
-                gdb,
+        )
+    }
+
+    fn log_refused(&self) -> &'static str {
+        "the session log could not be written, so gdb was not started"
+    }
+
+    fn open(&mut self, log: &SessionLog) -> Result<Attached, Box<Acted>> {
+        let progress = &mut self.progress;
+        let reached = match self.pending.take() {
+            Some(Pending::Board(reached)) => *reached,
+            Some(Pending::OpenOcd(openocd, gdb)) => start_openocd(
+                &openocd,
+                &gdb,
                 self.mode != "attach",
                 self.timeout,
-                &mut progress,
-            ) {
-                Ok(reached) => reached,
-                Err(acted) => {
-                    return *acted;
-                }
-            },
-            Pending::Stlink(server, gdb) => {
-                match start_stlink(server, gdb, self.timeout, &mut progress) {
-                    Ok(reached) => reached,
-                    Err(acted) => {
-                        return *acted;
-                    }
-                }
+                progress,
+            )?,
+            Some(Pending::Stlink(server, gdb)) => {
+                start_stlink(&server, &gdb, self.timeout, progress)?
             }
+            None => return Err(Box::new(opened_twice())),
         };
         let Reached {
             gdb: gdb_path,
@@ -283,60 +319,82 @@ impl Start {
         } = &server
         {
             // Best effort: the start event is already down, and the stop logs the server's output.
-            let _ = self.audit.append_event(
-                &log_name,
-                &json!({
-                    "event": "server_started",
-                    "server_command": process.command_line(),
-                    "gdb_port": process.port(),
-                }),
-            );
+            let _ = log.append(&json!({
+                "event": "server_started",
+                "server_command": process.command_line(),
+                "gdb_port": process.port(),
+            }));
         }
-        let gdb = match Gdb::spawn(&gdb_path) {
-            Ok(gdb) => gdb,
-            Err(error) => {
-                drop(server);
-                let outcome = Outcome::refused(
-                    TOOL,
-                    ErrorType::DebuggerNotFound,
-                    format!("gdb could not be started: {error}."),
-                )
-                .with("backend", backend);
-                return match backend {
-                    "qemu" => refused(outcome, "gdb did not start"),
-                    _ => progress.failed(outcome, false),
-                };
-            }
-        };
+        let gdb = Gdb::spawn(&gdb_path).map_err(|error| {
+            let outcome = Outcome::refused(
+                Self::TOOL,
+                ErrorType::DebuggerNotFound,
+                format!("gdb could not be started: {error}."),
+            )
+            .with("backend", self.backend);
+            Box::new(match self.backend {
+                "qemu" => Acted {
+                    outcome,
+                    contact: Some(Contact::none("gdb did not start")),
+                },
+                _ => progress.failed(outcome, false),
+            })
+        })?;
         let step = self.timeout.min(STEP_MAX);
-        let commands = start_commands(&self.mode, staged.path(), &remote, &reset_halt);
+        let commands = start_commands(&self.mode, self.staged.path(), &remote, &reset_halt);
         let (gdb, server) =
-            match run_start_commands(gdb, server, &commands, step, backend, &mut progress) {
-                Ok(held) => held,
-                Err(acted) => return *acted,
-            };
-        let server = progress.recorded_in(server);
+            run_start_commands(gdb, server, &commands, step, self.backend, progress)?;
+        Ok(Attached {
+            gdb,
+            server: progress.recorded_in(server),
+        })
+    }
+
+    fn register(self, device: Attached, begun: Begun) -> Option<Acted> {
         let live = Live {
-            session_id,
-            audit: self.audit.clone(),
-            log_name,
-            log_path,
+            session_id: self.session_id,
+            audit: begun.log.audit,
+            log_name: begun.log.name,
+            log_path: begun.log.path,
             gdb_transcript: Vec::new(),
-            mode: self.mode.clone(),
+            mode: self.mode,
             started_at: ahil_config::time::now_millis(),
             status: "halted",
-            gdb: Some(gdb),
-            byte_order: debug::byte_order(&header),
-            elf: staged,
+            gdb: Some(device.gdb),
+            byte_order: debug::byte_order(&self.header),
+            elf: self.staged,
             breakpoints: Vec::new(),
             next_breakpoint: 1,
             stop: None,
-            server,
-            locks,
-            step,
+            server: device.server,
+            locks: begun.locks,
+            step: self.timeout.min(STEP_MAX),
             timeout: self.timeout,
         };
-        started(&self.sessions, live, backend)
+        let mut outcome = Outcome::ok(Self::TOOL, "Debug session started and target is halted.")
+            .with("backend", self.backend)
+            .with("mode", live.mode.as_str())
+            .with("artifact", live.elf.report().clone())
+            .with("session", live.describe())
+            .with("target_state", "halted");
+        outcome.log_path = Some(live.log_path.clone());
+        self.sessions.register(live).ok()?;
+        Some(Acted {
+            outcome,
+            contact: Some(Contact::Made),
+        })
+    }
+}
+
+/// An open asked twice of one start: a fault in this gate, refused before anything started.
+fn opened_twice() -> Acted {
+    Acted {
+        outcome: Outcome::refused(
+            ToolId::DebugStartSession,
+            ErrorType::InternalError,
+            "The debug start was asked to open its server twice; nothing was started.",
+        ),
+        contact: Some(Contact::none("nothing was started")),
     }
 }
 
@@ -436,25 +494,6 @@ pub(super) fn run_start_commands(
         progress.after(command);
     }
     Ok((gdb, server))
-}
-
-/// The answer to a start that reached a halted target, once its session is registered.
-pub(super) fn started(sessions: &debug::Sessions, live: Live, backend: &str) -> Acted {
-    let mut outcome = Outcome::ok(
-        ToolId::DebugStartSession,
-        "Debug session started and target is halted.",
-    )
-    .with("backend", backend)
-    .with("mode", live.mode.as_str())
-    .with("artifact", live.elf.report().clone())
-    .with("session", live.describe())
-    .with("target_state", "halted");
-    outcome.log_path = Some(live.log_path.clone());
-    sessions.insert(live);
-    Acted {
-        outcome,
-        contact: Some(Contact::Made),
-    }
 }
 
 /// How far an OpenOCD session start got: what a failure may have done to the target follows from it.

@@ -3,6 +3,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::session_lifecycle;
 
 /// Confirms the halt, makes gdb's leaving harmless (the QEMU stub keeps a disconnected core halted;
 /// OpenOCD's gdb-detach and gdb-end handlers are emptied), disconnects, ends gdb and the debug server,
@@ -128,7 +129,6 @@ pub(super) fn stop_session(
         outcome.hardware_state = Some(HardwareState::Unknown);
         return made(outcome);
     }
-    session.release_lock();
     session.status = "stopped";
     let transcript = session
         .gdb_transcript
@@ -138,20 +138,24 @@ pub(super) fn stop_session(
         .rev()
         .cloned()
         .collect::<Vec<_>>();
-    let audit_ok = session.log(&json!({
-        "event": "stop",
-        "halt_confirmed": true,
-        "halt_confirmed_by": confirmed_by,
-        "backend": session.server.backend(),
-        "gdb_disconnected": disconnected,
-        "gdb_transcript": transcript,
-        "server_stdout_tail": server_output.as_ref().map(|t| t.stdout.clone()),
-        "server_stderr_tail": server_output.as_ref().map(|t| t.stderr.clone()),
-    }));
+    let logged = session_lifecycle::end(
+        sessions,
+        &session.session_id.clone(),
+        &*session,
+        &json!({
+            "event": "stop",
+            "halt_confirmed": true,
+            "halt_confirmed_by": confirmed_by,
+            "backend": session.server.backend(),
+            "gdb_disconnected": disconnected,
+            "gdb_transcript": transcript,
+            "server_stdout_tail": server_output.as_ref().map(|t| t.stdout.clone()),
+            "server_stderr_tail": server_output.as_ref().map(|t| t.stderr.clone()),
+        }),
+    );
     let log_path = session.log_path.clone();
     let described = session.describe();
     drop(guard);
-    drop(sessions.take());
     let mut outcome = Outcome::ok(tool, "Debug session stopped; the target is left halted.")
         .with("active", false)
         .with("status", "stopped")
@@ -163,7 +167,7 @@ pub(super) fn stop_session(
         .with("gdb_disconnected", disconnected)
         .with("session", described);
     outcome.log_path = Some(log_path);
-    if !audit_ok {
+    if logged.is_err() {
         outcome.audit_ok = Some(false);
     }
     made(outcome)

@@ -1,0 +1,417 @@
+//! The session lifecycle with a failure at each step of a start, for each session kind whose device
+//! this machine can open (a pty for COM; a scripted bridge, a child process, for CAN): afterwards
+//! the device lock is free, no session is registered, the device opens again, no child of the
+//! test remains, and every session log that saw a start also saw how it ended.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ahil_drivers::serial::{OpenOptions, Port, PtyPeer};
+use serde_json::Value;
+
+use super::{Acted, can_session, com_session};
+use crate::audit::Audit;
+use crate::ownership::{Ownership, SessionLocks};
+use crate::session_lifecycle::{self, Held};
+use crate::testkit::Fixture;
+
+/// The step of a start that fails.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Step {
+    /// Another holder has the device lock.
+    Lock,
+    /// The session log cannot be written.
+    Log,
+    /// The device does not open.
+    Open,
+    /// Another session took the id between the lock and the registration.
+    Register,
+}
+
+const STEPS: [Step; 4] = [Step::Lock, Step::Log, Step::Open, Step::Register];
+
+/// Which device a start opens.
+#[derive(Clone, Copy)]
+enum Device {
+    /// The one the failing start is for.
+    UnderTest,
+    /// A second device, whose session takes the id first.
+    Other,
+    /// The first device's locks, but a device that cannot open.
+    Absent,
+}
+
+struct World {
+    fixture: Fixture,
+    audit: Audit,
+    ours: Arc<Ownership>,
+    theirs: Arc<Ownership>,
+}
+
+impl World {
+    fn new() -> Self {
+        let fixture = Fixture::new();
+        fixture.write_config(&fixture.starter());
+        let audit = Audit::for_config(&fixture.load());
+        Self {
+            ours: Arc::new(Ownership::for_process(&fixture.home, "mcp")),
+            theirs: Arc::new(Ownership::for_process(&fixture.home, "mcp")),
+            audit,
+            fixture,
+        }
+    }
+
+    /// A file where the workspace's logs directory goes: no session log can be mirrored.
+    fn block_logs(&self) {
+        let mirror = self
+            .fixture
+            .workspace
+            .join(self.audit.log_path("any.jsonl"));
+        let dir = mirror.parent().expect("a log has a directory");
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir.parent().expect("the logs dir has a parent")).expect("dirs");
+        std::fs::write(dir, b"not a directory").expect("block the logs directory");
+    }
+
+    /// Every session log line file (canonical copies in HOME, mirrors in the workspace).
+    fn session_logs(&self) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        for root in [&self.fixture.home, &self.fixture.workspace] {
+            walk(root, &mut found);
+        }
+        found
+    }
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "jsonl")
+            && path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("com-") || n.starts_with("can-"))
+        {
+            found.push(path);
+        }
+    }
+}
+
+/// The events of a log that claim a session is open: a start with no later end.
+fn open_claims(path: &Path) -> usize {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut open = 0;
+    for line in text.lines() {
+        let event: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        match event.get("event").and_then(Value::as_str) {
+            Some("start") => open += 1,
+            Some("stop" | "open_failed") => open = 0,
+            _ => {}
+        }
+    }
+    open
+}
+
+/// The test's own children (zombies included) whose command name is `comm`.
+fn children_named(comm: &str) -> usize {
+    let ours = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .filter(|stat| {
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                return false;
+            };
+            let ppid = stat[close + 1..].split_whitespace().nth(1);
+            &stat[open + 1..close] == comm && ppid == Some(ours.as_str())
+        })
+        .count()
+}
+
+/// One session kind as the table drives it.
+trait Case {
+    fn name(&self) -> &'static str;
+    fn keys(&self, device: Device) -> Vec<String>;
+    fn start(&self, world: &World, device: Device) -> Acted;
+    /// The locks of the session registered under the table's id, if one is.
+    fn registered(&self) -> Option<Vec<String>>;
+    fn stop(&self);
+    /// Whether the device under test opens again (nothing of ours still has it).
+    fn reopens(&self) -> bool;
+    /// The children the kind's devices run that are still there.
+    fn children(&self) -> usize;
+    /// How many children one open session runs.
+    fn children_per_session(&self) -> usize;
+}
+
+struct Com {
+    ptys: [PtyPeer; 2],
+    sessions: Arc<crate::serial::Sessions>,
+}
+
+impl Com {
+    fn new() -> Self {
+        Self {
+            ptys: [
+                PtyPeer::open().expect("a pty"),
+                PtyPeer::open().expect("a pty"),
+            ],
+            sessions: Arc::default(),
+        }
+    }
+
+    fn device(&self, device: Device) -> String {
+        match device {
+            Device::UnderTest => self.ptys[0].device().to_owned(),
+            Device::Other => self.ptys[1].device().to_owned(),
+            Device::Absent => "/dev/ahil-lifecycle-absent-tty".to_owned(),
+        }
+    }
+}
+
+impl Case for Com {
+    fn name(&self) -> &'static str {
+        "com"
+    }
+
+    fn keys(&self, device: Device) -> Vec<String> {
+        let device = match device {
+            Device::Absent => Device::UnderTest,
+            other => other,
+        };
+        vec![format!("com:{}", self.device(device))]
+    }
+
+    fn start(&self, world: &World, device: Device) -> Acted {
+        let kind = com_session::test_kind(
+            "uart",
+            &self.device(device),
+            self.keys(device),
+            &world.audit,
+            &world.ours,
+            &self.sessions,
+        );
+        session_lifecycle::start(kind, &world.ours, &world.audit)
+    }
+
+    fn registered(&self) -> Option<Vec<String>> {
+        self.sessions.get("uart").map(|s| s.locks().keys().to_vec())
+    }
+
+    fn stop(&self) {
+        assert!(com_session::stop(&self.sessions, "uart").outcome.ok);
+    }
+
+    fn reopens(&self) -> bool {
+        let options = OpenOptions {
+            device: self.device(Device::UnderTest),
+            baud: 115_200,
+            assert_dtr: false,
+            assert_rts: false,
+            max_buffer_bytes: 64,
+            write_timeout: std::time::Duration::from_secs(1),
+            reader_poll: std::time::Duration::from_millis(20),
+        };
+        Port::open(&options, None).is_ok_and(|port| port.close(options.write_timeout).is_ok())
+    }
+
+    fn children(&self) -> usize {
+        0
+    }
+
+    fn children_per_session(&self) -> usize {
+        0
+    }
+}
+
+/// The bridge's name, so this test finds its own children.
+const BRIDGE: &str = "lifecycle-brg";
+
+/// A protocol-v2 bridge with nothing on its bus: opens, answers reads with no frames, closes safe.
+const BRIDGE_SCRIPT: &str = r#"#!/bin/sh
+while read -r line; do
+  id=$(printf '%s' "$line" | sed 's/.*"id":\([0-9]*\).*/\1/')
+  case "$line" in
+    *'"method":"open"'*) echo "{\"id\":$id,\"result\":{\"ok\":true,\"protocol_version\":2}}" ;;
+    *'"method":"close"'*) echo "{\"id\":$id,\"result\":{\"ok\":true,\"protocol_version\":2,\"safe_state_confirmed\":true}}"; exit 0 ;;
+    *) sleep 0.05; echo "{\"id\":$id,\"result\":{\"ok\":true,\"frames\":[]}}" ;;
+  esac
+done
+"#;
+
+struct Can {
+    bridge: PathBuf,
+    absent: PathBuf,
+    sessions: Arc<crate::can::Sessions>,
+}
+
+impl Can {
+    fn new(world: &World) -> Self {
+        use std::os::unix::fs::PermissionsExt as _;
+        let bridge = world.fixture.tools.join(BRIDGE);
+        std::fs::write(&bridge, BRIDGE_SCRIPT).expect("write the bridge");
+        std::fs::set_permissions(&bridge, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        Self {
+            bridge,
+            absent: world.fixture.tools.join("no-such-bridge"),
+            sessions: Arc::default(),
+        }
+    }
+}
+
+impl Case for Can {
+    fn name(&self) -> &'static str {
+        "can"
+    }
+
+    fn keys(&self, device: Device) -> Vec<String> {
+        vec![
+            match device {
+                Device::Other => "can:other-adapter",
+                Device::UnderTest | Device::Absent => "can:adapter",
+            }
+            .to_owned(),
+        ]
+    }
+
+    fn start(&self, world: &World, device: Device) -> Acted {
+        let executable = match device {
+            Device::Absent => &self.absent,
+            Device::UnderTest | Device::Other => &self.bridge,
+        };
+        let kind = can_session::test_kind(
+            "bus",
+            executable,
+            &self.keys(device)[0],
+            &world.audit,
+            &world.ours,
+            &self.sessions,
+        );
+        session_lifecycle::start(kind, &world.ours, &world.audit)
+    }
+
+    fn registered(&self) -> Option<Vec<String>> {
+        self.sessions.get("bus").map(|s| s.locks().keys().to_vec())
+    }
+
+    fn stop(&self) {
+        assert!(can_session::stop(&self.sessions, "bus").outcome.ok);
+    }
+
+    fn reopens(&self) -> bool {
+        true
+    }
+
+    fn children(&self) -> usize {
+        children_named(BRIDGE)
+    }
+
+    fn children_per_session(&self) -> usize {
+        1
+    }
+}
+
+/// Fails `step` of a start of `case`'s kind and checks that the start left nothing behind.
+fn fail_at(world: &World, case: &dyn Case, step: Step) {
+    let what = format!("{} with {step:?} failing", case.name());
+    let mut holder = None;
+    match step {
+        Step::Lock => {
+            let keys = case.keys(Device::UnderTest);
+            holder = Some(SessionLocks::take(&world.theirs, keys, "another holder").expect("free"));
+        }
+        Step::Log => world.block_logs(),
+        Step::Open => {}
+        Step::Register => {
+            let first = case.start(world, Device::Other);
+            assert!(
+                first.outcome.ok,
+                "{what}: the first session starts: {:?}",
+                first.outcome
+            );
+        }
+    }
+    let device = if step == Step::Open {
+        Device::Absent
+    } else {
+        Device::UnderTest
+    };
+    let acted = case.start(world, device);
+    let expected = match step {
+        Step::Lock => Some("device_busy"),
+        Step::Log => Some("audit_unavailable"),
+        Step::Open => None,
+        Step::Register => Some("session_already_active"),
+    };
+    assert!(!acted.outcome.ok, "{what}: the start is refused");
+    if let Some(expected) = expected {
+        assert_eq!(
+            acted.outcome.error_type.as_deref(),
+            Some(expected),
+            "{what}"
+        );
+    }
+    drop(holder);
+    // Checked before the first session (in the registration step) is stopped, so its stop cannot
+    // have closed what the failed start left.
+    let keys = case.keys(Device::UnderTest);
+    drop(
+        SessionLocks::take(&world.theirs, keys, "the next holder").unwrap_or_else(|busy| {
+            panic!("{what}: the device lock is free, not {}", busy.summary())
+        }),
+    );
+    assert!(case.reopens(), "{what}: the device opens again");
+    let first_session = if step == Step::Register {
+        case.children_per_session()
+    } else {
+        0
+    };
+    assert_eq!(
+        case.children(),
+        first_session,
+        "{what}: no child process of the failed start remains"
+    );
+    if step == Step::Register {
+        assert_eq!(
+            case.registered(),
+            Some(case.keys(Device::Other)),
+            "{what}: the session that came first is the one registered"
+        );
+        case.stop();
+    }
+    assert_eq!(case.registered(), None, "{what}: no session is registered");
+    assert_eq!(case.children(), 0, "{what}: no child process remains");
+    for log in world.session_logs() {
+        assert_eq!(
+            open_claims(&log),
+            0,
+            "{what}: {} claims a session that is not open",
+            log.display()
+        );
+    }
+}
+
+#[test]
+fn a_com_session_start_failing_at_any_step_leaves_no_lock_session_or_open_log() {
+    for step in STEPS {
+        let world = World::new();
+        fail_at(&world, &Com::new(), step);
+    }
+}
+
+#[test]
+fn a_can_session_start_failing_at_any_step_leaves_no_lock_session_child_or_open_log() {
+    for step in STEPS {
+        let world = World::new();
+        let case = Can::new(&world);
+        fail_at(&world, &case, step);
+    }
+}

@@ -1,0 +1,236 @@
+//! One lifecycle for every session kind (COM port, CAN bus, CAN participant, debug; RTT later).
+//!
+//! A start is: claim the device locks (a guard) → open the chained session log → open the device →
+//! register the session. A stop is: the kind closes its device → stop event → hold given back →
+//! unregistered. The steps and their undo are written here once; a kind writes only how its device
+//! opens and what its session and result look like. Each step's undo is the drop of what the
+//! earlier steps made (the lock guard, the device), and a log that saw a start always sees how it
+//! ended, so no failure leaves a held device, a half-open session or a log claiming a session that
+//! does not exist.
+
+use std::sync::Arc;
+
+use ahil_drivers::Contact;
+use serde_json::{Value, json};
+
+use crate::ErrorType;
+use crate::actions::Acted;
+use crate::audit::{Audit, AuditError, unavailable};
+use crate::catalogue::ToolId;
+use crate::envelope::Outcome;
+use crate::ownership::{Ownership, SessionLocks};
+
+/// The device locks a start claims, and what its refusal says when they are held elsewhere.
+pub struct Claim {
+    pub keys: Vec<String>,
+    /// What the holder records say the device is busy with.
+    pub label: String,
+    /// Why nothing was contacted when the lock is refused.
+    pub refused: &'static str,
+}
+
+impl Claim {
+    pub fn new(keys: Vec<String>, label: String, refused: &'static str) -> Self {
+        Self {
+            keys,
+            label,
+            refused,
+        }
+    }
+}
+
+/// A session's chained log: its name in the logs directory and the workspace-relative path results
+/// show.
+#[derive(Clone)]
+pub struct SessionLog {
+    pub audit: Audit,
+    pub name: String,
+    pub path: String,
+}
+
+impl SessionLog {
+    fn new(audit: &Audit, name: String) -> Self {
+        Self {
+            path: audit.log_path(&name),
+            audit: audit.clone(),
+            name,
+        }
+    }
+
+    /// Appends an audited event.
+    pub fn append(&self, event: &Value) -> Result<(), AuditError> {
+        self.audit.append_event(&self.name, event).map(|_| ())
+    }
+}
+
+/// What a start holds once its log is open: the session takes both over at registration.
+pub struct Begun {
+    pub locks: SessionLocks,
+    pub log: SessionLog,
+}
+
+/// One kind of session: how its device opens and how its session is registered.
+pub trait SessionKind: Sized {
+    /// The open device (a port, a bus, a broker attachment, gdb and its server). Dropping it closes
+    /// it and ends any child process it runs.
+    type Device;
+    /// The start tool that answers for this kind.
+    const TOOL: ToolId;
+
+    /// The locks to claim.
+    fn claim(&self) -> Claim;
+
+    /// The session log's name and its start event.
+    fn log_start(&self) -> (String, Value);
+
+    /// Why nothing was contacted when the log cannot be written.
+    fn log_refused(&self) -> &'static str {
+        "the session log could not be written, so nothing was opened"
+    }
+
+    /// Opens the device (it may write to `log` as it goes). A refusal's `error_type` and summary go
+    /// to the log as its `open_failed` event.
+    fn open(&mut self, log: &SessionLog) -> Result<Self::Device, Box<Acted>>;
+
+    /// Builds the session around `device` and registers it, answering the start's result; `None`
+    /// when the table refused it (another session took the id meanwhile), the session dropped.
+    fn register(self, device: Self::Device, begun: Begun) -> Option<Acted>;
+}
+
+/// Runs a start through every step; each failure answers the kind's refusal with the steps before
+/// it undone.
+pub fn start<K: SessionKind>(mut kind: K, ownership: &Arc<Ownership>, audit: &Audit) -> Acted {
+    let claim = kind.claim();
+    let locks = match SessionLocks::take(ownership, claim.keys, &claim.label) {
+        Ok(locks) => locks,
+        Err(busy) => {
+            return Acted {
+                outcome: busy.into_outcome(K::TOOL.name()),
+                contact: Some(Contact::none(claim.refused)),
+            };
+        }
+    };
+    let (name, started) = kind.log_start();
+    let (log, device) = match open_logged(audit, name, &started, |log| kind.open(log)) {
+        Ok(opened) => opened,
+        Err(NotOpened::Log(err)) => {
+            return Acted {
+                outcome: unavailable(K::TOOL.name(), &err),
+                contact: Some(Contact::none(kind.log_refused())),
+            };
+        }
+        Err(NotOpened::Device(refused)) => return *refused,
+    };
+    let ended = log.clone();
+    kind.register(device, Begun { locks, log })
+        .unwrap_or_else(|| not_registered(K::TOOL, &ended))
+}
+
+/// Why a logged open did not happen.
+pub enum NotOpened<E> {
+    /// The start event could not be written, so nothing was opened.
+    Log(AuditError),
+    /// The device refused; the log has the refusal as its `open_failed` event.
+    Device(E),
+}
+
+/// A refusal whose outcome a log records.
+pub trait Refusal {
+    fn outcome(&self) -> &Outcome;
+}
+
+impl Refusal for Box<Acted> {
+    fn outcome(&self) -> &Outcome {
+        &self.outcome
+    }
+}
+
+impl Refusal for Box<Outcome> {
+    fn outcome(&self) -> &Outcome {
+        self
+    }
+}
+
+/// Writes the log's start event, then opens the device: a log that saw a start always learns how
+/// the open ended (for a session, and for a port a call holds only while it runs).
+pub fn open_logged<D, E: Refusal>(
+    audit: &Audit,
+    name: String,
+    started: &Value,
+    open: impl FnOnce(&SessionLog) -> Result<D, E>,
+) -> Result<(SessionLog, D), NotOpened<E>> {
+    let log = SessionLog::new(audit, name);
+    if let Err(err) = log.append(started) {
+        // The canonical copy may hold the start the mirror refused: it also learns the end.
+        let _ = log.append(&json!({"event": "stop", "reason": "log_unwritable"}));
+        return Err(NotOpened::Log(err));
+    }
+    match open(&log) {
+        Ok(device) => Ok((log, device)),
+        Err(refused) => {
+            // Best effort: the refusal is the answer whether or not its line is written.
+            let outcome = refused.outcome();
+            let _ = log.append(&json!({
+                "event": "open_failed",
+                "error_type": outcome.error_type,
+                "detail": outcome.summary,
+            }));
+            Err(NotOpened::Device(refused))
+        }
+    }
+}
+
+/// The refusal of a start whose session the table would not take: its device is closed again.
+fn not_registered(tool: ToolId, log: &SessionLog) -> Acted {
+    let _ = log.append(&json!({"event": "stop", "reason": "not_registered"}));
+    let mut outcome = Outcome::refused(
+        tool,
+        ErrorType::SessionAlreadyActive,
+        "Another session on this device was registered meanwhile, so this one was closed again.",
+    )
+    .with_next_step("Use the open session, or stop it first.");
+    outcome.log_path = Some(log.path.clone());
+    Acted {
+        outcome,
+        contact: Some(Contact::Possible),
+    }
+}
+
+/// A registered session, as its stop sees it.
+pub trait Held {
+    /// Appends an audited event to the session's log.
+    fn log_event(&self, event: &Value) -> Result<(), AuditError>;
+    /// The session's hold on its device locks.
+    fn locks(&self) -> &SessionLocks;
+}
+
+/// Where sessions of one kind are registered.
+pub trait Registry {
+    type Entry;
+    /// Registers `entry`, or hands it back when its id is taken.
+    fn register(&self, entry: Self::Entry) -> Result<(), Self::Entry>;
+    fn unregister(&self, key: &str);
+}
+
+/// A stop's end once the kind closed the device: the stop event, the hold given back, the session
+/// unregistered. Answers whether the stop event was written.
+pub fn end(
+    registry: &impl Registry,
+    key: &str,
+    session: &impl Held,
+    event: &Value,
+) -> Result<(), AuditError> {
+    let logged = session.log_event(event);
+    session.locks().release();
+    registry.unregister(key);
+    logged
+}
+
+/// A stop's result with its log's fate: a stop event that could not be written is said.
+pub fn with_stop_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -> Outcome {
+    if let Err(err) = logged {
+        outcome.audit_ok = Some(false);
+        outcome.set("audit_error", err.to_value());
+    }
+    outcome
+}
