@@ -2,7 +2,6 @@
 //! participant lock first, then an attachment to the bus's broker (started when none runs). The
 //! broker owns the adapter; the session owns only its filtered queue.
 
-use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +23,7 @@ use crate::serial::log_stamp;
 struct StartShared {
     spec: BrokerSpec,
     participant: String,
+    session_key: String,
     lock_key: String,
     clear: bool,
     open_timeout: Duration,
@@ -38,9 +38,10 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         unreachable!("a participant plan needs a share");
     };
     let lock_key = entry.lock_key();
+    let session_key = entry.session_key();
     let sessions = Arc::clone(ctx.can);
     if ctx.tool == ToolId::CanSessionStop {
-        let owned = bus_id.to_owned();
+        let (owned, name) = (bus_id.to_owned(), participant.to_owned());
         return Ok(Plan {
             action: Action::CanStop,
             device: Some(device(bus_id, bus)),
@@ -49,9 +50,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
             work: Work::Driver(DriverJob {
                 deadline: Duration::from_secs(20),
                 if_abandoned: Contact::Possible,
-                run: Box::new(move |_cancel| match sessions.get(&owned) {
+                run: Box::new(move |_cancel| match sessions.get(&session_key) {
                     Some(session) => stop(&sessions, &session),
-                    None => super::can_session::stop(&sessions, &owned),
+                    None => super::can_session::not_active(&owned, Some(&name)),
                 }),
             }),
         });
@@ -90,6 +91,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
     let start = StartShared {
         spec,
         participant: participant.to_owned(),
+        session_key,
         lock_key: lock_key.clone(),
         clear: ctx
             .args
@@ -125,9 +127,8 @@ impl StartShared {
     fn run(self) -> Acted {
         const TOOL: &str = "can_session_start";
         let bus_id = self.spec.bus_id.clone();
-        if let Some(existing) = self.sessions.get(&bus_id) {
-            let same = existing.participant.as_deref() == Some(self.participant.as_str());
-            if same && existing.bus.is_alive() {
+        if let Some(existing) = self.sessions.get(&self.session_key) {
+            if existing.bus.is_alive() {
                 let drained = if self.clear { existing.bus.drain() } else { 0 };
                 return Acted {
                     outcome: Outcome::ok(TOOL, "The CAN participant session was already active.")
@@ -140,23 +141,6 @@ impl StartShared {
                     contact: Some(Contact::none(
                         "the open session was reused; nothing was sent",
                     )),
-                };
-            }
-            if !same && existing.bus.is_alive() {
-                return Acted {
-                    outcome: Outcome::refused(
-                        TOOL,
-                        ErrorType::SessionAlreadyActive,
-                        format!(
-                            "This server is already participant `{}` of can_buses.{bus_id}; one server is one participant of a bus.",
-                            existing.participant.as_deref().unwrap_or("")
-                        ),
-                    )
-                    .with("bus_id", bus_id.as_str())
-                    .with("participant", existing.participant.clone())
-                    .with_remediation([format!("Call can_session_stop with bus_id \"{bus_id}\" first.")])
-                    .not_contacted(),
-                    contact: Some(Contact::none("nothing was attached")),
                 };
             }
             // A session whose broker went away is replaced.
@@ -219,6 +203,7 @@ impl StartShared {
             .unwrap_or("")
             .to_owned();
         let session = Arc::new(Session {
+            key: self.session_key.clone(),
             bus_id: bus_id.clone(),
             bus: Link::Shared(Box::new(part)),
             participant: Some(self.participant.clone()),
@@ -280,7 +265,7 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
         "broker_exited": detached.broker_exited,
     }));
     session.release_lock();
-    sessions.remove(&session.bus_id);
+    sessions.remove(&session.key);
     let unconfirmed =
         detached.last && close_result.get("safe_state_confirmed") != Some(&Value::Bool(true));
     let mut outcome = if unconfirmed {
