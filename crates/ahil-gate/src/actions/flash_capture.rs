@@ -19,7 +19,7 @@ use super::Context;
 use super::com_session::{encoding_of, open_options, rx_tap};
 use super::probe::invalid;
 use crate::audit::{Audit, unavailable};
-use crate::envelope::{Outcome, SideEffectStatus};
+use crate::envelope::Outcome;
 use crate::policy::{Action, Device, DeviceUse};
 use crate::serial::{Encoding, log_stamp, text};
 
@@ -257,9 +257,7 @@ impl Open<'_> {
         let mut shown = json!({
             "port_id": capture.port_id,
             "text": text,
-            "matched": read.matched,
             "until": capture.until,
-            "until_matched": read.matched.is_some(),
             "until_wait_s": capture.wait.as_secs_f64(),
             "bytes_read": read.bytes.len(),
             "overflow_bytes": read.overflow,
@@ -271,6 +269,12 @@ impl Open<'_> {
             "capture_ms": super::probe::millis(clock.elapsed()),
             "log_path": capture.audit.log_path(&self.log_name),
         });
+        // com_read's rule: `until_matched` (and `matched`) answer an `until`, and there is none
+        // without one.
+        if !capture.until.is_empty() {
+            shown["matched"] = json!(read.matched);
+            shown["until_matched"] = json!(read.matched.is_some());
+        }
         if logged.is_err() {
             // The error may name paths under the state root; the agent hears only that it failed.
             shown["log_error"] = json!({"error_type": "audit_unavailable", "summary": "The capture's stop event could not be logged."});
@@ -283,8 +287,8 @@ impl Open<'_> {
         if let Err(error) = closed {
             outcome.set("cleanup_error", error.to_string());
         }
-        if outcome.ok && read.matched.is_none() {
-            timed_out(outcome, capture.wait);
+        if outcome.ok && read.matched.is_none() && !capture.until.is_empty() {
+            unmatched(outcome, capture.wait);
         }
     }
 }
@@ -373,18 +377,14 @@ pub(super) fn untrusted(port_id: &str) -> Value {
     })
 }
 
-/// A good flash whose capture did not see what it waited for: the image is on the board.
-pub(super) fn timed_out(outcome: &mut Outcome, wait: Duration) {
-    outcome.ok = false;
-    outcome.set_error(ErrorType::CaptureTimeout);
+/// A good flash whose capture did not see its `until` in time: as `com_read` answers a missed
+/// `until`, still ok, with `until_matched: false` and the bytes so far; the image is on the board.
+fn unmatched(outcome: &mut Outcome, wait: Duration) {
     outcome.summary = format!(
-        "Firmware flashed, verified and reset, but the capture did not see what it waited for within {} s.",
+        "{} The capture did not see its until text within {} s; the bytes so far are returned.",
+        outcome.summary,
         wait.as_secs_f64()
     );
-    outcome.side_effect_committed = Some(true);
-    outcome.side_effect_status = Some(SideEffectStatus::Committed);
-    outcome.retry_safe = Some(false);
-    outcome.set("image_written", true);
     outcome.next_step =
         Some("The image is on the board; read the port again rather than flashing again.".into());
 }
