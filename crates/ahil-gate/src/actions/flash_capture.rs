@@ -74,12 +74,17 @@ pub(super) fn plan(
     let Some(port) = config.com_ports.get(port_id) else {
         let names: Vec<&String> = config.com_ports.keys().collect();
         return Err(Box::new(
+            // A port tool's word for a port the file does not declare (docs/SECURITY.md).
             Outcome::refused(
                 tool,
-                ErrorType::UnknownDevice,
+                ErrorType::ComPortNotConfigured,
                 format!("capture.port_id `{port_id}` is not a configured COM port."),
             )
-            .with("configured_com_ports", json!(names))
+            .with("port_id", port_id)
+            .with("configured_ports", json!(names))
+            .with_remediation([
+                "Call com_ports_list and pass one of its port ids as capture.port_id.",
+            ])
             .not_contacted(),
         ));
     };
@@ -301,18 +306,15 @@ struct Read {
     reader_error: Option<String>,
 }
 
-/// `com_read`'s read with the capture's patterns; without any, up to the first non-blank line.
+/// `com_read`'s read with the capture's patterns; without any, everything the board prints in the
+/// window (or `max_bytes`): a boot log comes in bursts, and the port closes after the capture.
 fn read(port: &Port, capture: &Capture, wait: Duration) -> Read {
     let deadline = Instant::now() + wait;
-    let patterns: Vec<Vec<u8>> = if capture.until.is_empty() {
-        vec![b"\n".to_vec()]
-    } else {
-        capture
-            .until
-            .iter()
-            .filter_map(|u| capture.encoding.encode(u).ok())
-            .collect()
-    };
+    let patterns: Vec<Vec<u8>> = capture
+        .until
+        .iter()
+        .filter_map(|u| capture.encoding.encode(u).ok())
+        .collect();
     let mut read = Read {
         bytes: Vec::new(),
         matched: None,
@@ -321,19 +323,14 @@ fn read(port: &Port, capture: &Capture, wait: Duration) -> Read {
     };
     loop {
         let left = capture.max_bytes.saturating_sub(read.bytes.len());
-        let now = Instant::now();
-        let taken = port.read(left, deadline.saturating_duration_since(now), &patterns);
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let taken = port.read(left, remaining, &patterns);
         read.bytes.extend_from_slice(&taken.bytes);
         read.overflow = taken.overflow;
         read.reader_error = taken.reader_error;
-        if taken.matched == Some(true) {
-            if capture.until.is_empty() {
-                let line = line_before(&read.bytes, capture.encoding);
-                if !line.is_empty() {
-                    read.matched = Some(line);
-                    return read;
-                }
-            } else {
+        if !patterns.is_empty() {
+            // One read waits for the first match, as com_read's does.
+            if taken.matched == Some(true) {
                 read.matched = capture
                     .until
                     .iter()
@@ -344,9 +341,7 @@ fn read(port: &Port, capture: &Capture, wait: Duration) -> Read {
                             .is_ok_and(|p| read.bytes.ends_with(&p))
                     })
                     .cloned();
-                return read;
             }
-        } else {
             return read;
         }
         if read.bytes.len() >= capture.max_bytes
@@ -358,14 +353,6 @@ fn read(port: &Port, capture: &Capture, wait: Duration) -> Read {
     }
 }
 
-/// The last complete line of `bytes`, trimmed.
-fn line_before(bytes: &[u8], encoding: Encoding) -> String {
-    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    encoding.decode(&body[start..]).trim().to_owned()
-}
-
-/// The capture's bytes came from the device under test.
 pub(super) fn untrusted(port_id: &str) -> Value {
     json!({
         "agentic_hil/untrusted_content": {
