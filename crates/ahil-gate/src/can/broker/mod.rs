@@ -13,6 +13,8 @@
 //! `server.rs` is the broker process, `client.rs` a participant's end, `wire.rs` the framing.
 
 pub mod client;
+#[cfg(test)]
+mod fake_adapter_tests;
 mod requests;
 pub mod server;
 pub mod wire;
