@@ -41,7 +41,7 @@ fn capture_bench(world: &World, _program: &Path) -> BootBoard {
     board
 }
 
-fn flash(capture: serde_json::Value) -> serde_json::Value {
+fn flash(capture: &serde_json::Value) -> serde_json::Value {
     json!({"image_path": "fw/fw.elf", "reset_after_flash": true, "capture": capture})
 }
 
@@ -58,7 +58,7 @@ fn steps() -> Vec<Step> {
         tool(
             "capture/flash_firmware until matched",
             "flash_firmware",
-            flash(json!({"port_id": "console", "until": "boot ok", "wait_timeout_s": 10})),
+            flash(&json!({"port_id": "console", "until": "boot ok", "wait_timeout_s": 10})),
             &[
                 "side_effect_status",
                 "capture.port_id",
@@ -72,13 +72,13 @@ fn steps() -> Vec<Step> {
         tool(
             "capture/flash_firmware until missed",
             "flash_firmware",
-            flash(json!({"port_id": "console", "until": "never printed", "wait_timeout_s": 1})),
+            flash(&json!({"port_id": "console", "until": "never printed", "wait_timeout_s": 1})),
             CAPTURED,
         ),
         tool(
             "capture/flash_firmware without until",
             "flash_firmware",
-            flash(json!({"port_id": "console", "wait_timeout_s": 2})),
+            flash(&json!({"port_id": "console", "wait_timeout_s": 2})),
             &[
                 "side_effect_status",
                 "capture.port_id",
@@ -90,7 +90,7 @@ fn steps() -> Vec<Step> {
         tool(
             "capture/flash_firmware capture on an unknown port",
             "flash_firmware",
-            flash(json!({"port_id": "nope"})),
+            flash(&json!({"port_id": "nope"})),
             &[],
         ),
         tool(
@@ -114,7 +114,7 @@ fn steps() -> Vec<Step> {
         tool(
             "capture/flash_firmware capture on a port a session holds",
             "flash_firmware",
-            flash(json!({"port_id": "console", "until": "boot ok"})),
+            flash(&json!({"port_id": "console", "until": "boot ok"})),
             &[],
         ),
         tool(
