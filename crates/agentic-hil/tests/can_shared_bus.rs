@@ -248,7 +248,7 @@ async fn writes_outside_the_filter_the_budget_or_the_listen_only_rules_are_refus
 }
 
 #[tokio::test]
-async fn a_participant_is_attached_once_and_is_named_on_a_shared_bus() {
+async fn a_participant_is_attached_once_and_is_named_on_a_shared_bus_when_none_is_open() {
     let (world, other) = two_worlds();
     let first = support::connect(&world).await;
     let second = support::connect(&other).await;
@@ -259,7 +259,15 @@ async fn a_participant_is_attached_once_and_is_named_on_a_shared_bus() {
         "can_participant_required",
     )
     .await;
-    let nothing = ok(&first, "can_session_stop", json!({"bus_id": "shared"})).await;
+    // As in the reference: on a shared bus a stop with no session open names whose it would be.
+    refused(
+        &first,
+        "can_session_stop",
+        json!({"bus_id": "shared"}),
+        "can_participant_required",
+    )
+    .await;
+    let nothing = ok(&first, "can_session_stop", start("tester")).await;
     assert_eq!(nothing["was_active"], false, "{nothing}");
     let unknown = refused(
         &first,
@@ -282,7 +290,7 @@ async fn a_participant_is_attached_once_and_is_named_on_a_shared_bus() {
         &first,
         "can_read",
         json!({"bus_id": "shared", "participant": "monitor"}),
-        "can_session_not_owned",
+        "session_not_active",
     )
     .await;
     ok(&first, "can_session_stop", json!({"bus_id": "shared"})).await;
@@ -360,4 +368,152 @@ async fn a_peer_without_the_broker_key_is_refused_and_attaches_nothing() {
         "{list}"
     );
     ok(&first, "can_session_stop", json!({"bus_id": "shared"})).await;
+}
+
+/// "A declared run still holds the bus" (can_session_stop), for a shared bus: the run holds its
+/// participant, never the bus the broker owns, so another server's participant attaches beside it.
+#[tokio::test]
+async fn a_declared_run_still_holds_its_participant_of_a_shared_bus_and_only_that_one() {
+    let (world, other) = two_worlds();
+    let first = support::connect(&world).await;
+    let second = support::connect(&other).await;
+    let run = |participant: Option<&str>| {
+        let mut device = json!({"kind": "can", "id": "shared"});
+        if let Some(name) = participant {
+            device["participant"] = json!(name);
+        }
+        json!({"devices": [device]})
+    };
+    refused(
+        &first,
+        "bench_run_start",
+        run(None),
+        "can_participant_required",
+    )
+    .await;
+    refused(
+        &first,
+        "bench_run_start",
+        run(Some("nobody")),
+        "can_participant_not_configured",
+    )
+    .await;
+    let declared = ok(&first, "bench_run_start", run(Some("tester"))).await;
+    let key = declared["declared_devices"][0].clone();
+    assert!(
+        key.as_str().is_some_and(|k| k.ends_with("#tester")),
+        "the run holds the participant's key: {declared}"
+    );
+
+    ok(&second, "can_session_start", start("monitor")).await;
+    refused(&second, "can_session_start", start("tester"), "device_busy").await;
+    ok(&first, "can_session_start", start("tester")).await;
+    refused(
+        &first,
+        "can_session_start",
+        start("monitor"),
+        "undeclared_device",
+    )
+    .await;
+    let left = ok(&first, "can_session_stop", start("tester")).await;
+    assert_eq!(left["last_participant"], false, "{left}");
+    refused(&second, "can_session_start", start("tester"), "device_busy").await;
+
+    // A session still open keeps its own device when the run ends.
+    ok(&first, "can_session_start", start("tester")).await;
+    let ended = ok(&first, "bench_run_stop", json!({})).await;
+    assert_eq!(ended["still_held_devices"], json!([key]), "{ended}");
+    assert!(
+        ended["open_leases"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty()),
+        "{ended}"
+    );
+    ok(&first, "can_session_stop", start("tester")).await;
+    ok(&second, "can_session_start", start("tester")).await;
+    ok(&second, "can_session_stop", start("tester")).await;
+    let closing = ok(&second, "can_session_stop", start("monitor")).await;
+    assert_eq!(closing["close_result"]["adapter_closed"], true, "{closing}");
+}
+
+#[tokio::test]
+async fn one_server_is_two_participants_each_with_its_own_filtered_queue() {
+    let (world, _other) = two_worlds();
+    let server = support::connect(&world).await;
+    let tester = ok(&server, "can_session_start", start("tester")).await;
+    let monitor = ok(&server, "can_session_start", start("monitor")).await;
+    let pid = broker_pid(&tester);
+    assert_eq!(broker_pid(&monitor), pid, "one broker owns the bus");
+    let list = ok(&server, "can_buses_list", json!({})).await;
+    let bus = &list["buses"]["shared"];
+    assert_eq!(
+        bus["active_participants"],
+        json!(["monitor", "tester"]),
+        "{list}"
+    );
+    assert_eq!(bus["sessions"]["tester"]["participant"], "tester", "{list}");
+    assert_eq!(
+        bus["sessions"]["monitor"]["participant"], "monitor",
+        "{list}"
+    );
+    refused(
+        &server,
+        "can_read",
+        json!({"bus_id": "shared"}),
+        "can_participant_required",
+    )
+    .await;
+
+    ok(
+        &server,
+        "can_send",
+        json!({"bus_id": "shared", "participant": "tester", "frame_id": "0x7E0", "data_hex": "1001"}),
+    )
+    .await;
+    let answer = ok(
+        &server,
+        "can_read",
+        json!({"bus_id": "shared", "participant": "tester", "until_id": 0x7e8, "wait_timeout_s": 5}),
+    )
+    .await;
+    assert_eq!(answer["until_matched"], true, "{answer}");
+    assert!(
+        frame_ids(&answer)
+            .iter()
+            .all(|id| (0x7e0..=0x7ef).contains(id)),
+        "the tester's filter keeps the periodic frame out: {answer}"
+    );
+    let seen = ok(
+        &server,
+        "can_read",
+        json!({"bus_id": "shared", "participant": "monitor", "until_id": 0x7e0, "wait_timeout_s": 5}),
+    )
+    .await;
+    assert_eq!(
+        seen["until_matched"], true,
+        "the tester's frame reaches the monitor: {seen}"
+    );
+    assert!(
+        frame_ids(&seen)
+            .iter()
+            .all(|id| *id == 0x100 || *id == 0x7e0),
+        "the ECU's answer is outside the monitor's filter: {seen}"
+    );
+
+    let left = ok(&server, "can_session_stop", start("tester")).await;
+    assert_eq!(left["last_participant"], false, "{left}");
+    assert_eq!(left["close_result"]["adapter_closed"], false, "{left}");
+    let list = ok(&server, "can_buses_list", json!({})).await;
+    assert_eq!(
+        list["buses"]["shared"]["active_participants"],
+        json!(["monitor"])
+    );
+    let closing = ok(&server, "can_session_stop", json!({"bus_id": "shared"})).await;
+    assert_eq!(
+        closing["participant"], "monitor",
+        "the one left is the default: {closing}"
+    );
+    assert_eq!(closing["close_result"]["adapter_closed"], true, "{closing}");
+    assert_eq!(closing["broker_exited"], true, "{closing}");
+    assert!(!exists(pid), "the broker process is gone and reaped");
 }

@@ -204,11 +204,15 @@ impl Bench {
                     .await,
             );
         }
-        for bus_id in bench.can.ids() {
-            closed.push(
-                self.call("can_session_stop", serde_json::json!({"bus_id": bus_id}))
-                    .await,
-            );
+        for key in bench.can.ids() {
+            let Some(session) = bench.can.get(&key) else {
+                continue;
+            };
+            let mut args = serde_json::json!({"bus_id": session.bus_id});
+            if let Some(participant) = &session.participant {
+                args["participant"] = participant.as_str().into();
+            }
+            closed.push(self.call("can_session_stop", args).await);
         }
         if bench.ownership.runs.current().is_some() {
             closed.push(self.call("bench_run_stop", serde_json::json!({})).await);

@@ -16,6 +16,10 @@ pub enum Reason {
     Programs,
     /// A configuration key or value only this implementation has (`type: probe-rs`, …).
     OursAlone,
+    /// On a shared bus a call may leave out the participant while this server is exactly one.
+    LoneParticipant,
+    /// A capture port a COM session holds is `com_port_busy`, as every other holder of the port is.
+    HeldCapturePort,
     /// A bug of ours, a TODO(#25): fix ours, then delete its row.
     KnownBug,
 }
@@ -29,6 +33,8 @@ impl Reason {
             Self::PlanDevice => "unconfigured-plan-device-is-unknown-device",
             Self::Programs => "program-keys-are-the-operators",
             Self::OursAlone => "ours-alone",
+            Self::LoneParticipant => "a-lone-participant-may-go-unnamed",
+            Self::HeldCapturePort => "a-held-capture-port-is-busy",
             Self::KnownBug => "known-bug",
         }
     }
@@ -43,7 +49,9 @@ pub type Difference = (
     Reason,
 );
 
-use Reason::{Frames, NoPaths, OursAlone, PlanDevice, Programs, RetrySafe};
+use Reason::{
+    Frames, HeldCapturePort, LoneParticipant, NoPaths, OursAlone, PlanDevice, Programs, RetrySafe,
+};
 
 #[rustfmt::skip]
 pub const DIFFERENCES: &[Difference] = &[
@@ -70,4 +78,7 @@ pub const DIFFERENCES: &[Difference] = &[
     ("config/project_config_set a program", "error_type", r#""operator_only_key""#, "null", Programs),
     ("ours-alone/doctor with a probe-rs debugger", "isError", "false", "true", OursAlone),
     ("ours-alone/doctor with a probe-rs debugger", "error_type", "null", r#""config_invalid""#, OursAlone),
+    ("shared/can_read the default participant", "isError", "false", "true", LoneParticipant),
+    ("shared/can_read the default participant", "error_type", "null", r#""can_participant_required""#, LoneParticipant),
+    ("capture/flash_firmware capture on a port a session holds", "error_type", r#""com_port_busy""#, r#""invalid_argument""#, HeldCapturePort),
 ];

@@ -7,8 +7,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod capture;
 mod differences;
 mod driver;
+mod shared_bus;
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -660,6 +662,8 @@ const SCOPES: &[&str] = &[
     "config/",
     "debug/",
     "ours-alone/",
+    "shared/",
+    "capture/",
 ];
 
 /// The documentation explains every reason the table uses, so no difference is listed without one,

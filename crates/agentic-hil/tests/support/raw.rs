@@ -2,6 +2,7 @@
 //! kill it) or many servers at once, or another program (the reference) behind the same calls.
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
@@ -180,19 +181,8 @@ pub struct EchoBoard {
 
 impl EchoBoard {
     pub fn start() -> Self {
-        let mut child = Command::new("python3")
-            .args(["-c", ECHO_BOARD])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().expect("stdout"))
-            .read_line(&mut line)
-            .expect("the board names its device");
-        Self {
-            child,
-            device: line.trim().to_owned(),
-        }
+        let (child, device) = pty_board(ECHO_BOARD, &[]);
+        Self { child, device }
     }
 }
 
@@ -217,4 +207,79 @@ pub fn configure_uart(world: &World, device: &str) {
         "com_ports:\n  uart0:\n    device: \"{device}\"\n    identity_source: device\n    permissions:\n      allow_write: true\n"
     );
     std::fs::write(&path, text.replacen("com_ports: {}", &ports, 1)).expect("write config");
+}
+
+/// Prints its pty's device, then boots each time `argv[1]` gains a line: prints its boot text if
+/// the port is open (bytes nobody holds the port for are lost, as on a real UART) and notes the boot
+/// in `argv[2]`, which the fake waits for.
+const BOOT_BOARD: &str = r#"
+import errno, os, select, sys, time, tty
+m, s = os.openpty()
+tty.setraw(m); tty.setraw(s)
+open(sys.argv[2], "w").close()
+print(os.ttyname(s), flush=True)
+os.close(s)
+
+def listened():
+    # With every slave descriptor closed the master reads EIO at once; an open port blocks.
+    r, _, _ = select.select([m], [], [], 0)
+    if not r:
+        return True
+    try:
+        os.read(m, 4096)
+        return True
+    except OSError as e:
+        return e.errno != errno.EIO
+
+seen = 0
+end = time.time() + 120
+while time.time() < end:
+    try:
+        with open(sys.argv[1], encoding="utf-8") as f:
+            count = len(f.readlines())
+    except FileNotFoundError:
+        count = 0
+    if count > seen:
+        seen = count
+        heard = listened()
+        if heard:
+            os.write(m, b"\r\nrom: boot\r\nboot ok v1\r\nready\r\n")
+        with open(sys.argv[2], "a", encoding="utf-8") as f:
+            f.write("printed\n" if heard else "dropped\n")
+    time.sleep(0.02)
+"#;
+
+/// The board behind a capture port (`flash_firmware` with `capture`).
+pub struct BootBoard {
+    child: Child,
+    pub device: String,
+}
+
+impl BootBoard {
+    pub fn start(resets: &Path, booted: &Path) -> Self {
+        let (child, device) = pty_board(BOOT_BOARD, &[resets, booted]);
+        Self { child, device }
+    }
+}
+
+/// Runs a python pty board and reads the device path it prints first.
+fn pty_board(script: &str, args: &[&Path]) -> (Child, String) {
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the board names its device");
+    (child, line.trim().to_owned())
+}
+
+impl Drop for BootBoard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -38,10 +38,16 @@ impl Entry<'_> {
             None => self.bus.lock_key(),
         }
     }
+
+    /// The key of this call's session in the gate's table.
+    pub fn session_key(&self) -> String {
+        crate::can::session_key(self.bus_id, self.share.map(|(name, _)| name))
+    }
 }
 
 /// The `can_buses` entry named by `bus_id` (and its participant), or the refusal for this call. On
-/// a shared bus a start must name its participant; later calls may leave it to the open session.
+/// a shared bus a start must name its participant; later calls may leave it out while this server
+/// is exactly one participant of the bus.
 pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
     let bus_id = ctx.args.get("bus_id").and_then(Value::as_str).unwrap_or("");
     let buses = &ctx.loaded.config.can_buses;
@@ -83,18 +89,13 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
         });
     };
     let configured: Vec<&str> = shares.keys().map(String::as_str).collect();
-    let open = ctx.can.get(name).and_then(|s| s.participant.clone());
-    let participant = match (named, open) {
+    let open: Vec<String> = crate::can::sessions_on(ctx.can, name)
+        .iter()
+        .filter_map(|session| session.participant.clone())
+        .collect();
+    let participant = match (named, open.as_slice()) {
         (Some(p), _) => p.to_owned(),
-        (None, Some(p)) if ctx.tool != ToolId::CanSessionStart => p,
-        // A stop with nothing open answers was_active false, whoever it would have been.
-        (None, None) if ctx.tool == ToolId::CanSessionStop => {
-            return Ok(Entry {
-                bus_id: name,
-                bus,
-                share: None,
-            });
-        }
+        (None, [only]) if ctx.tool != ToolId::CanSessionStart => only.clone(),
         (None, _) => {
             return Err(Box::new(
                 Outcome::refused(
@@ -174,14 +175,24 @@ pub fn status(bus_id: &str, bus: &CanBus, sessions: &Sessions, home: &std::path:
             json!(broker::client::attached(home, &bus.lock_key())),
         );
     }
-    match sessions.get(bus_id) {
-        Some(session) => {
-            doc.insert("session_active".into(), session.bus.is_alive().into());
-            doc.insert("session".into(), session.describe(true));
-        }
-        None => {
-            doc.insert("session_active".into(), false.into());
-        }
+    let open = crate::can::sessions_on(sessions, bus_id);
+    doc.insert(
+        "session_active".into(),
+        open.iter().any(|session| session.bus.is_alive()).into(),
+    );
+    if let [only] = open.as_slice() {
+        doc.insert("session".into(), only.describe(true));
+    }
+    if bus.shares.is_some() && !open.is_empty() {
+        // This server may be several participants of the bus: each has its own session.
+        let by_participant: Map<String, Value> = open
+            .iter()
+            .map(|session| {
+                let name = session.participant.clone().unwrap_or_default();
+                (name, session.describe(true))
+            })
+            .collect();
+        doc.insert("sessions".into(), Value::Object(by_participant));
     }
     Value::Object(doc)
 }

@@ -117,23 +117,8 @@ fn frame_of(tool: &str, args: &Value, fd: bool, max_bytes: usize) -> Result<Fram
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let entry = bus_entry(ctx)?;
     let (bus_id, bus) = (entry.bus_id, entry.bus);
-    let session = ctx.can.get(bus_id);
-    if let (Some(open), Some((participant, _))) = (&session, entry.share)
-        && open.participant.as_deref() != Some(participant)
-    {
-        return Err(Box::new(
-            Outcome::refused(
-                ctx.tool,
-                ErrorType::CanSessionNotOwned,
-                format!("This server's session on can_buses.{bus_id} is not participant `{participant}`."),
-            )
-            .with("bus_id", bus_id)
-            .with("participant", participant)
-            .with("session_participant", open.participant.clone())
-            .with_remediation(["Call the tool with the participant this server started, or without `participant`."])
-            .not_contacted(),
-        ));
-    }
+    // Another participant of the bus is another session: one this server may not have started.
+    let session = ctx.can.get(&entry.session_key());
     let owned_id = bus_id.to_owned();
     if ctx.tool == ToolId::CanSend {
         if bus.listen_only {

@@ -2,7 +2,6 @@
 //! participant lock first, then an attachment to the bus's broker (started when none runs). The
 //! broker owns the adapter; the session owns only its filtered queue.
 
-use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +25,7 @@ use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, Sessio
 struct StartShared {
     spec: BrokerSpec,
     participant: String,
+    session_key: String,
     lock_key: String,
     clear: bool,
     open_timeout: Duration,
@@ -40,9 +40,10 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         unreachable!("a participant plan needs a share");
     };
     let lock_key = entry.lock_key();
+    let session_key = entry.session_key();
     let sessions = Arc::clone(ctx.can);
     if ctx.tool == ToolId::CanSessionStop {
-        let owned = bus_id.to_owned();
+        let (owned, name) = (bus_id.to_owned(), participant.to_owned());
         return Ok(Plan {
             action: Action::CanStop,
             device: Some(device(bus_id, bus)),
@@ -51,9 +52,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
             work: Work::Driver(DriverJob {
                 deadline: Duration::from_secs(20),
                 if_abandoned: Contact::Possible,
-                run: Box::new(move |_cancel| match sessions.get(&owned) {
+                run: Box::new(move |_cancel| match sessions.get(&session_key) {
                     Some(session) => stop(&sessions, &session),
-                    None => super::can_session::stop(&sessions, &owned),
+                    None => super::can_session::not_active(&owned, Some(&name)),
                 }),
             }),
         });
@@ -92,6 +93,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
     let start = StartShared {
         spec,
         participant: participant.to_owned(),
+        session_key,
         lock_key: lock_key.clone(),
         clear: ctx
             .args
@@ -127,9 +129,8 @@ impl StartShared {
     fn run(self) -> Acted {
         const TOOL: ToolId = <StartShared as SessionKind>::TOOL;
         let bus_id = self.spec.bus_id.clone();
-        if let Some(existing) = self.sessions.get(&bus_id) {
-            let same = existing.participant.as_deref() == Some(self.participant.as_str());
-            if same && existing.bus.is_alive() {
+        if let Some(existing) = self.sessions.get(&self.session_key) {
+            if existing.bus.is_alive() {
                 let drained = if self.clear { existing.bus.drain() } else { 0 };
                 return Acted {
                     outcome: Outcome::ok(TOOL, "The CAN participant session was already active.")
@@ -142,23 +143,6 @@ impl StartShared {
                     contact: Some(Contact::none(
                         "the open session was reused; nothing was sent",
                     )),
-                };
-            }
-            if !same && existing.bus.is_alive() {
-                return Acted {
-                    outcome: Outcome::refused(
-                        TOOL,
-                        ErrorType::SessionAlreadyActive,
-                        format!(
-                            "This server is already participant `{}` of can_buses.{bus_id}; one server is one participant of a bus.",
-                            existing.participant.as_deref().unwrap_or("")
-                        ),
-                    )
-                    .with("bus_id", bus_id.as_str())
-                    .with("participant", existing.participant.clone())
-                    .with_remediation([format!("Call can_session_stop with bus_id \"{bus_id}\" first.")])
-                    .not_contacted(),
-                    contact: Some(Contact::none("nothing was attached")),
                 };
             }
             // A session whose broker went away is replaced.
@@ -228,6 +212,7 @@ impl SessionKind for StartShared {
             .unwrap_or("")
             .to_owned();
         let session = Arc::new(Session {
+            key: self.session_key.clone(),
             bus_id: bus_id.clone(),
             bus: Link::Shared(Box::new(part)),
             participant: Some(self.participant.clone()),
@@ -286,7 +271,7 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
     };
     let logged = session_lifecycle::end(
         sessions,
-        &session.bus_id,
+        &session.key,
         session,
         &json!({
             "event": "stop",

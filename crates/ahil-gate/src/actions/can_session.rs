@@ -53,12 +53,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             action: Action::CanStop,
             device: Some(policy_device),
             also: Vec::new(),
-            // On a shared bus the broker holds the bus lock, and there is no session to stop here.
-            resources: if bus.shares.is_some() {
-                Vec::new()
-            } else {
-                vec![lock_key]
-            },
+            resources: vec![lock_key],
             work: Work::Driver(DriverJob {
                 deadline: Duration::from_secs(15),
                 if_abandoned: Contact::Possible,
@@ -270,6 +265,7 @@ impl SessionKind for Start {
             drained,
         } = device;
         let session = Arc::new(Session {
+            key: self.bus_id.clone(),
             bus_id: self.bus_id.clone(),
             bus: Link::Direct(bus),
             participant: None,
@@ -400,16 +396,25 @@ pub(super) fn safe_state_unconfirmed(summary: &str) -> Outcome {
     outcome
 }
 
+/// The stop of a session that is not open: `was_active: false`.
+pub(super) fn not_active(bus_id: &str, participant: Option<&str>) -> Acted {
+    let mut outcome = Outcome::ok(ToolId::CanSessionStop, "CAN bus session was not active.")
+        .with("bus_id", bus_id)
+        .with("was_active", false);
+    if let Some(name) = participant {
+        outcome.set("participant", name);
+    }
+    Acted {
+        outcome,
+        contact: Some(Contact::none("there was no session to stop")),
+    }
+}
+
 /// Stops the session on `bus_id`: pump stopped, adapter closed, bridge reaped, lock released.
 pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
     const TOOL: ToolId = ToolId::CanSessionStop;
     let Some(session) = sessions.get(bus_id) else {
-        return Acted {
-            outcome: Outcome::ok(TOOL, "CAN bus session was not active.")
-                .with("bus_id", bus_id)
-                .with("was_active", false),
-            contact: Some(Contact::none("there was no session to stop")),
-        };
+        return not_active(bus_id, None);
     };
     let failure = session.bus.error();
     let bus = match &session.bus {

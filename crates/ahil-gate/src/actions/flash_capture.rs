@@ -19,7 +19,7 @@ use super::Context;
 use super::com_session::{encoding_of, open_options, rx_tap};
 use super::probe::invalid;
 use crate::audit::{Audit, unavailable};
-use crate::envelope::{Outcome, SideEffectStatus};
+use crate::envelope::Outcome;
 use crate::policy::{Action, Device, DeviceUse};
 use crate::serial::{Encoding, log_stamp, text};
 use crate::session_lifecycle::{self, NotOpened};
@@ -75,12 +75,17 @@ pub(super) fn plan(
     let Some(port) = config.com_ports.get(port_id) else {
         let names: Vec<&String> = config.com_ports.keys().collect();
         return Err(Box::new(
+            // A port tool's word for a port the file does not declare (docs/SECURITY.md).
             Outcome::refused(
                 tool,
-                ErrorType::UnknownDevice,
+                ErrorType::ComPortNotConfigured,
                 format!("capture.port_id `{port_id}` is not a configured COM port."),
             )
-            .with("configured_com_ports", json!(names))
+            .with("port_id", port_id)
+            .with("configured_ports", json!(names))
+            .with_remediation([
+                "Call com_ports_list and pass one of its port ids as capture.port_id.",
+            ])
             .not_contacted(),
         ));
     };
@@ -260,9 +265,7 @@ impl Open<'_> {
         let mut shown = json!({
             "port_id": capture.port_id,
             "text": text,
-            "matched": read.matched,
             "until": capture.until,
-            "until_matched": read.matched.is_some(),
             "until_wait_s": capture.wait.as_secs_f64(),
             "bytes_read": read.bytes.len(),
             "overflow_bytes": read.overflow,
@@ -274,6 +277,12 @@ impl Open<'_> {
             "capture_ms": super::probe::millis(clock.elapsed()),
             "log_path": capture.audit.log_path(&self.log_name),
         });
+        // com_read's rule: `until_matched` (and `matched`) answer an `until`, and there is none
+        // without one.
+        if !capture.until.is_empty() {
+            shown["matched"] = json!(read.matched);
+            shown["until_matched"] = json!(read.matched.is_some());
+        }
         if logged.is_err() {
             // The error may name paths under the state root; the agent hears only that it failed.
             shown["log_error"] = json!({"error_type": "audit_unavailable", "summary": "The capture's stop event could not be logged."});
@@ -286,8 +295,8 @@ impl Open<'_> {
         if let Err(error) = closed {
             outcome.set("cleanup_error", error.to_string());
         }
-        if outcome.ok && read.matched.is_none() {
-            timed_out(outcome, capture.wait);
+        if outcome.ok && read.matched.is_none() && !capture.until.is_empty() {
+            unmatched(outcome, capture.wait);
         }
     }
 }
@@ -300,18 +309,15 @@ struct Read {
     reader_error: Option<String>,
 }
 
-/// `com_read`'s read with the capture's patterns; without any, up to the first non-blank line.
+/// `com_read`'s read with the capture's patterns; without any, everything the board prints in the
+/// window (or `max_bytes`): a boot log comes in bursts, and the port closes after the capture.
 fn read(port: &Port, capture: &Capture, wait: Duration) -> Read {
     let deadline = Instant::now() + wait;
-    let patterns: Vec<Vec<u8>> = if capture.until.is_empty() {
-        vec![b"\n".to_vec()]
-    } else {
-        capture
-            .until
-            .iter()
-            .filter_map(|u| capture.encoding.encode(u).ok())
-            .collect()
-    };
+    let patterns: Vec<Vec<u8>> = capture
+        .until
+        .iter()
+        .filter_map(|u| capture.encoding.encode(u).ok())
+        .collect();
     let mut read = Read {
         bytes: Vec::new(),
         matched: None,
@@ -320,19 +326,14 @@ fn read(port: &Port, capture: &Capture, wait: Duration) -> Read {
     };
     loop {
         let left = capture.max_bytes.saturating_sub(read.bytes.len());
-        let now = Instant::now();
-        let taken = port.read(left, deadline.saturating_duration_since(now), &patterns);
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let taken = port.read(left, remaining, &patterns);
         read.bytes.extend_from_slice(&taken.bytes);
         read.overflow = taken.overflow;
         read.reader_error = taken.reader_error;
-        if taken.matched == Some(true) {
-            if capture.until.is_empty() {
-                let line = line_before(&read.bytes, capture.encoding);
-                if !line.is_empty() {
-                    read.matched = Some(line);
-                    return read;
-                }
-            } else {
+        if !patterns.is_empty() {
+            // One read waits for the first match, as com_read's does.
+            if taken.matched == Some(true) {
                 read.matched = capture
                     .until
                     .iter()
@@ -343,9 +344,7 @@ fn read(port: &Port, capture: &Capture, wait: Duration) -> Read {
                             .is_ok_and(|p| read.bytes.ends_with(&p))
                     })
                     .cloned();
-                return read;
             }
-        } else {
             return read;
         }
         if read.bytes.len() >= capture.max_bytes
@@ -357,14 +356,6 @@ fn read(port: &Port, capture: &Capture, wait: Duration) -> Read {
     }
 }
 
-/// The last complete line of `bytes`, trimmed.
-fn line_before(bytes: &[u8], encoding: Encoding) -> String {
-    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let start = body.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-    encoding.decode(&body[start..]).trim().to_owned()
-}
-
-/// The capture's bytes came from the device under test.
 pub(super) fn untrusted(port_id: &str) -> Value {
     json!({
         "agentic_hil/untrusted_content": {
@@ -376,18 +367,14 @@ pub(super) fn untrusted(port_id: &str) -> Value {
     })
 }
 
-/// A good flash whose capture did not see what it waited for: the image is on the board.
-pub(super) fn timed_out(outcome: &mut Outcome, wait: Duration) {
-    outcome.ok = false;
-    outcome.set_error(ErrorType::CaptureTimeout);
+/// A good flash whose capture did not see its `until` in time: as `com_read` answers a missed
+/// `until`, still ok, with `until_matched: false` and the bytes so far; the image is on the board.
+fn unmatched(outcome: &mut Outcome, wait: Duration) {
     outcome.summary = format!(
-        "Firmware flashed, verified and reset, but the capture did not see what it waited for within {} s.",
+        "{} The capture did not see its until text within {} s; the bytes so far are returned.",
+        outcome.summary,
         wait.as_secs_f64()
     );
-    outcome.side_effect_committed = Some(true);
-    outcome.side_effect_status = Some(SideEffectStatus::Committed);
-    outcome.retry_safe = Some(false);
-    outcome.set("image_written", true);
     outcome.next_step =
         Some("The image is on the board; read the port again rather than flashing again.".into());
 }

@@ -16,13 +16,32 @@ use serde_json::{Map, Value, json};
 use crate::audit::Audit;
 use crate::ownership::SessionLocks;
 
-/// The CAN sessions of one gate, by bus id.
+/// The CAN sessions of one gate, by [`session_key`].
 pub type Sessions = crate::session_table::Table<Session>;
 
 impl crate::session_table::Keyed for Session {
     fn key(&self) -> &str {
-        &self.bus_id
+        &self.key
     }
+}
+
+/// A session's key in [`Sessions`]: the bus id, or `<bus_id>#<participant>` on a shared bus, where
+/// one server may be several participants at once.
+pub fn session_key(bus_id: &str, participant: Option<&str>) -> String {
+    match participant {
+        Some(name) => format!("{bus_id}#{name}"),
+        None => bus_id.to_owned(),
+    }
+}
+
+/// This server's sessions on `bus_id` (every participant's on a shared bus), by participant.
+pub fn sessions_on(sessions: &Sessions, bus_id: &str) -> Vec<std::sync::Arc<Session>> {
+    sessions
+        .ids()
+        .iter()
+        .filter_map(|key| sessions.get(key))
+        .filter(|session| session.bus_id == bus_id)
+        .collect()
 }
 
 /// How a session reaches its bus: the adapter itself, or a participant's queue at the broker.
@@ -135,6 +154,8 @@ impl Link {
 
 /// One open bus and what it holds.
 pub struct Session {
+    /// Its [`session_key`].
+    pub key: String,
     pub bus_id: String,
     pub bus: Link,
     /// The share this session attached as, on a bus with `shares`.

@@ -195,7 +195,7 @@ pub(super) fn flash_firmware_schema() -> Value {
                     "port_id": {"type": "string", "minLength": 1, "description": "The com_ports entry to read."},
                     "until": {
                         "oneOf": [pattern, {"type": "array", "minItems": 1, "maxItems": 8, "items": pattern}],
-                        "description": "Stop at this text (or the first of up to 8); without it, at the first non-blank line.",
+                        "description": "Stop at this text (or the first of up to 8), as com_read does; without it, read for the whole wait_timeout_s.",
                     },
                     "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait after the reset: 10 unless set, 60 at most."},
                     "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_READ_BYTES, "description": "Most bytes returned: the port's max_buffer_bytes unless set, and never more."},
@@ -287,7 +287,7 @@ pub(super) fn can_bus_id_schema() -> Value {
 }
 
 pub(super) fn can_participant_schema() -> Value {
-    json!({"type": "string", "minLength": 1, "description": "Only for buses with shares, which this build refuses (not_supported); elsewhere can_participant_not_configured."})
+    json!({"type": "string", "minLength": 1, "description": "On a bus with shares, the share this call acts as (may be left out while this server is exactly one participant); elsewhere can_participant_not_configured."})
 }
 
 pub(super) fn can_session_start_schema() -> Value {

@@ -154,7 +154,8 @@ pub fn resolve(
                     .can_buses
                     .get(id)
                     .ok_or_else(|| unknown_device(config, tool, kind, id))?;
-                let key = bus.lock_key();
+                let participant = selector.get("participant").and_then(Value::as_str);
+                let key = can_key(tool, id, bus, participant)?;
                 let source = if bus.resource_id.is_some() {
                     "resource_id"
                 } else {
@@ -198,9 +199,10 @@ pub fn resolve(
             host_keys: device_keys::host_keys(config, &device.lock_keys, &nodes),
             ..device
         };
+        // Two participants of one shared bus are one entry but two devices.
         if !devices
             .iter()
-            .any(|d| d.kind == device.kind && d.id == device.id)
+            .any(|d| d.kind == device.kind && d.id == device.id && d.lock_key == device.lock_key)
         {
             devices.push(device);
         }
@@ -242,6 +244,58 @@ fn resolve_debugger(
         lock_keys: keys,
         host_keys: Vec::new(),
     })
+}
+
+/// The machine-wide key of one participant of a shared bus: one holder per participant.
+pub fn participant_key(bus_key: &str, participant: &str) -> String {
+    format!("{bus_key}#{participant}")
+}
+
+/// The key a run holds for a CAN bus: the bus's own, or on a bus with `shares` the participant's
+/// (`<bus-key>#<participant>`), because the bus lock belongs to the broker that owns the adapter.
+fn can_key(
+    tool: &str,
+    bus_id: &str,
+    bus: &ahil_config::CanBus,
+    participant: Option<&str>,
+) -> Result<String, Box<Outcome>> {
+    let refused = |error_type, summary: String| {
+        let configured: Vec<&str> = bus
+            .shares
+            .iter()
+            .flat_map(|s| s.keys())
+            .map(String::as_str)
+            .collect();
+        let mut outcome = Outcome::refused(tool, error_type, summary)
+            .with("bus_id", bus_id)
+            .with("configured_participants", json!(configured))
+            .with_remediation([
+                "Name the device as {kind: can, id, participant} with one of configured_participants, or without participant on a bus without shares.",
+            ])
+            .not_contacted();
+        if let Some(name) = participant {
+            outcome.set("participant", name);
+        }
+        Box::new(outcome)
+    };
+    match (&bus.shares, participant) {
+        (None, None) => Ok(bus.lock_key()),
+        (None, Some(name)) => Err(refused(
+            ErrorType::CanParticipantNotConfigured,
+            format!("can_buses.{bus_id} declares no shares, so it has no participant `{name}`."),
+        )),
+        (Some(_), None) => Err(refused(
+            ErrorType::CanParticipantRequired,
+            format!("can_buses.{bus_id} is shared; a run declares the participant it will be."),
+        )),
+        (Some(shares), Some(name)) if shares.contains_key(name) => {
+            Ok(participant_key(&bus.lock_key(), name))
+        }
+        (Some(_), Some(name)) => Err(refused(
+            ErrorType::CanParticipantNotConfigured,
+            format!("can_buses.{bus_id}.shares has no participant `{name}`."),
+        )),
+    }
 }
 
 fn required_id<'a>(tool: &str, kind: &str, id: Option<&'a str>) -> Result<&'a str, Box<Outcome>> {

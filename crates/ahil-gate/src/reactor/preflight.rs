@@ -79,6 +79,16 @@ pub fn check(loaded: &LoadedConfig, plan: &TestPlan) -> Result<Prepared, Box<Inv
         walk.top = i + 1;
         walk.step(step, &format!("steps[{i}]"))?;
     }
+    // A shared bus is held by the participants the plan opens, never whole: its broker owns it.
+    let shared: Vec<Value> = walk
+        .selectors
+        .iter()
+        .filter(|s| s.get("participant").is_some())
+        .map(|s| s["id"].clone())
+        .collect();
+    walk.selectors.retain(|s| {
+        s.get("participant").is_some() || s["kind"] != "can" || !shared.contains(&s["id"])
+    });
     Ok(Prepared {
         selectors: walk.selectors,
     })
@@ -462,9 +472,17 @@ impl Walk<'_> {
     /// CAN steps.
     fn can_step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
         match step {
-            Step::CanOpen { route, .. } => {
+            Step::CanOpen {
+                route, participant, ..
+            } => {
                 let name = self.route(step, at, Some(route), Kind::Can)?;
                 self.authorize(step, at, self.bus(&name), &Action::CanRead)?;
+                if let Some(participant) = participant {
+                    let selector = json!({"kind": "can", "id": name, "participant": participant});
+                    if !self.selectors.contains(&selector) {
+                        self.selectors.push(selector);
+                    }
+                }
                 self.can_open.insert(name);
             }
             Step::CanSend { route, .. } => {
@@ -669,6 +687,27 @@ mod tests {
             "{open} - {{device: dut_uart, action: uart_read, comparator: {{pattern: \"t=\\\\d+\", range: {{min: 1, max: 2}}}}, timeout_s: 1}}\n"
         ));
         assert_eq!(no_group.field, "steps[1].comparator.pattern");
+    }
+
+    #[test]
+    fn a_plan_on_a_shared_bus_declares_the_participants_it_opens_not_the_bus() {
+        let fx = Fixture::new();
+        let bus = "can_buses:\n  shared:\n    adapter: socketcan\n    channel: can0\n    shares:\n      tester: {}\n";
+        fx.write_config(&fx.starter().replacen("can_buses: {}\n", bus, 1));
+        let loaded = fx.load();
+        let plan = ahil_config::plan::parse_plan(
+            b"version: 6\nsteps:\n - {device: shared, action: can_open, participant: tester}\n - {device: shared, action: can_close, participant: tester}\n",
+        )
+        .expect("the plan loads");
+        let prepared = check(&loaded, &plan).expect("preflight passes");
+        assert_eq!(
+            prepared.selectors,
+            vec![json!({"kind": "can", "id": "shared", "participant": "tester"})]
+        );
+        let devices =
+            crate::ownership::runs::resolve(&loaded, "test_reactor_run", &prepared.selectors)
+                .expect("the participant resolves");
+        assert_eq!(devices[0].lock_key, "can:socketcan:can0#tester");
     }
 
     #[test]

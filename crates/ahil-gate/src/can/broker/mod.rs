@@ -13,6 +13,8 @@
 //! `server.rs` is the broker process, `client.rs` a participant's end, `wire.rs` the framing.
 
 pub mod client;
+#[cfg(test)]
+mod fake_adapter_tests;
 mod requests;
 pub mod server;
 pub mod wire;
@@ -96,7 +98,7 @@ pub fn filter_accepts(filter: &[CanFilter], frame: &Frame) -> bool {
 
 /// The lock a participant takes before it attaches: one holder per participant, machine-wide.
 pub fn participant_lock(bus_key: &str, participant: &str) -> String {
-    format!("{bus_key}#{participant}")
+    crate::ownership::runs::participant_key(bus_key, participant)
 }
 
 /// The rendezvous of one bus's broker: `<home>/.agentic-hil/can-brokers/<tag>.*`.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ahil_config::CanShare;
 use ahil_drivers::Contact;
-use ahil_drivers::can::{self, Bus, Frame};
+use ahil_drivers::can::{self, Adapter, Bus, Frame, Opened};
 use serde_json::{Value, json};
 
 use super::wire::{self, refusal};
@@ -50,6 +50,14 @@ pub(super) struct State {
     pub(super) seq: u64,
     /// The adapter failed: the whole bus is gated.
     pub(super) incident: Option<String>,
+}
+
+/// What a broker holds before its adapter opens: the rendezvous, the bus lock, the bus frame log.
+pub(super) struct Held {
+    pub(super) place: Rendezvous,
+    pub(super) locks: DeviceLocks,
+    pub(super) audit: Audit,
+    pub(super) log_name: String,
 }
 
 pub(super) struct Broker {
@@ -162,7 +170,6 @@ impl Broker {
             crate::serial::log_stamp(),
             spec.bus_id
         );
-        let log_path = audit.log_path(&log_name);
         let shares: Vec<&String> = spec.bus.shares.iter().flat_map(|s| s.keys()).collect();
         audit
             .append_event(
@@ -192,17 +199,35 @@ impl Broker {
             );
             (4, refused)
         })?;
-        let cap = usize::try_from(spec.bus.max_buffer_frames.max(1)).unwrap_or(usize::MAX);
-        let bus = Bus::start(opened_adapter, cap, request.poll_interval);
-        let key = crate::ownership::owner::random_hex(32);
-        let broker = Self {
+        let held = Held {
             place,
-            key,
-            bus,
             locks,
             audit,
             log_name,
-            log_path,
+        };
+        Ok(Self::over(spec, held, opened_adapter, &opened))
+    }
+
+    /// The broker over an opened adapter: any [`Adapter`], so the process bridge and SocketCAN are
+    /// served by the same pump and fan-out (and a test's fake adapter too).
+    pub(super) fn over(
+        spec: BrokerSpec,
+        held: Held,
+        adapter: Box<dyn Adapter>,
+        opened: &Opened,
+    ) -> (Self, Value) {
+        let request = adapter::request(&spec.bus);
+        let cap = usize::try_from(spec.bus.max_buffer_frames.max(1)).unwrap_or(usize::MAX);
+        let bus = Bus::start(adapter, cap, request.poll_interval);
+        let key = crate::ownership::owner::random_hex(32);
+        let broker = Self {
+            place: held.place,
+            key,
+            bus,
+            locks: held.locks,
+            log_path: held.audit.log_path(&held.log_name),
+            audit: held.audit,
+            log_name: held.log_name,
             backend: opened.backend.clone(),
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -210,14 +235,14 @@ impl Broker {
             spec,
         };
         let mut report = opened.report.clone();
-        report.insert("backend".into(), opened.backend.into());
+        report.insert("backend".into(), opened.backend.clone().into());
         if opened.listen_only_confirmed {
             report.insert("listen_only".into(), true.into());
         }
-        Ok((
+        (
             broker,
             json!({"ok": true, "broker_pid": std::process::id(), "adapter_result": report}),
-        ))
+        )
     }
 
     pub(super) fn state(&self) -> MutexGuard<'_, State> {
@@ -338,7 +363,7 @@ impl Broker {
     }
 
     /// The only reader of the adapter: every frame goes to each participant that accepts it.
-    fn pump(&self) {
+    pub(super) fn pump(&self) {
         loop {
             if self.state().stopping {
                 return;
@@ -527,7 +552,7 @@ impl Broker {
         }
     }
 
-    fn attach(&self, participant: &str) -> Result<Value, Value> {
+    pub(super) fn attach(&self, participant: &str) -> Result<Value, Value> {
         let bus = &self.spec.bus;
         let Some(share) = self.spec.share(participant) else {
             return Err(refusal(
@@ -615,7 +640,7 @@ impl Broker {
     }
 
     /// Removes `participant`; answers whether it was the last, and the close result if so.
-    fn detach(&self, participant: &str, reason: &str) -> (bool, Option<Value>) {
+    pub(super) fn detach(&self, participant: &str, reason: &str) -> (bool, Option<Value>) {
         let mut state = self.state();
         if state.parts.remove(participant).is_none() {
             return (false, None);
