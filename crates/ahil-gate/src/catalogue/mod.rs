@@ -391,7 +391,7 @@ impl Declaration {
             title: self.title.to_owned(),
             description: self.description.to_owned(),
             input_schema: (self.schema)(),
-            output_schema: crate::catalogue_output::output_schema(self.name),
+            output_schema: crate::catalogue_output::output_schema(self.id),
             read_only,
             destructive,
             idempotent,
