@@ -123,7 +123,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
 
 impl StartShared {
     fn run(self) -> Acted {
-        const TOOL: &str = "can_session_start";
+        const TOOL: ToolId = ToolId::CanSessionStart;
         let bus_id = self.spec.bus_id.clone();
         if let Some(existing) = self.sessions.get(&bus_id) {
             let same = existing.participant.as_deref() == Some(self.participant.as_str());
@@ -259,7 +259,7 @@ impl StartShared {
 /// Detaches a participant session: its queue is gone, its lock released; the adapter closes only
 /// when it was the last participant of the bus.
 pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
-    const TOOL: &str = "can_session_stop";
+    const TOOL: ToolId = ToolId::CanSessionStop;
     let Link::Shared(part) = &session.bus else {
         return super::can_session::stop(sessions, &session.bus_id);
     };

@@ -80,6 +80,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 "Clearing the receive queue reads the bus, and this bus does not allow reading.",
             )
             .with("permission", key)
+            .with("device", format!("can_buses.{bus_id}"))
             .with_remediation(["Call can_session_start with clear_rx_queue false."])
             .not_contacted(),
         ));
@@ -198,12 +199,12 @@ pub(super) fn begin(
     audit: &Audit,
     step: Begin<'_>,
 ) -> Result<(SessionLocks, String), Box<Acted>> {
-    const TOOL: &str = "can_session_start";
+    const TOOL: ToolId = ToolId::CanSessionStart;
     let keys = [step.lock_key.to_owned()];
-    let locks = super::take_session_locks(ownership, &keys, step.label, TOOL, step.before)?;
+    let locks = super::take_session_locks(ownership, &keys, step.label, TOOL.name(), step.before)?;
     if let Err(err) = audit.append_event(step.log_name, step.started) {
         return Err(Box::new(Acted {
-            outcome: unavailable(TOOL, &err),
+            outcome: unavailable(TOOL.name(), &err),
             contact: Some(Contact::none(
                 "the session log could not be written, so nothing was opened",
             )),
