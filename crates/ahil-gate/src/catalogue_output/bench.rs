@@ -13,7 +13,7 @@ pub(super) fn bench_family() -> Value {
         "owner": owner(),
         "devices": {"type": "array", "items": {"type": "object"}},
         "held_devices": lines(),
-        "probe_id": text(),
+        "probe_id": {"type": ["null", "string"]},
         "supported_versions": text(),
         "timed_out": flag(),
         "success_confirmed": flag(),

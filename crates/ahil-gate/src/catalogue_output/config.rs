@@ -12,7 +12,7 @@ pub(super) fn config_family() -> Value {
         "permissions_changed": lines(),
         "permission_changes": {"type": "array", "items": {"type": "object"}},
         "provenance": {
-            "type": "object",
+            "type": ["null", "object"],
             "properties": {
                 "last_modified_by": text(),
                 "last_modified_via": text(),
@@ -108,7 +108,8 @@ pub(super) fn project_config_set() -> Value {
         "value_schema": {
             "type": "object",
             "properties": {
-                "type": text(),
+                // A JSON schema node's `type`: one name or a list of them.
+                "type": {"type": ["array", "string"]},
                 "default": {
                     "type": ["array", "boolean", "null", "number", "object", "string"],
                 },
