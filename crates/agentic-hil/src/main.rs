@@ -8,6 +8,7 @@ mod config_cli;
 mod evidence;
 mod files;
 mod install;
+mod logs;
 mod mcp;
 mod plans;
 mod reactor_cli;
@@ -48,13 +49,20 @@ fn main() -> ExitCode {
     code
 }
 
-/// Logs go to stderr only: stdout belongs to JSON-RPC under `mcp-stdio`.
+/// Logs go to stderr only: stdout belongs to JSON-RPC under `mcp-stdio`. Each line passes the one
+/// output step, as results do: a log line can carry a backend's words or a path.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTIC_HIL_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let sink = workspace_dir().map_or_else(
+        |_| ahil_gate::audit::Sink::for_process(),
+        |workspace| {
+            ahil_gate::audit::Sink::for_environment(&workspace, &Environment::from_process())
+        },
+    );
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(logs::ScrubbedStderr::new(sink))
         .with_ansi(false)
         .try_init();
 }

@@ -1,6 +1,7 @@
 //! `test-reactor`, `test-reactor-status`, `test-reactor-stop`: the operator's and CI's way to run a
 //! plan through the gate. `--run-handle` is the hidden form a detached run's worker is started with.
 
+use ahil_gate::catalogue::ToolId;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -54,10 +55,10 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// `agentic-hil test-reactor`.
 pub fn run(workspace: &Path, env: &Environment, options: &RunOptions<'_>) -> anyhow::Result<Value> {
-    const TOOL: &str = "test_reactor_run";
+    const TOOL: ToolId = ToolId::TestReactorRun;
     if options.detach && options.junit_xml.is_some() {
         return Ok(refusal(
-            TOOL,
+            TOOL.name(),
             "junit_xml_requires_synchronous_run",
             "--junit-xml needs the run's end, so it cannot be combined with --detach.",
             Some("junit_xml"),
@@ -65,7 +66,7 @@ pub fn run(workspace: &Path, env: &Environment, options: &RunOptions<'_>) -> any
     }
     if !(0.0..=900.0).contains(&options.wait_s) || options.wait_s.is_nan() {
         return Ok(refusal(
-            TOOL,
+            TOOL.name(),
             "invalid_argument",
             "--wait-s must be between 0 and 900 seconds.",
             Some("wait_s"),
@@ -77,7 +78,7 @@ pub fn run(workspace: &Path, env: &Environment, options: &RunOptions<'_>) -> any
             Some(handle) => Some(handle),
             None => {
                 return Ok(refusal(
-                    TOOL,
+                    TOOL.name(),
                     "invalid_argument",
                     "--run-handle must be `run-` and 16 lowercase hex digits.",
                     Some("run"),
@@ -90,7 +91,7 @@ pub fn run(workspace: &Path, env: &Environment, options: &RunOptions<'_>) -> any
     } else {
         "operator-cli"
     };
-    let bench = match bench(workspace, env, TOOL, frontend) {
+    let bench = match bench(workspace, env, TOOL.name(), frontend) {
         Ok(bench) => bench,
         Err(doc) => return Ok(doc),
     };

@@ -204,3 +204,84 @@ fn no_source_file_is_over_800_lines() {
         .collect();
     assert!(long.is_empty(), "split these modules: {long:?}");
 }
+
+/// Product code with the inline test module (`#[cfg(test)] mod … {`, always last) cut off; `None`
+/// for a file of tests or one of the catalogue's declaration files, where tool names belong.
+fn product_code(file: &Path) -> Option<String> {
+    let path = file.to_string_lossy().replace('\\', "/");
+    let declarations = ["setup.rs", "debugger.rs", "devices.rs"]
+        .iter()
+        .any(|name| path.ends_with(&format!("ahil-gate/src/catalogue/{name}")));
+    if declarations || path.ends_with("_tests.rs") || path.ends_with("/tests.rs") {
+        return None;
+    }
+    let text = std::fs::read_to_string(file).expect("a source file reads");
+    let cut = text
+        .match_indices("#[cfg(test)]")
+        .map(|(at, _)| at)
+        .find(|&at| {
+            let rest = text[at + "#[cfg(test)]".len()..].trim_start();
+            rest.starts_with("mod ") && rest.lines().next().is_some_and(|l| l.ends_with('{'))
+        });
+    Some(text[..cut.unwrap_or(text.len())].to_owned())
+}
+
+/// The ways a line can decide by a tool's name: a match arm, a comparison, a named constant.
+fn decides_by_name(line: &str, name: &str) -> bool {
+    let quoted = format!("\"{name}\"");
+    [
+        format!("{quoted} =>"),
+        format!("{quoted} |"),
+        format!("| {quoted}"),
+        format!("== {quoted}"),
+        format!("!= {quoted}"),
+        format!("== Some({quoted})"),
+        format!("{quoted} =="),
+        format!(": &str = {quoted}"),
+    ]
+    .iter()
+    .any(|shape| line.contains(shape.as_str()))
+        || (line.contains("matches!(") && line.contains(&quoted))
+}
+
+/// A tool's identity is its declaration (`ToolId`, decision 0009): product code decides by the
+/// variant, never by the name's spelling, so a renamed tool cannot keep half its behaviour.
+#[test]
+fn no_product_code_decides_by_a_tool_names_string() {
+    // A plan step's `action` words are the plan format's own vocabulary; two equal tool names.
+    const PLAN_WORDS: &str = "ahil-config/src/plan/model.rs";
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for package in PRODUCT {
+        sources(&crates.join(package).join("src"), &mut files);
+    }
+    let names: Vec<String> = ahil_gate::tools(true).into_iter().map(|t| t.name).collect();
+    assert!(
+        names.len() > 40,
+        "the scan knows every tool: {}",
+        names.len()
+    );
+    let mut deciding = Vec::new();
+    for file in &files {
+        let Some(code) = product_code(file) else {
+            continue;
+        };
+        let shown = file.display().to_string().replace('\\', "/");
+        for (number, line) in code.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for name in &names {
+                let plan_word = shown.ends_with(PLAN_WORDS) && name.starts_with("can_");
+                if decides_by_name(line, name) && !plan_word {
+                    deciding.push(format!("{shown}:{}: {}", number + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        deciding.is_empty(),
+        "decide by ToolId, not by the name's string:\n{}",
+        deciding.join("\n")
+    );
+}

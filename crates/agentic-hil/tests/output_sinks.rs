@@ -534,3 +534,84 @@ async fn an_emulated_board_session_shows_no_private_directory_in_any_sink() {
         forbidden.check(&format!("{}", file.display()), &text);
     }
 }
+
+#[tokio::test]
+async fn a_backends_words_in_progress_and_in_the_log_pass_the_output_step() {
+    use rmcp::ServiceExt;
+
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let state = world.home.join(".local/state/agentic-hil");
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+         target:\n  name: board\n  controller: stm32f405\n\
+         debuggers:\n  probe:\n    type: probe-rs\n    target_type: STM32F405RGTx\n\
+         \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
+         artifacts:\n  allowed_roots: [fw]\n",
+        ws = world.workspace.display(),
+        state = state.display(),
+    );
+    let forbidden = configure(&world, &config);
+    let log = world.home.join("server.log");
+    let mut cmd = planted(&world);
+    // The worker (the debug build's seam) reports a stage in a leaky library's words: a password
+    // and an absolute path under HOME.
+    let words = format!(
+        "stage:connect password=BACKENDSECRET with {}/tools/probe.cfg",
+        world.home.display()
+    );
+    cmd.arg("mcp-stdio")
+        .env("AGENTIC_HIL_LOG", "debug")
+        .env("AHIL_TEST_PROBE_RS_WORKER", words);
+    let (transport, _) =
+        rmcp::transport::TokioChildProcess::builder(tokio::process::Command::from(cmd))
+            .stderr(std::fs::File::create(&log).expect("the log file"))
+            .spawn()
+            .expect("the server process starts");
+    let collector = support::Collector::default();
+    let client = collector
+        .clone()
+        .serve(transport)
+        .await
+        .unwrap_or_else(|err| {
+            let logged = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!("the MCP handshake succeeds: {err}; the server said: {logged}")
+        });
+    let mut meta = rmcp::model::RequestMetaObject::default();
+    meta.set_progress_token(rmcp::model::ProgressToken(
+        rmcp::model::NumberOrString::Number(7),
+    ));
+    let mut request = rmcp::model::CallToolRequestParams::new("flash_firmware").with_arguments(
+        json!({"image_path": "fw/fw.elf", "reset_after_flash": false})
+            .as_object()
+            .cloned()
+            .expect("an object"),
+    );
+    request.meta = Some(meta);
+    let answer = client.call_tool(request).await.expect("tools/call answers");
+    forbidden.check(
+        "the flash result",
+        &serde_json::to_string(&answer).expect("serializes"),
+    );
+    client.cancel().await.expect("client closes");
+
+    let progress: Vec<String> = collector
+        .0
+        .lock()
+        .expect("collector")
+        .iter()
+        .filter_map(|p| p.message.clone())
+        .collect();
+    let shown = progress.join("\n");
+    forbidden.check("progress", &shown);
+    let logged = std::fs::read_to_string(&log).expect("the log reads");
+    forbidden.check("the server's log", &logged);
+    // The worker's words did arrive, masked: the step is proven, not silence.
+    let masked = "connect password=[redacted] with ~/tools/probe.cfg";
+    assert!(shown.contains(masked), "progress shows {masked}: {shown}");
+    assert!(
+        logged.contains("probe-rs worker stage") && logged.contains(masked),
+        "the log shows {masked}: {logged}"
+    );
+}

@@ -48,7 +48,11 @@ async fn every_listed_tool_publishes_the_output_schema_its_results_are_checked_a
             .unwrap_or_else(|| panic!("{} publishes no outputSchema", tool.name));
         assert_eq!(
             serde_json::Value::Object((*published).clone()),
-            ahil_gate::catalogue_output::output_schema(&tool.name),
+            ahil_gate::catalogue_output::output_schema(
+                tool.name
+                    .parse::<ahil_gate::catalogue::ToolId>()
+                    .expect("a listed tool is declared")
+            ),
             "{}: the published schema is the one the test clients check",
             tool.name
         );

@@ -28,9 +28,37 @@ pub use classify::classify;
 /// Printed once `init` has opened the adapter and examined the target.
 pub const INIT_MARKER: &str = "AGENTIC_HIL_STAGE:init:ok";
 
-/// The result marker of `tool`.
-pub fn result_marker(tool: &str) -> String {
-    format!("AGENTIC_HIL_RESULT:{tool}:ok")
+/// What one OpenOCD run does: the driver's own words for it, so it never decides by a tool's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Probe,
+    Flash,
+    Reset,
+}
+
+impl Operation {
+    /// The word in the script's result marker (the reference's, so transcripts read the same).
+    fn marker_word(self) -> &'static str {
+        match self {
+            Self::Probe => "probe_target",
+            Self::Flash => "flash_firmware",
+            Self::Reset => "reset_target",
+        }
+    }
+
+    /// The failure class of a run that exited 0 without its result marker.
+    fn unconfirmed(self) -> &'static str {
+        match self {
+            Self::Probe => "probe_unconfirmed",
+            Self::Flash => "flash_unconfirmed",
+            Self::Reset => "reset_unconfirmed",
+        }
+    }
+}
+
+/// The result marker of `operation`.
+fn result_marker(operation: Operation) -> String {
+    format!("AGENTIC_HIL_RESULT:{}:ok", operation.marker_word())
 }
 
 /// The OpenOCD backend of one debugger entry.
@@ -78,20 +106,20 @@ impl OpenOcd {
         argv
     }
 
-    fn script(tool: &str, action: &str) -> String {
+    fn script(operation: Operation, action: &str) -> String {
         format!(
             "init; echo \"{INIT_MARKER}\"; {action}; echo \"{}\"; shutdown",
-            result_marker(tool)
+            result_marker(operation)
         )
     }
 
     fn one_shot(
         &self,
-        tool: &'static str,
+        operation: Operation,
         action: &str,
         budget: &Budget,
     ) -> Result<CliSuccess, DriverError> {
-        let script = Self::script(tool, action);
+        let script = Self::script(operation, action);
         let ran = probe_cli::run(
             &self.settings.executable,
             self.argv(&script),
@@ -99,7 +127,13 @@ impl OpenOcd {
             budget,
             "openocd_not_found",
         )?;
-        decide(tool, &script, &self.interface_cfg, &self.target_cfg, ran)
+        decide(
+            operation,
+            &script,
+            &self.interface_cfg,
+            &self.target_cfg,
+            ran,
+        )
     }
 }
 
@@ -151,7 +185,7 @@ pub fn rejected_before_init(output: &str, script: &str) -> Vec<String> {
 
 /// Turn a finished run into success or a classified failure.
 fn decide(
-    tool: &'static str,
+    operation: Operation,
     script: &str,
     interface_cfg: &str,
     target_cfg: &str,
@@ -159,9 +193,14 @@ fn decide(
 ) -> Result<CliSuccess, DriverError> {
     let output = ran.output();
     let init_reached = output.contains(INIT_MARKER);
-    let marker = result_marker(tool);
-    let class = classify(&output, interface_cfg, target_cfg, tool == "flash_firmware");
-    let read_only = tool == "probe_target";
+    let marker = result_marker(operation);
+    let class = classify(
+        &output,
+        interface_cfg,
+        target_cfg,
+        operation == Operation::Flash,
+    );
+    let read_only = operation == Operation::Probe;
     let pre_contact = !init_reached
         && (matches!(
             class,
@@ -191,11 +230,7 @@ fn decide(
             });
         }
         if class == "unknown_debugger_error" && !probe_cli::contains_failure_text(&output) {
-            let unconfirmed = match tool {
-                "probe_target" => "probe_unconfirmed",
-                "flash_firmware" => "flash_unconfirmed",
-                _ => "reset_unconfirmed",
-            };
+            let unconfirmed = operation.unconfirmed();
             let matched: Vec<&str> = [INIT_MARKER, marker.as_str()]
                 .into_iter()
                 .filter(|m| output.contains(m))
@@ -278,7 +313,7 @@ impl CliProbe for OpenOcd {
     }
 
     fn probe_target(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
-        self.one_shot("probe_target", "targets", budget)
+        self.one_shot(Operation::Probe, "targets", budget)
     }
 
     fn flash(&self, request: &FlashRequest, budget: &Budget) -> Result<CliSuccess, DriverError> {
@@ -290,11 +325,15 @@ impl CliProbe for OpenOcd {
         if let ImageFormat::Bin { base } = request.format {
             action = format!("{action} {base:#x}");
         }
-        self.one_shot("flash_firmware", &action, budget)
+        self.one_shot(Operation::Flash, &action, budget)
     }
 
     fn reset(&self, mode: ResetMode, budget: &Budget) -> Result<CliSuccess, DriverError> {
-        self.one_shot("reset_target", &format!("reset {}", mode.as_str()), budget)
+        self.one_shot(
+            Operation::Reset,
+            &format!("reset {}", mode.as_str()),
+            budget,
+        )
     }
 }
 

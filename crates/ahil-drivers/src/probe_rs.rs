@@ -219,6 +219,8 @@ impl ProbeRs {
         let stage_lines = budget.stage_reporter().map(|report| {
             crate::process::LineHook::new(move |line| {
                 if let Some(stage) = parse_reply(line).stages.first() {
+                    // The worker's words: the log writer scrubs them like every other sink.
+                    tracing::debug!(stage = %stage, "probe-rs worker stage");
                     report(stage);
                 }
             })

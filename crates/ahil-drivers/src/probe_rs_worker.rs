@@ -37,7 +37,8 @@ pub fn parse_args(args: &[String]) -> Result<Request, String> {
 }
 
 /// Debug builds only: let the black-box tests make the worker hang or crash, the two failures a
-/// real USB stack produces that no test machine can trigger on demand.
+/// real USB stack produces that no test machine can trigger on demand, or report a stage in words
+/// the test chose (`stage:<words>`: what a leaky library might print, for the output-sink test).
 #[cfg(debug_assertions)]
 fn test_seam() {
     match std::env::var("AHIL_TEST_PROBE_RS_WORKER").as_deref() {
@@ -45,7 +46,12 @@ fn test_seam() {
             std::thread::sleep(std::time::Duration::from_hours(1));
         },
         Ok("panic") => panic!("simulated probe-rs worker crash"),
-        _ => {}
+        Ok(seam) => {
+            if let Some(words) = seam.strip_prefix("stage:") {
+                emit_line(&serde_json::json!({ "stage": words }).to_string());
+            }
+        }
+        Err(_) => {}
     }
 }
 

@@ -223,6 +223,17 @@ impl Bench {
 
     /// Run one tool call through every stage.
     pub async fn call(&self, tool: &str, args: Value) -> Outcome {
+        let outcome = self.run_call(tool, args).await;
+        // The unit tests hold every in-process result to its tool's outputSchema, as the MCP test
+        // clients do, so a result shape no schema allows fails the test that produced it.
+        #[cfg(test)]
+        if let Err(problem) = crate::catalogue_output::check_result(tool, &outcome.to_value()) {
+            panic!("{problem}");
+        }
+        outcome
+    }
+
+    async fn run_call(&self, tool: &str, args: Value) -> Outcome {
         let started = SystemTime::now();
         let clock = Instant::now();
         // The one parse of a tool's name: an unknown one reaches no tool's code.

@@ -3,6 +3,7 @@
 //! listings run: STM32CubeProgrammer's own ST-LINK list when it is installed (it counts every
 //! ST-LINK), else the host's USB inventory of known probe vendors (not a complete count).
 
+use crate::catalogue::ToolId;
 use std::path::Path;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::envelope::Outcome;
 
-const TOOL: &str = "debugger_probes_list";
+const TOOL: ToolId = ToolId::DebuggerProbesList;
 /// STM32CubeProgrammer's listing takes a few seconds; one that hangs is not waited for.
 const LIST_LIMIT: Duration = Duration::from_secs(30);
 const USB_DEVICES: &str = "/sys/bus/usb/devices";

@@ -10,6 +10,7 @@
 //! pipeline may add to any result (`evidence.rs`), the fields a family of tools shares, and the tool's
 //! own. Fields and types were taken from the actions and checked against every result the test suite
 //! produces; a field is declared where it may appear, never required beyond the envelope's three.
+//! `tools/list` publishes a loosened, smaller form of that detailed schema ([`output_schema`]).
 
 mod bench;
 mod config;
@@ -19,25 +20,57 @@ mod io;
 
 use serde_json::{Map, Value, json};
 
+use crate::catalogue::ToolId;
 use crate::validate;
 
 /// The fields every result has: the call's verdict, the tool that answered, one sentence.
 const REQUIRED: [&str; 3] = ["ok", "tool", "summary"];
 
-/// The outputSchema of `tool`: the envelope plus the tool's own fields. An unknown name gets the
-/// envelope alone (that is what an `unknown_tool` refusal carries).
-pub fn output_schema(tool: &str) -> Value {
+/// The envelope's fields `tools/list` names: the verdict and what to do next, and whether the
+/// hardware was touched. The rest of the envelope (advice lists, paths, times, configuration
+/// status) is the same for every tool and documented once (docs/ARCHITECTURE.md), not 48 times.
+const PUBLISHED_ENVELOPE: [&str; 9] = [
+    "ok",
+    "tool",
+    "summary",
+    "error_type",
+    "next_step",
+    "target_contacted",
+    "side_effect_status",
+    "hardware_state",
+    "retry_safe",
+];
+
+/// The outputSchema `tools/list` publishes for `id`: compact, because a host reads all 48 of them
+/// at every connection (the listing was 327 KB with every layer in full). The verdict fields of the
+/// envelope and the family's fields are typed loosely (their type only, no nested detail), the
+/// tool's own fields in full; the rest of the envelope and the pipeline's evidence are left to the
+/// open object. It only loosens [`detailed_schema`], so a result that matches the detailed schema
+/// matches this one ([`check_result`] checks both).
+pub fn output_schema(id: ToolId) -> Value {
+    let (family, own) = tool_fields(id);
+    let mut envelope = envelope_properties();
+    envelope.retain(|name, _| PUBLISHED_ENVELOPE.contains(&name.as_str()));
+    let mut properties = loosely(envelope);
+    properties.extend(loosely(fields_of(family)));
+    properties.extend(fields_of(own));
+    object_schema(&properties)
+}
+
+/// The schema the test clients check every result against: every layer typed in full. An unknown
+/// name gets the envelope and the evidence alone (that is what an `unknown_tool` refusal carries).
+fn detailed_schema(tool: Option<ToolId>) -> Value {
     let mut properties = envelope_properties();
-    let mut add = |layer: Value| {
-        if let Value::Object(fields) = layer {
-            properties.extend(fields);
-        }
-    };
-    add(evidence::evidence());
-    if let Some((family, own)) = tool_fields(tool) {
-        add(family);
-        add(own);
+    properties.extend(fields_of(evidence::evidence()));
+    if let Some(id) = tool {
+        let (family, own) = tool_fields(id);
+        properties.extend(fields_of(family));
+        properties.extend(fields_of(own));
     }
+    object_schema(&properties)
+}
+
+fn object_schema(properties: &Map<String, Value>) -> Value {
     json!({
         "type": "object",
         "properties": properties,
@@ -45,18 +78,96 @@ pub fn output_schema(tool: &str) -> Value {
     })
 }
 
-/// The fields `tool`'s family shares and its own; `None` for a name no module declares.
-fn tool_fields(tool: &str) -> Option<(Value, Value)> {
-    config::fields(tool)
-        .or_else(|| debug::fields(tool))
-        .or_else(|| io::fields(tool))
-        .or_else(|| bench::fields(tool))
+fn fields_of(layer: Value) -> Map<String, Value> {
+    match layer {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
+    }
+}
+
+/// Each field's type alone (or its enum): what a field is, without what it contains.
+fn loosely(fields: Map<String, Value>) -> Map<String, Value> {
+    fields
+        .into_iter()
+        .map(|(name, member)| {
+            let kept = ["type", "enum"]
+                .into_iter()
+                .filter_map(|keyword| Some((keyword.to_owned(), member.get(keyword)?.clone())))
+                .collect();
+            (name, Value::Object(kept))
+        })
+        .collect()
+}
+
+/// The fields `id`'s family shares and its own. Exhaustive on purpose: a new tool does not compile
+/// until its result fields are declared here.
+fn tool_fields(id: ToolId) -> (Value, Value) {
+    use ToolId as T;
+    match id {
+        T::DebuggerInfo => (bench::bench_family(), bench::debugger_info()),
+        T::ProjectConfigDescribe => (config::config_family(), config::project_config_describe()),
+        T::ProjectConfigCreate => (config::config_family(), config::project_config_create()),
+        T::ProjectConfigSet => (config::config_family(), config::project_config_set()),
+        T::ProjectConfigAdoptHardware => (
+            config::config_family(),
+            config::project_config_adopt_hardware(),
+        ),
+        T::ProjectConfigReloadDescription => (
+            config::config_family(),
+            config::project_config_reload_description(),
+        ),
+        T::ArtifactUpload => (config::config_family(), config::artifact_upload()),
+        T::ServerUpgrade => (config::config_family(), config::server_upgrade()),
+        T::DebugStartSession => (debug::debug_family(), debug::debug_start_session()),
+        T::DebugStopSession => (debug::debug_family(), debug::debug_stop_session()),
+        T::DebugSetBreakpoint => (debug::debug_family(), debug::debug_set_breakpoint()),
+        T::DebugListBreakpoints => (debug::debug_family(), debug::debug_list_breakpoints()),
+        T::DebugClearBreakpoints => (debug::debug_family(), debug::debug_clear_breakpoints()),
+        T::DebugContinue => (debug::debug_family(), debug::debug_continue()),
+        T::DebugSymbolValue => (debug::debug_family(), debug::debug_symbol_value()),
+        T::DebugDumpSymbolIhex => (debug::debug_family(), debug::debug_dump_symbol_ihex()),
+        T::DebugGetSessionStatus | T::DebugHalt | T::DebugGetStopReason | T::DebugSymbolInfo => {
+            (debug::debug_family(), no_fields())
+        }
+        T::ComPortsList => (io::com_family(), io::com_ports_list()),
+        T::ComSessionStart => (io::com_family(), io::com_session_start()),
+        T::ComRead => (io::com_family(), io::com_read()),
+        T::CanBusesList => (io::can_family(), io::can_buses_list()),
+        T::CanSessionStart => (io::can_family(), io::can_session_start()),
+        T::CanSessionStop => (io::can_family(), io::can_session_stop()),
+        T::CanSend => (io::can_family(), io::can_send()),
+        T::CanRead => (io::can_family(), io::can_read()),
+        T::PowerSupplyStatus => (io::power_family(), io::power_supply_status()),
+        T::PowerSupplySet => (io::power_family(), io::power_supply_set()),
+        T::PowerSupplyOutput => (io::power_family(), io::power_supply_output()),
+        T::PowerSupplyCycle => (io::power_family(), io::power_supply_cycle()),
+        T::ComSessionStop | T::ComWrite => (io::com_family(), no_fields()),
+        T::BenchRunStart => (bench::bench_family(), bench::bench_run_start()),
+        T::BenchRunStop => (bench::bench_family(), bench::bench_run_stop()),
+        T::BenchRunStatus => (bench::bench_family(), bench::bench_run_status()),
+        T::DebuggerProbesList => (bench::bench_family(), bench::debugger_probes_list()),
+        T::ProbeTarget => (bench::bench_family(), bench::probe_target()),
+        T::FlashFirmware => (bench::bench_family(), bench::flash_firmware_fields()),
+        T::ResetTarget => (bench::bench_family(), bench::reset_target()),
+        T::GetLastReport => (bench::bench_family(), bench::get_last_report()),
+        T::HardwareLeaseStatus => (bench::bench_family(), bench::lease_status_fields()),
+        T::HardwareRecover => (bench::bench_family(), bench::hardware_recover()),
+        T::TestReactorRun => (bench::bench_family(), bench::reactor_run_fields()),
+        T::TestReactorStatus => (bench::bench_family(), bench::test_reactor_status()),
+        T::TestReactorStop => (bench::bench_family(), bench::test_reactor_stop()),
+        T::ClassifyLastError => (bench::bench_family(), bench::classify_last_error()),
+    }
 }
 
 /// Whether `result` (a `structuredContent` answered to a call of `tool`) matches the tool's
-/// outputSchema; else the path of the first bad field and the keyword it broke.
+/// detailed schema and the one it publishes; else the path of the first bad field and the keyword
+/// it broke.
 pub fn check_result(tool: &str, result: &Value) -> Result<(), String> {
-    match validate::first_violation(&output_schema(tool), result) {
+    let id = tool.parse::<ToolId>().ok();
+    let published = id.map(output_schema);
+    let violation = validate::first_violation(&detailed_schema(id), result)
+        .or_else(|| validate::first_violation(published.as_ref()?, result));
+    match violation {
         None => Ok(()),
         Some(violation) => Err(format!(
             "the `{tool}` result does not match its outputSchema at `{}` ({})",
@@ -66,11 +177,9 @@ pub fn check_result(tool: &str, result: &Value) -> Result<(), String> {
     }
 }
 
-/// Whether the tool declares fields of its own or of its family (beyond the envelope and the
-/// pipeline's evidence); the catalogue test requires it of every tool.
-pub fn declares_fields(tool: &str) -> bool {
-    let filled = |layer: &Value| layer.as_object().is_some_and(|fields| !fields.is_empty());
-    tool_fields(tool).is_some_and(|(family, own)| filled(&family) || filled(&own))
+/// A tool whose family's fields are all it answers.
+fn no_fields() -> Value {
+    json!({})
 }
 
 fn text() -> Value {

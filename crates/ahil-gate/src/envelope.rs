@@ -403,25 +403,6 @@ pub fn overall_success_value(result: &Value) -> bool {
     failed_success_check_value(result).is_none()
 }
 
-/// What drives `isError` and exit codes: [`overall_success`], except that `hardware_lease_status`
-/// reports on leases without being one, so only its `ok` counts.
-pub fn conclusive_success(outcome: &Outcome) -> bool {
-    if outcome.tool == "hardware_lease_status" {
-        outcome.ok
-    } else {
-        overall_success(outcome)
-    }
-}
-
-/// [`conclusive_success`] over a result document (what the CLI's exit code follows).
-pub fn conclusive_success_value(result: &Value) -> bool {
-    if result.get("tool").and_then(Value::as_str) == Some("hardware_lease_status") {
-        result.get("ok").and_then(Value::as_bool).unwrap_or(false)
-    } else {
-        overall_success_value(result)
-    }
-}
-
 /// Refusals that happen before anything is sent to a device.
 const PRE_EFFECT_ERRORS: &[&str] = &[
     "permission_denied",

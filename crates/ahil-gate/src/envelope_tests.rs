@@ -130,15 +130,6 @@ fn ok_must_be_the_boolean_true() {
 }
 
 #[test]
-fn lease_status_reports_succeed_on_ok_alone() {
-    let mut outcome = Outcome::ok("hardware_lease_status", "held");
-    outcome.quarantined = Some(true);
-    assert!(conclusive_success(&outcome));
-    outcome.tool = "probe_target".into();
-    assert!(!conclusive_success(&outcome));
-}
-
-#[test]
 fn not_contacted_sets_the_whole_marker() {
     let value = Outcome::refused("flash_firmware", ErrorType::DebuggerNotFound, "missing")
         .not_contacted()

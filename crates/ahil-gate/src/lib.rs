@@ -51,11 +51,10 @@ pub mod child {
 
 pub use audit::error_type::ErrorType;
 pub use bench::Bench;
-pub use catalogue::{ToolSpec, tools};
+pub use catalogue::{ToolSpec, conclusive_success, conclusive_success_value, tools};
 pub use doctor::doctor;
 pub use envelope::{
-    HardwareState, Outcome, SideEffectStatus, SuccessCheck, conclusive_success,
-    conclusive_success_value, failed_success_check, failed_success_check_value, mark_side_effect,
-    overall_success, overall_success_value,
+    HardwareState, Outcome, SideEffectStatus, SuccessCheck, failed_success_check,
+    failed_success_check_value, mark_side_effect, overall_success, overall_success_value,
 };
 pub use policy::{Action, Refusal, authorize};

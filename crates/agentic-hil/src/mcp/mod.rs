@@ -243,7 +243,14 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let bench = self.current_bench().await;
-        let progress = progress::Progress::for_request(request.meta.as_ref(), &context);
+        // What leaves the process, progress and result, passes the one output step.
+        let sink = ahil_gate::audit::Sink::for_environment(&self.workspace, &self.env);
+        let sink = match bench.loaded() {
+            Some(loaded) => sink.with_config(loaded),
+            None => sink,
+        };
+        let progress =
+            progress::Progress::for_request(request.meta.as_ref(), &context, sink.clone());
         let arguments = request
             .arguments
             .map_or(Value::Object(Map::new()), Value::Object);
@@ -261,12 +268,7 @@ impl ServerHandler for Server {
             progress.finish().await;
         }
         let success = ahil_gate::conclusive_success(&outcome);
-        // isError is decided on the envelope; what leaves the process passes the one output step.
-        let sink = ahil_gate::audit::Sink::for_environment(&self.workspace, &self.env);
-        let sink = match bench.loaded() {
-            Some(loaded) => sink.with_config(loaded),
-            None => sink,
-        };
+        // isError is decided on the envelope, before the output step.
         let document = sink.scrub(
             &serde_json::to_value(&outcome)
                 .map_err(|err| ErrorData::internal_error(err.to_string(), None))?,

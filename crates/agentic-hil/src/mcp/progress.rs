@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ahil_gate::audit::Sink;
 use ahil_gate::progress::ProgressSink;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestMetaObject};
@@ -21,15 +22,18 @@ pub struct Progress {
 
 impl Progress {
     /// Progress for this request, if the client asked for it.
+    /// Each notification passes `sink`, the one output step the call's result passes: a stage can
+    /// be a backend's words (a probe-rs worker's stage line).
     pub fn for_request(
         meta: Option<&RequestMetaObject>,
         context: &RequestContext<RoleServer>,
+        sink: Sink,
     ) -> Option<Self> {
         let token = meta
             .and_then(RequestMetaObject::get_progress_token)
             .or_else(|| context.meta.get_progress_token())?;
         let (tx, rx) = mpsc::unbounded_channel::<Value>();
-        let forwarder = tokio::spawn(forward(token, rx, context.peer.clone()));
+        let forwarder = tokio::spawn(forward(token, rx, context.peer.clone(), sink));
         let sink: ProgressSink = Arc::new(move |doc| {
             let _ = tx.send(doc);
         });
@@ -51,12 +55,13 @@ async fn forward(
     token: ProgressToken,
     mut rx: mpsc::UnboundedReceiver<Value>,
     peer: rmcp::Peer<RoleServer>,
+    sink: Sink,
 ) {
     let mut count = 0.0;
     while let Some(doc) = rx.recv().await {
         count += 1.0;
-        let param =
-            ProgressNotificationParam::new(token.clone(), count).with_message(message(&doc));
+        let param = ProgressNotificationParam::new(token.clone(), count)
+            .with_message(sink.scrub_text(&message(&doc)));
         if peer.notify_progress(param).await.is_err() {
             break;
         }

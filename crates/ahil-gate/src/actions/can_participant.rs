@@ -256,7 +256,7 @@ impl SessionKind for StartShared {
 /// Detaches a participant session: its queue is gone, its lock released; the adapter closes only
 /// when it was the last participant of the bus.
 pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
-    const TOOL: &str = "can_session_stop";
+    const TOOL: ToolId = ToolId::CanSessionStop;
     let Link::Shared(part) = &session.bus else {
         return super::can_session::stop(sessions, &session.bus_id);
     };

@@ -76,6 +76,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 "Clearing the receive queue reads the bus, and this bus does not allow reading.",
             )
             .with("permission", key)
+            .with("device", format!("can_buses.{bus_id}"))
             .with_remediation(["Call can_session_start with clear_rx_queue false."])
             .not_contacted(),
         ));

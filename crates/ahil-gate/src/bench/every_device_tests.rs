@@ -85,6 +85,15 @@ fn start_load() -> Value {
 fn start_upload() -> Value {
     json!({"artifact_id": format!("{}.elf", "a".repeat(64)), "mode": "attach"})
 }
+fn breakpoint() -> Value {
+    json!({"location": {"function": "main"}})
+}
+fn symbol() -> Value {
+    json!({"symbol": "counter"})
+}
+fn dump() -> Value {
+    json!({"symbol": "counter", "output_path": "out/counter.hex"})
+}
 fn session() -> Value {
     json!({"port_id": "console"})
 }
@@ -128,12 +137,21 @@ const TOUCHES: &[Touch] = &[
     ("debug_start_session", start_load, On::Dut, "allow_flash", ANY),
     ("debug_start_session", start_upload, On::Dut, "allow_probe", V1),
     ("debug_start_session", start_upload, On::Uploads, "allow_upload", ANY),
+    ("debug_get_session_status", nothing, On::Dut, "allow_probe", V1),
+    ("debug_set_breakpoint", breakpoint, On::Dut, "allow_probe", V1),
+    ("debug_list_breakpoints", nothing, On::Dut, "allow_probe", V1),
     ("debug_continue", nothing, On::Dut, "allow_probe", V1),
     ("debug_continue", nothing, On::Dut, "allow_debug_execution", ANY),
-    // com_session_start opens a write-only port in version 1 (only reads are refused), so the
-    // read grant is the one com_read needs.
+    ("debug_get_stop_reason", nothing, On::Dut, "allow_probe", V1),
+    ("debug_symbol_info", symbol, On::Dut, "allow_probe", V1),
+    ("debug_symbol_value", symbol, On::Dut, "allow_probe", V1),
+    ("debug_dump_symbol_ihex", dump, On::Dut, "allow_probe", V1),
+    // A session opens a write-only port (or bus) too: its row closes the declared alternative
+    // (`allow_write`) with the read grant.
+    ("com_session_start", session, On::Console, "allow_read", V1),
     ("com_read", session, On::Console, "allow_read", V1),
     ("com_write", write, On::Console, "allow_write", ANY),
+    ("can_session_start", can_read, On::Bus, "allow_read", V1),
     ("can_read", can_read, On::Bus, "allow_read", V1),
     ("can_send", can_send, On::Bus, "allow_write", ANY),
     ("power_supply_set", set, On::Bench, "allow_set", V3),
@@ -341,10 +359,21 @@ fn needs(tool: &str, args: fn() -> Value, version: u8) -> Vec<String> {
         .collect()
 }
 
+/// The flag the declaration of `tool` accepts instead of `grant` (a session's `allow_write`).
+fn alternative(tool: &str, grant: &str) -> Option<&'static str> {
+    let id: crate::catalogue::ToolId = tool.parse().ok()?;
+    id.gate()
+        .needs
+        .iter()
+        .find(|need| need.grant == grant)
+        .and_then(|need| need.or)
+}
+
 /// Calls row `row` in `version` with its grant and `others` closed and checks the refusal.
 fn refused_before_contact(row: &Touch, version: u8, others: &[(On, &'static str)]) {
     let (tool, args, on, flag, _) = *row;
     let mut closed = vec![(on, flag)];
+    closed.extend(alternative(tool, flag).map(|or| (on, or)));
     closed.extend_from_slice(others);
     let world = World::new(version, &closed);
     let doc = world.call(tool, args());

@@ -23,7 +23,8 @@ const SESSION_READ: Gate = Gate::leased(
     Lease::Call,
     "debug_session_result_unconfirmed",
     "debug_audit_broken",
-);
+)
+.needs(&[need(Touched::Debugger, "allow_probe")]);
 
 /// Reads the target's memory through the open session.
 const SYMBOL_READ: Gate = SESSION_READ.audited();
@@ -209,7 +210,8 @@ with session_not_active, permission_denied or symbol_not_found.",
             "debug_audit_broken",
         )
         .audited()
-        .reports_effect(),
+        .reports_effect()
+        .needs(&[need(Touched::Debugger, "allow_probe")]),
         dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {

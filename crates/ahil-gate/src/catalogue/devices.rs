@@ -7,7 +7,9 @@ use super::schemas::{
     power_supply_set_schema, power_supply_status_schema, test_reactor_run_schema,
     test_reactor_status_schema, test_reactor_stop_schema,
 };
-use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId, Touched, need};
+use super::{
+    Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId, Touched, need, need_either,
+};
 use crate::actions;
 
 /// Switches a supply output, which restarts every board the supply powers.
@@ -66,7 +68,7 @@ owner that exited mid-call is adopted here so it shows. Next: follow next_step; 
         open_world: false,
         schema: no_arguments,
         availability: Availability::Always,
-        gate: Gate::LOCAL,
+        gate: Gate::LOCAL.ok_alone_concludes(),
         dispatch: Dispatch::Plan(actions::lease::plan),
     },
     Declaration {
@@ -145,7 +147,8 @@ com_port_not_configured, com_port_identity_mismatch, com_port_busy, device_busy 
         )
         .audited()
         .reports_effect()
-        .proves_no_contact(),
+        .proves_no_contact()
+        .needs(&[need_either(Touched::ComPort, "allow_read", "allow_write")]),
         dispatch: Dispatch::Plan(actions::com_session::plan),
     },
     Declaration {
@@ -249,7 +252,8 @@ already_active. Fails with device_busy, can_adapter_timeout or the adapter's own
         )
         .audited()
         .reports_effect()
-        .proves_no_contact(),
+        .proves_no_contact()
+        .needs(&[need_either(Touched::CanBus, "allow_read", "allow_write")]),
         dispatch: Dispatch::Plan(actions::can_session::plan),
     },
     Declaration {

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use serde_json::{Value, json};
 
 use crate::actions::{Context, Plan};
-use crate::envelope::Outcome;
+use crate::envelope::{Outcome, overall_success, overall_success_value};
 
 mod debugger;
 mod devices;
@@ -226,6 +226,9 @@ pub struct Gate {
     /// (`bench/every_device_tests.rs`) covers exactly these, so a tool cannot gain a device the test
     /// does not refuse.
     pub needs: &'static [Need],
+    /// The call reports on leases and incidents without holding one, so its `ok` alone decides
+    /// `isError` and the exit code: a lease it reports as quarantined is its answer, not its failure.
+    pub ok_alone_concludes: bool,
 }
 
 /// A kind of configured device a tool touches, as its declaration names it.
@@ -248,10 +251,25 @@ pub struct Need {
     pub on: Touched,
     /// The permission flag (`allow_flash`); in a version 1 file only `allow_probe` of the debugger.
     pub grant: &'static str,
+    /// Another flag on the same device that serves as well (a session opens a write-only port):
+    /// the call is refused only when both are closed.
+    pub or: Option<&'static str>,
 }
 
 const fn need(on: Touched, grant: &'static str) -> Need {
-    Need { on, grant }
+    Need {
+        on,
+        grant,
+        or: None,
+    }
+}
+
+const fn need_either(on: Touched, grant: &'static str, or: &'static str) -> Need {
+    Need {
+        on,
+        grant,
+        or: Some(or),
+    }
 }
 
 impl Gate {
@@ -265,6 +283,7 @@ impl Gate {
         reports_effect: false,
         proves_no_contact: false,
         needs: &[],
+        ok_alone_concludes: false,
     };
 
     /// A tool that acts on a device under a lease, with its two incident reasons.
@@ -305,6 +324,13 @@ impl Gate {
         }
     }
 
+    const fn ok_alone_concludes(self) -> Self {
+        Self {
+            ok_alone_concludes: true,
+            ..self
+        }
+    }
+
     const fn needs(self, needs: &'static [Need]) -> Self {
         Self { needs, ..self }
     }
@@ -340,6 +366,29 @@ impl Gate {
     /// Whether the call goes on without a lease when another process holds the bench.
     pub fn runs_without_lease_when_busy(self) -> bool {
         self.lease == Some(Lease::RunEnd)
+    }
+}
+
+/// What drives `isError` and exit codes: [`overall_success`], except for a tool whose `ok` alone
+/// concludes ([`Gate::ok_alone_concludes`]).
+pub fn conclusive_success(outcome: &Outcome) -> bool {
+    if Gate::of(&outcome.tool).is_some_and(|gate| gate.ok_alone_concludes) {
+        outcome.ok
+    } else {
+        overall_success(outcome)
+    }
+}
+
+/// [`conclusive_success`] over a result document (what the CLI's exit code follows).
+pub fn conclusive_success_value(result: &Value) -> bool {
+    let tool = result
+        .get("tool")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if Gate::of(tool).is_some_and(|gate| gate.ok_alone_concludes) {
+        result.get("ok").and_then(Value::as_bool).unwrap_or(false)
+    } else {
+        overall_success_value(result)
     }
 }
 
@@ -391,7 +440,7 @@ impl Declaration {
             title: self.title.to_owned(),
             description: self.description.to_owned(),
             input_schema: (self.schema)(),
-            output_schema: crate::catalogue_output::output_schema(self.name),
+            output_schema: crate::catalogue_output::output_schema(self.id),
             read_only,
             destructive,
             idempotent,

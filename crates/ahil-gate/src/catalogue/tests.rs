@@ -161,3 +161,14 @@ fn read_only_annotations_carry_only_the_read_only_and_open_world_hints() {
         json!({"title": "Debugger backend availability", "readOnlyHint": true, "openWorldHint": false})
     );
 }
+
+#[test]
+fn lease_status_reports_succeed_on_ok_alone() {
+    let mut outcome = crate::Outcome::ok("hardware_lease_status", "held");
+    outcome.quarantined = Some(true);
+    assert!(super::conclusive_success(&outcome));
+    assert!(super::conclusive_success_value(&outcome.to_value()));
+    outcome.tool = "probe_target".into();
+    assert!(!super::conclusive_success(&outcome));
+    assert!(!super::conclusive_success_value(&outcome.to_value()));
+}

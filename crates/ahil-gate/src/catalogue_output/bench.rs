@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use super::{count, flag, implicit_run, lines, list, number, object, owner, text};
 
 /// Fields these tools share: the run, the probe's confirmation, the reactor run record.
-fn bench_family() -> Value {
+pub(super) fn bench_family() -> Value {
     json!({
         "declared_devices": lines(),
         "run_label": {"type": ["null", "string"]},
@@ -13,7 +13,7 @@ fn bench_family() -> Value {
         "owner": owner(),
         "devices": {"type": "array", "items": {"type": "object"}},
         "held_devices": lines(),
-        "probe_id": text(),
+        "probe_id": {"type": ["null", "string"]},
         "supported_versions": text(),
         "timed_out": flag(),
         "success_confirmed": flag(),
@@ -52,79 +52,115 @@ fn bench_family() -> Value {
     })
 }
 
-/// The family's fields and the tool's own, or `None` when `tool` is not one of this module's.
-pub(super) fn fields(tool: &str) -> Option<(Value, Value)> {
-    let own = match tool {
-        "debugger_info" => json!({
-            "executable": text(),
-            "run": implicit_run(),
-            "driver_log": text(),
-        }),
-        "bench_run_start" => json!({
-            "warnings": lines(),
-            "reclaimed": {"type": "array", "items": {"type": "object"}},
-        }),
-        "bench_run_stop" => json!({
-            "released_devices": lines(),
-            "run_was_active": flag(),
-            "open_leases": lines(),
-            "still_held_devices": lines(),
-        }),
-        "bench_run_status" => json!({
-            "run_active": flag(),
-        }),
-        "debugger_probes_list" => json!({
-            "probes": {"type": "array", "items": {"type": "object"}},
-            "complete": flag(),
-            "note": text(),
-            "run": implicit_run(),
-            "com_port_device": text(),
-        }),
-        "probe_target" => json!({
-            "run": implicit_run(),
-            "target_detected": flag(),
-            "backend_warnings": lines(),
-            "target": text(),
-        }),
-        "flash_firmware" => flash_firmware_fields(),
-        "reset_target" => json!({
-            "run": implicit_run(),
-            "supported_modes": lines(),
-        }),
-        "get_last_report" => json!({
-            // The last report is itself a result envelope, of whichever tool wrote it.
-            "report": object(),
-            "workspace_report_state": text(),
-        }),
-        "hardware_lease_status" => lease_status_fields(),
-        "hardware_recover" => json!({
-            "physical_check_reasons": lines(),
-            "agent_clearable_reasons": list(),
-            "was_quarantined": flag(),
-            "nothing_to_recover": flag(),
-        }),
-        "test_reactor_run" => reactor_run_fields(),
-        "test_reactor_status" => json!({
-            "run": text(),
-            "runs": {"type": "array", "items": {"type": "object"}},
-            "active_runs": list(),
-        }),
-        "test_reactor_stop" => json!({
-            "run": text(),
-            "stop_requested": flag(),
-        }),
-        "classify_last_error" => json!({
-            "source_tool": text(),
-            "step_error_type": text(),
-            "canonical_audit": object(),
-        }),
-        _ => return None,
-    };
-    Some((bench_family(), own))
+/// `debugger_info`'s own fields.
+pub(super) fn debugger_info() -> Value {
+    json!({
+        "executable": text(),
+        "run": implicit_run(),
+        "driver_log": text(),
+    })
+}
+
+/// `bench_run_start`'s own fields.
+pub(super) fn bench_run_start() -> Value {
+    json!({
+        "warnings": lines(),
+        "reclaimed": {"type": "array", "items": {"type": "object"}},
+    })
+}
+
+/// `bench_run_stop`'s own fields.
+pub(super) fn bench_run_stop() -> Value {
+    json!({
+        "released_devices": lines(),
+        "run_was_active": flag(),
+        "open_leases": lines(),
+        "still_held_devices": lines(),
+    })
+}
+
+/// `bench_run_status`'s own fields.
+pub(super) fn bench_run_status() -> Value {
+    json!({
+        "run_active": flag(),
+    })
+}
+
+/// `debugger_probes_list`'s own fields.
+pub(super) fn debugger_probes_list() -> Value {
+    json!({
+        "probes": {"type": "array", "items": {"type": "object"}},
+        "complete": flag(),
+        "note": text(),
+        "run": implicit_run(),
+        "com_port_device": text(),
+    })
+}
+
+/// `probe_target`'s own fields.
+pub(super) fn probe_target() -> Value {
+    json!({
+        "run": implicit_run(),
+        "target_detected": flag(),
+        "backend_warnings": lines(),
+        "target": text(),
+    })
+}
+
+/// `reset_target`'s own fields.
+pub(super) fn reset_target() -> Value {
+    json!({
+        "run": implicit_run(),
+        "supported_modes": lines(),
+    })
+}
+
+/// `get_last_report`'s own fields.
+pub(super) fn get_last_report() -> Value {
+    json!({
+        "report": object(),
+        "workspace_report_state": text(),
+    })
+}
+
+/// `hardware_recover`'s own fields.
+pub(super) fn hardware_recover() -> Value {
+    json!({
+        "physical_check_reasons": lines(),
+        "agent_clearable_reasons": list(),
+        "was_quarantined": flag(),
+        "nothing_to_recover": flag(),
+    })
+}
+
+/// `test_reactor_status`'s own fields.
+pub(super) fn test_reactor_status() -> Value {
+    json!({
+        "run": text(),
+        "runs": {"type": "array", "items": {"type": "object"}},
+        "active_runs": list(),
+    })
+}
+
+/// `test_reactor_stop`'s own fields.
+pub(super) fn test_reactor_stop() -> Value {
+    json!({
+        "run": text(),
+        "stop_requested": flag(),
+    })
+}
+
+/// `classify_last_error`'s own fields.
+pub(super) fn classify_last_error() -> Value {
+    json!({
+        "source_tool": text(),
+        "step_error_type": text(),
+        "canonical_audit": object(),
+    })
 }
 
 /// `flash_firmware`'s own fields.
-fn flash_firmware_fields() -> Value {
+pub(super) fn flash_firmware_fields() -> Value {
     json!({
         "verify": flag(),
         "reset_after_flash": flag(),
@@ -165,7 +201,7 @@ fn flash_firmware_fields() -> Value {
 }
 
 /// `hardware_lease_status`'s own fields.
-fn lease_status_fields() -> Value {
+pub(super) fn lease_status_fields() -> Value {
     json!({
         "project_resource": text(),
         "owner_active": flag(),
@@ -205,7 +241,7 @@ fn lease_status_fields() -> Value {
 }
 
 /// `test_reactor_run`'s own fields.
-fn reactor_run_fields() -> Value {
+pub(super) fn reactor_run_fields() -> Value {
     json!({
         "run": text(),
         "steps": {"type": "array", "items": {"type": "object"}},

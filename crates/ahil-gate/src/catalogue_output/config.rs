@@ -5,14 +5,14 @@ use serde_json::{Value, json};
 use super::{count, flag, implicit_run, lines, list, number, object, text};
 
 /// Fields the configuration tools share.
-fn config_family() -> Value {
+pub(super) fn config_family() -> Value {
     json!({
         "created_entries": lines(),
         "redirected_entries": lines(),
         "permissions_changed": lines(),
         "permission_changes": {"type": "array", "items": {"type": "object"}},
         "provenance": {
-            "type": "object",
+            "type": ["null", "object"],
             "properties": {
                 "last_modified_by": text(),
                 "last_modified_via": text(),
@@ -48,114 +48,135 @@ fn config_family() -> Value {
     })
 }
 
-/// The family's fields and the tool's own, or `None` when `tool` is not one of this module's.
-pub(super) fn fields(tool: &str) -> Option<(Value, Value)> {
-    let own = match tool {
-        "project_config_describe" => json!({
-            "document_source": text(),
-            "config_version": count(),
-            "rights": {"type": "array", "items": {"type": "object"}},
-            "regeneration": {
-                "type": "object",
-                "properties": {
-                    "permission": text(),
-                    "key": text(),
-                    "granted": flag(),
-                    "covers": text(),
-                },
+/// `project_config_describe`'s own fields.
+pub(super) fn project_config_describe() -> Value {
+    json!({
+        "document_source": text(),
+        "config_version": count(),
+        "rights": {"type": "array", "items": {"type": "object"}},
+        "regeneration": {
+            "type": "object",
+            "properties": {
+                "permission": text(),
+                "key": text(),
+                "granted": flag(),
+                "covers": text(),
             },
-            "writable_keys": {"type": "array", "items": {"type": "object"}},
-            "locked_keys": {"type": "array", "items": {"type": "object"}},
-            "new_entry_patterns": {"type": "array", "items": {"type": "object"}},
-            "open_holds": {
-                "type": ["null", "object"],
-                "properties": {
-                    "devices": list(),
-                    "run": object(),
-                },
+        },
+        "writable_keys": {"type": "array", "items": {"type": "object"}},
+        "locked_keys": {"type": "array", "items": {"type": "object"}},
+        "new_entry_patterns": {"type": "array", "items": {"type": "object"}},
+        "open_holds": {
+            "type": ["null", "object"],
+            "properties": {
+                "devices": list(),
+                "run": object(),
             },
-            "writes_blocked_by_open_run": flag(),
-        }),
-        "project_config_create" => json!({
-            "created": flag(),
-            "state_root": text(),
-            "optional_override": text(),
-            "permissions": object(),
-            "narrowed_permissions": lines(),
-            "dropped_entries": list(),
-            "closed_entries": lines(),
-            "hardware_discovery": {
-                "type": "object",
-                "properties": {
-                    "ran": list(),
-                    "debuggers": list(),
-                    "com_ports": list(),
-                    "skeleton": flag(),
-                },
+        },
+        "writes_blocked_by_open_run": flag(),
+    })
+}
+
+/// `project_config_create`'s own fields.
+pub(super) fn project_config_create() -> Value {
+    json!({
+        "created": flag(),
+        "state_root": text(),
+        "optional_override": text(),
+        "permissions": object(),
+        "narrowed_permissions": lines(),
+        "dropped_entries": list(),
+        "closed_entries": lines(),
+        "hardware_discovery": {
+            "type": "object",
+            "properties": {
+                "ran": list(),
+                "debuggers": list(),
+                "com_ports": list(),
+                "skeleton": flag(),
             },
-        }),
-        "project_config_set" => json!({
-            "keys": lines(),
-            "changes": {"type": "array", "items": {"type": "object"}},
-            "written": flag(),
-            "value_schema": {
-                "type": "object",
-                "properties": {
-                    "type": text(),
-                    "default": {
-                        "type": ["array", "boolean", "null", "number", "object", "string"],
-                    },
-                    "minimum": number(),
+        },
+    })
+}
+
+/// `project_config_set`'s own fields.
+pub(super) fn project_config_set() -> Value {
+    json!({
+        "keys": lines(),
+        "changes": {"type": "array", "items": {"type": "object"}},
+        "written": flag(),
+        "value_schema": {
+            "type": "object",
+            "properties": {
+                // A JSON schema node's `type`: one name or a list of them.
+                "type": {"type": ["array", "string"]},
+                "default": {
+                    "type": ["array", "boolean", "null", "number", "object", "string"],
                 },
+                "minimum": number(),
             },
-            "permissions_frozen": flag(),
-            "open_holds": lines(),
-        }),
-        "project_config_adopt_hardware" => json!({
-            "candidate_probe_ids": lines(),
-            "run": implicit_run(),
-            "debugger_id": text(),
-            "com_port_id": {"type": ["null", "string"]},
-            "creates_com_port": flag(),
-            "carried": {"type": "array", "items": {"type": "object"}},
-            "already_current": {"type": "array", "items": {"type": "object"}},
-            "kept": list(),
-            "operator_only": list(),
-            "unavailable": {"type": "array", "items": {"type": "object"}},
-            "applied": flag(),
-            "write": {
-                "type": "object",
-                "properties": {
-                    "path": text(),
-                    "keys": list(),
-                },
+        },
+        "permissions_frozen": flag(),
+        "open_holds": lines(),
+    })
+}
+
+/// `project_config_adopt_hardware`'s own fields.
+pub(super) fn project_config_adopt_hardware() -> Value {
+    json!({
+        "candidate_probe_ids": lines(),
+        "run": implicit_run(),
+        "debugger_id": text(),
+        "com_port_id": {"type": ["null", "string"]},
+        "creates_com_port": flag(),
+        "carried": {"type": "array", "items": {"type": "object"}},
+        "already_current": {"type": "array", "items": {"type": "object"}},
+        "kept": list(),
+        "operator_only": list(),
+        "unavailable": {"type": "array", "items": {"type": "object"}},
+        "applied": flag(),
+        "write": {
+            "type": "object",
+            "properties": {
+                "path": text(),
+                "keys": list(),
             },
-        }),
-        "project_config_reload_description" => json!({
-            "reloaded": flag(),
-            "description_changed": flag(),
-            "description_changes": lines(),
-            "reloaded_sections": lines(),
-            "not_reloaded_sections": {"type": "array", "items": {"type": "object"}},
-            "permissions_reloaded": flag(),
-            "permission_differences": lines(),
-            "restart_required_for": lines(),
-            "open_holds": lines(),
-        }),
-        "artifact_upload" => json!({
-            "artifact_id": text(),
-        }),
-        "server_upgrade" => json!({
-            "reinstall_command": text(),
-            "open_holds": lines(),
-            "upgraded_on_disk": flag(),
-            "restart_required": flag(),
-            "manager": text(),
-            "previous_version": text(),
-            "available_version": text(),
-            "running_version": text(),
-        }),
-        _ => return None,
-    };
-    Some((config_family(), own))
+        },
+    })
+}
+
+/// `project_config_reload_description`'s own fields.
+pub(super) fn project_config_reload_description() -> Value {
+    json!({
+        "reloaded": flag(),
+        "description_changed": flag(),
+        "description_changes": lines(),
+        "reloaded_sections": lines(),
+        "not_reloaded_sections": {"type": "array", "items": {"type": "object"}},
+        "permissions_reloaded": flag(),
+        "permission_differences": lines(),
+        "restart_required_for": lines(),
+        "open_holds": lines(),
+    })
+}
+
+/// `artifact_upload`'s own fields.
+pub(super) fn artifact_upload() -> Value {
+    json!({
+        "artifact_id": text(),
+    })
+}
+
+/// `server_upgrade`'s own fields.
+pub(super) fn server_upgrade() -> Value {
+    json!({
+        "reinstall_command": text(),
+        "open_holds": lines(),
+        "upgraded_on_disk": flag(),
+        "restart_required": flag(),
+        "manager": text(),
+        "previous_version": text(),
+        "available_version": text(),
+        "running_version": text(),
+    })
 }

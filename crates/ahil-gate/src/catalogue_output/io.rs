@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use super::{count, flag, implicit_run, lines, list, number, object, text};
 
 /// Fields the COM tools share.
-fn com_family() -> Value {
+pub(super) fn com_family() -> Value {
     json!({
         "run": implicit_run(),
         "data": {
@@ -27,7 +27,7 @@ fn com_family() -> Value {
 }
 
 /// Fields the CAN tools share.
-fn can_family() -> Value {
+pub(super) fn can_family() -> Value {
     json!({
         "bus_id": text(),
         "configured_buses": lines(),
@@ -59,7 +59,7 @@ fn can_family() -> Value {
 }
 
 /// Fields the power-supply tools share.
-fn power_family() -> Value {
+pub(super) fn power_family() -> Value {
     json!({
         "run": implicit_run(),
         "read_back": {
@@ -100,131 +100,164 @@ fn power_family() -> Value {
     })
 }
 
-/// The family's fields and the tool's own, or `None` when `tool` is not one of this module's.
-pub(super) fn fields(tool: &str) -> Option<(Value, Value)> {
-    let own = match tool {
-        "com_ports_list" => json!({
-            "ports": object(),
-            "available_com_ports": {
-                "type": "object",
-                "properties": {
-                    "ok": flag(),
-                    "tool": text(),
-                    "ports": list(),
-                    "legacy_stubs_hidden": number(),
-                    "summary": text(),
-                },
+/// `com_ports_list`'s own fields.
+pub(super) fn com_ports_list() -> Value {
+    json!({
+        "ports": object(),
+        "available_com_ports": {
+            "type": "object",
+            "properties": {
+                "ok": flag(),
+                "tool": text(),
+                "ports": list(),
+                "legacy_stubs_hidden": number(),
+                "summary": text(),
             },
-        }),
-        "com_session_start" => json!({
-            "power_supply": text(),
-            "quarantine_scope": text(),
-            "configured_ports": lines(),
-        }),
-        "com_read" => json!({
-            "bytes_read": count(),
-            "buffer_remaining_bytes": count(),
-            "overflow_bytes": count(),
-            "matched": text(),
-        }),
-        "can_buses_list" => json!({
-            "buses": object(),
-            "supported_adapters": lines(),
-        }),
-        "can_session_start" => json!({
-            "frames_drained": count(),
-            "link_state": {
-                "type": "object",
-                "properties": {
-                    "interface": text(),
-                    "info_kind": {"type": ["null", "string"]},
-                    "up": flag(),
-                    "operstate": text(),
-                    "ctrlmode": list(),
-                },
+        },
+    })
+}
+
+/// `com_session_start`'s own fields.
+pub(super) fn com_session_start() -> Value {
+    json!({
+        "power_supply": text(),
+        "quarantine_scope": text(),
+        "configured_ports": lines(),
+    })
+}
+
+/// `com_read`'s own fields.
+pub(super) fn com_read() -> Value {
+    json!({
+        "bytes_read": count(),
+        "buffer_remaining_bytes": count(),
+        "overflow_bytes": count(),
+        "matched": text(),
+    })
+}
+
+/// `can_buses_list`'s own fields.
+pub(super) fn can_buses_list() -> Value {
+    json!({
+        "buses": object(),
+        "supported_adapters": lines(),
+    })
+}
+
+/// `can_session_start`'s own fields.
+pub(super) fn can_session_start() -> Value {
+    json!({
+        "frames_drained": count(),
+        "link_state": {
+            "type": "object",
+            "properties": {
+                "interface": text(),
+                "info_kind": {"type": ["null", "string"]},
+                "up": flag(),
+                "operstate": text(),
+                "ctrlmode": list(),
             },
-            "listen_only_requested": flag(),
-            "listen_only_confirmed": flag(),
-            "cleanup_confirmed": flag(),
-            "participant": text(),
-        }),
-        "can_session_stop" => json!({
-            "close_result": {
-                "type": "object",
-                "properties": {
-                    "safe_state_confirmed": flag(),
-                    "process_reaped": flag(),
-                    "report": object(),
-                },
+        },
+        "listen_only_requested": flag(),
+        "listen_only_confirmed": flag(),
+        "cleanup_confirmed": flag(),
+        "participant": text(),
+    })
+}
+
+/// `can_session_stop`'s own fields.
+pub(super) fn can_session_stop() -> Value {
+    json!({
+        "close_result": {
+            "type": "object",
+            "properties": {
+                "safe_state_confirmed": flag(),
+                "process_reaped": flag(),
+                "report": object(),
             },
-            "adapter_error": {
-                "type": "object",
-                "properties": {
-                    "error_type": text(),
-                    "summary": text(),
-                },
+        },
+        "adapter_error": {
+            "type": "object",
+            "properties": {
+                "error_type": text(),
+                "summary": text(),
             },
-        }),
-        "can_send" => json!({
-            "frame": {
-                "type": "object",
-                "properties": {
-                    "id": count(),
-                    "id_hex": text(),
-                    "extended": flag(),
-                    "rtr": flag(),
-                    "data_hex": text(),
-                    "dlc": count(),
-                },
+        },
+    })
+}
+
+/// `can_send`'s own fields.
+pub(super) fn can_send() -> Value {
+    json!({
+        "frame": {
+            "type": "object",
+            "properties": {
+                "id": count(),
+                "id_hex": text(),
+                "extended": flag(),
+                "rtr": flag(),
+                "data_hex": text(),
+                "dlc": count(),
             },
-            "bytes_requested": count(),
-            "allowed_lengths": {"type": "array", "items": {"type": "number"}},
-            "listen_only": flag(),
-            "listen_only_enforcement": text(),
-        }),
-        "can_read" => json!({
-            "frames_read": count(),
-            "frames": {"type": "array", "items": {"type": "object"}},
-            "dropped_frames": count(),
-            "max_buffer_frames": count(),
-            "matched_id": count(),
-        }),
-        "power_supply_status" => json!({
-            "writes_refused_reason": {"type": ["null", "string"]},
-        }),
-        "power_supply_set" => json!({
-            "requested": {
-                "type": ["object", "string"],
-                "properties": {
-                    "voltage_v": text(),
-                    "current_a": text(),
-                },
+        },
+        "bytes_requested": count(),
+        "allowed_lengths": {"type": "array", "items": {"type": "number"}},
+        "listen_only": flag(),
+        "listen_only_enforcement": text(),
+    })
+}
+
+/// `can_read`'s own fields.
+pub(super) fn can_read() -> Value {
+    json!({
+        "frames_read": count(),
+        "frames": {"type": "array", "items": {"type": "object"}},
+        "dropped_frames": count(),
+        "max_buffer_frames": count(),
+        "matched_id": count(),
+    })
+}
+
+/// `power_supply_status`'s own fields.
+pub(super) fn power_supply_status() -> Value {
+    json!({
+        "writes_refused_reason": {"type": ["null", "string"]},
+    })
+}
+
+/// `power_supply_set`'s own fields.
+pub(super) fn power_supply_set() -> Value {
+    json!({
+        "requested": {
+            "type": ["object", "string"],
+            "properties": {
+                "voltage_v": text(),
+                "current_a": text(),
             },
-            "expected_idn_serial": text(),
-            "reported_idn_serial": text(),
-        }),
-        "power_supply_output" => json!({
-            "requested": {
-                "type": ["object", "string"],
-                "properties": {"output_on": {"type": "boolean"}},
-            },
-            "was_on": flag(),
-        }),
-        "power_supply_cycle" => json!({
-            "requested": {
-                "type": "object",
-                "properties": {"output_on": {"type": "boolean"}},
-            },
-            "off_s": number(),
-        }),
-        // Only the family's fields.
-        "com_session_stop" | "com_write" => json!({}),
-        _ => return None,
-    };
-    let family = match tool.split('_').next() {
-        Some("com") => com_family(),
-        Some("can") => can_family(),
-        _ => power_family(),
-    };
-    Some((family, own))
+        },
+        "expected_idn_serial": text(),
+        "reported_idn_serial": text(),
+    })
+}
+
+/// `power_supply_output`'s own fields.
+pub(super) fn power_supply_output() -> Value {
+    json!({
+        "requested": {
+            "type": ["object", "string"],
+            "properties": {"output_on": {"type": "boolean"}},
+        },
+        "was_on": flag(),
+    })
+}
+
+/// `power_supply_cycle`'s own fields.
+pub(super) fn power_supply_cycle() -> Value {
+    json!({
+        "requested": {
+            "type": "object",
+            "properties": {"output_on": {"type": "boolean"}},
+        },
+        "off_s": number(),
+    })
 }

@@ -40,9 +40,6 @@ impl View<'_> {
     }
 }
 
-/// The tool the gate hands to the reactor instead of an action.
-pub const RUN_TOOL: &str = "test_reactor_run";
-
 /// What the reactor reads from the gate beside `call`.
 pub struct View<'a> {
     pub startup: &'a LoadedConfig,

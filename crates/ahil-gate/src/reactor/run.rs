@@ -4,6 +4,7 @@
 //! report and the terminal record.
 
 use crate::ErrorType;
+use crate::catalogue::ToolId;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ use crate::envelope::{Outcome, overall_success};
 use crate::ownership::runs;
 
 /// The tool name the run's result and report carry.
-pub const TOOL: &str = "test_reactor_run";
+pub const TOOL: ToolId = ToolId::TestReactorRun;
 
 /// How a run was asked for.
 #[derive(Default)]
@@ -43,7 +44,7 @@ pub fn bench_run_open(view: &View<'_>) -> Option<Outcome> {
     let run = view.ownership.runs.current()?;
     Some(
         Outcome::refused(
-            crate::reactor::RUN_TOOL,
+            TOOL,
             ErrorType::RunAlreadyActive,
             "A bench run is open on this server; a test plan declares and holds its own devices.",
         )
@@ -83,11 +84,7 @@ pub fn load(view: &View<'_>, plan_path: Option<&str>) -> Result<LoadedPlan, Box<
         PathBuf::from,
     );
     load_plan(workspace, &path).map_err(|err| {
-        let mut outcome = Outcome::refused(
-            crate::reactor::RUN_TOOL,
-            ErrorType::layer(err.error_type()),
-            err.summary(),
-        );
+        let mut outcome = Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.summary());
         for (key, value) in err.details() {
             outcome.set(&key, value);
         }
@@ -116,7 +113,7 @@ fn refusal_from(err: &RecordError) -> Outcome {
 
 /// Runs a plan attached: answers when it ended.
 pub async fn execute(bench: &Bench, request: Request) -> Outcome {
-    let (view, plan) = match prepare(bench, request.plan_path.as_deref(), TOOL) {
+    let (view, plan) = match prepare(bench, request.plan_path.as_deref(), TOOL.name()) {
         Ok(ready) => ready,
         Err(refusal) => return *refusal,
     };
@@ -194,7 +191,7 @@ async fn drive(
             );
         }
     };
-    let devices = match runs::resolve(view.loaded(), TOOL, &prepared.selectors) {
+    let devices = match runs::resolve(view.loaded(), TOOL.name(), &prepared.selectors) {
         Ok(devices) => devices,
         Err(refusal) => return no_step(merge(base(plan), *refusal, "No step ran.")),
     };
@@ -204,7 +201,7 @@ async fn drive(
     let held = tokio::task::spawn_blocking(move || {
         ownership
             .runs
-            .start(&ownership.locks, TOOL, devices, Some(&label), wait)
+            .start(&ownership.locks, TOOL.name(), devices, Some(&label), wait)
     })
     .await
     .unwrap_or_else(|err| {
@@ -272,7 +269,7 @@ async fn drive(
     // Its sessions are closed by now, so no lease is left to name.
     view.ownership
         .runs
-        .stop(&view.ownership.locks, TOOL, |_| Vec::new());
+        .stop(&view.ownership.locks, TOOL.name(), |_| Vec::new());
 
     let mut outcome = base(plan)
         .with("declared_devices", declared)
