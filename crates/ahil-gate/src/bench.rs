@@ -14,9 +14,10 @@ use ahil_drivers::Contact;
 use ahil_drivers::process::CancelFlag;
 use serde_json::Value;
 
+use crate::actions::Dispatch;
 use crate::actions::{self, Acted, Context, DriverJob, Work};
 use crate::audit::{self, Audit};
-use crate::catalogue::{self, Dispatch, ToolId, ToolSpec};
+use crate::catalogue::{self, ToolId, ToolSpec};
 use crate::claims::Claims;
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus, mark_side_effect};
 use crate::ownership::Ownership;
@@ -257,7 +258,7 @@ impl Bench {
         let snapshot = Snapshot::take(loaded);
 
         // A test plan is a frontend of this gate: every step it runs comes back through `call`.
-        if matches!(id.declaration().dispatch, Dispatch::Reactor) {
+        if matches!(actions::dispatch(id), Dispatch::Reactor) {
             let outcome = crate::reactor::run_tool(self, &args).await;
             return answer(outcome, &snapshot, started, clock);
         }

@@ -1,7 +1,8 @@
 use super::*;
 use crate::ErrorType;
+use crate::actions::Dispatch;
 use crate::actions::Plan;
-use crate::catalogue::{Dispatch, ToolId};
+use crate::catalogue::ToolId;
 use crate::testkit::{Fixture, NULL_EXECUTABLE, executable_line};
 use serde_json::json;
 use std::sync::Arc;
@@ -425,7 +426,7 @@ async fn debug_sessions_answer_not_supported_on_backends_without_a_gdb_server() 
 
 /// The outcome a declared tool's plan gives for `{}` on the starter bench: its refusal, or what
 /// its local work answers. Driver work is not run (it would start a backend).
-fn planned_outcome(parts: &Provisioned, id: ToolId, plan: catalogue::PlanFn) -> Option<Outcome> {
+fn planned_outcome(parts: &Provisioned, id: ToolId, plan: actions::PlanFn) -> Option<Outcome> {
     let args = json!({});
     let snapshot = Snapshot::take(&parts.loaded);
     let ctx = parts.context(id, &args, &parts.loaded, &snapshot);
@@ -448,7 +449,7 @@ async fn every_declared_tool_is_dispatched_to_a_plan_that_answers_under_its_own_
     };
     let mut answered = 0;
     for declared in catalogue::declarations() {
-        let Dispatch::Plan(plan) = declared.dispatch else {
+        let Dispatch::Plan(plan) = actions::dispatch(declared.id) else {
             continue;
         };
         let Some(outcome) =

@@ -5,8 +5,7 @@ use super::schemas::{
     debug_set_breakpoint_schema, debug_start_session_schema, debug_stop_session_schema,
     debug_symbol_schema, flash_firmware_schema, no_arguments, reset_target_schema,
 };
-use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId, Touched, need};
-use crate::actions;
+use super::{Availability, Declaration, Gate, Kind, Lease, ToolId, Touched, need};
 
 /// Reads the probe or the target and proves when it never reached it.
 const PROBE_READ: Gate = Gate::leased(
@@ -43,7 +42,6 @@ probe_target.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: PROBE_READ,
-        dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
         id: ToolId::ProbeTarget,
@@ -62,7 +60,6 @@ not_supported. Next: flash_firmware or reset_target.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: PROBE_READ,
-        dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
         id: ToolId::FlashFirmware,
@@ -96,7 +93,6 @@ hardware_state unknown.",
             need(Touched::ComPort, "allow_read"),
             need(Touched::Uploads, "allow_upload"),
         ]),
-        dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
         id: ToolId::ResetTarget,
@@ -122,7 +118,6 @@ use probe_target.",
         .reports_effect()
         .proves_no_contact()
         .needs(&[need(Touched::Debugger, "allow_reset")]),
-        dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
         id: ToolId::DebugStartSession,
@@ -153,7 +148,6 @@ session_already_active, artifact_validation_failed, target_not_detected, debugge
             need(Touched::Debugger, "allow_flash"),
             need(Touched::Uploads, "allow_upload"),
         ]),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugStopSession,
@@ -174,7 +168,6 @@ and keeps the session.",
             "debug_session_cleanup_unconfirmed",
             "debug_audit_broken",
         ),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugGetSessionStatus,
@@ -187,7 +180,6 @@ breakpoints and its last stop. Touches no hardware.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: SESSION_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugSetBreakpoint,
@@ -210,7 +202,6 @@ with session_not_active, permission_denied or symbol_not_found.",
         )
         .audited()
         .reports_effect(),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugListBreakpoints,
@@ -222,7 +213,6 @@ with session_not_active, permission_denied or symbol_not_found.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: SESSION_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugClearBreakpoints,
@@ -242,7 +232,6 @@ cleared. A breakpoint gdb still lists gives breakpoint_reconciliation_failed.",
             "debug_breakpoint_cleanup_unconfirmed",
             "debug_audit_broken",
         ),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugContinue,
@@ -269,7 +258,6 @@ exception stop is never resumed. Without a stop in time the core is halted again
             need(Touched::Debugger, "allow_probe"),
             need(Touched::Debugger, "allow_debug_execution"),
         ]),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugHalt,
@@ -289,7 +277,6 @@ unconfirmed halt gives timeout with halt_confirmed false and target_state unknow
             "debug_target_state_unconfirmed",
             "debug_audit_broken",
         ),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugGetStopReason,
@@ -302,7 +289,6 @@ stop_reason_not_available. Touches no hardware.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: SESSION_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugSymbolInfo,
@@ -315,7 +301,6 @@ memory. Fails with permission_denied (not in debug.allowed_symbols) or symbol_no
         schema: debug_symbol_schema,
         availability: Availability::Always,
         gate: SYMBOL_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugSymbolValue,
@@ -329,7 +314,6 @@ refused. Fails with permission_denied, symbol_not_found or memory_read_failed.",
         schema: debug_symbol_schema,
         availability: Availability::Always,
         gate: SYMBOL_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugDumpSymbolIhex,
@@ -347,6 +331,5 @@ debug.max_dump_size_bytes are refused. Fails with output_validation_failed, perm
         schema: debug_dump_symbol_ihex_schema,
         availability: Availability::Always,
         gate: SYMBOL_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
 ];

@@ -10,7 +10,7 @@ use ahil_drivers::Contact;
 use ahil_drivers::process::CancelFlag;
 use serde_json::Value;
 
-use crate::catalogue::{Dispatch, ToolId};
+use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
 use crate::policy::{Action, Device, DeviceUse};
 use crate::snapshot::Snapshot;
@@ -32,6 +32,7 @@ pub mod debug;
 mod debug_ops;
 pub mod debugger_info;
 pub mod describe;
+mod dispatch;
 mod flash_capture;
 pub mod lease;
 pub mod power;
@@ -41,6 +42,8 @@ pub mod probe_rs;
 pub mod reports;
 pub mod test_reactor;
 pub mod upgrade;
+
+pub use dispatch::{Dispatch, PlanFn, dispatch};
 
 /// What an action gets to look at.
 pub struct Context<'a> {
@@ -136,9 +139,9 @@ pub(crate) fn take_session_locks(
 }
 
 /// The plan for the call's tool, or a refusal that needs no authorization (wrong probe count, …).
-/// Dispatch is the tool's declaration: no tool name is matched here.
+/// Dispatch is bound by the tool's id: no tool name is matched here.
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
-    match ctx.tool.declaration().dispatch {
+    match dispatch(ctx.tool) {
         Dispatch::Plan(plan) => plan(ctx),
         Dispatch::Reactor => Err(misrouted(ctx.tool)),
     }
