@@ -6,7 +6,6 @@
 
 pub mod actions;
 pub mod artifacts;
-pub mod bench;
 pub mod bootstrap;
 pub mod can;
 pub mod config_edit;
@@ -15,21 +14,33 @@ pub mod doctor;
 pub mod observe;
 pub mod operator;
 pub mod power;
-pub mod progress;
 pub mod provision;
 pub mod reactor;
 pub mod serial;
 pub mod session_table;
 pub mod sim;
+mod tools;
 
 // The core's modules under their old names, so the tools' `crate::audit::…` paths read as before.
 pub use ahil_core::{
     audit, cancel, catalogue, catalogue_output, claims, envelope, fsio, incidents, ownership,
-    policy, snapshot, validate,
+    policy, progress, snapshot, validate,
 };
+
+/// The gate over this crate's tools: every frontend's one entry point.
+pub type Bench = ahil_core::Bench<actions::Held>;
 
 #[cfg(test)]
 use ahil_core::testkit;
+
+// The pipeline's tests run the real tools, so they live with them.
+#[cfg(test)]
+#[path = "bench_tests.rs"]
+mod bench_tests;
+
+#[cfg(test)]
+#[path = "bench/every_device_tests.rs"]
+mod every_device_tests;
 
 /// How the binary's own children (cargo, an upgrade candidate) are started: the pinned-program check
 /// and the child environment, and nothing else of the drivers' runner.
@@ -46,7 +57,6 @@ pub mod child {
 }
 
 pub use ahil_core::ErrorType;
-pub use bench::Bench;
 pub use catalogue::{ToolSpec, tools};
 pub use doctor::doctor;
 pub use envelope::{

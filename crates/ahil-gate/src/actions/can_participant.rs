@@ -38,7 +38,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         unreachable!("a participant plan needs a share");
     };
     let lock_key = entry.lock_key();
-    let sessions = Arc::clone(ctx.can);
+    let sessions = Arc::clone(&ctx.can);
     if ctx.tool == ToolId::CanSessionStop {
         let owned = bus_id.to_owned();
         return Ok(Plan {

@@ -3,17 +3,11 @@
 //! stages, so no tool can skip authorization or claiming.
 
 use crate::ErrorType;
-use std::time::Duration;
 
-use ahil_config::{Environment, LoadedConfig};
 use ahil_drivers::Contact;
-use ahil_drivers::process::CancelFlag;
-use serde_json::Value;
 
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
-use crate::policy::{Action, Device, DeviceUse};
-use crate::snapshot::Snapshot;
 
 pub mod artifact_upload;
 pub mod bench_run;
@@ -45,80 +39,24 @@ pub mod upgrade;
 
 pub use dispatch::{Dispatch, PlanFn, dispatch};
 
-/// What an action gets to look at.
-pub struct Context<'a> {
-    pub tool: ToolId,
-    pub args: &'a Value,
-    pub loaded: &'a LoadedConfig,
-    pub env: &'a Environment,
-    pub snapshot: &'a Snapshot,
-    /// The devices and run this server holds.
-    pub ownership: &'a std::sync::Arc<crate::ownership::Ownership>,
+/// What the tools hold across calls, beside the core's state: the sessions and the reloaded
+/// description. A [`Context`] reads these fields as its own (`ctx.serial`).
+#[derive(Default)]
+pub struct Held {
     /// The COM sessions this server holds.
-    pub serial: &'a std::sync::Arc<crate::serial::Sessions>,
+    pub serial: std::sync::Arc<crate::serial::Sessions>,
     /// The debug session this server holds.
-    pub debug: &'a std::sync::Arc<crate::debug::Sessions>,
+    pub debug: std::sync::Arc<crate::debug::Sessions>,
     /// The CAN sessions this server holds.
-    pub can: &'a std::sync::Arc<crate::can::Sessions>,
-    /// This configuration's leases and incidents.
-    pub coordinator: &'a std::sync::Arc<crate::ownership::coordination::Coordinator>,
+    pub can: std::sync::Arc<crate::can::Sessions>,
     /// Where a description reload puts the configuration later calls decide with.
-    pub description: &'a crate::config_edit::reload::DescriptionSlot,
+    pub description: crate::config_edit::reload::DescriptionSlot,
 }
 
-/// A tool call, ready for the pipeline.
-pub struct Plan<'a> {
-    /// What policy is asked.
-    pub action: Action<'a>,
-    /// The device it addresses, with its grants.
-    pub device: Option<Device<'a>>,
-    /// Every other device the call touches (a capture's port, the boards a supply powers), each
-    /// with what the call does there, and any project grant it needs beside `action` (an
-    /// uploaded artifact). The pipeline authorizes all of them before it claims anything.
-    pub also: Vec<DeviceUse<'a>>,
-    /// Resource keys claimed for the duration of the work.
-    pub resources: Vec<String>,
-    /// The work itself.
-    pub work: Work<'a>,
-}
+/// What an action gets to look at.
+pub type Context<'a> = ahil_core::bench::Context<'a, Held>;
 
-impl<'a> Plan<'a> {
-    /// What policy is asked, in order: the addressed device first, then every other one.
-    pub fn uses(&self) -> Vec<DeviceUse<'a>> {
-        let first = DeviceUse {
-            device: self.device,
-            action: self.action,
-        };
-        std::iter::once(first)
-            .chain(self.also.iter().copied())
-            .collect()
-    }
-}
-
-/// The work of a call.
-pub enum Work<'a> {
-    /// Computed in-process from the snapshot; touches no device.
-    Local(Box<dyn FnOnce() -> Acted + Send + 'a>),
-    /// One driver call on a blocking thread with a deadline.
-    Driver(DriverJob),
-}
-
-/// A driver call.
-pub struct DriverJob {
-    /// The gate's own deadline (the driver has its own, shorter one).
-    pub deadline: Duration,
-    /// What is known about contact if the gate has to abandon the call at its deadline.
-    pub if_abandoned: Contact,
-    /// The call; it must honour the cancel flag.
-    pub run: Box<dyn FnOnce(CancelFlag) -> Acted + Send + 'static>,
-}
-
-/// What the work produced, and what the driver knows about contact.
-pub struct Acted {
-    pub outcome: Outcome,
-    /// `None` when the work touched no device at all (local work).
-    pub contact: Option<Contact>,
-}
+pub use ahil_core::bench::{Acted, DriverJob, Plan, Work, unknown_tool};
 
 /// Takes a session's own device locks, held from its start to its stop (past this call's claim) by
 /// the guard it returns, or answers `tool`'s `device_busy` refusal as work that touched nothing:
@@ -169,17 +107,6 @@ pub(crate) fn misrouted(tool: ToolId) -> Box<Outcome> {
         .with("misrouted", true)
         .not_contacted(),
     )
-}
-
-/// The answer to a name that is not a listed tool.
-pub fn unknown_tool(tool: &str) -> Outcome {
-    Outcome::refused(
-        tool,
-        ErrorType::UnknownTool,
-        "No tool of that name is listed by this server.",
-    )
-    .with_remediation(["Call tools/list and use one of the names it returns."])
-    .with_do_not(["Do not reach the hardware another way because a tool name was not found."])
 }
 
 /// A tool this build implements only on the emulated board, asked of another backend: refused
