@@ -1,6 +1,8 @@
 //! The security model lives in the dependency graph: the binary cannot name a driver, so no frontend
-//! reaches hardware except through the gate; and the simulators are test equipment, linked into no
-//! crate of the product, so nothing a user runs can be pointed at a fake bench.
+//! reaches hardware except through the gate; the gate's core (pipeline, policy, envelope, ownership,
+//! audit) links no driver, so only the tool implementations reach hardware; and the simulators are
+//! test equipment, linked into no crate of the product, so nothing a user runs can be pointed at a
+//! fake bench.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -65,9 +67,11 @@ fn the_configuration_crate_touches_no_hardware() {
 }
 
 /// The crates linked into the product binary.
-const PRODUCT: [&str; 5] = [
+const PRODUCT: [&str; 7] = [
     "agentic-hil",
     "ahil-gate",
+    "ahil-core",
+    "ahil-job",
     "ahil-drivers",
     "ahil-config",
     "ahil-client",
@@ -110,6 +114,60 @@ fn no_crate_linked_into_the_product_depends_on_the_simulators() {
     assert!(
         linked_closure(&meta, "agentic-hil").contains("ahil-drivers"),
         "the closure follows the gate to the drivers, so it would see a simulator behind them"
+    );
+}
+
+#[test]
+fn the_gate_core_links_neither_the_drivers_nor_the_simulators() {
+    let meta = metadata();
+    let linked = linked_closure(&meta, "ahil-core");
+    assert!(
+        linked.contains("ahil-config"),
+        "the closure follows the core's dependencies: {linked:?}"
+    );
+    for forbidden in ["ahil-drivers", "ahil-sim", "ahil-gate"] {
+        assert!(
+            !linked.contains(forbidden),
+            "the gate core decides and records; it must not link {forbidden}: {linked:?}"
+        );
+    }
+}
+
+#[test]
+fn only_the_tools_crate_depends_on_the_drivers() {
+    let meta = metadata();
+    let depending: Vec<&str> = PRODUCT
+        .into_iter()
+        .filter(|package| dependencies_of(&meta, package).contains(&"ahil-drivers"))
+        .collect();
+    assert_eq!(
+        depending,
+        ["ahil-gate"],
+        "among the product's crates only the tool implementations (ahil-gate) reach the drivers"
+    );
+}
+
+#[test]
+fn the_gate_core_sources_name_no_driver() {
+    let core = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ahil-core/src");
+    let mut files = Vec::new();
+    sources(&core, &mut files);
+    assert!(
+        files.iter().any(|f| f.ends_with("ahil-core/src/bench.rs")),
+        "the scan reads the core's pipeline"
+    );
+    let naming: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .expect("a source file reads")
+                .contains("ahil_drivers")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        naming.is_empty(),
+        "the gate core's sources (unit tests included) name ahil_drivers: {naming:?}"
     );
 }
 

@@ -5,29 +5,7 @@
 
 use std::time::Duration;
 
-/// What the driver can prove about contact with the target when an operation ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Contact {
-    /// The operation provably never reached the target. `proof` names the backend's own evidence (for
-    /// example "the version check only runs `--version`"), so a reviewer can see why retrying is safe.
-    None {
-        /// The backend's evidence that nothing reached the board.
-        proof: String,
-    },
-    /// The operation may have reached the target; nothing proves either way.
-    Possible,
-    /// The operation certainly reached the target.
-    Made,
-}
-
-impl Contact {
-    /// Shorthand for a proof of no contact.
-    pub fn none(proof: impl Into<String>) -> Self {
-        Self::None {
-            proof: proof.into(),
-        }
-    }
-}
+pub use ahil_job::Contact;
 
 /// A driver failure. Each variant maps to exactly one public `error_type`.
 #[derive(Debug, thiserror::Error)]

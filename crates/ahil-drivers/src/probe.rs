@@ -10,7 +10,6 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::DriverError;
@@ -82,8 +81,7 @@ pub struct FlashRequest {
     pub reset: Option<ResetMode>,
 }
 
-/// A progress callback: the stage a long action has reached (`connect`, `download`, `verify`, `reset`).
-pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
+pub use ahil_job::{Progress, with_stage_sink};
 
 /// The caller's limits for one action: a deadline, a cancel flag, and where to report progress.
 #[derive(Clone)]
@@ -157,30 +155,8 @@ impl Budget {
     /// Where this budget's stages go, resolved on the calling thread, for a helper thread to report
     /// to (a reader hearing a child's stage lines as they come); `None` when nobody listens.
     pub fn stage_reporter(&self) -> Option<Progress> {
-        self.progress
-            .clone()
-            .or_else(|| STAGE_SINK.with(|sink| sink.borrow().clone()))
+        self.progress.clone().or_else(ahil_job::stage_sink)
     }
-}
-
-thread_local! {
-    static STAGE_SINK: std::cell::RefCell<Option<Progress>> = const { std::cell::RefCell::new(None) };
-}
-
-/// Runs `work` with `sink` receiving the stages of every budget on this thread that has no callback
-/// of its own. The gate runs each driver call this way, so every backend's stages reach the caller
-/// without each call site threading a callback through.
-pub fn with_stage_sink<T>(sink: Progress, work: impl FnOnce() -> T) -> T {
-    struct Restore(Option<Progress>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let previous = self.0.take();
-            STAGE_SINK.with(|sink| *sink.borrow_mut() = previous);
-        }
-    }
-    let previous = STAGE_SINK.with(|slot| slot.borrow_mut().replace(sink));
-    let _restore = Restore(previous);
-    work()
 }
 
 /// A probe (adapter) the backend can see.
@@ -317,6 +293,7 @@ pub trait DebugProbe: Send + Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     #[test]
     fn a_budget_without_a_callback_reports_to_the_threads_sink_until_the_work_ends() {

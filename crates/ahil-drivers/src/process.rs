@@ -11,7 +11,6 @@ use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdout, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -159,36 +158,7 @@ fn quote_for_log(part: &str) -> String {
     }
 }
 
-/// A shared flag that cancels a running command. Cloning shares the flag.
-#[derive(Debug, Clone, Default)]
-pub struct CancelFlag(Arc<AtomicBool>);
-
-impl CancelFlag {
-    /// Raise the flag.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    /// Whether the flag is raised.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-
-    /// A guard that raises the flag when dropped, so an abandoned async call kills its child.
-    pub fn guard(&self) -> CancelOnDrop {
-        CancelOnDrop(self.clone())
-    }
-}
-
-/// Raises its [`CancelFlag`] on drop.
-#[derive(Debug)]
-pub struct CancelOnDrop(CancelFlag);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
+pub use ahil_job::{CancelFlag, CancelOnDrop};
 
 /// How the child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,14 @@
-use super::*;
+use std::time::{Duration, Instant};
+
+use crate::Bench;
 use crate::ErrorType;
-use crate::actions::Plan;
-use crate::catalogue::{Dispatch, ToolId};
+use crate::actions::{self, Acted, Dispatch, Plan, Work};
+use crate::catalogue::{self, ToolId};
+use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::testkit::{Fixture, NULL_EXECUTABLE, executable_line};
-use serde_json::json;
+use ahil_core::bench::{settle, with_context};
+use ahil_drivers::Contact;
+use serde_json::{Value, json};
 use std::sync::Arc;
 
 const OPENOCD_BANNER: &str = "echo 'Open On-Chip Debugger 0.12.0' >&2";
@@ -425,34 +430,30 @@ async fn debug_sessions_answer_not_supported_on_backends_without_a_gdb_server() 
 
 /// The outcome a declared tool's plan gives for `{}` on the starter bench: its refusal, or what
 /// its local work answers. Driver work is not run (it would start a backend).
-fn planned_outcome(parts: &Provisioned, id: ToolId, plan: catalogue::PlanFn) -> Option<Outcome> {
+fn planned_outcome(bench: &Bench, id: ToolId, plan: actions::PlanFn) -> Option<Outcome> {
     let args = json!({});
-    let snapshot = Snapshot::take(&parts.loaded);
-    let ctx = parts.context(id, &args, &parts.loaded, &snapshot);
-    match plan(&ctx) {
+    with_context(bench, id, &args, |ctx| match plan(ctx) {
         Err(refusal) => Some(*refusal),
         Ok(Plan {
             work: Work::Local(job),
             ..
         }) => Some(job().outcome),
         Ok(_) => None,
-    }
+    })
+    .expect("the starter configuration loads")
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_declared_tool_is_dispatched_to_a_plan_that_answers_under_its_own_name() {
     let fixture = Fixture::new();
     let bench = bench_with(&fixture, &fixture.starter());
-    let State::Provisioned(parts) = &bench.state else {
-        panic!("the starter configuration loads");
-    };
     let mut answered = 0;
     for declared in catalogue::declarations() {
-        let Dispatch::Plan(plan) = declared.dispatch else {
+        let Dispatch::Plan(plan) = actions::dispatch(declared.id) else {
             continue;
         };
         let Some(outcome) =
-            tokio::task::block_in_place(|| planned_outcome(parts, declared.id, plan))
+            tokio::task::block_in_place(|| planned_outcome(&bench, declared.id, plan))
         else {
             continue;
         };

@@ -1,39 +1,47 @@
 //! `ahil-gate`: the one gate every frontend calls. Validate, snapshot the config in force, authorize,
 //! claim, act through a driver, settle, record, answer with one envelope.
+//!
+//! The deciding half (policy, envelope, ownership, audit, the declarations) is `ahil-core`, which
+//! names no driver; this crate holds the tool implementations that act through the drivers.
 
 pub mod actions;
 pub mod artifacts;
-pub mod audit;
-pub mod bench;
 pub mod bootstrap;
 pub mod can;
-pub mod cancel;
-pub mod catalogue;
-pub mod catalogue_output;
-pub mod claims;
 pub mod config_edit;
-pub mod debug;
+pub(crate) mod debug;
 pub mod doctor;
-pub mod envelope;
-pub mod fsio;
-pub mod incidents;
 pub mod observe;
 pub mod operator;
-pub mod ownership;
-pub mod policy;
-pub mod power;
-pub mod progress;
+pub(crate) mod power;
 pub mod provision;
 pub mod reactor;
-pub mod serial;
-pub mod session_lifecycle;
-pub mod session_table;
+pub(crate) mod serial;
+pub(crate) mod session_lifecycle;
+pub(crate) mod session_table;
 pub mod sim;
-pub mod snapshot;
-pub mod validate;
+mod tools;
+
+// The core's modules under their old names, so the tools' `crate::audit::…` paths read as before.
+pub use ahil_core::{
+    audit, cancel, catalogue, catalogue_output, claims, envelope, fsio, incidents, ownership,
+    policy, progress, snapshot, validate,
+};
+
+/// The gate over this crate's tools: every frontend's one entry point.
+pub type Bench = ahil_core::Bench<actions::Held>;
 
 #[cfg(test)]
-mod testkit;
+use ahil_core::testkit;
+
+// The pipeline's tests run the real tools, so they live with them.
+#[cfg(test)]
+#[path = "bench_tests.rs"]
+mod bench_tests;
+
+#[cfg(test)]
+#[path = "bench/every_device_tests.rs"]
+mod every_device_tests;
 
 /// How the binary's own children (cargo, an upgrade candidate) are started: the pinned-program check
 /// and the child environment, and nothing else of the drivers' runner.
@@ -49,8 +57,7 @@ pub mod child {
     }
 }
 
-pub use audit::error_type::ErrorType;
-pub use bench::Bench;
+pub use ahil_core::ErrorType;
 pub use catalogue::{ToolSpec, conclusive_success, conclusive_success_value, tools};
 pub use doctor::doctor;
 pub use envelope::{

@@ -89,7 +89,7 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
         });
     };
     let configured: Vec<&str> = shares.keys().map(String::as_str).collect();
-    let open: Vec<String> = crate::can::sessions_on(ctx.can, name)
+    let open: Vec<String> = crate::can::sessions_on(&ctx.can, name)
         .iter()
         .filter_map(|session| session.participant.clone())
         .collect();
@@ -210,7 +210,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 .config
                 .can_buses
                 .iter()
-                .map(|(id, bus)| (id.clone(), status(id, bus, ctx.can, &ctx.env.home)))
+                .map(|(id, bus)| (id.clone(), status(id, bus, &ctx.can, &ctx.env.home)))
                 .collect();
             let summary = if buses.is_empty() {
                 "No CAN buses are configured."

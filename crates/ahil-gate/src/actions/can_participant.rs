@@ -41,7 +41,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
     };
     let lock_key = entry.lock_key();
     let session_key = entry.session_key();
-    let sessions = Arc::clone(ctx.can);
+    let sessions = Arc::clone(&ctx.can);
     if ctx.tool == ToolId::CanSessionStop {
         let (owned, name) = (bus_id.to_owned(), participant.to_owned());
         return Ok(Plan {

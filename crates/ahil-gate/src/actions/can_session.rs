@@ -45,7 +45,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     }
     let (bus_id, bus) = (entry.bus_id, entry.bus);
     let lock_key = bus.lock_key();
-    let sessions = Arc::clone(ctx.can);
+    let sessions = Arc::clone(&ctx.can);
     let policy_device = device(bus_id, bus);
     if ctx.tool == ToolId::CanSessionStop {
         let bus_id = bus_id.to_owned();

@@ -47,7 +47,7 @@ pub fn device<'a>(name: &'a str, port: &ComPort) -> Device<'a> {
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::ComPortsList])?;
     let config = &ctx.loaded.config;
-    let sessions = std::sync::Arc::clone(ctx.serial);
+    let sessions = std::sync::Arc::clone(&ctx.serial);
     let work = Work::Local(Box::new(move || {
         let mut ports = Map::new();
         for (id, port) in &config.com_ports {

@@ -71,7 +71,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         )));
     }
     let resources = vec![port.lock_key(port_id)];
-    let sessions = Arc::clone(ctx.serial);
+    let sessions = Arc::clone(&ctx.serial);
     if ctx.tool == ToolId::ComSessionStop {
         let work = Work::Driver(DriverJob {
             deadline: close_limit(port) + Duration::from_secs(5),

@@ -36,7 +36,7 @@ fn run(ctx: &Context<'_>) -> Outcome {
         .with_next_step("Stop the run and the sessions, then reload.")
         .not_started(true);
     }
-    let reloaded = match reload(ctx.loaded, ctx.env, ctx.description) {
+    let reloaded = match reload(ctx.loaded, ctx.env, &ctx.description) {
         Ok(r) => r,
         Err(e) => {
             let mut outcome = Outcome::refused(

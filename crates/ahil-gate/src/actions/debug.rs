@@ -222,7 +222,7 @@ fn session_work<'a>(
     debugger: &Debugger,
 ) -> Result<Work<'a>, Box<Outcome>> {
     let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
-    let sessions = Arc::clone(ctx.debug);
+    let sessions = Arc::clone(&ctx.debug);
     let args = ctx.args.clone();
     if tool == ToolId::DebugStartSession {
         let config = &ctx.loaded.config;

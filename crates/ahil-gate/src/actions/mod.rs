@@ -3,126 +3,67 @@
 //! stages, so no tool can skip authorization or claiming.
 
 use crate::ErrorType;
-use std::time::Duration;
 
-use ahil_config::{Environment, LoadedConfig};
 use ahil_drivers::Contact;
-use ahil_drivers::process::CancelFlag;
-use serde_json::Value;
 
-use crate::catalogue::{Dispatch, ToolId};
+use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
-use crate::policy::{Action, Device, DeviceUse};
-use crate::snapshot::Snapshot;
 
-pub mod artifact_upload;
-pub mod bench_run;
-pub mod can_buses;
-pub mod can_io;
-pub mod can_participant;
-pub mod can_session;
-pub mod com_io;
+pub(crate) mod artifact_upload;
+pub(crate) mod bench_run;
+pub(crate) mod can_buses;
+pub(crate) mod can_io;
+pub(crate) mod can_participant;
+pub(crate) mod can_session;
+pub(crate) mod com_io;
 pub mod com_ports;
-pub mod com_session;
+pub(crate) mod com_session;
 pub mod config_adopt;
-pub mod config_create;
-pub mod config_reload;
-pub mod config_set;
-pub mod debug;
+pub(crate) mod config_create;
+pub(crate) mod config_reload;
+pub(crate) mod config_set;
+pub(crate) mod debug;
 mod debug_ops;
-pub mod debugger_info;
-pub mod describe;
+pub(crate) mod debugger_info;
+pub(crate) mod describe;
+mod dispatch;
 mod flash_capture;
-pub mod lease;
-pub mod power;
-pub mod probe;
+pub(crate) mod lease;
+pub(crate) mod power;
+pub(crate) mod probe;
 mod probe_cli;
 pub mod probe_rs;
-pub mod reports;
+pub(crate) mod reports;
 #[cfg(test)]
 mod session_lifecycle_tests;
-pub mod test_reactor;
-pub mod upgrade;
+pub(crate) mod test_reactor;
+pub(crate) mod upgrade;
+
+pub use dispatch::{Dispatch, PlanFn, dispatch};
+
+/// What the tools hold across calls, beside the core's state: the sessions and the reloaded
+/// description. A [`Context`] reads these fields as its own (`ctx.serial`).
+#[derive(Default)]
+pub struct Held {
+    /// The COM sessions this server holds.
+    pub serial: std::sync::Arc<crate::serial::Sessions>,
+    /// The debug session this server holds.
+    pub debug: std::sync::Arc<crate::debug::Sessions>,
+    /// The CAN sessions this server holds.
+    pub can: std::sync::Arc<crate::can::Sessions>,
+    /// Where a description reload puts the configuration later calls decide with.
+    pub description: crate::config_edit::reload::DescriptionSlot,
+}
 
 /// What an action gets to look at.
-pub struct Context<'a> {
-    pub tool: ToolId,
-    pub args: &'a Value,
-    pub loaded: &'a LoadedConfig,
-    pub env: &'a Environment,
-    pub snapshot: &'a Snapshot,
-    /// The devices and run this server holds.
-    pub ownership: &'a std::sync::Arc<crate::ownership::Ownership>,
-    /// The COM sessions this server holds.
-    pub serial: &'a std::sync::Arc<crate::serial::Sessions>,
-    /// The debug session this server holds.
-    pub debug: &'a std::sync::Arc<crate::debug::Sessions>,
-    /// The CAN sessions this server holds.
-    pub can: &'a std::sync::Arc<crate::can::Sessions>,
-    /// This configuration's leases and incidents.
-    pub coordinator: &'a std::sync::Arc<crate::ownership::coordination::Coordinator>,
-    /// Where a description reload puts the configuration later calls decide with.
-    pub description: &'a crate::config_edit::reload::DescriptionSlot,
-}
+pub type Context<'a> = ahil_core::bench::Context<'a, Held>;
 
-/// A tool call, ready for the pipeline.
-pub struct Plan<'a> {
-    /// What policy is asked.
-    pub action: Action<'a>,
-    /// The device it addresses, with its grants.
-    pub device: Option<Device<'a>>,
-    /// Every other device the call touches (a capture's port, the boards a supply powers), each
-    /// with what the call does there, and any project grant it needs beside `action` (an
-    /// uploaded artifact). The pipeline authorizes all of them before it claims anything.
-    pub also: Vec<DeviceUse<'a>>,
-    /// Resource keys claimed for the duration of the work.
-    pub resources: Vec<String>,
-    /// The work itself.
-    pub work: Work<'a>,
-}
-
-impl<'a> Plan<'a> {
-    /// What policy is asked, in order: the addressed device first, then every other one.
-    pub fn uses(&self) -> Vec<DeviceUse<'a>> {
-        let first = DeviceUse {
-            device: self.device,
-            action: self.action,
-        };
-        std::iter::once(first)
-            .chain(self.also.iter().copied())
-            .collect()
-    }
-}
-
-/// The work of a call.
-pub enum Work<'a> {
-    /// Computed in-process from the snapshot; touches no device.
-    Local(Box<dyn FnOnce() -> Acted + Send + 'a>),
-    /// One driver call on a blocking thread with a deadline.
-    Driver(DriverJob),
-}
-
-/// A driver call.
-pub struct DriverJob {
-    /// The gate's own deadline (the driver has its own, shorter one).
-    pub deadline: Duration,
-    /// What is known about contact if the gate has to abandon the call at its deadline.
-    pub if_abandoned: Contact,
-    /// The call; it must honour the cancel flag.
-    pub run: Box<dyn FnOnce(CancelFlag) -> Acted + Send + 'static>,
-}
-
-/// What the work produced, and what the driver knows about contact.
-pub struct Acted {
-    pub outcome: Outcome,
-    /// `None` when the work touched no device at all (local work).
-    pub contact: Option<Contact>,
-}
+pub use ahil_core::bench::{Acted, DriverJob, Plan, Work, unknown_tool};
 
 /// The plan for the call's tool, or a refusal that needs no authorization (wrong probe count, …).
-/// Dispatch is the tool's declaration: no tool name is matched here.
+/// Dispatch is bound by the tool's id: no tool name is matched here.
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
-    match ctx.tool.declaration().dispatch {
+    match dispatch(ctx.tool) {
         Dispatch::Plan(plan) => plan(ctx),
         Dispatch::Reactor => Err(misrouted(ctx.tool)),
     }
@@ -150,17 +91,6 @@ pub(crate) fn misrouted(tool: ToolId) -> Box<Outcome> {
         .with("misrouted", true)
         .not_contacted(),
     )
-}
-
-/// The answer to a name that is not a listed tool.
-pub fn unknown_tool(tool: &str) -> Outcome {
-    Outcome::refused(
-        tool,
-        ErrorType::UnknownTool,
-        "No tool of that name is listed by this server.",
-    )
-    .with_remediation(["Call tools/list and use one of the names it returns."])
-    .with_do_not(["Do not reach the hardware another way because a tool name was not found."])
 }
 
 /// A tool this build implements only on the emulated board, asked of another backend: refused

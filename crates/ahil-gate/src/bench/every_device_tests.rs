@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::Bench;
+use crate::Bench;
 use crate::testkit::Fixture;
 
 /// Which configured entry a row's grant lives on.

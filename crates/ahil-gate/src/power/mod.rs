@@ -16,13 +16,6 @@ pub use models::{Model, model_of};
 /// The placeholder a unit's serial becomes in every result.
 pub const MASKED: &str = crate::audit::redact::MASK;
 
-/// The configured supply a call names.
-pub struct Target<'a> {
-    pub id: &'a str,
-    pub entry: &'a PowerSupply,
-    pub model: &'static Model,
-}
-
 /// The effective limit of one quantity on one channel: `Ok(limit)` or the keys that are missing.
 pub fn effective_limit(
     id: &str,

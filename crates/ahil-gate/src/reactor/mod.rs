@@ -9,15 +9,11 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
-use ahil_config::{Environment, LoadedConfig};
 use serde_json::Value;
 
-use crate::audit::Audit;
-use crate::bench::Bench;
+use crate::Bench;
 use crate::envelope::Outcome;
-use crate::ownership::Ownership;
 
 pub mod junit;
 mod matching;
@@ -33,23 +29,7 @@ pub use records::{Handle, RunsDir};
 pub use run::{Request, execute};
 pub use worker::start_detached;
 
-impl View<'_> {
-    /// The configuration in force now: the reloaded description, else the startup one.
-    pub fn loaded(&self) -> &LoadedConfig {
-        self.reloaded.as_deref().unwrap_or(self.startup)
-    }
-}
-
-/// What the reactor reads from the gate beside `call`.
-pub struct View<'a> {
-    pub startup: &'a LoadedConfig,
-    /// The description a reload installed: preflight and the run's devices must see the bench the
-    /// steps will see, or a moved port would be declared under its old path.
-    pub reloaded: Option<Arc<LoadedConfig>>,
-    pub env: &'a Environment,
-    pub ownership: &'a Arc<Ownership>,
-    pub audit: &'a Audit,
-}
+pub use ahil_core::bench::View;
 
 /// `test_reactor_run` over MCP: attached runs answer at the end; detached ones once a worker holds
 /// the devices. Over MCP a busy device is answered at once (`wait_s` 0). Boxed with a declared `Send`

@@ -18,7 +18,7 @@ use super::preflight;
 use super::records::{Handle, RecordError, Registration, RunsDir};
 use super::report;
 use super::steps::{Done, Exec, Opened, Position, ProgressSink, record};
-use crate::bench::Bench;
+use crate::Bench;
 use crate::envelope::{Outcome, overall_success};
 use crate::ownership::runs;
 

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::matching;
 use super::records::Registration;
-use crate::bench::Bench;
+use crate::Bench;
 use crate::envelope::{Outcome, overall_success};
 
 /// Delays and waits are cut into slices this long so a stop request ends them early.

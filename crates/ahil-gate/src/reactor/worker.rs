@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::records::{Handle, RunsDir, TERMINAL};
 use super::run;
-use crate::bench::Bench;
+use crate::Bench;
 use crate::envelope::Outcome;
 
 const TOOL: &str = "test_reactor_start";

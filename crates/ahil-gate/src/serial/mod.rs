@@ -3,7 +3,7 @@
 //! audit trail (start, tx and stop events canonical; received bytes passive in the workspace mirror).
 
 pub mod identity;
-pub mod text;
+pub use ahil_core::text;
 
 use std::time::Duration;
 

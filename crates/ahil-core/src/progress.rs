@@ -25,7 +25,7 @@ pub fn current() -> Option<ProgressSink> {
 }
 
 /// A driver's stage callback that reports `tool`'s stages to the current sink, if there is one.
-pub fn driver_stages(tool: &str) -> Option<ahil_drivers::probe::Progress> {
+pub fn driver_stages(tool: &str) -> Option<ahil_job::Progress> {
     let sink = current()?;
     let tool = tool.to_owned();
     Some(Arc::new(move |stage: &str| {

@@ -231,15 +231,6 @@ fn the_status_effect_and_proving_sets_are_the_ones_the_old_tables_listed() {
     assert_eq!(names_where(|g| g.proves_no_contact), set(OLD_PROVING));
 }
 
-#[test]
-fn only_the_test_plan_tool_bypasses_the_plan_dispatch() {
-    let reactor: Vec<_> = declarations()
-        .filter(|d| matches!(d.dispatch, Dispatch::Reactor))
-        .map(|d| d.name)
-        .collect();
-    assert_eq!(reactor, ["test_reactor_run"]);
-}
-
 fn lease_name(gate: Gate) -> &'static str {
     match gate.lease {
         None => "-",

@@ -4,8 +4,7 @@ use super::schemas::{
     artifact_upload_schema, bench_run_start_schema, config_adopt_schema, config_set_schema,
     no_arguments,
 };
-use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId, Touched, need};
-use crate::actions;
+use super::{Availability, Declaration, Gate, Kind, Lease, ToolId, Touched, need};
 
 pub(super) const DECLARED: &[Declaration] = &[
     Declaration {
@@ -24,7 +23,6 @@ not_supported or permission_denied. Next: debugger_probes_list for probe ids, pr
         gate: Gate::LOCAL
             .always_status()
             .needs(&[need(Touched::Debugger, "allow_probe")]),
-        dispatch: Dispatch::Plan(actions::debugger_info::plan),
     },
     Declaration {
         id: ToolId::ProjectConfigDescribe,
@@ -40,7 +38,6 @@ project_config_set with keys taken from writable_keys.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: Gate::LOCAL.always_status(),
-        dispatch: Dispatch::Plan(actions::describe::plan),
     },
     Declaration {
         id: ToolId::ProjectConfigCreate,
@@ -60,7 +57,6 @@ config_write_in_open_run or config_invalid (nothing written).",
         schema: no_arguments,
         availability: Availability::Always,
         gate: Gate::LOCAL.audited(),
-        dispatch: Dispatch::Plan(actions::config_create::plan),
     },
     Declaration {
         id: ToolId::ProjectConfigSet,
@@ -81,7 +77,6 @@ project_config_reload_description.",
         schema: config_set_schema,
         availability: Availability::Always,
         gate: Gate::LOCAL,
-        dispatch: Dispatch::Plan(actions::config_set::plan),
     },
     Declaration {
         id: ToolId::ProjectConfigAdoptHardware,
@@ -101,7 +96,6 @@ project_config_reload_description.",
         schema: config_adopt_schema,
         availability: Availability::Always,
         gate: Gate::LOCAL.audited(),
-        dispatch: Dispatch::Plan(actions::config_adopt::plan),
     },
     Declaration {
         id: ToolId::ProjectConfigReloadDescription,
@@ -117,7 +111,6 @@ config_reload_in_open_run.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: Gate::LOCAL,
-        dispatch: Dispatch::Plan(actions::config_reload::plan),
     },
     Declaration {
         id: ToolId::ArtifactUpload,
@@ -137,7 +130,6 @@ unsafe_configured_path.",
         schema: artifact_upload_schema,
         availability: Availability::Always,
         gate: Gate::LOCAL,
-        dispatch: Dispatch::Plan(actions::artifact_upload::plan),
     },
     Declaration {
         id: ToolId::BenchRunStart,
@@ -156,7 +148,6 @@ run_already_active, or device_busy naming the holder (pass wait_s to wait up to 
         schema: bench_run_start_schema,
         availability: Availability::Always,
         gate: Gate::LOCAL,
-        dispatch: Dispatch::Plan(actions::bench_run::plan),
     },
     Declaration {
         id: ToolId::BenchRunStop,
@@ -176,7 +167,6 @@ answers ok with run_was_active false. Touches no hardware. Next: bench_run_statu
             "unknown_hardware_exception",
             "hardware_exception_audit_broken",
         ),
-        dispatch: Dispatch::Plan(actions::bench_run::plan),
     },
     Declaration {
         id: ToolId::BenchRunStatus,
@@ -189,6 +179,5 @@ and owner. Reads only. Next: bench_run_stop to release, or bench_run_start to de
         schema: no_arguments,
         availability: Availability::Always,
         gate: Gate::LOCAL,
-        dispatch: Dispatch::Plan(actions::bench_run::plan),
     },
 ];

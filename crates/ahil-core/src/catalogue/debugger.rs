@@ -5,8 +5,7 @@ use super::schemas::{
     debug_set_breakpoint_schema, debug_start_session_schema, debug_stop_session_schema,
     debug_symbol_schema, flash_firmware_schema, no_arguments, reset_target_schema,
 };
-use super::{Availability, Declaration, Dispatch, Gate, Kind, Lease, ToolId, Touched, need};
-use crate::actions;
+use super::{Availability, Declaration, Gate, Kind, Lease, ToolId, Touched, need};
 
 /// Reads the probe or the target and proves when it never reached it.
 const PROBE_READ: Gate = Gate::leased(
@@ -44,7 +43,6 @@ probe_target.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: PROBE_READ,
-        dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
         id: ToolId::ProbeTarget,
@@ -63,7 +61,6 @@ not_supported. Next: flash_firmware or reset_target.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: PROBE_READ,
-        dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
         id: ToolId::FlashFirmware,
@@ -97,7 +94,6 @@ hardware_state unknown.",
             need(Touched::ComPort, "allow_read"),
             need(Touched::Uploads, "allow_upload"),
         ]),
-        dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
         id: ToolId::ResetTarget,
@@ -123,7 +119,6 @@ use probe_target.",
         .reports_effect()
         .proves_no_contact()
         .needs(&[need(Touched::Debugger, "allow_reset")]),
-        dispatch: Dispatch::Plan(actions::probe::plan),
     },
     Declaration {
         id: ToolId::DebugStartSession,
@@ -154,7 +149,6 @@ session_already_active, artifact_validation_failed, target_not_detected, debugge
             need(Touched::Debugger, "allow_flash"),
             need(Touched::Uploads, "allow_upload"),
         ]),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugStopSession,
@@ -175,7 +169,6 @@ and keeps the session.",
             "debug_session_cleanup_unconfirmed",
             "debug_audit_broken",
         ),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugGetSessionStatus,
@@ -188,7 +181,6 @@ breakpoints and its last stop. Touches no hardware.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: SESSION_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugSetBreakpoint,
@@ -212,7 +204,6 @@ with session_not_active, permission_denied or symbol_not_found.",
         .audited()
         .reports_effect()
         .needs(&[need(Touched::Debugger, "allow_probe")]),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugListBreakpoints,
@@ -224,7 +215,6 @@ with session_not_active, permission_denied or symbol_not_found.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: SESSION_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugClearBreakpoints,
@@ -244,7 +234,6 @@ cleared. A breakpoint gdb still lists gives breakpoint_reconciliation_failed.",
             "debug_breakpoint_cleanup_unconfirmed",
             "debug_audit_broken",
         ),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugContinue,
@@ -271,7 +260,6 @@ exception stop is never resumed. Without a stop in time the core is halted again
             need(Touched::Debugger, "allow_probe"),
             need(Touched::Debugger, "allow_debug_execution"),
         ]),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugHalt,
@@ -291,7 +279,6 @@ unconfirmed halt gives timeout with halt_confirmed false and target_state unknow
             "debug_target_state_unconfirmed",
             "debug_audit_broken",
         ),
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugGetStopReason,
@@ -304,7 +291,6 @@ stop_reason_not_available. Touches no hardware.",
         schema: no_arguments,
         availability: Availability::Always,
         gate: SESSION_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugSymbolInfo,
@@ -317,7 +303,6 @@ memory. Fails with permission_denied (not in debug.allowed_symbols) or symbol_no
         schema: debug_symbol_schema,
         availability: Availability::Always,
         gate: SYMBOL_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugSymbolValue,
@@ -331,7 +316,6 @@ refused. Fails with permission_denied, symbol_not_found or memory_read_failed.",
         schema: debug_symbol_schema,
         availability: Availability::Always,
         gate: SYMBOL_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
     Declaration {
         id: ToolId::DebugDumpSymbolIhex,
@@ -349,6 +333,5 @@ debug.max_dump_size_bytes are refused. Fails with output_validation_failed, perm
         schema: debug_dump_symbol_ihex_schema,
         availability: Availability::Always,
         gate: SYMBOL_READ,
-        dispatch: Dispatch::Plan(actions::debug::plan),
     },
 ];

@@ -10,13 +10,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use ahil_config::{ConfigError, Environment, LoadedConfig};
-use ahil_drivers::Contact;
-use ahil_drivers::process::CancelFlag;
+use ahil_job::{CancelFlag, Contact};
 use serde_json::Value;
 
-use crate::actions::{self, Acted, Context, DriverJob, Work};
 use crate::audit::{self, Audit};
-use crate::catalogue::{self, Dispatch, ToolId, ToolSpec};
+use crate::catalogue::{self, ToolId, ToolSpec};
 use crate::claims::Claims;
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus, mark_side_effect};
 use crate::ownership::Ownership;
@@ -26,16 +24,19 @@ use crate::snapshot::Snapshot;
 use crate::validate;
 
 mod leases;
+mod work;
 use ahil_config::time;
 
-/// The gate for one workspace.
-pub struct Bench {
-    state: State,
+pub use work::{Acted, Context, DriverJob, Plan, Tools, Work, unknown_tool};
+
+/// The gate for one workspace, over the tool implementations `T`.
+pub struct Bench<T> {
+    state: State<T>,
     claims: Claims,
 }
 
-enum State {
-    Provisioned(Box<Provisioned>),
+enum State<T> {
+    Provisioned(Box<Provisioned<T>>),
     Unprovisioned {
         workspace: PathBuf,
         why: ConfigError,
@@ -44,26 +45,39 @@ enum State {
     },
 }
 
-struct Provisioned {
+struct Provisioned<T> {
     loaded: LoadedConfig,
     env: Environment,
     /// Fixed when the gate starts: a configuration edited later cannot move the evidence.
     audit: Audit,
     /// Device locks and the open run; dropping the gate releases them.
     ownership: Arc<Ownership>,
-    /// Open COM sessions, held across calls.
-    serial: Arc<crate::serial::Sessions>,
-    /// The open debug session, held across calls.
-    debug: Arc<crate::debug::Sessions>,
-    /// Open CAN sessions, held across calls.
-    can: Arc<crate::can::Sessions>,
+    /// What the tools hold across calls: sessions, the configuration after a description reload.
+    held: T,
     /// This configuration's leases and incidents.
     leases: leases::Leases,
-    /// The configuration after a description reload; `loaded` until one happens.
-    description: crate::config_edit::reload::DescriptionSlot,
 }
 
-impl Provisioned {
+/// What the test reactor needs beside [`Bench::call`]: the configuration, the environment, the
+/// bench ownership its run holds, and the audit trail its report goes to.
+pub struct View<'a> {
+    pub startup: &'a LoadedConfig,
+    /// The description a reload installed: preflight and the run's devices must see the bench the
+    /// steps will see, or a moved port would be declared under its old path.
+    pub reloaded: Option<Arc<LoadedConfig>>,
+    pub env: &'a Environment,
+    pub ownership: &'a Arc<Ownership>,
+    pub audit: &'a Audit,
+}
+
+impl View<'_> {
+    /// The configuration in force now: the reloaded description, else the startup one.
+    pub fn loaded(&self) -> &LoadedConfig {
+        self.reloaded.as_deref().unwrap_or(self.startup)
+    }
+}
+
+impl<T: Tools> Provisioned<T> {
     /// What an action of `tool` gets to look at: this gate's state under `loaded` (the description
     /// in force) and the call's snapshot.
     fn context<'a>(
@@ -72,7 +86,7 @@ impl Provisioned {
         args: &'a Value,
         loaded: &'a LoadedConfig,
         snapshot: &'a Snapshot,
-    ) -> Context<'a> {
+    ) -> Context<'a, T> {
         Context {
             tool,
             args,
@@ -80,16 +94,13 @@ impl Provisioned {
             env: &self.env,
             snapshot,
             ownership: &self.ownership,
-            serial: &self.serial,
-            debug: &self.debug,
-            can: &self.can,
             coordinator: &self.leases.coordinator,
-            description: &self.description,
+            held: &self.held,
         }
     }
 }
 
-impl Bench {
+impl<T: Tools> Bench<T> {
     /// A gate over a loaded configuration.
     pub fn provisioned(loaded: LoadedConfig, env: Environment) -> Self {
         Self {
@@ -100,11 +111,8 @@ impl Bench {
                     ownership.start_heartbeat();
                     ownership
                 },
-                serial: Arc::default(),
-                debug: Arc::default(),
-                can: Arc::default(),
+                held: T::default(),
                 leases: leases::Leases::new(&loaded, "mcp"),
-                description: crate::config_edit::reload::DescriptionSlot::default(),
                 loaded,
                 env,
             })),
@@ -124,13 +132,12 @@ impl Bench {
         bench
     }
 
-    /// What the test reactor needs beside [`Bench::call`]: the configuration, the environment, the
-    /// bench ownership its run holds, and the audit trail its report goes to.
-    pub(crate) fn reactor_view(&self) -> Option<crate::reactor::View<'_>> {
+    /// What the test reactor needs beside [`Bench::call`].
+    pub fn reactor_view(&self) -> Option<View<'_>> {
         match &self.state {
-            State::Provisioned(bench) => Some(crate::reactor::View {
+            State::Provisioned(bench) => Some(View {
                 startup: &bench.loaded,
-                reloaded: bench.description.current(),
+                reloaded: bench.held.reloaded(),
                 env: &bench.env,
                 ownership: &bench.ownership,
                 audit: &bench.audit,
@@ -195,24 +202,8 @@ impl Bench {
             return Vec::new();
         };
         let mut closed = Vec::new();
-        if bench.debug.is_active() {
-            closed.push(self.call("debug_stop_session", serde_json::json!({})).await);
-        }
-        for port_id in bench.serial.ids() {
-            closed.push(
-                self.call("com_session_stop", serde_json::json!({"port_id": port_id}))
-                    .await,
-            );
-        }
-        for key in bench.can.ids() {
-            let Some(session) = bench.can.get(&key) else {
-                continue;
-            };
-            let mut args = serde_json::json!({"bus_id": session.bus_id});
-            if let Some(participant) = &session.participant {
-                args["participant"] = participant.as_str().into();
-            }
-            closed.push(self.call("can_session_stop", args).await);
+        for (tool, args) in bench.held.closing_calls() {
+            closed.push(self.call(tool.name(), args).await);
         }
         if bench.ownership.runs.current().is_some() {
             closed.push(self.call("bench_run_stop", serde_json::json!({})).await);
@@ -242,7 +233,7 @@ impl Bench {
             .ok()
             .and_then(|id| Some((id, catalogue::input_schema(id, self.is_provisioned())?)))
         else {
-            return actions::unknown_tool(tool);
+            return unknown_tool(tool);
         };
         let gate = id.gate();
         let bench = match &self.state {
@@ -256,7 +247,7 @@ impl Bench {
                 env: Some(env),
                 ..
             } if id == ToolId::ProjectConfigCreate => {
-                return actions::config_create::first_creation(workspace, env);
+                return T::first_creation(workspace, env);
             }
             State::Unprovisioned { workspace, .. } => return unprovisioned(tool, workspace),
         };
@@ -267,21 +258,20 @@ impl Bench {
         }
 
         // 2 snapshot, of the reloaded description when there is one
-        let reloaded = bench.description.current();
+        let reloaded = bench.held.reloaded();
         let loaded = reloaded.as_deref().unwrap_or(&bench.loaded);
         let snapshot = Snapshot::take(loaded);
 
         // A test plan is a frontend of this gate: every step it runs comes back through `call`.
-        if matches!(id.declaration().dispatch, Dispatch::Reactor) {
-            let outcome = crate::reactor::run_tool(self, &args).await;
+        if T::is_frontend(id) {
+            let outcome = T::run_frontend(self, &args).await;
             return answer(outcome, &snapshot, started, clock);
         }
 
         // 3 authorize
         let ctx = bench.context(id, &args, loaded, &snapshot);
         // A bug in a tool's planning must still be answered: the agent would otherwise wait forever.
-        let planned =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| actions::plan(&ctx)));
+        let planned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| T::plan(&ctx)));
         let plan = match planned {
             Ok(Ok(plan)) => plan,
             Ok(Err(refusal)) => return answer(*refusal, &snapshot, started, clock),
@@ -479,7 +469,7 @@ async fn act(tool: &str, work: Work<'_>) -> Acted {
             let task = tokio::task::spawn_blocking({
                 let cancel = cancel.clone();
                 move || match stages {
-                    Some(stages) => ahil_drivers::probe::with_stage_sink(stages, || run(cancel)),
+                    Some(stages) => ahil_job::with_stage_sink(stages, || run(cancel)),
                     None => run(cancel),
                 }
             });
@@ -551,7 +541,7 @@ fn secs(duration: Duration) -> u64 {
 /// Stage 6: turn what the driver knows about contact into the effect fields. Only a driver's own
 /// proof makes a failure retry-safe; a possible contact leaves the state unknown for the incident
 /// path.
-fn settle(acted: Acted) -> Outcome {
+pub fn settle(acted: Acted) -> Outcome {
     let Acted {
         mut outcome,
         contact,
@@ -637,10 +627,18 @@ fn answer(
     outcome
 }
 
-#[cfg(test)]
-#[path = "bench_tests.rs"]
-mod tests;
-
-#[cfg(test)]
-#[path = "bench/every_device_tests.rs"]
-mod every_device_tests;
+/// The tools' view of a provisioned gate, for their tests of the pipeline: `f` gets the context a
+/// call of `tool` with `args` would plan under.
+#[doc(hidden)]
+pub fn with_context<T: Tools, R>(
+    bench: &Bench<T>,
+    tool: ToolId,
+    args: &Value,
+    f: impl FnOnce(&Context<'_, T>) -> R,
+) -> Option<R> {
+    let State::Provisioned(parts) = &bench.state else {
+        return None;
+    };
+    let snapshot = Snapshot::take(&parts.loaded);
+    Some(f(&parts.context(tool, args, &parts.loaded, &snapshot)))
+}

@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ahil_config::LoadedConfig;
 use serde_json::{Value, json};
 
-use super::{Provisioned, act, settle};
-use crate::actions;
+use super::{Provisioned, Tools, act, settle};
 use crate::audit;
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
@@ -102,12 +101,12 @@ pub fn refusal(tool: &str, refused: Refused) -> Outcome {
 
 /// Runs one tool's action for the server's own recovery: the same plan and driver code as a call,
 /// without authorization (the policy decided) or a report of its own (the attestation is one).
-async fn internal(bench: &Provisioned, tool: ToolId, args: Value) -> Outcome {
-    let reloaded = bench.description.current();
+async fn internal<T: Tools>(bench: &Provisioned<T>, tool: ToolId, args: Value) -> Outcome {
+    let reloaded = bench.held.reloaded();
     let loaded = reloaded.as_deref().unwrap_or(&bench.loaded);
     let snapshot = Snapshot::take(loaded);
     let ctx = bench.context(tool, &args, loaded, &snapshot);
-    let plan = match actions::plan(&ctx) {
+    let plan = match T::plan(&ctx) {
         Ok(plan) => plan,
         Err(refusal) => return *refusal,
     };
@@ -127,7 +126,7 @@ async fn internal(bench: &Provisioned, tool: ToolId, args: Value) -> Outcome {
 
 /// Settles `incident` as the policy allows and returns the result's `recovery` block. Whatever
 /// recovery does not prove is stood down; the ledger records either.
-pub async fn recover(bench: &Provisioned, incident: &Incident) -> Value {
+pub async fn recover<T: Tools>(bench: &Provisioned<T>, incident: &Incident) -> Value {
     let coordinator = &bench.leases.coordinator;
     let block = Block {
         loaded: &bench.loaded,
@@ -241,7 +240,7 @@ pub fn merge_status(outcome: &mut Outcome, lease: &Lease) {
 
 /// Ends the call's lease: a session start keeps it for the session; a session stop ends the
 /// session's too; lost evidence quarantines it.
-pub fn end(bench: &Provisioned, tool: ToolId, lease: Lease, outcome: &mut Outcome) {
+pub fn end<T: Tools>(bench: &Provisioned<T>, tool: ToolId, lease: Lease, outcome: &mut Outcome) {
     let gate = tool.gate();
     let leases = &bench.leases;
     // Lost evidence of a call that may have touched the bench: nothing the server says about

@@ -17,6 +17,12 @@ pub struct Fixture {
     pub env: Environment,
 }
 
+impl Default for Fixture {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Fixture {
     pub fn new() -> Self {
         let root = tempfile::tempdir().expect("temp dir");

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::serial::text::{Encoding, to_hex};
+use crate::text::{Encoding, to_hex};
 
 /// What a masked value becomes.
 pub const MASK: &str = "[redacted]";

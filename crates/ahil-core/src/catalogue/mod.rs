@@ -1,6 +1,8 @@
 //! The tool catalogue: one [`Declaration`] per tool is the single source of what the gate knows about
-//! it: name, schema, annotations, description, availability, its gate classes (audit, lease,
-//! containment, session, incident reasons, status) and its plan.
+//! it: name, schema, annotations, description, availability and its gate classes (audit, lease,
+//! containment, session, incident reasons, status). Its plan is bound in the tools crate
+//! (`ahil-gate`'s `actions::dispatch`), by an exhaustive match on [`ToolId`], so the core names no
+//! tool implementation (decision 0010).
 //!
 //! `tools/list`, dispatch, audit, leases, incidents and the always-status set are all derived from
 //! the declarations, so a tool cannot be listed under one name and gated under another. Adding a
@@ -11,7 +13,6 @@ use std::str::FromStr;
 
 use serde_json::{Value, json};
 
-use crate::actions::{Context, Plan};
 use crate::envelope::{Outcome, overall_success, overall_success_value};
 
 mod debugger;
@@ -392,18 +393,6 @@ pub fn conclusive_success_value(result: &Value) -> bool {
     }
 }
 
-/// A tool's plan: its arguments turned into what policy is asked, the devices it claims and the work.
-pub type PlanFn = for<'a> fn(&'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>>;
-
-/// Where a call of the tool goes after validation.
-#[derive(Clone, Copy)]
-pub enum Dispatch {
-    /// Through the pipeline with this plan.
-    Plan(PlanFn),
-    /// A test plan: the reactor is a frontend of the gate and sends each step back through it.
-    Reactor,
-}
-
 /// One tool, declared once.
 pub struct Declaration {
     pub id: ToolId,
@@ -415,7 +404,6 @@ pub struct Declaration {
     schema: fn() -> Value,
     availability: Availability,
     pub gate: Gate,
-    pub dispatch: Dispatch,
 }
 
 /// Every declaration, in `tools/list` order.
