@@ -90,6 +90,14 @@ impl<'a> Plan<'a> {
             .chain(self.also.iter().copied())
             .collect()
     }
+
+    /// The artifact the call names, staged by the pipeline before the act.
+    pub fn artifact(&self) -> Option<&crate::artifacts::ArtifactUse> {
+        match &self.work {
+            Work::Staged(artifact, _) => Some(artifact),
+            Work::Local(_) | Work::Driver(_) => None,
+        }
+    }
 }
 
 /// The work of a call.
@@ -98,6 +106,24 @@ pub enum Work<'a> {
     Local(Box<dyn FnOnce() -> Acted + Send + 'a>),
     /// One driver call on a blocking thread with a deadline.
     Driver(DriverJob),
+    /// Work on the artifact the call names: the pipeline validates and stages it once, after the
+    /// claim, and builds the work from the staged copy. A refused artifact ends the call before any
+    /// device is contacted; no backend stages on its own.
+    Staged(
+        crate::artifacts::ArtifactUse,
+        // 'static like a driver job: the work outlives the plan's borrow of the call, and a
+        // continuation borrowing it would make `Work` invariant in its lifetime.
+        Box<dyn FnOnce(crate::artifacts::StagedArtifact) -> Work<'static> + Send>,
+    ),
+}
+
+/// `work` that runs only once `artifact` was staged, without using it: a refusal that needs no
+/// image still comes after the image's own, so the agent first hears what it can fix itself.
+pub(crate) fn after_artifact(
+    artifact: crate::artifacts::ArtifactUse,
+    work: Work<'static>,
+) -> Work<'static> {
+    Work::Staged(artifact, Box::new(move |_checked| work))
 }
 
 /// A driver call.

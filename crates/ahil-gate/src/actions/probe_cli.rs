@@ -18,10 +18,10 @@ use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
 
 use super::probe::{
-    FlashArgs, flash_args, invalid, loader_format, millis, parse_address, stage_image,
+    FlashArgs, flash_args, image_first, invalid, loader_format, millis, parse_address,
 };
 use super::{Acted, Context, DriverJob, Work};
-use crate::artifacts::ArtifactPolicy;
+use crate::artifacts::StagedArtifact;
 use crate::envelope::{Outcome, SideEffectStatus};
 
 /// The gate's margin over the driver's budget, so the driver's timeout answers first.
@@ -214,22 +214,7 @@ fn without_executable<'a>(
         "Install the tool, or name it by absolute path in `debuggers.<name>.executable`, then restart the server.",
     ])
     .not_contacted();
-    if tool != ToolId::FlashFirmware {
-        return Ok(local(missing, "nothing was started"));
-    }
-    // The image is checked before the toolchain, so the agent first hears about what it can
-    // fix itself.
-    let args = flash_args(ctx, resources)?;
-    let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
-    Ok(Work::Local(Box::new(move || {
-        if let Err(refused) = stage_image(&policy, &args.image) {
-            return *refused;
-        }
-        Acted {
-            outcome: missing,
-            contact: Some(Contact::none("nothing was started")),
-        }
-    })))
+    image_first(ctx, resources, local(missing, "nothing was started"))
 }
 
 /// An OpenOCD script in the system temp directory, refused before OpenOCD runs: anyone on the host
@@ -386,28 +371,37 @@ pub fn work<'a>(
             })
         }
         _ => {
-            let args = flash_args(ctx, resources)?;
+            let (image, args) = flash_args(ctx, resources)?;
             if let Some(capture) = &args.capture {
                 deadline += capture.wait;
             }
-            let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
             let base = debugger.flash_address.as_deref().and_then(parse_address);
             let needs_base = debugger.kind != DebuggerType::Openocd;
-            Box::new(move |cancel| {
-                if let Some(refused) = port_check.as_ref().and_then(PortCheck::refusal) {
-                    return refused;
-                }
-                let budget = Budget::new(limit).with_cancel(cancel);
-                flash(
-                    backend.as_ref(),
-                    &policy,
-                    base,
-                    needs_base,
-                    &args,
-                    &budget,
-                    symbol_record.as_ref(),
-                )
-            })
+            return Ok(Work::Staged(
+                image,
+                Box::new(move |staged| {
+                    Work::Driver(DriverJob {
+                        deadline,
+                        if_abandoned: Contact::Possible,
+                        run: Box::new(move |cancel| {
+                            if let Some(refused) = port_check.as_ref().and_then(PortCheck::refusal)
+                            {
+                                return refused;
+                            }
+                            let budget = Budget::new(limit).with_cancel(cancel);
+                            flash(
+                                backend.as_ref(),
+                                &staged,
+                                base,
+                                needs_base,
+                                &args,
+                                &budget,
+                                symbol_record.as_ref(),
+                            )
+                        }),
+                    })
+                }),
+            ));
         }
     };
     Ok(Work::Driver(DriverJob {
@@ -455,7 +449,7 @@ pub fn esptool_info(executable: PathBuf, shown: String, timeout: Duration) -> Wo
 
 fn flash(
     backend: &dyn CliProbe,
-    policy: &ArtifactPolicy,
+    staged: &StagedArtifact,
     base: Option<u64>,
     needs_base: bool,
     args: &FlashArgs,
@@ -463,10 +457,6 @@ fn flash(
     symbol_record: Option<&crate::debug::offline::Record>,
 ) -> Acted {
     const TOOL: ToolId = ToolId::FlashFirmware;
-    let staged = match stage_image(policy, &args.image) {
-        Ok(staged) => staged,
-        Err(refused) => return *refused,
-    };
     let refused = |outcome: Outcome| Acted {
         outcome: outcome.with("artifact", staged.report().clone()),
         contact: Some(Contact::none(
@@ -487,13 +477,7 @@ fn flash(
             .with("backend", backend.backend()),
         );
     }
-    let Some(format) = loader_format(&staged, base.unwrap_or(0)) else {
-        return refused(Outcome::refused(
-            TOOL,
-            ErrorType::ArtifactValidationFailed,
-            "The image is not an ELF, HEX or BIN, so the probe cannot program it.",
-        ));
-    };
+    let format = loader_format(staged, base.unwrap_or(0));
     // OpenOCD's `program` takes a raw image's address only when one is configured.
     let format = match format {
         ImageFormat::Bin { .. } if base.is_none() => ImageFormat::Elf,
@@ -522,7 +506,7 @@ fn flash(
     acted.outcome.set("artifact", staged.report().clone());
     if acted.outcome.ok
         && let Some(record) = symbol_record
-        && let Err(error) = record.flashed(&staged)
+        && let Err(error) = record.flashed(staged)
     {
         acted.outcome.set("symbol_source_recorded", false);
         acted

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ahil_config::LoadedConfig;
 use serde_json::{Value, json};
 
-use super::{Provisioned, act, settle};
+use super::{Provisioned, settle, stage_and_act};
 use crate::actions;
 use crate::audit;
 use crate::catalogue::ToolId;
@@ -120,7 +120,7 @@ async fn internal(bench: &Provisioned, tool: ToolId, args: Value) -> Outcome {
         Ok(hold) => hold,
         Err(refusal) => return *refusal,
     };
-    let outcome = settle(act(tool.name(), plan.work).await);
+    let outcome = settle(stage_and_act(tool.name(), plan.work).await);
     drop(hold);
     outcome
 }
