@@ -413,6 +413,47 @@ pub(super) fn loader_format(staged: &StagedArtifact, base: u64) -> ImageFormat {
     }
 }
 
+/// The one flash path of every backend: the staged image becomes the request, a capture's port is
+/// opened before the write (so the first bytes after the reset land in its ring; QEMU even drops
+/// UART output while nobody holds the pty), and every answer carries the artifact and the capture.
+/// `write` is the backend's own driver call and the result fields it reports.
+pub(super) fn flash_staged(
+    backend: &'static str,
+    staged: &StagedArtifact,
+    format: ImageFormat,
+    args: &FlashArgs,
+    write: impl FnOnce(&FlashRequest, Option<&flash_capture::Open<'_>>) -> Acted,
+) -> Acted {
+    let request = FlashRequest {
+        image: staged.path().to_path_buf(),
+        format,
+        verify: true,
+        reset: args.reset_after.then_some(ResetMode::Run),
+    };
+    let capture = match args.capture.as_ref().map(flash_capture::open) {
+        Some(Ok(open)) => Some(open),
+        Some(Err(refusal)) => {
+            return Acted {
+                outcome: refusal
+                    .with("backend", backend)
+                    .with("artifact", staged.report().clone()),
+                contact: Some(Contact::none(
+                    "the capture port was refused before anything connected to the board",
+                )),
+            };
+        }
+        None => None,
+    };
+    let mut acted = write(&request, capture.as_ref());
+    acted.outcome.set("artifact", staged.report().clone());
+    if let Some(open) = capture {
+        open.finish(&mut acted.outcome);
+    }
+    acted
+}
+
+/// The emulated board's write: the stub halts the board, loads and verifies; the reset is a step of
+/// its own so the old firmware's output can be dropped before the new one runs.
 fn flash(
     probe: &QemuProbe,
     staged: &StagedArtifact,
@@ -421,78 +462,47 @@ fn flash(
     budget: &Budget,
 ) -> Acted {
     const TOOL: ToolId = ToolId::FlashFirmware;
-    let refused_image = |outcome: Outcome| Acted {
-        outcome,
-        contact: Some(Contact::none(
-            "the image was refused before anything connected to the board",
-        )),
-    };
     let format = loader_format(staged, base);
-    // Opened before the flash, through the serial driver as on every backend: QEMU drops UART
-    // output while nobody holds the pty.
-    let capture = match args.capture.as_ref().map(flash_capture::open) {
-        Some(Ok(open)) => Some(open),
-        Some(Err(refusal)) => return refused_image(refusal.with("backend", "qemu")),
-        None => None,
-    };
-    let request = FlashRequest {
-        image: staged.path().to_path_buf(),
-        format,
-        verify: true,
-        reset: None,
-    };
-    let clock = Instant::now();
-    let flashed = probe.flash(&request, budget);
-    let report = match flashed {
-        Ok(report) => report,
-        Err(error) => {
-            let mut acted = failure(TOOL, ErrorType::FlashFailed, &error);
-            acted.outcome.set("artifact", staged.report().clone());
-            if let Some(open) = capture {
-                open.finish(&mut acted.outcome);
-            }
+    flash_staged("qemu", staged, format, args, |request, capture| {
+        let request = FlashRequest {
+            reset: None,
+            ..request.clone()
+        };
+        let clock = Instant::now();
+        let report = match probe.flash(&request, budget) {
+            Ok(report) => report,
+            Err(error) => return failure(TOOL, ErrorType::FlashFailed, &error),
+        };
+        // Whatever the old firmware printed before gdb halted it is not the new firmware's output.
+        if let Some(open) = capture {
+            open.discard_pending();
+        }
+        if args.reset_after
+            && let Err(error) = probe.reset(ResetMode::Run, budget)
+        {
+            let mut acted = failure(TOOL, ErrorType::ResetFailed, &error);
+            acted.outcome.set("image_written", true);
+            // The image is on the board whatever the reset did.
+            acted.contact = Some(Contact::Made);
             return acted;
         }
-    };
-    // Whatever the old firmware printed before gdb halted it is not the new firmware's output.
-    if let Some(open) = &capture {
-        open.discard_pending();
-    }
-    if args.reset_after
-        && let Err(error) = probe.reset(ResetMode::Run, budget)
-    {
-        let mut acted = failure(TOOL, ErrorType::ResetFailed, &error);
-        acted.outcome.set("artifact", staged.report().clone());
-        acted.outcome.set("image_written", true);
-        // The image is on the board whatever the reset did.
-        acted.contact = Some(Contact::Made);
-        if let Some(open) = capture {
-            open.finish(&mut acted.outcome);
+        let summary = if args.reset_after {
+            "Firmware flashed, verified, and target reset."
+        } else {
+            "Firmware flashed and verified. Target was not reset."
+        };
+        Acted {
+            outcome: Outcome::ok(TOOL, summary)
+                .with("backend", "qemu")
+                .with("bytes_written", report.bytes)
+                .with("verify", report.verified)
+                .with("reset_after_flash", args.reset_after)
+                .with("success_confirmed", report.verified)
+                .with("driver_elapsed_ms", millis(clock.elapsed()))
+                .with("driver_log", report.log),
+            contact: Some(Contact::Made),
         }
-        return acted;
-    }
-    let driver_ms = millis(clock.elapsed());
-    let summary = if args.reset_after {
-        "Firmware flashed, verified, and target reset."
-    } else {
-        "Firmware flashed and verified. Target was not reset."
-    };
-    let mut outcome = Outcome::ok(TOOL, summary)
-        .with("backend", "qemu")
-        .with("artifact", staged.report().clone())
-        .with("bytes_written", report.bytes)
-        .with("verify", report.verified)
-        .with("reset_after_flash", args.reset_after)
-        .with("success_confirmed", report.verified)
-        .with("driver_elapsed_ms", driver_ms)
-        .with("driver_log", report.log);
-    if let Some(open) = capture {
-        open.finish(&mut outcome);
-    }
-    Acted {
-        outcome,
-        contact: Some(Contact::Made),
-    }
+    })
 }
 
 /// A driver failure as an envelope: the driver's own error type where it has one, else `fallback`.

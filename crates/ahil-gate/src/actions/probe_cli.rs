@@ -11,14 +11,14 @@ use ahil_drivers::cubeprog::{self, CubeProg};
 use ahil_drivers::error::{Classified, Transcript};
 use ahil_drivers::esptool::Esptool;
 use ahil_drivers::openocd::OpenOcd;
-use ahil_drivers::probe::{Budget, FlashRequest, ImageFormat, ResetMode};
+use ahil_drivers::probe::{Budget, ImageFormat, ResetMode};
 use ahil_drivers::probe_cli::{CliProbe, CliSettings, CliSuccess, log_text};
 use ahil_drivers::pyocd::{OtherSelector, PyOcd};
 use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
 
 use super::probe::{
-    FlashArgs, flash_args, image_first, invalid, loader_format, millis, parse_address,
+    FlashArgs, flash_args, flash_staged, image_first, invalid, loader_format, millis, parse_address,
 };
 use super::{Acted, Context, DriverJob, Work};
 use crate::artifacts::StagedArtifact;
@@ -457,16 +457,10 @@ fn flash(
     symbol_record: Option<&crate::debug::offline::Record>,
 ) -> Acted {
     const TOOL: ToolId = ToolId::FlashFirmware;
-    let refused = |outcome: Outcome| Acted {
-        outcome: outcome.with("artifact", staged.report().clone()),
-        contact: Some(Contact::none(
-            "the image was refused before the backend ran",
-        )),
-    };
     let is_bin = staged.format() == Some(crate::artifacts::Format::Bin);
     if is_bin && needs_base && base.is_none() {
-        return refused(
-            Outcome::refused(
+        return Acted {
+            outcome: Outcome::refused(
                 TOOL,
                 ErrorType::InvalidArgument,
                 format!(
@@ -474,8 +468,12 @@ fn flash(
                     backend.product()
                 ),
             )
-            .with("backend", backend.backend()),
-        );
+            .with("backend", backend.backend())
+            .with("artifact", staged.report().clone()),
+            contact: Some(Contact::none(
+                "the image was refused before the backend ran",
+            )),
+        };
     }
     let format = loader_format(staged, base.unwrap_or(0));
     // OpenOCD's `program` takes a raw image's address only when one is configured.
@@ -483,53 +481,45 @@ fn flash(
         ImageFormat::Bin { .. } if base.is_none() => ImageFormat::Elf,
         other => other,
     };
-    let request = FlashRequest {
-        image: staged.path().to_path_buf(),
+    flash_staged(
+        backend.backend(),
+        staged,
         format,
-        verify: true,
-        reset: args.reset_after.then_some(ResetMode::Run),
-    };
-    // Opened before the flash, so the first bytes after the reset land in the port's ring.
-    let capture = match args.capture.as_ref().map(super::flash_capture::open) {
-        Some(Ok(open)) => Some(open),
-        Some(Err(refusal)) => return refused(refusal.with("backend", backend.backend())),
-        None => None,
-    };
-    let clock = Instant::now();
-    let result = backend.flash(&request, budget);
-    let hide = staged.path().parent().map(Path::to_path_buf);
-    let mut acted = answer(backend, TOOL, result, clock, hide.as_deref(), |outcome| {
-        outcome
-            .with("verify", true)
-            .with("reset_after_flash", args.reset_after)
-    });
-    acted.outcome.set("artifact", staged.report().clone());
-    if acted.outcome.ok
-        && let Some(record) = symbol_record
-        && let Err(error) = record.flashed(staged)
-    {
-        acted.outcome.set("symbol_source_recorded", false);
-        acted
-            .outcome
-            .set("symbol_source_error", error.kind().to_string());
-    }
-    if acted.outcome.ok {
-        acted.outcome.summary = if args.reset_after {
-            format!(
-                "Firmware flashed and verified through {}, and target reset.",
-                backend.product()
-            )
-        } else {
-            format!(
-                "Firmware flashed and verified through {}. Target was not reset.",
-                backend.product()
-            )
-        };
-    }
-    if let Some(open) = capture {
-        open.finish(&mut acted.outcome);
-    }
-    acted
+        args,
+        |request, _capture| {
+            let clock = Instant::now();
+            let result = backend.flash(request, budget);
+            let hide = staged.path().parent().map(Path::to_path_buf);
+            let mut acted = answer(backend, TOOL, result, clock, hide.as_deref(), |outcome| {
+                outcome
+                    .with("verify", true)
+                    .with("reset_after_flash", args.reset_after)
+            });
+            if acted.outcome.ok
+                && let Some(record) = symbol_record
+                && let Err(error) = record.flashed(staged)
+            {
+                acted.outcome.set("symbol_source_recorded", false);
+                acted
+                    .outcome
+                    .set("symbol_source_error", error.kind().to_string());
+            }
+            if acted.outcome.ok {
+                acted.outcome.summary = if args.reset_after {
+                    format!(
+                        "Firmware flashed and verified through {}, and target reset.",
+                        backend.product()
+                    )
+                } else {
+                    format!(
+                        "Firmware flashed and verified through {}. Target was not reset.",
+                        backend.product()
+                    )
+                };
+            }
+            acted
+        },
+    )
 }
 
 fn list(backend: &dyn CliProbe, budget: &Budget) -> Acted {
