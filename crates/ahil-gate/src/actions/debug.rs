@@ -320,15 +320,10 @@ fn session_work<'a>(
             ownership: Arc::clone(ctx.ownership),
             sessions,
         };
-        return Ok(Work::Staged(
+        return Ok(super::staged_job(
             elf,
-            Box::new(move |staged| {
-                Work::Driver(DriverJob {
-                    deadline: timeout * 2 + MARGIN,
-                    if_abandoned: Contact::Possible,
-                    run: Box::new(move |_cancel| start.run(staged)),
-                })
-            }),
+            timeout * 2 + MARGIN,
+            move |staged, _cancel| start.run(staged),
         ));
     }
     let limits = ops::Limits {

@@ -110,7 +110,7 @@ pub enum Work<'a> {
     /// claim, and builds the work from the staged copy. A refused artifact ends the call before any
     /// device is contacted; no backend stages on its own.
     Staged(
-        crate::artifacts::ArtifactUse,
+        Box<crate::artifacts::ArtifactUse>,
         // 'static like a driver job: the work outlives the plan's borrow of the call, and a
         // continuation borrowing it would make `Work` invariant in its lifetime.
         Box<dyn FnOnce(crate::artifacts::StagedArtifact) -> Work<'static> + Send>,
@@ -123,7 +123,27 @@ pub(crate) fn after_artifact(
     artifact: crate::artifacts::ArtifactUse,
     work: Work<'static>,
 ) -> Work<'static> {
-    Work::Staged(artifact, Box::new(move |_checked| work))
+    Work::Staged(Box::new(artifact), Box::new(move |_checked| work))
+}
+
+/// A driver job on the artifact the pipeline stages first: `run` gets the staged copy (and keeps it
+/// as long as it needs the file). Contact is possible if the gate abandons it, as for any job that
+/// writes to a board.
+pub(crate) fn staged_job(
+    artifact: crate::artifacts::ArtifactUse,
+    deadline: Duration,
+    run: impl FnOnce(crate::artifacts::StagedArtifact, CancelFlag) -> Acted + Send + 'static,
+) -> Work<'static> {
+    Work::Staged(
+        Box::new(artifact),
+        Box::new(move |staged| {
+            Work::Driver(DriverJob {
+                deadline,
+                if_abandoned: Contact::Possible,
+                run: Box::new(move |cancel| run(staged, cancel)),
+            })
+        }),
+    )
 }
 
 /// A driver call.

@@ -291,19 +291,10 @@ fn qemu_work<'a>(
                 .as_deref()
                 .and_then(parse_address)
                 .unwrap_or(DEFAULT_FLASH_BASE);
-            return Ok(Work::Staged(
-                image,
-                Box::new(move |staged| {
-                    Work::Driver(DriverJob {
-                        deadline,
-                        if_abandoned: Contact::Possible,
-                        run: Box::new(move |cancel| {
-                            let budget = Budget::new(timeout).with_cancel(cancel);
-                            flash(&probe, &staged, base, &args, &budget)
-                        }),
-                    })
-                }),
-            ));
+            return Ok(super::staged_job(image, deadline, move |staged, cancel| {
+                let budget = Budget::new(timeout).with_cancel(cancel);
+                flash(&probe, &staged, base, &args, &budget)
+            }));
         }
     };
     Ok(Work::Driver(DriverJob {

@@ -245,6 +245,23 @@ fn openocd_script_refusal<'a>(tool: ToolId, name: &str, debugger: &Debugger) -> 
     None
 }
 
+/// The probes the other entries select, which pyOCD must not take for this one.
+fn other_selectors(ctx: &Context<'_>, name: &str) -> Vec<OtherSelector> {
+    ctx.loaded
+        .config
+        .debuggers
+        .iter()
+        .filter(|(other, _)| other.as_str() != name)
+        .filter_map(|(other, entry)| {
+            Some(OtherSelector {
+                debugger: other.clone(),
+                probe_id: entry.probe_id.clone()?,
+                by_substring: entry.kind == DebuggerType::Pyocd,
+            })
+        })
+        .collect()
+}
+
 /// The work of one probe tool on a CLI backend.
 pub fn work<'a>(
     ctx: &'a Context<'a>,
@@ -279,20 +296,7 @@ pub fn work<'a>(
         probe_id: debugger.probe_id.clone(),
         timeout,
     };
-    let others: Vec<OtherSelector> = ctx
-        .loaded
-        .config
-        .debuggers
-        .iter()
-        .filter(|(other, _)| other.as_str() != name)
-        .filter_map(|(other, entry)| {
-            Some(OtherSelector {
-                debugger: other.clone(),
-                probe_id: entry.probe_id.clone()?,
-                by_substring: entry.kind == DebuggerType::Pyocd,
-            })
-        })
-        .collect();
+    let others = other_selectors(ctx, name);
     let mut port_check = None;
     let backend: Box<dyn CliProbe> = if debugger.kind == DebuggerType::Esptool {
         let (device, check) = match esptool_port(ctx, tool, name, debugger) {
@@ -377,31 +381,21 @@ pub fn work<'a>(
             }
             let base = debugger.flash_address.as_deref().and_then(parse_address);
             let needs_base = debugger.kind != DebuggerType::Openocd;
-            return Ok(Work::Staged(
-                image,
-                Box::new(move |staged| {
-                    Work::Driver(DriverJob {
-                        deadline,
-                        if_abandoned: Contact::Possible,
-                        run: Box::new(move |cancel| {
-                            if let Some(refused) = port_check.as_ref().and_then(PortCheck::refusal)
-                            {
-                                return refused;
-                            }
-                            let budget = Budget::new(limit).with_cancel(cancel);
-                            flash(
-                                backend.as_ref(),
-                                &staged,
-                                base,
-                                needs_base,
-                                &args,
-                                &budget,
-                                symbol_record.as_ref(),
-                            )
-                        }),
-                    })
-                }),
-            ));
+            return Ok(super::staged_job(image, deadline, move |staged, cancel| {
+                if let Some(refused) = port_check.as_ref().and_then(PortCheck::refusal) {
+                    return refused;
+                }
+                let budget = Budget::new(limit).with_cancel(cancel);
+                flash(
+                    backend.as_ref(),
+                    &staged,
+                    base,
+                    needs_base,
+                    &args,
+                    &budget,
+                    symbol_record.as_ref(),
+                )
+            }));
         }
     };
     Ok(Work::Driver(DriverJob {
