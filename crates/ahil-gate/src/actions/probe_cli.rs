@@ -333,7 +333,7 @@ pub fn work<'a>(
             }
             let budget = Budget::new(limit).with_cancel(cancel);
             let clock = Instant::now();
-            let result = backend.probe_target(&budget);
+            let result = backend.probe(&budget);
             answer(backend.as_ref(), tool, result, clock, None, |outcome| {
                 outcome.with("target_detected", true)
             })
@@ -518,7 +518,7 @@ fn flash(
 
 fn list(backend: &dyn CliProbe, budget: &Budget) -> Acted {
     const TOOL: ToolId = ToolId::DebuggerProbesList;
-    match backend.list(budget) {
+    match backend.list_probes(budget) {
         Ok(listing) => {
             let probes: Vec<Value> = listing
                 .probes
