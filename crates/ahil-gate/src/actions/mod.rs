@@ -111,8 +111,8 @@ pub enum Work<'a> {
     /// device is contacted; no backend stages on its own.
     Staged(
         Box<crate::artifacts::ArtifactUse>,
-        // 'static like a driver job: the work outlives the plan's borrow of the call, and a
-        // continuation borrowing it would make `Work` invariant in its lifetime.
+        // 'static like a driver job: a continuation returning `Work<'a>` would make `Work`
+        // invariant in `'a`, and a plan's `Work<'static>` refusals would no longer coerce.
         Box<dyn FnOnce(crate::artifacts::StagedArtifact) -> Work<'static> + Send>,
     ),
 }
