@@ -1,6 +1,6 @@
 //! The gate: every tool call runs the same stages, in this order, as code.
 //!
-//! 1 validate · 2 snapshot · 3 authorize · 4 claim · 5 act · 6 settle · 7 record · 8 answer.
+//! 1 validate · 2 snapshot · 3 authorize · 4 claim · 4½ stage the artifact · 5 act · 6 settle · 7 record · 8 answer.
 //! A refusal at any stage skips the later ones but still goes through `answer`, so every result
 //! carries the same envelope fields.
 
@@ -24,6 +24,7 @@ use crate::snapshot::Snapshot;
 use crate::validate;
 
 mod leases;
+mod staging;
 mod work;
 use ahil_config::time;
 
@@ -348,8 +349,8 @@ impl<T: Tools> Bench<T> {
             None => None,
         };
 
-        // 5 act
-        let acted = act(tool, plan.work).await;
+        // 5 act, on the artifact the plan names once it is validated and staged
+        let acted = stage_and_act(tool, plan.work).await;
 
         // 6 settle
         let mut outcome = settle(acted);
@@ -440,10 +441,29 @@ fn refused(tool: &str, refusal: Refusal) -> Outcome {
     outcome.not_contacted()
 }
 
+/// Stages 4½ and 5: the artifact the plan names is staged (its refusal is the act's result), then
+/// the work runs.
+async fn stage_and_act(tool: &str, work: Work<'_>) -> Acted {
+    match staging::ready(tool, work).await {
+        Ok(work) => act(tool, work).await,
+        Err(refused) => refused,
+    }
+}
+
 /// Stage 5: run the work. Driver calls run on a blocking thread under the gate's deadline; if the
 /// call is abandoned (deadline, or this future dropped), the cancel flag kills the child's group.
 async fn act(tool: &str, work: Work<'_>) -> Acted {
     match work {
+        // Built from its staged artifact by `staging::ready`, which every act goes through first.
+        Work::Staged(..) => Acted {
+            outcome: Outcome::refused(
+                tool,
+                ErrorType::InternalError,
+                "The server reached a call's work before staging its artifact; nothing was done.",
+            )
+            .not_contacted(),
+            contact: Some(Contact::none("the work never ran")),
+        },
         // The same for local work; what it did to a session's device is not known.
         Work::Local(job) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
             .unwrap_or_else(|panic| Acted {

@@ -7,8 +7,8 @@ use std::ffi::OsString;
 use serde_json::json;
 
 use crate::error::{Contact, DriverError, Transcript};
-use crate::probe::{Budget, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
-use crate::probe_cli::{self, CliProbe, CliSettings, CliSuccess, Listing, Ran, any, failure};
+use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
+use crate::probe_cli::{self, CliSettings, CliSuccess, Listing, Ran, any, failure};
 
 /// How flash connects (`connect_mode`): hot-plug, or under reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,7 +272,12 @@ impl CubeProg {
     }
 }
 
-impl CliProbe for CubeProg {
+impl DebugProbe for CubeProg {
+    type Listed = Listing;
+    type Probed = CliSuccess;
+    type Flashed = CliSuccess;
+    type Reset = CliSuccess;
+
     fn backend(&self) -> &'static str {
         "stlink"
     }
@@ -281,7 +286,7 @@ impl CliProbe for CubeProg {
         "STM32CubeProgrammer"
     }
 
-    fn list(&self, budget: &Budget) -> Result<Listing, DriverError> {
+    fn list_probes(&self, budget: &Budget) -> Result<Listing, DriverError> {
         let ran = self.run(
             vec!["-q".into(), "-l".into(), "st-link-only".into()],
             budget,
@@ -322,7 +327,7 @@ impl CliProbe for CubeProg {
         })
     }
 
-    fn probe_target(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
+    fn probe(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
         let ran = self.run(self.connect_args("HOTPLUG"), budget)?;
         Self::judge(
             ran,
@@ -375,8 +380,6 @@ impl CliProbe for CubeProg {
         Self::judge(ran, "reset_unconfirmed", expected, false, false)
     }
 }
-
-crate::debug_probe_via_cli!(CubeProg);
 
 pub mod gdbserver;
 

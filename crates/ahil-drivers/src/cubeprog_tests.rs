@@ -26,7 +26,7 @@ fn serials_are_read_from_the_probe_list() {
 fn every_action_uses_its_connect_mode_and_serial() {
     let (dir, exe) = fake::install("STM32_Programmer_CLI.py", "ok");
     let probe = backend(&exe, Some("STLINK123"), ConnectMode::UnderReset);
-    probe.probe_target(&budget()).expect("probe");
+    probe.probe(&budget()).expect("probe");
     probe
         .flash(
             &fake::flash_request("/s/fw.bin", ImageFormat::Bin { base: 0x0800_0000 }, true),
@@ -84,7 +84,7 @@ fn every_action_uses_its_connect_mode_and_serial() {
 fn a_missing_success_sentence_leaves_the_result_unconfirmed() {
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "unconfirmed");
     let probe = backend(&exe, None, ConnectMode::Hotplug);
-    let read = fake::classified(probe.probe_target(&budget()).expect_err("unconfirmed"));
+    let read = fake::classified(probe.probe(&budget()).expect_err("unconfirmed"));
     assert_eq!(read.error_type, "target_state_unconfirmed");
     assert_eq!(
         read.details["operation_result"]["matched_success_text"],
@@ -115,7 +115,7 @@ fn no_st_link_is_adapter_not_found_without_contact() {
     assert_eq!(failed.error_type, "adapter_not_found");
     assert!(matches!(failed.contact, Contact::None { .. }));
     let listing = backend(&exe, None, ConnectMode::Hotplug)
-        .list(&budget())
+        .list_probes(&budget())
         .expect("list");
     assert!(listing.probes.is_empty());
 }
@@ -124,7 +124,7 @@ fn no_st_link_is_adapter_not_found_without_contact() {
 fn an_absent_target_proves_no_contact_only_for_the_probe() {
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "no-target");
     let probe = backend(&exe, None, ConnectMode::Hotplug);
-    let read = fake::classified(probe.probe_target(&budget()).expect_err("absent"));
+    let read = fake::classified(probe.probe(&budget()).expect_err("absent"));
     assert_eq!(read.error_type, "target_not_detected");
     assert!(matches!(read.contact, Contact::None { .. }));
     let write = fake::classified(probe.reset(ResetMode::Halt, &budget()).expect_err("absent"));
@@ -176,13 +176,13 @@ fn a_listing_without_serials_or_a_no_probe_sentence_is_a_discovery_failure() {
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "bad-list");
     let failed = fake::classified(
         backend(&exe, None, ConnectMode::Hotplug)
-            .list(&budget())
+            .list_probes(&budget())
             .expect_err("bad"),
     );
     assert_eq!(failed.error_type, "probe_discovery_failed");
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "ok");
     let listing = backend(&exe, None, ConnectMode::Hotplug)
-        .list(&budget())
+        .list_probes(&budget())
         .expect("list");
     assert_eq!(listing.probes[0].id, "066DFF535254887767184038");
 }

@@ -14,8 +14,8 @@ use std::ffi::OsString;
 use serde_json::{Map, json};
 
 use crate::error::{Classified, Contact, DriverError, Transcript};
-use crate::probe::{Budget, FlashRequest, ImageFormat, ResetMode};
-use crate::probe_cli::{self, CliProbe, CliSettings, CliSuccess, Listing, Ran, any};
+use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ResetMode};
+use crate::probe_cli::{self, CliSettings, CliSuccess, Listing, Ran, any};
 
 /// The esptool major version whose command spelling and output this backend reads.
 pub const SUPPORTED_MAJOR: u32 = 5;
@@ -314,7 +314,12 @@ impl Esptool {
     }
 }
 
-impl CliProbe for Esptool {
+impl DebugProbe for Esptool {
+    type Listed = Listing;
+    type Probed = CliSuccess;
+    type Flashed = CliSuccess;
+    type Reset = CliSuccess;
+
     fn backend(&self) -> &'static str {
         "esptool"
     }
@@ -323,7 +328,7 @@ impl CliProbe for Esptool {
         "esptool"
     }
 
-    fn list(&self, _budget: &Budget) -> Result<Listing, DriverError> {
+    fn list_probes(&self, _budget: &Budget) -> Result<Listing, DriverError> {
         let mut details = Map::new();
         details.insert("com_port_device".into(), json!(self.port));
         Err(probe_cli::not_supported(
@@ -332,7 +337,7 @@ impl CliProbe for Esptool {
         ))
     }
 
-    fn probe_target(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
+    fn probe(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
         let mut args = self.connect_args(None, "hard-reset");
         args.extend(["--no-stub".into(), "flash-id".into()]);
         self.act(
@@ -394,8 +399,6 @@ impl CliProbe for Esptool {
         self.act(args, expected, "reset_unconfirmed", false, budget)
     }
 }
-
-crate::debug_probe_via_cli!(Esptool);
 
 #[cfg(test)]
 #[path = "esptool_tests.rs"]

@@ -46,7 +46,7 @@ fn versions_are_read_from_both_spellings_of_the_banner() {
 fn every_command_line_names_the_port_chip_and_reset_sequence() {
     let (dir, exe) = fake::install("esptool.py", "ok");
     let probe = backend(&exe, Some("esp32"), Duration::from_secs(20));
-    probe.probe_target(&budget()).expect("probe");
+    probe.probe(&budget()).expect("probe");
     probe.flash(&bin(false), &budget()).expect("flash");
     probe.flash(&bin(true), &budget()).expect("flash and reset");
     probe.reset(ResetMode::Run, &budget()).expect("reset");
@@ -98,7 +98,7 @@ fn every_command_line_names_the_port_chip_and_reset_sequence() {
 #[test]
 fn a_probe_is_confirmed_by_the_chip_the_flash_and_the_reset_lines() {
     let (_dir, probe) = fake_with("ok");
-    let done = probe.probe_target(&budget()).expect("probe");
+    let done = probe.probe(&budget()).expect("probe");
     assert_eq!(
         done.matched_success_text,
         ["Chip type:", "Detected flash size:", "Hard resetting"]
@@ -109,7 +109,7 @@ fn a_probe_is_confirmed_by_the_chip_the_flash_and_the_reset_lines() {
 #[test]
 fn without_a_target_type_the_chip_is_detected() {
     let (dir, probe) = fake_with("ok");
-    probe.probe_target(&budget()).expect("probe");
+    probe.probe(&budget()).expect("probe");
     assert_eq!(fake::calls(dir.path())[1][0], "--chip=auto");
 }
 
@@ -160,7 +160,7 @@ fn an_elf_image_is_refused_before_esptool_runs() {
 #[test]
 fn an_esptool_that_is_not_version_5_is_not_found_and_opens_no_port() {
     let (dir, probe) = fake_with("old-version");
-    let failed = fake::classified(probe.probe_target(&budget()).expect_err("old"));
+    let failed = fake::classified(probe.probe(&budget()).expect_err("old"));
     assert_eq!(failed.error_type, "debugger_not_found");
     assert_eq!(failed.backend_error_type, "esptool_version_unsupported");
     assert_eq!(failed.details["version"], "4.8.1");
@@ -175,7 +175,7 @@ fn a_missing_executable_is_debugger_not_found() {
         None,
         Duration::from_secs(5),
     );
-    let failed = fake::classified(probe.probe_target(&budget()).expect_err("missing"));
+    let failed = fake::classified(probe.probe(&budget()).expect_err("missing"));
     assert_eq!(failed.error_type, "debugger_not_found");
     assert!(matches!(failed.contact, Contact::None { .. }));
 }
@@ -239,7 +239,7 @@ fn each_failure_class_maps_to_its_error_type_and_contact() {
         let result = if flashing {
             probe.flash(&bin(false), &budget())
         } else {
-            probe.probe_target(&budget())
+            probe.probe(&budget())
         };
         let failed = fake::classified(result.expect_err(scenario));
         assert_eq!(failed.backend_error_type, class, "{scenario}");
@@ -275,7 +275,7 @@ fn reset_init_is_not_supported() {
 #[test]
 fn listing_probes_is_not_supported_and_names_the_port() {
     let (dir, probe) = fake_with("ok");
-    let failed = fake::classified(probe.list(&budget()).expect_err("list"));
+    let failed = fake::classified(probe.list_probes(&budget()).expect_err("list"));
     assert_eq!(failed.error_type, "not_supported");
     assert_eq!(failed.details["com_port_device"], PORT);
     assert!(fake::calls(dir.path()).is_empty());
@@ -285,7 +285,7 @@ fn listing_probes_is_not_supported_and_names_the_port() {
 fn a_hung_connect_times_out_and_its_process_group_is_gone() {
     let (dir, exe) = fake::install("esptool.py", "connect-hang");
     let probe = backend(&exe, None, Duration::from_secs(2));
-    let failed = fake::classified(probe.probe_target(&budget()).expect_err("hang"));
+    let failed = fake::classified(probe.probe(&budget()).expect_err("hang"));
     assert_eq!(failed.error_type, "timeout");
     assert_eq!(failed.contact, Contact::Possible);
     let pid: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
@@ -355,7 +355,7 @@ mod real {
             &missing.display().to_string(),
             None,
         );
-        let failed = fake::classified(probe.probe_target(&budget()).expect_err("no port"));
+        let failed = fake::classified(probe.probe(&budget()).expect_err("no port"));
         assert_eq!(failed.error_type, "com_port_open_failed");
         assert_eq!(failed.backend_error_type, "port_open_failed");
         assert!(matches!(failed.contact, Contact::None { .. }));

@@ -18,10 +18,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::error::{Classified, Contact, DriverError};
-use crate::probe::{Budget, FlashRequest, ImageFormat, ResetMode};
-use crate::probe_cli::{
-    self, CliProbe, CliSettings, CliSuccess, Listing, Ran, failure, failure_lines,
-};
+use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ResetMode};
+use crate::probe_cli::{self, CliSettings, CliSuccess, Listing, Ran, failure, failure_lines};
 
 pub use classify::classify;
 
@@ -292,7 +290,12 @@ fn decide(
     Err(DriverError::Classified(failed))
 }
 
-impl CliProbe for OpenOcd {
+impl DebugProbe for OpenOcd {
+    type Listed = Listing;
+    type Probed = CliSuccess;
+    type Flashed = CliSuccess;
+    type Reset = CliSuccess;
+
     fn backend(&self) -> &'static str {
         "openocd"
     }
@@ -301,7 +304,7 @@ impl CliProbe for OpenOcd {
         "OpenOCD"
     }
 
-    fn list(&self, _budget: &Budget) -> Result<Listing, DriverError> {
+    fn list_probes(&self, _budget: &Budget) -> Result<Listing, DriverError> {
         Ok(Listing {
             probes: usb::inventory(&self.sysfs_usb),
             complete: false,
@@ -312,7 +315,7 @@ impl CliProbe for OpenOcd {
         })
     }
 
-    fn probe_target(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
+    fn probe(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
         self.one_shot(Operation::Probe, "targets", budget)
     }
 
@@ -336,8 +339,6 @@ impl CliProbe for OpenOcd {
         )
     }
 }
-
-crate::debug_probe_via_cli!(OpenOcd);
 
 #[cfg(test)]
 #[path = "openocd_tests.rs"]

@@ -61,7 +61,7 @@ fn image_paths_are_escaped_for_tcl() {
 fn a_probe_succeeds_only_with_both_markers_and_sends_the_marker_script() {
     let (dir, exe) = fake::install("openocd.py", "ok");
     let done = backend(&exe, None, Duration::from_secs(10))
-        .probe_target(&budget())
+        .probe(&budget())
         .expect("probe");
     assert_eq!(
         done.matched_success_text,
@@ -129,7 +129,7 @@ fn a_missing_interface_script_is_a_config_error_without_contact() {
     let (_dir, exe) = fake::install("openocd.py", "bad-interface");
     let failed = fake::classified(
         backend(&exe, None, Duration::from_secs(10))
-            .probe_target(&budget())
+            .probe(&budget())
             .expect_err("bad script"),
     );
     assert_eq!(failed.error_type, "debugger_config_not_found");
@@ -157,7 +157,7 @@ fn a_command_rejected_before_init_is_named() {
 fn an_absent_target_proves_no_contact_only_for_the_read_only_probe() {
     let (_dir, exe) = fake::install("openocd.py", "target-absent");
     let probe = backend(&exe, None, Duration::from_secs(10));
-    let read = fake::classified(probe.probe_target(&budget()).expect_err("absent"));
+    let read = fake::classified(probe.probe(&budget()).expect_err("absent"));
     assert_eq!(read.error_type, "target_not_detected");
     assert!(matches!(read.contact, Contact::None { .. }));
     let write = fake::classified(
@@ -176,7 +176,7 @@ fn an_absent_target_proves_no_contact_only_for_the_read_only_probe() {
 fn exit_zero_without_markers_is_unconfirmed() {
     let (_dir, exe) = fake::install("openocd.py", "no-marker");
     let probe = backend(&exe, None, Duration::from_secs(10));
-    let read = fake::classified(probe.probe_target(&budget()).expect_err("unconfirmed"));
+    let read = fake::classified(probe.probe(&budget()).expect_err("unconfirmed"));
     assert_eq!(read.error_type, "target_state_unconfirmed");
     assert_eq!(read.details["operation_result"]["confirmed"], false);
     let write = fake::classified(
@@ -280,7 +280,7 @@ fn a_missing_executable_is_debugger_not_found_without_contact() {
             None,
             Duration::from_secs(5),
         )
-        .probe_target(&budget())
+        .probe(&budget())
         .expect_err("missing"),
     );
     assert_eq!(failed.error_type, "debugger_not_found");
@@ -303,7 +303,7 @@ fn the_listing_is_the_usb_inventory_of_probe_vendors_and_never_complete() {
     }
     let listing = backend(Path::new("/opt/openocd"), None, Duration::from_secs(5))
         .with_sysfs_usb(sysfs.path())
-        .list(&budget())
+        .list_probes(&budget())
         .expect("list");
     let ids: Vec<&str> = listing.probes.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(ids, ["000123", "066DFF"]);
@@ -350,7 +350,7 @@ mod real {
         let exe = openocd();
         let failed = fake::classified(
             real(&exe, "interface/stlink.cfg", "target/stm32f4x.cfg")
-                .probe_target(&budget())
+                .probe(&budget())
                 .expect_err("no probe here"),
         );
         assert_eq!(failed.error_type, "adapter_not_found");
@@ -363,7 +363,7 @@ mod real {
         let exe = openocd();
         let failed = fake::classified(
             real(&exe, "interface/no-such-adapter.cfg", "target/stm32f4x.cfg")
-                .probe_target(&budget())
+                .probe(&budget())
                 .expect_err("bad script"),
         );
         assert_eq!(failed.error_type, "debugger_config_not_found");
@@ -375,7 +375,7 @@ mod real {
     fn real_openocd_runs_the_marker_script_on_the_dummy_adapter() {
         let exe = openocd();
         let done = real(&exe, "interface/dummy.cfg", "target/swj-dp.tcl")
-            .probe_target(&budget())
+            .probe(&budget())
             .expect("the dummy adapter reaches both markers");
         assert_eq!(done.matched_success_text.len(), 2);
         // The dummy adapter finds no scan chain and says so before the markers.

@@ -262,32 +262,53 @@ impl fmt::Debug for GdbTarget {
     }
 }
 
-/// A debug-probe backend. Every method is blocking (async callers use `spawn_blocking`), honours the
-/// budget, runs children in their own process groups, and reports [`crate::Contact`] in its errors.
+/// A debug-probe backend: the emulated board and every CLI backend (OpenOCD, pyOCD,
+/// STM32CubeProgrammer, esptool, probe-rs). Every method is blocking (async callers use
+/// `spawn_blocking`), honours the budget, runs children in their own process groups, and reports
+/// [`crate::Contact`] in its errors. Each backend answers with its own evidence: the emulated board's
+/// typed reports, a CLI backend's transcripts ([`crate::probe_cli::CliProbe`]).
 pub trait DebugProbe: Send + Sync {
+    /// What listing answers.
+    type Listed;
+    /// What a probe of the target answers.
+    type Probed;
+    /// What a flash answers.
+    type Flashed;
+    /// What a reset answers.
+    type Reset;
+
     /// The backend's name as the configuration spells it (`openocd`, `pyocd`, `qemu`).
     fn backend(&self) -> &'static str;
 
+    /// The product name for summaries (`OpenOCD`, `QEMU`).
+    fn product(&self) -> &'static str;
+
     /// The probes the backend can see. Listing never touches a target, so every error carries
     /// `Contact::None`.
-    fn list_probes(&self, budget: &Budget) -> Result<Vec<ProbeInfo>, DriverError>;
+    fn list_probes(&self, budget: &Budget) -> Result<Self::Listed, DriverError>;
 
     /// Connect to the target through the probe, identify it, and leave its state as found.
-    fn probe(&self, budget: &Budget) -> Result<ProbeReport, DriverError>;
+    fn probe(&self, budget: &Budget) -> Result<Self::Probed, DriverError>;
 
     /// Program an image, verify it when asked, then reset as asked.
-    fn flash(&self, request: &FlashRequest, budget: &Budget) -> Result<FlashReport, DriverError>;
+    fn flash(&self, request: &FlashRequest, budget: &Budget) -> Result<Self::Flashed, DriverError>;
 
     /// Reset the target in `mode`.
-    fn reset(&self, mode: ResetMode, budget: &Budget) -> Result<ResetReport, DriverError>;
+    fn reset(&self, mode: ResetMode, budget: &Budget) -> Result<Self::Reset, DriverError>;
 
     /// Reset and halt at the reset vector (a debug session's starting point).
-    fn reset_halt(&self, budget: &Budget) -> Result<ResetReport, DriverError> {
+    fn reset_halt(&self, budget: &Budget) -> Result<Self::Reset, DriverError> {
         self.reset(ResetMode::Halt, budget)
     }
 
-    /// Prepare a gdb connection for a debug session (starting the backend's gdb server if it has one).
-    fn open_gdb(&self, budget: &Budget) -> Result<GdbTarget, DriverError>;
+    /// Prepare a gdb connection for a debug session. Only the emulated board's stub is reached
+    /// through the probe; the CLI backends' gdb servers are started by the session itself.
+    fn open_gdb(&self, _budget: &Budget) -> Result<GdbTarget, DriverError> {
+        Err(crate::probe_cli::not_supported(
+            "Typed debug sessions are not available on this backend in this build.",
+            serde_json::Map::new(),
+        ))
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::error::{Classified, Contact, DriverError, Transcript};
-use crate::probe::{Budget, FlashRequest, ProbeInfo, ResetMode};
+use crate::probe::{Budget, DebugProbe, ProbeInfo};
 use crate::process::{self, Command, Exit};
 
 /// Probe CLIs are chatty on failure but never need more than this per stream.
@@ -152,21 +152,17 @@ pub struct Listing {
     pub transcripts: Vec<Transcript>,
 }
 
-/// A probe CLI the gate can drive. Every method blocks, honours the budget, and returns classified
-/// failures.
-pub trait CliProbe: Send + Sync {
-    /// `openocd`, `pyocd`, `stlink`.
-    fn backend(&self) -> &'static str;
-    /// The product name for summaries.
-    fn product(&self) -> &'static str;
-    /// The probes this backend can see.
-    fn list(&self, budget: &Budget) -> Result<Listing, DriverError>;
-    /// Connect, identify, change nothing.
-    fn probe_target(&self, budget: &Budget) -> Result<CliSuccess, DriverError>;
-    /// Program and verify, then reset when asked.
-    fn flash(&self, request: &FlashRequest, budget: &Budget) -> Result<CliSuccess, DriverError>;
-    /// Reset in `mode`.
-    fn reset(&self, mode: ResetMode, budget: &Budget) -> Result<CliSuccess, DriverError>;
+/// A probe CLI the gate can drive: a [`DebugProbe`] whose every answer is the child's transcripts
+/// (a name for that, implemented by every such probe, not a second abstraction). Failures are
+/// classified.
+pub trait CliProbe:
+    DebugProbe<Listed = Listing, Probed = CliSuccess, Flashed = CliSuccess, Reset = CliSuccess>
+{
+}
+
+impl<T> CliProbe for T where
+    T: DebugProbe<Listed = Listing, Probed = CliSuccess, Flashed = CliSuccess, Reset = CliSuccess>
+{
 }
 
 /// The common settings of a CLI backend.
@@ -366,79 +362,6 @@ pub fn failure_lines(text: &str) -> Vec<String> {
         .filter(|line| !line.is_empty() && contains_failure_text(line))
         .map(str::to_owned)
         .collect()
-}
-
-/// Implements [`crate::probe::DebugProbe`] for a [`CliProbe`], so the gate can hold any backend behind
-/// one trait; the CLI backends run no gdb server of their own here.
-#[macro_export]
-macro_rules! debug_probe_via_cli {
-    ($ty:ty) => {
-        impl $crate::probe::DebugProbe for $ty {
-            fn backend(&self) -> &'static str {
-                $crate::probe_cli::CliProbe::backend(self)
-            }
-            fn list_probes(
-                &self,
-                budget: &$crate::probe::Budget,
-            ) -> Result<Vec<$crate::probe::ProbeInfo>, $crate::DriverError> {
-                $crate::probe_cli::CliProbe::list(self, budget).map(|l| l.probes)
-            }
-            fn probe(
-                &self,
-                budget: &$crate::probe::Budget,
-            ) -> Result<$crate::probe::ProbeReport, $crate::DriverError> {
-                let done = $crate::probe_cli::CliProbe::probe_target(self, budget)?;
-                Ok($crate::probe::ProbeReport {
-                    probe: $crate::probe::ProbeInfo {
-                        id: String::new(),
-                        description: $crate::probe_cli::CliProbe::product(self).to_owned(),
-                    },
-                    target: String::new(),
-                    state: $crate::probe::CoreState::Unknown,
-                    log: $crate::probe_cli::log_text(&done.transcripts),
-                })
-            }
-            fn flash(
-                &self,
-                request: &$crate::probe::FlashRequest,
-                budget: &$crate::probe::Budget,
-            ) -> Result<$crate::probe::FlashReport, $crate::DriverError> {
-                let done = $crate::probe_cli::CliProbe::flash(self, request, budget)?;
-                Ok($crate::probe::FlashReport {
-                    bytes: 0,
-                    regions: Vec::new(),
-                    verified: request.verify,
-                    reset: request.reset,
-                    state: $crate::probe::CoreState::Unknown,
-                    log: $crate::probe_cli::log_text(&done.transcripts),
-                })
-            }
-            fn reset(
-                &self,
-                mode: $crate::probe::ResetMode,
-                budget: &$crate::probe::Budget,
-            ) -> Result<$crate::probe::ResetReport, $crate::DriverError> {
-                let done = $crate::probe_cli::CliProbe::reset(self, mode, budget)?;
-                Ok($crate::probe::ResetReport {
-                    mode,
-                    state: match mode {
-                        $crate::probe::ResetMode::Run => $crate::probe::CoreState::Running,
-                        _ => $crate::probe::CoreState::Halted,
-                    },
-                    log: $crate::probe_cli::log_text(&done.transcripts),
-                })
-            }
-            fn open_gdb(
-                &self,
-                _budget: &$crate::probe::Budget,
-            ) -> Result<$crate::probe::GdbTarget, $crate::DriverError> {
-                Err($crate::probe_cli::not_supported(
-                    "Typed debug sessions are not available on this backend in this build.",
-                    serde_json::Map::new(),
-                ))
-            }
-        }
-    };
 }
 
 /// The transcripts as one text, for logs.

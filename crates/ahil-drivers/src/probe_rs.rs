@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 use std::ffi::OsString;
 
 use crate::error::{Classified, Contact, DriverError, Transcript};
-use crate::probe::{Budget, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
-use crate::probe_cli::{self, CliProbe, CliSettings, CliSuccess, Listing};
+use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
+use crate::probe_cli::{self, CliSettings, CliSuccess, Listing};
 
 /// Whether this build carries the probe-rs library (the `probe-rs` feature).
 pub const BUILT_IN: bool = cfg!(feature = "probe-rs");
@@ -367,7 +367,12 @@ fn failure_of(
     failed
 }
 
-impl CliProbe for ProbeRs {
+impl DebugProbe for ProbeRs {
+    type Listed = Listing;
+    type Probed = CliSuccess;
+    type Flashed = CliSuccess;
+    type Reset = CliSuccess;
+
     fn backend(&self) -> &'static str {
         "probe-rs"
     }
@@ -376,7 +381,7 @@ impl CliProbe for ProbeRs {
         "probe-rs"
     }
 
-    fn list(&self, budget: &Budget) -> Result<Listing, DriverError> {
+    fn list_probes(&self, budget: &Budget) -> Result<Listing, DriverError> {
         let (answer, transcript) = self.exchange(&Request::List, budget)?;
         let probes = answer
             .data
@@ -416,7 +421,7 @@ impl CliProbe for ProbeRs {
         })
     }
 
-    fn probe_target(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
+    fn probe(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
         let request = Request::Probe {
             target: self.target()?,
         };
@@ -457,8 +462,6 @@ impl CliProbe for ProbeRs {
         Ok(Self::success(&answer, transcript))
     }
 }
-
-crate::debug_probe_via_cli!(ProbeRs);
 
 #[cfg(test)]
 #[path = "probe_rs_tests.rs"]

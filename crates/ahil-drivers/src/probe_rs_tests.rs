@@ -98,7 +98,7 @@ fn a_worker_that_finds_no_probe_fails_with_no_contact() {
     );
     let error = fake::classified(
         backend(worker, Duration::from_secs(10))
-            .probe_target(&Budget::new(Duration::from_secs(10)))
+            .probe(&Budget::new(Duration::from_secs(10)))
             .expect_err("no probe"),
     );
     assert_eq!(error.error_type, "adapter_not_found");
@@ -130,7 +130,7 @@ fn a_worker_past_its_deadline_is_killed_and_reported_as_a_timeout() {
     let started = std::time::Instant::now();
     let error = fake::classified(
         backend(worker, Duration::from_millis(300))
-            .probe_target(&Budget::new(Duration::from_secs(10)))
+            .probe(&Budget::new(Duration::from_secs(10)))
             .expect_err("timeout"),
     );
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -151,7 +151,7 @@ fn an_entry_without_a_chip_is_refused_before_the_worker_starts() {
     );
     let error = fake::classified(
         probe
-            .probe_target(&Budget::new(Duration::from_secs(1)))
+            .probe(&Budget::new(Duration::from_secs(1)))
             .expect_err("no chip"),
     );
     assert_eq!(error.error_type, "target_type_invalid");
@@ -166,7 +166,7 @@ fn listing_through_the_worker_reports_serials() {
         r#"echo '{"ok":true,"message":"1 probe(s) found","data":{"complete":true,"probes":[{"serial":"0669FF","description":"STLink V2-1"}]}}'"#,
     );
     let listing = backend(worker, Duration::from_secs(10))
-        .list(&Budget::new(Duration::from_secs(10)))
+        .list_probes(&Budget::new(Duration::from_secs(10)))
         .expect("listing");
     assert_eq!(listing.probes.len(), 1);
     assert_eq!(listing.probes[0].id, "0669FF");
@@ -296,7 +296,7 @@ fn the_workers_stages_are_heard_while_it_runs_and_once_each() {
         })
     });
     backend(worker, Duration::from_secs(10))
-        .probe_target(&budget)
+        .probe(&budget)
         .expect("the scripted worker answers");
     let heard = heard.lock().expect("heard").clone();
     let stages: Vec<&str> = heard.iter().map(|(s, _)| s.as_str()).collect();

@@ -12,8 +12,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::error::{Contact, DriverError};
-use crate::probe::{Budget, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
-use crate::probe_cli::{self, CliProbe, CliSettings, CliSuccess, Listing, Ran, any, failure};
+use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
+use crate::probe_cli::{self, CliSettings, CliSuccess, Listing, Ran, any, failure};
 
 mod targets;
 pub use targets::{
@@ -394,7 +394,12 @@ impl PyOcd {
     }
 }
 
-impl CliProbe for PyOcd {
+impl DebugProbe for PyOcd {
+    type Listed = Listing;
+    type Probed = CliSuccess;
+    type Flashed = CliSuccess;
+    type Reset = CliSuccess;
+
     fn backend(&self) -> &'static str {
         "pyocd"
     }
@@ -403,7 +408,7 @@ impl CliProbe for PyOcd {
         "pyOCD"
     }
 
-    fn list(&self, budget: &Budget) -> Result<Listing, DriverError> {
+    fn list_probes(&self, budget: &Budget) -> Result<Listing, DriverError> {
         let (uids, ran) = self.uids(budget)?;
         Ok(Listing {
             probes: uids
@@ -419,7 +424,7 @@ impl CliProbe for PyOcd {
         })
     }
 
-    fn probe_target(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
+    fn probe(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {
         let selection = self.selection(budget)?;
         let ran = self.commander("status", &selection, budget)?;
         self.judge(ran, false, true, budget)
@@ -483,8 +488,6 @@ pub fn init_not_supported(product: &str) -> DriverError {
         details,
     )
 }
-
-crate::debug_probe_via_cli!(PyOcd);
 
 #[cfg(test)]
 #[path = "pyocd_tests.rs"]

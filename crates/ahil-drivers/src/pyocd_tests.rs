@@ -89,7 +89,7 @@ fn no_probe_is_adapter_not_found_without_contact() {
     let (_dir, exe) = fake::install("pyocd.py", "no-probe");
     let failed = fake::classified(
         backend(&exe, None, None)
-            .probe_target(&budget())
+            .probe(&budget())
             .expect_err("no probe"),
     );
     assert_eq!(
@@ -98,7 +98,7 @@ fn no_probe_is_adapter_not_found_without_contact() {
     );
     assert!(matches!(failed.contact, Contact::None { .. }));
     let listing = backend(&exe, None, None)
-        .list(&budget())
+        .list_probes(&budget())
         .expect("empty list");
     assert!(listing.probes.is_empty() && listing.complete);
 }
@@ -132,14 +132,14 @@ fn a_probe_another_debugger_also_selects_is_refused() {
     let failed = fake::classified(
         backend(&exe, Some("0670FF51"), None)
             .with_others(vec![other("5939", true)])
-            .probe_target(&budget())
+            .probe(&budget())
             .expect_err("collision"),
     );
     assert_eq!(failed.error_type, "adapter_not_found");
     assert_eq!(failed.details["other_debugger"], "second");
     backend(&exe, Some("0670FF51"), None)
         .with_others(vec![other("5939", false), other("E6614103E7", true)])
-        .probe_target(&budget())
+        .probe(&budget())
         .expect("an exact selector elsewhere names another probe");
 }
 
@@ -167,7 +167,7 @@ fn an_unexplained_failure_checks_the_target_type_against_pyocds_list() {
     let (dir, exe) = fake::install("pyocd.py", "odd-failure");
     let failed = fake::classified(
         backend(&exe, None, Some("STM32F405RG"))
-            .probe_target(&budget())
+            .probe(&budget())
             .expect_err("odd"),
     );
     assert_eq!(failed.error_type, "target_type_invalid");
@@ -178,7 +178,7 @@ fn an_unexplained_failure_checks_the_target_type_against_pyocds_list() {
     );
     let failed = fake::classified(
         backend(&exe, None, Some("STM32F439XI"))
-            .probe_target(&budget())
+            .probe(&budget())
             .expect_err("odd"),
     );
     assert_eq!(
@@ -193,7 +193,7 @@ fn an_unresponsive_target_proves_no_contact_only_for_the_probe() {
     let (_dir, exe) = fake::install("pyocd.py", "not-connected");
     let read = fake::classified(
         backend(&exe, None, None)
-            .probe_target(&budget())
+            .probe(&budget())
             .expect_err("absent"),
     );
     assert_eq!(read.error_type, "target_not_detected");
@@ -244,7 +244,7 @@ fn a_listing_that_is_not_json_is_a_discovery_failure() {
     let (_dir, exe) = fake::install("pyocd.py", "bad-json");
     let failed = fake::classified(
         backend(&exe, None, None)
-            .list(&budget())
+            .list_probes(&budget())
             .expect_err("bad json"),
     );
     assert_eq!(failed.error_type, "probe_discovery_failed");
@@ -268,7 +268,7 @@ fn reset_init_is_not_supported() {
 fn a_hung_pyocd_is_killed_with_its_grandchild() {
     let (dir, exe) = fake::install("pyocd.py", "fork-hang");
     let probe = PyOcd::new(fake::settings(&exe, None, Duration::from_secs(3)), None);
-    let failed = fake::classified(probe.probe_target(&budget()).expect_err("hang"));
+    let failed = fake::classified(probe.probe(&budget()).expect_err("hang"));
     assert_eq!(failed.error_type, "timeout");
     for file in ["child.pid", "grandchild.pid"] {
         let pid: i32 = std::fs::read_to_string(dir.path().join(file))
@@ -314,7 +314,9 @@ mod real {
     #[test]
     fn real_pyocd_lists_no_probes_here() {
         let exe = pyocd();
-        let listing = backend(&exe, None, None).list(&budget()).expect("list");
+        let listing = backend(&exe, None, None)
+            .list_probes(&budget())
+            .expect("list");
         assert!(listing.probes.is_empty());
     }
 

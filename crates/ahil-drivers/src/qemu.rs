@@ -257,8 +257,17 @@ impl QemuProbe {
 }
 
 impl DebugProbe for QemuProbe {
+    type Listed = Vec<ProbeInfo>;
+    type Probed = ProbeReport;
+    type Flashed = FlashReport;
+    type Reset = ResetReport;
+
     fn backend(&self) -> &'static str {
         "qemu"
+    }
+
+    fn product(&self) -> &'static str {
+        "QEMU"
     }
 
     fn list_probes(&self, budget: &Budget) -> Result<Vec<ProbeInfo>, DriverError> {

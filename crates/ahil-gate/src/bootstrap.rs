@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use ahil_config::{DebuggerType, Environment, autodetect_tool};
 use ahil_drivers::cubeprog::{ConnectMode, CubeProg};
-use ahil_drivers::probe::{Budget, ProbeInfo};
-use ahil_drivers::probe_cli::{CliProbe as _, CliSettings};
+use ahil_drivers::probe::{Budget, DebugProbe as _, ProbeInfo};
+use ahil_drivers::probe_cli::CliSettings;
 use serde_json::{Value, json};
 
 use crate::envelope::Outcome;
@@ -55,7 +55,7 @@ pub fn probes_without_config(workspace: &Path, env: &Environment) -> Outcome {
             "SWD",
             ConnectMode::Hotplug,
         );
-        match lister.list(&Budget::new(LIST_LIMIT)) {
+        match lister.list_probes(&Budget::new(LIST_LIMIT)) {
             Ok(listing) => {
                 return answer(
                     &listing.probes,

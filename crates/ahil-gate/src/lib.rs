@@ -43,6 +43,10 @@ mod bench_tests;
 #[path = "bench/every_device_tests.rs"]
 mod every_device_tests;
 
+#[cfg(test)]
+#[path = "bench/staging_tests.rs"]
+mod staging_tests;
+
 /// How the binary's own children (cargo, an upgrade candidate) are started: the pinned-program check
 /// and the child environment, and nothing else of the drivers' runner.
 pub mod child {

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ahil_config::LoadedConfig;
 use serde_json::{Value, json};
 
-use super::{Provisioned, Tools, act, settle};
+use super::{Provisioned, Tools, settle, stage_and_act};
 use crate::audit;
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
@@ -119,7 +119,7 @@ async fn internal<T: Tools>(bench: &Provisioned<T>, tool: ToolId, args: Value) -
         Ok(hold) => hold,
         Err(refusal) => return *refusal,
     };
-    let outcome = settle(act(tool.name(), plan.work).await);
+    let outcome = settle(stage_and_act(tool.name(), plan.work).await);
     drop(hold);
     outcome
 }

@@ -108,6 +108,12 @@ pub enum Work<'a> {
     Local(Box<dyn FnOnce() -> Acted + Send + 'a>),
     /// One driver call on a blocking thread with a deadline.
     Driver(DriverJob),
+    /// Work on the artifact the call names. The pipeline prepares it once (the tools validate and
+    /// stage the artifact, off the async threads) after the claim and before the act, and acts on
+    /// the work built from the staged copy; a refused artifact ends the call before any device is
+    /// contacted. `'static` like a driver job: a continuation returning `Work<'a>` would make
+    /// `Work` invariant in `'a`, and a plan's `Work<'static>` refusals would no longer coerce.
+    Staged(Box<dyn FnOnce() -> Result<Work<'static>, Box<Acted>> + Send>),
 }
 
 /// A driver call.

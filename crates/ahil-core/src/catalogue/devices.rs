@@ -7,9 +7,7 @@ use super::schemas::{
     power_supply_set_schema, power_supply_status_schema, test_reactor_run_schema,
     test_reactor_status_schema, test_reactor_stop_schema,
 };
-use super::{
-    Availability, Declaration, Gate, Kind, Lease, ToolId, Touched, need, need_either,
-};
+use super::{Availability, Declaration, Gate, Kind, Lease, ToolId, Touched, need, need_either};
 
 /// Switches a supply output, which restarts every board the supply powers.
 const POWER_SWITCH: Gate = Gate::leased(

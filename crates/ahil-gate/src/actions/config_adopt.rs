@@ -89,7 +89,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let held = ctx.loaded.config.permissions;
     let run_listing = move |cancel: CancelFlag| {
         let budget = Budget::new(timeout).with_cancel(cancel);
-        let found = match backend.list(&budget) {
+        let found = match backend.list_probes(&budget) {
             Ok(listing) => Discovered::from(listing),
             Err(error) => return super::probe_cli::failed(backend.as_ref(), tool, error, None),
         };
@@ -209,7 +209,7 @@ pub fn discover_now(
         return Err(Box::new(no_executable(tool.name(), name, entry)));
     };
     let (backend, timeout) = lister(entry, executable.to_path_buf());
-    match backend.list(&Budget::new(timeout)) {
+    match backend.list_probes(&Budget::new(timeout)) {
         Ok(listing) => Ok(Some(Discovered::from(listing))),
         Err(error) => Err(Box::new(
             super::probe_cli::failed(backend.as_ref(), tool, error, None).outcome,

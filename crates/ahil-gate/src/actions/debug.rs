@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use super::debug_ops as ops;
 use super::debugger_info::bound_debugger;
 use super::{Acted, Context, DriverJob, Plan, Work};
-use crate::artifacts::{self, ArtifactPolicy, ArtifactRef, Format, StagedArtifact, Stager};
+use crate::artifacts::{ArtifactPolicy, ArtifactUse, Purpose, StagedArtifact};
 use crate::debug::{self, Live, Server, Sessions};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
@@ -227,12 +227,17 @@ fn session_work<'a>(
     if tool == ToolId::DebugStartSession {
         let config = &ctx.loaded.config;
         let backend = debugger.kind.as_str();
+        let elf = ArtifactUse::from_args(
+            tool,
+            &args,
+            Purpose::DebugElf,
+            ArtifactPolicy::from_config(config),
+        )?;
         let gdb = match &ctx.loaded.executables.gdb {
             Some(ExecutableState::Pinned { path }) => path.clone(),
             _ => {
                 return Ok(missing_program(
-                    ArtifactPolicy::from_config(config),
-                    args,
+                    elf,
                     Outcome::refused(
                         tool,
                         ErrorType::DebuggerNotFound,
@@ -247,8 +252,7 @@ fn session_work<'a>(
         let server = if debugger.kind == DebuggerType::Openocd {
             let Some(executable) = pinned_debugger_executable(ctx.loaded, name) else {
                 return Ok(missing_program(
-                    ArtifactPolicy::from_config(config),
-                    args,
+                    elf,
                     Outcome::refused(
                         tool,
                         ErrorType::DebuggerNotFound,
@@ -305,8 +309,6 @@ fn session_work<'a>(
         let timeout = wait_of(&args, timeout);
         let start = Start {
             server,
-            policy: ArtifactPolicy::from_config(config),
-            args,
             mode,
             timeout,
             lock_keys: debugger_keys(
@@ -318,11 +320,11 @@ fn session_work<'a>(
             ownership: Arc::clone(ctx.ownership),
             sessions,
         };
-        return Ok(Work::Driver(DriverJob {
-            deadline: timeout * 2 + MARGIN,
-            if_abandoned: Contact::Possible,
-            run: Box::new(move |_cancel| start.run()),
-        }));
+        return Ok(super::staged_job(
+            elf,
+            timeout * 2 + MARGIN,
+            move |staged, _cancel| start.run(staged),
+        ));
     }
     let limits = ops::Limits {
         max_dump: ctx.loaded.config.debug.max_dump_size_bytes,

@@ -4,7 +4,10 @@
 
 use crate::ErrorType;
 
+use std::time::Duration;
+
 use ahil_drivers::Contact;
+use ahil_drivers::process::CancelFlag;
 
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
@@ -59,6 +62,41 @@ pub struct Held {
 pub type Context<'a> = ahil_core::bench::Context<'a, Held>;
 
 pub use ahil_core::bench::{Acted, DriverJob, Plan, Work, unknown_tool};
+
+/// Work on `artifact`, built from its staged copy by `then`: the pipeline runs the staging once,
+/// after the claim and before the act, for every backend; no backend stages on its own.
+pub(crate) fn staged(
+    artifact: crate::artifacts::ArtifactUse,
+    then: impl FnOnce(crate::artifacts::StagedArtifact) -> Work<'static> + Send + 'static,
+) -> Work<'static> {
+    Work::Staged(Box::new(move || artifact.stage().map(then)))
+}
+
+/// `work` that runs only once `artifact` was staged, without using it: a refusal that needs no
+/// image still comes after the image's own, so the agent first hears what it can fix itself.
+pub(crate) fn after_artifact(
+    artifact: crate::artifacts::ArtifactUse,
+    work: Work<'static>,
+) -> Work<'static> {
+    staged(artifact, move |_checked| work)
+}
+
+/// A driver job on the artifact the pipeline stages first: `run` gets the staged copy (and keeps it
+/// as long as it needs the file). Contact is possible if the gate abandons it, as for any job that
+/// writes to a board.
+pub(crate) fn staged_job(
+    artifact: crate::artifacts::ArtifactUse,
+    deadline: Duration,
+    run: impl FnOnce(crate::artifacts::StagedArtifact, CancelFlag) -> Acted + Send + 'static,
+) -> Work<'static> {
+    staged(artifact, move |staged| {
+        Work::Driver(DriverJob {
+            deadline,
+            if_abandoned: Contact::Possible,
+            run: Box::new(move |cancel| run(staged, cancel)),
+        })
+    })
+}
 
 /// The plan for the call's tool, or a refusal that needs no authorization (wrong probe count, …).
 /// Dispatch is bound by the tool's id: no tool name is matched here.

@@ -2,9 +2,9 @@
 //!
 //! Each is one driver call through the pipeline (authorized, the debugger's device locks claimed,
 //! audited). The `qemu` backend lives here; OpenOCD, pyOCD and STM32CubeProgrammer in
-//! [`super::probe_cli`]; other debugger types answer `not_supported`. Images reach the driver only
-//! as the private staged copy from
-//! [`artifacts::resolve`], resolved inside the work, after policy has allowed the flash.
+//! [`super::probe_cli`]; other debugger types answer `not_supported`. A flash's plan names its image
+//! ([`ArtifactUse`]); the pipeline stages it and the work is built from the staged copy, the only
+//! image a driver receives.
 
 use crate::ErrorType;
 use crate::catalogue::ToolId;
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::debugger_info::bound_debugger;
 use super::flash_capture::{self, Capture};
 use super::{Acted, Context, DriverJob, Plan, Work};
-use crate::artifacts::{self, ArtifactPolicy, ArtifactRef, Format, StagedArtifact, Stager};
+use crate::artifacts::{ArtifactPolicy, ArtifactUse, Format, Purpose, StagedArtifact};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::ownership::runs::claimed_keys;
 use crate::policy::{Action, Device, DeviceUse};
@@ -138,19 +138,13 @@ fn verb(tool: ToolId) -> &'static str {
     }
 }
 
-/// What a flash asks for, read from the arguments before anything runs.
+/// What a flash asks for beside its image, read from the arguments before anything runs.
 pub(super) struct FlashArgs {
-    pub(super) image: ImageArg,
     pub(super) reset_after: bool,
     pub(super) capture: Option<Capture>,
 }
 
-pub(super) enum ImageArg {
-    Path(String),
-    Id(String),
-}
-
-pub(super) fn invalid(tool: ToolId, summary: &str) -> Box<Outcome> {
+pub(crate) fn invalid(tool: ToolId, summary: &str) -> Box<Outcome> {
     Box::new(
         Outcome::refused(tool, ErrorType::InvalidArgument, summary)
             .with_remediation(["Correct the arguments as the tool's input schema describes."])
@@ -158,25 +152,19 @@ pub(super) fn invalid(tool: ToolId, summary: &str) -> Box<Outcome> {
     )
 }
 
-/// The flash's arguments; a capture's port joins `resources` (see [`flash_capture::plan`]).
+/// The flash's image and arguments; a capture's port joins `resources` (see
+/// [`flash_capture::plan`]).
 pub(super) fn flash_args(
     ctx: &Context<'_>,
     resources: &mut Vec<String>,
-) -> Result<FlashArgs, Box<Outcome>> {
+) -> Result<(ArtifactUse, FlashArgs), Box<Outcome>> {
     let tool = ctx.tool;
-    let image = match (
-        ctx.args.get("image_path").and_then(Value::as_str),
-        ctx.args.get("artifact_id").and_then(Value::as_str),
-    ) {
-        (Some(path), None) => ImageArg::Path(path.to_owned()),
-        (None, Some(id)) => ImageArg::Id(id.to_owned()),
-        _ => {
-            return Err(invalid(
-                tool,
-                "Give exactly one of image_path or artifact_id.",
-            ));
-        }
-    };
+    let image = ArtifactUse::from_args(
+        tool,
+        ctx.args,
+        Purpose::FlashImage,
+        ArtifactPolicy::from_config(&ctx.loaded.config),
+    )?;
     let reset_after = ctx
         .args
         .get("reset_after_flash")
@@ -194,11 +182,27 @@ pub(super) fn flash_args(
             Some(flash_capture::plan(ctx, spec, resources)?)
         }
     };
-    Ok(FlashArgs {
+    Ok((
         image,
-        reset_after,
-        capture,
-    })
+        FlashArgs {
+            reset_after,
+            capture,
+        },
+    ))
+}
+
+/// `work` that refuses without its backend's program, after a flash's image was staged: the agent
+/// first hears about what it can fix itself (the image), then about the toolchain.
+pub(super) fn image_first(
+    ctx: &Context<'_>,
+    resources: &mut Vec<String>,
+    work: Work<'static>,
+) -> Result<Work<'static>, Box<Outcome>> {
+    if ctx.tool != ToolId::FlashFirmware {
+        return Ok(work);
+    }
+    let (image, _) = flash_args(ctx, resources)?;
+    Ok(super::after_artifact(image, work))
 }
 
 fn qemu_work<'a>(
@@ -215,8 +219,11 @@ fn qemu_work<'a>(
         _ => None,
     };
     let (Some(_qemu), Some(gdb)) = (executable, gdb) else {
-        return Ok(Work::Local(Box::new(move || {
-            Acted {
+        return image_first(
+            ctx,
+            resources,
+            Work::Local(Box::new(move || {
+                Acted {
             outcome: Outcome::refused(
                 tool,
                 ErrorType::DebuggerNotFound,
@@ -229,7 +236,8 @@ fn qemu_work<'a>(
             .not_contacted(),
             contact: Some(Contact::none("nothing was started")),
         }
-        })));
+            })),
+        );
     };
     let Some(dir) = config.board_dir(name) else {
         return Err(invalid(tool, "This debugger has no board directory."));
@@ -274,20 +282,19 @@ fn qemu_work<'a>(
             })
         }
         _ => {
-            let args = flash_args(ctx, resources)?;
+            let (image, args) = flash_args(ctx, resources)?;
             if let Some(capture) = &args.capture {
                 deadline += capture.wait;
             }
-            let policy = ArtifactPolicy::from_config(config);
             let base = debugger
                 .flash_address
                 .as_deref()
                 .and_then(parse_address)
                 .unwrap_or(DEFAULT_FLASH_BASE);
-            Box::new(move |cancel| {
+            return Ok(super::staged_job(image, deadline, move |staged, cancel| {
                 let budget = Budget::new(timeout).with_cancel(cancel);
-                flash(&probe, &policy, base, &args, &budget)
-            })
+                flash(&probe, &staged, base, &args, &budget)
+            }));
         }
     };
     Ok(Work::Driver(DriverJob {
@@ -387,131 +394,106 @@ fn reset(probe: &QemuProbe, mode: ResetMode, budget: &Budget) -> Acted {
     }
 }
 
-/// Resolve and stage the image the call names; a refusal proves nothing reached the board.
-pub(super) fn stage_image(
-    policy: &ArtifactPolicy,
-    image: &ImageArg,
-) -> Result<StagedArtifact, Box<Acted>> {
-    const TOOL: ToolId = ToolId::FlashFirmware;
-    let refused_image = |outcome: Outcome| {
-        Box::new(Acted {
-            outcome,
-            contact: Some(Contact::none(
-                "the image was refused before anything connected to the board",
-            )),
-        })
-    };
-    let request = match image {
-        ImageArg::Path(path) => ArtifactRef::Path(path),
-        // Policy allowed the upload store in the plan (`uploaded_artifact`).
-        ImageArg::Id(id) => ArtifactRef::Id(id),
-    };
-    Stager::process()
-        .and_then(|stager| artifacts::resolve(policy, stager, request))
-        .map_err(|refusal| refused_image(refusal.to_outcome(TOOL.name())))
-}
-
-pub(super) fn loader_format(staged: &StagedArtifact, base: u64) -> Option<ImageFormat> {
-    match staged.format()? {
-        Format::Elf => Some(ImageFormat::Elf),
-        Format::IntelHex => Some(ImageFormat::Hex),
-        Format::Bin => Some(ImageFormat::Bin { base }),
+/// How the loader takes the staged image. The stage refused every other format for a flash image
+/// ([`Purpose::FlashImage`]), so an unnamed one cannot reach here.
+pub(super) fn loader_format(staged: &StagedArtifact, base: u64) -> ImageFormat {
+    match staged.format() {
+        Some(Format::IntelHex) => ImageFormat::Hex,
+        Some(Format::Bin) => ImageFormat::Bin { base },
+        Some(Format::Elf) | None => ImageFormat::Elf,
     }
 }
 
+/// The one flash path of every backend: the staged image becomes the request, a capture's port is
+/// opened before the write (so the first bytes after the reset land in its ring; QEMU even drops
+/// UART output while nobody holds the pty), and every answer carries the artifact and the capture.
+/// `write` is the backend's own driver call and the result fields it reports.
+pub(super) fn flash_staged(
+    backend: &'static str,
+    staged: &StagedArtifact,
+    format: ImageFormat,
+    args: &FlashArgs,
+    write: impl FnOnce(&FlashRequest, Option<&flash_capture::Open<'_>>) -> Acted,
+) -> Acted {
+    let request = FlashRequest {
+        image: staged.path().to_path_buf(),
+        format,
+        verify: true,
+        reset: args.reset_after.then_some(ResetMode::Run),
+    };
+    let capture = match args.capture.as_ref().map(flash_capture::open) {
+        Some(Ok(open)) => Some(open),
+        Some(Err(refusal)) => {
+            return Acted {
+                outcome: refusal
+                    .with("backend", backend)
+                    .with("artifact", staged.report().clone()),
+                contact: Some(Contact::none(
+                    "the capture port was refused before anything connected to the board",
+                )),
+            };
+        }
+        None => None,
+    };
+    let mut acted = write(&request, capture.as_ref());
+    acted.outcome.set("artifact", staged.report().clone());
+    if let Some(open) = capture {
+        open.finish(&mut acted.outcome);
+    }
+    acted
+}
+
+/// The emulated board's write: the stub halts the board, loads and verifies; the reset is a step of
+/// its own so the old firmware's output can be dropped before the new one runs.
 fn flash(
     probe: &QemuProbe,
-    policy: &ArtifactPolicy,
+    staged: &StagedArtifact,
     base: u64,
     args: &FlashArgs,
     budget: &Budget,
 ) -> Acted {
     const TOOL: ToolId = ToolId::FlashFirmware;
-    let refused_image = |outcome: Outcome| Acted {
-        outcome,
-        contact: Some(Contact::none(
-            "the image was refused before anything connected to the board",
-        )),
-    };
-    let staged = match stage_image(policy, &args.image) {
-        Ok(staged) => staged,
-        Err(refused) => return *refused,
-    };
-    let Some(format) = loader_format(&staged, base) else {
-        return refused_image(
-            Outcome::refused(
-                TOOL,
-                ErrorType::ArtifactValidationFailed,
-                "The image is not an ELF, HEX or BIN, so the board cannot load it.",
-            )
-            .with("artifact", staged.report().clone()),
-        );
-    };
-    // Opened before the flash, through the serial driver as on every backend: QEMU drops UART
-    // output while nobody holds the pty.
-    let capture = match args.capture.as_ref().map(flash_capture::open) {
-        Some(Ok(open)) => Some(open),
-        Some(Err(refusal)) => return refused_image(refusal.with("backend", "qemu")),
-        None => None,
-    };
-    let request = FlashRequest {
-        image: staged.path().to_path_buf(),
-        format,
-        verify: true,
-        reset: None,
-    };
-    let clock = Instant::now();
-    let flashed = probe.flash(&request, budget);
-    let report = match flashed {
-        Ok(report) => report,
-        Err(error) => {
-            let mut acted = failure(TOOL, ErrorType::FlashFailed, &error);
-            acted.outcome.set("artifact", staged.report().clone());
-            if let Some(open) = capture {
-                open.finish(&mut acted.outcome);
-            }
+    let format = loader_format(staged, base);
+    flash_staged("qemu", staged, format, args, |request, capture| {
+        let request = FlashRequest {
+            reset: None,
+            ..request.clone()
+        };
+        let clock = Instant::now();
+        let report = match probe.flash(&request, budget) {
+            Ok(report) => report,
+            Err(error) => return failure(TOOL, ErrorType::FlashFailed, &error),
+        };
+        // Whatever the old firmware printed before gdb halted it is not the new firmware's output.
+        if let Some(open) = capture {
+            open.discard_pending();
+        }
+        if args.reset_after
+            && let Err(error) = probe.reset(ResetMode::Run, budget)
+        {
+            let mut acted = failure(TOOL, ErrorType::ResetFailed, &error);
+            acted.outcome.set("image_written", true);
+            // The image is on the board whatever the reset did.
+            acted.contact = Some(Contact::Made);
             return acted;
         }
-    };
-    // Whatever the old firmware printed before gdb halted it is not the new firmware's output.
-    if let Some(open) = &capture {
-        open.discard_pending();
-    }
-    if args.reset_after
-        && let Err(error) = probe.reset(ResetMode::Run, budget)
-    {
-        let mut acted = failure(TOOL, ErrorType::ResetFailed, &error);
-        acted.outcome.set("artifact", staged.report().clone());
-        acted.outcome.set("image_written", true);
-        // The image is on the board whatever the reset did.
-        acted.contact = Some(Contact::Made);
-        if let Some(open) = capture {
-            open.finish(&mut acted.outcome);
+        let summary = if args.reset_after {
+            "Firmware flashed, verified, and target reset."
+        } else {
+            "Firmware flashed and verified. Target was not reset."
+        };
+        Acted {
+            outcome: Outcome::ok(TOOL, summary)
+                .with("backend", "qemu")
+                .with("bytes_written", report.bytes)
+                .with("verify", report.verified)
+                .with("reset_after_flash", args.reset_after)
+                .with("success_confirmed", report.verified)
+                .with("driver_elapsed_ms", millis(clock.elapsed()))
+                .with("driver_log", report.log),
+            contact: Some(Contact::Made),
         }
-        return acted;
-    }
-    let driver_ms = millis(clock.elapsed());
-    let summary = if args.reset_after {
-        "Firmware flashed, verified, and target reset."
-    } else {
-        "Firmware flashed and verified. Target was not reset."
-    };
-    let mut outcome = Outcome::ok(TOOL, summary)
-        .with("backend", "qemu")
-        .with("artifact", staged.report().clone())
-        .with("bytes_written", report.bytes)
-        .with("verify", report.verified)
-        .with("reset_after_flash", args.reset_after)
-        .with("success_confirmed", report.verified)
-        .with("driver_elapsed_ms", driver_ms)
-        .with("driver_log", report.log);
-    if let Some(open) = capture {
-        open.finish(&mut outcome);
-    }
-    Acted {
-        outcome,
-        contact: Some(Contact::Made),
-    }
+    })
 }
 
 /// A driver failure as an envelope: the driver's own error type where it has one, else `fallback`.

@@ -11,17 +11,17 @@ use ahil_drivers::cubeprog::{self, CubeProg};
 use ahil_drivers::error::{Classified, Transcript};
 use ahil_drivers::esptool::Esptool;
 use ahil_drivers::openocd::OpenOcd;
-use ahil_drivers::probe::{Budget, FlashRequest, ImageFormat, ResetMode};
+use ahil_drivers::probe::{Budget, ImageFormat, ResetMode};
 use ahil_drivers::probe_cli::{CliProbe, CliSettings, CliSuccess, log_text};
 use ahil_drivers::pyocd::{OtherSelector, PyOcd};
 use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
 
 use super::probe::{
-    FlashArgs, flash_args, invalid, loader_format, millis, parse_address, stage_image,
+    FlashArgs, flash_args, flash_staged, image_first, invalid, loader_format, millis, parse_address,
 };
 use super::{Acted, Context, DriverJob, Work};
-use crate::artifacts::ArtifactPolicy;
+use crate::artifacts::StagedArtifact;
 use crate::envelope::{Outcome, SideEffectStatus};
 
 /// The gate's margin over the driver's budget, so the driver's timeout answers first.
@@ -213,22 +213,7 @@ fn without_executable<'a>(
         "Install the tool, or name it by absolute path in `debuggers.<name>.executable`, then restart the server.",
     ])
     .not_contacted();
-    if tool != ToolId::FlashFirmware {
-        return Ok(local(missing, "nothing was started"));
-    }
-    // The image is checked before the toolchain, so the agent first hears about what it can
-    // fix itself.
-    let args = flash_args(ctx, resources)?;
-    let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
-    Ok(Work::Local(Box::new(move || {
-        if let Err(refused) = stage_image(&policy, &args.image) {
-            return *refused;
-        }
-        Acted {
-            outcome: missing,
-            contact: Some(Contact::none("nothing was started")),
-        }
-    })))
+    image_first(ctx, resources, local(missing, "nothing was started"))
 }
 
 /// An OpenOCD script in the system temp directory, refused before OpenOCD runs: anyone on the host
@@ -257,6 +242,23 @@ fn openocd_script_refusal<'a>(tool: ToolId, name: &str, debugger: &Debugger) -> 
         }
     }
     None
+}
+
+/// The probes the other entries select, which pyOCD must not take for this one.
+fn other_selectors(ctx: &Context<'_>, name: &str) -> Vec<OtherSelector> {
+    ctx.loaded
+        .config
+        .debuggers
+        .iter()
+        .filter(|(other, _)| other.as_str() != name)
+        .filter_map(|(other, entry)| {
+            Some(OtherSelector {
+                debugger: other.clone(),
+                probe_id: entry.probe_id.clone()?,
+                by_substring: entry.kind == DebuggerType::Pyocd,
+            })
+        })
+        .collect()
 }
 
 /// The work of one probe tool on a CLI backend.
@@ -293,20 +295,7 @@ pub fn work<'a>(
         probe_id: debugger.probe_id.clone(),
         timeout,
     };
-    let others: Vec<OtherSelector> = ctx
-        .loaded
-        .config
-        .debuggers
-        .iter()
-        .filter(|(other, _)| other.as_str() != name)
-        .filter_map(|(other, entry)| {
-            Some(OtherSelector {
-                debugger: other.clone(),
-                probe_id: entry.probe_id.clone()?,
-                by_substring: entry.kind == DebuggerType::Pyocd,
-            })
-        })
-        .collect();
+    let others = other_selectors(ctx, name);
     let mut port_check = None;
     let backend: Box<dyn CliProbe> = if debugger.kind == DebuggerType::Esptool {
         let (device, check) = match esptool_port(ctx, tool, name, debugger) {
@@ -343,7 +332,7 @@ pub fn work<'a>(
             }
             let budget = Budget::new(limit).with_cancel(cancel);
             let clock = Instant::now();
-            let result = backend.probe_target(&budget);
+            let result = backend.probe(&budget);
             answer(backend.as_ref(), tool, result, clock, None, |outcome| {
                 outcome.with("target_detected", true)
             })
@@ -385,28 +374,27 @@ pub fn work<'a>(
             })
         }
         _ => {
-            let args = flash_args(ctx, resources)?;
+            let (image, args) = flash_args(ctx, resources)?;
             if let Some(capture) = &args.capture {
                 deadline += capture.wait;
             }
-            let policy = ArtifactPolicy::from_config(&ctx.loaded.config);
             let base = debugger.flash_address.as_deref().and_then(parse_address);
             let needs_base = debugger.kind != DebuggerType::Openocd;
-            Box::new(move |cancel| {
+            return Ok(super::staged_job(image, deadline, move |staged, cancel| {
                 if let Some(refused) = port_check.as_ref().and_then(PortCheck::refusal) {
                     return refused;
                 }
                 let budget = Budget::new(limit).with_cancel(cancel);
                 flash(
                     backend.as_ref(),
-                    &policy,
+                    &staged,
                     base,
                     needs_base,
                     &args,
                     &budget,
                     symbol_record.as_ref(),
                 )
-            })
+            }));
         }
     };
     Ok(Work::Driver(DriverJob {
@@ -454,7 +442,7 @@ pub fn esptool_info(executable: PathBuf, shown: String, timeout: Duration) -> Wo
 
 fn flash(
     backend: &dyn CliProbe,
-    policy: &ArtifactPolicy,
+    staged: &StagedArtifact,
     base: Option<u64>,
     needs_base: bool,
     args: &FlashArgs,
@@ -462,20 +450,10 @@ fn flash(
     symbol_record: Option<&crate::debug::offline::Record>,
 ) -> Acted {
     const TOOL: ToolId = ToolId::FlashFirmware;
-    let staged = match stage_image(policy, &args.image) {
-        Ok(staged) => staged,
-        Err(refused) => return *refused,
-    };
-    let refused = |outcome: Outcome| Acted {
-        outcome: outcome.with("artifact", staged.report().clone()),
-        contact: Some(Contact::none(
-            "the image was refused before the backend ran",
-        )),
-    };
     let is_bin = staged.format() == Some(crate::artifacts::Format::Bin);
     if is_bin && needs_base && base.is_none() {
-        return refused(
-            Outcome::refused(
+        return Acted {
+            outcome: Outcome::refused(
                 TOOL,
                 ErrorType::InvalidArgument,
                 format!(
@@ -483,73 +461,63 @@ fn flash(
                     backend.product()
                 ),
             )
-            .with("backend", backend.backend()),
-        );
+            .with("backend", backend.backend())
+            .with("artifact", staged.report().clone()),
+            contact: Some(Contact::none(
+                "the image was refused before the backend ran",
+            )),
+        };
     }
-    let Some(format) = loader_format(&staged, base.unwrap_or(0)) else {
-        return refused(Outcome::refused(
-            TOOL,
-            ErrorType::ArtifactValidationFailed,
-            "The image is not an ELF, HEX or BIN, so the probe cannot program it.",
-        ));
-    };
+    let format = loader_format(staged, base.unwrap_or(0));
     // OpenOCD's `program` takes a raw image's address only when one is configured.
     let format = match format {
         ImageFormat::Bin { .. } if base.is_none() => ImageFormat::Elf,
         other => other,
     };
-    let request = FlashRequest {
-        image: staged.path().to_path_buf(),
+    flash_staged(
+        backend.backend(),
+        staged,
         format,
-        verify: true,
-        reset: args.reset_after.then_some(ResetMode::Run),
-    };
-    // Opened before the flash, so the first bytes after the reset land in the port's ring.
-    let capture = match args.capture.as_ref().map(super::flash_capture::open) {
-        Some(Ok(open)) => Some(open),
-        Some(Err(refusal)) => return refused(refusal.with("backend", backend.backend())),
-        None => None,
-    };
-    let clock = Instant::now();
-    let result = backend.flash(&request, budget);
-    let hide = staged.path().parent().map(Path::to_path_buf);
-    let mut acted = answer(backend, TOOL, result, clock, hide.as_deref(), |outcome| {
-        outcome
-            .with("verify", true)
-            .with("reset_after_flash", args.reset_after)
-    });
-    acted.outcome.set("artifact", staged.report().clone());
-    if acted.outcome.ok
-        && let Some(record) = symbol_record
-        && let Err(error) = record.flashed(&staged)
-    {
-        acted.outcome.set("symbol_source_recorded", false);
-        acted
-            .outcome
-            .set("symbol_source_error", error.kind().to_string());
-    }
-    if acted.outcome.ok {
-        acted.outcome.summary = if args.reset_after {
-            format!(
-                "Firmware flashed and verified through {}, and target reset.",
-                backend.product()
-            )
-        } else {
-            format!(
-                "Firmware flashed and verified through {}. Target was not reset.",
-                backend.product()
-            )
-        };
-    }
-    if let Some(open) = capture {
-        open.finish(&mut acted.outcome);
-    }
-    acted
+        args,
+        |request, _capture| {
+            let clock = Instant::now();
+            let result = backend.flash(request, budget);
+            let hide = staged.path().parent().map(Path::to_path_buf);
+            let mut acted = answer(backend, TOOL, result, clock, hide.as_deref(), |outcome| {
+                outcome
+                    .with("verify", true)
+                    .with("reset_after_flash", args.reset_after)
+            });
+            if acted.outcome.ok
+                && let Some(record) = symbol_record
+                && let Err(error) = record.flashed(staged)
+            {
+                acted.outcome.set("symbol_source_recorded", false);
+                acted
+                    .outcome
+                    .set("symbol_source_error", error.kind().to_string());
+            }
+            if acted.outcome.ok {
+                acted.outcome.summary = if args.reset_after {
+                    format!(
+                        "Firmware flashed and verified through {}, and target reset.",
+                        backend.product()
+                    )
+                } else {
+                    format!(
+                        "Firmware flashed and verified through {}. Target was not reset.",
+                        backend.product()
+                    )
+                };
+            }
+            acted
+        },
+    )
 }
 
 fn list(backend: &dyn CliProbe, budget: &Budget) -> Acted {
     const TOOL: ToolId = ToolId::DebuggerProbesList;
-    match backend.list(budget) {
+    match backend.list_probes(budget) {
         Ok(listing) => {
             let probes: Vec<Value> = listing
                 .probes

@@ -15,6 +15,7 @@ pub mod formats;
 pub mod open;
 mod stage;
 pub mod store;
+mod uses;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -23,7 +24,10 @@ use serde_json::{Map, Value, json};
 
 pub use error::{ArtifactError, ArtifactRefusal};
 pub use formats::Format;
+#[cfg(test)]
+pub(crate) use stage::counted;
 pub use stage::{SYSTEM_TEMP, StagedArtifact, Stager};
+pub use uses::{ArtifactSource, ArtifactUse, Purpose};
 
 use open::{OpenError, Opened};
 

@@ -88,6 +88,8 @@ impl Stager {
         checked: &CheckedArtifact,
         policy: &ArtifactPolicy,
     ) -> Result<StagedArtifact, ArtifactRefusal> {
+        #[cfg(test)]
+        counted::note(&policy.workspace);
         let staging =
             |why: String| ArtifactRefusal::new(ArtifactError::Staging(why), checked.checks.clone());
         let changed = |why: &str| {
@@ -337,5 +339,32 @@ mod tests {
         assert_eq!(creator_pid("agentic-hil-artifacts-42-1a2b"), None);
         assert_eq!(creator_pid("agentic-hil-artifacts-ytlzulvx"), None);
         assert_eq!(creator_pid("other-42-1a-0"), None);
+    }
+}
+
+/// Stagings per workspace, so a test can prove that a call staged its artifact exactly once.
+#[cfg(test)]
+pub(crate) mod counted {
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::sync::{Mutex, PoisonError};
+
+    static COUNTS: Mutex<BTreeMap<PathBuf, usize>> = Mutex::new(BTreeMap::new());
+
+    fn key(workspace: &Path) -> PathBuf {
+        workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.to_path_buf())
+    }
+
+    pub(crate) fn note(workspace: &Path) {
+        let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+        *counts.entry(key(workspace)).or_default() += 1;
+    }
+
+    /// How many stagings the artifacts of `workspace` went through so far.
+    pub(crate) fn of(workspace: &Path) -> usize {
+        let counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.get(&key(workspace)).copied().unwrap_or_default()
     }
 }

@@ -40,77 +40,22 @@ pub(super) struct Reached {
     pub(super) server: Server,
 }
 
-/// What `debug_start_session` needs, owned for the blocking job.
-/// The ELF a start names, resolved and staged; a refusal proves nothing started. It runs before the
-/// toolchain is looked for, so the agent first hears about what it can fix itself.
-pub(super) fn stage_session_elf(
-    policy: &ArtifactPolicy,
-    args: &Value,
-) -> Result<StagedArtifact, Box<Acted>> {
-    const TOOL: ToolId = ToolId::DebugStartSession;
-    let refused = |outcome: Outcome, why: &'static str| {
-        Box::new(Acted {
-            outcome,
-            contact: Some(Contact::none(why)),
-        })
-    };
-    let request = match (
-        args.get("image_path").and_then(Value::as_str),
-        args.get("artifact_id").and_then(Value::as_str),
-    ) {
-        (Some(path), None) => ArtifactRef::Path(path),
-        (None, Some(id)) => ArtifactRef::Id(id),
-        _ => {
-            return Err(refused(
-                *invalid(TOOL, "Give exactly one of image_path or artifact_id."),
-                "refused before anything started",
-            ));
-        }
-    };
-    let staged = Stager::process()
-        .and_then(|stager| artifacts::resolve(policy, stager, request))
-        .map_err(|refusal| {
-            refused(
-                refusal.to_outcome(TOOL.name()),
-                "the image was refused before anything started",
-            )
-        })?;
-    if staged.format() != Some(Format::Elf) {
-        return Err(refused(
-            Outcome::refused(
-                TOOL,
-                ErrorType::ArtifactValidationFailed,
-                "Debug sessions require an ELF artifact with debug symbols.",
-            )
-            .with("artifact", staged.report().clone()),
-            "the image was refused before anything started",
-        ));
-    }
-    Ok(staged)
-}
-
-/// A start that cannot run because `outcome`'s program is missing: the image is still checked
-/// first.
-pub(super) fn missing_program<'a>(
-    policy: ArtifactPolicy,
-    args: Value,
-    outcome: Outcome,
-) -> Work<'a> {
-    Work::Local(Box::new(move || {
-        if let Err(refused) = stage_session_elf(&policy, &args) {
-            return *refused;
-        }
-        Acted {
+/// A start that cannot run because `outcome`'s program is missing: the ELF is still staged (and
+/// checked) first.
+pub(super) fn missing_program(elf: ArtifactUse, outcome: Outcome) -> Work<'static> {
+    crate::actions::after_artifact(
+        elf,
+        Work::Local(Box::new(move || Acted {
             outcome,
             contact: Some(Contact::none("nothing was started")),
-        }
-    }))
+        })),
+    )
 }
 
+/// What `debug_start_session` needs, owned for the blocking job; the ELF comes staged from the
+/// pipeline.
 pub(super) struct Start {
     pub(super) server: ServerKind,
-    pub(super) policy: ArtifactPolicy,
-    pub(super) args: Value,
     pub(super) mode: String,
     pub(super) timeout: Duration,
     pub(super) lock_keys: Vec<String>,
@@ -191,14 +136,10 @@ impl Start {
         })
     }
 
-    pub(super) fn run(self) -> Acted {
+    pub(super) fn run(self, staged: StagedArtifact) -> Acted {
         if let Some(open) = self.already_active() {
             return open;
         }
-        let staged = match stage_session_elf(&self.policy, &self.args) {
-            Ok(staged) => staged,
-            Err(refusal) => return *refusal,
-        };
         let header = std::fs::read(staged.path())
             .map(|bytes| bytes.into_iter().take(8).collect::<Vec<u8>>())
             .unwrap_or_default();
