@@ -227,6 +227,17 @@ fn run(name: &str, world: &World, program: &Path) {
         assert!(answered, "{name}: no ECU answer: {read}");
     }
 
+    let who = if name.contains("reference") {
+        "reference"
+    } else {
+        "ours"
+    };
+    println!("row\tcan_read_fps\t{who}\t{:.3}", median(rates.clone()));
+    println!("row\tcan_send_ms\t{who}\t{:.3}", median(sends.clone()));
+    println!(
+        "row\tcan_reqresp_ms\t{who}\t{:.3}",
+        median(exchanges.clone())
+    );
     println!(
         "{name}: read {:.0} frames/s (median of {BURST_ROUNDS} bursts of {BURST}, zero loss), \
          can_send round trip median {:.2} ms ({SENDS} sends), request/response median {:.2} ms ({EXCHANGES})",

@@ -166,6 +166,18 @@ fn median_rss(samples: &[Sample]) -> u64 {
 }
 
 fn report(name: &str, samples: &[Sample]) {
+    // The lines scripts/bench.sh puts in its table.
+    let who = if name.contains("reference") {
+        "reference"
+    } else {
+        "ours"
+    };
+    println!("row\tstartup_ms\t{who}\t{:.3}", median_ms(samples));
+    println!(
+        "row\trss_mib\t{who}\t{:.3}",
+        median_rss(samples) as f64 / 1024.0
+    );
+    println!("row\tgate_call_ms\t{who}\t{:.3}", median_call_ms(samples));
     println!(
         "{name}: start to tools/list median {:.2} ms, peak RSS median {:.1} MiB ({} runs); hardware_lease_status median {:.2} ms",
         median_ms(samples),

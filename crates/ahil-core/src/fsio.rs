@@ -4,15 +4,49 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Replaces `path` with `bytes` atomically. A reader sees the old file or the new one, never a mix; a
 /// crash leaves at worst a stray `.tmp-*` file beside it.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let dir = path
-        .parent()
+    replace(path, bytes, mode)?;
+    sync_dir(parent(path))
+}
+
+/// Replaces every file as [`write_atomic`] does, in order, then syncs each directory once: a call
+/// that moves several records of one directory pays one directory sync, not one per file. All are
+/// durable when this returns; an error on one file still lets the others be written and synced, and
+/// the first error is returned.
+pub fn write_atomic_all(files: &[(PathBuf, Vec<u8>)], mode: u32) -> io::Result<()> {
+    let mut first_error = None;
+    let mut dirs: Vec<&Path> = Vec::new();
+    for (path, bytes) in files {
+        match replace(path, bytes, mode) {
+            Ok(()) if !dirs.contains(&parent(path)) => dirs.push(parent(path)),
+            Ok(()) => {}
+            Err(err) => {
+                first_error.get_or_insert(err);
+            }
+        }
+    }
+    for dir in dirs {
+        if let Err(err) = sync_dir(dir) {
+            first_error.get_or_insert(err);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+fn parent(path: &Path) -> &Path {
+    path.parent()
         .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+        .unwrap_or(Path::new("."))
+}
+
+/// Temp file in the same directory, fsync, rename over `path`; the rename is durable only once the
+/// caller syncs the directory.
+fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let dir = parent(path);
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path names no file"))?;
@@ -31,8 +65,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
             .open(&temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
-        fs::rename(&temp, path)?;
-        sync_dir(dir)
+        fs::rename(&temp, path)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&temp);
@@ -71,6 +104,25 @@ mod tests {
             .map(|e| e.expect("entry").file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("config.yaml")]);
+    }
+
+    #[test]
+    fn a_batch_whose_middle_file_fails_still_writes_the_others_and_reports_the_failure() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let files = vec![
+            (dir.path().join("a.json"), b"a".to_vec()),
+            (dir.path().join("missing/b.json"), b"b".to_vec()),
+            (dir.path().join("c.json"), b"c".to_vec()),
+        ];
+        assert!(write_atomic_all(&files, 0o600).is_err());
+        assert_eq!(fs::read(dir.path().join("a.json")).expect("a"), b"a");
+        assert_eq!(fs::read(dir.path().join("c.json")).expect("c"), b"c");
+        let mut names: Vec<_> = fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a.json", "c.json"].map(std::ffi::OsString::from));
     }
 
     #[test]

@@ -189,12 +189,14 @@ fn main() {
         ms(in_process)
     );
     let gate = ours_through_the_gate(&image);
+    println!("row\tupload_ms\tours\t{:.3}", ms(gate));
     println!(
         "  ours, artifact_upload through Bench::call:    {:8.3} ms",
         ms(gate)
     );
     match reference(&image) {
         Some(theirs) => {
+            println!("row\tupload_ms\treference\t{:.3}", ms(theirs));
             println!(
                 "  reference 0.25, artifact_upload over stdio:   {:8.3} ms",
                 ms(theirs)

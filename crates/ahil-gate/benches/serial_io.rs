@@ -227,6 +227,9 @@ fn bench(label: &str, binary: &Path) {
         received as f64 / drained.as_secs_f64() / 1000.0,
         ticks as f64 / 100.0 / drained.as_secs_f64() * 100.0,
     );
+    let who = if label == "ours" { "ours" } else { "reference" };
+    println!("row\tcom_write_ms\t{who}\t{:.3}", median(writes.clone()));
+    println!("row\tuntil_ms\t{who}\t{:.3}", median(latencies.clone()));
     println!(
         "{label:>10}: audited com_write round trip median {:.2} ms ({LATENCY_ROUNDS} writes)",
         median(writes)

@@ -13,6 +13,8 @@ use std::sync::OnceLock;
 pub const CAN_BRIDGE: &str = "ahil-can-bridge-sim";
 /// The bench supply simulator (an RS-3005P on a pty).
 pub const POWER_SUPPLY: &str = "ahil-psu-sim";
+/// The benchmarks' floors (the work of a call without the gate).
+pub const FLOOR: &str = "ahil-floor";
 
 /// The path of simulator `name`, built (or found up to date) once per process.
 ///

@@ -186,12 +186,14 @@ fn tool_result(
     Ok(result)
 }
 
-fn to_tool(spec: &ToolSpec) -> Tool {
-    let object = |schema: &Value| match schema {
-        Value::Object(map) => map.clone(),
+/// Takes the spec by value: its schemas are moved into the listing, not copied, so the largest
+/// answer this server gives holds one copy of them (peak memory at `tools/list`).
+fn to_tool(spec: ToolSpec) -> Tool {
+    let object = |schema: Value| match schema {
+        Value::Object(map) => map,
         _ => Map::new(),
     };
-    let schema = object(&spec.input_schema);
+    let schema = object(spec.input_schema);
     let annotations = if spec.read_only {
         ToolAnnotations::with_title(spec.title.clone())
             .read_only(true)
@@ -204,11 +206,11 @@ fn to_tool(spec: &ToolSpec) -> Tool {
             .open_world(spec.open_world)
     };
     Tool::new(
-        Cow::Owned(spec.name.clone()),
-        Cow::Owned(spec.description.clone()),
+        Cow::Owned(spec.name),
+        Cow::Owned(spec.description),
         Arc::new(schema),
     )
-    .with_raw_output_schema(Arc::new(object(&spec.output_schema)))
+    .with_raw_output_schema(Arc::new(object(spec.output_schema)))
     .annotate(annotations)
 }
 
@@ -233,7 +235,7 @@ impl ServerHandler for Server {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let bench = self.current_bench().await;
-        let tools = bench.tools().iter().map(to_tool).collect();
+        let tools = bench.tools().into_iter().map(to_tool).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 

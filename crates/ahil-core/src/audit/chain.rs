@@ -288,6 +288,7 @@ impl Audit {
             });
         }
         safe::append(root, &log, line)?;
+        crash_point("after_canonical_line");
         let next = Sidecar {
             sequence: sidecar.sequence + 1,
             chain_sha256: chain_next(&sidecar.chain_sha256, line),

@@ -192,10 +192,7 @@ impl Audit {
     pub fn readiness(&self) -> Result<(), AuditError> {
         for dir in [self.reports_dir(), self.logs_dir()] {
             safe::ensure_dir(&self.workspace, &dir)?;
-            let probe = dir.join(format!(".audit-probe-{}", std::process::id()));
-            safe::write_atomic(&self.workspace, &probe, b"")?;
-            std::fs::remove_file(&probe)
-                .map_err(|err| AuditError::io(&self.workspace, &probe, &err))?;
+            safe::probe(&self.workspace, &dir)?;
         }
         safe::ensure_dir(&self.state_root, &self.canonical_reports())?;
         safe::ensure_dir(&self.state_root, &self.canonical_logs())?;
@@ -245,11 +242,13 @@ pub fn safe_filename(name: &str) -> String {
         .collect()
 }
 
-/// Test-only crash point: a child test process aborts here when `AHIL_AUDIT_CRASH` names `point`, so
-/// a test can prove what survives a kill between the canonical write and the mirror write.
+/// Test-only crash point: a child test process SIGKILLs itself here when `AHIL_AUDIT_CRASH` names
+/// `point`, so a test can prove what survives a kill between two writes (no destructor, no flush).
 #[cfg(test)]
 pub(crate) fn crash_point(point: &str) {
     if std::env::var("AHIL_AUDIT_CRASH").is_ok_and(|v| v == point) {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
         std::process::abort();
     }
 }

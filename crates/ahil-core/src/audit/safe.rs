@@ -91,6 +91,24 @@ pub fn write_atomic(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditE
     fsio::write_atomic(path, bytes, 0o600).map_err(|err| AuditError::io(base, path, &err))
 }
 
+/// Proves `dir` takes a new file: one is created (never following a link, never reusing a name)
+/// and removed. The probe is never kept, so it is not synced: syncing it would prove nothing more
+/// about the directory and costs two fsyncs on every audited call.
+pub fn probe(base: &Path, dir: &Path) -> Result<(), AuditError> {
+    let probe = dir.join(format!(".audit-probe-{}", std::process::id()));
+    check(base, &probe)?;
+    // A probe a killed server left behind is ours to replace.
+    let _ = fs::remove_file(&probe);
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&probe)
+        .map_err(|err| classify_open(base, &probe, &err))?;
+    fs::remove_file(&probe).map_err(|err| AuditError::io(base, &probe, &err))
+}
+
 /// Opens `path` for appending without following a final link, and refuses anything but a
 /// single-link regular file (a hard link could point the append at another file).
 fn open_append(base: &Path, path: &Path) -> Result<File, AuditError> {

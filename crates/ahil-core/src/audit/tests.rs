@@ -539,6 +539,37 @@ fn a_kill_between_canonical_and_mirror_log_writes_loses_no_record_and_shows_the_
 }
 
 #[test]
+fn a_kill_mid_append_between_the_line_and_its_sidecar_is_refused_on_restart_not_passed_over() {
+    let w = world();
+    w.three_events();
+    crash_child(&w, "after_canonical_line", "log");
+    // The restarted server: a fresh trail over the same files.
+    let restarted = Audit::new(
+        &w.state,
+        &w.workspace.join("../config/config.yaml"),
+        &w.workspace,
+        ".agentic-hil/reports",
+        ".agentic-hil/logs",
+    );
+    let evidence = restarted
+        .log_evidence(&restarted.log_path(LOG))
+        .expect("canonical");
+    assert_eq!(evidence["canonical_log_corrupted"], true, "{evidence}");
+    assert!(
+        evidence["canonical_fault"]
+            .as_str()
+            .is_some_and(|why| why.contains("sidecar records")),
+        "{evidence}"
+    );
+    let err = restarted
+        .append_event(LOG, &json!({"event": "after"}))
+        .expect_err("no record chains onto an unsealed line");
+    assert_eq!(err.error_type(), ErrorType::CoordinationStateInvalid);
+    let mirror = fs::read_to_string(w.mirror()).expect("mirror");
+    assert_eq!(mirror.lines().count(), 3, "nothing reached the mirror");
+}
+
+#[test]
 fn a_kill_between_canonical_and_mirror_report_writes_keeps_the_report_and_shows_the_mirror_behind()
 {
     let w = world();

@@ -10,9 +10,7 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value, json};
 
 use super::{Acted, Context, Plan, Work};
-use crate::artifacts::{
-    self, ArtifactError, ArtifactPolicy, ArtifactRef, ArtifactRefusal, Stager, store,
-};
+use crate::artifacts::{self, ArtifactError, ArtifactPolicy, ArtifactRef, ArtifactRefusal, store};
 use crate::envelope::Outcome;
 use crate::policy::Action;
 
@@ -51,9 +49,9 @@ fn invalid(summary: &str) -> Outcome {
         .not_contacted()
 }
 
-/// What an upload stores: the bytes, the name they came with, and where from.
+/// What an upload stores: the bytes and their digest, the name they came with, and where from.
 struct Incoming {
-    bytes: Vec<u8>,
+    known: artifacts::Known,
     original_filename: String,
     source_path: Option<String>,
 }
@@ -65,7 +63,7 @@ fn upload(ctx: &Context<'_>) -> Outcome {
         Err(outcome) => return *outcome,
     };
     let extension = artifacts::extension_of(&incoming.original_filename);
-    let id = artifacts::sha256_hex(&incoming.bytes) + &extension;
+    let id = format!("{}{extension}", incoming.known.sha256);
     if policy.validation().require_allowed_extension && !policy.extension_allowed(&extension) {
         let mut validation = Map::new();
         validation.insert("allowed_extension".into(), Value::Bool(false));
@@ -76,12 +74,13 @@ fn upload(ctx: &Context<'_>) -> Outcome {
         .to_outcome(TOOL.name())
         .with("artifact_id", id);
     }
-    if let Err(refusal) = store::store(&policy, &id, &incoming.bytes) {
+    if let Err(refusal) = store::store(&policy, &id, &incoming.known.bytes) {
         return refusal.to_outcome(TOOL.name()).with("artifact_id", id);
     }
     // The stored file goes through the same gate as any image, so the id is only handed out for a
-    // file that flash_firmware would accept.
-    let checked = match artifacts::check(&policy, ArtifactRef::Id(&id)) {
+    // file that flash_firmware would accept. Its content is the bytes just written and synced, so
+    // they are checked as they are, not read and hashed a second time.
+    let checked = match artifacts::check_with(&policy, ArtifactRef::Id(&id), Some(incoming.known)) {
         Ok(checked) => checked,
         Err(refusal) => {
             store::remove(&policy, &id);
@@ -112,27 +111,16 @@ fn upload(ctx: &Context<'_>) -> Outcome {
 
 fn incoming(args: &Value, policy: &ArtifactPolicy) -> Result<Incoming, Box<Outcome>> {
     if let Some(path) = args.get("image_path").and_then(Value::as_str) {
-        // Validated and staged like a flash, so the bytes stored are the bytes that were checked.
-        let staging = Stager::process().map_err(|r| Box::new(r.to_outcome(TOOL.name())))?;
-        let staged = artifacts::resolve(policy, staging, ArtifactRef::Path(path))
+        // Validated like a flash, read once from one descriptor: the bytes stored are the bytes
+        // that were checked (held in memory), so no private staging copy is needed.
+        let checked = artifacts::check(policy, ArtifactRef::Path(path))
             .map_err(|r| Box::new(r.to_outcome(TOOL.name())))?;
-        let bytes = staged.read_bytes().map_err(|e| {
-            Box::new(
-                ArtifactRefusal {
-                    error: ArtifactError::Staging(e.to_string()),
-                    validation: Value::Null,
-                }
-                .to_outcome(TOOL.name()),
-            )
-        })?;
-        let original_filename = std::path::Path::new(staged.display_path())
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let original_filename = checked.file_name().to_owned();
+        let source_path = Some(checked.display_path().to_owned());
         return Ok(Incoming {
-            bytes,
+            known: checked.into_known(),
             original_filename,
-            source_path: Some(staged.display_path().to_owned()),
+            source_path,
         });
     }
     let (Some(filename), Some(data)) = (
@@ -171,8 +159,9 @@ fn incoming(args: &Value, policy: &ArtifactPolicy) -> Result<Incoming, Box<Outco
     if size > policy.max_bytes() {
         return Err(Box::new(too_large(size, policy.max_bytes())));
     }
+    let sha256 = artifacts::sha256_hex(&bytes);
     Ok(Incoming {
-        bytes,
+        known: artifacts::Known { bytes, sha256 },
         original_filename: filename.to_owned(),
         source_path: None,
     })

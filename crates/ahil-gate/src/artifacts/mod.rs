@@ -213,6 +213,14 @@ impl CheckedArtifact {
         &self.bytes
     }
 
+    /// The validated bytes and their sha256, for a writer that stores them.
+    pub fn into_known(self) -> Known {
+        Known {
+            bytes: self.bytes,
+            sha256: self.sha256,
+        }
+    }
+
     /// The workspace-relative path.
     pub fn display_path(&self) -> &str {
         &self.display
@@ -260,6 +268,23 @@ pub use ahil_config::digest::{hex, sha256_hex};
 pub fn check(
     policy: &ArtifactPolicy,
     request: ArtifactRef<'_>,
+) -> Result<CheckedArtifact, ArtifactRefusal> {
+    check_with(policy, request, None)
+}
+
+/// The bytes of a file this process just wrote and synced, with their sha256: a check of that
+/// file takes them instead of reading and hashing the file again.
+pub struct Known {
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+}
+
+/// [`check`] of a file whose content is `known`: every path, link and size check runs on the
+/// opened file as usual; the content checks run on the known bytes, which must be as long as it.
+pub fn check_with(
+    policy: &ArtifactPolicy,
+    request: ArtifactRef<'_>,
+    known: Option<Known>,
 ) -> Result<CheckedArtifact, ArtifactRefusal> {
     let v = &policy.validation;
     let mut checks = Checks::new(v.require_allowed_root);
@@ -346,8 +371,19 @@ pub fn check(
             &checks,
         );
     }
-    let bytes = match open::read_limited(&opened.file, policy.max_bytes, opened.id.size) {
-        Ok(Some(bytes)) => bytes,
+    let read = match known {
+        Some(known) if u64::try_from(known.bytes.len()).ok() == Some(opened.id.size) => {
+            Ok(Some((known.bytes, known.sha256)))
+        }
+        _ => open::read_limited(&opened.file, policy.max_bytes, opened.id.size).map(|read| {
+            read.map(|bytes| {
+                let sha256 = sha256_hex(&bytes);
+                (bytes, sha256)
+            })
+        }),
+    };
+    let (bytes, sha256) = match read {
+        Ok(Some(read)) => read,
         Ok(None) => {
             return refuse(
                 ArtifactError::TooLarge {
@@ -359,7 +395,6 @@ pub fn check(
         }
         Err(error) => return refuse(ArtifactError::Unreadable(error.to_string()), &checks),
     };
-    let sha256 = sha256_hex(&bytes);
     checks.set("sha256_computed", v.compute_sha256);
     let format = Format::from_extension(&extension);
     if v.inspect_known_formats

@@ -73,11 +73,18 @@ impl Dirs {
         read_json(&self.record_path(resource))
     }
 
-    pub fn write_record(&self, resource: &str, record: &Value) -> io::Result<()> {
+    /// Replaces each `(resource, record)` in order, with one sync of the records directory for all.
+    pub fn write_records(&self, records: &[(String, Value)]) -> io::Result<()> {
         self.ensure()?;
-        let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
-        bytes.push(b'\n');
-        fsio::write_atomic(&self.record_path(resource), &bytes, 0o600)
+        let files = records
+            .iter()
+            .map(|(resource, record)| {
+                let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
+                bytes.push(b'\n');
+                Ok((self.record_path(resource), bytes))
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        fsio::write_atomic_all(&files, 0o600)
     }
 
     /// Appends one line to the recovery ledger and syncs it: the ledger is written before any

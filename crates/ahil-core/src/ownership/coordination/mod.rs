@@ -224,10 +224,13 @@ impl Coordinator {
         }
         let id = random_hex(16);
         inner.leases.push((id.clone(), resources.clone()));
-        let written = resources
+        // Every marker and the project record, then one directory sync: all durable before the act.
+        let mut batch: Vec<(String, Value)> = resources
             .iter()
-            .try_for_each(|r| self.write_marker(&inner, r, "active", Some(&id), None))
-            .and_then(|()| self.write_project(&inner, None));
+            .map(|r| self.marker(&inner, r, "active", Some(&id), None))
+            .collect();
+        batch.push(self.project_record(&inner, None));
+        let written = self.dirs.write_records(&batch);
         if let Err(err) = written {
             inner.leases.retain(|(lease, _)| lease != &id);
             inner.drop_resources(&resources);
@@ -247,7 +250,7 @@ impl Coordinator {
     pub fn release(&self, lease: &Lease, end: &End) -> Value {
         let mut inner = self.inner();
         inner.leases.retain(|(id, _)| id != &lease.id);
-        let mut persisted = true;
+        let mut batch = Vec::new();
         if end.standing_reasons.is_empty() {
             let kept: Vec<String> = inner
                 .incident
@@ -266,9 +269,7 @@ impl Coordinator {
                 } else {
                     "released"
                 };
-                persisted &= self
-                    .write_marker(&inner, resource, state, None, None)
-                    .is_ok();
+                batch.push(self.marker(&inner, resource, state, None, None));
             }
         } else {
             let incident = inner
@@ -286,12 +287,11 @@ impl Coordinator {
             }
             let incident = incident.clone();
             for resource in &incident.resources {
-                persisted &= self
-                    .write_marker(&inner, resource, "quarantined", None, Some(&incident))
-                    .is_ok();
+                batch.push(self.marker(&inner, resource, "quarantined", None, Some(&incident)));
             }
         }
-        persisted &= self.write_project(&inner, None).is_ok();
+        batch.push(self.project_record(&inner, None));
+        let persisted = self.dirs.write_records(&batch).is_ok();
         let quarantine_id = (!end.standing_reasons.is_empty())
             .then(|| inner.incident.as_ref().map(|i| i.quarantine_id.clone()))
             .flatten();
@@ -331,7 +331,7 @@ impl Coordinator {
         };
         inner.incident = Some(merged.clone());
         for resource in &merged.resources {
-            self.write_marker(&inner, resource, "quarantined", None, Some(&merged))?;
+            self.write_one(self.marker(&inner, resource, "quarantined", None, Some(&merged)))?;
         }
         self.write_project(&inner, None)
     }
@@ -380,7 +380,7 @@ impl Coordinator {
             } else {
                 "released"
             };
-            self.write_marker(&inner, resource, state, None, None)?;
+            self.write_one(self.marker(&inner, resource, state, None, None))?;
         }
         let extra = match released_reason {
             Some(reason) => json!({
@@ -536,7 +536,7 @@ impl Coordinator {
                     event.insert("time".into(), now_millis().into());
                     self.dirs.append_ledger(&Value::Object(event))?;
                     for resource in &resources {
-                        self.write_marker(inner, resource, "released", None, None)?;
+                        self.write_one(self.marker(inner, resource, "released", None, None))?;
                     }
                     inner.incident = None;
                     self.write_project(
@@ -560,7 +560,13 @@ impl Coordinator {
                 };
                 inner.incident = Some(incident.clone());
                 for resource in &incident.resources {
-                    self.write_marker(inner, resource, "quarantined", None, Some(&incident))?;
+                    self.write_one(self.marker(
+                        inner,
+                        resource,
+                        "quarantined",
+                        None,
+                        Some(&incident),
+                    ))?;
                 }
                 self.write_project(
                     inner,
@@ -645,14 +651,15 @@ impl Coordinator {
         base
     }
 
-    fn write_marker(
+    /// The record of one resource; written alone (`write_one`) or in a batch.
+    fn marker(
         &self,
         inner: &Inner,
         resource: &str,
         state: &str,
         lease_id: Option<&str>,
         incident: Option<&Incident>,
-    ) -> io::Result<()> {
+    ) -> (String, Value) {
         let lease_id = lease_id.map(str::to_owned).or_else(|| {
             inner
                 .leases
@@ -664,10 +671,19 @@ impl Coordinator {
         let mut marker = self.base(state, &resources);
         marker.insert("lease_id".into(), json!(lease_id));
         marker_state(&mut marker, incident);
-        self.dirs.write_record(resource, &Value::Object(marker))
+        (resource.to_owned(), Value::Object(marker))
     }
 
     fn write_project(&self, inner: &Inner, extra: Option<&Value>) -> io::Result<()> {
+        self.write_one(self.project_record(inner, extra))
+    }
+
+    fn write_one(&self, record: (String, Value)) -> io::Result<()> {
+        self.dirs.write_records(&[record])
+    }
+
+    /// The project's record, for [`write_project`](Self::write_project) or a batch.
+    fn project_record(&self, inner: &Inner, extra: Option<&Value>) -> (String, Value) {
         let mut resources: Vec<String> = inner
             .leases
             .iter()
@@ -700,8 +716,7 @@ impl Coordinator {
                 record.insert(key.clone(), value.clone());
             }
         }
-        self.dirs
-            .write_record(&self.project_resource, &Value::Object(record))
+        (self.project_resource.clone(), Value::Object(record))
     }
 
     fn ledger_base(&self, incident: &Incident) -> Map<String, Value> {

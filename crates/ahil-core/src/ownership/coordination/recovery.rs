@@ -141,7 +141,7 @@ impl Coordinator {
         let persisted = incident
             .resources
             .iter()
-            .try_for_each(|r| self.write_marker(inner, r, "released", None, None))
+            .try_for_each(|r| self.write_one(self.marker(inner, r, "released", None, None)))
             .and_then(|()| {
                 self.write_project(
                     inner,

@@ -202,7 +202,7 @@ fn dead_owner_met(edit: impl FnOnce(&mut Value, &mut Value)) -> Lease {
     let mut record = project_record(&dead);
     edit(&mut report["last_report"], &mut record);
     dead.dirs
-        .write_record(dead.project_resource(), &record)
+        .write_records(&[(dead.project_resource().to_owned(), record)])
         .expect("record");
     let state = dead.report_state.clone();
     std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
