@@ -85,6 +85,37 @@ fn text_of(outcome: &Outcome) -> String {
         .to_owned()
 }
 
+/// A start of a session that is already open reuses it, and its answer names the session's lease,
+/// which stays active (the reference answers the same), not the repeated call's own, which ends.
+#[test]
+fn a_repeated_start_answers_the_sessions_lease_still_active() {
+    let world = World::new();
+    let peer = PtyPeer::open().expect("pty pair");
+    let bench = world.bench(peer.device(), BY_DEVICE);
+    let rt = runtime();
+    let first = call(
+        &rt,
+        &bench,
+        "com_session_start",
+        json!({"port_id": "uart0"}),
+    );
+    assert!(first.ok, "{first:?}");
+    assert_eq!(first.lease_state.as_deref(), Some("active"));
+    let again = call(
+        &rt,
+        &bench,
+        "com_session_start",
+        json!({"port_id": "uart0"}),
+    );
+    assert!(again.ok, "{again:?}");
+    assert_eq!(again.detail("already_active"), Some(&json!(true)));
+    assert_eq!(again.lease_state.as_deref(), Some("active"), "{again:?}");
+    assert_eq!(again.detail("lease_id"), first.detail("lease_id"));
+    let stopped = call(&rt, &bench, "com_session_stop", json!({"port_id": "uart0"}));
+    assert!(stopped.ok, "{stopped:?}");
+    assert_eq!(stopped.lease_state.as_deref(), Some("released"));
+}
+
 #[test]
 fn a_session_reads_until_boot_ok_and_echoes_a_written_line() {
     let world = World::new();

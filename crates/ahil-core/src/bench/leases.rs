@@ -253,11 +253,27 @@ pub fn end<T: Tools>(bench: &Provisioned<T>, tool: ToolId, lease: Lease, outcome
     let key = session_key(&lease.resources);
     if standing.is_empty() && outcome.ok && gate.starts_session() {
         let mut kept = leases.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        // A repeated start finds the session's lease already kept; this call's own one ends.
-        if let std::collections::hash_map::Entry::Vacant(slot) = kept.entry(key.clone()) {
-            slot.insert(lease);
-            outcome.lease_state = Some("active".into());
-            return;
+        match kept.entry(key.clone()) {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(lease);
+                outcome.lease_state = Some("active".into());
+                return;
+            }
+            // A repeated start finds the session's lease already kept: this call's own one ends,
+            // and the answer names the session's, which the session still holds.
+            std::collections::hash_map::Entry::Occupied(slot) => {
+                let session_lease = slot.get().id.clone();
+                drop(kept);
+                leases.coordinator.release(
+                    &lease,
+                    &End {
+                        standing_reasons: Vec::new(),
+                    },
+                );
+                outcome.set("lease_id", session_lease);
+                outcome.lease_state = Some("active".into());
+                return;
+            }
         }
     }
     let status = leases.coordinator.release(
