@@ -77,6 +77,12 @@ fn serial_sessions_and_leases_answer_as_the_reference_does() {
             &["side_effect_status"],
         ),
         tool(
+            "serial/com_session_start again",
+            "com_session_start",
+            port(),
+            &["already_active", "lease_state"],
+        ),
+        tool(
             "serial/com_write",
             "com_write",
             json!({"port_id": "uart0", "text": "hello\n"}),
