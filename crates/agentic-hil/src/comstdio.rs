@@ -28,7 +28,7 @@ pub struct Options<'a> {
 
 pub fn run(workspace: &Path, env: &Environment, options: &Options<'_>) -> ExitCode {
     let sink = Sink::for_environment(workspace, env);
-    let (bench, sink) = match ahil_config::load_authoritative(workspace, env) {
+    let (bench, sink) = match crate::logs::load_config(workspace, env) {
         Ok(loaded) => {
             let sink = sink.with_config(&loaded);
             (Bench::provisioned(loaded, env.clone()), sink)

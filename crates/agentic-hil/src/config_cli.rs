@@ -42,7 +42,7 @@ pub fn adopt_hardware(
 /// `agentic-hil debugger-probes`: the probes the configured debugger sees, through the gate as the
 /// operator's CLI (its device locks name `operator-cli`).
 pub fn debugger_probes(workspace: &Path, env: &Environment) -> anyhow::Result<Value> {
-    let loaded = match ahil_config::load_authoritative(workspace, env) {
+    let loaded = match crate::logs::load_config(workspace, env) {
         Ok(loaded) => loaded,
         // Before `init` there is no backend to ask, but the operator needs a probe id to write one.
         Err(err) if err.error_type() == "config_file_not_found" => {

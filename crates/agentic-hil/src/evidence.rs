@@ -22,7 +22,7 @@ fn refusal(tool: &str, error_type: &str, summary: impl Into<String>) -> Value {
 /// a fresh one; a healthy state is left alone.
 pub fn report_state_repair(workspace: &Path, env: &Environment) -> Value {
     const TOOL: &str = "report_state_repair";
-    let loaded = match ahil_config::load_authoritative(workspace, env) {
+    let loaded = match crate::logs::load_config(workspace, env) {
         Ok(loaded) => loaded,
         Err(err) => return refusal(TOOL, err.error_type(), err.summary()),
     };

@@ -289,7 +289,7 @@ fn print_raw_json(value: &Value) -> anyhow::Result<()> {
 /// configuration loads), as the terminal must not show them.
 fn terminal_sink(workspace: &std::path::Path, env: &Environment) -> ahil_gate::audit::Sink {
     let sink = ahil_gate::audit::Sink::for_environment(workspace, env);
-    match ahil_config::load_authoritative(workspace, env) {
+    match crate::logs::load_config(workspace, env) {
         Ok(loaded) => sink.with_config(&loaded),
         Err(_) => sink,
     }

@@ -15,7 +15,7 @@ pub fn check(workspace: &Path, env: &Environment, plans: &[PathBuf], strict: boo
     } else {
         plans
     };
-    let config = ahil_config::load_authoritative(workspace, env);
+    let config = crate::logs::load_config(workspace, env);
     let declared = config.as_ref().ok().map(|loaded| &loaded.config);
     let results: Vec<Value> = plans
         .iter()

@@ -31,7 +31,7 @@ fn refusal(tool: &str, error_type: &str, summary: &str, field: Option<&str>) -> 
 }
 
 fn bench(workspace: &Path, env: &Environment, tool: &str, frontend: &str) -> Result<Bench, Value> {
-    match ahil_config::load_authoritative(workspace, env) {
+    match crate::logs::load_config(workspace, env) {
         Ok(loaded) => Ok(Bench::provisioned_as(loaded, env.clone(), frontend)),
         Err(err) => {
             let mut doc = refusal(tool, err.error_type(), &err.summary(), None);

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ahil_config::{Environment, load_authoritative};
+use ahil_config::Environment;
 use ahil_gate::sim::{self, BoardSpec, Status};
 use serde_json::{Value, json};
 
@@ -13,7 +13,7 @@ use crate::cli::SimCommand;
 
 /// Run one sim subcommand and answer its result document.
 pub fn run(workspace: &Path, env: &Environment, command: &SimCommand) -> anyhow::Result<Value> {
-    let loaded = match load_authoritative(workspace, env) {
+    let loaded = match crate::logs::load_config(workspace, env) {
         Ok(loaded) => loaded,
         Err(error) => {
             return Ok(refused(

@@ -343,3 +343,28 @@ fn no_product_code_decides_by_a_tool_names_string() {
         deciding.join("\n")
     );
 }
+
+/// The log writer starts before a configuration loads; it learns the configuration's private
+/// directories only where the binary loads one through `logs::load_config`. A second way to load
+/// would leave a custom state root unmasked in the log.
+#[test]
+fn the_binary_loads_its_configuration_only_through_the_log_sinks_loader() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    assert!(files.len() > 10, "the scan reads the binary's sources");
+    let elsewhere: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("src/logs.rs"))
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .expect("a source file reads")
+                .contains("load_authoritative")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        elsewhere.is_empty(),
+        "these load the configuration without logs::load_config: {elsewhere:?}"
+    );
+}

@@ -537,12 +537,40 @@ async fn an_emulated_board_session_shows_no_private_directory_in_any_sink() {
 
 #[tokio::test]
 async fn a_backends_words_in_progress_and_in_the_log_pass_the_output_step() {
+    let world = World::new();
+    let state = world.home.join(".local/state/agentic-hil");
+    let masked = "connect password=[redacted] with ~/tools/probe.cfg";
+    let place = format!("{}/tools/probe.cfg", world.home.display());
+    backend_words_pass_the_output_step(&world, &state, &place, masked).await;
+}
+
+#[tokio::test]
+async fn a_state_root_outside_home_is_masked_in_the_log_as_in_results() {
+    // The logger starts before any configuration loads; the state root it learns later is the
+    // configuration's own, outside HOME, where no default would find it.
+    let world = World::new();
+    let state = world
+        .home
+        .parent()
+        .expect("the world has a root")
+        .join("lab-state");
+    let place = format!("{}/coordination/probe.cfg", state.display());
+    let masked = "connect password=[redacted] with <state_root>/coordination/probe.cfg";
+    backend_words_pass_the_output_step(&world, &state, &place, masked).await;
+}
+
+/// A flash whose probe-rs worker (the debug build's seam) reports a stage in a leaky library's
+/// words: a password and the absolute path `place`; progress and the server's log show `masked`.
+async fn backend_words_pass_the_output_step(
+    world: &World,
+    state: &std::path::Path,
+    place: &str,
+    masked: &str,
+) {
     use rmcp::ServiceExt;
 
-    let world = World::new();
     let (_, code) = world.run_json(&["init"]);
     assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
     let config = format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
          target:\n  name: board\n  controller: stm32f405\n\
@@ -552,15 +580,11 @@ async fn a_backends_words_in_progress_and_in_the_log_pass_the_output_step() {
         ws = world.workspace.display(),
         state = state.display(),
     );
-    let forbidden = configure(&world, &config);
+    let mut forbidden = configure(world, &config);
+    forbidden.paths.push(state.display().to_string());
     let log = world.home.join("server.log");
-    let mut cmd = planted(&world);
-    // The worker (the debug build's seam) reports a stage in a leaky library's words: a password
-    // and an absolute path under HOME.
-    let words = format!(
-        "stage:connect password=BACKENDSECRET with {}/tools/probe.cfg",
-        world.home.display()
-    );
+    let mut cmd = planted(world);
+    let words = format!("stage:connect password=BACKENDSECRET with {place}");
     cmd.arg("mcp-stdio")
         .env("AGENTIC_HIL_LOG", "debug")
         .env("AHIL_TEST_PROBE_RS_WORKER", words);
@@ -608,7 +632,6 @@ async fn a_backends_words_in_progress_and_in_the_log_pass_the_output_step() {
     let logged = std::fs::read_to_string(&log).expect("the log reads");
     forbidden.check("the server's log", &logged);
     // The worker's words did arrive, masked: the step is proven, not silence.
-    let masked = "connect password=[redacted] with ~/tools/probe.cfg";
     assert!(shown.contains(masked), "progress shows {masked}: {shown}");
     assert!(
         logged.contains("probe-rs worker stage") && logged.contains(masked),

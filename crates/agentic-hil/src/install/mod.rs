@@ -572,7 +572,7 @@ pub fn init(workspace: &Path, env: &Environment, force: bool, agent: Option<Agen
 /// The project half's Claude Code rules: its edit tools may not write the configuration directory or
 /// the state root. Paths stay out of the answer (the state root's is never printed).
 fn restrict_claude_writes(workspace: &Path, env: &Environment) -> Value {
-    let loaded = match ahil_config::load_authoritative(workspace, env) {
+    let loaded = match crate::logs::load_config(workspace, env) {
         Ok(loaded) => loaded,
         Err(err) => {
             return json!({"ok": false, "summary": format!("The configuration did not load: {}", err.summary())});

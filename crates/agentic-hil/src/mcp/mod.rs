@@ -42,7 +42,7 @@ to see what the configuration allows.";
 const MIN_LINE_LIMIT: usize = 10 * 1024 * 1024;
 
 pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
-    let bench = match ahil_config::load_authoritative(workspace, env) {
+    let bench = match crate::logs::load_config(workspace, env) {
         Ok(loaded) => {
             let limit = line_limit(loaded.config.artifacts.max_upload_size_mb);
             (Bench::provisioned(loaded, env.clone()), limit)
@@ -158,7 +158,7 @@ impl Server {
         }
         let mut slot = self.bench.write().await;
         if !slot.is_provisioned()
-            && let Ok(loaded) = ahil_config::load_authoritative(&self.workspace, &self.env)
+            && let Ok(loaded) = crate::logs::load_config(&self.workspace, &self.env)
         {
             *slot = Arc::new(Bench::provisioned(loaded, self.env.clone()));
         }

@@ -87,7 +87,7 @@ pub fn run(workspace: &Path, env: &Environment, options: &Options) -> anyhow::Re
 /// session log's device line or a report's summary shows no secret and no private directory.
 fn observed(workspace: &Path, env: &Environment) -> BenchView {
     let sink = Sink::for_environment(workspace, env);
-    let sink = match ahil_config::load_authoritative(workspace, env) {
+    let sink = match crate::logs::load_config(workspace, env) {
         Ok(loaded) => sink.with_config(&loaded),
         Err(_) => sink,
     };
