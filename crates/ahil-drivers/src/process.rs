@@ -356,8 +356,8 @@ pub fn run(command: &Command) -> io::Result<Finished> {
 
 /// Spawn, retrying briefly on ETXTBSY: a script written moments ago can still be open for writing in
 /// a child another thread forked meanwhile (the classic fork/exec race), which clears within
-/// milliseconds.
-fn spawn_retrying_busy_text(command: &mut std::process::Command) -> io::Result<Child> {
+/// milliseconds. Every spawner of a script (the CAN bridge too) goes through here.
+pub(crate) fn spawn_retrying_busy_text(command: &mut std::process::Command) -> io::Result<Child> {
     let mut attempts = 0;
     loop {
         match command.spawn() {
