@@ -27,19 +27,18 @@ pub struct CubeProg {
     connect: ConnectMode,
 }
 
+/// How ST's tools (the CLI and its GDB server alike) say no ST-LINK is attached, lowercased.
+pub(crate) const NO_STLINK: [&str; 4] = [
+    "no st-link",
+    "no stlink",
+    "st-link not found",
+    "stlink not found",
+];
+
 /// The CLI's output, sorted into the backend classes (first match wins).
 pub fn classify(output: &str, flashing: bool) -> &'static str {
     let lower = output.to_lowercase();
-    if any(
-        &lower,
-        &[
-            "no st-link",
-            "no stlink",
-            "st-link not found",
-            "stlink not found",
-            "no debug probe",
-        ],
-    ) {
+    if any(&lower, &NO_STLINK) || lower.contains("no debug probe") {
         return "probe_not_found";
     }
     if any(
