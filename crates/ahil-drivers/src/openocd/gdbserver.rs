@@ -124,13 +124,7 @@ impl OpenOcd {
     /// The argv after the executable for a gdb server on `port`; `reset_halt` resets the core into
     /// halt at start instead of halting it where it runs.
     pub fn gdb_server_argv(&self, port: u16, reset_halt: bool) -> Vec<OsString> {
-        let mut argv: Vec<OsString> = vec!["-f".into(), self.interface_cfg.clone().into()];
-        if let Some(serial) = &self.settings.probe_id {
-            argv.push("-c".into());
-            argv.push(format!("adapter serial {serial}").into());
-        }
-        argv.push("-f".into());
-        argv.push(self.target_cfg.clone().into());
+        let mut argv = self.board_argv();
         for command in [
             "bindto 127.0.0.1".to_owned(),
             format!("gdb_port {port}"),
