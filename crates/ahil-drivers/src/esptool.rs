@@ -176,16 +176,12 @@ pub fn public(class: &'static str) -> (&'static str, &'static str, &'static [&'s
 }
 
 fn failure(class: &'static str, contact: Contact, transcripts: Vec<Transcript>) -> DriverError {
-    let (error_type, summary, causes) = public(class);
-    DriverError::Classified(Box::new(Classified {
-        error_type,
-        backend_error_type: class,
-        summary: summary.to_owned(),
-        likely_causes: causes.iter().map(|c| (*c).to_owned()).collect(),
+    DriverError::Classified(probe_cli::worded_failure(
+        class,
+        public(class),
         contact,
         transcripts,
-        details: Map::new(),
-    }))
+    ))
 }
 
 impl Esptool {

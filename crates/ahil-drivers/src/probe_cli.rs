@@ -309,7 +309,17 @@ pub fn failure(
     contact: Contact,
     transcripts: Vec<Transcript>,
 ) -> Box<Classified> {
-    let (error_type, summary, causes) = public(class);
+    worded_failure(class, public(class), contact, transcripts)
+}
+
+/// Build a classified failure for `class` in a backend's own words (`public`'s answer, or a
+/// backend's table such as esptool's).
+pub fn worded_failure(
+    class: &'static str,
+    (error_type, summary, causes): (&'static str, &'static str, &'static [&'static str]),
+    contact: Contact,
+    transcripts: Vec<Transcript>,
+) -> Box<Classified> {
     Box::new(Classified {
         error_type,
         backend_error_type: class,
