@@ -294,19 +294,10 @@ fn read(bus: &Bus, params: &Value, mode: Mode) -> Value {
         .and_then(Value::as_f64)
         .filter(|w| w.is_finite() && *w >= 0.0)
         .map_or(Duration::ZERO, |w| Duration::from_secs_f64(w.min(60.0)));
-    let deadline = Instant::now() + wait;
-    let mut rx = bus.rx();
-    while rx.frames.is_empty() {
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        rx = bus
-            .arrived
-            .wait_timeout(rx, deadline - now)
-            .unwrap_or_else(PoisonError::into_inner)
-            .0;
-    }
+    let (mut rx, _) = bus
+        .arrived
+        .wait_timeout_while(bus.rx(), wait, |rx| rx.frames.is_empty())
+        .unwrap_or_else(PoisonError::into_inner);
     let n = rx.frames.len().min(max);
     let frames: Vec<Value> = rx.frames.drain(..n).map(|f| f.to_json()).collect();
     json!({"ok": true, "frames": frames})
