@@ -198,29 +198,17 @@ impl CubeProg {
         if ran.timed_out() {
             return Err(probe_cli::timed_out(ran, contact));
         }
-        let lower = output.to_lowercase();
-        let matched: Vec<String> = expected
-            .iter()
-            .filter(|text| lower.contains(&text.to_lowercase()))
-            .map(|text| (*text).to_owned())
-            .collect();
         if ran.code() == Some(0)
             && class == "unknown_debugger_error"
             && !probe_cli::contains_failure_text(&output)
         {
-            if matched.len() == expected.len() {
-                return Ok(CliSuccess {
-                    transcripts: vec![ran.transcript],
-                    warnings: Vec::new(),
-                    matched_success_text: matched,
-                });
-            }
-            let failed = failure(unconfirmed, Contact::Possible, vec![ran.transcript]);
-            return Err(DriverError::Classified(probe_cli::with_detail(
-                failed,
-                "operation_result",
-                json!({"confirmed": false, "expected_success_text": expected, "matched_success_text": matched}),
-            )));
+            return probe_cli::confirm(
+                &output,
+                expected,
+                unconfirmed,
+                probe_cli::public,
+                vec![ran.transcript],
+            );
         }
         let transcript: Transcript = ran.transcript;
         let mut failed = failure(class, contact, vec![transcript.clone()]);
