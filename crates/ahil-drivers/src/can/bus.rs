@@ -305,14 +305,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn frames_are_handed_out_once_in_arrival_order() {
+    /// A bus holding up to `capacity` frames that has received frames `1..=count`, and its feed
+    /// (kept open: a closed feed would end the pump).
+    fn fed_bus(capacity: usize, count: u32) -> (Bus, mpsc::Sender<Result<Frame, CanError>>) {
         let (tx, rx) = mpsc::channel();
-        let bus = Bus::start(Box::new(Fed(Mutex::new(rx))), 16, Duration::from_millis(5));
-        for id in 1..=3 {
+        let bus = Bus::start(
+            Box::new(Fed(Mutex::new(rx))),
+            capacity,
+            Duration::from_millis(5),
+        );
+        for id in 1..=count {
             tx.send(Ok(frame(id))).expect("pump alive");
         }
-        settle(&bus, 3);
+        settle(&bus, u64::from(count));
+        (bus, tx)
+    }
+
+    #[test]
+    fn frames_are_handed_out_once_in_arrival_order() {
+        let (bus, _feed) = fed_bus(16, 3);
         let first = bus.take(2, Duration::ZERO, &[]);
         assert_eq!(
             first.frames.iter().map(|f| f.id).collect::<Vec<_>>(),
@@ -326,12 +337,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_drops_the_oldest_frames_and_counts_them() {
-        let (tx, rx) = mpsc::channel();
-        let bus = Bus::start(Box::new(Fed(Mutex::new(rx))), 4, Duration::from_millis(5));
-        for id in 1..=10 {
-            tx.send(Ok(frame(id))).expect("pump alive");
-        }
-        settle(&bus, 10);
+        let (bus, _feed) = fed_bus(4, 10);
         let taken = bus.take(100, Duration::ZERO, &[]);
         assert_eq!(
             taken.frames.iter().map(|f| f.id).collect::<Vec<_>>(),
