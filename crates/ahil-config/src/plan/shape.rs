@@ -258,32 +258,16 @@ pub(crate) fn check(
                 out.push(wrong("integer"));
                 return;
             };
-            if let Some(m) = min
-                && i < *m
-            {
-                out.push(bound(at, "minimum", json!(m), node));
-            }
-            if let Some(m) = max
-                && i > *m
-            {
-                out.push(bound(at, "maximum", json!(m), node));
-            }
+            bound(out, at, node, "minimum", *min, |m| i < m);
+            bound(out, at, node, "maximum", *max, |m| i > m);
         }
         Kind::Num { min, above } => {
             let Some(n) = num_of(node) else {
                 out.push(wrong("number"));
                 return;
             };
-            if let Some(m) = min
-                && n < *m
-            {
-                out.push(bound(at, "minimum", json!(m), node));
-            }
-            if let Some(m) = above
-                && n <= *m
-            {
-                out.push(bound(at, "exclusiveMinimum", json!(m), node));
-            }
+            bound(out, at, node, "minimum", *min, |m| n < m);
+            bound(out, at, node, "exclusiveMinimum", *above, |m| n <= m);
         }
         Kind::Bool => {
             if !matches!(node, Node::Bool(_)) {
@@ -351,10 +335,24 @@ pub(crate) fn check(
     }
 }
 
-fn bound(at: &Path, validator: &'static str, limit: Value, node: &Node) -> Fault {
-    Fault::new(at.clone(), validator)
-        .with("limit", limit)
-        .with("value", node.to_json())
+/// The `validator` fault, when the schema sets a `limit` and the value is `outside` it.
+fn bound<T: Copy + serde::Serialize>(
+    out: &mut Vec<Fault>,
+    at: &Path,
+    node: &Node,
+    validator: &'static str,
+    limit: Option<T>,
+    outside: impl FnOnce(T) -> bool,
+) {
+    if let Some(m) = limit
+        && outside(m)
+    {
+        out.push(
+            Fault::new(at.clone(), validator)
+                .with("limit", json!(m))
+                .with("value", node.to_json()),
+        );
+    }
 }
 
 fn check_obj(
