@@ -85,6 +85,23 @@ def markers(script):
     return found
 
 
+# The OpenOCD scenarios that end without finishing the script: whether the init marker was printed
+# first, the lines OpenOCD prints, and its exit code.
+OPENOCD_ENDINGS = {
+    "no-marker": (False, ["Info : clock speed 2000 kHz"], 0),
+    "no-probe": (False, ["Info : clock speed 2000 kHz", "Error: open failed"], 1),
+    "rejected": (False, ['invalid command name "reset"'], 1),
+    "target-absent": (False, ["Error: unable to connect to the target"], 1),
+    "verify-fail": (True, ["Error: checksum mismatch - attempting binary compare",
+                           "Error: verify failed"], 1),
+    "flash-fail": (True, ["Error: failed erasing sectors 0 to 3", "Error: flash_erase returned -4"], 1),
+    "write-fail": (True, ["Error: error writing to flash at address 0x08000000 at offset 0x00000000",
+                          "** Programming Failed **"], 1),
+    "reset-fail": (True, ["Error: timed out while waiting for target halted",
+                          "Error: reset halt failed"], 1),
+}
+
+
 def openocd(case):
     if ARGS == ["--version"]:
         err("Open On-Chip Debugger 0.12.0")
@@ -106,42 +123,16 @@ def openocd(case):
         for marker in echoes:
             err(marker)
         return 0
-    if case == "no-marker":
-        err("Info : clock speed 2000 kHz")
-        return 0
-    if case == "no-probe":
-        err("Info : clock speed 2000 kHz")
-        err("Error: open failed")
-        return 1
     if case == "bad-interface":
         err("embedded:startup.tcl:28: Error: Can't find %s" % interface)
         return 1
-    if case == "rejected":
-        err('invalid command name "reset"')
-        return 1
-    if case == "target-absent":
-        err("Error: unable to connect to the target")
-        return 1
-    if case == "verify-fail":
-        err(echoes[0] if echoes else "")
-        err("Error: checksum mismatch - attempting binary compare")
-        err("Error: verify failed")
-        return 1
-    if case == "flash-fail":
-        err(echoes[0] if echoes else "")
-        err("Error: failed erasing sectors 0 to 3")
-        err("Error: flash_erase returned -4")
-        return 1
-    if case == "write-fail":
-        err(echoes[0] if echoes else "")
-        err("Error: error writing to flash at address 0x08000000 at offset 0x00000000")
-        err("** Programming Failed **")
-        return 1
-    if case == "reset-fail":
-        err(echoes[0] if echoes else "")
-        err("Error: timed out while waiting for target halted")
-        err("Error: reset halt failed")
-        return 1
+    if case in OPENOCD_ENDINGS:
+        after_init, lines, code = OPENOCD_ENDINGS[case]
+        if after_init:
+            err(echoes[0] if echoes else "")
+        for line in lines:
+            err(line)
+        return code
     err("fake: unknown scenario " + case)
     return 2
 
