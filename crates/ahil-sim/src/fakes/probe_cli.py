@@ -301,6 +301,26 @@ def esptool_after(after):
         out("Staying in bootloader.")
 
 
+def esptool_unconnected(port):
+    """The esptool scenarios that never reach the chip: what it prints after its banner on stdout,
+    then on stderr."""
+    return {
+        "no-port": (["Serial port " + port + ":", ""], [
+            "A fatal error occurred: Could not open " + port + ", the port is busy or doesn't exist.",
+            "([Errno 2] could not open port " + port + ": [Errno 2] No such file or directory: '" + port + "')",
+            "",
+            "Hint: Check if the port is correct and ESP connected",
+        ]),
+        "no-chip": (["Connecting......................................", ""], [
+            "A fatal error occurred: Failed to connect to ESP32: No serial data received.",
+            "For troubleshooting steps visit: https://docs.espressif.com/projects/esptool/en/latest/troubleshooting.html",
+        ]),
+        "wrong-chip": (["Connecting....", ""], [
+            "A fatal error occurred: This chip is ESP32-S3, not ESP32. Wrong chip argument?",
+        ]),
+    }
+
+
 def esptool(case):
     """esptool 5: `version`, then `--chip= --port= [--baud=] --before= --after= <command> ...`."""
     if ARGS == ["version"]:
@@ -319,27 +339,14 @@ def esptool(case):
         out(ESPTOOL_BANNER)
         out("Connecting....")
         hang(False)
-    if case == "no-port":
+    unconnected = esptool_unconnected(port)
+    if case in unconnected:
+        stdout, stderr = unconnected[case]
         out(ESPTOOL_BANNER)
-        out("Serial port " + port + ":")
-        out("")
-        err("A fatal error occurred: Could not open " + port + ", the port is busy or doesn't exist.")
-        err("([Errno 2] could not open port " + port + ": [Errno 2] No such file or directory: '" + port + "')")
-        err("")
-        err("Hint: Check if the port is correct and ESP connected")
-        return 2
-    if case == "no-chip":
-        out(ESPTOOL_BANNER)
-        out("Connecting......................................")
-        out("")
-        err("A fatal error occurred: Failed to connect to ESP32: No serial data received.")
-        err("For troubleshooting steps visit: https://docs.espressif.com/projects/esptool/en/latest/troubleshooting.html")
-        return 2
-    if case == "wrong-chip":
-        out(ESPTOOL_BANNER)
-        out("Connecting....")
-        out("")
-        err("A fatal error occurred: This chip is ESP32-S3, not ESP32. Wrong chip argument?")
+        for line in stdout:
+            out(line)
+        for line in stderr:
+            err(line)
         return 2
     if case == "unconfirmed":
         esptool_connected(port)
