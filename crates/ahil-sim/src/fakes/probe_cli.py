@@ -197,6 +197,26 @@ def pyocd(case):
     return 2
 
 
+STLINK_SN = "ST-LINK SN  : 066DFF535254887767184038"
+STLINK_DEVICE = "Device name : STM32F405xx/F407xx/F415xx/F417xx"
+
+# The STM32_Programmer_CLI scenarios that end with a fixed answer: the option the call must carry
+# for it (None: any call), what the CLI prints, and its exit code.
+STLINK_ENDINGS = {
+    "no-probe": (None, ["Error: No ST-Link detected!"], 1),
+    "no-target": (None, [STLINK_SN, "Error: No STM32 target found! If your product embeds Debug "
+                                    "Authentication, please perform a discovery"], 1),
+    "unconfirmed": (None, [STLINK_SN], 0),
+    "erase-refused": ("-w", [STLINK_SN, STLINK_DEVICE, "Erasing memory corresponding to segment 0:",
+                             "Error: failed to erase memory"], 1),
+    "erase-underway": ("-w", [STLINK_SN, "Download in progress:",
+                              "[=====                                             ]  10%",
+                              "Error: failed to erase memory"], 1),
+    "verify-fail": ("-w", ["Download in progress:", "File download complete",
+                           "Error: Download verification failed"], 1),
+}
+
+
 def stlink(case):
     if ARGS == ["--version"]:
         out("      -------------------------------------------------------------------")
@@ -217,42 +237,20 @@ def stlink(case):
         out("   ST-LINK SN  : 066DFF535254887767184038")
         out("   ST-LINK FW  : V2J45M31")
         return 0
-    if case == "no-probe":
-        out("Error: No ST-Link detected!")
-        return 1
-    if case == "no-target":
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        out("Error: No STM32 target found! If your product embeds Debug Authentication, please perform a discovery")
-        return 1
-    if case == "unconfirmed":
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        return 0
-    if case == "erase-refused" and "-w" in ARGS:
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        out("Device name : STM32F405xx/F407xx/F415xx/F417xx")
-        out("Erasing memory corresponding to segment 0:")
-        out("Error: failed to erase memory")
-        return 1
-    if case == "erase-underway" and "-w" in ARGS:
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        out("Download in progress:")
-        out("[=====                                             ]  10%")
-        out("Error: failed to erase memory")
-        return 1
+    if case in STLINK_ENDINGS and STLINK_ENDINGS[case][0] in ARGS + [None]:
+        _, lines, code = STLINK_ENDINGS[case]
+        for line in lines:
+            out(line)
+        return code
     if case == "hex-short" and "-r" in ARGS:
         # Claims the read but leaves a HEX file that covers none of the requested bytes.
         with open(ARGS[ARGS.index("-r") + 3], "w", encoding="ascii") as f:
             f.write(":00000001FF\n")
         out("Data read successfully")
         return 0
-    if case == "verify-fail" and "-w" in ARGS:
-        out("Download in progress:")
-        out("File download complete")
-        out("Error: Download verification failed")
-        return 1
     if case in ("ok", "erase-refused", "erase-underway", "verify-fail"):
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        out("Device name : STM32F405xx/F407xx/F415xx/F417xx")
+        out(STLINK_SN)
+        out(STLINK_DEVICE)
         if "-w" in ARGS:
             out("Memory Programming ...")
             out("File download complete")
