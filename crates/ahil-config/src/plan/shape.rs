@@ -192,28 +192,12 @@ impl Fault {
 /// How a step list is checked; supplied by the catalogue so this module stays generic.
 pub(crate) type StepsCheck = fn(&Node, &Path, &mut Vec<Fault>);
 
-fn scalar(node: &Node) -> Option<Value> {
-    match node {
-        Node::Seq(_) | Node::Map(_) => None,
-        other => Some(other.to_json()),
-    }
-}
-
 fn int_of(node: &Node) -> Option<i128> {
     match node {
         Node::Int(i) => Some(*i),
         // JSON Schema counts 3.0 as an integer; so does the reference.
         #[allow(clippy::cast_possible_truncation)]
         Node::Float(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e30 => Some(*f as i128),
-        _ => None,
-    }
-}
-
-fn num_of(node: &Node) -> Option<f64> {
-    match node {
-        #[allow(clippy::cast_precision_loss)]
-        Node::Int(i) => Some(*i as f64),
-        Node::Float(f) => Some(*f),
         _ => None,
     }
 }
@@ -228,7 +212,7 @@ pub(crate) fn check(
 ) {
     let wrong = |expected: &str| {
         let mut f = Fault::new(at.clone(), "type").with("expected_type", json!(expected));
-        if let Some(v) = scalar(node) {
+        if let Some(v) = node.scalar_json() {
             f = f.with("value", v);
         }
         f
@@ -262,7 +246,7 @@ pub(crate) fn check(
             bound(out, at, node, "maximum", *max, |m| i > m);
         }
         Kind::Num { min, above } => {
-            let Some(n) = num_of(node) else {
+            let Some(n) = node.number() else {
                 out.push(wrong("number"));
                 return;
             };
@@ -278,7 +262,7 @@ pub(crate) fn check(
             if !matches!(node, Node::Str(s) if values.contains(&s.as_str())) {
                 out.push(
                     Fault::new(at.clone(), "enum")
-                        .with("value", scalar(node).unwrap_or(Value::Null))
+                        .with("value", node.scalar_json().unwrap_or(Value::Null))
                         .with("allowed_values", json!(values)),
                 );
             }
@@ -289,7 +273,7 @@ pub(crate) fn check(
             if !fits {
                 out.push(
                     Fault::new(at.clone(), "enum")
-                        .with("value", scalar(node).unwrap_or(Value::Null))
+                        .with("value", node.scalar_json().unwrap_or(Value::Null))
                         .with("allowed_values", json!(values)),
                 );
             }
@@ -321,7 +305,7 @@ pub(crate) fn check(
                 if !keys.is_empty() {
                     f = f.with("exactly_one_of", json!(keys));
                 }
-                if let Some(v) = scalar(node) {
+                if let Some(v) = node.scalar_json() {
                     f = f.with("value", v);
                 }
                 out.push(f);
