@@ -78,7 +78,7 @@ pub fn run_hearing(
     if let Some(hook) = hook {
         command = command.on_stdout_line(hook);
     }
-    if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
+    if let Some(dir) = process::own_directory(executable) {
         command = command.current_dir(dir);
     }
     let line = command.display_line();

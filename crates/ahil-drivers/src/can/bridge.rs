@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,17 +74,8 @@ impl Bridge {
     /// Start `executable` (its pinned absolute path, run as it is: a script names its interpreter in
     /// its shebang) in its directory, with the child environment, and open the channel.
     pub fn open(executable: &Path, request: &OpenRequest) -> Result<(Self, Opened), CanError> {
-        process::require_absolute(executable)
+        let mut command = process::piped_tool(executable, Stdio::piped())
             .map_err(|e| CanError::ProcessStartFailed(e.to_string()))?;
-        let mut command = std::process::Command::new(executable);
-        process::isolate(&mut command)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
-            command.current_dir(dir);
-        }
         let mut child = crate::process::spawn_retrying_busy_text(&mut command)
             .map_err(|e| CanError::ProcessStartFailed(e.to_string()))?;
         let command_line = vec![executable.display().to_string()];
