@@ -229,11 +229,9 @@ impl Esptool {
         if ran.code() == Some(0) && major == Some(SUPPORTED_MAJOR) {
             return Ok(ran.transcript);
         }
-        let DriverError::Classified(mut failed) =
-            failure("esptool_version_unsupported", proof(), vec![ran.transcript])
-        else {
-            unreachable!("failure() always classifies")
-        };
+        let class = "esptool_version_unsupported";
+        let mut failed =
+            probe_cli::worded_failure(class, public(class), proof(), vec![ran.transcript]);
         failed.details.insert("version".into(), json!(version));
         failed.details.insert(
             "supported_versions".into(),
