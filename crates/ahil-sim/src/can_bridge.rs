@@ -388,6 +388,25 @@ mod tests {
     }
 
     #[test]
+    fn a_read_on_an_empty_queue_waits_for_the_next_frame() {
+        let bus = Arc::new(Bus {
+            rx: Mutex::default(),
+            arrived: Condvar::new(),
+        });
+        let feeder = {
+            let bus = Arc::clone(&bus);
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(100));
+                bus.push([frame(0x123, vec![1])]);
+            })
+        };
+        let params = json!({"max_frames": 10, "wait_timeout_s": 5});
+        let answer = read(&bus, &params, Mode::Normal);
+        feeder.join().expect("the feeder ends");
+        assert_eq!(answer["frames"][0]["id"], 0x123);
+    }
+
+    #[test]
     fn crash_modes_exit_without_answering() {
         let (code, answers) = exchange(Mode::CrashOpen, &[open(false)]);
         assert_eq!((code, answers.len()), (3, 0));
