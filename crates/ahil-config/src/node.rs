@@ -66,6 +66,24 @@ impl Node {
             ),
         }
     }
+
+    /// The node as JSON when it is a scalar (what a refusal quotes as the offending value).
+    pub(crate) fn scalar_json(&self) -> Option<serde_json::Value> {
+        match self {
+            Node::Seq(_) | Node::Map(_) => None,
+            other => Some(other.to_json()),
+        }
+    }
+
+    /// The node as a number, integer or float alike.
+    pub(crate) fn number(&self) -> Option<f64> {
+        match self {
+            #[allow(clippy::cast_precision_loss)]
+            Node::Int(i) => Some(*i as f64),
+            Node::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
 }
 
 /// A dotted path into the document: `a.b[2].c`, `$` for the root.

@@ -239,22 +239,6 @@ impl Problem {
     }
 }
 
-fn scalar_json(node: &Node) -> Option<Value> {
-    match node {
-        Node::Seq(_) | Node::Map(_) => None,
-        other => Some(other.to_json()),
-    }
-}
-
-fn number(node: &Node) -> Option<f64> {
-    match node {
-        #[allow(clippy::cast_precision_loss)]
-        Node::Int(i) => Some(*i as f64),
-        Node::Float(f) => Some(*f),
-        _ => None,
-    }
-}
-
 /// Checks `node` against `spec`, collecting every problem, and returns the node as JSON
 /// with the conversions the typed model expects (integral floats to integers, hex USB ids
 /// to numbers). The returned value is meaningful only when no problem was collected.
@@ -263,7 +247,7 @@ pub(crate) fn check(node: &Node, spec: &Spec, at: &Path, out: &mut Vec<Problem>)
         out.push(Problem::WrongType {
             at: at.clone(),
             expected: spec.types.iter().map(|t| t.name()).collect(),
-            value: scalar_json(node),
+            value: node.scalar_json(),
         });
         return Value::Null;
     };
@@ -339,7 +323,7 @@ pub(crate) fn check(node: &Node, spec: &Spec, at: &Path, out: &mut Vec<Problem>)
 }
 
 fn check_bounds(node: &Node, spec: &Spec, at: &Path, out: &mut Vec<Problem>) {
-    let Some(n) = number(node) else { return };
+    let Some(n) = node.number() else { return };
     let mut bound = |validator: &'static str, limit: f64| {
         out.push(Problem::Bound {
             at: at.clone(),

@@ -27,19 +27,18 @@ pub struct CubeProg {
     connect: ConnectMode,
 }
 
+/// How ST's tools (the CLI and its GDB server alike) say no ST-LINK is attached, lowercased.
+pub(crate) const NO_STLINK: [&str; 4] = [
+    "no st-link",
+    "no stlink",
+    "st-link not found",
+    "stlink not found",
+];
+
 /// The CLI's output, sorted into the backend classes (first match wins).
 pub fn classify(output: &str, flashing: bool) -> &'static str {
     let lower = output.to_lowercase();
-    if any(
-        &lower,
-        &[
-            "no st-link",
-            "no stlink",
-            "st-link not found",
-            "stlink not found",
-            "no debug probe",
-        ],
-    ) {
+    if any(&lower, &NO_STLINK) || lower.contains("no debug probe") {
         return "probe_not_found";
     }
     if any(
@@ -199,29 +198,17 @@ impl CubeProg {
         if ran.timed_out() {
             return Err(probe_cli::timed_out(ran, contact));
         }
-        let lower = output.to_lowercase();
-        let matched: Vec<String> = expected
-            .iter()
-            .filter(|text| lower.contains(&text.to_lowercase()))
-            .map(|text| (*text).to_owned())
-            .collect();
         if ran.code() == Some(0)
             && class == "unknown_debugger_error"
             && !probe_cli::contains_failure_text(&output)
         {
-            if matched.len() == expected.len() {
-                return Ok(CliSuccess {
-                    transcripts: vec![ran.transcript],
-                    warnings: Vec::new(),
-                    matched_success_text: matched,
-                });
-            }
-            let failed = failure(unconfirmed, Contact::Possible, vec![ran.transcript]);
-            return Err(DriverError::Classified(probe_cli::with_detail(
-                failed,
-                "operation_result",
-                json!({"confirmed": false, "expected_success_text": expected, "matched_success_text": matched}),
-            )));
+            return probe_cli::confirm(
+                &output,
+                expected,
+                unconfirmed,
+                probe_cli::public,
+                vec![ran.transcript],
+            );
         }
         let transcript: Transcript = ran.transcript;
         let mut failed = failure(class, contact, vec![transcript.clone()]);

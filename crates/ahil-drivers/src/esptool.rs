@@ -93,7 +93,7 @@ pub fn classify(output: &str, flashing: bool) -> &'static str {
 }
 
 /// The published meaning of an esptool class: public `error_type`, summary, likely causes.
-pub fn public(class: &'static str) -> (&'static str, &'static str, &'static [&'static str]) {
+pub fn public(class: &'static str) -> probe_cli::Wording {
     match class {
         "esptool_not_found" => probe_cli::public("openocd_not_found"),
         "esptool_version_unsupported" => (
@@ -176,16 +176,12 @@ pub fn public(class: &'static str) -> (&'static str, &'static str, &'static [&'s
 }
 
 fn failure(class: &'static str, contact: Contact, transcripts: Vec<Transcript>) -> DriverError {
-    let (error_type, summary, causes) = public(class);
-    DriverError::Classified(Box::new(Classified {
-        error_type,
-        backend_error_type: class,
-        summary: summary.to_owned(),
-        likely_causes: causes.iter().map(|c| (*c).to_owned()).collect(),
+    DriverError::Classified(probe_cli::worded_failure(
+        class,
+        public(class),
         contact,
         transcripts,
-        details: Map::new(),
-    }))
+    ))
 }
 
 impl Esptool {
@@ -233,11 +229,9 @@ impl Esptool {
         if ran.code() == Some(0) && major == Some(SUPPORTED_MAJOR) {
             return Ok(ran.transcript);
         }
-        let DriverError::Classified(mut failed) =
-            failure("esptool_version_unsupported", proof(), vec![ran.transcript])
-        else {
-            unreachable!("failure() always classifies")
-        };
+        let class = "esptool_version_unsupported";
+        let mut failed =
+            probe_cli::worded_failure(class, public(class), proof(), vec![ran.transcript]);
         failed.details.insert("version".into(), json!(version));
         failed.details.insert(
             "supported_versions".into(),
@@ -282,33 +276,15 @@ impl Esptool {
         if ran.timed_out() {
             return Err(failure("timeout", contact, vec![version, ran.transcript]));
         }
-        let lower = output.to_lowercase();
-        let matched: Vec<String> = expected
-            .iter()
-            .filter(|text| lower.contains(&text.to_lowercase()))
-            .map(|text| (*text).to_owned())
-            .collect();
-        let fatal = lower.contains("a fatal error occurred");
+        let fatal = output.to_lowercase().contains("a fatal error occurred");
         if ran.code() == Some(0) && class == "unknown_debugger_error" && !fatal {
-            if matched.len() == expected.len() {
-                return Ok(CliSuccess {
-                    transcripts: vec![version, ran.transcript],
-                    warnings: Vec::new(),
-                    matched_success_text: matched,
-                });
-            }
-            let DriverError::Classified(mut failed) = failure(
+            return probe_cli::confirm(
+                &output,
+                expected,
                 unconfirmed,
-                Contact::Possible,
+                public,
                 vec![version, ran.transcript],
-            ) else {
-                unreachable!("failure() always classifies")
-            };
-            failed.details.insert(
-                "operation_result".into(),
-                json!({"confirmed": false, "expected_success_text": expected, "matched_success_text": matched}),
             );
-            return Err(DriverError::Classified(failed));
         }
         Err(failure(class, contact, vec![version, ran.transcript]))
     }

@@ -86,8 +86,9 @@ impl OpenOcd {
         self
     }
 
-    /// The full argv after the executable for one script.
-    pub fn argv(&self, script: &str) -> Vec<OsString> {
+    /// The interface script, the probe's serial when one is pinned, then the target script: how
+    /// every OpenOCD run of this entry (one-shot or gdb server) starts.
+    pub(crate) fn board_argv(&self) -> Vec<OsString> {
         let mut argv: Vec<OsString> = vec!["-f".into(), self.interface_cfg.clone().into()];
         if let Some(serial) = &self.settings.probe_id {
             argv.push("-c".into());
@@ -95,6 +96,12 @@ impl OpenOcd {
         }
         argv.push("-f".into());
         argv.push(self.target_cfg.clone().into());
+        argv
+    }
+
+    /// The full argv after the executable for one script.
+    pub fn argv(&self, script: &str) -> Vec<OsString> {
+        let mut argv = self.board_argv();
         for server in ["gdb_port", "tcl_port", "telnet_port"] {
             argv.push("-c".into());
             argv.push(format!("{server} disabled").into());

@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::error::{Classified, Contact, DriverError, Transcript};
 use crate::probe::{Budget, DebugProbe, ProbeInfo};
@@ -78,7 +78,7 @@ pub fn run_hearing(
     if let Some(hook) = hook {
         command = command.on_stdout_line(hook);
     }
-    if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
+    if let Some(dir) = process::own_directory(executable) {
         command = command.current_dir(dir);
     }
     let line = command.display_line();
@@ -177,7 +177,7 @@ pub struct CliSettings {
 }
 
 /// The published meaning of a backend class: public `error_type`, summary, likely causes.
-pub fn public(class: &'static str) -> (&'static str, &'static str, &'static [&'static str]) {
+pub fn public(class: &'static str) -> Wording {
     match class {
         "openocd_not_found" | "pyocd_not_found" | "stm32_programmer_cli_not_found" => (
             "debugger_not_found",
@@ -309,7 +309,20 @@ pub fn failure(
     contact: Contact,
     transcripts: Vec<Transcript>,
 ) -> Box<Classified> {
-    let (error_type, summary, causes) = public(class);
+    worded_failure(class, public(class), contact, transcripts)
+}
+
+/// A backend's words for a class: its public error type, summary and likely causes.
+pub type Wording = (&'static str, &'static str, &'static [&'static str]);
+
+/// Build a classified failure for `class` in a backend's own words (`public`'s answer, or a
+/// backend's table such as esptool's).
+pub fn worded_failure(
+    class: &'static str,
+    (error_type, summary, causes): Wording,
+    contact: Contact,
+    transcripts: Vec<Transcript>,
+) -> Box<Classified> {
     Box::new(Classified {
         error_type,
         backend_error_type: class,
@@ -319,6 +332,42 @@ pub fn failure(
         transcripts,
         details: Map::new(),
     })
+}
+
+/// The verdict on a run that exited cleanly with no failure words: a success when `output` holds
+/// every `expected` sentence (case-insensitively), else the `unconfirmed` failure in `wording`'s
+/// words, listing what was expected and what was seen. Contact is possible: the tool ran.
+pub fn confirm(
+    output: &str,
+    expected: &[&str],
+    unconfirmed: &'static str,
+    wording: fn(&'static str) -> Wording,
+    transcripts: Vec<Transcript>,
+) -> Result<CliSuccess, DriverError> {
+    let lower = output.to_lowercase();
+    let matched: Vec<String> = expected
+        .iter()
+        .filter(|text| lower.contains(&text.to_lowercase()))
+        .map(|text| (*text).to_owned())
+        .collect();
+    if matched.len() == expected.len() {
+        return Ok(CliSuccess {
+            transcripts,
+            warnings: Vec::new(),
+            matched_success_text: matched,
+        });
+    }
+    let failed = worded_failure(
+        unconfirmed,
+        wording(unconfirmed),
+        Contact::Possible,
+        transcripts,
+    );
+    Err(DriverError::Classified(with_detail(
+        failed,
+        "operation_result",
+        json!({"confirmed": false, "expected_success_text": expected, "matched_success_text": matched}),
+    )))
 }
 
 /// A failure with one extra detail.

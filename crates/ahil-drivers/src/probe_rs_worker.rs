@@ -145,7 +145,7 @@ mod native {
     };
     use probe_rs::probe::list::Lister;
     use probe_rs::probe::{Probe, WireProtocol};
-    use probe_rs::{CoreStatus, MemoryInterface, Permissions, Session};
+    use probe_rs::{Core, CoreStatus, MemoryInterface, Permissions, Session};
     use serde_json::{Map, Value, json};
 
     use super::emit_stage;
@@ -337,17 +337,23 @@ mod native {
         }
     }
 
+    /// The first core, or the refusal every operation gives when the target does not answer: the
+    /// attach may have touched it, so contact is possible.
+    fn core_zero(session: &mut Session) -> Result<Core<'_>, Box<Answer>> {
+        session.core(0).map_err(|error| {
+            Box::new(Answer::failure(
+                "target_not_detected",
+                Reached::Possible,
+                error.to_string(),
+            ))
+        })
+    }
+
     pub(super) fn probe(session: &mut Session) -> Answer {
         let chip = session.target().name.clone();
-        let mut core = match session.core(0) {
+        let mut core = match core_zero(session) {
             Ok(core) => core,
-            Err(error) => {
-                return Answer::failure(
-                    "target_not_detected",
-                    Reached::Possible,
-                    error.to_string(),
-                );
-            }
+            Err(refused) => return *refused,
         };
         match core.status() {
             Ok(status) => done(
@@ -362,15 +368,9 @@ mod native {
 
     fn reset(session: &mut Session, halt: bool) -> Answer {
         emit_stage("reset");
-        let mut core = match session.core(0) {
+        let mut core = match core_zero(session) {
             Ok(core) => core,
-            Err(error) => {
-                return Answer::failure(
-                    "target_not_detected",
-                    Reached::Possible,
-                    error.to_string(),
-                );
-            }
+            Err(refused) => return *refused,
         };
         let result = if halt {
             core.reset_and_halt(HALT_WAIT).map(|_| ())
@@ -390,15 +390,9 @@ mod native {
     }
 
     fn read(session: &mut Session, address: u64, length: u32) -> Answer {
-        let mut core = match session.core(0) {
+        let mut core = match core_zero(session) {
             Ok(core) => core,
-            Err(error) => {
-                return Answer::failure(
-                    "target_not_detected",
-                    Reached::Possible,
-                    error.to_string(),
-                );
-            }
+            Err(refused) => return *refused,
         };
         let mut bytes = vec![0_u8; length as usize];
         match core.read_8(address, &mut bytes) {

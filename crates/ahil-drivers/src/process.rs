@@ -249,6 +249,28 @@ pub fn isolate(command: &mut std::process::Command) -> &mut std::process::Comman
     command
 }
 
+/// The directory a pinned tool is run in: its own, where vendor tools look for what they ship beside
+/// them; none for a program named without one.
+pub fn own_directory(executable: &Path) -> Option<&Path> {
+    executable.parent().filter(|d| !d.as_os_str().is_empty())
+}
+
+/// A `std::process::Command` for a pinned tool that lives on while the caller talks to it: the
+/// child environment, its own directory and its own process group, stdout and stderr piped.
+pub fn piped_tool(executable: &Path, stdin: Stdio) -> io::Result<std::process::Command> {
+    require_absolute(executable)?;
+    let mut command = std::process::Command::new(executable);
+    isolate(&mut command)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(dir) = own_directory(executable) {
+        command.current_dir(dir);
+    }
+    Ok(command)
+}
+
 /// What this binary, started again as a helper of itself (a detached test-plan worker, a board
 /// supervisor), reads to find the same configuration and log settings the server found: the
 /// server's own values of these are passed on, nothing else of its environment.
@@ -356,8 +378,8 @@ pub fn run(command: &Command) -> io::Result<Finished> {
 
 /// Spawn, retrying briefly on ETXTBSY: a script written moments ago can still be open for writing in
 /// a child another thread forked meanwhile (the classic fork/exec race), which clears within
-/// milliseconds.
-fn spawn_retrying_busy_text(command: &mut std::process::Command) -> io::Result<Child> {
+/// milliseconds. Every spawner of a script (the CAN bridge too) goes through here.
+pub(crate) fn spawn_retrying_busy_text(command: &mut std::process::Command) -> io::Result<Child> {
     let mut attempts = 0;
     loop {
         match command.spawn() {

@@ -134,18 +134,53 @@ fn a_program_named_without_an_absolute_path_is_refused_before_anything_runs() {
     );
 }
 
+/// A `/bin/sh` script `name` in `dir` running `body`, executable.
+fn executable(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let script = dir.join(name);
+    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    script
+}
+
 #[test]
 fn a_script_runs_by_its_own_path_and_names_its_interpreter_itself() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let script = dir.path().join("fake_tool.py");
-    std::fs::write(&script, "#!/bin/sh\necho \"argv0=$0\"\n").expect("script");
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
+    let script = executable(dir.path(), "fake_tool.py", "echo \"argv0=$0\"");
     let finished = run(&Command::new(&script)).expect("the script runs");
     assert_eq!(
         finished.stdout_text().trim(),
         format!("argv0={}", script.display())
     );
+}
+
+#[test]
+fn a_piped_tool_runs_in_its_own_directory_and_leads_its_own_process_group() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = executable(
+        dir.path(),
+        "tool.sh",
+        "pwd -P\necho $$\ncut -d' ' -f5 /proc/$$/stat",
+    );
+    let mut command = piped_tool(&script, Stdio::null()).expect("an absolute path is accepted");
+    let output = spawn_retrying_busy_text(&mut command)
+        .expect("the script runs")
+        .wait_with_output()
+        .expect("the script ends");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let own = dir.path().canonicalize().expect("temp dir resolves");
+    assert_eq!(lines.first().copied(), own.to_str());
+    assert_eq!(
+        lines.get(1),
+        lines.get(2),
+        "pid and process group differ: {text}"
+    );
+}
+
+#[test]
+fn a_piped_tool_named_without_an_absolute_path_is_refused() {
+    assert!(piped_tool(Path::new("tool.sh"), Stdio::null()).is_err());
 }
 
 #[test]

@@ -82,7 +82,7 @@ pub fn debugger_version(
         .arg("--version")
         .deadline(timeout.min(VERSION_TIMEOUT_CAP))
         .output_cap(VERSION_OUTPUT_CAP);
-    if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
+    if let Some(dir) = process::own_directory(executable) {
         command = command.current_dir(dir);
     }
     if let Some(flag) = cancel {

@@ -294,19 +294,10 @@ fn read(bus: &Bus, params: &Value, mode: Mode) -> Value {
         .and_then(Value::as_f64)
         .filter(|w| w.is_finite() && *w >= 0.0)
         .map_or(Duration::ZERO, |w| Duration::from_secs_f64(w.min(60.0)));
-    let deadline = Instant::now() + wait;
-    let mut rx = bus.rx();
-    while rx.frames.is_empty() {
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        rx = bus
-            .arrived
-            .wait_timeout(rx, deadline - now)
-            .unwrap_or_else(PoisonError::into_inner)
-            .0;
-    }
+    let (mut rx, _) = bus
+        .arrived
+        .wait_timeout_while(bus.rx(), wait, |rx| rx.frames.is_empty())
+        .unwrap_or_else(PoisonError::into_inner);
     let n = rx.frames.len().min(max);
     let frames: Vec<Value> = rx.frames.drain(..n).map(|f| f.to_json()).collect();
     json!({"ok": true, "frames": frames})
@@ -394,6 +385,25 @@ mod tests {
         let frames = answers[2]["result"]["frames"].as_array().expect("frames");
         assert_eq!(frames.len(), 5);
         assert_eq!(frames[4]["data_hex"], "00000004");
+    }
+
+    #[test]
+    fn a_read_on_an_empty_queue_waits_for_the_next_frame() {
+        let bus = Arc::new(Bus {
+            rx: Mutex::default(),
+            arrived: Condvar::new(),
+        });
+        let feeder = {
+            let bus = Arc::clone(&bus);
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(100));
+                bus.push([frame(0x123, vec![1])]);
+            })
+        };
+        let params = json!({"max_frames": 10, "wait_timeout_s": 5});
+        let answer = read(&bus, &params, Mode::Normal);
+        feeder.join().expect("the feeder ends");
+        assert_eq!(answer["frames"][0]["id"], 0x123);
     }
 
     #[test]

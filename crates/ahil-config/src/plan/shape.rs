@@ -192,28 +192,12 @@ impl Fault {
 /// How a step list is checked; supplied by the catalogue so this module stays generic.
 pub(crate) type StepsCheck = fn(&Node, &Path, &mut Vec<Fault>);
 
-fn scalar(node: &Node) -> Option<Value> {
-    match node {
-        Node::Seq(_) | Node::Map(_) => None,
-        other => Some(other.to_json()),
-    }
-}
-
 fn int_of(node: &Node) -> Option<i128> {
     match node {
         Node::Int(i) => Some(*i),
         // JSON Schema counts 3.0 as an integer; so does the reference.
         #[allow(clippy::cast_possible_truncation)]
         Node::Float(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e30 => Some(*f as i128),
-        _ => None,
-    }
-}
-
-fn num_of(node: &Node) -> Option<f64> {
-    match node {
-        #[allow(clippy::cast_precision_loss)]
-        Node::Int(i) => Some(*i as f64),
-        Node::Float(f) => Some(*f),
         _ => None,
     }
 }
@@ -228,7 +212,7 @@ pub(crate) fn check(
 ) {
     let wrong = |expected: &str| {
         let mut f = Fault::new(at.clone(), "type").with("expected_type", json!(expected));
-        if let Some(v) = scalar(node) {
+        if let Some(v) = node.scalar_json() {
             f = f.with("value", v);
         }
         f
@@ -258,32 +242,16 @@ pub(crate) fn check(
                 out.push(wrong("integer"));
                 return;
             };
-            if let Some(m) = min
-                && i < *m
-            {
-                out.push(bound(at, "minimum", json!(m), node));
-            }
-            if let Some(m) = max
-                && i > *m
-            {
-                out.push(bound(at, "maximum", json!(m), node));
-            }
+            bound(out, at, node, "minimum", *min, |m| i < m);
+            bound(out, at, node, "maximum", *max, |m| i > m);
         }
         Kind::Num { min, above } => {
-            let Some(n) = num_of(node) else {
+            let Some(n) = node.number() else {
                 out.push(wrong("number"));
                 return;
             };
-            if let Some(m) = min
-                && n < *m
-            {
-                out.push(bound(at, "minimum", json!(m), node));
-            }
-            if let Some(m) = above
-                && n <= *m
-            {
-                out.push(bound(at, "exclusiveMinimum", json!(m), node));
-            }
+            bound(out, at, node, "minimum", *min, |m| n < m);
+            bound(out, at, node, "exclusiveMinimum", *above, |m| n <= m);
         }
         Kind::Bool => {
             if !matches!(node, Node::Bool(_)) {
@@ -294,7 +262,7 @@ pub(crate) fn check(
             if !matches!(node, Node::Str(s) if values.contains(&s.as_str())) {
                 out.push(
                     Fault::new(at.clone(), "enum")
-                        .with("value", scalar(node).unwrap_or(Value::Null))
+                        .with("value", node.scalar_json().unwrap_or(Value::Null))
                         .with("allowed_values", json!(values)),
                 );
             }
@@ -305,7 +273,7 @@ pub(crate) fn check(
             if !fits {
                 out.push(
                     Fault::new(at.clone(), "enum")
-                        .with("value", scalar(node).unwrap_or(Value::Null))
+                        .with("value", node.scalar_json().unwrap_or(Value::Null))
                         .with("allowed_values", json!(values)),
                 );
             }
@@ -337,7 +305,7 @@ pub(crate) fn check(
                 if !keys.is_empty() {
                     f = f.with("exactly_one_of", json!(keys));
                 }
-                if let Some(v) = scalar(node) {
+                if let Some(v) = node.scalar_json() {
                     f = f.with("value", v);
                 }
                 out.push(f);
@@ -351,10 +319,24 @@ pub(crate) fn check(
     }
 }
 
-fn bound(at: &Path, validator: &'static str, limit: Value, node: &Node) -> Fault {
-    Fault::new(at.clone(), validator)
-        .with("limit", limit)
-        .with("value", node.to_json())
+/// The `validator` fault, when the schema sets a `limit` and the value is `outside` it.
+fn bound<T: Copy + serde::Serialize>(
+    out: &mut Vec<Fault>,
+    at: &Path,
+    node: &Node,
+    validator: &'static str,
+    limit: Option<T>,
+    outside: impl FnOnce(T) -> bool,
+) {
+    if let Some(m) = limit
+        && outside(m)
+    {
+        out.push(
+            Fault::new(at.clone(), validator)
+                .with("limit", json!(m))
+                .with("value", node.to_json()),
+        );
+    }
 }
 
 fn check_obj(

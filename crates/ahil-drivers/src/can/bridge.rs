@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -75,19 +74,10 @@ impl Bridge {
     /// Start `executable` (its pinned absolute path, run as it is: a script names its interpreter in
     /// its shebang) in its directory, with the child environment, and open the channel.
     pub fn open(executable: &Path, request: &OpenRequest) -> Result<(Self, Opened), CanError> {
-        process::require_absolute(executable)
+        let mut command = process::piped_tool(executable, Stdio::piped())
             .map_err(|e| CanError::ProcessStartFailed(e.to_string()))?;
-        let mut command = std::process::Command::new(executable);
-        process::isolate(&mut command)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
-            command.current_dir(dir);
-        }
-        let mut child =
-            spawn(&mut command).map_err(|e| CanError::ProcessStartFailed(e.to_string()))?;
+        let mut child = crate::process::spawn_retrying_busy_text(&mut command)
+            .map_err(|e| CanError::ProcessStartFailed(e.to_string()))?;
         let command_line = vec![executable.display().to_string()];
         let Some(pgid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
             let _ = child.kill();
@@ -293,21 +283,6 @@ impl Bridge {
                 self.pgid.as_raw_nonzero().get(),
                 crate::process::GROUP_GONE_LIMIT,
             )
-    }
-}
-
-/// Spawn, retrying briefly on ETXTBSY: a bridge script written moments ago can still be open for
-/// writing in a child another thread forked meanwhile, which clears within milliseconds.
-fn spawn(command: &mut std::process::Command) -> io::Result<Child> {
-    let mut attempts = 0;
-    loop {
-        match command.spawn() {
-            Err(error) if error.raw_os_error() == Some(libc::ETXTBSY) && attempts < 10 => {
-                attempts += 1;
-                thread::sleep(Duration::from_millis(10));
-            }
-            other => return other,
-        }
     }
 }
 

@@ -147,21 +147,14 @@ impl Bus {
     /// Wait (at most `limit`) until the pump has finished a whole adapter read that began after this
     /// call, so frames the adapter held when the session opened are in the queue.
     pub fn settle(&self, limit: Duration) {
-        let deadline = Instant::now() + limit;
-        let mut q = self.shared.queue();
+        let q = self.shared.queue();
         let target = q.reads + 2;
-        while q.reads < target && q.error.is_none() {
-            let now = Instant::now();
-            if now >= deadline {
-                return;
-            }
-            q = self
-                .shared
-                .arrived
-                .wait_timeout(q, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        let settled = self
+            .shared
+            .arrived
+            .wait_timeout_while(q, limit, |q| q.reads < target && q.error.is_none())
+            .unwrap_or_else(PoisonError::into_inner);
+        drop(settled);
     }
 
     /// Drop everything queued; answers how many frames went.
@@ -294,6 +287,25 @@ mod tests {
         }
     }
 
+    /// A [`Fed`] adapter that takes `.1` over every read, as a slow bridge does.
+    struct Slow(Fed, Duration);
+
+    impl Adapter for Slow {
+        fn kind(&self) -> &'static str {
+            self.0.kind()
+        }
+        fn send(&self, frame: &Frame) -> Result<Map<String, Value>, CanError> {
+            self.0.send(frame)
+        }
+        fn read(&self, max: usize, wait: Duration) -> Result<Vec<Frame>, CanError> {
+            thread::sleep(self.1);
+            self.0.read(max, wait)
+        }
+        fn close(&self) -> Closed {
+            self.0.close()
+        }
+    }
+
     fn frame(id: u32) -> Frame {
         Frame::new(u64::from(id), false, false, vec![]).expect("valid id")
     }
@@ -305,14 +317,38 @@ mod tests {
         }
     }
 
-    #[test]
-    fn frames_are_handed_out_once_in_arrival_order() {
+    /// A bus holding up to `capacity` frames that has received frames `1..=count`, and its feed
+    /// (kept open: a closed feed would end the pump).
+    fn fed_bus(capacity: usize, count: u32) -> (Bus, mpsc::Sender<Result<Frame, CanError>>) {
         let (tx, rx) = mpsc::channel();
-        let bus = Bus::start(Box::new(Fed(Mutex::new(rx))), 16, Duration::from_millis(5));
-        for id in 1..=3 {
+        let bus = Bus::start(
+            Box::new(Fed(Mutex::new(rx))),
+            capacity,
+            Duration::from_millis(5),
+        );
+        for id in 1..=count {
             tx.send(Ok(frame(id))).expect("pump alive");
         }
-        settle(&bus, 3);
+        settle(&bus, u64::from(count));
+        (bus, tx)
+    }
+
+    #[test]
+    fn a_settle_waits_until_the_backlog_a_slow_adapter_held_is_queued() {
+        let (tx, rx) = mpsc::channel();
+        for id in 1..=3 {
+            tx.send(Ok(frame(id))).expect("channel open");
+        }
+        let slow = Slow(Fed(Mutex::new(rx)), Duration::from_millis(50));
+        let bus = Bus::start(Box::new(slow), 16, Duration::from_millis(5));
+        bus.settle(Duration::from_secs(5));
+        assert_eq!(bus.drain(), 3);
+        bus.close();
+    }
+
+    #[test]
+    fn frames_are_handed_out_once_in_arrival_order() {
+        let (bus, _feed) = fed_bus(16, 3);
         let first = bus.take(2, Duration::ZERO, &[]);
         assert_eq!(
             first.frames.iter().map(|f| f.id).collect::<Vec<_>>(),
@@ -326,12 +362,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_drops_the_oldest_frames_and_counts_them() {
-        let (tx, rx) = mpsc::channel();
-        let bus = Bus::start(Box::new(Fed(Mutex::new(rx))), 4, Duration::from_millis(5));
-        for id in 1..=10 {
-            tx.send(Ok(frame(id))).expect("pump alive");
-        }
-        settle(&bus, 10);
+        let (bus, _feed) = fed_bus(4, 10);
         let taken = bus.take(100, Duration::ZERO, &[]);
         assert_eq!(
             taken.frames.iter().map(|f| f.id).collect::<Vec<_>>(),

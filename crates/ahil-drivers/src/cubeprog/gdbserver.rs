@@ -67,15 +67,7 @@ impl StlinkGdbServer {
 /// The class of a server that ended before its port opened, read from its own words.
 pub fn classify_exit(output: &str) -> &'static str {
     let lower = output.to_lowercase();
-    if any(
-        &lower,
-        &[
-            "no st-link",
-            "no stlink",
-            "st-link not found",
-            "stlink not found",
-        ],
-    ) {
+    if any(&lower, &super::NO_STLINK) {
         return "probe_not_found";
     }
     if any(

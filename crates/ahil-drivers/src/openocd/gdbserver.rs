@@ -10,7 +10,6 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
@@ -124,13 +123,7 @@ impl OpenOcd {
     /// The argv after the executable for a gdb server on `port`; `reset_halt` resets the core into
     /// halt at start instead of halting it where it runs.
     pub fn gdb_server_argv(&self, port: u16, reset_halt: bool) -> Vec<OsString> {
-        let mut argv: Vec<OsString> = vec!["-f".into(), self.interface_cfg.clone().into()];
-        if let Some(serial) = &self.settings.probe_id {
-            argv.push("-c".into());
-            argv.push(format!("adapter serial {serial}").into());
-        }
-        argv.push("-f".into());
-        argv.push(self.target_cfg.clone().into());
+        let mut argv = self.board_argv();
         for command in [
             "bindto 127.0.0.1".to_owned(),
             format!("gdb_port {port}"),
@@ -171,18 +164,9 @@ pub fn spawn(
     limit: Duration,
 ) -> Result<GdbServer, ServerError> {
     let (reserved, port) = reserve_port().map_err(ServerError::Spawn)?;
-    process::require_absolute(executable).map_err(ServerError::Spawn)?;
+    let mut command = process::piped_tool(executable, Stdio::null()).map_err(ServerError::Spawn)?;
     let argv = argv_for(port);
-    let mut command = std::process::Command::new(executable);
-    process::isolate(&mut command)
-        .args(&argv)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some(dir) = executable.parent().filter(|d| !d.as_os_str().is_empty()) {
-        command.current_dir(dir);
-    }
+    command.args(&argv);
     let command_line = process::Command::new(executable).args(argv).display_line();
     drop(reserved);
     let mut child = command.spawn().map_err(ServerError::Spawn)?;

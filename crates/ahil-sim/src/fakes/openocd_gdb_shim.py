@@ -26,14 +26,35 @@ HERE = os.path.dirname(os.path.abspath(sys.argv[0]))
 ARGS = sys.argv[1:]
 
 
-def log(text):
+def write_line(stream, text):
     # Like a real server, which ignores SIGPIPE, it outlives whoever read its output: only the
     # keeper's kill may end it when the session's process dies.
     try:
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
+        stream.write(text + "\n")
+        stream.flush()
     except OSError:
         pass
+
+
+def log(text):
+    write_line(sys.stderr, text)
+
+
+def record_run():
+    """Appends this run's arguments to `calls.jsonl` and writes its pid to `shim.pid`."""
+    with open(os.path.join(HERE, "calls.jsonl"), "a", encoding="utf-8") as f:
+        f.write(json.dumps(ARGS) + "\n")
+    with open(os.path.join(HERE, "shim.pid"), "w", encoding="utf-8") as f:
+        f.write(str(os.getpid()))
+
+
+def listen(host, port):
+    """The server socket for gdb, listening on `host`:`port`."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((host, port))
+    server.listen(1)
+    return server
 
 
 def beside(name, default=""):
@@ -170,10 +191,7 @@ class Relay:
 
 
 def main():
-    with open(os.path.join(HERE, "calls.jsonl"), "a", encoding="utf-8") as f:
-        f.write(json.dumps(ARGS) + "\n")
-    with open(os.path.join(HERE, "shim.pid"), "w", encoding="utf-8") as f:
-        f.write(str(os.getpid()))
+    record_run()
     log("Open On-Chip Debugger 0.12.0")
     case = beside("fake-scenario", "ok")
     if case == "exit-early":
@@ -192,10 +210,7 @@ def main():
     elif "halt" in script:
         qmp(board, "stop")
     log("Info : [stm32f4x.cpu] target halted")
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind((host, port))
-    server.listen(1)
+    server = listen(host, port)
     log("Info : Listening on port %d for gdb connections" % port)
     while True:
         client, _ = server.accept()

@@ -85,6 +85,23 @@ def markers(script):
     return found
 
 
+# The OpenOCD scenarios that end without finishing the script: whether the init marker was printed
+# first, the lines OpenOCD prints, and its exit code.
+OPENOCD_ENDINGS = {
+    "no-marker": (False, ["Info : clock speed 2000 kHz"], 0),
+    "no-probe": (False, ["Info : clock speed 2000 kHz", "Error: open failed"], 1),
+    "rejected": (False, ['invalid command name "reset"'], 1),
+    "target-absent": (False, ["Error: unable to connect to the target"], 1),
+    "verify-fail": (True, ["Error: checksum mismatch - attempting binary compare",
+                           "Error: verify failed"], 1),
+    "flash-fail": (True, ["Error: failed erasing sectors 0 to 3", "Error: flash_erase returned -4"], 1),
+    "write-fail": (True, ["Error: error writing to flash at address 0x08000000 at offset 0x00000000",
+                          "** Programming Failed **"], 1),
+    "reset-fail": (True, ["Error: timed out while waiting for target halted",
+                          "Error: reset halt failed"], 1),
+}
+
+
 def openocd(case):
     if ARGS == ["--version"]:
         err("Open On-Chip Debugger 0.12.0")
@@ -106,42 +123,16 @@ def openocd(case):
         for marker in echoes:
             err(marker)
         return 0
-    if case == "no-marker":
-        err("Info : clock speed 2000 kHz")
-        return 0
-    if case == "no-probe":
-        err("Info : clock speed 2000 kHz")
-        err("Error: open failed")
-        return 1
     if case == "bad-interface":
         err("embedded:startup.tcl:28: Error: Can't find %s" % interface)
         return 1
-    if case == "rejected":
-        err('invalid command name "reset"')
-        return 1
-    if case == "target-absent":
-        err("Error: unable to connect to the target")
-        return 1
-    if case == "verify-fail":
-        err(echoes[0] if echoes else "")
-        err("Error: checksum mismatch - attempting binary compare")
-        err("Error: verify failed")
-        return 1
-    if case == "flash-fail":
-        err(echoes[0] if echoes else "")
-        err("Error: failed erasing sectors 0 to 3")
-        err("Error: flash_erase returned -4")
-        return 1
-    if case == "write-fail":
-        err(echoes[0] if echoes else "")
-        err("Error: error writing to flash at address 0x08000000 at offset 0x00000000")
-        err("** Programming Failed **")
-        return 1
-    if case == "reset-fail":
-        err(echoes[0] if echoes else "")
-        err("Error: timed out while waiting for target halted")
-        err("Error: reset halt failed")
-        return 1
+    if case in OPENOCD_ENDINGS:
+        after_init, lines, code = OPENOCD_ENDINGS[case]
+        if after_init:
+            err(echoes[0] if echoes else "")
+        for line in lines:
+            err(line)
+        return code
     err("fake: unknown scenario " + case)
     return 2
 
@@ -206,6 +197,26 @@ def pyocd(case):
     return 2
 
 
+STLINK_SN = "ST-LINK SN  : 066DFF535254887767184038"
+STLINK_DEVICE = "Device name : STM32F405xx/F407xx/F415xx/F417xx"
+
+# The STM32_Programmer_CLI scenarios that end with a fixed answer: the option the call must carry
+# for it (None: any call), what the CLI prints, and its exit code.
+STLINK_ENDINGS = {
+    "no-probe": (None, ["Error: No ST-Link detected!"], 1),
+    "no-target": (None, [STLINK_SN, "Error: No STM32 target found! If your product embeds Debug "
+                                    "Authentication, please perform a discovery"], 1),
+    "unconfirmed": (None, [STLINK_SN], 0),
+    "erase-refused": ("-w", [STLINK_SN, STLINK_DEVICE, "Erasing memory corresponding to segment 0:",
+                             "Error: failed to erase memory"], 1),
+    "erase-underway": ("-w", [STLINK_SN, "Download in progress:",
+                              "[=====                                             ]  10%",
+                              "Error: failed to erase memory"], 1),
+    "verify-fail": ("-w", ["Download in progress:", "File download complete",
+                           "Error: Download verification failed"], 1),
+}
+
+
 def stlink(case):
     if ARGS == ["--version"]:
         out("      -------------------------------------------------------------------")
@@ -226,42 +237,20 @@ def stlink(case):
         out("   ST-LINK SN  : 066DFF535254887767184038")
         out("   ST-LINK FW  : V2J45M31")
         return 0
-    if case == "no-probe":
-        out("Error: No ST-Link detected!")
-        return 1
-    if case == "no-target":
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        out("Error: No STM32 target found! If your product embeds Debug Authentication, please perform a discovery")
-        return 1
-    if case == "unconfirmed":
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        return 0
-    if case == "erase-refused" and "-w" in ARGS:
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        out("Device name : STM32F405xx/F407xx/F415xx/F417xx")
-        out("Erasing memory corresponding to segment 0:")
-        out("Error: failed to erase memory")
-        return 1
-    if case == "erase-underway" and "-w" in ARGS:
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        out("Download in progress:")
-        out("[=====                                             ]  10%")
-        out("Error: failed to erase memory")
-        return 1
+    if case in STLINK_ENDINGS and STLINK_ENDINGS[case][0] in ARGS + [None]:
+        _, lines, code = STLINK_ENDINGS[case]
+        for line in lines:
+            out(line)
+        return code
     if case == "hex-short" and "-r" in ARGS:
         # Claims the read but leaves a HEX file that covers none of the requested bytes.
         with open(ARGS[ARGS.index("-r") + 3], "w", encoding="ascii") as f:
             f.write(":00000001FF\n")
         out("Data read successfully")
         return 0
-    if case == "verify-fail" and "-w" in ARGS:
-        out("Download in progress:")
-        out("File download complete")
-        out("Error: Download verification failed")
-        return 1
     if case in ("ok", "erase-refused", "erase-underway", "verify-fail"):
-        out("ST-LINK SN  : 066DFF535254887767184038")
-        out("Device name : STM32F405xx/F407xx/F415xx/F417xx")
+        out(STLINK_SN)
+        out(STLINK_DEVICE)
         if "-w" in ARGS:
             out("Memory Programming ...")
             out("File download complete")
@@ -310,6 +299,26 @@ def esptool_after(after):
         out("Staying in bootloader.")
 
 
+def esptool_unconnected(port):
+    """The esptool scenarios that never reach the chip: what it prints after its banner on stdout,
+    then on stderr."""
+    return {
+        "no-port": (["Serial port " + port + ":", ""], [
+            "A fatal error occurred: Could not open " + port + ", the port is busy or doesn't exist.",
+            "([Errno 2] could not open port " + port + ": [Errno 2] No such file or directory: '" + port + "')",
+            "",
+            "Hint: Check if the port is correct and ESP connected",
+        ]),
+        "no-chip": (["Connecting......................................", ""], [
+            "A fatal error occurred: Failed to connect to ESP32: No serial data received.",
+            "For troubleshooting steps visit: https://docs.espressif.com/projects/esptool/en/latest/troubleshooting.html",
+        ]),
+        "wrong-chip": (["Connecting....", ""], [
+            "A fatal error occurred: This chip is ESP32-S3, not ESP32. Wrong chip argument?",
+        ]),
+    }
+
+
 def esptool(case):
     """esptool 5: `version`, then `--chip= --port= [--baud=] --before= --after= <command> ...`."""
     if ARGS == ["version"]:
@@ -328,27 +337,14 @@ def esptool(case):
         out(ESPTOOL_BANNER)
         out("Connecting....")
         hang(False)
-    if case == "no-port":
+    unconnected = esptool_unconnected(port)
+    if case in unconnected:
+        stdout, stderr = unconnected[case]
         out(ESPTOOL_BANNER)
-        out("Serial port " + port + ":")
-        out("")
-        err("A fatal error occurred: Could not open " + port + ", the port is busy or doesn't exist.")
-        err("([Errno 2] could not open port " + port + ": [Errno 2] No such file or directory: '" + port + "')")
-        err("")
-        err("Hint: Check if the port is correct and ESP connected")
-        return 2
-    if case == "no-chip":
-        out(ESPTOOL_BANNER)
-        out("Connecting......................................")
-        out("")
-        err("A fatal error occurred: Failed to connect to ESP32: No serial data received.")
-        err("For troubleshooting steps visit: https://docs.espressif.com/projects/esptool/en/latest/troubleshooting.html")
-        return 2
-    if case == "wrong-chip":
-        out(ESPTOOL_BANNER)
-        out("Connecting....")
-        out("")
-        err("A fatal error occurred: This chip is ESP32-S3, not ESP32. Wrong chip argument?")
+        for line in stdout:
+            out(line)
+        for line in stderr:
+            err(line)
         return 2
     if case == "unconfirmed":
         esptool_connected(port)

@@ -16,9 +16,7 @@ server may do, so only a server killed before gdb leaves keeps the core halted. 
 its arguments to `calls.jsonl`, each monitor command to `monitor.log`, and writes its pid to
 `shim.pid`.
 """
-import json
 import os
-import socket
 import sys
 import time
 
@@ -31,12 +29,8 @@ ARGS = sys.argv[1:]
 
 
 def say(text):
-    # A closed reader does not end the server (see `openocd_gdb_shim.log`).
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except OSError:
-        pass
+    # Unlike OpenOCD, ST-LINK_gdbserver talks on stdout.
+    shim.write_line(sys.stdout, text)
 
 
 def monitor(board, command):
@@ -53,10 +47,7 @@ def monitor(board, command):
 
 
 def main():
-    with open(os.path.join(HERE, "calls.jsonl"), "a", encoding="utf-8") as f:
-        f.write(json.dumps(ARGS) + "\n")
-    with open(os.path.join(HERE, "shim.pid"), "w", encoding="utf-8") as f:
-        f.write(str(os.getpid()))
+    shim.record_run()
     say("STMicroelectronics ST-LINK GDB server. Version 7.10.0")
     case = shim.beside("fake-scenario", "ok")
     if case == "exit-early":
@@ -69,10 +60,7 @@ def main():
     board = shim.beside("board-dir")
     port = int(ARGS[ARGS.index("-p") + 1])
     shim.monitor = monitor
-    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("0.0.0.0" if case == "all-interfaces" else "127.0.0.1", port))
-    server.listen(1)
+    server = shim.listen("0.0.0.0" if case == "all-interfaces" else "127.0.0.1", port)
     say("Waiting for debugger connection...")
     while True:
         client, _ = server.accept()
