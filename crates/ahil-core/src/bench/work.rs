@@ -90,6 +90,18 @@ pub struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
+    /// A call that reads state and addresses no device: policy is asked only `ReadState`, and
+    /// nothing is claimed.
+    pub fn read_state(work: Work<'a>) -> Self {
+        Self {
+            action: Action::ReadState,
+            device: None,
+            also: Vec::new(),
+            resources: Vec::new(),
+            work,
+        }
+    }
+
     /// What policy is asked, in order: the addressed device first, then every other one.
     pub fn uses(&self) -> Vec<DeviceUse<'a>> {
         let first = DeviceUse {

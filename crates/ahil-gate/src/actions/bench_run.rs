@@ -11,7 +11,6 @@ use serde_json::Value;
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::envelope::Outcome;
 use crate::ownership::runs;
-use crate::policy::Action;
 
 /// Slack on top of `wait_s` before the gate gives up on a lock wait.
 const WAIT_SLACK: Duration = Duration::from_secs(5);
@@ -76,14 +75,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             local(ownership.runs.status(&ownership.locks, tool.name()))
         })),
     };
-    Ok(Plan {
-        // Holding a device is exclusivity, not an action on it: no permission opens or closes it.
-        action: Action::ReadState,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work,
-    })
+    // Holding a device is exclusivity, not an action on it: no permission opens or closes it.
+    Ok(Plan::read_state(work))
 }
 
 fn local(outcome: Outcome) -> Acted {

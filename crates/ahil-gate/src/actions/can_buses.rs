@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::{Acted, Context, Plan, Work};
 use crate::can::{Sessions, adapter, broker};
 use crate::envelope::Outcome;
-use crate::policy::{Action, Device};
+use crate::policy::Device;
 
 /// The adapters a configuration may name.
 pub const SUPPORTED_ADAPTERS: [&str; 3] = ["peak", "socketcan", "process"];
@@ -199,30 +199,24 @@ pub fn status(bus_id: &str, bus: &CanBus, sessions: &Sessions, home: &std::path:
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::CanBusesList])?;
-    Ok(Plan {
-        action: Action::ReadState,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || {
-            let buses: Map<String, Value> = ctx
-                .loaded
-                .config
-                .can_buses
-                .iter()
-                .map(|(id, bus)| (id.clone(), status(id, bus, &ctx.can, &ctx.env.home)))
-                .collect();
-            let summary = if buses.is_empty() {
-                "No CAN buses are configured."
-            } else {
-                "CAN buses listed; no adapter was opened."
-            };
-            Acted {
-                outcome: Outcome::ok(ctx.tool, summary)
-                    .with("buses", Value::Object(buses))
-                    .with("supported_adapters", json!(SUPPORTED_ADAPTERS)),
-                contact: None,
-            }
-        })),
-    })
+    Ok(Plan::read_state(Work::Local(Box::new(move || {
+        let buses: Map<String, Value> = ctx
+            .loaded
+            .config
+            .can_buses
+            .iter()
+            .map(|(id, bus)| (id.clone(), status(id, bus, &ctx.can, &ctx.env.home)))
+            .collect();
+        let summary = if buses.is_empty() {
+            "No CAN buses are configured."
+        } else {
+            "CAN buses listed; no adapter was opened."
+        };
+        Acted {
+            outcome: Outcome::ok(ctx.tool, summary)
+                .with("buses", Value::Object(buses))
+                .with("supported_adapters", json!(SUPPORTED_ADAPTERS)),
+            contact: None,
+        }
+    }))))
 }

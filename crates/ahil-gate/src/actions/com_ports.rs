@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Acted, Context, Plan, Work};
 use crate::envelope::Outcome;
-use crate::policy::{Action, Device};
+use crate::policy::Device;
 
 /// The entry `port_id` names, or `com_port_not_configured` with the names that exist.
 pub fn port_entry<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a ComPort), Box<Outcome>> {
@@ -124,13 +124,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             contact: None,
         }
     }));
-    Ok(Plan {
-        action: Action::ReadState,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work,
-    })
+    Ok(Plan::read_state(work))
 }
 
 /// The host's serial ports as `com_ports_available` (also the `agentic-hil com-ports` command).

@@ -8,20 +8,13 @@ use serde_json::{Value, json};
 use super::{Acted, Context, Plan, Work};
 use crate::config_edit::reload::{NOT_RELOADED, RELOADED_SECTIONS, reload};
 use crate::envelope::Outcome;
-use crate::policy::Action;
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::ProjectConfigReloadDescription])?;
-    Ok(Plan {
-        action: Action::ReadState,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || Acted {
-            outcome: run(ctx),
-            contact: None,
-        })),
-    })
+    Ok(Plan::read_state(Work::Local(Box::new(move || Acted {
+        outcome: run(ctx),
+        contact: None,
+    }))))
 }
 
 fn run(ctx: &Context<'_>) -> Outcome {

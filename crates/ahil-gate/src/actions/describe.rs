@@ -8,7 +8,6 @@ use serde_json::{Map, Value, json};
 
 use super::{Acted, Context, Plan, Work};
 use crate::envelope::Outcome;
-use crate::policy::Action;
 
 const DESCRIPTION: &str = "allow_config_description_write";
 const PERMISSIONS: &str = "allow_config_permissions_write";
@@ -17,16 +16,10 @@ use crate::config_edit::keys::{CAN_FIELDS, COM_FIELDS, DEBUGGER_FIELDS, PROJECT_
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::ProjectConfigDescribe])?;
-    Ok(Plan {
-        action: Action::ReadState,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || Acted {
-            outcome: describe(ctx),
-            contact: None,
-        })),
-    })
+    Ok(Plan::read_state(Work::Local(Box::new(move || Acted {
+        outcome: describe(ctx),
+        contact: None,
+    }))))
 }
 
 /// One settable key and the grant that opens it.

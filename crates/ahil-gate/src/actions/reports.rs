@@ -8,7 +8,6 @@ use serde_json::{Map, Value};
 use super::{Acted, Context, Plan, Work};
 use crate::audit::{Audit, AuditError, errors, report};
 use crate::envelope::Outcome;
-use crate::policy::Action;
 
 /// Both tools read local state only.
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
@@ -18,20 +17,14 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     )?;
     let audit = Audit::for_config(ctx.loaded);
     let tool = ctx.tool;
-    Ok(Plan {
-        action: Action::ReadState,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || Acted {
-            outcome: if tool == ToolId::ClassifyLastError {
-                classify_last_error(&audit)
-            } else {
-                get_last_report(&audit)
-            },
-            contact: None,
-        })),
-    })
+    Ok(Plan::read_state(Work::Local(Box::new(move || Acted {
+        outcome: if tool == ToolId::ClassifyLastError {
+            classify_last_error(&audit)
+        } else {
+            get_last_report(&audit)
+        },
+        contact: None,
+    }))))
 }
 
 fn unreadable(tool: &str, err: &AuditError) -> Outcome {

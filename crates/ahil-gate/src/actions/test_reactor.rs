@@ -8,7 +8,6 @@ use serde_json::{Map, Value, json};
 
 use super::{Acted, Context, Plan, Work};
 use crate::envelope::Outcome;
-use crate::policy::Action;
 use crate::reactor::records::{Handle, RecordError, RunsDir, TERMINAL};
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
@@ -40,14 +39,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         },
         contact: None,
     }));
-    Ok(Plan {
-        // A stop is a request to a run the operator's plan started; it needs no device grant.
-        action: Action::ReadState,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work,
-    })
+    // A stop is a request to a run the operator's plan started; it needs no device grant.
+    Ok(Plan::read_state(work))
 }
 
 /// The record with its derived state: a non-terminal record whose lock nobody holds (read twice,

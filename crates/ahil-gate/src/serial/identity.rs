@@ -93,31 +93,87 @@ pub fn verify(
     };
     let mut identity = Map::new();
     identity.insert("device".into(), json!(device));
-    if let Some(serial) = &expected.serial {
-        identity.insert("expected_serial_number".into(), json!(serial));
-    }
-    if let Some(from) = &expected.from {
-        identity.insert("expected_from".into(), json!(from));
-    }
-    if let Some(vid) = expected.vid {
-        identity.insert("expected_vid".into(), json!(vid));
-    }
-    if let Some(pid) = expected.pid {
-        identity.insert("expected_pid".into(), json!(pid));
-    }
-    let ports = match host() {
-        Ok(ports) => ports,
+    insert_some(
+        &mut identity,
+        "expected_serial_number",
+        expected.serial.as_ref(),
+    );
+    insert_some(&mut identity, "expected_from", expected.from.as_ref());
+    insert_some(&mut identity, "expected_vid", expected.vid.as_ref());
+    insert_some(&mut identity, "expected_pid", expected.pid.as_ref());
+    let finding = match host() {
+        Ok(ports) => judge(expected, device, &ports, &mut identity),
         Err(err) => {
-            identity.insert("status".into(), json!("backend_unavailable"));
+            // The status leads the error, as it always has (the map keeps insertion order).
+            identity.insert("status".into(), json!(BACKEND_UNAVAILABLE.status));
             identity.insert("backend_error".into(), json!(err.to_string()));
-            return Err(unverified(
-                tool,
-                port_id,
-                identity,
-                "The host's serial ports could not be listed, so the adapter's identity is unknown.",
-            ));
+            Some(&BACKEND_UNAVAILABLE)
         }
     };
+    let Some(finding) = finding else {
+        identity.insert("status".into(), json!("confirmed"));
+        return Ok(Value::Object(identity));
+    };
+    identity.insert("status".into(), json!(finding.status));
+    Err(refusal(tool, port_id, finding, identity))
+}
+
+/// Why a declared port was not confirmed: one row per way the check can end.
+struct Finding {
+    mismatch: bool,
+    status: &'static str,
+    summary: &'static str,
+}
+
+impl Finding {
+    const fn unverified(status: &'static str, summary: &'static str) -> Self {
+        Self {
+            mismatch: false,
+            status,
+            summary,
+        }
+    }
+
+    const fn mismatch(summary: &'static str) -> Self {
+        Self {
+            mismatch: true,
+            status: "mismatch",
+            summary,
+        }
+    }
+}
+
+const BACKEND_UNAVAILABLE: Finding = Finding::unverified(
+    "backend_unavailable",
+    "The host's serial ports could not be listed, so the adapter's identity is unknown.",
+);
+const NOT_ENUMERATED: Finding = Finding::unverified(
+    "port_not_enumerated",
+    "The configured device is not among the host's serial ports, so its identity cannot be checked.",
+);
+const SERIAL_UNKNOWN: Finding = Finding::unverified(
+    "serial_unknown",
+    "The host reports no serial number for the configured device, so it cannot be matched.",
+);
+const OTHER_SERIAL: Finding = Finding::mismatch(
+    "The adapter on the configured device has another serial number than the entry names.",
+);
+const USB_IDS_UNKNOWN: Finding = Finding::unverified(
+    "usb_ids_unknown",
+    "The host reports no USB ids for the configured device, so they cannot be matched.",
+);
+const OTHER_USB_IDS: Finding = Finding::mismatch(
+    "The adapter on the configured device has other USB ids than the entry names.",
+);
+
+/// Compares the host's adapter on `device` with the expectation, recording what it found in
+/// `identity`; `None` when everything declared matches.
+fn judge(
+    expected: &Expected,
+    device: &str,
+    ports: &[HostPort],
+    identity: &mut Map<String, Value>,
+) -> Option<&'static Finding> {
     let matching: Vec<&HostPort> = ports
         .iter()
         .filter(|p| {
@@ -128,32 +184,18 @@ pub fn verify(
         })
         .collect();
     let [found] = matching.as_slice() else {
-        identity.insert("status".into(), json!("port_not_enumerated"));
-        return Err(unverified(
-            tool,
-            port_id,
-            identity,
-            "The configured device is not among the host's serial ports, so its identity cannot be checked.",
-        ));
+        return Some(&NOT_ENUMERATED);
     };
-    if let Some(serial) = &found.serial_number {
-        identity.insert("found_serial_number".into(), json!(serial));
-    }
-    if let Some(vid) = found.vid {
-        identity.insert("found_vid".into(), json!(vid));
-    }
-    if let Some(pid) = found.pid {
-        identity.insert("found_pid".into(), json!(pid));
-    }
+    insert_some(
+        identity,
+        "found_serial_number",
+        found.serial_number.as_ref(),
+    );
+    insert_some(identity, "found_vid", found.vid.as_ref());
+    insert_some(identity, "found_pid", found.pid.as_ref());
     if let Some(want) = &expected.serial {
         let Some(have) = &found.serial_number else {
-            identity.insert("status".into(), json!("serial_unknown"));
-            return Err(unverified(
-                tool,
-                port_id,
-                identity,
-                "The host reports no serial number for the configured device, so it cannot be matched.",
-            ));
+            return Some(&SERIAL_UNKNOWN);
         };
         if !want.eq_ignore_ascii_case(have) {
             if let Some(elsewhere) = ports.iter().find(|p| {
@@ -163,102 +205,63 @@ pub fn verify(
             }) {
                 identity.insert("expected_device".into(), json!(elsewhere.device));
             }
-            identity.insert("status".into(), json!("mismatch"));
-            return Err(mismatch(
-                tool,
-                port_id,
-                identity,
-                "The adapter on the configured device has another serial number than the entry names.",
-            ));
+            return Some(&OTHER_SERIAL);
         }
     }
     if expected.vid.is_some() || expected.pid.is_some() {
         if found.vid.is_none() || found.pid.is_none() {
-            identity.insert("status".into(), json!("usb_ids_unknown"));
-            return Err(unverified(
-                tool,
-                port_id,
-                identity,
-                "The host reports no USB ids for the configured device, so they cannot be matched.",
-            ));
+            return Some(&USB_IDS_UNKNOWN);
         }
         if expected.vid.is_some_and(|v| Some(v) != found.vid)
             || expected.pid.is_some_and(|p| Some(p) != found.pid)
         {
-            identity.insert("status".into(), json!("mismatch"));
-            return Err(mismatch(
-                tool,
-                port_id,
-                identity,
-                "The adapter on the configured device has other USB ids than the entry names.",
-            ));
+            return Some(&OTHER_USB_IDS);
         }
     }
-    identity.insert("status".into(), json!("confirmed"));
-    Ok(Value::Object(identity))
+    None
+}
+
+fn insert_some<T: serde::Serialize>(doc: &mut Map<String, Value>, key: &str, value: Option<&T>) {
+    if let Some(value) = value {
+        doc.insert(key.into(), json!(value));
+    }
 }
 
 fn refusal(
     tool: &str,
-    error_type: ErrorType,
     port_id: &str,
+    finding: &Finding,
     identity: Map<String, Value>,
-    summary: &str,
 ) -> Box<Outcome> {
     let device = identity.get("device").cloned().unwrap_or(Value::Null);
-    Box::new(
-        Outcome::refused(tool, error_type, summary)
-            .with("port_id", port_id)
-            .with("configured_device", device)
-            .with("identity", Value::Object(identity))
-            .not_contacted(),
-    )
-}
-
-fn mismatch(
-    tool: &str,
-    port_id: &str,
-    identity: Map<String, Value>,
-    summary: &str,
-) -> Box<Outcome> {
-    let mut outcome = refusal(
-        tool,
-        ErrorType::ComPortIdentityMismatch,
-        port_id,
-        identity,
-        summary,
-    );
-    outcome.likely_causes = vec![
-        "another board's adapter now has this device name".into(),
-        "the configured serial number or USB ids are out of date".into(),
-    ];
-    outcome.remediation = vec![
-        "Call com_ports_list to see which adapter carries the expected serial number.".into(),
-        "The operator corrects the entry's device (prefer /dev/serial/by-id) or its serial_number."
-            .into(),
-    ];
-    outcome.do_not =
-        vec!["Do not open the device another way: it may belong to another bench.".into()];
-    outcome
-}
-
-fn unverified(
-    tool: &str,
-    port_id: &str,
-    identity: Map<String, Value>,
-    summary: &str,
-) -> Box<Outcome> {
-    let mut outcome = refusal(
-        tool,
-        ErrorType::ComPortIdentityUnverified,
-        port_id,
-        identity,
-        summary,
-    );
-    outcome.remediation = vec![
-        "Check that the adapter is plugged in, then call com_ports_list to see what the host reports.".into(),
-    ];
-    outcome
+    let error_type = if finding.mismatch {
+        ErrorType::ComPortIdentityMismatch
+    } else {
+        ErrorType::ComPortIdentityUnverified
+    };
+    let mut outcome = Outcome::refused(tool, error_type, finding.summary)
+        .with("port_id", port_id)
+        .with("configured_device", device)
+        .with("identity", Value::Object(identity))
+        .not_contacted();
+    if finding.mismatch {
+        outcome.likely_causes = vec![
+            "another board's adapter now has this device name".into(),
+            "the configured serial number or USB ids are out of date".into(),
+        ];
+        outcome.remediation = vec![
+            "Call com_ports_list to see which adapter carries the expected serial number.".into(),
+            "The operator corrects the entry's device (prefer /dev/serial/by-id) or its serial_number."
+                .into(),
+        ];
+        outcome.do_not =
+            vec!["Do not open the device another way: it may belong to another bench.".into()];
+    } else {
+        outcome.remediation = vec![
+            "Check that the adapter is plugged in, then call com_ports_list to see what the host reports.".into(),
+        ];
+    }
+    Box::new(outcome)
 }
 
 #[cfg(test)]

@@ -27,6 +27,21 @@ pub(super) struct Seen {
     pub(super) last: Option<(Reading, String)>,
 }
 
+impl Seen {
+    /// When the last reading was taken (empty before any).
+    fn last_at(&self) -> String {
+        self.last
+            .as_ref()
+            .map(|(_, at)| at.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// How a switched output is named in a summary.
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
 impl Job {
     pub(super) fn run(self, cancel: &CancelFlag) -> Acted {
         let tool = self.tool.as_str();
@@ -134,11 +149,7 @@ impl Job {
         let mut docs = Vec::new();
         for &c in &wanted {
             let reading = Self::read(psu, seen, c)?;
-            let at = seen
-                .last
-                .as_ref()
-                .map(|(_, at)| at.clone())
-                .unwrap_or_default();
+            let at = seen.last_at();
             docs.push(reading_doc(&reading, &at));
         }
         let missing: Vec<String> = wanted
@@ -251,11 +262,6 @@ impl Job {
             }
         }
         let after = Self::read(psu, seen, channel)?;
-        let at = seen
-            .last
-            .as_ref()
-            .map(|(_, at)| at.clone())
-            .unwrap_or_default();
         let what: Vec<String> = [
             voltage.map(|(_, v)| format!("{} V", json_number(v))),
             current.map(|(_, a)| format!("{} A", json_number(a))),
@@ -273,11 +279,7 @@ impl Job {
         )
         .with("requested", Value::Object(requested))
         .with("read_back", Value::Object(read_back));
-        Ok(Self::committed(Self::measured(
-            self.base(outcome, seen, Some(channel)),
-            &after,
-            &at,
-        )))
+        Ok(self.committed_with_reading(outcome, seen, channel, &after))
     }
 
     pub(super) fn output(
@@ -295,27 +297,18 @@ impl Job {
             return Ok(mismatch);
         }
         let after = Self::read(psu, seen, channel)?;
-        let at = seen
-            .last
-            .as_ref()
-            .map(|(_, at)| at.clone())
-            .unwrap_or_default();
         let outcome = Outcome::ok(
             &self.tool,
             format!(
                 "Switched the output of power supply '{}' channel {channel} {}; the state read back.",
                 self.supply_id,
-                if on { "on" } else { "off" }
+                on_off(on)
             ),
         )
         .with("requested", json!({"output_on": on}))
         .with("read_back", json!({"output_on": after.output_on}))
         .with("was_on", before.output_on);
-        Ok(Self::committed(Self::measured(
-            self.base(outcome, seen, Some(channel)),
-            &after,
-            &at,
-        )))
+        Ok(self.committed_with_reading(outcome, seen, channel, &after))
     }
 
     /// Switches and compares; `Some` is the mismatch result.
@@ -336,8 +329,8 @@ impl Job {
             format!(
                 "Power supply '{}' channel {channel} was switched {} and reads back {}.",
                 self.supply_id,
-                if on { "on" } else { "off" },
-                if state { "on" } else { "off" }
+                on_off(on),
+                on_off(state)
             ),
         )
         .with("requested", json!({"output_on": on}))
@@ -371,11 +364,6 @@ impl Job {
             return Ok(mismatch);
         }
         let after = Self::read(psu, seen, channel)?;
-        let at = seen
-            .last
-            .as_ref()
-            .map(|(_, at)| at.clone())
-            .unwrap_or_default();
         let outcome = Outcome::ok(
             &self.tool,
             format!(
@@ -387,20 +375,25 @@ impl Job {
         .with("requested", json!({"output_on": true}))
         .with("read_back", json!({"output_on": after.output_on}))
         .with("off_s", off.as_secs_f64());
-        Ok(Self::committed(Self::measured(
-            self.base(outcome, seen, Some(channel)),
-            &after,
-            &at,
-        )))
+        Ok(self.committed_with_reading(outcome, seen, channel, &after))
     }
 
-    pub(super) fn measured(outcome: Outcome, after: &Reading, at: &str) -> Outcome {
-        outcome
+    /// A write that took and was read back: every acting request ends here, with the reading that proves it.
+    fn committed_with_reading(
+        &self,
+        outcome: Outcome,
+        seen: &Seen,
+        channel: u8,
+        after: &Reading,
+    ) -> Acted {
+        let outcome = self
+            .base(outcome, seen, Some(channel))
             .with(
                 "measured",
                 json!({"voltage_v": after.measured_voltage.render(), "current_a": after.measured_current.render()}),
             )
-            .with("channels", json!([reading_doc(after, at)]))
+            .with("channels", json!([reading_doc(after, &seen.last_at())]));
+        Self::committed(outcome)
     }
 
     pub(super) fn committed(mut outcome: Outcome) -> Acted {
