@@ -56,7 +56,10 @@ fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
         let path = entry.path();
         if path.is_dir() {
             found.extend(files_under(&path));
-        } else if let Ok(text) = std::fs::read_to_string(&path) {
+        } else if entry.file_type().is_ok_and(|t| t.is_file())
+            && let Ok(text) = std::fs::read_to_string(&path)
+        {
+            // Regular files only: the board's FIFOs and sockets would block a read.
             found.push((path, text));
         }
     }
