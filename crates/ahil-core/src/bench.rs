@@ -30,6 +30,9 @@ use ahil_config::time;
 
 pub use work::{Acted, Context, DriverJob, Plan, Tools, Work, unknown_tool};
 
+/// The frontend name of the operator's CLI: its gate may call the operator-only tools.
+pub const OPERATOR_CLI: &str = "operator-cli";
+
 /// The gate for one workspace, over the tool implementations `T`.
 pub struct Bench<T> {
     state: State<T>,
@@ -57,6 +60,9 @@ struct Provisioned<T> {
     held: T,
     /// This configuration's leases and incidents.
     leases: leases::Leases,
+    /// The operator's CLI: it may call the operator-only tools (`sim_stop`, …) an MCP server
+    /// refuses as unknown.
+    operator: bool,
 }
 
 /// What the test reactor needs beside [`Bench::call`]: the configuration, the environment, the
@@ -114,6 +120,7 @@ impl<T: Tools> Bench<T> {
                 },
                 held: T::default(),
                 leases: leases::Leases::new(&loaded, "mcp"),
+                operator: false,
                 loaded,
                 env,
             })),
@@ -129,6 +136,7 @@ impl<T: Tools> Bench<T> {
             parts.ownership = Arc::new(Ownership::for_process(&parts.env.home, frontend));
             parts.ownership.start_heartbeat();
             parts.leases = leases::Leases::new(&parts.loaded, frontend);
+            parts.operator = frontend == OPERATOR_CLI;
         }
         bench
     }
@@ -228,11 +236,18 @@ impl<T: Tools> Bench<T> {
     async fn run_call(&self, tool: &str, args: Value) -> Outcome {
         let started = SystemTime::now();
         let clock = Instant::now();
-        // The one parse of a tool's name: an unknown one reaches no tool's code.
+        // The one parse of a tool's name: an unknown one reaches no tool's code. Only the operator's
+        // CLI reaches the operator-only tools.
+        let operator = matches!(&self.state, State::Provisioned(bench) if bench.operator);
+        let schema_of = if operator {
+            catalogue::operator_input_schema
+        } else {
+            catalogue::input_schema
+        };
         let Some((id, input_schema)) = tool
             .parse::<ToolId>()
             .ok()
-            .and_then(|id| Some((id, catalogue::input_schema(id, self.is_provisioned())?)))
+            .and_then(|id| Some((id, schema_of(id, self.is_provisioned())?)))
         else {
             return unknown_tool(tool);
         };

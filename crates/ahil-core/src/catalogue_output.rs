@@ -155,6 +155,7 @@ fn tool_fields(id: ToolId) -> (Value, Value) {
         T::TestReactorRun => (bench::bench_family(), bench::reactor_run_fields()),
         T::TestReactorStatus => (bench::bench_family(), bench::test_reactor_status()),
         T::TestReactorStop => (bench::bench_family(), bench::test_reactor_stop()),
+        T::SimStart | T::SimStop | T::SimStatus => (bench::bench_family(), bench::sim()),
         T::ClassifyLastError => (bench::bench_family(), bench::classify_last_error()),
     }
 }

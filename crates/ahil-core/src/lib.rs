@@ -26,7 +26,7 @@ pub mod validate;
 pub mod testkit;
 
 pub use audit::error_type::ErrorType;
-pub use bench::{Bench, Tools};
+pub use bench::{Bench, OPERATOR_CLI, Tools};
 pub use catalogue::{ToolSpec, conclusive_success, conclusive_success_value, tools};
 pub use envelope::{
     HardwareState, Outcome, SideEffectStatus, SuccessCheck, failed_success_check,

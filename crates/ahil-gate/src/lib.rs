@@ -61,7 +61,7 @@ pub mod child {
     }
 }
 
-pub use ahil_core::ErrorType;
+pub use ahil_core::{ErrorType, OPERATOR_CLI};
 pub use catalogue::{ToolSpec, conclusive_success, conclusive_success_value, tools};
 pub use doctor::doctor;
 pub use envelope::{

@@ -17,6 +17,7 @@ use crate::envelope::{Outcome, overall_success, overall_success_value};
 
 mod debugger;
 mod devices;
+mod operator;
 mod schemas;
 mod setup;
 
@@ -72,6 +73,8 @@ impl ToolSpec {
 enum Availability {
     /// With or without a configuration (an unprovisioned server answers `config_file_not_found`).
     Always,
+    /// Only through the operator's CLI: never listed, and unknown to an MCP server.
+    Operator,
 }
 
 /// How a tool changes the world.
@@ -136,6 +139,9 @@ pub enum ToolId {
     TestReactorRun,
     TestReactorStatus,
     TestReactorStop,
+    SimStart,
+    SimStop,
+    SimStatus,
 }
 
 impl ToolId {
@@ -412,6 +418,7 @@ pub fn declarations() -> impl Iterator<Item = &'static Declaration> {
         .iter()
         .chain(debugger::DECLARED)
         .chain(devices::DECLARED)
+        .chain(operator::DECLARED)
 }
 
 impl Declaration {
@@ -439,7 +446,13 @@ impl Declaration {
     fn listed(&self, _provisioned: bool) -> bool {
         match self.availability {
             Availability::Always => true,
+            Availability::Operator => false,
         }
+    }
+
+    /// Whether only the operator's CLI may call this tool.
+    pub fn is_operator_only(&self) -> bool {
+        self.availability == Availability::Operator
     }
 }
 
@@ -462,6 +475,12 @@ pub fn tool(id: ToolId, provisioned: bool) -> Option<ToolSpec> {
 pub fn input_schema(id: ToolId, provisioned: bool) -> Option<Value> {
     let def = id.declaration();
     def.listed(provisioned).then(|| (def.schema)())
+}
+
+/// The input schema of a tool the operator's CLI calls: a listed one, or an operator-only one.
+pub fn operator_input_schema(id: ToolId, provisioned: bool) -> Option<Value> {
+    let def = id.declaration();
+    (def.listed(provisioned) || def.is_operator_only()).then(|| (def.schema)())
 }
 
 #[cfg(test)]

@@ -150,6 +150,19 @@ pub(super) fn test_reactor_stop() -> Value {
     })
 }
 
+/// The operator's `sim_start`, `sim_stop` and `sim_status` fields.
+pub(super) fn sim() -> Value {
+    json!({
+        "debugger": text(),
+        "running": flag(),
+        "was_running": flag(),
+        "machine": text(),
+        "vm_status": text(),
+        "pid": count(),
+        "image": text(),
+    })
+}
+
 /// `classify_last_error`'s own fields.
 pub(super) fn classify_last_error() -> Value {
     json!({

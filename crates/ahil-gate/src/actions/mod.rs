@@ -39,6 +39,7 @@ pub mod probe_rs;
 pub(crate) mod reports;
 #[cfg(test)]
 mod session_lifecycle_tests;
+pub(crate) mod sim_board;
 pub(crate) mod test_reactor;
 pub(crate) mod upgrade;
 

@@ -1,0 +1,158 @@
+//! Black-box: the operator's commands that touch hardware go through the gate's pipeline, as an
+//! agent's tool calls do. `sim start | stop | status` hold the emulated board's device lock (an
+//! agent's run on the board refuses them before the board is touched) and leave an audit record.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use support::World;
+use support::ok;
+
+/// A world with one `qemu` debugger and the committed firmware in `fw/`.
+fn world() -> World {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let state = world.home.join(".local/state/agentic-hil");
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+         target:\n  name: sim\n  controller: stm32f405\n\
+         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n      allow_flash: true\n\
+         artifacts:\n  allowed_roots: [fw]\n",
+        ws = world.workspace.display(),
+        state = state.display(),
+    );
+    std::fs::write(world.config_path(), config).expect("the test config is written");
+    let fw = world.workspace.join("fw");
+    std::fs::create_dir_all(&fw).expect("fw dir");
+    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+    std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf"))
+        .expect("firmware copies");
+    world
+}
+
+/// Stops the board when dropped, whatever the test did.
+struct Board<'a>(&'a World);
+
+impl Drop for Board<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(&["sim", "stop"]);
+    }
+}
+
+fn alive(pid: i64) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Every file under `dir`, with its text.
+fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else if entry.file_type().is_ok_and(|t| t.is_file())
+            && let Ok(text) = std::fs::read_to_string(&path)
+        {
+            // Regular files only: the board's FIFOs and sockets would block a read.
+            found.push((path, text));
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sim_stop_and_status_are_refused_device_busy_while_an_agents_run_holds_the_board() {
+    let world = world();
+    let (started, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
+    let board = Board(&world);
+    assert_eq!(code, Some(0), "sim start: {started}");
+    let pid = started["pid"].as_i64().expect("sim start names QEMU's pid");
+
+    let client = support::connect(&world).await;
+    ok(
+        &client,
+        "bench_run_start",
+        json!({"devices": [{"kind": "debugger"}], "label": "agent"}),
+    )
+    .await;
+    for command in ["stop", "status"] {
+        let (doc, code) = world.run_json(&["sim", command]);
+        assert_ne!(code, Some(0), "sim {command} under an agent's run: {doc}");
+        assert_eq!(doc["error_type"], "device_busy", "sim {command}: {doc}");
+        assert_eq!(doc["target_contacted"], false, "sim {command}: {doc}");
+    }
+    assert!(alive(pid), "the agent's board still runs");
+
+    ok(&client, "bench_run_stop", json!({})).await;
+    let (doc, code) = world.run_json(&["sim", "stop"]);
+    assert_eq!(code, Some(0), "sim stop once the run ended: {doc}");
+    assert_eq!(doc["was_running"], true, "{doc}");
+    drop(board);
+    client.cancel().await.expect("the server closes");
+}
+
+/// The trusted copy of the last report under the state root, as text.
+fn last_report(world: &World) -> String {
+    files_under(&world.home.join(".local/state/agentic-hil/projects"))
+        .into_iter()
+        .find(|(path, _)| path.ends_with("reports/report-state.json"))
+        .map(|(_, text)| text)
+        .unwrap_or_default()
+}
+
+#[test]
+fn sim_commands_leave_an_audit_record_as_the_operator_cli() {
+    let world = world();
+    let board = Board(&world);
+    for (args, tool) in [
+        (
+            &["sim", "start", "--image", "fw/ahil-fw-v1.elf"][..],
+            "sim_start",
+        ),
+        (&["sim", "status"][..], "sim_status"),
+        (&["sim", "stop"][..], "sim_stop"),
+    ] {
+        let (doc, code) = world.run_json(args);
+        assert_eq!(code, Some(0), "{tool}: {doc}");
+        let report = last_report(&world);
+        assert!(
+            report.contains(&format!("\"tool\": \"{tool}\""))
+                || report.contains(&format!("\"tool\":\"{tool}\"")),
+            "the last report is {tool}'s: {report}"
+        );
+        let logs: Vec<_> = [files_under(&world.home), files_under(&world.workspace)]
+            .concat()
+            .into_iter()
+            .filter(|(path, text)| {
+                path.extension().is_some_and(|e| e == "jsonl") && text.contains(tool)
+            })
+            .map(|(path, _)| path)
+            .collect();
+        assert!(!logs.is_empty(), "a chained log line of {tool}");
+    }
+    drop(board);
+}
+
+#[test]
+fn an_mcp_server_answers_an_operator_only_tool_as_unknown() {
+    let world = world();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let client = support::connect(&world).await;
+        let listed = client.list_all_tools().await.expect("tools/list");
+        assert!(
+            listed.iter().all(|tool| !tool.name.starts_with("sim_")),
+            "no operator-only tool is listed"
+        );
+        let (doc, is_error) = support::call(&client, "sim_stop", json!({})).await;
+        assert!(is_error, "{doc}");
+        assert_eq!(doc["error_type"], "unknown_tool", "{doc}");
+        client.cancel().await.expect("the server closes");
+    });
+}
