@@ -1,7 +1,7 @@
 //! The operator's own commands that touch hardware, declared like tools so they run through the same
 //! pipeline (device lock, audit record, envelope) as an agent's calls. They are never listed in
 //! `tools/list` and an MCP server refuses them as unknown tools: only the `operator-cli` frontend
-//! calls them (decision 0011).
+//! calls them (decision 0013).
 
 use serde_json::{Value, json};
 

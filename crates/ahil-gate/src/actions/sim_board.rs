@@ -17,7 +17,7 @@ use crate::sim::{self, BoardSpec, Status};
 use crate::snapshot::pinned_debugger_executable;
 
 /// Above the board's own readiness wait, so its error answers first.
-const GATE_DEADLINE: Duration = Duration::from_secs(60);
+const GATE_DEADLINE: Duration = Duration::from_mins(1);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(
@@ -48,14 +48,19 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         ));
     }
     let executable = pinned_debugger_executable(ctx.loaded, &spec.debugger);
-    let resources = ctx
-        .loaded
-        .config
-        .debuggers
-        .get(&spec.debugger)
-        .map(|debugger| debugger.lock_key(executable.as_deref().and_then(Path::to_str)))
-        .into_iter()
-        .collect();
+    // A status is an observation, as `hardware_lease_status` is: the person at the bench may look
+    // at a board an agent's session holds. Start and stop change it, so they hold its lock.
+    let resources = if tool == ToolId::SimStatus {
+        Vec::new()
+    } else {
+        ctx.loaded
+            .config
+            .debuggers
+            .get(&spec.debugger)
+            .map(|debugger| debugger.lock_key(executable.as_deref().and_then(Path::to_str)))
+            .into_iter()
+            .collect()
+    };
     let workspace = ctx.loaded.workspace.clone();
     let run = move |_cancel| {
         let doc = match tool {
