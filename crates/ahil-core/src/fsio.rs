@@ -1,5 +1,6 @@
 //! File writes that never leave a half-written file behind: temp file in the same directory, fsync,
-//! rename over the target, fsync the directory.
+//! rename over the target, fsync the directory. Every fsync passes [`sync_file`] or `sync_dir`, which
+//! count them per thread, so a test can pin how many durable writes a call makes (ADR 0011).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -37,6 +38,28 @@ pub fn write_atomic_all(files: &[(PathBuf, Vec<u8>)], mode: u32) -> io::Result<(
     first_error.map_or(Ok(()), Err)
 }
 
+/// Replaces `path` with `bytes` through a temp file and a rename, without any fsync: for workspace
+/// views derived from a canonical copy that is already durable (ADR 0011). A kill leaves the old file
+/// or the new one; a power loss may also leave the old one, which readers report as behind.
+pub fn write_view(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    replace_with(path, bytes, mode, false)
+}
+
+/// fsyncs `file`, counted for [`syncs_on_this_thread`].
+pub fn sync_file(file: &File) -> io::Result<()> {
+    SYNCS.with(|n| n.set(n.get() + 1));
+    file.sync_all()
+}
+
+thread_local! {
+    static SYNCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many fsyncs (files and directories) this thread has made through this module.
+pub fn syncs_on_this_thread() -> u64 {
+    SYNCS.with(std::cell::Cell::get)
+}
+
 fn parent(path: &Path) -> &Path {
     path.parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -46,6 +69,10 @@ fn parent(path: &Path) -> &Path {
 /// Temp file in the same directory, fsync, rename over `path`; the rename is durable only once the
 /// caller syncs the directory.
 fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    replace_with(path, bytes, mode, true)
+}
+
+fn replace_with(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Result<()> {
     let dir = parent(path);
     let name = path
         .file_name()
@@ -64,7 +91,9 @@ fn replace(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&temp)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if durable {
+            sync_file(&file)?;
+        }
         fs::rename(&temp, path)
     })();
     if result.is_err() {
@@ -79,7 +108,7 @@ pub fn create_dir_all_private(dir: &Path, mode: u32) -> io::Result<()> {
 }
 
 fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    sync_file(&File::open(dir)?)
 }
 
 fn unique_suffix() -> u128 {

@@ -7,7 +7,8 @@
 //!   each once: the lease record before the act, the canonical log line and its chain digest, the
 //!   trusted report state, the lease record after the act, the workspace log line and report view.
 //!   Records are replaced atomically (temp, fsync, rename, directory fsync), lines appended and
-//!   fsynced;
+//!   fsynced; the workspace line and view, derived from durable canonical copies, are written without
+//!   fsync (ADR 0011): 9 fsyncs;
 //! - `pty <device>`: answers one line for every byte the pty device receives (a `com_read until`).
 
 use std::fs::{self, File, OpenOptions};
@@ -90,28 +91,39 @@ fn audited(dir: &Path) -> io::Result<()> {
         replace(&dirs[1].join("log.jsonl.digest"), &record[..120])?;
         replace(&dirs[2].join("report-state.json"), &report)?;
         replace(&dirs[0].join("lease.json"), &record)?;
-        append(&dirs[3].join("log.jsonl"), &line)?;
-        replace(&dirs[4].join("last-report.json"), &report)
+        append_view(&dirs[3].join("log.jsonl"), &line)?;
+        let view = dirs[4].join("last-report.json");
+        write_temp(&view, &report)?;
+        fs::rename(view.with_extension("tmp"), &view)
     })
 }
 
 fn replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let temp = path.with_extension("tmp");
-    let mut file = File::create(&temp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    fs::rename(&temp, path)?;
+    write_temp(path, bytes)?.sync_all()?;
+    fs::rename(path.with_extension("tmp"), path)?;
     File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()
 }
 
+/// Writes the temp file beside `path`; the caller syncs it (a record) or not (a view), then renames.
+fn write_temp(path: &Path, bytes: &[u8]) -> io::Result<File> {
+    let temp = path.with_extension("tmp");
+    let mut file = File::create(&temp)?;
+    file.write_all(bytes)?;
+    Ok(file)
+}
+
 fn append(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    append_view(path, bytes)?.sync_all()
+}
+
+fn append_view(path: &Path, bytes: &[u8]) -> io::Result<File> {
     let mut file = OpenOptions::new()
         .append(true)
         .create(true)
         .mode(0o600)
         .open(path)?;
     file.write_all(bytes)?;
-    file.sync_all()
+    Ok(file)
 }
 
 fn pty(device: &Path) -> io::Result<()> {

@@ -217,6 +217,8 @@ impl Audit {
 
     /// Appends one audited event: canonical copy and sidecar first, under the log's lock, then the
     /// workspace mirror. A canonical failure writes nothing to the mirror. Returns the line written.
+    /// The mirror is not fsynced: the canonical line is already durable, and a mirror that lost its
+    /// last line to a power loss reads `behind`, as after a crash between the two writes (ADR 0011).
     pub fn append_event(&self, name: &str, event: &Value) -> Result<String, AuditError> {
         let mut entry = match event {
             Value::Object(map) => map.clone(),
@@ -233,7 +235,7 @@ impl Audit {
         self.append_canonical(name, line.as_bytes())?;
         crash_point("after_canonical_log");
         let mirror = self.workspace().join(self.log_path(name));
-        safe::append(self.workspace(), &mirror, line.as_bytes())?;
+        safe::append_view(self.workspace(), &mirror, line.as_bytes())?;
         Ok(line)
     }
 

@@ -207,16 +207,18 @@ impl Audit {
         self.write_view_documents(&self.sink().scrub(&Value::Object(report.clone())), failure)
     }
 
-    /// The workspace views' only writer: it takes nothing but a scrubbed document.
+    /// The workspace views' only writer: it takes nothing but a scrubbed document. The views are
+    /// replaced without fsync: the canonical state is durable already, and a view a power loss
+    /// kept old (or left empty) reads `behind`, as after a crash before this write (ADR 0011).
     fn write_view_documents(&self, report: &Scrubbed, failure: bool) -> Result<(), AuditError> {
         let document = pyjson::document(report.as_value());
         let ws = self.workspace();
         if failure {
             let path = ws.join(self.workspace_report("last-failure.json"));
-            safe::write_atomic(ws, &path, document.as_bytes())?;
+            safe::write_view(ws, &path, document.as_bytes())?;
         }
         let path = ws.join(self.workspace_report("last-report.json"));
-        safe::write_atomic(ws, &path, document.as_bytes())
+        safe::write_view(ws, &path, document.as_bytes())
     }
 
     /// How the workspace `last-report.json` compares with the trusted last report: `verified`,
@@ -225,6 +227,8 @@ impl Audit {
         let ws = self.workspace();
         let path = ws.join(self.workspace_report("last-report.json"));
         let bytes = match safe::read(ws, &path) {
+            // An empty view is what a power loss can leave of an unsynced replace: it claims nothing.
+            Ok(Some(bytes)) if bytes.is_empty() => return "behind",
             Ok(Some(bytes)) => bytes,
             Ok(None) => return "behind",
             Err(_) => return "unsafe",

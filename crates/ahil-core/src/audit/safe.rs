@@ -91,6 +91,15 @@ pub fn write_atomic(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditE
     fsio::write_atomic(path, bytes, 0o600).map_err(|err| AuditError::io(base, path, &err))
 }
 
+/// Replaces the workspace view `path` atomically without fsync (see [`fsio::write_view`]).
+pub fn write_view(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditError> {
+    if let Some(dir) = path.parent() {
+        ensure_dir(base, dir)?;
+    }
+    check(base, path)?;
+    fsio::write_view(path, bytes, 0o600).map_err(|err| AuditError::io(base, path, &err))
+}
+
 /// Proves `dir` takes a new file: one is created (never following a link, never reusing a name)
 /// and removed. The probe is never kept, so it is not synced: syncing it would prove nothing more
 /// about the directory and costs two fsyncs on every audited call.
@@ -147,7 +156,15 @@ fn single_link(base: &Path, path: &Path, file: &File) -> Result<(), AuditError> 
 pub fn append(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditError> {
     let mut file = open_append(base, path)?;
     file.write_all(bytes)
-        .and_then(|()| file.sync_all())
+        .and_then(|()| fsio::sync_file(&file))
+        .map_err(|err| AuditError::io(base, path, &err))
+}
+
+/// Appends `bytes` without fsync: only for a workspace mirror of a line whose canonical copy is
+/// already durable. A power loss can only leave the mirror behind, which its check reports.
+pub fn append_view(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditError> {
+    let mut file = open_append(base, path)?;
+    file.write_all(bytes)
         .map_err(|err| AuditError::io(base, path, &err))
 }
 

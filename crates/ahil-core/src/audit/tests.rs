@@ -572,11 +572,7 @@ fn a_kill_mid_append_between_the_line_and_its_sidecar_is_refused_on_restart_not_
 #[test]
 fn a_kill_between_canonical_and_mirror_report_writes_keeps_the_report_and_shows_the_mirror_behind()
 {
-    let w = world();
-    let mut first = report("reset_target", true, "2026-01-01T00:00:01.000Z");
-    w.audit
-        .write_report(&mut first, &Value::Null)
-        .expect("write");
+    let w = reported_once();
     crash_child(&w, "after_canonical_report", "report");
     let state = report::load_state(&w.audit).expect("state");
     let last = state.last_report.expect("the canonical report survived");
@@ -643,4 +639,65 @@ fn a_snapshot_written_whole_verifies_and_an_edited_copy_does_not() {
         .log_evidence(&w.audit.log_path(name))
         .expect("canonical");
     assert_eq!(evidence["canonical_log_corrupted"], true);
+}
+
+#[test]
+fn an_audited_line_syncs_its_canonical_copy_and_sidecar_but_not_its_workspace_mirror() {
+    let w = world();
+    w.three_events();
+    let before = crate::fsio::syncs_on_this_thread();
+    w.audit
+        .append_event(LOG, &json!({"event": "tx", "n": 3}))
+        .expect("append");
+    // The canonical line (1), its sidecar replaced (file and directory, 2); the mirror none.
+    assert_eq!(crate::fsio::syncs_on_this_thread() - before, 3);
+    let mirror = fs::read_to_string(w.mirror()).expect("mirror");
+    assert_eq!(mirror.lines().count(), 4, "the mirror still gets the line");
+    assert_eq!(w.evidence()["workspace_log_state"], "verified");
+}
+
+fn reported_once() -> World {
+    let w = world();
+    let mut first = report("reset_target", true, "2026-01-01T00:00:01.000Z");
+    w.audit
+        .write_report(&mut first, &Value::Null)
+        .expect("write");
+    w
+}
+
+#[test]
+fn a_report_syncs_its_canonical_state_but_not_the_workspace_views() {
+    let w = reported_once();
+    let before = crate::fsio::syncs_on_this_thread();
+    let mut second = report("reset_target", true, "2026-01-01T00:00:02.000Z");
+    w.audit
+        .write_report(&mut second, &Value::Null)
+        .expect("write");
+    // report-state.json replaced (file and directory); last-report.json without fsync.
+    assert_eq!(crate::fsio::syncs_on_this_thread() - before, 2);
+    let state = report::load_state(&w.audit).expect("state");
+    assert_eq!(
+        w.audit
+            .report_mirror_state(state.last_report.as_ref().expect("report")),
+        "verified"
+    );
+}
+
+#[test]
+fn an_empty_report_view_such_as_a_power_loss_can_leave_reads_behind_not_altered() {
+    let w = reported_once();
+    fs::write(
+        w.workspace.join(".agentic-hil/reports/last-report.json"),
+        b"",
+    )
+    .expect("truncate the view");
+    let state = report::load_state(&w.audit).expect("state");
+    let trusted = state.last_report.as_ref().expect("report");
+    assert_eq!(w.audit.report_mirror_state(trusted), "behind");
+    fs::write(
+        w.workspace.join(".agentic-hil/reports/last-report.json"),
+        b"{\"tool\": \"x\"",
+    )
+    .expect("tear the view");
+    assert_eq!(w.audit.report_mirror_state(trusted), "altered");
 }
