@@ -189,7 +189,10 @@ fn the_audited_tools_are_the_ones_the_old_table_listed() {
         .collect();
     assert!(!operator.is_empty(), "the operator-only tools are declared");
     let audited = names_where(|g| g.audited);
-    assert!(operator.is_subset(&audited), "operator-only tools are audited");
+    assert!(
+        operator.is_subset(&audited),
+        "operator-only tools are audited"
+    );
     let agent_audited: BTreeSet<&str> = audited.difference(&operator).copied().collect();
     assert_eq!(agent_audited, set(OLD_AUDITED));
 }
