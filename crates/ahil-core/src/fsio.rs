@@ -14,16 +14,29 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     sync_dir(parent(path))
 }
 
-/// Replaces every file as [`write_atomic`] does, in order, then syncs each directory once: a call
-/// that moves several records of one directory pays one directory sync, not one per file. All are
-/// durable when this returns; an error on one file still lets the others be written and synced, and
-/// the first error is returned.
-pub fn write_atomic_all(files: &[(PathBuf, Vec<u8>)], mode: u32) -> io::Result<()> {
+/// Whether a replacement in a batch is synced before the batch returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync of the file before its rename, and of its directory after: durable on return.
+    Synced,
+    /// Neither: a kill still leaves the old file or the new one, a power loss may leave the old
+    /// one or an empty one, so only a file whose readers take an empty one for "nothing said"
+    /// may be written so (ADR 0014).
+    View,
+}
+
+/// Replaces every file as [`write_atomic`] does (or, for a [`Durability::View`], without its
+/// fsyncs), in order, then syncs once each directory that holds a synced file: a call that moves
+/// several records of one directory pays one directory sync, not one per file. The synced files
+/// are durable when this returns; an error on one file still lets the others be written and synced,
+/// and the first error is returned.
+pub fn write_atomic_all(files: &[(PathBuf, Vec<u8>, Durability)], mode: u32) -> io::Result<()> {
     let mut first_error = None;
     let mut dirs: Vec<&Path> = Vec::new();
-    for (path, bytes) in files {
-        match replace(path, bytes, mode) {
-            Ok(()) if !dirs.contains(&parent(path)) => dirs.push(parent(path)),
+    for (path, bytes, durability) in files {
+        let synced = *durability == Durability::Synced;
+        match replace_with(path, bytes, mode, synced) {
+            Ok(()) if synced && !dirs.contains(&parent(path)) => dirs.push(parent(path)),
             Ok(()) => {}
             Err(err) => {
                 first_error.get_or_insert(err);
@@ -139,9 +152,13 @@ mod tests {
     fn a_batch_whose_middle_file_fails_still_writes_the_others_and_reports_the_failure() {
         let dir = tempfile::tempdir().expect("temp dir");
         let files = vec![
-            (dir.path().join("a.json"), b"a".to_vec()),
-            (dir.path().join("missing/b.json"), b"b".to_vec()),
-            (dir.path().join("c.json"), b"c".to_vec()),
+            (dir.path().join("a.json"), b"a".to_vec(), Durability::Synced),
+            (
+                dir.path().join("missing/b.json"),
+                b"b".to_vec(),
+                Durability::Synced,
+            ),
+            (dir.path().join("c.json"), b"c".to_vec(), Durability::View),
         ];
         assert!(write_atomic_all(&files, 0o600).is_err());
         assert_eq!(fs::read(dir.path().join("a.json")).expect("a"), b"a");
@@ -152,6 +169,36 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["a.json", "c.json"].map(std::ffi::OsString::from));
+    }
+
+    #[test]
+    fn a_batch_syncs_its_synced_files_and_their_directory_but_not_its_views() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let batch = |durability: [Durability; 2]| {
+            vec![
+                (
+                    dir.path().join("project.json"),
+                    b"p".to_vec(),
+                    durability[0],
+                ),
+                (dir.path().join("marker.json"), b"m".to_vec(), durability[1]),
+            ]
+        };
+        let before = syncs_on_this_thread();
+        write_atomic_all(&batch([Durability::Synced, Durability::View]), 0o600).expect("write");
+        assert_eq!(
+            syncs_on_this_thread() - before,
+            2,
+            "one file and its directory"
+        );
+        let before = syncs_on_this_thread();
+        write_atomic_all(&batch([Durability::View, Durability::View]), 0o600).expect("write");
+        assert_eq!(
+            syncs_on_this_thread() - before,
+            0,
+            "views alone sync nothing"
+        );
+        assert_eq!(fs::read(dir.path().join("marker.json")).expect("m"), b"m");
     }
 
     #[test]

@@ -73,15 +73,37 @@ impl Dirs {
         read_json(&self.record_path(resource))
     }
 
-    /// Replaces each `(resource, record)` in order, with one sync of the records directory for all.
-    pub fn write_records(&self, records: &[(String, Value)]) -> io::Result<()> {
+    /// A resource's marker, read as [`read_marker`](Self::read_marker) does: an empty file is no
+    /// record. A marker that only says `active` or `released` is written without fsync (ADR 0014),
+    /// and an empty file is what a power loss can leave of such a replace; a marker that matters
+    /// after a crash (`quarantined`) is always synced, so it is never empty.
+    pub fn read_marker(&self, resource: &str) -> io::Result<Option<Value>> {
+        let path = self.record_path(resource);
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() && meta.len() == 0 => Ok(None),
+            _ => read_json(&path),
+        }
+    }
+
+    /// Replaces each `(resource, record)` in order; those `synced` picks are durable on return,
+    /// with one sync of the records directory for all.
+    pub fn write_records(
+        &self,
+        records: &[(String, Value)],
+        synced: impl Fn(&str, &Value) -> bool,
+    ) -> io::Result<()> {
         self.ensure()?;
         let files = records
             .iter()
             .map(|(resource, record)| {
                 let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
                 bytes.push(b'\n');
-                Ok((self.record_path(resource), bytes))
+                let durability = if synced(resource, record) {
+                    fsio::Durability::Synced
+                } else {
+                    fsio::Durability::View
+                };
+                Ok((self.record_path(resource), bytes, durability))
             })
             .collect::<io::Result<Vec<_>>>()?;
         fsio::write_atomic_all(&files, 0o600)

@@ -230,7 +230,7 @@ impl Coordinator {
             .map(|r| self.marker(&inner, r, "active", Some(&id), None))
             .collect();
         batch.push(self.project_record(&inner, None));
-        let written = self.dirs.write_records(&batch);
+        let written = self.write_batch(&batch);
         if let Err(err) = written {
             inner.leases.retain(|(lease, _)| lease != &id);
             inner.drop_resources(&resources);
@@ -291,7 +291,7 @@ impl Coordinator {
             }
         }
         batch.push(self.project_record(&inner, None));
-        let persisted = self.dirs.write_records(&batch).is_ok();
+        let persisted = self.write_batch(&batch).is_ok();
         let quarantine_id = (!end.standing_reasons.is_empty())
             .then(|| inner.incident.as_ref().map(|i| i.quarantine_id.clone()))
             .flatten();
@@ -451,7 +451,7 @@ impl Coordinator {
     pub fn foreign_incidents(&self, resources: &[String]) -> Vec<Value> {
         let mut found: Vec<Value> = Vec::new();
         for resource in resources {
-            let Ok(Some(marker)) = self.dirs.read_record(resource) else {
+            let Ok(Some(marker)) = self.dirs.read_marker(resource) else {
                 continue;
             };
             if !self.foreign_incident(Some(&marker)) {
@@ -593,7 +593,7 @@ impl Coordinator {
                 continue;
             }
             let refused = match self.dirs.try_lock(resource) {
-                Ok(Some(file)) => match self.dirs.read_record(resource) {
+                Ok(Some(file)) => match self.dirs.read_marker(resource) {
                     Ok(marker) if self.foreign_incident(marker.as_ref()) => {
                         Some(Refused::Foreign {
                             resource: resource.clone(),
@@ -679,7 +679,18 @@ impl Coordinator {
     }
 
     fn write_one(&self, record: (String, Value)) -> io::Result<()> {
-        self.dirs.write_records(&[record])
+        self.write_batch(&[record])
+    }
+
+    /// Writes records, syncing those a crash or power loss must find as written (ADR 0014): the
+    /// project record (an `active` one is what quarantines after a crash mid-call) and any marker
+    /// that is not merely `active` or `released` (a quarantine, which other projects must see).
+    /// An `active` or `released` marker decides nothing after a crash, so it is not synced.
+    fn write_batch(&self, records: &[(String, Value)]) -> io::Result<()> {
+        self.dirs.write_records(records, |resource, record| {
+            let state = record.get("state").and_then(Value::as_str);
+            resource == self.project_resource || !matches!(state, Some("active" | "released"))
+        })
     }
 
     /// The project's record, for [`write_project`](Self::write_project) or a batch.

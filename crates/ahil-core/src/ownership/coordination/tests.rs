@@ -202,7 +202,7 @@ fn dead_owner_met(edit: impl FnOnce(&mut Value, &mut Value)) -> Lease {
     let mut record = project_record(&dead);
     edit(&mut report["last_report"], &mut record);
     dead.dirs
-        .write_records(&[(dead.project_resource().to_owned(), record)])
+        .write_records(&[(dead.project_resource().to_owned(), record)], |_, _| true)
         .expect("record");
     let state = dead.report_state.clone();
     std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
@@ -257,4 +257,75 @@ fn a_last_report_short_of_a_no_contact_proof_leaves_the_dead_owner_adopted_as_an
             "{case}"
         );
     }
+}
+
+/// fsyncs this thread makes while `f` runs.
+fn syncs_during<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let before = crate::fsio::syncs_on_this_thread();
+    let value = f();
+    (value, crate::fsio::syncs_on_this_thread() - before)
+}
+
+#[test]
+fn a_lease_syncs_the_project_record_but_not_the_markers_that_only_say_active_or_released() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    let resources = keys(&["com:/dev/ttyx", "probe:a", "probe:b"]);
+    // The first acquire also creates the coordination directories; measure a second lease.
+    let warm = ours.acquire(&resources, false).expect("free");
+    ours.release(&warm, &End::default());
+    let (lease, acquired) = syncs_during(|| ours.acquire(&resources, false).expect("free"));
+    let (_, released) = syncs_during(|| ours.release(&lease, &End::default()));
+    assert_eq!(
+        (acquired, released),
+        (2, 2),
+        "the project record and its directory, once each way, whatever the number of devices"
+    );
+    let marker = ours.dirs.read_marker("probe:a").expect("readable");
+    assert_eq!(marker.expect("written")["state"], "released");
+}
+
+#[test]
+fn a_quarantine_syncs_every_marker_it_writes() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    let lease = ours
+        .acquire(&keys(&["probe:a", "probe:b"]), false)
+        .expect("free");
+    let end = End {
+        standing_reasons: vec!["audit_broken".into()],
+    };
+    let (status, syncs) = syncs_during(|| ours.release(&lease, &end));
+    assert_eq!(status["lease_state"], "quarantined");
+    assert_eq!(
+        syncs, 4,
+        "two markers, the project record and their directory"
+    );
+}
+
+#[test]
+fn an_empty_marker_such_as_a_power_loss_can_leave_is_no_record_and_the_device_leases() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    ours.dirs.ensure().expect("dirs");
+    std::fs::write(ours.dirs.record_path("probe:a"), b"").expect("empty marker");
+    let lease = ours.acquire(&keys(&["probe:a"]), false).expect("leases");
+    ours.release(&lease, &End::default());
+}
+
+#[test]
+fn an_empty_project_record_is_never_taken_for_no_record() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    ours.dirs.ensure().expect("dirs");
+    let project = ours.project_resource().to_owned();
+    std::fs::write(ours.dirs.record_path(&project), b"").expect("empty record");
+    assert!(matches!(
+        ours.acquire(&keys(&["probe:a"]), false),
+        Err(Refused::Invalid(_))
+    ));
 }
