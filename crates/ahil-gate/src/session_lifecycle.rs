@@ -226,8 +226,9 @@ pub fn end(
     logged
 }
 
-/// A stop's result with its log's fate: a stop event that could not be written is said.
-pub fn with_stop_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -> Outcome {
+/// A session call's result with its log's fate: an event (a stop, a write) that could not be
+/// written is said, and the result is no longer fully audited.
+pub fn with_event_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -> Outcome {
     if let Err(err) = logged {
         outcome.audit_ok = Some(false);
         outcome.set("audit_error", err.to_value());

@@ -16,6 +16,7 @@ use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::can::{Session, adapter, untrusted_meta};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::policy::Action;
+use crate::session_lifecycle;
 
 /// Waits are capped here whatever the caller or the bus asks.
 const MAX_WAIT_S: f64 = 60.0;
@@ -295,12 +296,8 @@ fn send(
     if let Some(participant) = &session.participant {
         outcome.set("participant", participant.clone());
     }
-    if let Err(err) = logged {
-        outcome.audit_ok = Some(false);
-        outcome.set("audit_error", err.to_value());
-    }
     Acted {
-        outcome: outcome.with_log(&session.log_path),
+        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log_path),
         contact: Some(Contact::Made),
     }
 }

@@ -475,7 +475,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
         );
     }
     Acted {
-        outcome: session_lifecycle::with_stop_logged(outcome, logged),
+        outcome: session_lifecycle::with_event_logged(outcome, logged),
         contact: Some(if closed.safe_state_confirmed {
             Contact::none("closing takes the channel off the bus and sends nothing")
         } else {

@@ -15,6 +15,7 @@ use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::Action;
 use crate::serial::{Encoding, Session, reader_error, text, untrusted_meta};
+use crate::session_lifecycle;
 
 /// Waits are capped here whatever the caller asks.
 const MAX_WAIT_S: f64 = 60.0;
@@ -217,7 +218,7 @@ fn write(
         "text": encoding.decode(&payload[..written.min(payload.len())]),
         "requested": payload.len(),
     }));
-    let mut outcome = match result {
+    let outcome = match result {
         Ok(n) => Outcome::ok(TOOL, "Stimulus written to COM port.")
             .with("port_id", port_id)
             .with("bytes_written", n)
@@ -247,12 +248,8 @@ fn write(
             };
         }
     };
-    if let Err(err) = logged {
-        outcome.audit_ok = Some(false);
-        outcome.set("audit_error", err.to_value());
-    }
     Acted {
-        outcome: outcome.with_log(&session.log_path),
+        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log_path),
         contact: Some(Contact::Made),
     }
 }

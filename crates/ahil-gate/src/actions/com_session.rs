@@ -415,7 +415,7 @@ pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
         .with("session", session.describe(false))
         .with_log(&session.log_path);
     Acted {
-        outcome: session_lifecycle::with_stop_logged(outcome, logged),
+        outcome: session_lifecycle::with_event_logged(outcome, logged),
         contact: Some(Contact::none("closing a port sends nothing")),
     }
 }

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::{Acted, can_session, com_session};
 use crate::audit::Audit;
+use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
 use crate::session_lifecycle::{self, Held};
 use crate::testkit::Fixture;
@@ -414,4 +415,20 @@ fn a_can_session_start_failing_at_any_step_leaves_no_lock_session_child_or_open_
         let case = Can::new(&world);
         fail_at(&world, &case, step);
     }
+}
+
+#[test]
+fn a_session_event_that_could_not_be_logged_marks_the_result_unaudited() {
+    let lost = crate::audit::AuditError::Io {
+        what: "<state_root>/logs/com_write.jsonl".into(),
+        class: "StorageFull".into(),
+        errno: Some(28),
+    };
+    let kept = session_lifecycle::with_event_logged(Outcome::ok("com_write", "Written."), Ok(()));
+    assert_eq!(kept.audit_ok, None);
+    assert!(kept.details.get("audit_error").is_none());
+    let marked =
+        session_lifecycle::with_event_logged(Outcome::ok("com_write", "Written."), Err(lost));
+    assert_eq!(marked.audit_ok, Some(false));
+    assert_eq!(marked.details["audit_error"]["errno"], 28);
 }
