@@ -204,7 +204,7 @@ fn symbol_of(arg: Option<&Value>) -> &str {
 }
 
 /// The per-call wait: the argument floored at 0.1 s, never above `ceiling`.
-fn wait_of(args: &Value, ceiling: Duration) -> Duration {
+pub(super) fn wait_of(args: &Value, ceiling: Duration) -> Duration {
     match args.get("timeout_s").and_then(Value::as_f64) {
         Some(secs) => Duration::try_from_secs_f64(secs.max(0.1))
             .unwrap_or(ceiling)

@@ -432,3 +432,47 @@ fn a_session_event_that_could_not_be_logged_marks_the_result_unaudited() {
     assert_eq!(marked.audit_ok, Some(false));
     assert_eq!(marked.details["audit_error"]["errno"], 28);
 }
+
+#[test]
+fn a_session_start_asks_for_writing_only_on_a_write_only_entry() {
+    use crate::policy::Action;
+    use ahil_config::IoPermissions;
+    let asked = |allow_read, allow_write| {
+        let grants = IoPermissions {
+            allow_read,
+            allow_write,
+        };
+        session_lifecycle::start_action(grants, Action::CanRead, Action::CanWrite)
+    };
+    assert_eq!(asked(false, true), Action::CanWrite);
+    assert_eq!(asked(true, true), Action::CanRead);
+    assert_eq!(asked(true, false), Action::CanRead);
+    assert_eq!(asked(false, false), Action::CanRead);
+}
+
+#[test]
+fn a_read_waits_as_asked_within_its_ceiling_and_never_below_zero() {
+    use std::time::Duration;
+    let wait = |args: Value, max_s| session_lifecycle::read_wait(&args, 0.5, max_s);
+    assert_eq!(
+        wait(serde_json::json!({}), 10.0),
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        wait(serde_json::json!({"wait_timeout_s": 2.0}), 10.0),
+        Duration::from_secs(2)
+    );
+    assert_eq!(
+        wait(serde_json::json!({"wait_timeout_s": 99.0}), 10.0),
+        Duration::from_secs(10)
+    );
+    assert_eq!(
+        wait(serde_json::json!({"wait_timeout_s": -1.0}), 10.0),
+        Duration::ZERO
+    );
+    // A bus whose own timeout is below zero still reads without waiting, not with a panic.
+    assert_eq!(
+        wait(serde_json::json!({"wait_timeout_s": 1.0}), -3.0),
+        Duration::ZERO
+    );
+}

@@ -51,7 +51,7 @@ pub(super) fn stop_session(
     };
     let mut guard = debug::lock(&live);
     let session = &mut *guard;
-    let limit = wait_for(args, timeout.min(HALT_WAIT));
+    let limit = wait_of(args, timeout.min(HALT_WAIT));
     if session.status != "halted"
         && session.gdb.is_some()
         && let (_, Some(record)) = interrupt(session, limit)
