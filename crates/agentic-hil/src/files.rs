@@ -82,7 +82,9 @@ pub fn write_output(
     }))
 }
 
-fn refusal(tool: &str, error_type: &str, summary: &str, remediation: &str) -> Value {
+/// A command's refusal document, with the one next step it names: the shape every local command
+/// (`mcp-config`, `schema --output`, the installers) refuses with.
+pub fn refusal(tool: &str, error_type: &str, summary: &str, remediation: &str) -> Value {
     json!({
         "ok": false,
         "tool": tool,

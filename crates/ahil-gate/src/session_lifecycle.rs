@@ -9,16 +9,64 @@
 //! does not exist.
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use ahil_config::IoPermissions;
 use ahil_drivers::Contact;
 use serde_json::{Value, json};
 
 use crate::ErrorType;
-use crate::actions::Acted;
+use crate::actions::{Acted, DriverJob, Plan, Work};
 use crate::audit::{Audit, AuditError, unavailable};
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
+use crate::policy::{Action, Device};
+
+/// What policy is asked to start a session on a COM port or CAN bus: reading, unless the entry
+/// grants only writing (version 1 grants reads separately), so a write-only device may still be
+/// opened.
+pub fn start_action<'a>(grants: IoPermissions, read: Action<'a>, write: Action<'a>) -> Action<'a> {
+    if grants.allow_write && !grants.allow_read {
+        write
+    } else {
+        read
+    }
+}
+
+/// How long a read may wait for what it expects: the call's `wait_timeout_s`, else `default_s`,
+/// held to `0..=max_s`.
+pub fn read_wait(args: &Value, default_s: f64, max_s: f64) -> Duration {
+    let wait_s = args
+        .get("wait_timeout_s")
+        .and_then(Value::as_f64)
+        .unwrap_or(default_s)
+        .clamp(0.0, max_s.max(0.0));
+    Duration::from_secs_f64(wait_s)
+}
+
+/// A read on a held session. The session holds the device lock, so a read claims nothing more and
+/// a long wait does not hold up a write to the same device; it only takes what the device already
+/// sent, which `proof` says if the gate abandons it.
+pub fn read_plan<'a>(
+    action: Action<'a>,
+    device: Device<'a>,
+    wait: Duration,
+    proof: &str,
+    run: impl FnOnce() -> Acted + Send + 'static,
+) -> Plan<'a> {
+    Plan {
+        action,
+        device: Some(device),
+        also: Vec::new(),
+        resources: Vec::new(),
+        work: Work::Driver(DriverJob {
+            deadline: wait + Duration::from_secs(5),
+            if_abandoned: Contact::none(proof),
+            run: Box::new(move |_cancel| run()),
+        }),
+    }
+}
 
 /// The device locks a start claims, and what its refusal says when they are held elsewhere.
 pub struct Claim {
@@ -226,8 +274,9 @@ pub fn end(
     logged
 }
 
-/// A stop's result with its log's fate: a stop event that could not be written is said.
-pub fn with_stop_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -> Outcome {
+/// A session call's result with its log's fate: an event (a stop, a write) that could not be
+/// written is said, and the result is no longer fully audited.
+pub fn with_event_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -> Outcome {
     if let Err(err) = logged {
         outcome.audit_ok = Some(false);
         outcome.set("audit_error", err.to_value());

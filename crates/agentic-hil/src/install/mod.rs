@@ -19,6 +19,7 @@ use std::path::Path;
 use ahil_config::Environment;
 use serde_json::{Value, json};
 
+use crate::files::refusal;
 pub use host::Agent;
 use journal::Journal;
 use record::{Record, Touch};
@@ -28,16 +29,6 @@ const AGENT_INSTALL: &str = "agentic_hil_agent_install";
 const SKILL_INSTALL: &str = "agentic_hil_skill_install";
 const UNINSTALL: &str = "agentic_hil_uninstall";
 const SETUP: &str = "agentic_hil_setup";
-
-fn refusal(tool: &str, error_type: &str, summary: &str, remediation: &str) -> Value {
-    json!({
-        "ok": false,
-        "tool": tool,
-        "error_type": error_type,
-        "summary": summary,
-        "remediation": [remediation],
-    })
-}
 
 /// A failed step: the refusal of the command, after every file it touched was put back.
 fn failed(mut doc: Value, journal: &mut Journal, steps: Value) -> Value {

@@ -14,7 +14,7 @@ use ahil_config::Environment;
 use ahil_gate::audit::Sink;
 use ahil_gate::observe::{Action, BenchView, observe};
 use ratatui::Terminal;
-use ratatui::backend::{CrosstermBackend, TestBackend};
+use ratatui::backend::{Backend, CrosstermBackend, TestBackend};
 use ratatui::buffer::Buffer;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use ratatui::crossterm::{execute, terminal};
@@ -61,26 +61,36 @@ pub fn run(workspace: &Path, env: &Environment, options: &Options) -> anyhow::Re
         let (cols, rows) = terminal::size().unwrap_or((100, 30));
         let width = options.width.unwrap_or(cols).clamp(40, 500);
         let height = options.height.unwrap_or(rows).clamp(10, 500);
-        let view = observed(workspace, env);
-        let mut history = Vec::new();
-        remember(&mut history, &view.actions);
-        let at = ahil_config::time::now_millis();
         let mut term = Terminal::new(TestBackend::new(width, height))?;
-        term.draw(|f| {
-            render::draw(
-                f,
-                &render::Screen {
-                    view: &view,
-                    actions: &history,
-                    at: &at,
-                },
-            );
-        })?;
+        redraw(&mut term, workspace, env, &mut Vec::new())?;
         let mut out = std::io::stdout().lock();
         out.write_all(buffer_text(term.backend().buffer()).as_bytes())?;
         return Ok(ExitCode::SUCCESS);
     }
     live(workspace, env, options.refresh)
+}
+
+/// One pass: the bench as it is now, its new actions added to `history`, drawn on `term`.
+fn redraw<B: Backend>(
+    term: &mut Terminal<B>,
+    workspace: &Path,
+    env: &Environment,
+    history: &mut Vec<Action>,
+) -> std::io::Result<()> {
+    let view = observed(workspace, env);
+    remember(history, &view.actions);
+    let at = ahil_config::time::now_millis();
+    term.draw(|f| {
+        render::draw(
+            f,
+            &render::Screen {
+                view: &view,
+                actions: history,
+                at: &at,
+            },
+        );
+    })?;
+    Ok(())
 }
 
 /// The bench as the screen may show it: every string passed through the one output step, so a
@@ -147,19 +157,7 @@ fn live(workspace: &Path, env: &Environment, refresh: Duration) -> anyhow::Resul
     let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let mut history = Vec::new();
     loop {
-        let view = observed(workspace, env);
-        remember(&mut history, &view.actions);
-        let at = ahil_config::time::now_millis();
-        term.draw(|f| {
-            render::draw(
-                f,
-                &render::Screen {
-                    view: &view,
-                    actions: &history,
-                    at: &at,
-                },
-            );
-        })?;
+        redraw(&mut term, workspace, env, &mut history)?;
         if event::poll(refresh)? {
             match event::read()? {
                 Event::Key(key) if key.kind == KeyEventKind::Press => {

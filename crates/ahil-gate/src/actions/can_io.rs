@@ -16,6 +16,7 @@ use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::can::{Session, adapter, untrusted_meta};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::policy::Action;
+use crate::session_lifecycle;
 
 /// Waits are capped here whatever the caller or the bus asks.
 const MAX_WAIT_S: f64 = 60.0;
@@ -203,26 +204,14 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     } else {
         (UNTIL_DEFAULT_WAIT_S, MAX_WAIT_S)
     };
-    let wait_s = ctx
-        .args
-        .get("wait_timeout_s")
-        .and_then(Value::as_f64)
-        .unwrap_or(default_wait)
-        .clamp(0.0, max_wait.max(0.0));
-    let wait = Duration::from_secs_f64(wait_s);
-    Ok(Plan {
-        action: Action::CanRead,
-        device: Some(device(bus_id, bus)),
-        // The session holds the device lock; a read claims nothing more, so a long wait does not
-        // hold up a send on the same bus.
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Driver(DriverJob {
-            deadline: wait + Duration::from_secs(5),
-            if_abandoned: Contact::none("a read only takes frames already received"),
-            run: Box::new(move |_cancel| read(&owned_id, session, max_frames, wait, &until)),
-        }),
-    })
+    let wait = session_lifecycle::read_wait(ctx.args, default_wait, max_wait);
+    Ok(session_lifecycle::read_plan(
+        Action::CanRead,
+        device(bus_id, bus),
+        wait,
+        "a read only takes frames already received",
+        move || read(&owned_id, session, max_frames, wait, &until),
+    ))
 }
 
 fn send(
@@ -295,12 +284,8 @@ fn send(
     if let Some(participant) = &session.participant {
         outcome.set("participant", participant.clone());
     }
-    if let Err(err) = logged {
-        outcome.audit_ok = Some(false);
-        outcome.set("audit_error", err.to_value());
-    }
     Acted {
-        outcome: outcome.with_log(&session.log_path),
+        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log_path),
         contact: Some(Contact::Made),
     }
 }

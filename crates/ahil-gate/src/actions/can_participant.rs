@@ -320,7 +320,7 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
         );
     }
     Acted {
-        outcome: session_lifecycle::with_stop_logged(outcome, logged),
+        outcome: session_lifecycle::with_event_logged(outcome, logged),
         contact: Some(Contact::none(
             "detaching takes a participant off the broker and sends nothing",
         )),

@@ -109,14 +109,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         ownership: Arc::clone(ctx.ownership),
         sessions,
     };
-    // A session needs reading or writing allowed (version 1 grants reads separately): a write-only
-    // bus may still be opened.
-    let grants = bus.permissions;
-    let action = if grants.allow_write && !grants.allow_read {
-        Action::CanWrite
-    } else {
-        Action::CanRead
-    };
+    let action =
+        session_lifecycle::start_action(bus.permissions, Action::CanRead, Action::CanWrite);
     Ok(Plan {
         action,
         device: Some(policy_device),
@@ -475,7 +469,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
         );
     }
     Acted {
-        outcome: session_lifecycle::with_stop_logged(outcome, logged),
+        outcome: session_lifecycle::with_event_logged(outcome, logged),
         contact: Some(if closed.safe_state_confirmed {
             Contact::none("closing takes the channel off the bus and sends nothing")
         } else {

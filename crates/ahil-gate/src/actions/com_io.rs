@@ -15,6 +15,7 @@ use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::Action;
 use crate::serial::{Encoding, Session, reader_error, text, untrusted_meta};
+use crate::session_lifecycle;
 
 /// Waits are capped here whatever the caller asks.
 const MAX_WAIT_S: f64 = 60.0;
@@ -157,36 +158,24 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     } else {
         UNTIL_DEFAULT_WAIT_S
     };
-    let wait_s = ctx
-        .args
-        .get("wait_timeout_s")
-        .and_then(Value::as_f64)
-        .unwrap_or(default_wait)
-        .clamp(0.0, MAX_WAIT_S);
-    let wait = Duration::from_secs_f64(wait_s);
+    let wait = session_lifecycle::read_wait(ctx.args, default_wait, MAX_WAIT_S);
     let port_id_owned = port_id.to_owned();
-    Ok(Plan {
-        action: Action::ComRead,
-        device: Some(device(port_id, port)),
-        // The session holds the device lock; a read claims nothing more, so a long wait does not
-        // hold up a write to the same port.
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Driver(DriverJob {
-            deadline: wait + Duration::from_secs(5),
-            if_abandoned: Contact::none("a read only takes bytes already received"),
-            run: Box::new(move |_cancel| {
-                read(
-                    &port_id_owned,
-                    session,
-                    max_bytes,
-                    wait,
-                    &patterns,
-                    encoding,
-                )
-            }),
-        }),
-    })
+    Ok(session_lifecycle::read_plan(
+        Action::ComRead,
+        device(port_id, port),
+        wait,
+        "a read only takes bytes already received",
+        move || {
+            read(
+                &port_id_owned,
+                session,
+                max_bytes,
+                wait,
+                &patterns,
+                encoding,
+            )
+        },
+    ))
 }
 
 fn write(
@@ -217,7 +206,7 @@ fn write(
         "text": encoding.decode(&payload[..written.min(payload.len())]),
         "requested": payload.len(),
     }));
-    let mut outcome = match result {
+    let outcome = match result {
         Ok(n) => Outcome::ok(TOOL, "Stimulus written to COM port.")
             .with("port_id", port_id)
             .with("bytes_written", n)
@@ -247,12 +236,8 @@ fn write(
             };
         }
     };
-    if let Err(err) = logged {
-        outcome.audit_ok = Some(false);
-        outcome.set("audit_error", err.to_value());
-    }
     Acted {
-        outcome: outcome.with_log(&session.log_path),
+        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log_path),
         contact: Some(Contact::Made),
     }
 }

@@ -131,14 +131,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         ownership: Arc::clone(ctx.ownership),
         sessions,
     };
-    // A session needs reading or writing allowed (version 1 grants reads separately): a write-only
-    // port may still be opened.
-    let grants = port.permissions;
-    let action = if grants.allow_write && !grants.allow_read {
-        Action::ComWrite
-    } else {
-        Action::ComRead
-    };
+    let action =
+        session_lifecycle::start_action(port.permissions, Action::ComRead, Action::ComWrite);
     Ok(Plan {
         action,
         device: Some(device(port_id, port)),
@@ -415,7 +409,7 @@ pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
         .with("session", session.describe(false))
         .with_log(&session.log_path);
     Acted {
-        outcome: session_lifecycle::with_stop_logged(outcome, logged),
+        outcome: session_lifecycle::with_event_logged(outcome, logged),
         contact: Some(Contact::none("closing a port sends nothing")),
     }
 }

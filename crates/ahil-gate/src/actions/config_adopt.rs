@@ -51,16 +51,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let target = Target::from_args(ctx.args);
     let listed = chosen(&ctx.loaded.config, &target).filter(|(_, entry)| lists(entry.kind));
     let Some((name, entry)) = listed else {
-        return Ok(Plan {
-            action,
-            device: None,
-            also: Vec::new(),
-            resources: Vec::new(),
-            work: Work::Local(Box::new(move || Acted {
-                outcome: adopt(ctx, apply, None),
-                contact: None,
-            })),
-        });
+        return Ok(super::local_plan(action, move || adopt(ctx, apply, None)));
     };
     // Checked before the listing claims the debugger's lock, which would count as an open hold.
     let refusal = apply
@@ -71,16 +62,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         crate::ownership::runs::claimed_keys(&ctx.loaded.config, entry, executable.as_deref());
     let (Some(executable), None) = (executable, refusal.as_ref()) else {
         let outcome = refusal.unwrap_or_else(|| no_executable(ctx.tool.name(), name, entry));
-        return Ok(Plan {
-            action,
-            device: None,
-            also: Vec::new(),
-            resources: Vec::new(),
-            work: Work::Local(Box::new(move || Acted {
-                outcome,
-                contact: None,
-            })),
-        });
+        return Ok(super::local_plan(action, move || outcome));
     };
     let (backend, timeout) = lister(entry, executable);
     let tool = ctx.tool;
@@ -359,30 +341,7 @@ pub fn run(
         "Wrote {} key(s) from the board; reload the description (or restart) to use them.",
         written.changed_keys.len()
     );
-    outcome
-        .with("applied", true)
-        .with("created_entries", json!(applied.created_entries))
-        .with("redirected_entries", json!(applied.redirected_entries))
-        .with(
-            "permissions_changed",
-            json!(
-                applied
-                    .permissions_changed
-                    .iter()
-                    .map(|(k, _, _)| k)
-                    .collect::<Vec<_>>()
-            ),
-        )
-        .with(
-            "permission_changes",
-            json!(
-                applied
-                    .permissions_changed
-                    .iter()
-                    .map(|(k, was, now)| json!({"key": k, "previous_value": was, "value": now}))
-                    .collect::<Vec<_>>()
-            ),
-        )
+    super::config_set::with_applied(outcome.with("applied", true), &applied)
         .with("provenance", written.provenance)
         .with(
             "write",

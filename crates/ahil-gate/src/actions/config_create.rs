@@ -13,7 +13,7 @@ use ahil_config::{
 };
 use serde_json::{Value, json};
 
-use super::{Acted, Context, Plan, Work};
+use super::{Context, Plan};
 use crate::config_edit::generate::{Generated, discover, generate};
 use crate::config_edit::permission_surface;
 use crate::envelope::Outcome;
@@ -27,16 +27,9 @@ const STAMP: Stamp<'static> = Stamp {
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::ProjectConfigCreate])?;
-    Ok(Plan {
-        action: Action::ConfigCreate,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || Acted {
-            outcome: regenerate(ctx),
-            contact: None,
-        })),
-    })
+    Ok(super::local_plan(Action::ConfigCreate, move || {
+        regenerate(ctx)
+    }))
 }
 
 fn regenerate(ctx: &Context<'_>) -> Outcome {

@@ -7,8 +7,8 @@ use ahil_config::Actor;
 use ahil_config::write::{Stamp, WriteError, edit_config};
 use serde_json::{Value, json};
 
-use super::{Acted, Context, Plan, Work};
-use crate::config_edit::{Change, Refused, Right, Rights, apply_agent_changes, classify};
+use super::{Context, Plan};
+use crate::config_edit::{Applied, Change, Refused, Right, Rights, apply_agent_changes, classify};
 use crate::envelope::Outcome;
 use crate::policy::Action;
 
@@ -23,20 +23,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let needs_permissions = changes
         .iter()
         .any(|c| classify(&c.key, version).is_ok_and(|r| r.right == Right::Permissions));
-    Ok(Plan {
-        action: if needs_permissions {
-            Action::ConfigSetPermission
-        } else {
-            Action::ConfigSetDescription
-        },
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || Acted {
-            outcome: set(ctx, &changes),
-            contact: None,
-        })),
-    })
+    let action = if needs_permissions {
+        Action::ConfigSetPermission
+    } else {
+        Action::ConfigSetDescription
+    };
+    Ok(super::local_plan(action, move || set(ctx, &changes)))
 }
 
 fn parse_changes(args: &Value) -> Vec<Change> {
@@ -166,11 +158,6 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
             json!({"key": c.key, "previous_value": before, "value": c.value, "changed": applied.changed.contains(&c.key)})
         })
         .collect();
-    let permissions_changed: Vec<Value> = applied
-        .permissions_changed
-        .iter()
-        .map(|(k, was, now)| json!({"key": k, "previous_value": was, "value": now}))
-        .collect();
     let summary = if written.written {
         format!(
             "Wrote {} key(s) to the configuration; the server enforces them after a reload or restart.",
@@ -187,15 +174,31 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
             "redirected_entries now name another device, so their grants are false; only the operator can grant them again (agentic-hil grant)."
         ));
     }
-    if !permissions_changed.is_empty() {
+    if !applied.permissions_changed.is_empty() {
         next_steps.push(json!(
             "Narrowed grants hold in the file at once; the running server enforces them after a restart."
         ));
     }
-    let mut outcome = Outcome::ok(ctx.tool, summary)
+    let outcome = Outcome::ok(ctx.tool, summary)
         .with("path", loaded.display_path.as_str())
         .with("workspace_root", loaded.workspace.display().to_string())
-        .with("changes", Value::Array(change_list))
+        .with("changes", Value::Array(change_list));
+    let mut outcome = with_applied(outcome, &applied)
+        .with("written", written.written)
+        .with("provenance", written.provenance)
+        .with("reload_required", written.written)
+        .with("next_steps", Value::Array(next_steps));
+    if frozen {
+        outcome.set("permissions_frozen", true);
+    }
+    // The file now differs from what this server enforces; say so with the status after the write.
+    outcome.config_status = serde_json::to_value(loaded.status()).ok();
+    outcome.not_contacted()
+}
+
+/// What an accepted change set did, as `project_config_set` and an applied adoption report it.
+pub(super) fn with_applied(outcome: Outcome, applied: &Applied) -> Outcome {
+    outcome
         .with("created_entries", json!(applied.created_entries))
         .with("redirected_entries", json!(applied.redirected_entries))
         // The keys, as the reference lists them; the values before and after beside them.
@@ -209,17 +212,16 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
                     .collect::<Vec<_>>()
             ),
         )
-        .with("permission_changes", Value::Array(permissions_changed))
-        .with("written", written.written)
-        .with("provenance", written.provenance)
-        .with("reload_required", written.written)
-        .with("next_steps", Value::Array(next_steps));
-    if frozen {
-        outcome.set("permissions_frozen", true);
-    }
-    // The file now differs from what this server enforces; say so with the status after the write.
-    outcome.config_status = serde_json::to_value(loaded.status()).ok();
-    outcome.not_contacted()
+        .with(
+            "permission_changes",
+            json!(
+                applied
+                    .permissions_changed
+                    .iter()
+                    .map(|(k, was, now)| json!({"key": k, "previous_value": was, "value": now}))
+                    .collect::<Vec<_>>()
+            ),
+        )
 }
 
 fn lookup<'v>(document: &'v Value, key: &str) -> Option<&'v Value> {

@@ -118,22 +118,20 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         session_work(ctx, tool, name, debugger)?
     } else {
         let kind = debugger.kind;
-        Work::Local(Box::new(move || {
-            super::backend_not_built(
-                tool.name(),
-                kind,
-                if kind == DebuggerType::Stlink {
-                    "Typed debug sessions on ST-Link need ST-LINK_gdbserver, and none is pinned (debuggers.<name>.gdb_server_executable); without it ST-Link serves only debug_symbol_value and debug_dump_symbol_ihex.".to_owned()
-                } else if kind == DebuggerType::ProbeRs {
-                    "probe-rs serves no typed debug session here; it serves debug_symbol_value and debug_dump_symbol_ihex from the last flashed ELF.".to_owned()
-                } else {
-                    format!(
-                        "Typed debug sessions need the OpenOCD backend (or the emulated board), not {}.",
-                        kind.as_str()
-                    )
-                },
-            )
-        }))
+        super::backend_not_built(
+            tool,
+            kind,
+            if kind == DebuggerType::Stlink {
+                "Typed debug sessions on ST-Link need ST-LINK_gdbserver, and none is pinned (debuggers.<name>.gdb_server_executable); without it ST-Link serves only debug_symbol_value and debug_dump_symbol_ihex.".to_owned()
+            } else if kind == DebuggerType::ProbeRs {
+                "probe-rs serves no typed debug session here; it serves debug_symbol_value and debug_dump_symbol_ihex from the last flashed ELF.".to_owned()
+            } else {
+                format!(
+                    "Typed debug sessions need the OpenOCD backend (or the emulated board), not {}.",
+                    kind.as_str()
+                )
+            },
+        )
     };
     Ok(Plan {
         action,
@@ -206,7 +204,7 @@ fn symbol_of(arg: Option<&Value>) -> &str {
 }
 
 /// The per-call wait: the argument floored at 0.1 s, never above `ceiling`.
-fn wait_of(args: &Value, ceiling: Duration) -> Duration {
+pub(super) fn wait_of(args: &Value, ceiling: Duration) -> Duration {
     match args.get("timeout_s").and_then(Value::as_f64) {
         Some(secs) => Duration::try_from_secs_f64(secs.max(0.1))
             .unwrap_or(ceiling)

@@ -9,7 +9,7 @@ use ahil_drivers::gdbmi::{self, Record, quote};
 use serde_json::{Value, json};
 
 use super::Acted;
-use super::debug::{evaluated, location};
+use super::debug::{evaluated, location, wait_of};
 use crate::debug::elfsym;
 use crate::debug::output::Output;
 use crate::debug::stop::{abnormal, classify, is_stopped};
@@ -372,7 +372,7 @@ fn resume(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> 
             session,
         ));
     }
-    let wait = wait_for(args, timeout);
+    let wait = wait_of(args, timeout);
     let step = session.step.min(HALT_WAIT);
     let reply = match mi(session, "-exec-continue", step) {
         Ok(reply) => reply,
@@ -419,15 +419,6 @@ fn resume(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> 
     made(outcome.with("session", session.describe()))
 }
 
-fn wait_for(args: &Value, ceiling: Duration) -> Duration {
-    match args.get("timeout_s").and_then(Value::as_f64) {
-        Some(secs) => Duration::try_from_secs_f64(secs.max(0.1))
-            .unwrap_or(ceiling)
-            .min(ceiling),
-        None => ceiling,
-    }
-}
-
 fn halt(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
     if session.status == "halted" {
         let stop = session.stop.clone();
@@ -440,7 +431,7 @@ fn halt(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> Ac
         .with("session", session.describe());
         return quiet(outcome);
     }
-    let limit = wait_for(args, timeout.min(Duration::from_secs(10)));
+    let limit = wait_of(args, timeout.min(Duration::from_secs(10)));
     let (_, record) = interrupt(session, limit);
     if let Some(record) = record {
         session.status = "halted";

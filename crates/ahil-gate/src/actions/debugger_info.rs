@@ -2,10 +2,10 @@
 
 use crate::ErrorType;
 use crate::catalogue::ToolId;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
-use ahil_config::{Debugger, DebuggerType, Interface};
+use ahil_config::{Debugger, DebuggerType, Interface, LoadedConfig};
 use ahil_drivers::{Backend, Contact, DriverError, debugger_version};
 use serde_json::{Value, json};
 
@@ -78,13 +78,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let resources = vec![debugger.lock_key(executable.as_deref().and_then(|p| p.to_str()))];
     let work = match (backend_of(debugger.kind), executable) {
         (None, Some(path)) if debugger.kind == DebuggerType::Esptool => {
-            let config_dir = loaded.path.parent().map(PathBuf::from);
-            let shown = display_path(
-                &path,
-                &loaded.workspace,
-                config_dir.as_deref(),
-                &loaded.config.state_root,
-            );
+            let shown = shown(loaded, &path);
             let timeout = Duration::try_from_secs_f64(debugger.timeout_s)
                 .unwrap_or(GATE_DEADLINE)
                 .min(GATE_DEADLINE);
@@ -121,13 +115,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             }))
         }
         (Some(backend), Some(path)) => {
-            let config_dir = loaded.path.parent().map(PathBuf::from);
-            let shown = display_path(
-                &path,
-                &loaded.workspace,
-                config_dir.as_deref(),
-                &loaded.config.state_root,
-            );
+            let shown = shown(loaded, &path);
             let facts = Facts::of(debugger, shown);
             let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(GATE_DEADLINE);
             Work::Driver(DriverJob {
@@ -147,6 +135,17 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         resources,
         work,
     })
+}
+
+/// The executable's path as a result shows it (never absolute under the workspace, the
+/// configuration's directory or the state root).
+fn shown(loaded: &LoadedConfig, path: &Path) -> String {
+    display_path(
+        path,
+        &loaded.workspace,
+        loaded.path.parent(),
+        &loaded.config.state_root,
+    )
 }
 
 /// The entry's fields the answer repeats, owned so the blocking job can carry them.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use ahil_config::LoadedConfig;
 use serde_json::{Map, Value, json};
 
-use super::{Acted, Context, Plan, Work};
+use super::{Context, Plan};
 use crate::envelope::Outcome;
 use crate::incidents;
 use crate::ownership::coordination::{Coordinator, Incident, Observed, Recovery, RecoveryRefusal};
@@ -29,13 +29,10 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let loaded = ctx.loaded;
     if ctx.tool == ToolId::HardwareLeaseStatus {
         let ownership = Arc::clone(ctx.ownership);
-        return Ok(local(
-            Action::ReadState,
-            Box::new(move || {
-                let doc = status(loaded, &coordinator, &ownership.locks);
-                Outcome::from_doc("hardware_lease_status", doc)
-            }),
-        ));
+        return Ok(super::local_plan(Action::ReadState, move || {
+            let doc = status(loaded, &coordinator, &ownership.locks);
+            Outcome::from_doc("hardware_lease_status", doc)
+        }));
     }
     // Nothing standing answers the same for everyone; only a real recovery needs allow_recover.
     let observed = match coordinator.observe() {
@@ -43,10 +40,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         Err(err) => return Err(Box::new(invalid_state(ctx.tool.name(), &err))),
     };
     let Some(incident) = observed.incident.filter(Incident::stands) else {
-        return Ok(local(
-            Action::ReadState,
-            Box::new(|| Outcome::from_doc("hardware_recover", nothing_to_recover())),
-        ));
+        return Ok(super::local_plan(Action::ReadState, || {
+            Outcome::from_doc("hardware_recover", nothing_to_recover())
+        }));
     };
     let statement = ctx
         .args
@@ -58,23 +54,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         .get("accept_config_change")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    Ok(local(
-        Action::Recover,
-        Box::new(move || agent_recover(&coordinator, &incident, statement, accept)),
-    ))
-}
-
-fn local<'a>(action: Action<'a>, job: Box<dyn FnOnce() -> Outcome + Send + 'a>) -> Plan<'a> {
-    Plan {
-        action,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || Acted {
-            outcome: job(),
-            contact: None,
-        })),
-    }
+    Ok(super::local_plan(Action::Recover, move || {
+        agent_recover(&coordinator, &incident, statement, accept)
+    }))
 }
 
 fn agent_recover(

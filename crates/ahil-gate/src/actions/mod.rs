@@ -82,6 +82,24 @@ pub(crate) fn after_artifact(
     staged(artifact, move |_checked| work)
 }
 
+/// A plan asking policy for `action` that addresses no device and claims nothing: its work is
+/// `job`, computed in-process, with no contact to state.
+pub(crate) fn local_plan<'a>(
+    action: crate::policy::Action<'a>,
+    job: impl FnOnce() -> Outcome + Send + 'a,
+) -> Plan<'a> {
+    Plan {
+        action,
+        device: None,
+        also: Vec::new(),
+        resources: Vec::new(),
+        work: Work::Local(Box::new(move || Acted {
+            outcome: job(),
+            contact: None,
+        })),
+    }
+}
+
 /// A driver job on the artifact the pipeline stages first: `run` gets the staged copy (and keeps it
 /// as long as it needs the file). Contact is possible if the gate abandons it, as for any job that
 /// writes to a board.
@@ -132,10 +150,14 @@ pub(crate) fn misrouted(tool: ToolId) -> Box<Outcome> {
     )
 }
 
-/// A tool this build implements only on the emulated board, asked of another backend: refused
-/// before anything ran.
-pub fn backend_not_built(tool: &str, kind: ahil_config::DebuggerType, summary: String) -> Acted {
-    Acted {
+/// A tool this build implements only on the emulated board, asked of another backend: work that
+/// refuses before anything ran.
+pub fn backend_not_built(
+    tool: ToolId,
+    kind: ahil_config::DebuggerType,
+    summary: String,
+) -> Work<'static> {
+    Work::Local(Box::new(move || Acted {
         outcome: Outcome::refused(tool, ErrorType::NotSupported, summary)
             .with("backend", kind.as_str())
             .with_remediation([
@@ -143,5 +165,5 @@ pub fn backend_not_built(tool: &str, kind: ahil_config::DebuggerType, summary: S
             ])
             .not_contacted(),
         contact: Some(Contact::none("no backend exists to run")),
-    }
+    }))
 }

@@ -89,17 +89,15 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             super::probe_cli::work(ctx, name, debugger, executable, &mut resources)?
         } else {
             let kind = debugger.kind;
-            Work::Local(Box::new(move || {
-                super::backend_not_built(
-                    tool.name(),
-                    kind,
-                    format!(
-                        "This build drives no {} probe yet; only the qemu backend can {}.",
-                        kind.as_str(),
-                        verb(tool)
-                    ),
-                )
-            }))
+            super::backend_not_built(
+                tool,
+                kind,
+                format!(
+                    "This build drives no {} probe yet; only the qemu backend can {}.",
+                    kind.as_str(),
+                    verb(tool)
+                ),
+            )
         };
     Ok(Plan {
         action,
@@ -297,15 +295,31 @@ fn qemu_work<'a>(
             }));
         }
     };
-    Ok(Work::Driver(DriverJob {
+    Ok(probe_job(
+        tool,
+        deadline,
+        "listing only asks QMP for the run state",
+        run,
+    ))
+}
+
+/// A probe tool's driver job: if the gate abandons it, contact is possible, except for a listing,
+/// which `listing_proof` says reaches no target.
+pub(super) fn probe_job(
+    tool: ToolId,
+    deadline: Duration,
+    listing_proof: &str,
+    run: Box<dyn FnOnce(ahil_drivers::process::CancelFlag) -> Acted + Send>,
+) -> Work<'static> {
+    Work::Driver(DriverJob {
         deadline,
         if_abandoned: if tool == ToolId::DebuggerProbesList {
-            Contact::none("listing only asks QMP for the run state")
+            Contact::none(listing_proof)
         } else {
             Contact::Possible
         },
         run,
-    }))
+    })
 }
 
 pub(super) fn parse_address(text: &str) -> Option<u64> {

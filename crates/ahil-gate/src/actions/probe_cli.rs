@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ahil_config::{ConnectMode, Debugger, DebuggerType, ExecutableState, Interface};
 use ahil_drivers::cubeprog::{self, CubeProg};
-use ahil_drivers::error::{Classified, Transcript};
+use ahil_drivers::error::Transcript;
 use ahil_drivers::esptool::Esptool;
 use ahil_drivers::openocd::OpenOcd;
 use ahil_drivers::probe::{Budget, ImageFormat, ResetMode};
@@ -22,6 +22,7 @@ use super::probe::{
 };
 use super::{Acted, Context, DriverJob, Work};
 use crate::artifacts::StagedArtifact;
+use crate::debug::offline::{ClassifiedRefusal, classified_refusal};
 use crate::envelope::{Outcome, SideEffectStatus};
 
 /// The gate's margin over the driver's budget, so the driver's timeout answers first.
@@ -397,15 +398,12 @@ pub fn work<'a>(
             }));
         }
     };
-    Ok(Work::Driver(DriverJob {
+    Ok(super::probe::probe_job(
+        tool,
         deadline,
-        if_abandoned: if tool == ToolId::DebuggerProbesList {
-            Contact::none("listing opens no target")
-        } else {
-            Contact::Possible
-        },
+        "listing opens no target",
         run,
-    }))
+    ))
 }
 
 /// `debugger_info` on an esptool entry: `esptool version` only, which opens no port.
@@ -615,34 +613,15 @@ pub(super) fn failed(
     error: DriverError,
     hide: Option<&Path>,
 ) -> Acted {
-    let classified: Box<Classified> = match error {
-        DriverError::Classified(c) => c,
-        other => {
-            let contact = other.contact();
-            return Acted {
-                outcome: Outcome::refused(
-                    tool,
-                    ErrorType::layer(other.error_type()),
-                    format!("{other}."),
-                )
-                .with("backend", backend.backend()),
-                contact: Some(contact),
-            };
-        }
-    };
-    let Classified {
-        error_type,
-        backend_error_type,
-        summary,
-        likely_causes,
+    let ClassifiedRefusal {
+        mut outcome,
         contact,
         transcripts,
         mut details,
-    } = *classified;
-    let mut outcome = Outcome::refused(tool, ErrorType::layer(error_type), summary)
-        .with("backend", backend.backend())
-        .with("backend_error_type", backend_error_type)
-        .with_causes(likely_causes);
+    } = match classified_refusal(tool, backend.backend(), error) {
+        Ok(refusal) => refusal,
+        Err(acted) => return *acted,
+    };
     let keep_not_safe = details.remove("retry_safe").is_some_and(|v| v == false);
     let image_written = details.remove("image_written").is_some_and(|v| v == true);
     for (key, mut value) in details {

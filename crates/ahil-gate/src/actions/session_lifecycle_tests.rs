@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::{Acted, can_session, com_session};
 use crate::audit::Audit;
+use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
 use crate::session_lifecycle::{self, Held};
 use crate::testkit::Fixture;
@@ -414,4 +415,64 @@ fn a_can_session_start_failing_at_any_step_leaves_no_lock_session_child_or_open_
         let case = Can::new(&world);
         fail_at(&world, &case, step);
     }
+}
+
+#[test]
+fn a_session_event_that_could_not_be_logged_marks_the_result_unaudited() {
+    let lost = crate::audit::AuditError::Io {
+        what: "<state_root>/logs/com_write.jsonl".into(),
+        class: "StorageFull".into(),
+        errno: Some(28),
+    };
+    let kept = session_lifecycle::with_event_logged(Outcome::ok("com_write", "Written."), Ok(()));
+    assert_eq!(kept.audit_ok, None);
+    assert!(kept.details.get("audit_error").is_none());
+    let marked =
+        session_lifecycle::with_event_logged(Outcome::ok("com_write", "Written."), Err(lost));
+    assert_eq!(marked.audit_ok, Some(false));
+    assert_eq!(marked.details["audit_error"]["errno"], 28);
+}
+
+#[test]
+fn a_session_start_asks_for_writing_only_on_a_write_only_entry() {
+    use crate::policy::Action;
+    use ahil_config::IoPermissions;
+    let asked = |allow_read, allow_write| {
+        let grants = IoPermissions {
+            allow_read,
+            allow_write,
+        };
+        session_lifecycle::start_action(grants, Action::CanRead, Action::CanWrite)
+    };
+    assert_eq!(asked(false, true), Action::CanWrite);
+    assert_eq!(asked(true, true), Action::CanRead);
+    assert_eq!(asked(true, false), Action::CanRead);
+    assert_eq!(asked(false, false), Action::CanRead);
+}
+
+#[test]
+fn a_read_waits_as_asked_within_its_ceiling_and_never_below_zero() {
+    use std::time::Duration;
+    let wait = |args: Value, max_s| session_lifecycle::read_wait(&args, 0.5, max_s);
+    assert_eq!(
+        wait(serde_json::json!({}), 10.0),
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        wait(serde_json::json!({"wait_timeout_s": 2.0}), 10.0),
+        Duration::from_secs(2)
+    );
+    assert_eq!(
+        wait(serde_json::json!({"wait_timeout_s": 99.0}), 10.0),
+        Duration::from_secs(10)
+    );
+    assert_eq!(
+        wait(serde_json::json!({"wait_timeout_s": -1.0}), 10.0),
+        Duration::ZERO
+    );
+    // A bus whose own timeout is below zero still reads without waiting, not with a panic.
+    assert_eq!(
+        wait(serde_json::json!({"wait_timeout_s": 1.0}), -3.0),
+        Duration::ZERO
+    );
 }

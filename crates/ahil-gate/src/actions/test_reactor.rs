@@ -86,19 +86,32 @@ fn unreadable(tool: &str, err: &RecordError) -> Outcome {
     .not_started(false)
 }
 
-const DEAD_OWNER: &str = "The process running this plan is gone: its devices are already free. Read its last step in `progress`, check the board, then run the plan again.";
-
-fn status(tool: &str, dir: &RunsDir, handle: &Handle) -> Outcome {
+/// The run's record and its derived state, or the refusal for a run that is missing or unreadable.
+fn observed(
+    tool: &str,
+    dir: &RunsDir,
+    handle: &Handle,
+) -> Result<(Map<String, Value>, String), Box<Outcome>> {
     let record = match observe(dir, handle) {
         Ok(Some(record)) => record,
-        Ok(None) => return not_found(tool, handle),
-        Err(err) => return unreadable(tool, &err),
+        Ok(None) => return Err(Box::new(not_found(tool, handle))),
+        Err(err) => return Err(Box::new(unreadable(tool, &err))),
     };
     let state = record
         .get("state")
         .and_then(Value::as_str)
         .unwrap_or("unknown")
         .to_owned();
+    Ok((record, state))
+}
+
+const DEAD_OWNER: &str = "The process running this plan is gone: its devices are already free. Read its last step in `progress`, check the board, then run the plan again.";
+
+fn status(tool: &str, dir: &RunsDir, handle: &Handle) -> Outcome {
+    let (record, state) = match observed(tool, dir, handle) {
+        Ok(observed) => observed,
+        Err(refusal) => return *refusal,
+    };
     let stop_at = dir.stop_requested_at(handle);
     let summary = summary(&record, &state, stop_at.is_some());
     let mut outcome = with_record(Outcome::ok(tool, summary), &record);
@@ -176,16 +189,10 @@ fn summary(record: &Map<String, Value>, state: &str, stop_requested: bool) -> St
 }
 
 fn stop(tool: &str, dir: &RunsDir, handle: &Handle) -> Outcome {
-    let record = match observe(dir, handle) {
-        Ok(Some(record)) => record,
-        Ok(None) => return not_found(tool, handle),
-        Err(err) => return unreadable(tool, &err),
+    let (record, state) = match observed(tool, dir, handle) {
+        Ok(observed) => observed,
+        Err(refusal) => return *refusal,
     };
-    let state = record
-        .get("state")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown")
-        .to_owned();
     if TERMINAL.contains(&state.as_str()) {
         return with_record(
             Outcome::ok(tool, "This run had already ended; nothing to stop."),

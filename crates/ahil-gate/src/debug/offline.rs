@@ -14,13 +14,13 @@ use std::time::Duration;
 
 use ahil_config::{Debugger, ExecutableState, Interface};
 use ahil_drivers::cubeprog::{ConnectMode, CubeProg};
-use ahil_drivers::error::Classified;
+use ahil_drivers::error::{Classified, Transcript};
 use ahil_drivers::probe::Budget;
 use ahil_drivers::probe_cli::CliSettings;
 use ahil_drivers::probe_rs::ProbeRs;
 use ahil_drivers::process::{self, Command, Exit};
 use ahil_drivers::{Contact, DriverError};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::elfsym;
 use super::output::Output;
@@ -519,13 +519,27 @@ fn read_only(mut outcome: Outcome) -> Outcome {
     outcome
 }
 
-/// The reader's classified failure as an envelope.
-fn failed(tool: ToolId, backend: &str, error: DriverError) -> Acted {
+/// A backend's classified failure as the start of its refusal (class, summary, causes), with the
+/// rest of its evidence for the caller to judge.
+pub(crate) struct ClassifiedRefusal {
+    pub outcome: Outcome,
+    pub contact: Contact,
+    pub transcripts: Vec<Transcript>,
+    pub details: Map<String, Value>,
+}
+
+/// `error` as the refusal of `tool` on `backend`: an unclassified error is the whole answer
+/// (`Err`), with the contact it proves.
+pub(crate) fn classified_refusal(
+    tool: ToolId,
+    backend: &str,
+    error: DriverError,
+) -> Result<ClassifiedRefusal, Box<Acted>> {
     let classified: Box<Classified> = match error {
         DriverError::Classified(classified) => classified,
         other => {
             let contact = other.contact();
-            return Acted {
+            return Err(Box::new(Acted {
                 outcome: Outcome::refused(
                     tool,
                     ErrorType::layer(other.error_type()),
@@ -533,7 +547,7 @@ fn failed(tool: ToolId, backend: &str, error: DriverError) -> Acted {
                 )
                 .with("backend", backend),
                 contact: Some(contact),
-            };
+            }));
         }
     };
     let Classified {
@@ -545,10 +559,28 @@ fn failed(tool: ToolId, backend: &str, error: DriverError) -> Acted {
         transcripts,
         details,
     } = *classified;
-    let mut outcome = Outcome::refused(tool, ErrorType::layer(error_type), summary)
-        .with("backend", backend)
-        .with("backend_error_type", backend_error_type)
-        .with_causes(likely_causes);
+    Ok(ClassifiedRefusal {
+        outcome: Outcome::refused(tool, ErrorType::layer(error_type), summary)
+            .with("backend", backend)
+            .with("backend_error_type", backend_error_type)
+            .with_causes(likely_causes),
+        contact,
+        transcripts,
+        details,
+    })
+}
+
+/// The reader's classified failure as an envelope.
+fn failed(tool: ToolId, backend: &str, error: DriverError) -> Acted {
+    let ClassifiedRefusal {
+        mut outcome,
+        contact,
+        transcripts,
+        details,
+    } = match classified_refusal(tool, backend, error) {
+        Ok(refusal) => refusal,
+        Err(acted) => return *acted,
+    };
     for (key, value) in details {
         outcome.set(&key, value);
     }

@@ -32,52 +32,42 @@ fn search(
     let Some(range) = range else {
         return regex.is_match(haystack).then(Hit::default);
     };
-    let mut caps = regex.create_captures();
-    let mut at = 0;
-    while at <= haystack.len() {
-        let input = regex_automata::Input::new(haystack).span(at..haystack.len());
-        regex.search_captures(&input, &mut caps);
-        let Some(whole) = caps.get_match() else { break };
-        if let Some(span) = caps.get_group(1) {
-            let text = &haystack[span.range()];
-            let value = parse(text);
-            let hit = Hit {
-                captured_text: Some(text.to_owned()),
-                captured_value: value,
-            };
-            if value.is_some_and(|v| in_range(v, range)) {
-                return Some(hit);
-            }
-        }
-        at = if whole.end() > whole.start() {
-            whole.end()
-        } else {
-            whole.end() + 1
-        };
-    }
-    None
+    captures(&regex, haystack).find_map(|text| {
+        let value = parse(text);
+        value.is_some_and(|v| in_range(v, range)).then(|| Hit {
+            captured_text: Some(text.to_owned()),
+            captured_value: value,
+        })
+    })
 }
 
 /// The last capture in a window that did not pass, for the failure report.
 pub fn last_capture(pattern: &str, haystack: &str) -> Option<String> {
     let regex = Regex::new(pattern).ok()?;
+    captures(&regex, haystack).last().map(str::to_owned)
+}
+
+/// Group 1 of every match, left to right; a match without it yields nothing, and an empty match
+/// moves the search one byte on, so the scan always ends.
+fn captures<'h>(regex: &'h Regex, haystack: &'h str) -> impl Iterator<Item = &'h str> + 'h {
     let mut caps = regex.create_captures();
-    let mut last = None;
     let mut at = 0;
-    while at <= haystack.len() {
-        let input = regex_automata::Input::new(haystack).span(at..haystack.len());
-        regex.search_captures(&input, &mut caps);
-        let Some(whole) = caps.get_match() else { break };
-        if let Some(span) = caps.get_group(1) {
-            last = Some(haystack[span.range()].to_owned());
+    std::iter::from_fn(move || {
+        while at <= haystack.len() {
+            let input = regex_automata::Input::new(haystack).span(at..haystack.len());
+            regex.search_captures(&input, &mut caps);
+            let whole = caps.get_match()?;
+            at = if whole.end() > whole.start() {
+                whole.end()
+            } else {
+                whole.end() + 1
+            };
+            if let Some(span) = caps.get_group(1) {
+                return Some(&haystack[span.range()]);
+            }
         }
-        at = if whole.end() > whole.start() {
-            whole.end()
-        } else {
-            whole.end() + 1
-        };
-    }
-    last
+        None
+    })
 }
 
 fn decimal(text: &str) -> Option<f64> {
@@ -230,6 +220,17 @@ mod tests {
             last_capture(r"tick (\d+)", "tick 3\ntick 9\n").as_deref(),
             Some("9")
         );
+    }
+
+    #[test]
+    fn a_range_looks_past_matches_without_the_group_and_empty_matches() {
+        let optional = pattern(r"v(\d)?", Some((7.0, 7.0)));
+        let hit = text(&optional, "v v7", false).expect("the second match captures 7");
+        assert_eq!(hit.captured_text.as_deref(), Some("7"));
+        let empty_first = pattern(r"(\d*)", Some((5.0, 5.0)));
+        let hit = text(&empty_first, "a5", false).expect("an empty match at 0, then 5");
+        assert_eq!(hit.captured_value, Some(5.0));
+        assert_eq!(last_capture(r"v(\d)?", "v7 v").as_deref(), Some("7"));
     }
 
     #[test]

@@ -310,28 +310,29 @@ impl Walk<'_> {
         Ok(())
     }
 
-    fn uart_in_session(&self, step: &Step, at: &str, port: &str) -> Result<(), Box<Invalid>> {
-        if self.uart_open.contains(port) {
-            Ok(())
+    /// The entry a serial or CAN step drives, which an earlier `uart_open` or `can_open` step of
+    /// the plan must have opened.
+    fn in_session(
+        &mut self,
+        step: &Step,
+        at: &str,
+        route: &Route,
+        kind: Kind,
+    ) -> Result<String, Box<Invalid>> {
+        let name = self.route(step, at, Some(route), kind)?;
+        let (open, opener) = match kind {
+            Kind::Uart => (&self.uart_open, "uart_open"),
+            Kind::Can => (&self.can_open, "can_open"),
+            Kind::Debugger | Kind::Any => unreachable!("only serial and CAN steps open sessions"),
+        };
+        if open.contains(&name) {
+            Ok(name)
         } else {
             Err(self.invalid(
                 step,
                 at,
                 "action",
-                format!("No earlier uart_open step opens '{port}'."),
-            ))
-        }
-    }
-
-    fn can_in_session(&self, step: &Step, at: &str, bus: &str) -> Result<(), Box<Invalid>> {
-        if self.can_open.contains(bus) {
-            Ok(())
-        } else {
-            Err(self.invalid(
-                step,
-                at,
-                "action",
-                format!("No earlier can_open step opens '{bus}'."),
+                format!("No earlier {opener} step opens '{name}'."),
             ))
         }
     }
@@ -439,29 +440,25 @@ impl Walk<'_> {
                 self.uart_open.insert(name);
             }
             Step::UartWrite { route, .. } => {
-                let name = self.route(step, at, Some(route), Kind::Uart)?;
-                self.uart_in_session(step, at, &name)?;
+                let name = self.in_session(step, at, route, Kind::Uart)?;
                 self.authorize(step, at, self.port(&name), &Action::ComWrite)?;
             }
             Step::UartRead {
                 route, comparator, ..
             } => {
-                let name = self.route(step, at, Some(route), Kind::Uart)?;
-                self.uart_in_session(step, at, &name)?;
+                self.in_session(step, at, route, Kind::Uart)?;
                 if let Some(TextComparator { matcher }) = comparator {
                     self.matcher(step, at, matcher)?;
                 }
             }
             Step::UartExpect { route, matcher, .. } => {
-                let name = self.route(step, at, Some(route), Kind::Uart)?;
-                self.uart_in_session(step, at, &name)?;
+                self.in_session(step, at, route, Kind::Uart)?;
                 if let UartMatch::Pattern(pattern) = matcher {
                     self.regex(step, at, "pattern", pattern, false)?;
                 }
             }
             Step::UartClose { route } => {
-                let name = self.route(step, at, Some(route), Kind::Uart)?;
-                self.uart_in_session(step, at, &name)?;
+                let name = self.in_session(step, at, route, Kind::Uart)?;
                 self.uart_open.remove(&name);
             }
             _ => unreachable!("step() routes only these kinds here"),
@@ -486,8 +483,7 @@ impl Walk<'_> {
                 self.can_open.insert(name);
             }
             Step::CanSend { route, .. } => {
-                let name = self.route(step, at, Some(route), Kind::Can)?;
-                self.can_in_session(step, at, &name)?;
+                let name = self.in_session(step, at, route, Kind::Can)?;
                 self.authorize(step, at, self.bus(&name), &Action::CanWrite)?;
                 if self
                     .config()
@@ -501,15 +497,13 @@ impl Walk<'_> {
             Step::CanRead {
                 route, comparator, ..
             } => {
-                let name = self.route(step, at, Some(route), Kind::Can)?;
-                self.can_in_session(step, at, &name)?;
+                self.in_session(step, at, route, Kind::Can)?;
                 if let Some(CanComparator { matcher, .. }) = comparator {
                     self.matcher(step, at, matcher)?;
                 }
             }
             Step::CanClose { route, .. } => {
-                let name = self.route(step, at, Some(route), Kind::Can)?;
-                self.can_in_session(step, at, &name)?;
+                let name = self.in_session(step, at, route, Kind::Can)?;
                 self.can_open.remove(&name);
             }
             _ => unreachable!("step() routes only these kinds here"),

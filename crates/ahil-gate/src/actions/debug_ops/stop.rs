@@ -5,6 +5,34 @@
 use super::*;
 use crate::session_lifecycle;
 
+/// The refusal of a stop that kept the session for cleanup: the core's halt is not confirmed, or
+/// (`halted`) it is but not that gdb leaving keeps it so. `guard`: whether gdb's leaving was made
+/// harmless, where the stop got as far as that.
+fn kept(tool: ToolId, session: &mut Live, halted: bool, guard: Option<bool>) -> Outcome {
+    let (error_type, summary) = if halted {
+        (
+            ErrorType::DetachResumeNotConfirmed,
+            "OpenOCD did not confirm that gdb leaving will keep the core halted, so the session was kept.",
+        )
+    } else {
+        (
+            ErrorType::HaltNotConfirmed,
+            "The target's halt could not be confirmed, so the session was kept.",
+        )
+    };
+    session.status = "cleanup_required";
+    let mut outcome = Outcome::refused(tool, error_type, summary)
+        .with("status", "cleanup_required")
+        .with("safe_state_confirmed", false)
+        .with("halt_not_confirmed", !halted);
+    if let Some(confirmed) = guard {
+        outcome.set("detach_resume_guard_confirmed", confirmed);
+    }
+    outcome.set("session", session.describe());
+    outcome.hardware_state = Some(HardwareState::Unknown);
+    outcome
+}
+
 /// Confirms the halt, makes gdb's leaving harmless (the QEMU stub keeps a disconnected core halted;
 /// OpenOCD's gdb-detach and gdb-end handlers are emptied), disconnects, ends gdb and the debug server,
 /// frees the lock.
@@ -23,7 +51,7 @@ pub(super) fn stop_session(
     };
     let mut guard = debug::lock(&live);
     let session = &mut *guard;
-    let limit = wait_for(args, timeout.min(HALT_WAIT));
+    let limit = wait_of(args, timeout.min(HALT_WAIT));
     if session.status != "halted"
         && session.gdb.is_some()
         && let (_, Some(record)) = interrupt(session, limit)
@@ -45,42 +73,14 @@ pub(super) fn stop_session(
             .is_ok();
         if !guarded {
             // gdb and OpenOCD stay: a retry can still halt the core and guard the detach.
-            session.status = "cleanup_required";
-            let (error_type, summary) = if halted {
-                (
-                    ErrorType::DetachResumeNotConfirmed,
-                    "OpenOCD did not confirm that gdb leaving will keep the core halted, so the session was kept.",
-                )
-            } else {
-                (
-                    ErrorType::HaltNotConfirmed,
-                    "The target's halt could not be confirmed, so the session was kept.",
-                )
-            };
-            let mut outcome = Outcome::refused(tool, error_type, summary)
-                .with("status", "cleanup_required")
-                .with("safe_state_confirmed", false)
-                .with("halt_not_confirmed", !halted)
-                .with("detach_resume_guard_confirmed", false)
-                .with("session", session.describe());
-            outcome.hardware_state = Some(HardwareState::Unknown);
+            let mut outcome = kept(tool, session, halted, Some(false));
             outcome.cleanup_required = Some(true);
             return made(outcome);
         }
     }
     if matches!(session.server, Server::Stlink { .. }) && session.status != "halted" {
         // gdb and the server stay: a retry can still halt the core before the server goes.
-        session.status = "cleanup_required";
-        let mut outcome = Outcome::refused(
-            tool,
-            ErrorType::HaltNotConfirmed,
-            "The target's halt could not be confirmed, so the session was kept.",
-        )
-        .with("status", "cleanup_required")
-        .with("safe_state_confirmed", false)
-        .with("halt_not_confirmed", true)
-        .with("session", session.describe());
-        outcome.hardware_state = Some(HardwareState::Unknown);
+        let mut outcome = kept(tool, session, false, None);
         outcome.cleanup_required = Some(true);
         return made(outcome);
     }
@@ -115,19 +115,7 @@ pub(super) fn stop_session(
         Server::Stlink { .. } => (true, "server_killed_while_halted"),
     };
     if !halted {
-        session.status = "cleanup_required";
-        let mut outcome = Outcome::refused(
-            tool,
-            ErrorType::HaltNotConfirmed,
-            "The target's halt could not be confirmed, so the session was kept.",
-        )
-        .with("status", "cleanup_required")
-        .with("safe_state_confirmed", false)
-        .with("halt_not_confirmed", true)
-        .with("detach_resume_guard_confirmed", disconnected)
-        .with("session", session.describe());
-        outcome.hardware_state = Some(HardwareState::Unknown);
-        return made(outcome);
+        return made(kept(tool, session, false, Some(disconnected)));
     }
     session.status = "stopped";
     let transcript = session
