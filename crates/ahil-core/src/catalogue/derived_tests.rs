@@ -156,7 +156,7 @@ fn declarations_cover_every_tool_id_in_order() {
         assert_eq!(declared.id.name(), declared.name);
     }
     assert_eq!(
-        ToolId::SimStatus as usize + 1,
+        ToolId::Doctor as usize + 1,
         declarations().count(),
         "the last ToolId is the last declaration"
     );
