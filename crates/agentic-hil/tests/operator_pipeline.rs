@@ -44,6 +44,20 @@ impl Drop for Board<'_> {
     }
 }
 
+/// The board started (its `sim start` answer), and an agent's MCP server holding it in a run.
+async fn board_held_by_an_agents_run(world: &World) -> (serde_json::Value, support::Client) {
+    let (started, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
+    assert_eq!(code, Some(0), "sim start: {started}");
+    let client = support::connect(world).await;
+    ok(
+        &client,
+        "bench_run_start",
+        json!({"devices": [{"kind": "debugger"}], "label": "agent"}),
+    )
+    .await;
+    (started, client)
+}
+
 fn alive(pid: i64) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
@@ -72,18 +86,9 @@ fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
 async fn sim_stop_is_refused_device_busy_while_an_agents_run_holds_the_board_and_status_still_looks()
  {
     let world = world();
-    let (started, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
     let board = Board(&world);
-    assert_eq!(code, Some(0), "sim start: {started}");
+    let (started, client) = board_held_by_an_agents_run(&world).await;
     let pid = started["pid"].as_i64().expect("sim start names QEMU's pid");
-
-    let client = support::connect(&world).await;
-    ok(
-        &client,
-        "bench_run_start",
-        json!({"devices": [{"kind": "debugger"}], "label": "agent"}),
-    )
-    .await;
     let (doc, code) = world.run_json(&["sim", "stop"]);
     assert_ne!(code, Some(0), "sim stop under an agent's run: {doc}");
     assert_eq!(doc["error_type"], "device_busy", "sim stop: {doc}");
@@ -181,18 +186,9 @@ fn assert_last_report_is(world: &World, tool: &str) {
 async fn adopt_hardware_is_refused_device_busy_while_an_agents_run_holds_the_board_and_writes_nothing()
  {
     let world = world();
-    let (started, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
     let board = Board(&world);
-    assert_eq!(code, Some(0), "sim start: {started}");
     let before = std::fs::read_to_string(world.config_path()).expect("config");
-
-    let client = support::connect(&world).await;
-    ok(
-        &client,
-        "bench_run_start",
-        json!({"devices": [{"kind": "debugger"}], "label": "agent"}),
-    )
-    .await;
+    let (_, client) = board_held_by_an_agents_run(&world).await;
     let (doc, code) = world.run_json(&["adopt-hardware", "--com-port", "uart"]);
     assert_ne!(code, Some(0), "adopt-hardware under an agent's run: {doc}");
     assert_eq!(doc["error_type"], "device_busy", "adopt-hardware: {doc}");
@@ -227,12 +223,9 @@ fn debugger_probes_before_init_runs_through_the_pipeline_and_leaves_a_report_whe
 }
 
 #[test]
-fn doctor_init_lease_status_and_recover_each_leave_an_audit_record() {
+fn lease_status_and_recover_each_leave_an_audit_record() {
     let world = world();
     for (args, tool) in [
-        (&["doctor"][..], "agentic_hil_doctor"),
-        // init's check of the configuration it kept is the doctor's, through the pipeline.
-        (&["init"][..], "agentic_hil_doctor"),
         (&["lease-status"][..], "hardware_lease_status"),
         (&["recover", "--confirm-safe-state"][..], "hardware_recover"),
     ] {
@@ -240,6 +233,27 @@ fn doctor_init_lease_status_and_recover_each_leave_an_audit_record() {
         assert!(doc["ok"].is_boolean(), "{args:?}: {doc}");
         assert_last_report_is(&world, tool);
         world.run_json(&["sim", "status"]);
+        assert_last_report_is(&world, "sim_status");
+    }
+}
+
+#[test]
+fn doctor_and_inits_check_answer_through_the_pipeline_and_leave_no_report() {
+    let world = world();
+    world.run_json(&["sim", "status"]);
+    for args in [&["doctor"][..], &["init"][..]] {
+        let (doc, _) = world.run_json(args);
+        let check = if args == ["init"] {
+            &doc["steps"]["doctor"]
+        } else {
+            &doc
+        };
+        assert!(check["ok"].is_boolean(), "{args:?}: {doc}");
+        // Only the pipeline's answer stamps the configuration in force.
+        if args == ["doctor"] {
+            assert_eq!(doc["tool"], "agentic_hil_doctor", "{doc}");
+            assert!(doc["config_in_force"].is_object(), "{doc}");
+        }
         assert_last_report_is(&world, "sim_status");
     }
 }
