@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use ahil_config::Environment;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// `agentic-hil grant KEY…` (`value` true) or `revoke KEY…` (false).
 pub fn set_permissions(workspace: &Path, env: &Environment, keys: &[String], value: bool) -> Value {
@@ -22,7 +22,8 @@ pub fn com_ports() -> Value {
     ahil_gate::actions::com_ports::available_ports()
 }
 
-/// `agentic-hil adopt-hardware`: fill the configuration from the attached board.
+/// `agentic-hil adopt-hardware`: fill the configuration from the attached board, as the
+/// operator-only tool `adopt_hardware` (it holds every device of the bench while it works).
 pub fn adopt_hardware(
     workspace: &Path,
     env: &Environment,
@@ -30,23 +31,43 @@ pub fn adopt_hardware(
     com_port: Option<&str>,
     probe_id: Option<&str>,
     dry_run: bool,
-) -> Value {
-    let target = ahil_gate::actions::config_adopt::Target {
-        debugger_id: debugger.map(str::to_owned),
-        probe_id: probe_id.map(str::to_owned),
-        com_port_id: com_port.map(str::to_owned),
+) -> anyhow::Result<Value> {
+    let tool = "adopt_hardware";
+    let loaded = match crate::logs::load_config(workspace, env) {
+        Ok(loaded) => loaded,
+        Err(err) => return Ok(ahil_gate::config_edit::operator::config_error(tool, &err)),
     };
-    ahil_gate::config_edit::operator::adopt_hardware(workspace, env, &target, dry_run).to_value()
+    let mut args = json!({"dry_run": dry_run});
+    for (key, value) in [
+        ("debugger_id", debugger),
+        ("com_port_id", com_port),
+        ("probe_id", probe_id),
+    ] {
+        if let Some(value) = value {
+            args[key] = json!(value);
+        }
+    }
+    Ok(crate::operator_cli::call(loaded, env, tool, args)?.to_value())
 }
 
 /// `agentic-hil debugger-probes`: the probes the configured debugger sees, through the gate as the
-/// operator's CLI (its device locks name `operator-cli`).
+/// operator's CLI (its device locks name `operator-cli`). Before `init` the operator-only
+/// `debugger_probes_bootstrap` asks the host instead, on a gate over the configuration `init`
+/// would write (never written), so its report lands where the project's own will.
 pub fn debugger_probes(workspace: &Path, env: &Environment) -> anyhow::Result<Value> {
-    let loaded = match crate::logs::load_config(workspace, env) {
-        Ok(loaded) => loaded,
+    let (loaded, tool) = match crate::logs::load_config(workspace, env) {
+        Ok(loaded) => (loaded, "debugger_probes_list"),
         // Before `init` there is no backend to ask, but the operator needs a probe id to write one.
         Err(err) if err.error_type() == "config_file_not_found" => {
-            return Ok(ahil_gate::bootstrap::probes_without_config(workspace, env).to_value());
+            match ahil_gate::bootstrap::bench_before_init(workspace, env) {
+                Ok(loaded) => (loaded, "debugger_probes_bootstrap"),
+                Err(err) => {
+                    return Ok(ahil_gate::config_edit::operator::config_error(
+                        "debugger_probes_bootstrap",
+                        &err,
+                    ));
+                }
+            }
         }
         Err(err) => {
             return Ok(ahil_gate::config_edit::operator::config_error(
@@ -55,11 +76,5 @@ pub fn debugger_probes(workspace: &Path, env: &Environment) -> anyhow::Result<Va
             ));
         }
     };
-    let bench = ahil_gate::Bench::provisioned_as(loaded, env.clone(), "operator-cli");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    Ok(runtime
-        .block_on(bench.call("debugger_probes_list", serde_json::json!({})))
-        .to_value())
+    Ok(crate::operator_cli::call(loaded, env, tool, json!({}))?.to_value())
 }

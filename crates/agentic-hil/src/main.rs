@@ -10,6 +10,7 @@ mod files;
 mod install;
 mod logs;
 mod mcp;
+mod operator_cli;
 mod plans;
 mod reactor_cli;
 mod render;
@@ -154,7 +155,7 @@ fn report(
 ) -> anyhow::Result<Result<Value, ExitCode>> {
     Ok(Ok(match command {
         Command::Init { force, agent } => install::init(workspace, env, *force, *agent),
-        Command::Doctor => to_value(&ahil_gate::doctor(workspace, env))?,
+        Command::Doctor => operator_cli::doctor(workspace, env).to_value(),
         Command::LeaseStatus => ahil_gate::operator::lease_status(workspace, env),
         Command::Recover {
             confirm_safe_state,
@@ -188,7 +189,7 @@ fn report(
             com_port.as_deref(),
             probe_id.as_deref(),
             *dry_run,
-        ),
+        )?,
         Command::AgentInstall {
             agent,
             force,
@@ -272,10 +273,6 @@ fn report(
 fn workspace_dir() -> anyhow::Result<std::path::PathBuf> {
     let cwd = std::env::current_dir()?;
     Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
-}
-
-fn to_value<T: serde::Serialize>(value: &T) -> anyhow::Result<Value> {
-    Ok(serde_json::to_value(value)?)
 }
 
 fn print_raw_json(value: &Value) -> anyhow::Result<()> {

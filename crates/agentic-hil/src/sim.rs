@@ -7,8 +7,7 @@
 use std::path::Path;
 
 use ahil_config::Environment;
-use ahil_gate::Bench;
-use ahil_gate::sim;
+use ahil_gate::ErrorType;
 use serde_json::{Value, json};
 
 use crate::cli::SimCommand;
@@ -19,7 +18,7 @@ pub fn run(workspace: &Path, env: &Environment, command: &SimCommand) -> anyhow:
         Ok(loaded) => loaded,
         Err(error) => {
             return Ok(refused(
-                error.error_type(),
+                ErrorType::layer(error.error_type()),
                 &format!("The configuration could not be loaded: {}", error.summary()),
             ));
         }
@@ -46,11 +45,7 @@ pub fn run(workspace: &Path, env: &Environment, command: &SimCommand) -> anyhow:
             args["image"] = json!(built.display().to_string());
         }
     }
-    let bench = Bench::provisioned_as(loaded, env.clone(), ahil_gate::OPERATOR_CLI);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    Ok(runtime.block_on(bench.call(tool, args)).to_value())
+    Ok(crate::operator_cli::call(loaded, env, tool, args)?.to_value())
 }
 
 /// The hidden supervisor `sim start` leaves behind: it runs the board until QEMU exits.
@@ -59,16 +54,17 @@ fn supervise(
     debugger: Option<&str>,
     image: Option<&Path>,
 ) -> Value {
-    let spec = match sim::board_spec(loaded, debugger) {
+    let spec = match ahil_gate::sim::board_spec(loaded, debugger) {
         Ok(spec) => spec,
-        Err(error) => return refused("not_supported", &error.to_string()),
+        Err(error) => return refused(ErrorType::NotSupported, &error.to_string()),
     };
-    match sim::supervise(&spec, image) {
+    match ahil_gate::sim::supervise(&spec, image) {
         Ok(()) => json!({"ok": true, "summary": "The emulated board ended."}),
-        Err(error) => refused("sim_failed", &error.to_string()),
+        Err(error) => refused(ErrorType::SimFailed, &error.to_string()),
     }
 }
 
-fn refused(error_type: &str, summary: &str) -> Value {
+/// A refusal names only a catalogued [`ErrorType`].
+fn refused(error_type: ErrorType, summary: &str) -> Value {
     json!({"ok": false, "error_type": error_type, "summary": summary})
 }

@@ -368,3 +368,172 @@ fn the_binary_loads_its_configuration_only_through_the_log_sinks_loader() {
         "these load the configuration without logs::load_config: {elsewhere:?}"
     );
 }
+
+/// The gate's facade as the binary sees it. The core's modules (re-exported by the gate) name no
+/// driver (`the_gate_core_sources_name_no_driver`), so any of their items is harmless; of the
+/// gate's own items only these, none of which contacts hardware except through [`Bench`] or as a
+/// child process the gate itself starts.
+const FACADE: &[&str] = &[
+    // The pipeline and its answer.
+    "Bench",
+    "Outcome",
+    "ErrorType",
+    "ToolSpec",
+    "OPERATOR_CLI",
+    "overall_success",
+    "overall_success_value",
+    "conclusive_success",
+    "conclusive_success_value",
+    // Configuration and coordination records only: no device is opened.
+    "provision::init",
+    "doctor::config_error",
+    "bootstrap::bench_before_init",
+    "config_edit::operator::set_permissions",
+    "config_edit::operator::preview_reload",
+    "config_edit::operator::config_error",
+    "operator::recover",
+    "operator::lease_status",
+    "operator::RecoverOptions",
+    "observe",
+    "reactor",
+    "child",
+    "artifacts::Stager::release_process",
+    // The host's serial port inventory (sysfs and udev); no port is opened.
+    "actions::com_ports::available_ports",
+    // Children the gate starts and keeps: the emulated board's keeper (`sim supervise`, started
+    // by `sim_start` under the board's lock), the probe-rs worker and the CAN broker. Each is the
+    // binary re-executed, so its entry point must be reachable from `main`.
+    "sim::board_spec",
+    "sim::supervise",
+    "actions::probe_rs::worker",
+    "can::broker::server::main",
+];
+
+/// The core's modules as the gate re-exports them (`ahil-gate/src/lib.rs`).
+const CORE_MODULES: &[&str] = &[
+    "audit",
+    "cancel",
+    "catalogue",
+    "catalogue_output",
+    "claims",
+    "envelope",
+    "fsio",
+    "incidents",
+    "ownership",
+    "policy",
+    "progress",
+    "snapshot",
+    "validate",
+];
+
+/// Every `ahil_gate::…` path `text` names, `use` groups (`ahil_gate::{a, b::{c}}`) expanded.
+fn gate_paths(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("ahil_gate::") {
+        rest = &rest[at + "ahil_gate::".len()..];
+        expand("", rest, &mut found);
+    }
+    found
+}
+
+/// The path at the start of `text` under `prefix`, with any group it opens.
+fn expand(prefix: &str, text: &str, found: &mut Vec<String>) {
+    let end = text
+        .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+        .unwrap_or(text.len());
+    let path = format!("{prefix}{}", &text[..end]);
+    if !text[end..].starts_with('{') {
+        found.push(path.trim_end_matches(':').to_owned());
+        return;
+    }
+    let group = &text[end + 1..];
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                item(&path, &group[start..at], found);
+                return;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                item(&path, &group[start..at], found);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+}
+
+fn item(prefix: &str, text: &str, found: &mut Vec<String>) {
+    let text = text.trim();
+    let name = if text.contains('{') {
+        text
+    } else {
+        text.split(" as ").next().unwrap_or(text).trim()
+    };
+    if name.is_empty() {
+        return;
+    }
+    if name == "self" {
+        found.push(prefix.trim_end_matches(':').to_owned());
+    } else {
+        expand(prefix, name, found);
+    }
+}
+
+/// `path` is the facade item `allowed` or something under it.
+fn under(path: &str, allowed: &str) -> bool {
+    path == allowed || path.starts_with(&format!("{allowed}::"))
+}
+
+/// Issue #24 item 7: every operator command that touches hardware goes through the pipeline, so the
+/// binary reaches the gate through a small facade. A hardware-touching function the binary called
+/// directly (`doctor`, bootstrap's listing, the adoption, `sim::stop`) would bypass the device
+/// locks and the report.
+#[test]
+fn the_binary_uses_only_the_gates_facade() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut used = BTreeSet::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("a source file reads");
+        // Comments may name any path; only code reaches one.
+        let code = text
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for path in gate_paths(&code) {
+            used.insert(path);
+        }
+    }
+    assert!(
+        used.contains("Bench") && used.contains("sim::supervise"),
+        "the scan reads the binary's uses of the gate: {used:?}"
+    );
+    let outside: Vec<&String> = used
+        .iter()
+        .filter(|path| {
+            !CORE_MODULES.iter().any(|module| under(path, module))
+                && !FACADE.iter().any(|allowed| under(path, allowed))
+        })
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "the binary reaches past the gate's facade (run hardware through `Bench::call`): {outside:?}"
+    );
+}
+
+#[test]
+fn the_facade_scan_expands_use_groups() {
+    assert_eq!(
+        gate_paths(
+            "use ahil_gate::{Bench, audit::{self, Sink as S}};\nahil_gate::sim::stop(&spec)"
+        ),
+        ["Bench", "audit", "audit::Sink", "sim::stop"]
+    );
+}

@@ -1,7 +1,8 @@
 //! Black-box: the operator's commands that touch hardware go through the gate's pipeline, as an
-//! agent's tool calls do. `sim start | stop` hold the emulated board's device lock (an agent's run on
-//! the board refuses them before the board is touched); `sim status` only looks, as
-//! `hardware_lease_status` does; each leaves an audit record.
+//! agent's tool calls do. `sim start | stop` and `adopt-hardware` hold the board's device locks (an
+//! agent's run on the board refuses them before the board is touched); `sim status`, `doctor` and
+//! `debugger-probes` before `init` only look, as `hardware_lease_status` does; each leaves an audit
+//! record, and so do `lease-status` and `recover`.
 
 mod support;
 
@@ -43,6 +44,20 @@ impl Drop for Board<'_> {
     }
 }
 
+/// The board started (its `sim start` answer), and an agent's MCP server holding it in a run.
+async fn board_held_by_an_agents_run(world: &World) -> (serde_json::Value, support::Client) {
+    let (started, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
+    assert_eq!(code, Some(0), "sim start: {started}");
+    let client = support::connect(world).await;
+    ok(
+        &client,
+        "bench_run_start",
+        json!({"devices": [{"kind": "debugger"}], "label": "agent"}),
+    )
+    .await;
+    (started, client)
+}
+
 fn alive(pid: i64) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
@@ -71,18 +86,9 @@ fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
 async fn sim_stop_is_refused_device_busy_while_an_agents_run_holds_the_board_and_status_still_looks()
  {
     let world = world();
-    let (started, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
     let board = Board(&world);
-    assert_eq!(code, Some(0), "sim start: {started}");
+    let (started, client) = board_held_by_an_agents_run(&world).await;
     let pid = started["pid"].as_i64().expect("sim start names QEMU's pid");
-
-    let client = support::connect(&world).await;
-    ok(
-        &client,
-        "bench_run_start",
-        json!({"devices": [{"kind": "debugger"}], "label": "agent"}),
-    )
-    .await;
     let (doc, code) = world.run_json(&["sim", "stop"]);
     assert_ne!(code, Some(0), "sim stop under an agent's run: {doc}");
     assert_eq!(doc["error_type"], "device_busy", "sim stop: {doc}");
@@ -123,12 +129,7 @@ fn sim_commands_leave_an_audit_record_as_the_operator_cli() {
     ] {
         let (doc, code) = world.run_json(args);
         assert_eq!(code, Some(0), "{tool}: {doc}");
-        let report = last_report(&world);
-        assert!(
-            report.contains(&format!("\"tool\": \"{tool}\""))
-                || report.contains(&format!("\"tool\":\"{tool}\"")),
-            "the last report is {tool}'s: {report}"
-        );
+        assert_last_report_is(&world, tool);
         // The workspace's view of that report, mirrored from the trusted copy.
         let view = std::fs::read_to_string(
             world
@@ -151,13 +152,108 @@ fn an_mcp_server_answers_an_operator_only_tool_as_unknown() {
     runtime.block_on(async {
         let client = support::connect(&world).await;
         let listed = client.list_all_tools().await.expect("tools/list");
-        assert!(
-            listed.iter().all(|tool| !tool.name.starts_with("sim_")),
-            "no operator-only tool is listed"
-        );
-        let (doc, is_error) = support::call(&client, "sim_stop", json!({})).await;
-        assert!(is_error, "{doc}");
-        assert_eq!(doc["error_type"], "unknown_tool", "{doc}");
+        for operator_only in [
+            "sim_start",
+            "sim_stop",
+            "sim_status",
+            "adopt_hardware",
+            "debugger_probes_bootstrap",
+            "agentic_hil_doctor",
+        ] {
+            assert!(
+                listed.iter().all(|tool| tool.name != operator_only),
+                "{operator_only} is not listed"
+            );
+            let (doc, is_error) = support::call(&client, operator_only, json!({})).await;
+            assert!(is_error, "{doc}");
+            assert_eq!(doc["error_type"], "unknown_tool", "{operator_only}: {doc}");
+        }
         client.cancel().await.expect("the server closes");
     });
+}
+
+/// The last report names `tool`.
+fn assert_last_report_is(world: &World, tool: &str) {
+    let report = last_report(world);
+    assert!(
+        report.contains(&format!("\"tool\": \"{tool}\""))
+            || report.contains(&format!("\"tool\":\"{tool}\"")),
+        "the last report is {tool}'s: {report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopt_hardware_is_refused_device_busy_while_an_agents_run_holds_the_board_and_writes_nothing()
+ {
+    let world = world();
+    let board = Board(&world);
+    let before = std::fs::read_to_string(world.config_path()).expect("config");
+    let (_, client) = board_held_by_an_agents_run(&world).await;
+    let (doc, code) = world.run_json(&["adopt-hardware", "--com-port", "uart"]);
+    assert_ne!(code, Some(0), "adopt-hardware under an agent's run: {doc}");
+    assert_eq!(doc["error_type"], "device_busy", "adopt-hardware: {doc}");
+    assert_eq!(doc["target_contacted"], false, "adopt-hardware: {doc}");
+    let after = std::fs::read_to_string(world.config_path()).expect("config");
+    assert_eq!(after, before, "a refused adoption writes nothing");
+
+    ok(&client, "bench_run_stop", json!({})).await;
+    let (doc, code) = world.run_json(&["adopt-hardware", "--com-port", "uart"]);
+    assert_eq!(code, Some(0), "adopt-hardware once the run ended: {doc}");
+    assert_eq!(doc["applied"], true, "{doc}");
+    assert_last_report_is(&world, "adopt_hardware");
+    drop(board);
+    client.cancel().await.expect("the server closes");
+}
+
+#[test]
+fn debugger_probes_before_init_runs_through_the_pipeline_and_leaves_a_report_where_init_will() {
+    let world = World::new();
+    let (doc, code) = world.run_json(&["debugger-probes"]);
+    assert_eq!(code, Some(0), "debugger-probes before init: {doc}");
+    assert_eq!(doc["source"], "bootstrap", "{doc}");
+    assert_eq!(doc["tool"], "debugger_probes_bootstrap", "{doc}");
+    assert_last_report_is(&world, "debugger_probes_bootstrap");
+    let (doc, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init after a listing: {doc}");
+    assert_eq!(
+        doc["steps"]["config"]["skipped"],
+        serde_json::Value::Null,
+        "the bench before init was never written: {doc}"
+    );
+}
+
+#[test]
+fn lease_status_and_recover_each_leave_an_audit_record() {
+    let world = world();
+    for (args, tool) in [
+        (&["lease-status"][..], "hardware_lease_status"),
+        (&["recover", "--confirm-safe-state"][..], "hardware_recover"),
+    ] {
+        let (doc, _) = world.run_json(args);
+        assert!(doc["ok"].is_boolean(), "{args:?}: {doc}");
+        assert_last_report_is(&world, tool);
+        world.run_json(&["sim", "status"]);
+        assert_last_report_is(&world, "sim_status");
+    }
+}
+
+#[test]
+fn doctor_and_inits_check_answer_through_the_pipeline_and_leave_no_report() {
+    let world = world();
+    world.run_json(&["sim", "status"]);
+    for args in [&["doctor"][..], &["init"][..]] {
+        let (doc, _) = world.run_json(args);
+        let check = if args == ["init"] {
+            &doc["steps"]["doctor"]
+        } else {
+            &doc
+        };
+        assert!(check["ok"].is_boolean(), "{args:?}: {doc}");
+        // Only the pipeline's answer stamps the configuration in force.
+        if args == ["doctor"] {
+            assert_eq!(doc["tool"], "agentic_hil_doctor", "{doc}");
+            assert!(doc["config_in_force"].is_object(), "{doc}");
+        }
+        assert_last_report_is(&world, "sim_status");
+    }
 }

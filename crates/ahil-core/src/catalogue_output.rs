@@ -108,7 +108,8 @@ fn tool_fields(id: ToolId) -> (Value, Value) {
         T::ProjectConfigDescribe => (config::config_family(), config::project_config_describe()),
         T::ProjectConfigCreate => (config::config_family(), config::project_config_create()),
         T::ProjectConfigSet => (config::config_family(), config::project_config_set()),
-        T::ProjectConfigAdoptHardware => (
+        // The operator's adoption answers as the agent's does.
+        T::ProjectConfigAdoptHardware | T::AdoptHardware => (
             config::config_family(),
             config::project_config_adopt_hardware(),
         ),
@@ -145,7 +146,10 @@ fn tool_fields(id: ToolId) -> (Value, Value) {
         T::BenchRunStart => (bench::bench_family(), bench::bench_run_start()),
         T::BenchRunStop => (bench::bench_family(), bench::bench_run_stop()),
         T::BenchRunStatus => (bench::bench_family(), bench::bench_run_status()),
-        T::DebuggerProbesList => (bench::bench_family(), bench::debugger_probes_list()),
+        // Before `init` the listing answers in the configured listing's shape.
+        T::DebuggerProbesList | T::DebuggerProbesBootstrap => {
+            (bench::bench_family(), bench::debugger_probes_list())
+        }
         T::ProbeTarget => (bench::bench_family(), bench::probe_target()),
         T::FlashFirmware => (bench::bench_family(), bench::flash_firmware_fields()),
         T::ResetTarget => (bench::bench_family(), bench::reset_target()),
@@ -156,6 +160,7 @@ fn tool_fields(id: ToolId) -> (Value, Value) {
         T::TestReactorStatus => (bench::bench_family(), bench::test_reactor_status()),
         T::TestReactorStop => (bench::bench_family(), bench::test_reactor_stop()),
         T::SimStart | T::SimStop | T::SimStatus => (bench::bench_family(), bench::sim()),
+        T::Doctor => (bench::bench_family(), bench::doctor()),
         T::ClassifyLastError => (bench::bench_family(), bench::classify_last_error()),
     }
 }

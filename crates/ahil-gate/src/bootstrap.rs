@@ -15,13 +15,38 @@ use serde_json::{Value, json};
 
 use crate::envelope::Outcome;
 
-const TOOL: ToolId = ToolId::DebuggerProbesList;
+const TOOL: ToolId = ToolId::DebuggerProbesBootstrap;
 /// STM32CubeProgrammer's listing takes a few seconds; one that hangs is not waited for.
 const LIST_LIMIT: Duration = Duration::from_secs(30);
 const USB_DEVICES: &str = "/sys/bus/usb/devices";
 
+/// The device lock the listing holds: STM32CubeProgrammer's, keyed as a configured ST-LINK entry
+/// without a probe id keys it, so an agent's session through the same program refuses the listing.
+/// The USB inventory reads sysfs only and takes none.
+pub(crate) fn lister_key(workspace: &Path, env: &Environment) -> Option<String> {
+    let cli = autodetect_tool(DebuggerType::Stlink, workspace, env)?;
+    let entry = ahil_config::Debugger {
+        kind: DebuggerType::Stlink,
+        ..ahil_config::Debugger::default()
+    };
+    Some(entry.lock_key(cli.to_str()))
+}
+
+/// A bench for a workspace before `init`: the configuration `init` would write (its default state
+/// root, no device bound), never written. The operator's listing before a configuration runs
+/// through it, so its report lands where the project's own reports will.
+pub fn bench_before_init(
+    workspace: &Path,
+    env: &Environment,
+) -> Result<ahil_config::LoadedConfig, ahil_config::ConfigError> {
+    ahil_config::check_workspace_not_home(workspace, env)?;
+    let location = ahil_config::ConfigLocation::select(workspace, env)?;
+    let text = ahil_config::render_init_config(workspace, &ahil_config::default_state_root(env));
+    ahil_config::admit(text.as_bytes(), workspace, &location.path, env)
+}
+
 /// The probes this host shows, with no configuration to ask.
-pub fn probes_without_config(workspace: &Path, env: &Environment) -> Outcome {
+pub(crate) fn probes_without_config(workspace: &Path, env: &Environment) -> Outcome {
     let searched = [
         (
             DebuggerType::Stlink,

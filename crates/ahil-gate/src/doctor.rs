@@ -11,9 +11,7 @@ use std::fs::{self, OpenOptions};
 use std::path::Path;
 use std::time::Duration;
 
-use ahil_config::{
-    Config, ConfigError, Environment, ExecutableState, LoadedConfig, load_authoritative,
-};
+use ahil_config::{Config, ConfigError, ExecutableState, LoadedConfig};
 use ahil_drivers::debugger_version;
 use serde_json::{Map, Value, json};
 
@@ -42,13 +40,21 @@ impl Finding {
 }
 
 /// Check the workspace's bench. `ok` is false whenever the bench cannot work (UNBOUND included).
-pub fn doctor(workspace: &Path, env: &Environment) -> Outcome {
-    let loaded = match load_authoritative(workspace, env) {
-        Ok(loaded) => loaded,
-        Err(error) => return config_error(&error),
-    };
-    let (debuggers_finding, targets_finding, debuggers) = check_debuggers(&loaded);
-    let binding_finding = check_binding(&loaded);
+/// The CLI loads the configuration itself and runs [`check`] through the pipeline; this is the
+/// same verdict for the unit tests.
+#[cfg(test)]
+pub(crate) fn doctor(workspace: &Path, env: &ahil_config::Environment) -> Outcome {
+    match ahil_config::load_authoritative(workspace, env) {
+        Ok(loaded) => check(&loaded),
+        Err(error) => config_error(&error),
+    }
+}
+
+/// The doctor's checks of a loaded bench: what the operator-only tool `agentic_hil_doctor` runs
+/// through the pipeline.
+pub(crate) fn check(loaded: &LoadedConfig) -> Outcome {
+    let (debuggers_finding, targets_finding, debuggers) = check_debuggers(loaded);
+    let binding_finding = check_binding(loaded);
     // The binding verdict also stands alone at the top, where the reference's doctor puts it.
     let binding = binding_finding.to_value();
     let findings: Vec<Finding> = [debuggers_finding]
@@ -94,7 +100,8 @@ pub fn doctor(workspace: &Path, env: &Environment) -> Outcome {
         .with("debuggers", Value::Object(debuggers))
 }
 
-fn config_error(error: &ConfigError) -> Outcome {
+/// The doctor's answer when the configuration does not load: nothing is run.
+pub fn config_error(error: &ConfigError) -> Outcome {
     let mut outcome = Outcome::refused(TOOL, ErrorType::layer(error.error_type()), error.summary());
     if let Some(field) = error.field() {
         outcome.set("field", field);

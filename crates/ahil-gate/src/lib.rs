@@ -63,7 +63,8 @@ pub mod child {
 
 pub use ahil_core::{ErrorType, OPERATOR_CLI};
 pub use catalogue::{ToolSpec, conclusive_success, conclusive_success_value, tools};
-pub use doctor::doctor;
+#[cfg(test)]
+pub(crate) use doctor::doctor;
 pub use envelope::{
     HardwareState, Outcome, SideEffectStatus, SuccessCheck, failed_success_check,
     failed_success_check_value, mark_side_effect, overall_success, overall_success_value,

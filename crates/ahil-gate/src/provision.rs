@@ -15,7 +15,14 @@ use crate::fsio;
 
 const TOOL: &str = "agentic_hil_init";
 
-pub fn init(workspace: &Path, env: &Environment, force: bool) -> Outcome {
+/// `check` is the doctor's verdict on the configuration as it stands after this step: the CLI runs
+/// it as the operator-only tool `agentic_hil_doctor` through the pipeline.
+pub fn init(
+    workspace: &Path,
+    env: &Environment,
+    force: bool,
+    check: impl FnOnce() -> Outcome,
+) -> Outcome {
     if let Err(err) = check_workspace_not_home(workspace, env) {
         return refusal(&err);
     }
@@ -48,7 +55,7 @@ pub fn init(workspace: &Path, env: &Environment, force: bool) -> Outcome {
             Err(outcome) => return *outcome,
         },
     };
-    let doctor = crate::doctor(workspace, env);
+    let doctor = check();
     let written = step.get("skipped").is_none();
     let summary = if written {
         format!("Wrote the configuration to {shown}.")
@@ -220,7 +227,7 @@ mod tests {
     #[test]
     fn init_writes_a_configuration_that_loads() {
         let (_root, ws, env) = world();
-        let outcome = init(&ws, &env, false);
+        let outcome = init(&ws, &env, false, || crate::doctor(&ws, &env));
         assert!(outcome.ok, "{}", outcome.to_value());
         let loaded = load_authoritative(&ws, &env).expect("the written file loads");
         assert_eq!(loaded.config.version, 3);
@@ -230,12 +237,12 @@ mod tests {
     #[test]
     fn init_keeps_an_existing_file_byte_for_byte() {
         let (_root, ws, env) = world();
-        init(&ws, &env, false);
+        init(&ws, &env, false, || crate::doctor(&ws, &env));
         let path = ahil_config::canonical_config_path(&ws, &env);
         let mut text = std::fs::read_to_string(&path).expect("read");
         text.push_str("# operator note\n");
         std::fs::write(&path, &text).expect("write");
-        let outcome = init(&ws, &env, false);
+        let outcome = init(&ws, &env, false, || crate::doctor(&ws, &env));
         assert!(outcome.ok);
         assert_eq!(std::fs::read_to_string(&path).expect("read"), text);
         assert_eq!(
@@ -247,13 +254,13 @@ mod tests {
     #[test]
     fn init_force_names_the_narrowings_it_discards() {
         let (_root, ws, env) = world();
-        init(&ws, &env, false);
+        init(&ws, &env, false, || crate::doctor(&ws, &env));
         let path = ahil_config::canonical_config_path(&ws, &env);
         let text = std::fs::read_to_string(&path)
             .expect("read")
             .replace("allow_recover: true", "allow_recover: false");
         std::fs::write(&path, text).expect("write");
-        let outcome = init(&ws, &env, true);
+        let outcome = init(&ws, &env, true, || crate::doctor(&ws, &env));
         assert!(outcome.ok);
         let step = &outcome.to_value()["steps"]["config"];
         assert_eq!(
@@ -265,14 +272,18 @@ mod tests {
     #[test]
     fn init_refuses_a_workspace_that_is_home() {
         let (_root, _ws, env) = world();
-        let outcome = init(&env.home.clone(), &env, false);
+        let outcome = init(&env.home.clone(), &env, false, || {
+            crate::doctor(&env.home, &env)
+        });
         assert_eq!(outcome.error_type.as_deref(), Some("workspace_is_home"));
     }
 
     #[test]
     fn no_absolute_home_path_appears_in_the_result() {
         let (_root, ws, env) = world();
-        let text = init(&ws, &env, false).to_value().to_string();
+        let text = init(&ws, &env, false, || crate::doctor(&ws, &env))
+            .to_value()
+            .to_string();
         assert!(!text.contains(&env.home.display().to_string()), "{text}");
     }
 }

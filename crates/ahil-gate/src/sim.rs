@@ -1,4 +1,7 @@
 //! The emulated board of a `qemu` debugger, for the CLI's `agentic-hil sim start | stop | status`.
+//! Those run as the operator-only tools of `actions/sim_board.rs`; only [`board_spec`] and
+//! [`supervise`] are public, for the hidden `sim supervise` child `sim_start` leaves running (the
+//! binary re-executed, so its entry point must be reachable from `main`).
 //!
 //! The binary never depends on drivers; it reaches the drivers' board supervisor
 //! (`ahil_drivers::qemu::board`) through this module. A board outlives the command that starts it:
@@ -96,7 +99,7 @@ pub fn board_spec(loaded: &LoadedConfig, name: Option<&str>) -> Result<BoardSpec
 
 /// What `status` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     /// No board answers in the directory.
     Stopped,
     /// QEMU answers QMP.
@@ -109,7 +112,7 @@ pub enum Status {
 }
 
 /// Whether the board of `spec` runs.
-pub fn status(spec: &BoardSpec) -> Status {
+pub(crate) fn status(spec: &BoardSpec) -> Status {
     match ahil_drivers::qemu::board::status(&spec.dir) {
         BoardState::NotRunning => Status::Stopped,
         BoardState::Running { pid, status } => Status::Running {
@@ -120,19 +123,19 @@ pub fn status(spec: &BoardSpec) -> Status {
 }
 
 /// Stop the board of `spec`; `Ok(false)` when none ran.
-pub fn stop(spec: &BoardSpec) -> Result<bool, SimCommandError> {
+pub(crate) fn stop(spec: &BoardSpec) -> Result<bool, SimCommandError> {
     Ok(ahil_drivers::qemu::board::stop(&spec.dir)?)
 }
 
 /// The supervisor's log, beside QEMU's own.
-pub fn supervisor_log(spec: &BoardSpec) -> PathBuf {
+pub(crate) fn supervisor_log(spec: &BoardSpec) -> PathBuf {
     spec.dir.join("supervisor.log")
 }
 
 /// Start the board detached: `program` (this binary) is run with `supervise_args` in its own process
 /// group, its stdio on the supervisor log, and this returns once QMP answers (and, when `runs`, once
 /// the supervisor has let the guest run).
-pub fn start_detached(
+pub(crate) fn start_detached(
     spec: &BoardSpec,
     program: &Path,
     supervise_args: &[String],

@@ -543,7 +543,8 @@ pub fn uninstall(env: &Environment, agents: &[Agent]) -> Value {
 
 /// `init [--agent A]`: the project's configuration, then (for Claude Code) the write refusals on it.
 pub fn init(workspace: &Path, env: &Environment, force: bool, agent: Option<Agent>) -> Value {
-    let mut doc = serde_json::to_value(ahil_gate::provision::init(workspace, env, force))
+    let check = || crate::operator_cli::doctor(workspace, env);
+    let mut doc = serde_json::to_value(ahil_gate::provision::init(workspace, env, force, check))
         .unwrap_or_else(|err| json!({"ok": false, "summary": err.to_string()}));
     if doc["ok"] != json!(true) {
         return doc;

@@ -142,6 +142,9 @@ pub enum ToolId {
     SimStart,
     SimStop,
     SimStatus,
+    AdoptHardware,
+    DebuggerProbesBootstrap,
+    Doctor,
 }
 
 impl ToolId {

@@ -30,6 +30,23 @@ fn sim_debugger_schema() -> Value {
     sim_schema(false)
 }
 
+fn adopt_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "debugger_id": {"type": "string", "minLength": 1, "description": "The debuggers entry to adopt; needed when several are bound."},
+            "probe_id": {"type": "string", "minLength": 1, "description": "The attached probe to adopt when several are listed."},
+            "com_port_id": {"type": "string", "minLength": 1, "description": "The com_ports entry the board's UART is written to."},
+            "dry_run": {"type": "boolean", "description": "Only propose; write nothing."},
+        },
+        "additionalProperties": false,
+    })
+}
+
+fn no_arguments() -> Value {
+    json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
 pub(super) const DECLARED: &[Declaration] = &[
     Declaration {
         id: ToolId::SimStart,
@@ -69,5 +86,44 @@ pub(super) const DECLARED: &[Declaration] = &[
         schema: sim_debugger_schema,
         availability: Availability::Operator,
         gate: OPERATOR,
+    },
+    Declaration {
+        id: ToolId::AdoptHardware,
+        name: "adopt_hardware",
+        title: "Adopt the attached board",
+        description: "`agentic-hil adopt-hardware`: fill the configuration from the attached board as the operator, holding every device of the bench.",
+        kind: Kind::Effect {
+            destructive: false,
+            idempotent: true,
+        },
+        open_world: false,
+        schema: adopt_schema,
+        availability: Availability::Operator,
+        gate: OPERATOR,
+    },
+    Declaration {
+        id: ToolId::DebuggerProbesBootstrap,
+        name: "debugger_probes_bootstrap",
+        title: "Probes before a configuration",
+        description: "`agentic-hil debugger-probes` before `init`: the probes this host shows, listed by STM32CubeProgrammer or read from the USB inventory.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Operator,
+        gate: OPERATOR,
+    },
+    Declaration {
+        id: ToolId::Doctor,
+        name: "agentic_hil_doctor",
+        title: "Check the bench",
+        description: "`agentic-hil doctor` (and `init`'s check): run each pinned toolchain's `--version` and say whether the bench is bound; opens no device.",
+        kind: Kind::ReadOnly,
+        open_world: false,
+        schema: no_arguments,
+        availability: Availability::Operator,
+        // Not audited: it opens no device and changes nothing, and a report of init's check (an
+        // unbound bench is `ok: false`) would be the agent's first `get_last_report` and
+        // `classify_last_error` answer after `init`.
+        gate: Gate::LOCAL,
     },
 ];

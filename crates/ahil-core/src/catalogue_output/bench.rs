@@ -163,6 +163,18 @@ pub(super) fn sim() -> Value {
     })
 }
 
+/// The operator's `agentic_hil_doctor` fields.
+pub(super) fn doctor() -> Value {
+    json!({
+        "config_path": text(),
+        "findings": {"type": "array", "items": {"type": "object"}},
+        "unhealthy": list(),
+        "bench_binding": object(),
+        "target": object(),
+        "debuggers": object(),
+    })
+}
+
 /// `classify_last_error`'s own fields.
 pub(super) fn classify_last_error() -> Value {
     json!({

@@ -200,6 +200,8 @@ pub fn discover_now(
 }
 
 /// Which probe and entries an adoption is about (the tool's optional arguments, the CLI's flags).
+/// The fields are the arguments' names.
+#[allow(clippy::struct_field_names)]
 #[derive(Debug, Clone, Default)]
 pub struct Target {
     pub debugger_id: Option<String>,

@@ -25,7 +25,7 @@ pub fn dispatch(tool: ToolId) -> Dispatch {
     use super::{
         artifact_upload, bench_run, can_buses, can_io, can_session, com_io, com_ports, com_session,
         config_adopt, config_create, config_reload, config_set, debug, debugger_info, describe,
-        lease, power, probe, reports, sim_board, test_reactor, upgrade,
+        lease, operator_bench, power, probe, reports, sim_board, test_reactor, upgrade,
     };
     use ToolId as T;
     Dispatch::Plan(match tool {
@@ -65,6 +65,7 @@ pub fn dispatch(tool: ToolId) -> Dispatch {
         }
         T::TestReactorStatus | T::TestReactorStop => test_reactor::plan,
         T::SimStart | T::SimStop | T::SimStatus => sim_board::plan,
+        T::AdoptHardware | T::DebuggerProbesBootstrap | T::Doctor => operator_bench::plan,
     })
 }
 

@@ -10,6 +10,7 @@ use ahil_drivers::Contact;
 use serde_json::{Value, json};
 
 use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::ErrorType;
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
 use crate::policy::Action;
@@ -25,15 +26,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         &[ToolId::SimStart, ToolId::SimStop, ToolId::SimStatus],
     )?;
     let tool = ctx.tool;
-    let refuse = |error_type: &str, summary: String| {
-        Box::new(Outcome::from_doc(
-            tool.name(),
-            refused(error_type, &summary),
-        ))
+    let refuse = |error_type: ErrorType, summary: String| {
+        Box::new(Outcome::refused(tool, error_type, summary).not_contacted())
     };
     let named = ctx.args.get("debugger").and_then(Value::as_str);
     let spec = sim::board_spec(ctx.loaded, named)
-        .map_err(|error| refuse("not_supported", error.to_string()))?;
+        .map_err(|error| refuse(ErrorType::NotSupported, error.to_string()))?;
     let image = ctx
         .args
         .get("image")
@@ -43,7 +41,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         && !path.is_file()
     {
         return Err(refuse(
-            "artifact_not_found",
+            ErrorType::ArtifactNotFound,
             "The --image file does not exist.".into(),
         ));
     }
@@ -90,7 +88,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     })
 }
 
-fn refused(error_type: &str, summary: &str) -> Value {
+/// A failed command's document; only a catalogued [`ErrorType`] can be named.
+fn refused(error_type: ErrorType, summary: &str) -> Value {
     json!({"ok": false, "error_type": error_type, "summary": summary})
 }
 
@@ -105,7 +104,7 @@ fn stop(spec: &BoardSpec) -> (Value, Contact) {
             Contact::none("no emulated board was running"),
         ),
         Err(error) => (
-            refused("sim_stop_failed", &error.to_string()),
+            refused(ErrorType::SimStopFailed, &error.to_string()),
             Contact::Possible,
         ),
     }
@@ -138,7 +137,7 @@ fn start(workspace: &Path, spec: &BoardSpec, image: Option<&Path>) -> (Value, Co
         Ok(program) => program,
         Err(error) => {
             return (
-                refused("sim_start_failed", &error.to_string()),
+                refused(ErrorType::SimStartFailed, &error.to_string()),
                 Contact::none("the supervisor was not started"),
             );
         }
@@ -169,7 +168,7 @@ fn start(workspace: &Path, spec: &BoardSpec, image: Option<&Path>) -> (Value, Co
             (document, Contact::Made)
         }
         Err(error) => (
-            refused("sim_start_failed", &error.to_string()),
+            refused(ErrorType::SimStartFailed, &error.to_string()),
             Contact::Possible,
         ),
     }

@@ -171,24 +171,16 @@ pub fn set_permissions(
     outcome
 }
 
-/// `agentic-hil adopt-hardware`: the operator's adoption, holding every device of the bench while it
-/// reads and writes; with `dry_run` it only proposes.
-pub fn adopt_hardware(
-    workspace: &Path,
+/// `agentic-hil adopt-hardware`: the operator's adoption, run by the operator-only tool
+/// `adopt_hardware`, whose call holds every device of the bench ([`device_keys`]) while this reads
+/// and writes; with `dry_run` it only proposes.
+pub(crate) fn adopt_held(
+    tool: crate::catalogue::ToolId,
+    loaded: &LoadedConfig,
     env: &Environment,
     target: &crate::actions::config_adopt::Target,
     dry_run: bool,
 ) -> Outcome {
-    let tool = crate::catalogue::ToolId::ProjectConfigAdoptHardware;
-    let loaded = match load_authoritative(workspace, env) {
-        Ok(loaded) => loaded,
-        Err(e) => return config_refusal(tool.name(), &e),
-    };
-    let ownership = Ownership::for_process(&env.home, "operator-cli");
-    let devices = bench_keys(&loaded);
-    if let Err(busy) = ownership.locks.acquire(&devices, Duration::ZERO) {
-        return busy.into_outcome(tool.name());
-    }
     let actor = if std::io::stdin().is_terminal() {
         Actor::Human
     } else {
@@ -198,10 +190,10 @@ pub fn adopt_hardware(
         actor,
         via: "cli:adopt-hardware",
     };
-    let outcome = match crate::actions::config_adopt::discover_now(tool, &loaded, target) {
+    match crate::actions::config_adopt::discover_now(tool, loaded, target) {
         Ok(discovered) => crate::actions::config_adopt::run(
             tool.name(),
-            &loaded,
+            loaded,
             env,
             target,
             (!dry_run).then_some((stamp, None)),
@@ -209,9 +201,7 @@ pub fn adopt_hardware(
             false,
         ),
         Err(refusal) => *refusal,
-    };
-    ownership.locks.release(&devices);
-    outcome
+    }
 }
 
 /// `section.entry.allow_x` is shorthand for `section.entry.permissions.allow_x`.
@@ -228,8 +218,23 @@ fn canonical_key(key: &str) -> String {
     key.to_owned()
 }
 
-/// The machine-wide lock keys of every configured device.
+/// The machine-wide lock keys of every configured device, with the host nodes their names lead to.
 fn bench_keys(loaded: &LoadedConfig) -> Vec<String> {
+    let mut keys = configured_keys(loaded);
+    // A session that holds a port by the node its link names must stop a grant moving too.
+    let nodes = crate::ownership::device_keys::Nodes::resolve(&loaded.config);
+    let host = crate::ownership::device_keys::host_keys(&loaded.config, &keys, &nodes);
+    keys.extend(host);
+    physical(keys)
+}
+
+/// The machine-wide lock keys of every configured device, by the names the configuration gives
+/// them: the pipeline adds the host nodes they lead to when it claims them.
+pub(crate) fn device_keys(loaded: &LoadedConfig) -> Vec<String> {
+    physical(configured_keys(loaded))
+}
+
+fn configured_keys(loaded: &LoadedConfig) -> Vec<String> {
     let config = &loaded.config;
     let mut keys: Vec<String> = config
         .debuggers
@@ -238,10 +243,10 @@ fn bench_keys(loaded: &LoadedConfig) -> Vec<String> {
         .collect();
     keys.extend(config.com_ports.iter().map(|(name, p)| p.lock_key(name)));
     keys.extend(config.can_buses.values().map(ahil_config::CanBus::lock_key));
-    // A session that holds a port by the node its link names must stop a grant moving too.
-    let nodes = crate::ownership::device_keys::Nodes::resolve(config);
-    let host = crate::ownership::device_keys::host_keys(config, &keys, &nodes);
-    keys.extend(host);
+    keys
+}
+
+fn physical(mut keys: Vec<String>) -> Vec<String> {
     keys.retain(|k| crate::ownership::device_lock::is_physical(k));
     keys.sort();
     keys.dedup();

@@ -417,6 +417,33 @@ pub(super) const ENTRIES: &[Entry] = &[
         []
     ),
     entry!(
+        "sim_failed",
+        "The emulated board's supervisor could not run the board, or QEMU ended with an error.",
+        [
+            "Read `summary` for QEMU's own words.",
+            "Run `agentic-hil sim status`, then `agentic-hil sim start` again."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
+        "sim_start_failed",
+        "The emulated board did not start: QEMU or its supervisor failed before the board was ready.",
+        [
+            "Read `summary` for what failed.",
+            "Run `agentic-hil doctor` to check the qemu debugger's executable, then start it again."
+        ],
+        ["Do not start QEMU by hand beside the supervisor: the gate would not know the board."]
+    ),
+    entry!(
+        "sim_stop_failed",
+        "The emulated board could not be stopped; it may still run.",
+        [
+            "Run `agentic-hil sim status` to see whether it still runs.",
+            "Run `agentic-hil sim stop` again."
+        ],
+        ["Do not kill QEMU by hand while an agent's session may hold the board."]
+    ),
+    entry!(
         "test_config_invalid",
         "The test plan does not satisfy its schema or its rules; `field` names the key at fault.",
         [
