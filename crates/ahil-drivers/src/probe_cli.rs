@@ -549,6 +549,45 @@ mod tests {
     }
 
     #[test]
+    fn every_cli_backend_is_named_as_the_configuration_spells_its_type() {
+        let settings = || fake::settings(Path::new("/bin/false"), None, Duration::from_secs(1));
+        let backends: [(Box<dyn CliProbe>, &str, &str); 5] = [
+            (
+                Box::new(crate::openocd::OpenOcd::new(settings(), "i.cfg", "t.cfg")),
+                "openocd",
+                "OpenOCD",
+            ),
+            (
+                Box::new(crate::pyocd::PyOcd::new(settings(), None)),
+                "pyocd",
+                "pyOCD",
+            ),
+            (
+                Box::new(crate::cubeprog::CubeProg::new(
+                    settings(),
+                    "SWD",
+                    crate::cubeprog::ConnectMode::Hotplug,
+                )),
+                "stlink",
+                "STM32CubeProgrammer",
+            ),
+            (
+                Box::new(crate::esptool::Esptool::new(settings(), "/dev/null", None)),
+                "esptool",
+                "esptool",
+            ),
+            (
+                Box::new(crate::probe_rs::ProbeRs::new(settings(), None, "swd")),
+                "probe-rs",
+                "probe-rs",
+            ),
+        ];
+        for (backend, name, product) in backends {
+            assert_eq!((backend.backend(), backend.product()), (name, product));
+        }
+    }
+
+    #[test]
     fn a_timed_out_run_fails_with_the_contact_the_backend_proved() {
         let Err(DriverError::Classified(failed)) = read(
             ran(Exit::TimedOut, ""),
