@@ -15,6 +15,14 @@ fn project_record(coordinator: &Coordinator) -> Value {
 }
 
 #[test]
+fn an_incident_adds_only_the_reasons_and_resources_it_does_not_list_yet() {
+    let mut incident = Incident::new(keys(&["a", "b"]), keys(&["probe:x"]));
+    incident.absorb(&keys(&["b", "c"]), &keys(&["probe:x", "serial:y"]));
+    assert_eq!(incident.reasons, keys(&["a", "b", "c"]));
+    assert_eq!(incident.resources, keys(&["probe:x", "serial:y"]));
+}
+
+#[test]
 fn a_clean_lease_leaves_the_project_released_and_the_lock_free() {
     let world = testkit::Fixture::new();
     world.write_config(&world.starter());
