@@ -124,12 +124,12 @@ fn an_audit_broken_lease_stands_until_the_operator_recovers_it() {
         attestation: "operator_confirmation",
         operator_statement: None,
     };
+    let changed = operator.recover(&request(Some("0000"))).unwrap_err();
+    assert_eq!(changed.error_type, "quarantine_changed");
     assert_eq!(
-        operator
-            .recover(&request(Some("0000")))
-            .unwrap_err()
-            .error_type,
-        "quarantine_changed"
+        changed.details["quarantine_id"],
+        id.as_str(),
+        "the refusal names the open incident"
     );
     let done = operator.recover(&request(Some(&id))).expect("recovered");
     assert_eq!(done["recovered_quarantine_id"], id.as_str());
