@@ -33,6 +33,59 @@ macro_rules! refusal_accessors {
 }
 pub(crate) use refusal_accessors;
 
+/// Declares a refusal enum of this crate: each variant boxes a [`Refusal`] (so a `Result` stays one
+/// pointer wide), its constructor adds the variant's advice when the site gave none, and
+/// `fn error_type` is the layer's one table of public names (the error catalogue's test reads its
+/// arms from the invocation).
+macro_rules! refusal_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $(
+                $(#[$doc:meta])*
+                $variant:ident, $constructor:ident, $advice:literal;
+            )+
+        }
+        fn error_type(&self) {
+            $($named:ident => $error_type:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+        pub enum $name {
+            $(
+                $(#[$doc])*
+                #[error("{}", .0.summary)]
+                $variant(Box<$crate::error::Refusal>),
+            )+
+        }
+
+        impl $name {
+            $(
+                pub(crate) fn $constructor(r: $crate::error::Refusal) -> Self {
+                    Self::$variant(Box::new(r.or_fix($advice)))
+                }
+            )+
+
+            fn refusal(&self) -> &$crate::error::Refusal {
+                match self {
+                    $(Self::$variant(r))|+ => r,
+                }
+            }
+
+            /// The stable public name of this refusal, shared with the reference.
+            pub fn error_type(&self) -> &'static str {
+                match self {
+                    $(Self::$named(_) => $error_type,)+
+                }
+            }
+
+            $crate::error::refusal_accessors!();
+        }
+    };
+}
+pub(crate) use refusal_enum;
+
 /// What a refusal says beyond its kind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Refusal {
@@ -88,81 +141,30 @@ impl Refusal {
     }
 }
 
-/// A configuration that cannot be used, and why.
-///
-/// Boxed payloads keep `Result<_, ConfigError>` one pointer wide.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ConfigError {
-    /// The document or its binding breaks a rule.
-    #[error("{}", .0.summary)]
-    Invalid(Box<Refusal>),
-    /// No file where the configuration should be.
-    #[error("{}", .0.summary)]
-    NotFound(Box<Refusal>),
-    /// A file exists but cannot be read as text.
-    #[error("{}", .0.summary)]
-    Unreadable(Box<Refusal>),
-    /// A path on the way to a file or directory is a link or not a directory.
-    #[error("{}", .0.summary)]
-    UnsafePath(Box<Refusal>),
-    /// The workspace is the home directory or contains it.
-    #[error("{}", .0.summary)]
-    WorkspaceIsHome(Box<Refusal>),
-}
-
-impl ConfigError {
-    pub(crate) fn invalid(r: Refusal) -> Self {
-        Self::Invalid(Box::new(r.or_fix(
-            "Correct the key named in `field`, then run `agentic-hil doctor`.",
-        )))
+refusal_enum! {
+    /// A configuration that cannot be used, and why.
+    pub enum ConfigError {
+        /// The document or its binding breaks a rule.
+        Invalid, invalid, "Correct the key named in `field`, then run `agentic-hil doctor`.";
+        /// No file where the configuration should be.
+        NotFound, not_found, "Run `agentic-hil init` in the workspace to write the configuration.";
+        /// A file exists but cannot be read as text.
+        Unreadable, unreadable,
+            "Make the file a readable UTF-8 regular file, then run `agentic-hil doctor`.";
+        /// A path on the way to a file or directory is a link or not a directory.
+        UnsafePath, unsafe_path,
+            "Name the real location: no symbolic link and no file may stand on the path.";
+        /// The workspace is the home directory or contains it.
+        WorkspaceIsHome, workspace_is_home,
+            "Change into the project directory and run the command there.";
     }
-
-    pub(crate) fn not_found(r: Refusal) -> Self {
-        Self::NotFound(Box::new(r.or_fix(
-            "Run `agentic-hil init` in the workspace to write the configuration.",
-        )))
+    fn error_type(&self) {
+        Invalid => "config_invalid",
+        NotFound => "config_file_not_found",
+        Unreadable => "config_unreadable",
+        UnsafePath => "unsafe_configured_path",
+        WorkspaceIsHome => "workspace_is_home",
     }
-
-    pub(crate) fn unreadable(r: Refusal) -> Self {
-        Self::Unreadable(Box::new(r.or_fix(
-            "Make the file a readable UTF-8 regular file, then run `agentic-hil doctor`.",
-        )))
-    }
-
-    pub(crate) fn unsafe_path(r: Refusal) -> Self {
-        Self::UnsafePath(Box::new(r.or_fix(
-            "Name the real location: no symbolic link and no file may stand on the path.",
-        )))
-    }
-
-    pub(crate) fn workspace_is_home(r: Refusal) -> Self {
-        Self::WorkspaceIsHome(Box::new(
-            r.or_fix("Change into the project directory and run the command there."),
-        ))
-    }
-
-    fn refusal(&self) -> &Refusal {
-        match self {
-            Self::Invalid(r)
-            | Self::NotFound(r)
-            | Self::Unreadable(r)
-            | Self::UnsafePath(r)
-            | Self::WorkspaceIsHome(r) => r,
-        }
-    }
-
-    /// The stable public name of this refusal.
-    pub fn error_type(&self) -> &'static str {
-        match self {
-            Self::Invalid(_) => "config_invalid",
-            Self::NotFound(_) => "config_file_not_found",
-            Self::Unreadable(_) => "config_unreadable",
-            Self::UnsafePath(_) => "unsafe_configured_path",
-            Self::WorkspaceIsHome(_) => "workspace_is_home",
-        }
-    }
-
-    refusal_accessors!();
 }
 
 #[cfg(test)]

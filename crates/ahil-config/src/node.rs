@@ -232,6 +232,16 @@ impl<'de> DeserializeSeed<'de> for KeySeed {
 
 struct KeyVisitor;
 
+/// Visits of every other scalar, each refused with [`NON_STRING_KEY`] (serde's default message
+/// would name the type instead).
+macro_rules! refuse_as_keys {
+    ($($visit:ident($($ty:ty)?)),+ $(,)?) => {$(
+        fn $visit<E: de::Error>(self $(, _: $ty)?) -> Result<String, E> {
+            Err(E::custom(NON_STRING_KEY))
+        }
+    )+};
+}
+
 impl Visitor<'_> for KeyVisitor {
     type Value = String;
 
@@ -244,30 +254,16 @@ impl Visitor<'_> for KeyVisitor {
     fn visit_string<E>(self, v: String) -> Result<String, E> {
         Ok(v)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<String, E> {
-        Err(E::custom(NON_STRING_KEY))
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<String, E> {
-        Err(E::custom(NON_STRING_KEY))
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<String, E> {
-        Err(E::custom(NON_STRING_KEY))
-    }
-    fn visit_i128<E: de::Error>(self, _: i128) -> Result<String, E> {
-        Err(E::custom(NON_STRING_KEY))
-    }
-    fn visit_u128<E: de::Error>(self, _: u128) -> Result<String, E> {
-        Err(E::custom(NON_STRING_KEY))
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<String, E> {
-        Err(E::custom(NON_STRING_KEY))
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<String, E> {
-        Err(E::custom(NON_STRING_KEY))
-    }
-    fn visit_none<E: de::Error>(self) -> Result<String, E> {
-        Err(E::custom(NON_STRING_KEY))
-    }
+    refuse_as_keys!(
+        visit_bool(bool),
+        visit_i64(i64),
+        visit_u64(u64),
+        visit_i128(i128),
+        visit_u128(u128),
+        visit_f64(f64),
+        visit_unit(),
+        visit_none(),
+    );
 }
 
 fn options() -> serde_saphyr::Options {
@@ -371,6 +367,11 @@ mod tests {
             let e = parse(doc).unwrap_err();
             assert_eq!(e.error_type(), "config_invalid", "{doc}");
             assert!(e.field().is_none());
+        }
+        // A scalar key is refused in our words, whatever its type.
+        for doc in ["1: a\n", "true: a\n", "~: a\n", "a:\n  2.5: x\n"] {
+            let reason = parse(doc).unwrap_err().details()["reason"].to_string();
+            assert!(reason.contains(NON_STRING_KEY), "{doc}: {reason}");
         }
     }
 

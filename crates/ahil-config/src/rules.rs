@@ -20,6 +20,18 @@ fn err(r: Refusal) -> ConfigError {
     ConfigError::invalid(r)
 }
 
+/// Refuses the first of `keys` that is set (a key this kind of entry does not take), in the words
+/// `refusal` gives for it.
+fn refuse_first_set<const N: usize>(
+    keys: [(&str, bool); N],
+    refusal: impl Fn(&str) -> Refusal,
+) -> Result<(), ConfigError> {
+    match keys.into_iter().find(|(_, set)| *set) {
+        Some((key, _)) => Err(err(refusal(key))),
+        None => Ok(()),
+    }
+}
+
 /// Resolves both roots lexically (after `~`) and checks they are absolute and disjoint.
 pub(crate) fn check_roots(cfg: &mut Config, home: &Path) -> Result<(), ConfigError> {
     for (field, raw) in [
@@ -88,18 +100,19 @@ fn check_backends(cfg: &Config) -> Result<(), ConfigError> {
         }
         check_qemu_keys(cfg, name, d)?;
         if d.kind == DebuggerType::ProbeRs {
-            for (key, set) in [
-                ("executable", d.executable.is_some()),
-                ("gdb_server_executable", d.gdb_server_executable.is_some()),
-            ] {
-                if set {
-                    return Err(err(refuse(
+            refuse_first_set(
+                [
+                    ("executable", d.executable.is_some()),
+                    ("gdb_server_executable", d.gdb_server_executable.is_some()),
+                ],
+                |key| {
+                    refuse(
                         at(key),
                         format!("A probe-rs debugger runs inside agentic-hil itself; it takes no `{key}`."),
                     )
-                    .fix(format!("Remove `{key}`."))));
-                }
-            }
+                    .fix(format!("Remove `{key}`."))
+                },
+            )?;
         }
         if d.kind == DebuggerType::Esptool {
             let Some(port) = &d.com_port else {
@@ -153,21 +166,22 @@ fn check_qemu_keys(
 ) -> Result<(), ConfigError> {
     let at = |k: &str| format!("debuggers.{name}.{k}");
     if d.kind != DebuggerType::Qemu {
-        for (key, set) in [
-            ("machine", d.machine.is_some()),
-            ("board_dir", d.board_dir.is_some()),
-        ] {
-            if set {
-                return Err(err(refuse(
+        refuse_first_set(
+            [
+                ("machine", d.machine.is_some()),
+                ("board_dir", d.board_dir.is_some()),
+            ],
+            |key| {
+                refuse(
                     at(key),
                     format!(
                         "Only a qemu debugger names `{key}`; this one is {}.",
                         d.kind.as_str()
                     ),
                 )
-                .fix(format!("Remove `{key}`, or set `type: qemu`."))));
-            }
-        }
+                .fix(format!("Remove `{key}`, or set `type: qemu`."))
+            },
+        )?;
         return Ok(());
     }
     let Some(raw) = &d.board_dir else {

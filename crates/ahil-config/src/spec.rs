@@ -74,6 +74,17 @@ pub(crate) struct Spec {
     pub post: Option<PostCheck>,
 }
 
+/// Builder methods that each set one optional field: `method => field: Type`.
+macro_rules! option_setters {
+    ($($method:ident => $field:ident: $ty:ty),+ $(,)?) => {$(
+        pub(crate) fn $method(mut self, value: $ty) -> Self {
+            self.$field = Some(value);
+            self
+        }
+    )+};
+}
+pub(crate) use option_setters;
+
 impl Spec {
     pub(crate) fn of(types: &[Ty]) -> Self {
         Self {
@@ -115,44 +126,24 @@ impl Spec {
         s
     }
 
-    pub(crate) fn default(mut self, v: Value) -> Self {
-        self.default = Some(v);
-        self
+    option_setters! {
+        default => default: Value,
+        pattern => pattern: Pattern,
+        min => minimum: f64,
+        max => maximum: f64,
+        above => exclusive_minimum: f64,
+        min_length => min_length: usize,
+        min_items => min_items: usize,
+        describe => description: &'static str,
+        post => post: PostCheck,
     }
+
     pub(crate) fn choices(mut self, v: &[Value]) -> Self {
         self.choices = Some(v.to_vec());
         self
     }
-    pub(crate) fn pattern(mut self, p: Pattern) -> Self {
-        self.pattern = Some(p);
-        self
-    }
-    pub(crate) fn min(mut self, v: f64) -> Self {
-        self.minimum = Some(v);
-        self
-    }
-    pub(crate) fn max(mut self, v: f64) -> Self {
-        self.maximum = Some(v);
-        self
-    }
-    pub(crate) fn above(mut self, v: f64) -> Self {
-        self.exclusive_minimum = Some(v);
-        self
-    }
-    pub(crate) fn min_length(mut self, n: usize) -> Self {
-        self.min_length = Some(n);
-        self
-    }
-    pub(crate) fn min_items(mut self, n: usize) -> Self {
-        self.min_items = Some(n);
-        self
-    }
     pub(crate) fn required(mut self, keys: &[&'static str]) -> Self {
         self.required = keys.to_vec();
-        self
-    }
-    pub(crate) fn describe(mut self, d: &'static str) -> Self {
-        self.description = Some(d);
         self
     }
     pub(crate) fn usb_id(mut self) -> Self {
@@ -161,10 +152,6 @@ impl Spec {
     }
     pub(crate) fn deprecated(mut self) -> Self {
         self.deprecated = true;
-        self
-    }
-    pub(crate) fn post(mut self, f: PostCheck) -> Self {
-        self.post = Some(f);
         self
     }
 

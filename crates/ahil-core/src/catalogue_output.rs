@@ -246,6 +246,13 @@ fn object() -> Value {
     json!({"type": "object"})
 }
 
+/// An object with these `properties`, or null where there is none (no provenance, no session).
+fn absent_or(properties: Value) -> Value {
+    let mut schema = json!({"type": ["null", "object"]});
+    schema["properties"] = properties;
+    schema
+}
+
 /// The envelope's fields (see `Outcome`), each typed and in the order the envelope writes them.
 fn envelope_properties() -> Map<String, Value> {
     let properties = json!({

@@ -6,9 +6,12 @@ use std::ffi::OsString;
 
 use serde_json::json;
 
+use crate::Backend;
 use crate::error::{Contact, DriverError, Transcript};
-use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
-use crate::probe_cli::{self, CliSettings, CliSuccess, Listing, Ran, any, failure};
+use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ResetMode};
+use crate::probe_cli::{
+    self, CliAnswers, CliSettings, CliSuccess, Listing, Ran, Reading, any, failure,
+};
 
 /// How flash connects (`connect_mode`): hot-plug, or under reset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,13 +172,8 @@ impl CubeProg {
     }
 
     fn run(&self, args: Vec<OsString>, budget: &Budget) -> Result<Ran, DriverError> {
-        probe_cli::run(
-            &self.settings.executable,
-            args,
-            self.settings.timeout,
-            budget,
-            "stm32_programmer_cli_not_found",
-        )
+        self.settings
+            .run(args, budget, "stm32_programmer_cli_not_found")
     }
 
     /// Success only on exit 0, no failure words, and every expected sentence present.
@@ -190,26 +188,19 @@ impl CubeProg {
         let class = classify(&output, flashing);
         let pre_contact =
             class == "probe_not_found" || (read_only && class == "target_not_detected");
-        let contact = if pre_contact {
-            Contact::none("the programmer's own words say no probe or target was opened")
-        } else {
-            Contact::Possible
+        let proof = "the programmer's own words say no probe or target was opened";
+        let (ran, contact) = match probe_cli::read(ran, &output, class, pre_contact, proof)? {
+            Reading::Clean(ran) => {
+                return probe_cli::confirm(
+                    &output,
+                    expected,
+                    unconfirmed,
+                    probe_cli::public,
+                    vec![ran.transcript],
+                );
+            }
+            Reading::Failed(ran, contact) => (ran, contact),
         };
-        if ran.timed_out() {
-            return Err(probe_cli::timed_out(ran, contact));
-        }
-        if ran.code() == Some(0)
-            && class == "unknown_debugger_error"
-            && !probe_cli::contains_failure_text(&output)
-        {
-            return probe_cli::confirm(
-                &output,
-                expected,
-                unconfirmed,
-                probe_cli::public,
-                vec![ran.transcript],
-            );
-        }
         let transcript: Transcript = ran.transcript;
         let mut failed = failure(class, contact, vec![transcript.clone()]);
         if class == "flash_erase_failed" {
@@ -260,17 +251,10 @@ impl CubeProg {
 }
 
 impl DebugProbe for CubeProg {
-    type Listed = Listing;
-    type Probed = CliSuccess;
-    type Flashed = CliSuccess;
-    type Reset = CliSuccess;
+    type Answers = CliAnswers;
 
-    fn backend(&self) -> &'static str {
-        "stlink"
-    }
-
-    fn product(&self) -> &'static str {
-        "STM32CubeProgrammer"
+    fn kind(&self) -> Backend {
+        Backend::StLink
     }
 
     fn list_probes(&self, budget: &Budget) -> Result<Listing, DriverError> {
@@ -300,18 +284,7 @@ impl DebugProbe for CubeProg {
                 vec![ran.transcript],
             )));
         }
-        Ok(Listing {
-            probes: serials
-                .into_iter()
-                .map(|id| ProbeInfo {
-                    id,
-                    description: "ST-LINK".into(),
-                })
-                .collect(),
-            complete: true,
-            note: None,
-            transcripts: vec![ran.transcript],
-        })
+        Ok(Listing::complete(serials, "ST-LINK", ran.transcript))
     }
 
     fn probe(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {

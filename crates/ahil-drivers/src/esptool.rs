@@ -13,9 +13,10 @@ use std::ffi::OsString;
 
 use serde_json::{Map, json};
 
+use crate::Backend;
 use crate::error::{Classified, Contact, DriverError, Transcript};
 use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ResetMode};
-use crate::probe_cli::{self, CliSettings, CliSuccess, Listing, Ran, any};
+use crate::probe_cli::{self, CliAnswers, CliSettings, CliSuccess, Listing, Ran, any};
 
 /// The esptool major version whose command spelling and output this backend reads.
 pub const SUPPORTED_MAJOR: u32 = 5;
@@ -196,13 +197,7 @@ impl Esptool {
     }
 
     fn run(&self, args: Vec<OsString>, budget: &Budget) -> Result<Ran, DriverError> {
-        probe_cli::run(
-            &self.settings.executable,
-            args,
-            self.settings.timeout,
-            budget,
-            "esptool_not_found",
-        )
+        self.settings.run(args, budget, "esptool_not_found")
     }
 
     /// The installed version, when it is one this backend reads. Runs `esptool version` only.
@@ -291,17 +286,10 @@ impl Esptool {
 }
 
 impl DebugProbe for Esptool {
-    type Listed = Listing;
-    type Probed = CliSuccess;
-    type Flashed = CliSuccess;
-    type Reset = CliSuccess;
+    type Answers = CliAnswers;
 
-    fn backend(&self) -> &'static str {
-        "esptool"
-    }
-
-    fn product(&self) -> &'static str {
-        "esptool"
+    fn kind(&self) -> Backend {
+        Backend::Esptool
     }
 
     fn list_probes(&self, _budget: &Budget) -> Result<Listing, DriverError> {

@@ -17,9 +17,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::Backend;
 use crate::error::{Classified, Contact, DriverError};
 use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ResetMode};
-use crate::probe_cli::{self, CliSettings, CliSuccess, Listing, Ran, failure, failure_lines};
+use crate::probe_cli::{
+    self, CliAnswers, CliSettings, CliSuccess, Listing, Ran, failure, failure_lines,
+};
 
 pub use classify::classify;
 
@@ -125,13 +128,9 @@ impl OpenOcd {
         budget: &Budget,
     ) -> Result<CliSuccess, DriverError> {
         let script = Self::script(operation, action);
-        let ran = probe_cli::run(
-            &self.settings.executable,
-            self.argv(&script),
-            self.settings.timeout,
-            budget,
-            "openocd_not_found",
-        )?;
+        let ran = self
+            .settings
+            .run(self.argv(&script), budget, "openocd_not_found")?;
         decide(
             operation,
             &script,
@@ -298,17 +297,10 @@ fn decide(
 }
 
 impl DebugProbe for OpenOcd {
-    type Listed = Listing;
-    type Probed = CliSuccess;
-    type Flashed = CliSuccess;
-    type Reset = CliSuccess;
+    type Answers = CliAnswers;
 
-    fn backend(&self) -> &'static str {
-        "openocd"
-    }
-
-    fn product(&self) -> &'static str {
-        "OpenOCD"
+    fn kind(&self) -> Backend {
+        Backend::OpenOcd
     }
 
     fn list_probes(&self, _budget: &Budget) -> Result<Listing, DriverError> {

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::DriverError;
 use crate::process::CancelFlag;
+use crate::version::Backend;
 
 /// How a reset leaves the core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -262,12 +263,9 @@ impl fmt::Debug for GdbTarget {
     }
 }
 
-/// A debug-probe backend: the emulated board and every CLI backend (OpenOCD, pyOCD,
-/// STM32CubeProgrammer, esptool, probe-rs). Every method is blocking (async callers use
-/// `spawn_blocking`), honours the budget, runs children in their own process groups, and reports
-/// [`crate::Contact`] in its errors. Each backend answers with its own evidence: the emulated board's
-/// typed reports, a CLI backend's transcripts ([`crate::probe_cli::CliProbe`]).
-pub trait DebugProbe: Send + Sync {
+/// What a kind of backend answers to each call. The CLI backends share one set
+/// ([`crate::probe_cli::CliAnswers`]); the emulated board answers with its own reports.
+pub trait Answers {
     /// What listing answers.
     type Listed;
     /// What a probe of the target answers.
@@ -276,28 +274,59 @@ pub trait DebugProbe: Send + Sync {
     type Flashed;
     /// What a reset answers.
     type Reset;
+}
+
+/// A debug-probe backend: the emulated board and every CLI backend (OpenOCD, pyOCD,
+/// STM32CubeProgrammer, esptool, probe-rs). Every method is blocking (async callers use
+/// `spawn_blocking`), honours the budget, runs children in their own process groups, and reports
+/// [`crate::Contact`] in its errors. Each backend answers with its own evidence: the emulated board's
+/// typed reports, a CLI backend's transcripts ([`crate::probe_cli::CliProbe`]).
+pub trait DebugProbe: Send + Sync {
+    /// What each call answers.
+    type Answers: Answers;
+
+    /// Which toolchain this is; its names ([`Backend::config_name`], [`Backend::product`]) live there.
+    fn kind(&self) -> Backend;
 
     /// The backend's name as the configuration spells it (`openocd`, `pyocd`, `qemu`).
-    fn backend(&self) -> &'static str;
+    fn backend(&self) -> &'static str {
+        self.kind().config_name()
+    }
 
     /// The product name for summaries (`OpenOCD`, `QEMU`).
-    fn product(&self) -> &'static str;
+    fn product(&self) -> &'static str {
+        self.kind().product()
+    }
 
     /// The probes the backend can see. Listing never touches a target, so every error carries
     /// `Contact::None`.
-    fn list_probes(&self, budget: &Budget) -> Result<Self::Listed, DriverError>;
+    fn list_probes(
+        &self,
+        budget: &Budget,
+    ) -> Result<<Self::Answers as Answers>::Listed, DriverError>;
 
     /// Connect to the target through the probe, identify it, and leave its state as found.
-    fn probe(&self, budget: &Budget) -> Result<Self::Probed, DriverError>;
+    fn probe(&self, budget: &Budget) -> Result<<Self::Answers as Answers>::Probed, DriverError>;
 
     /// Program an image, verify it when asked, then reset as asked.
-    fn flash(&self, request: &FlashRequest, budget: &Budget) -> Result<Self::Flashed, DriverError>;
+    fn flash(
+        &self,
+        request: &FlashRequest,
+        budget: &Budget,
+    ) -> Result<<Self::Answers as Answers>::Flashed, DriverError>;
 
     /// Reset the target in `mode`.
-    fn reset(&self, mode: ResetMode, budget: &Budget) -> Result<Self::Reset, DriverError>;
+    fn reset(
+        &self,
+        mode: ResetMode,
+        budget: &Budget,
+    ) -> Result<<Self::Answers as Answers>::Reset, DriverError>;
 
     /// Reset and halt at the reset vector (a debug session's starting point).
-    fn reset_halt(&self, budget: &Budget) -> Result<Self::Reset, DriverError> {
+    fn reset_halt(
+        &self,
+        budget: &Budget,
+    ) -> Result<<Self::Answers as Answers>::Reset, DriverError> {
         self.reset(ResetMode::Halt, budget)
     }
 

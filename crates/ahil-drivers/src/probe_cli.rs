@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::error::{Classified, Contact, DriverError, Transcript};
-use crate::probe::{Budget, DebugProbe, ProbeInfo};
+use crate::probe::{Answers, Budget, DebugProbe, ProbeInfo};
 use crate::process::{self, Command, Exit};
 
 /// Probe CLIs are chatty on failure but never need more than this per stream.
@@ -152,18 +152,41 @@ pub struct Listing {
     pub transcripts: Vec<Transcript>,
 }
 
-/// A probe CLI the gate can drive: a [`DebugProbe`] whose every answer is the child's transcripts
-/// (a name for that, implemented by every such probe, not a second abstraction). Failures are
-/// classified.
-pub trait CliProbe:
-    DebugProbe<Listed = Listing, Probed = CliSuccess, Flashed = CliSuccess, Reset = CliSuccess>
-{
+impl Listing {
+    /// What a backend that enumerates its probes itself found: every one it saw, by id, each with
+    /// the same description.
+    pub fn complete(ids: Vec<String>, description: &str, transcript: Transcript) -> Self {
+        Self {
+            probes: ids
+                .into_iter()
+                .map(|id| ProbeInfo {
+                    id,
+                    description: description.to_owned(),
+                })
+                .collect(),
+            complete: true,
+            note: None,
+            transcripts: vec![transcript],
+        }
+    }
 }
 
-impl<T> CliProbe for T where
-    T: DebugProbe<Listed = Listing, Probed = CliSuccess, Flashed = CliSuccess, Reset = CliSuccess>
-{
+/// What every probe CLI answers: the child's transcripts (a listing, or a confirmed success).
+#[derive(Debug, Clone, Copy)]
+pub struct CliAnswers;
+
+impl Answers for CliAnswers {
+    type Listed = Listing;
+    type Probed = CliSuccess;
+    type Flashed = CliSuccess;
+    type Reset = CliSuccess;
 }
+
+/// A probe CLI the gate can drive: a [`DebugProbe`] that answers [`CliAnswers`] (a name for that,
+/// implemented by every such probe, not a second abstraction). Failures are classified.
+pub trait CliProbe: DebugProbe<Answers = CliAnswers> {}
+
+impl<T> CliProbe for T where T: DebugProbe<Answers = CliAnswers> {}
 
 /// The common settings of a CLI backend.
 #[derive(Debug, Clone)]
@@ -174,6 +197,24 @@ pub struct CliSettings {
     pub probe_id: Option<String>,
     /// The entry's `timeout_s`.
     pub timeout: Duration,
+}
+
+impl CliSettings {
+    /// [`run`] the pinned executable under the entry's timeout.
+    pub fn run(
+        &self,
+        args: Vec<OsString>,
+        budget: &Budget,
+        not_found_class: &'static str,
+    ) -> Result<Ran, DriverError> {
+        run(
+            &self.executable,
+            args,
+            self.timeout,
+            budget,
+            not_found_class,
+        )
+    }
 }
 
 /// The published meaning of a backend class: public `error_type`, summary, likely causes.
@@ -436,9 +477,130 @@ pub fn timed_out(ran: Ran, contact: Contact) -> DriverError {
     DriverError::Classified(failure("timeout", contact, vec![ran.transcript]))
 }
 
+/// How a run reads before the backend's own success words are checked.
+#[derive(Debug)]
+pub enum Reading {
+    /// Exit 0, no failure class and no failure words: the backend confirms it from its own proof.
+    Clean(Ran),
+    /// A failure of the run's class, with the contact the output proves.
+    Failed(Ran, Contact),
+}
+
+/// The first reading of a run of `class`: no contact when the backend's own words (`pre_contact`, in
+/// `proof`) say it opened nothing, else possible; a timeout fails at once with that contact.
+pub fn read(
+    ran: Ran,
+    output: &str,
+    class: &str,
+    pre_contact: bool,
+    proof: &'static str,
+) -> Result<Reading, DriverError> {
+    let contact = if pre_contact {
+        Contact::none(proof)
+    } else {
+        Contact::Possible
+    };
+    if ran.timed_out() {
+        return Err(timed_out(ran, contact));
+    }
+    if ran.code() == Some(0) && class == "unknown_debugger_error" && !contains_failure_text(output)
+    {
+        return Ok(Reading::Clean(ran));
+    }
+    Ok(Reading::Failed(ran, contact))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ran(exit: Exit, stdout: &str) -> Ran {
+        Ran {
+            transcript: Transcript {
+                stdout: stdout.into(),
+                ..Transcript::default()
+            },
+            exit,
+        }
+    }
+
+    #[test]
+    fn a_run_reads_clean_only_on_exit_zero_without_a_class_or_failure_words() {
+        let read = |exit, stdout: &str, class| {
+            super::read(ran(exit, stdout), stdout, class, false, "proof").expect("no timeout")
+        };
+        assert!(matches!(
+            read(Exit::Code(0), "done", "unknown_debugger_error"),
+            Reading::Clean(_)
+        ));
+        for (exit, stdout, class) in [
+            (Exit::Code(1), "done", "unknown_debugger_error"),
+            (Exit::Code(0), "Error: no probe", "unknown_debugger_error"),
+            (Exit::Code(0), "done", "probe_not_found"),
+        ] {
+            assert!(
+                matches!(
+                    read(exit, stdout, class),
+                    Reading::Failed(_, Contact::Possible)
+                ),
+                "{stdout} / {class}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_cli_backend_is_named_as_the_configuration_spells_its_type() {
+        let settings = || fake::settings(Path::new("/bin/false"), None, Duration::from_secs(1));
+        let backends: [(Box<dyn CliProbe>, &str, &str); 5] = [
+            (
+                Box::new(crate::openocd::OpenOcd::new(settings(), "i.cfg", "t.cfg")),
+                "openocd",
+                "OpenOCD",
+            ),
+            (
+                Box::new(crate::pyocd::PyOcd::new(settings(), None)),
+                "pyocd",
+                "pyOCD",
+            ),
+            (
+                Box::new(crate::cubeprog::CubeProg::new(
+                    settings(),
+                    "SWD",
+                    crate::cubeprog::ConnectMode::Hotplug,
+                )),
+                "stlink",
+                "STM32CubeProgrammer",
+            ),
+            (
+                Box::new(crate::esptool::Esptool::new(settings(), "/dev/null", None)),
+                "esptool",
+                "esptool",
+            ),
+            (
+                Box::new(crate::probe_rs::ProbeRs::new(settings(), None, "swd")),
+                "probe-rs",
+                "probe-rs",
+            ),
+        ];
+        for (backend, name, product) in backends {
+            assert_eq!((backend.backend(), backend.product()), (name, product));
+        }
+    }
+
+    #[test]
+    fn a_timed_out_run_fails_with_the_contact_the_backend_proved() {
+        let Err(DriverError::Classified(failed)) = read(
+            ran(Exit::TimedOut, ""),
+            "",
+            "probe_not_found",
+            true,
+            "no probe opened",
+        ) else {
+            panic!("a timeout is a failure");
+        };
+        assert_eq!(failed.backend_error_type, "timeout");
+        assert!(matches!(failed.contact, Contact::None { .. }));
+    }
 
     #[test]
     fn failure_words_are_found_case_insensitively() {

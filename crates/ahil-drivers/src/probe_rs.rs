@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::ffi::OsString;
 
+use crate::Backend;
 use crate::error::{Classified, Contact, DriverError, Transcript};
 use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
-use crate::probe_cli::{self, CliSettings, CliSuccess, Listing};
+use crate::probe_cli::{self, CliAnswers, CliSettings, CliSuccess, Listing};
 
 /// Whether this build carries the probe-rs library (the `probe-rs` feature).
 pub const BUILT_IN: bool = cfg!(feature = "probe-rs");
@@ -368,17 +369,10 @@ fn failure_of(
 }
 
 impl DebugProbe for ProbeRs {
-    type Listed = Listing;
-    type Probed = CliSuccess;
-    type Flashed = CliSuccess;
-    type Reset = CliSuccess;
+    type Answers = CliAnswers;
 
-    fn backend(&self) -> &'static str {
-        "probe-rs"
-    }
-
-    fn product(&self) -> &'static str {
-        "probe-rs"
+    fn kind(&self) -> Backend {
+        Backend::ProbeRs
     }
 
     fn list_probes(&self, budget: &Budget) -> Result<Listing, DriverError> {

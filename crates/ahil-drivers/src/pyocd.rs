@@ -11,9 +11,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::Backend;
 use crate::error::{Contact, DriverError};
-use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
-use crate::probe_cli::{self, CliSettings, CliSuccess, Listing, Ran, any, failure};
+use crate::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ResetMode};
+use crate::probe_cli::{
+    self, CliAnswers, CliSettings, CliSuccess, Listing, Ran, Reading, any, failure,
+};
 
 mod targets;
 pub use targets::{
@@ -338,24 +341,17 @@ impl PyOcd {
         let class = classify(&output, flashing);
         let pre_contact = matches!(class, "probe_not_found" | "target_type_invalid")
             || (read_only && class == "target_not_detected");
-        let contact = if pre_contact {
-            Contact::none("pyOCD's own words say it never opened the target")
-        } else {
-            Contact::Possible
+        let proof = "pyOCD's own words say it never opened the target";
+        let (ran, contact) = match probe_cli::read(ran, &output, class, pre_contact, proof)? {
+            Reading::Clean(ran) => {
+                return Ok(CliSuccess {
+                    transcripts: vec![ran.transcript],
+                    warnings: Vec::new(),
+                    matched_success_text: Vec::new(),
+                });
+            }
+            Reading::Failed(ran, contact) => (ran, contact),
         };
-        if ran.timed_out() {
-            return Err(probe_cli::timed_out(ran, contact));
-        }
-        if ran.code() == Some(0)
-            && class == "unknown_debugger_error"
-            && !probe_cli::contains_failure_text(&output)
-        {
-            return Ok(CliSuccess {
-                transcripts: vec![ran.transcript],
-                warnings: Vec::new(),
-                matched_success_text: Vec::new(),
-            });
-        }
         let failed_exit = ran.code() != Some(0);
         let mut transcripts = vec![ran.transcript];
         let mut class = class;
@@ -395,33 +391,15 @@ impl PyOcd {
 }
 
 impl DebugProbe for PyOcd {
-    type Listed = Listing;
-    type Probed = CliSuccess;
-    type Flashed = CliSuccess;
-    type Reset = CliSuccess;
+    type Answers = CliAnswers;
 
-    fn backend(&self) -> &'static str {
-        "pyocd"
-    }
-
-    fn product(&self) -> &'static str {
-        "pyOCD"
+    fn kind(&self) -> Backend {
+        Backend::PyOcd
     }
 
     fn list_probes(&self, budget: &Budget) -> Result<Listing, DriverError> {
         let (uids, ran) = self.uids(budget)?;
-        Ok(Listing {
-            probes: uids
-                .into_iter()
-                .map(|id| ProbeInfo {
-                    id,
-                    description: "pyOCD probe".into(),
-                })
-                .collect(),
-            complete: true,
-            note: None,
-            transcripts: vec![ran.transcript],
-        })
+        Ok(Listing::complete(uids, "pyOCD probe", ran.transcript))
     }
 
     fn probe(&self, budget: &Budget) -> Result<CliSuccess, DriverError> {

@@ -14,11 +14,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::Backend;
 use crate::error::{Contact, DriverError};
 use crate::gdbmi::{self, Session, SessionError};
 use crate::probe::{
-    Budget, CoreState, DebugProbe, FlashReport, FlashRequest, GdbTarget, ImageFormat, ProbeInfo,
-    ProbeReport, ResetMode, ResetReport,
+    Answers, Budget, CoreState, DebugProbe, FlashReport, FlashRequest, GdbTarget, ImageFormat,
+    ProbeInfo, ProbeReport, ResetMode, ResetReport,
 };
 
 pub mod board;
@@ -256,18 +257,23 @@ impl QemuProbe {
     }
 }
 
-impl DebugProbe for QemuProbe {
+/// The emulated board answers with typed reports: it reads the core's state itself, where a CLI
+/// backend can only show what its child printed.
+#[derive(Debug, Clone, Copy)]
+pub struct QemuAnswers;
+
+impl Answers for QemuAnswers {
     type Listed = Vec<ProbeInfo>;
     type Probed = ProbeReport;
     type Flashed = FlashReport;
     type Reset = ResetReport;
+}
 
-    fn backend(&self) -> &'static str {
-        "qemu"
-    }
+impl DebugProbe for QemuProbe {
+    type Answers = QemuAnswers;
 
-    fn product(&self) -> &'static str {
-        "QEMU"
+    fn kind(&self) -> Backend {
+        Backend::Qemu
     }
 
     fn list_probes(&self, budget: &Budget) -> Result<Vec<ProbeInfo>, DriverError> {

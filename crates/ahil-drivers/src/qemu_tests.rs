@@ -51,6 +51,14 @@ fn a_truncated_elf_segment_is_refused() {
 }
 
 #[test]
+fn an_elf_cut_inside_its_header_fields_is_refused_where_it_ends() {
+    let elf = read("ahil-fw-v1.elf");
+    // The program header table's offset is the u32 at 0x1c; a file that ends inside it is short.
+    let error = image::segments(&elf[..0x1e], ImageFormat::Elf).expect_err("refused");
+    assert_eq!(error, "ELF truncated at byte 28");
+}
+
+#[test]
 fn read_back_decodes_gdb_memory_contents() {
     let record = gdbmi::parse_line(
         r#"^done,memory=[{begin="0x08000000",offset="0x00000000",end="0x08000004",contents="00000220"}]"#,

@@ -26,6 +26,10 @@ pub enum Backend {
     StLink,
     /// An emulated board: `qemu-system-arm` (`type: qemu`, our extension).
     Qemu,
+    /// Espressif's esptool, through the board's USB-UART bridge (`type: esptool`).
+    Esptool,
+    /// probe-rs, linked into our own worker process (`type: probe-rs`).
+    ProbeRs,
 }
 
 impl Backend {
@@ -36,6 +40,8 @@ impl Backend {
             Self::PyOcd => "pyocd",
             Self::StLink => "stlink",
             Self::Qemu => "qemu",
+            Self::Esptool => "esptool",
+            Self::ProbeRs => "probe-rs",
         }
     }
 
@@ -46,6 +52,8 @@ impl Backend {
             Self::PyOcd => "pyOCD",
             Self::StLink => "STM32CubeProgrammer",
             Self::Qemu => "QEMU",
+            Self::Esptool => "esptool",
+            Self::ProbeRs => "probe-rs",
         }
     }
 }

@@ -4,50 +4,32 @@
 //! authoritative configuration's, so they get their own enum; the payload is the crate's
 //! [`Refusal`] so both layers render the same way.
 
-use crate::error::{ConfigError, Refusal, refusal_accessors};
+use crate::error::{ConfigError, Refusal, refusal_enum};
 
-/// A test plan that cannot be used, and why.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PlanError {
-    /// The plan, or where it was named, breaks a rule.
-    #[error("{}", .0.summary)]
-    Invalid(Box<Refusal>),
-    /// No file at the named path.
-    #[error("{}", .0.summary)]
-    NotFound(Box<Refusal>),
-    /// The file exists but could not be read.
-    #[error("{}", .0.summary)]
-    Unreadable(Box<Refusal>),
-    /// A link or a non-regular file stands on the path.
-    #[error("{}", .0.summary)]
-    UnsafePath(Box<Refusal>),
+refusal_enum! {
+    /// A test plan that cannot be used, and why.
+    pub enum PlanError {
+        /// The plan, or where it was named, breaks a rule.
+        Invalid, invalid,
+            "Correct the plan key named in `field`, then run `agentic-hil check-plan <plan>`.";
+        /// No file at the named path.
+        NotFound, not_found,
+            "Name a plan file inside the workspace (default `.agentic-hil/testconfig.yaml`).";
+        /// The file exists but could not be read.
+        Unreadable, unreadable, "Make the plan a readable regular file for this user.";
+        /// A link or a non-regular file stands on the path.
+        UnsafePath, unsafe_path,
+            "Name the plan by its real location: no symbolic link, no hard link, a regular file.";
+    }
+    fn error_type(&self) {
+        Invalid => "test_config_invalid",
+        NotFound => "test_config_not_found",
+        Unreadable => "test_config_unreadable",
+        UnsafePath => "unsafe_configured_path",
+    }
 }
 
 impl PlanError {
-    pub(crate) fn invalid(r: Refusal) -> Self {
-        Self::Invalid(Box::new(r.or_fix(
-            "Correct the plan key named in `field`, then run `agentic-hil check-plan <plan>`.",
-        )))
-    }
-
-    pub(crate) fn not_found(r: Refusal) -> Self {
-        Self::NotFound(Box::new(r.or_fix(
-            "Name a plan file inside the workspace (default `.agentic-hil/testconfig.yaml`).",
-        )))
-    }
-
-    pub(crate) fn unreadable(r: Refusal) -> Self {
-        Self::Unreadable(Box::new(
-            r.or_fix("Make the plan a readable regular file for this user."),
-        ))
-    }
-
-    pub(crate) fn unsafe_path(r: Refusal) -> Self {
-        Self::UnsafePath(Box::new(r.or_fix(
-            "Name the plan by its real location: no symbolic link, no hard link, a regular file.",
-        )))
-    }
-
     /// Re-labels a refusal of the shared file reader as a plan refusal, keeping its details
     /// but not its configuration-specific advice.
     pub(crate) fn from_config(e: &ConfigError, summary: &str) -> Self {
@@ -61,24 +43,6 @@ impl PlanError {
             ConfigError::Invalid(_) | ConfigError::WorkspaceIsHome(_) => Self::invalid(r),
         }
     }
-
-    fn refusal(&self) -> &Refusal {
-        match self {
-            Self::Invalid(r) | Self::NotFound(r) | Self::Unreadable(r) | Self::UnsafePath(r) => r,
-        }
-    }
-
-    /// The stable public name of this refusal, shared with the reference.
-    pub fn error_type(&self) -> &'static str {
-        match self {
-            Self::Invalid(_) => "test_config_invalid",
-            Self::NotFound(_) => "test_config_not_found",
-            Self::Unreadable(_) => "test_config_unreadable",
-            Self::UnsafePath(_) => "unsafe_configured_path",
-        }
-    }
-
-    refusal_accessors!();
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::node::{Node, Path};
+use crate::spec::option_setters;
 
 /// The string shapes plans use, each with the regular expression our schema publishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,17 +118,11 @@ impl Shape {
             since: None,
         }
     }
-    pub(crate) fn describe(mut self, d: &'static str) -> Self {
-        self.describe = Some(d);
-        self
-    }
-    pub(crate) fn default(mut self, v: Value) -> Self {
-        self.default = Some(v);
-        self
-    }
-    pub(crate) fn since(mut self, v: u8) -> Self {
-        self.since = Some(v);
-        self
+
+    option_setters! {
+        describe => describe: &'static str,
+        default => default: Value,
+        since => since: u8,
     }
 }
 

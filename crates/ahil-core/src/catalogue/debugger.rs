@@ -17,6 +17,16 @@ const PROBE_READ: Gate = Gate::leased(
 .proves_no_contact()
 .needs(&[need(Touched::Debugger, "allow_probe")]);
 
+/// Changes the target through the probe (flash, reset) and proves when it never reached it.
+const TARGET_EFFECT: Gate = Gate::leased(
+    Lease::Call,
+    "debugger_result_unconfirmed",
+    "hardware_exception_audit_broken",
+)
+.audited()
+.reports_effect()
+.proves_no_contact();
+
 /// Answers from what the open debug session knows.
 const SESSION_READ: Gate = Gate::leased(
     Lease::Call,
@@ -80,15 +90,7 @@ hardware_state unknown.",
         open_world: false,
         schema: flash_firmware_schema,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debugger_result_unconfirmed",
-            "hardware_exception_audit_broken",
-        )
-        .audited()
-        .reports_effect()
-        .proves_no_contact()
-        .needs(&[
+        gate: TARGET_EFFECT.needs(&[
             need(Touched::Debugger, "allow_flash"),
             need(Touched::Debugger, "allow_reset"),
             need(Touched::ComPort, "allow_read"),
@@ -110,15 +112,7 @@ use probe_target.",
         open_world: false,
         schema: reset_target_schema,
         availability: Availability::Always,
-        gate: Gate::leased(
-            Lease::Call,
-            "debugger_result_unconfirmed",
-            "hardware_exception_audit_broken",
-        )
-        .audited()
-        .reports_effect()
-        .proves_no_contact()
-        .needs(&[need(Touched::Debugger, "allow_reset")]),
+        gate: TARGET_EFFECT.needs(&[need(Touched::Debugger, "allow_reset")]),
     },
     Declaration {
         id: ToolId::DebugStartSession,

@@ -282,6 +282,19 @@ const fn need_either(on: Touched, grant: &'static str, or: &'static str) -> Need
     }
 }
 
+/// A const setter for each of the gate's flags, named as the flag, so a declaration reads as its
+/// chain (`Gate::leased(…).audited().reports_effect()`).
+macro_rules! flag_setters {
+    ($($flag:ident),+) => {$(
+        const fn $flag(self) -> Self {
+            Self {
+                $flag: true,
+                ..self
+            }
+        }
+    )+};
+}
+
 impl Gate {
     /// A tool that takes no lease and is not audited.
     pub const LOCAL: Self = Self {
@@ -306,40 +319,13 @@ impl Gate {
         }
     }
 
-    const fn audited(self) -> Self {
-        Self {
-            audited: true,
-            ..self
-        }
-    }
-
-    const fn always_status(self) -> Self {
-        Self {
-            always_status: true,
-            ..self
-        }
-    }
-
-    const fn reports_effect(self) -> Self {
-        Self {
-            reports_effect: true,
-            ..self
-        }
-    }
-
-    const fn proves_no_contact(self) -> Self {
-        Self {
-            proves_no_contact: true,
-            ..self
-        }
-    }
-
-    const fn ok_alone_concludes(self) -> Self {
-        Self {
-            ok_alone_concludes: true,
-            ..self
-        }
-    }
+    flag_setters!(
+        audited,
+        always_status,
+        reports_effect,
+        proves_no_contact,
+        ok_alone_concludes
+    );
 
     const fn needs(self, needs: &'static [Need]) -> Self {
         Self { needs, ..self }

@@ -15,6 +15,8 @@ pub(super) const MAX_DEBUG_TIMEOUT_S: u64 = 3600;
 pub(super) const MAX_CHANNEL: u64 = 255;
 /// Volts or amperes a set point may name; the supply's effective limit bounds it further.
 pub(super) const MAX_SET_POINT: u64 = 1000;
+/// Alternatives one wait names (`until`, `until_id`, a capture's `until`): it ends at the first.
+const MAX_ALTERNATIVES: u64 = 8;
 /// Largest integer an f64 holds exactly: a configuration number past it cannot be written back as sent.
 pub(super) const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
@@ -39,6 +41,11 @@ pub(super) fn hardware_recover_schema() -> Value {
 
 pub(super) fn no_arguments() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
+}
+
+/// `item`, or a list of 1 to [`MAX_ALTERNATIVES`] of them.
+fn one_or_several(item: &Value) -> Value {
+    json!([item, {"type": "array", "minItems": 1, "maxItems": MAX_ALTERNATIVES, "items": item}])
 }
 
 pub(super) fn config_adopt_schema() -> Value {
@@ -194,7 +201,7 @@ pub(super) fn flash_firmware_schema() -> Value {
                 "properties": {
                     "port_id": {"type": "string", "minLength": 1, "description": "The com_ports entry to read."},
                     "until": {
-                        "oneOf": [pattern, {"type": "array", "minItems": 1, "maxItems": 8, "items": pattern}],
+                        "oneOf": one_or_several(&pattern),
                         "description": "Stop at this text (or the first of up to 8), as com_read does; without it, read for the whole wait_timeout_s.",
                     },
                     "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait after the reset: 10 unless set, 60 at most."},
@@ -273,7 +280,7 @@ pub(super) fn com_read_schema() -> Value {
             "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_READ_BYTES, "description": "Most bytes returned (default the port's max_buffer_bytes, all its buffer holds); the rest stays buffered."},
             "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait: default 0 (10 with until), 60 at most."},
             "until": {
-                "oneOf": [pattern, {"type": "array", "minItems": 1, "maxItems": 8, "items": pattern}],
+                "oneOf": one_or_several(&pattern),
                 "description": "Literal text (or up to 8) to wait for; the answer ends at the first match.",
             },
         },
@@ -344,7 +351,7 @@ pub(super) fn can_read_schema() -> Value {
             "max_frames": {"type": "integer", "minimum": 1, "maximum": MAX_READ_FRAMES, "description": "Most frames returned, at most the bus's max_buffer_frames (the default)."},
             "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait: default 0 and at most the bus timeout_s; with until_id default 10, at most 60."},
             "until_id": {
-                "oneOf": [id, {"type": "array", "minItems": 1, "maxItems": 8, "items": id}],
+                "oneOf": one_or_several(&id),
                 "description": "Identifier (or up to 8) to wait for; the answer ends at the first frame carrying one.",
             },
         },

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{count, flag, implicit_run, lines, list, number, object, owner, text};
+use super::{absent_or, count, flag, implicit_run, lines, list, number, object, owner, text};
 
 /// Fields these tools share: the run, the probe's confirmation, the reactor run record.
 pub(super) fn bench_family() -> Value {
@@ -240,27 +240,24 @@ pub(super) fn lease_status_fields() -> Value {
         "auto_recoverable": flag(),
         "auto_recover_policy": text(),
         "lifecycle_state": text(),
-        "record": {
-            "type": ["null", "object"],
-            "properties": {
-                "version": count(),
-                "state": text(),
-                "owner_marker": text(),
-                "owner_pid": count(),
-                "owner_started_at": text(),
-                "frontend": text(),
-                "quarantined_at": text(),
-                "audit_ok": flag(),
-                "config_sha256": text(),
-                "project_resource": text(),
-                "resources": list(),
-                "updated_at": text(),
-                "leases": list(),
-                "quarantine_id": text(),
-                "reason": text(),
-                "cleanup_reasons": list(),
-            },
-        },
+        "record": absent_or(json!({
+            "version": count(),
+            "state": text(),
+            "owner_marker": text(),
+            "owner_pid": count(),
+            "owner_started_at": text(),
+            "frontend": text(),
+            "quarantined_at": text(),
+            "audit_ok": flag(),
+            "config_sha256": text(),
+            "project_resource": text(),
+            "resources": list(),
+            "updated_at": text(),
+            "leases": list(),
+            "quarantine_id": text(),
+            "reason": text(),
+            "cleanup_reasons": list(),
+        })),
         "leases": {"type": "array", "items": {"type": "object"}},
     })
 }

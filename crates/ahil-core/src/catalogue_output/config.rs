@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{count, flag, implicit_run, lines, list, number, object, text};
+use super::{absent_or, count, flag, implicit_run, lines, list, number, object, text};
 
 /// Fields the configuration tools share.
 pub(super) fn config_family() -> Value {
@@ -11,20 +11,17 @@ pub(super) fn config_family() -> Value {
         "redirected_entries": lines(),
         "permissions_changed": lines(),
         "permission_changes": {"type": "array", "items": {"type": "object"}},
-        "provenance": {
-            "type": ["null", "object"],
-            "properties": {
-                "last_modified_by": text(),
-                "last_modified_via": text(),
-                "last_modified_at": text(),
-                "last_modified_keys": list(),
-                "modification_count": count(),
-                "created_by": text(),
-                "created_via": text(),
-                "created_at": text(),
-                "agentic_hil_version": text(),
-            },
-        },
+        "provenance": absent_or(json!({
+            "last_modified_by": text(),
+            "last_modified_via": text(),
+            "last_modified_at": text(),
+            "last_modified_keys": list(),
+            "modification_count": count(),
+            "created_by": text(),
+            "created_via": text(),
+            "created_at": text(),
+            "agentic_hil_version": text(),
+        })),
         "reload_required": flag(),
         "next_steps": lines(),
         "path": text(),
@@ -66,13 +63,10 @@ pub(super) fn project_config_describe() -> Value {
         "writable_keys": {"type": "array", "items": {"type": "object"}},
         "locked_keys": {"type": "array", "items": {"type": "object"}},
         "new_entry_patterns": {"type": "array", "items": {"type": "object"}},
-        "open_holds": {
-            "type": ["null", "object"],
-            "properties": {
-                "devices": list(),
-                "run": object(),
-            },
-        },
+        "open_holds": absent_or(json!({
+            "devices": list(),
+            "run": object(),
+        })),
         "writes_blocked_by_open_run": flag(),
     })
 }

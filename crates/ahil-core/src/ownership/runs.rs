@@ -35,6 +35,28 @@ pub struct DeclaredDevice {
     pub host_keys: Vec<String>,
 }
 
+impl DeclaredDevice {
+    /// A device the configuration holds by `lock_keys` (the primary first; a device always has
+    /// one); the host's keys are added when the run begins.
+    fn held_by(
+        kind: &str,
+        id: &str,
+        lock_keys: Vec<String>,
+        identity_source: &str,
+        identity_warning: Option<String>,
+    ) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            id: id.to_owned(),
+            lock_key: lock_keys[0].clone(),
+            identity_source: identity_source.to_owned(),
+            identity_warning,
+            lock_keys,
+            host_keys: Vec::new(),
+        }
+    }
+}
+
 /// The machine-wide keys of a debugger entry, primary first. An entry that names both a
 /// `resource_id` and a `probe_id` also locks the probe, so a neighbour naming only the probe collides;
 /// one known only by its executable also locks the reference's legacy `probe:<executable>`, which an
@@ -133,20 +155,12 @@ pub fn resolve(
                     .com_ports
                     .get(id)
                     .ok_or_else(|| unknown_device(config, tool, kind, id))?;
-                let source = port.identity_source().as_str().to_owned();
+                let source = port.identity_source().as_str();
                 let warning = (!port.carries_hardware_identity()).then(|| {
                     "This port is named by its kernel device only; a second adapter can take that name.".to_owned()
                 });
                 let key = port.lock_key(id);
-                DeclaredDevice {
-                    kind: kind.to_owned(),
-                    id: id.to_owned(),
-                    lock_key: key.clone(),
-                    identity_source: source,
-                    identity_warning: warning,
-                    lock_keys: vec![key],
-                    host_keys: Vec::new(),
-                }
+                DeclaredDevice::held_by(kind, id, vec![key], source, warning)
             }
             "can" => {
                 let id = required_id(tool, kind, id)?;
@@ -161,15 +175,7 @@ pub fn resolve(
                 } else {
                     "channel"
                 };
-                DeclaredDevice {
-                    kind: kind.to_owned(),
-                    id: id.to_owned(),
-                    lock_key: key.clone(),
-                    identity_source: source.to_owned(),
-                    identity_warning: None,
-                    lock_keys: vec![key],
-                    host_keys: Vec::new(),
-                }
+                DeclaredDevice::held_by(kind, id, vec![key], source, None)
             }
             "power_supply" => {
                 let id = required_id(tool, kind, id)?;
@@ -183,15 +189,7 @@ pub fn resolve(
                     .get(&supply.com_port)
                     .ok_or_else(|| unknown_device(config, tool, kind, id))?;
                 let key = port.lock_key(&supply.com_port);
-                DeclaredDevice {
-                    kind: kind.to_owned(),
-                    id: id.to_owned(),
-                    lock_key: key.clone(),
-                    identity_source: port.identity_source().as_str().to_owned(),
-                    identity_warning: None,
-                    lock_keys: vec![key],
-                    host_keys: Vec::new(),
-                }
+                DeclaredDevice::held_by(kind, id, vec![key], port.identity_source().as_str(), None)
             }
             _ => return Err(Box::new(invalid(tool, "kind", "Unknown device kind."))),
         };
@@ -235,15 +233,9 @@ fn resolve_debugger(
     let exe = loaded.executables.debugger(name);
     let keys = claimed_keys(config, debugger, exe);
     let (source, warning) = debugger_identity(debugger, exe);
-    Ok(DeclaredDevice {
-        kind: "debugger".to_owned(),
-        id: name.to_owned(),
-        lock_key: keys[0].clone(),
-        identity_source: source.to_owned(),
-        identity_warning: warning,
-        lock_keys: keys,
-        host_keys: Vec::new(),
-    })
+    Ok(DeclaredDevice::held_by(
+        "debugger", name, keys, source, warning,
+    ))
 }
 
 /// The machine-wide key of one participant of a shared bus: one holder per participant.

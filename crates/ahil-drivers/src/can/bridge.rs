@@ -343,8 +343,17 @@ fn check_keys(result: &Map<String, Value>, allowed: &[&str]) -> Result<(), Strin
     Ok(())
 }
 
+/// [`check_keys`] for an answer that carries `protocol_version`, which must be ours.
+fn check_versioned(result: &Map<String, Value>, allowed: &[&str]) -> Result<(), String> {
+    check_keys(result, allowed)?;
+    if result.get("protocol_version").and_then(Value::as_u64) != Some(PROTOCOL_VERSION) {
+        return Err(format!("protocol_version must be {PROTOCOL_VERSION}"));
+    }
+    Ok(())
+}
+
 fn check_open(result: &Map<String, Value>) -> Result<(), String> {
-    check_keys(
+    check_versioned(
         result,
         &[
             "ok",
@@ -354,9 +363,6 @@ fn check_open(result: &Map<String, Value>) -> Result<(), String> {
             "listen_only",
         ],
     )?;
-    if result.get("protocol_version").and_then(Value::as_u64) != Some(PROTOCOL_VERSION) {
-        return Err("protocol_version must be 2".into());
-    }
     if result.get("listen_only").is_some_and(|v| !v.is_boolean()) {
         return Err("listen_only must be a boolean".into());
     }
@@ -364,7 +370,7 @@ fn check_open(result: &Map<String, Value>) -> Result<(), String> {
 }
 
 fn check_close(result: &Map<String, Value>) -> Result<(), String> {
-    check_keys(
+    check_versioned(
         result,
         &[
             "ok",
@@ -375,9 +381,6 @@ fn check_close(result: &Map<String, Value>) -> Result<(), String> {
             "summary",
         ],
     )?;
-    if result.get("protocol_version").and_then(Value::as_u64) != Some(PROTOCOL_VERSION) {
-        return Err("protocol_version must be 2".into());
-    }
     if result.get("safe_state_confirmed") != Some(&Value::Bool(true)) {
         return Err("safe_state_confirmed must be true".into());
     }

@@ -41,20 +41,20 @@ pub fn segments(image: &[u8], format: ImageFormat) -> Result<Vec<Segment>, Strin
     Ok(merged)
 }
 
-fn read_u16(bytes: &[u8], at: usize) -> Result<u16, String> {
+/// The `N` bytes at `at`, or where the file ends too early.
+fn read_bytes<const N: usize>(bytes: &[u8], at: usize) -> Result<[u8; N], String> {
     bytes
-        .get(at..at + 2)
+        .get(at..at + N)
         .and_then(|b| b.try_into().ok())
-        .map(u16::from_le_bytes)
         .ok_or_else(|| format!("ELF truncated at byte {at}"))
 }
 
+fn read_u16(bytes: &[u8], at: usize) -> Result<u16, String> {
+    read_bytes(bytes, at).map(u16::from_le_bytes)
+}
+
 fn read_u32(bytes: &[u8], at: usize) -> Result<u32, String> {
-    bytes
-        .get(at..at + 4)
-        .and_then(|b| b.try_into().ok())
-        .map(u32::from_le_bytes)
-        .ok_or_else(|| format!("ELF truncated at byte {at}"))
+    read_bytes(bytes, at).map(u32::from_le_bytes)
 }
 
 /// 32-bit little-endian ELF (every Cortex-M image): the file bytes of each `PT_LOAD` at its physical

@@ -221,7 +221,7 @@ fn answer(
                     );
                 }
                 Backend::StLink => outcome.set("interface", facts.interface),
-                Backend::OpenOcd | Backend::Qemu => {}
+                Backend::OpenOcd | Backend::Qemu | Backend::Esptool | Backend::ProbeRs => {}
             }
             outcome.set("version", report.version);
             Acted {

@@ -49,6 +49,21 @@ impl Incident {
         }
     }
 
+    /// Adds the reasons and resources this incident does not list yet, in their order; one
+    /// incident stands for everything that went wrong on the bench until it is recovered.
+    fn absorb(&mut self, reasons: &[String], resources: &[String]) {
+        for (list, new) in [
+            (&mut self.reasons, reasons),
+            (&mut self.resources, resources),
+        ] {
+            for item in new {
+                if !list.contains(item) {
+                    list.push(item.clone());
+                }
+            }
+        }
+    }
+
     /// Only a damaged evidence chain keeps an incident standing past the call that met it.
     pub fn stands(&self) -> bool {
         reasons::any_standing(&self.reasons)
@@ -275,16 +290,7 @@ impl Coordinator {
             let incident = inner
                 .incident
                 .get_or_insert_with(|| Incident::new(Vec::new(), Vec::new()));
-            for reason in &end.standing_reasons {
-                if !incident.reasons.contains(reason) {
-                    incident.reasons.push(reason.clone());
-                }
-            }
-            for resource in &lease.resources {
-                if !incident.resources.contains(resource) {
-                    incident.resources.push(resource.clone());
-                }
-            }
+            incident.absorb(&end.standing_reasons, &lease.resources);
             let incident = incident.clone();
             for resource in &incident.resources {
                 batch.push(self.marker(&inner, resource, "quarantined", None, Some(&incident)));
@@ -315,16 +321,7 @@ impl Coordinator {
         let mut inner = self.inner();
         let merged = match inner.incident.take() {
             Some(mut open) => {
-                for reason in &incident.reasons {
-                    if !open.reasons.contains(reason) {
-                        open.reasons.push(reason.clone());
-                    }
-                }
-                for resource in &incident.resources {
-                    if !open.resources.contains(resource) {
-                        open.resources.push(resource.clone());
-                    }
-                }
+                open.absorb(&incident.reasons, &incident.resources);
                 open
             }
             None => incident.clone(),

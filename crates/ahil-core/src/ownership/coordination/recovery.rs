@@ -27,6 +27,13 @@ pub struct RecoveryRefusal {
     pub details: Map<String, Value>,
 }
 
+impl RecoveryRefusal {
+    fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.details.insert(key.to_owned(), value.into());
+        self
+    }
+}
+
 impl Coordinator {
     /// Operator (or agent) recovery of the standing or open incident.
     pub fn recover(&self, request: &Recovery) -> Result<Value, RecoveryRefusal> {
@@ -71,26 +78,18 @@ impl Coordinator {
             ));
         };
         let Some(asked) = request.quarantine_id.as_deref() else {
-            let mut refused = refusal(
+            return Err(refusal(
                 "quarantine_id_required",
                 "Name the incident to recover with --quarantine-id; lease-status shows it.",
-            );
-            refused.details.insert(
-                "quarantine_id".into(),
-                incident.quarantine_id.clone().into(),
-            );
-            return Err(refused);
+            )
+            .with("quarantine_id", incident.quarantine_id.clone()));
         };
         if asked != incident.quarantine_id {
-            let mut refused = refusal(
+            return Err(refusal(
                 "quarantine_changed",
                 "The open incident is not the one named; read lease-status again.",
-            );
-            refused.details.insert(
-                "quarantine_id".into(),
-                incident.quarantine_id.clone().into(),
-            );
-            return Err(refused);
+            )
+            .with("quarantine_id", incident.quarantine_id.clone()));
         }
         let recorded = record
             .as_ref()
@@ -99,19 +98,13 @@ impl Coordinator {
             .unwrap_or(&self.config_sha256)
             .to_owned();
         if recorded != self.config_sha256 && !request.accept_config_change {
-            let mut refused = refusal(
+            return Err(refusal(
                 "config_changed",
                 "The configuration changed since the incident was recorded; confirm with --accept-config-change.",
-            );
-            refused
-                .details
-                .insert("recorded_config_sha256".into(), recorded.into());
-            refused.details.insert(
-                "current_config_sha256".into(),
-                self.config_sha256.clone().into(),
-            );
-            refused.details.insert("override".into(), false.into());
-            return Err(refused);
+            )
+            .with("recorded_config_sha256", recorded)
+            .with("current_config_sha256", self.config_sha256.clone())
+            .with("override", false));
         }
         let mut event = self.ledger_base(&incident);
         event.insert("actor".into(), request.actor.into());
@@ -127,14 +120,11 @@ impl Coordinator {
             event.insert("operator_statement".into(), statement.clone().into());
         }
         if let Err(err) = self.dirs.append_ledger(&Value::Object(event)) {
-            let mut refused = refusal(
+            return Err(refusal(
                 "recovery_audit_failed",
                 "The recovery ledger could not be written, so the incident stays open.",
-            );
-            refused
-                .details
-                .insert("detail".into(), err.to_string().into());
-            return Err(refused);
+            )
+            .with("detail", err.to_string()));
         }
         inner.incident = None;
         let recovered_at = now_millis();
@@ -154,15 +144,12 @@ impl Coordinator {
             });
         if let Err(err) = persisted {
             inner.incident = Some(incident);
-            let mut refused = refusal(
+            return Err(refusal(
                 "recovery_persist_failed",
                 "The recovery was recorded but the lease records could not be rewritten; run the same recovery again.",
-            );
-            refused
-                .details
-                .insert("detail".into(), err.to_string().into());
-            refused.details.insert("retry_safe".into(), true.into());
-            return Err(refused);
+            )
+            .with("detail", err.to_string())
+            .with("retry_safe", true));
         }
         let mut done = json!({
             "ok": true,
@@ -248,12 +235,9 @@ fn refusal(error_type: &'static str, summary: &str) -> RecoveryRefusal {
 }
 
 fn invalid(err: &io::Error) -> RecoveryRefusal {
-    let mut refused = refusal(
+    refusal(
         "coordination_state_invalid",
         "A coordination record under the state root cannot be read; it is never ignored.",
-    );
-    refused
-        .details
-        .insert("detail".into(), err.to_string().into());
-    refused
+    )
+    .with("detail", err.to_string())
 }

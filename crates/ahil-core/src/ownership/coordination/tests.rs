@@ -15,6 +15,14 @@ fn project_record(coordinator: &Coordinator) -> Value {
 }
 
 #[test]
+fn an_incident_adds_only_the_reasons_and_resources_it_does_not_list_yet() {
+    let mut incident = Incident::new(keys(&["a", "b"]), keys(&["probe:x"]));
+    incident.absorb(&keys(&["b", "c"]), &keys(&["probe:x", "serial:y"]));
+    assert_eq!(incident.reasons, keys(&["a", "b", "c"]));
+    assert_eq!(incident.resources, keys(&["probe:x", "serial:y"]));
+}
+
+#[test]
 fn a_clean_lease_leaves_the_project_released_and_the_lock_free() {
     let world = testkit::Fixture::new();
     world.write_config(&world.starter());
@@ -116,12 +124,12 @@ fn an_audit_broken_lease_stands_until_the_operator_recovers_it() {
         attestation: "operator_confirmation",
         operator_statement: None,
     };
+    let changed = operator.recover(&request(Some("0000"))).unwrap_err();
+    assert_eq!(changed.error_type, "quarantine_changed");
     assert_eq!(
-        operator
-            .recover(&request(Some("0000")))
-            .unwrap_err()
-            .error_type,
-        "quarantine_changed"
+        changed.details["quarantine_id"],
+        id.as_str(),
+        "the refusal names the open incident"
     );
     let done = operator.recover(&request(Some(&id))).expect("recovered");
     assert_eq!(done["recovered_quarantine_id"], id.as_str());
