@@ -23,6 +23,7 @@ use crate::probe::{
 
 pub mod board;
 pub mod image;
+pub mod memory;
 pub mod qmp;
 
 pub use board::{Board, BoardConfig, BoardError, BoardState};
