@@ -34,6 +34,7 @@ fn open() -> Grants {
             allow_debug_execution: true,
             allow_raw_debugger_commands: false,
             allow_mass_erase: false,
+            allow_rtt_write: true,
         },
         port: PortGrants {
             allow_read: true,
