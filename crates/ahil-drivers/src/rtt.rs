@@ -15,6 +15,8 @@
 
 use std::fmt;
 
+pub mod link;
+
 /// The id at the start of a control block.
 pub const ID: &[u8] = b"SEGGER RTT";
 /// `acID` and the two counts.
@@ -80,6 +82,13 @@ pub trait Memory {
     fn read(&mut self, address: u32, buf: &mut [u8]) -> Result<(), RttError>;
     /// Store `data` at `address`.
     fn write(&mut self, address: u32, data: &[u8]) -> Result<(), RttError>;
+
+    /// From now on, refuse writes outside the memory that holds `address` (the control block), so
+    /// a descriptor pointing elsewhere cannot aim a write. A memory without regions ignores it.
+    fn confine_writes_to(&mut self, address: u32) -> Result<(), RttError> {
+        let _ = address;
+        Ok(())
+    }
 
     /// One little-endian word.
     fn read_u32(&mut self, address: u32) -> Result<u32, RttError> {

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use ahil_drivers::qemu::memory::QemuMemory;
 use ahil_drivers::qemu::{Board, BoardConfig};
+use ahil_drivers::rtt::link::{Link, Locate, Options};
 use ahil_drivers::rtt::{ControlBlock, Memory};
 
 fn firmware() -> PathBuf {
@@ -90,5 +91,58 @@ fn the_firmwares_rtt_lines_are_read_and_its_echo_answers_without_halting_the_cor
         let _ = block.read_up(&mut memory, 0, 4096).expect("read");
     }
     eprintln!("one up-channel poll: {:?}", started.elapsed() / 1000);
+    board.stop().expect("board stops");
+}
+
+#[test]
+fn a_link_polls_the_up_channel_into_a_ring_and_follows_a_reset_of_the_board() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let board = Board::start(BoardConfig::new(dir.path().join("sim")).with_image(firmware()))
+        .expect("board starts");
+    board.run().expect("board runs");
+    let options = Options {
+        locate: Locate::At(0x2000_0070),
+        up: vec![0],
+        down: vec![0],
+        ring_bytes: 4096,
+        interval: Duration::from_millis(10),
+    };
+    // The firmware may not have built its block yet.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let link = loop {
+        match Link::start(
+            QemuMemory::opener(board.paths().clone(), Duration::from_secs(5)),
+            &options,
+        ) {
+            Ok(link) => break link,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(error) => panic!("no link: {error}"),
+        }
+    };
+    let ring = link.ring(0).expect("up channel 0 polled");
+    let wait = |text: &str| {
+        let taken = ring.take(
+            4096,
+            Instant::now() + Duration::from_secs(5),
+            &[text.as_bytes().to_vec()],
+        );
+        assert_eq!(
+            taken.matched,
+            Some(true),
+            "{text:?}: {:?}",
+            String::from_utf8_lossy(&taken.bytes)
+        );
+    };
+    wait("rtt boot ahil-fw 1.0 netduinoplus2\n");
+    wait("rtt tick 1\n");
+    assert_eq!(link.write(0, b"echo me").expect("write"), 7);
+    wait("echo me");
+    // A reset rebuilds the block; the link keeps reading from the new boot line on.
+    let mut qmp = board.qmp().expect("qmp");
+    qmp.system_reset().expect("reset");
+    drop(qmp);
+    wait("rtt boot ahil-fw 1.0 netduinoplus2\n");
+    wait("rtt tick 1\n");
+    assert!(link.close(Duration::from_secs(2)), "the poller ends");
     board.stop().expect("board stops");
 }

@@ -81,10 +81,12 @@ impl QemuMemory {
         })
     }
 
-    /// From now on, writes reach only the memory region that holds `address` (the control block).
-    pub fn confine_writes_to(&mut self, address: u32) -> Result<(), RttError> {
-        self.writable = Some(self.page(address)?.region);
-        Ok(())
+    /// What an RTT link reopens the board's memory with after a failure (the board may have
+    /// been restarted under a new pid).
+    pub fn opener(paths: BoardPaths, limit: Duration) -> crate::rtt::link::Opener {
+        Box::new(move || {
+            Self::open(&paths, limit).map(|memory| Box::new(memory) as Box<dyn Memory + Send>)
+        })
     }
 
     fn page(&mut self, address: u32) -> Result<Page, RttError> {
@@ -142,6 +144,11 @@ fn parse_gpa2hva(text: &str) -> Option<Page> {
 }
 
 impl Memory for QemuMemory {
+    fn confine_writes_to(&mut self, address: u32) -> Result<(), RttError> {
+        self.writable = Some(self.page(address)?.region);
+        Ok(())
+    }
+
     fn read(&mut self, address: u32, buf: &mut [u8]) -> Result<(), RttError> {
         let mut done = 0;
         for (guest, page, len) in self.spans(address, buf.len())? {
