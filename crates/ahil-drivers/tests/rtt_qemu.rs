@@ -113,6 +113,7 @@ fn a_link_polls_the_up_channel_into_a_ring_and_follows_a_reset_of_the_board() {
         match Link::start(
             QemuMemory::opener(board.paths().clone(), Duration::from_secs(5)),
             &options,
+            None,
         ) {
             Ok(link) => break link,
             Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),

@@ -33,6 +33,9 @@ impl Locate {
     }
 }
 
+/// Sees every chunk an up channel gave (its index and the bytes), e.g. for the session log.
+pub type Tap = Box<dyn Fn(u32, &[u8]) + Send + Sync>;
+
 /// Opens the target's memory (again, after a failure).
 pub type Opener = Box<dyn Fn() -> Result<Box<dyn Memory + Send>, RttError> + Send + Sync>;
 
@@ -50,6 +53,7 @@ struct Shared {
     rings: Vec<(u32, Ring)>,
     last_error: Mutex<Option<String>>,
     polls: AtomicU64,
+    tap: Option<Tap>,
 }
 
 impl Shared {
@@ -77,7 +81,12 @@ impl Shared {
         for (index, ring) in &self.rings {
             let cap = 64 * 1024;
             match self.with_target(|t| t.block.read_up(t.memory.as_mut(), *index, cap)) {
-                Ok(bytes) if !bytes.is_empty() => ring.push(&bytes),
+                Ok(bytes) if !bytes.is_empty() => {
+                    if let Some(tap) = &self.tap {
+                        tap(*index, &bytes);
+                    }
+                    ring.push(&bytes);
+                }
                 Ok(_) => {}
                 Err(error) => {
                     *self
@@ -117,10 +126,19 @@ pub struct Options {
     pub interval: Duration,
 }
 
+impl Options {
+    fn rings(&self) -> Vec<(u32, Ring)> {
+        self.up
+            .iter()
+            .map(|index| (*index, Ring::new(self.ring_bytes)))
+            .collect()
+    }
+}
+
 impl Link {
     /// Open the memory, find the block, check that every configured channel exists, and start
     /// polling. Bytes already in the up buffers are the first the rings get.
-    pub fn start(open: Opener, options: &Options) -> Result<Self, RttError> {
+    pub fn start(open: Opener, options: &Options, tap: Option<Tap>) -> Result<Self, RttError> {
         let mut memory = open()?;
         let block = options.locate.find(memory.as_mut())?;
         for index in &options.up {
@@ -135,13 +153,10 @@ impl Link {
             open,
             locate: options.locate,
             stop: AtomicBool::new(false),
-            rings: options
-                .up
-                .iter()
-                .map(|index| (*index, Ring::new(options.ring_bytes)))
-                .collect(),
+            rings: options.rings(),
             last_error: Mutex::new(None),
             polls: AtomicU64::new(0),
+            tap,
         });
         shared.poll();
         let poller = Arc::clone(&shared);
