@@ -60,6 +60,17 @@ fn read_until(text: &str) -> Value {
     json!({"channel": "terminal", "until": text, "wait_timeout_s": 10})
 }
 
+/// The `_meta` of an `rtt_read` answer (outside the structured content `call` gives).
+async fn read_meta(client: &support::Client, args: Value) -> Value {
+    let mut request = rmcp::model::CallToolRequestParams::new("rtt_read".to_owned());
+    if let Value::Object(map) = args {
+        request = request.with_arguments(map);
+    }
+    let result = client.call_tool(request).await.expect("tools/call answers");
+    let whole = serde_json::to_value(&result).expect("the result serializes");
+    whole["_meta"].clone()
+}
+
 async fn refused(client: &support::Client, tool: &str, args: Value, error_type: &str) -> Value {
     let (doc, is_error) = call(client, tool, args).await;
     assert!(is_error, "{tool}: {doc}");
@@ -95,6 +106,11 @@ async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_t
     .await;
     assert_eq!(doc["until_matched"], true, "{doc}");
     assert_eq!(doc["channel"], "terminal", "{doc}");
+    // What the firmware wrote is marked as device output, never instructions.
+    let meta = read_meta(&client, read_until("rtt tick 1\n")).await;
+    let untrusted = &meta["agentic_hil/untrusted_content"];
+    assert_eq!(untrusted["source"], "device", "{meta}");
+    assert_eq!(untrusted["rtt_channel"], "terminal", "{meta}");
     let doc = ok(&client, "rtt_read", read_until("rtt tick 3\n")).await;
     assert_eq!(doc["until_matched"], true, "{doc}");
     assert!(
@@ -123,6 +139,22 @@ async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_t
     assert_eq!(doc["bytes_written"], 9, "{doc}");
     let doc = ok(&client, "rtt_read", read_until("hello rtt")).await;
     assert_eq!(doc["until_matched"], true, "the firmware echoes it: {doc}");
+    // A write is capped by the rtt section's max_write_bytes (256 by default), as com_write is.
+    let doc = refused(
+        &client,
+        "rtt_write",
+        json!({"channel": "terminal_in", "text": "x".repeat(257)}),
+        "invalid_argument",
+    )
+    .await;
+    assert_eq!(doc["max_write_bytes"], 256, "{doc}");
+    let doc = ok(&client, "rtt_read", json!({"channel": "terminal"})).await;
+    assert!(
+        !doc["data"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains('x')),
+        "nothing of the refused write arrived: {doc}"
+    );
 
     let doc = ok(&client, "rtt_session_stop", json!({})).await;
     assert_eq!(doc["was_active"], true, "{doc}");
