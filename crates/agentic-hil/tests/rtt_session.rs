@@ -156,6 +156,19 @@ async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_t
         "nothing of the refused write arrived: {doc}"
     );
 
+    // A reset by the session's own agent: the firmware rebuilds its block and the session reads on.
+    let doc = ok(&client, "reset_target", json!({"mode": "run"})).await;
+    assert_eq!(doc["ok"], true, "{doc}");
+    let doc = ok(
+        &client,
+        "rtt_read",
+        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
+    )
+    .await;
+    assert_eq!(doc["until_matched"], true, "the boot line after the reset: {doc}");
+    let doc = ok(&client, "rtt_read", read_until("rtt tick 1\n")).await;
+    assert_eq!(doc["until_matched"], true, "{doc}");
+
     let doc = ok(&client, "rtt_session_stop", json!({})).await;
     assert_eq!(doc["was_active"], true, "{doc}");
     refused(
