@@ -165,7 +165,10 @@ async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_t
         read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
     )
     .await;
-    assert_eq!(doc["until_matched"], true, "the boot line after the reset: {doc}");
+    assert_eq!(
+        doc["until_matched"], true,
+        "the boot line after the reset: {doc}"
+    );
     let doc = ok(&client, "rtt_read", read_until("rtt tick 1\n")).await;
     assert_eq!(doc["until_matched"], true, "{doc}");
 
