@@ -9,15 +9,16 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use support::World;
+use support::sim_board::SimBoard;
 use support::{call, ok};
 
 const RTT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
                    \x20       - {name: terminal, direction: up, index: 0}\n\
                    \x20       - {name: terminal_in, direction: down, index: 0}\n";
 
-/// A world with a `qemu` debugger named `board` (its `rtt:` section and extra grants given) and
-/// the committed firmware in `fw/`.
-fn world(rtt: &str, grants: &str) -> World {
+/// A world whose configuration names `debuggers` (the YAML under the key), with the committed
+/// firmware in `fw/`.
+fn configured(debuggers: &str) -> World {
     let world = World::new();
     let (_, code) = world.run_json(&["init"]);
     assert_eq!(code, Some(0), "init succeeds");
@@ -25,9 +26,7 @@ fn world(rtt: &str, grants: &str) -> World {
     let config = format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
          target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{rtt}    permissions:\n\
-         \x20     allow_flash: true\n      allow_reset: true\n{grants}\
-         artifacts:\n  allowed_roots: [fw]\n",
+         debuggers:\n{debuggers}artifacts:\n  allowed_roots: [fw]\n",
         ws = world.workspace.display(),
         state = state.display(),
     );
@@ -39,21 +38,12 @@ fn world(rtt: &str, grants: &str) -> World {
     world
 }
 
-/// A running board; stopped when dropped, whatever the test did.
-struct Board<'a>(&'a World);
-
-impl<'a> Board<'a> {
-    fn start(world: &'a World) -> Self {
-        let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
-        assert_eq!(code, Some(0), "sim start: {doc}");
-        Self(world)
-    }
-}
-
-impl Drop for Board<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["sim", "stop"]);
-    }
+/// A world with a `qemu` debugger named `board`, its `rtt:` section and extra grants given.
+fn world(rtt: &str, grants: &str) -> World {
+    configured(&format!(
+        "  board:\n    type: qemu\n    timeout_s: 10\n{rtt}    permissions:\n\
+         \x20     allow_flash: true\n      allow_reset: true\n{grants}"
+    ))
 }
 
 fn read_until(text: &str) -> Value {
@@ -82,7 +72,7 @@ async fn refused(client: &support::Client, tool: &str, args: Value, error_type: 
 async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_the_board_meanwhile()
 {
     let world = world(RTT, "      allow_rtt_write: true\n");
-    let _board = Board::start(&world);
+    let _board = SimBoard::start(&world);
     let client = support::connect(&world).await;
     let second = support::connect(&world).await;
 
@@ -238,18 +228,9 @@ async fn rtt_calls_are_refused_without_an_rtt_section_on_an_unknown_channel_and_
 
 #[tokio::test]
 async fn a_backend_without_rtt_answers_not_supported_before_touching_anything() {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: board\n  controller: stm32f405\n\
-         debuggers:\n  dut:\n    type: pyocd\n    executable: /bin/false\n{RTT}",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
+    let world = configured(&format!(
+        "  dut:\n    type: pyocd\n    executable: /bin/false\n{RTT}"
+    ));
     let client = support::connect(&world).await;
     let doc = refused(&client, "rtt_session_start", json!({}), "not_supported").await;
     assert_eq!(doc["target_contacted"], false, "{doc}");

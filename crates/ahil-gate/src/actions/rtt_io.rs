@@ -158,7 +158,7 @@ fn read(
     .with("debugger", debugger);
     outcome.meta = Some(untrusted_meta(debugger, &channel.name));
     Acted {
-        outcome: outcome.with_log(&session.log_path),
+        outcome: outcome.with_log(&session.log.path),
         contact: Some(none()),
     }
 }
@@ -178,7 +178,7 @@ fn write(
     };
     let result = session.link.write(channel.index, payload);
     let written = *result.as_ref().unwrap_or(&0);
-    let logged = session.log(&json!({
+    let logged = session.log.append(&json!({
         "direction": "tx",
         "channel": channel.name,
         "bytes": written,
@@ -224,7 +224,7 @@ fn write(
             outcome.side_effect_status = Some(SideEffectStatus::Unknown);
             outcome.retry_safe = Some(false);
             return Acted {
-                outcome: outcome.with_log(&session.log_path),
+                outcome: outcome.with_log(&session.log.path),
                 contact: Some(Contact::Possible),
             };
         }
@@ -234,7 +234,7 @@ fn write(
         outcome.set("audit_error", err.to_value());
     }
     Acted {
-        outcome: outcome.with_log(&session.log_path),
+        outcome: outcome.with_log(&session.log.path),
         contact: Some(Contact::Made),
     }
 }

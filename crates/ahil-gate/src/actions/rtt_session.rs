@@ -235,7 +235,7 @@ impl Start {
                         .with("debugger", self.debugger.as_str())
                         .with("already_active", true)
                         .with("session", existing.describe(true))
-                        .with_log(&existing.log_path),
+                        .with_log(&existing.log.path),
                     contact: Some(Contact::none("the open session was reused")),
                 };
             }
@@ -346,14 +346,12 @@ impl SessionKind for Opening {
             backend: "qemu",
             link,
             channels: start.rtt.channels.clone(),
-            log_name: begun.log.name,
-            log_path: begun.log.path.clone(),
+            log: begun.log.clone(),
             started_at: ahil_config::time::now_millis(),
-            audit: begun.log.audit,
             close_limit: CLOSE_LIMIT,
             locks: begun.locks,
         });
-        let _ = session.log(&json!({
+        let _ = session.log.append(&json!({
             "event": "control_block",
             "address": format!("{:#010x}", session.link.address()),
         }));
@@ -403,7 +401,7 @@ pub fn stop(sessions: &Sessions, debugger: &str) -> Acted {
             .with("debugger", debugger)
             .with("session", session.describe(true))
             .with_remediation(["Call rtt_session_stop again."])
-            .with_log(&session.log_path),
+            .with_log(&session.log.path),
             contact: Some(Contact::none("stopping a poller sends nothing")),
         };
     }
@@ -417,7 +415,7 @@ pub fn stop(sessions: &Sessions, debugger: &str) -> Acted {
         .with("debugger", debugger)
         .with("was_active", true)
         .with("session", session.describe(false))
-        .with_log(&session.log_path);
+        .with_log(&session.log.path);
     Acted {
         outcome: session_lifecycle::with_stop_logged(outcome, logged),
         contact: Some(Contact::none("stopping a poller sends nothing")),

@@ -8,8 +8,8 @@ use ahil_config::{RttChannel, RttDirection};
 use ahil_drivers::rtt::link::Link;
 use serde_json::{Value, json};
 
-use crate::audit::Audit;
 use crate::ownership::SessionLocks;
+use crate::session_lifecycle::SessionLog;
 
 /// The RTT sessions of one gate, by debugger name.
 pub type Sessions = crate::session_table::Table<Session>;
@@ -26,10 +26,9 @@ pub struct Session {
     pub backend: &'static str,
     pub link: Link,
     pub channels: Vec<RttChannel>,
-    pub log_name: String,
-    pub log_path: String,
+    /// The chained session log.
+    pub log: SessionLog,
     pub started_at: String,
-    pub audit: Audit,
     pub close_limit: Duration,
     /// The debugger's keys, given back when the session ends. Last, so the link stops first.
     pub locks: SessionLocks,
@@ -59,7 +58,7 @@ impl Session {
             "debugger": self.debugger,
             "backend": self.backend,
             "started_at": self.started_at,
-            "log_path": self.log_path,
+            "log_path": self.log.path,
             "control_block_address": format!("{:#010x}", self.link.address()),
             "channels": channels,
             "polls": self.link.polls(),
@@ -74,16 +73,11 @@ impl Session {
     pub fn channel(&self, name: &str) -> Option<&RttChannel> {
         self.channels.iter().find(|c| c.name == name)
     }
-
-    /// Appends an audited event to the session log.
-    pub fn log(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
-        self.audit.append_event(&self.log_name, event).map(|_| ())
-    }
 }
 
 impl crate::session_lifecycle::Held for Session {
     fn log_event(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
-        self.log(event)
+        self.log.append(event)
     }
 
     fn locks(&self) -> &SessionLocks {
