@@ -3,7 +3,11 @@
  * UART (USART1, QEMU's serial0): "boot ok", the version line, then "tick N" every 200 ms.
  * Received lines are echoed as "echo: <line>"; "reset" requests a system reset, "fault" runs an
  * undefined instruction (HardFault), "version" repeats the version line.
- * Debug targets: on_tick() to break on, counter and the g_* globals for symbol reads. */
+ * Debug targets: on_tick() to break on, counter and the g_* globals for symbol reads.
+ * RTT: a SEGGER RTT control block `_SEGGER_RTT` with up channel 0 ("Terminal": "rtt boot <version>
+ * <board>" at every reset, then "rtt tick N" beside each UART tick) and down channel 0 ("Terminal",
+ * whose bytes are echoed to up channel 0 as they arrive). Its section `.rtt` comes after `.bss` so
+ * the other symbols keep their addresses. */
 #include <stdint.h>
 
 #ifndef FW_VERSION
@@ -46,6 +50,33 @@ volatile uint32_t g_u32 = 0xDEADBEEFu;
 volatile float g_float = 3.5f;
 volatile struct sample g_sample = {7, {-1, 2, -3, 4}, 0x12345678u};
 volatile uint16_t g_array[4] = {10, 20, 30, 40};
+
+/* The SEGGER RTT layout (SEGGER_RTT.h, 32-bit target): the id, the buffer counts, then up and down
+ * descriptors. The target writes an up buffer's WrOff and a down buffer's RdOff; the host writes the
+ * others, so neither side needs a lock and the host never halts the core. */
+struct rtt_buffer {
+    const char *name;
+    char *buffer;
+    uint32_t size;
+    volatile uint32_t wr_off;
+    volatile uint32_t rd_off;
+    uint32_t flags; /* 0: no block, skip a write that does not fit */
+};
+
+struct rtt_control_block {
+    char id[16];
+    int32_t max_up;
+    int32_t max_down;
+    struct rtt_buffer up[1];
+    struct rtt_buffer down[1];
+};
+
+#define RTT_UP_SIZE 512u
+#define RTT_DOWN_SIZE 64u
+
+__attribute__((section(".rtt"))) struct rtt_control_block _SEGGER_RTT;
+__attribute__((section(".rtt"))) static char rtt_up_buffer[RTT_UP_SIZE];
+__attribute__((section(".rtt"))) static char rtt_down_buffer[RTT_DOWN_SIZE];
 
 static char line[64];
 static uint32_t line_len;
@@ -95,6 +126,86 @@ void HardFault_Handler(void)
     for (;;) {
         __asm volatile("wfi");
     }
+}
+
+/* RAM is not cleared at reset, so the block is rebuilt each boot, its id last: a host that scans for
+ * the id never finds a block whose descriptors are still the last run's. */
+static void rtt_init(void)
+{
+    volatile char *id = _SEGGER_RTT.id;
+    id[0] = 0;
+    _SEGGER_RTT.max_up = 1;
+    _SEGGER_RTT.max_down = 1;
+    _SEGGER_RTT.up[0] = (struct rtt_buffer){"Terminal", rtt_up_buffer, RTT_UP_SIZE, 0, 0, 0};
+    _SEGGER_RTT.down[0] = (struct rtt_buffer){"Terminal", rtt_down_buffer, RTT_DOWN_SIZE, 0, 0, 0};
+    static const char name[] = "SEGGER RTT";
+    for (uint32_t i = sizeof name - 1; i > 0; i--) {
+        id[i] = name[i];
+    }
+    __asm volatile("dmb" ::: "memory");
+    id[0] = name[0];
+}
+
+/* SEGGER's default up mode: a write that does not fit whole is dropped, never torn. */
+static void rtt_write(const char *data, uint32_t len)
+{
+    struct rtt_buffer *up = &_SEGGER_RTT.up[0];
+    uint32_t wr = up->wr_off;
+    uint32_t rd = up->rd_off;
+    uint32_t free = rd > wr ? rd - wr - 1u : up->size - (wr - rd) - 1u;
+    if (len > free) {
+        return;
+    }
+    for (uint32_t i = 0; i < len; i++) {
+        up->buffer[wr] = data[i];
+        wr = wr + 1u == up->size ? 0u : wr + 1u;
+    }
+    __asm volatile("dmb" ::: "memory");
+    up->wr_off = wr;
+}
+
+static void rtt_puts(const char *s)
+{
+    uint32_t n = 0;
+    while (s[n]) {
+        n++;
+    }
+    rtt_write(s, n);
+}
+
+static void rtt_tick(uint32_t n)
+{
+    char text[24] = "rtt tick ";
+    char digits[10];
+    uint32_t len = 9, i = 0;
+    do {
+        digits[i++] = (char)('0' + n % 10u);
+        n /= 10u;
+    } while (n);
+    while (i) {
+        text[len++] = digits[--i];
+    }
+    text[len++] = '\n';
+    rtt_write(text, len);
+}
+
+/* Down channel 0: every byte the host wrote goes back out on up channel 0. */
+static void rtt_poll_down(void)
+{
+    struct rtt_buffer *down = &_SEGGER_RTT.down[0];
+    uint32_t rd = down->rd_off;
+    uint32_t wr = down->wr_off;
+    if (rd == wr || wr >= down->size) {
+        return;
+    }
+    char echo[RTT_DOWN_SIZE];
+    uint32_t n = 0;
+    while (rd != wr) {
+        echo[n++] = down->buffer[rd];
+        rd = rd + 1u == down->size ? 0u : rd + 1u;
+    }
+    down->rd_off = rd;
+    rtt_write(echo, n);
 }
 
 /* The breakpoint target: noinline so it has an address and a frame. */
@@ -154,8 +265,10 @@ int main(void)
 {
     USART_BRR = CPU_HZ / 2u / 115200u;
     USART_CR1 = USART_CR1_UE | USART_CR1_TE | USART_CR1_RE;
+    rtt_init();
     uart_puts("boot ok\r\n");
     print_version();
+    rtt_puts("rtt boot ahil-fw " FW_VERSION " " BOARD_NAME "\n");
     if (magic != 0xC0FFEE42u) {
         uart_puts("data copy failed\r\n");
     }
@@ -167,10 +280,12 @@ int main(void)
     uint32_t next = TICK_EVERY;
     for (;;) {
         poll_rx();
+        rtt_poll_down();
         if (systick_count >= next) {
             next += TICK_EVERY;
             counter++;
             on_tick(counter);
+            rtt_tick(counter);
         }
         __asm volatile("wfi");
     }

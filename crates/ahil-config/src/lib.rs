@@ -17,6 +17,7 @@ mod patterns;
 mod pin;
 pub mod plan;
 mod precheck;
+mod rtt_rules;
 mod rules;
 mod schema;
 mod spec;

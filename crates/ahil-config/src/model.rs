@@ -244,6 +244,8 @@ pub struct DebuggerPermissions {
     pub allow_debug_execution: bool,
     pub allow_raw_debugger_commands: bool,
     pub allow_mass_erase: bool,
+    /// Writing to the target's RTT down channels (a stimulus, like `com_write`); ours alone.
+    pub allow_rtt_write: bool,
 }
 
 impl DebuggerPermissions {
@@ -280,6 +282,8 @@ pub struct Debugger {
     /// `type: qemu` only: the board's state directory, outside the workspace
     /// (`<state_root>/sim/<entry name>` when absent).
     pub board_dir: Option<String>,
+    /// SEGGER RTT on this target (ours alone: the reference loads no file that has it).
+    pub rtt: Option<Rtt>,
 }
 
 impl Default for Debugger {
@@ -305,6 +309,7 @@ impl Default for Debugger {
             probe_inventory_note: None,
             machine: None,
             board_dir: None,
+            rtt: None,
         }
     }
 }
@@ -360,6 +365,81 @@ impl Debugger {
             return format!("probe-exe:{e}");
         }
         format!("probe:{}", self.kind.as_str())
+    }
+}
+
+/// Where the gate finds a target's RTT control block and which of its channels an agent may use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Rtt {
+    /// The control block's address (hex with `0x`, or decimal).
+    pub control_block: Option<String>,
+    /// A RAM range searched for the block's id.
+    pub scan: Option<RttScan>,
+    /// The address of `_SEGGER_RTT` in the ELF last flashed.
+    pub from_elf: bool,
+    pub channels: Vec<RttChannel>,
+    /// Received bytes kept for `rtt_read`, per channel.
+    pub max_buffer_bytes: u64,
+    /// The most one `rtt_write` sends.
+    pub max_write_bytes: u64,
+    /// How often the session polls the target's up buffers.
+    pub poll_interval_ms: u64,
+}
+
+impl Default for Rtt {
+    fn default() -> Self {
+        Self {
+            control_block: None,
+            scan: None,
+            from_elf: false,
+            channels: Vec::new(),
+            max_buffer_bytes: 65_536,
+            max_write_bytes: 256,
+            poll_interval_ms: 10,
+        }
+    }
+}
+
+impl Rtt {
+    /// The channel an agent names.
+    pub fn channel(&self, name: &str) -> Option<&RttChannel> {
+        self.channels.iter().find(|c| c.name == name)
+    }
+}
+
+/// A RAM range to search for the control block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RttScan {
+    pub start: String,
+    pub size: u64,
+}
+
+/// One RTT channel an agent may name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RttChannel {
+    /// What the tools call it (`channel`).
+    pub name: String,
+    pub direction: RttDirection,
+    /// Its index among the target's up or down buffers.
+    #[serde(default)]
+    pub index: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RttDirection {
+    Up,
+    Down,
+}
+
+/// A configured address (`0x…` hex or decimal), as the `FlashAddress` pattern admits it.
+pub fn parse_address(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
     }
 }
 

@@ -99,6 +99,7 @@ fn check_backends(cfg: &Config) -> Result<(), ConfigError> {
             )));
         }
         check_qemu_keys(cfg, name, d)?;
+        crate::rtt_rules::check(name, d)?;
         if d.kind == DebuggerType::ProbeRs {
             refuse_first_set(
                 [

@@ -79,6 +79,10 @@ fn debugger_permissions() -> Spec {
         ("allow_debug_execution", boolean(false)),
         ("allow_raw_debugger_commands", boolean(false)),
         ("allow_mass_erase", boolean(false)),
+        (
+            "allow_rtt_write",
+            boolean(false).describe("Writing to RTT down channels (ours alone)."),
+        ),
     ])
     .default(json!({}))
     .describe("What this probe may do beyond reading it; an absent flag is false.")
@@ -162,7 +166,45 @@ fn debugger_entry() -> Spec {
                  (state_root/sim/<entry> when absent).",
             ),
         ),
+        ("rtt", rtt_section()),
     ])
+}
+
+/// SEGGER RTT on the target (ours alone): where its control block is, the channels an agent may
+/// name, and the caps.
+fn rtt_section() -> Spec {
+    let address = || Spec::of(&[Ty::Str]).pattern(Pattern::FlashAddress);
+    let channel = Spec::object(vec![
+        ("name", Spec::of(&[Ty::Str]).pattern(Pattern::Name)),
+        ("direction", choice(&["up", "down"], None)),
+        ("index", int_min(0.0, 0).max(15.0)),
+    ]);
+    Spec::object(vec![
+        (
+            "control_block",
+            address().describe("The control block's address."),
+        ),
+        (
+            "scan",
+            Spec::object(vec![
+                ("start", address()),
+                ("size", Spec::of(&[Ty::Int]).min(16.0).max(16_777_216.0)),
+            ])
+            .describe("A RAM range searched for the block's \"SEGGER RTT\" id."),
+        ),
+        (
+            "from_elf",
+            boolean(false).describe("Use `_SEGGER_RTT` of the ELF last flashed."),
+        ),
+        (
+            "channels",
+            Spec::list_of(channel).describe("The channels an agent may name."),
+        ),
+        ("max_buffer_bytes", int_min(1.0, 65_536)),
+        ("max_write_bytes", int_min(1.0, 256)),
+        ("poll_interval_ms", int_min(1.0, 10).max(1000.0)),
+    ])
+    .describe("SEGGER RTT through the probe; a file using it is not one the reference loads.")
 }
 
 fn com_port_entry() -> Spec {

@@ -32,8 +32,13 @@ fn names(v: &Value) -> Vec<String> {
 
 /// Compares property names of two object schemas, recursing into nested objects and
 /// into map entries (`additionalProperties` objects).
-/// Keys of our own that the reference does not know: the `qemu` debugger's.
-const EXTENSIONS: &[(&str, &str)] = &[("$.debuggers.*", "machine"), ("$.debuggers.*", "board_dir")];
+/// Keys of our own that the reference does not know: the `qemu` debugger's, and RTT's.
+const EXTENSIONS: &[(&str, &str)] = &[
+    ("$.debuggers.*", "machine"),
+    ("$.debuggers.*", "board_dir"),
+    ("$.debuggers.*", "rtt"),
+    ("$.debuggers.*.permissions", "allow_rtt_write"),
+];
 
 fn compare(rroot: &Value, r: &Value, ours: &Value, at: &str, out: &mut Vec<String>) {
     let r = deref(rroot, r);

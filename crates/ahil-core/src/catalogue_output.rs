@@ -17,6 +17,7 @@ mod config;
 mod debug;
 mod evidence;
 mod io;
+mod rtt;
 
 use serde_json::{Map, Value, json};
 
@@ -143,6 +144,10 @@ fn tool_fields(id: ToolId) -> (Value, Value) {
         T::PowerSupplyOutput => (io::power_family(), io::power_supply_output()),
         T::PowerSupplyCycle => (io::power_family(), io::power_supply_cycle()),
         T::ComSessionStop | T::ComWrite => (io::com_family(), no_fields()),
+        T::RttChannelsList => (rtt::rtt_family(), rtt::rtt_channels_list()),
+        T::RttSessionStart | T::RttSessionStop => (rtt::rtt_family(), no_fields()),
+        T::RttWrite => (rtt::rtt_family(), rtt::rtt_write()),
+        T::RttRead => (rtt::rtt_family(), rtt::rtt_read()),
         T::BenchRunStart => (bench::bench_family(), bench::bench_run_start()),
         T::BenchRunStop => (bench::bench_family(), bench::bench_run_stop()),
         T::BenchRunStatus => (bench::bench_family(), bench::bench_run_status()),

@@ -123,6 +123,12 @@ pub enum Action<'a> {
     ComWrite,
     /// `com_session_stop`: containment.
     ComStop,
+    /// `rtt_session_start`, `rtt_read`: reading the target's RTT buffers while it runs.
+    RttRead,
+    /// `rtt_write`: a stimulus to the firmware, with its own grant.
+    RttWrite,
+    /// `rtt_session_stop`: containment.
+    RttStop,
     /// `can_session_start`, `can_read`.
     CanRead,
     /// `can_send`.
@@ -244,7 +250,11 @@ fn decide(
 ) -> Result<(), Refusal> {
     let reads_need_grants = config_version <= 1;
     match *action {
-        Action::ReadState | Action::DebugContain | Action::ComStop | Action::CanStop => Ok(()),
+        Action::ReadState
+        | Action::DebugContain
+        | Action::ComStop
+        | Action::CanStop
+        | Action::RttStop => Ok(()),
         Action::ConfigSetDescription => require(
             project.allow_config_description_write,
             || project_key("allow_config_description_write"),
@@ -320,6 +330,8 @@ fn authorize_debugger(
                 | Action::DebugBreakpoint { .. }
                 | Action::DebugContinue
                 | Action::SymbolRead { .. }
+                | Action::RttRead
+                | Action::RttWrite
         );
     if needs_probe_grant {
         require(
@@ -351,6 +363,11 @@ fn authorize_debugger(
             grants.allow_reset,
             || key("allow_reset"),
             "Switching the power of a board this supply powers (it restarts the board)",
+        ),
+        Action::RttWrite => require(
+            grants.allow_rtt_write,
+            || key("allow_rtt_write"),
+            "Writing to the target's RTT down channel",
         ),
         Action::DebugContinue => require(
             grants.allow_debug_execution,

@@ -34,6 +34,7 @@ fn open() -> Grants {
             allow_debug_execution: true,
             allow_raw_debugger_commands: false,
             allow_mass_erase: false,
+            allow_rtt_write: true,
         },
         port: PortGrants {
             allow_read: true,
@@ -57,6 +58,7 @@ const FLAGS: &[&str] = &[
     "debuggers.dut.permissions.allow_flash",
     "debuggers.dut.permissions.allow_reset",
     "debuggers.dut.permissions.allow_debug_execution",
+    "debuggers.dut.permissions.allow_rtt_write",
     "ports.dut.permissions.allow_read",
     "ports.dut.permissions.allow_write",
     "power_supplies.dut.permissions.allow_set",
@@ -75,6 +77,7 @@ fn closed(flag: &str) -> Grants {
         "allow_flash" => &mut g.debugger.allow_flash,
         "allow_reset" => &mut g.debugger.allow_reset,
         "allow_debug_execution" => &mut g.debugger.allow_debug_execution,
+        "allow_rtt_write" => &mut g.debugger.allow_rtt_write,
         "allow_read" => &mut g.port.allow_read,
         "allow_write" => &mut g.port.allow_write,
         "allow_set" => &mut g.supply.allow_set,
@@ -191,6 +194,13 @@ fn table() -> Vec<(Action<'static>, Kind, Vec<Need>)> {
             vec![("ports.dut.permissions.allow_write", ANY)],
         ),
         (Action::ComStop, Kind::Com, vec![]),
+        (Action::RttRead, Kind::Debugger, vec![probe]),
+        (
+            Action::RttWrite,
+            Kind::Debugger,
+            vec![probe, ("debuggers.dut.permissions.allow_rtt_write", ANY)],
+        ),
+        (Action::RttStop, Kind::Debugger, vec![]),
         (
             Action::CanRead,
             Kind::Can,
@@ -377,6 +387,7 @@ fn containment_is_never_refused_even_with_every_grant_closed() {
     );
     assert_eq!(decide(1, &shut, Kind::Com, &Action::ComStop), Ok(()));
     assert_eq!(decide(1, &shut, Kind::Can, &Action::CanStop), Ok(()));
+    assert_eq!(decide(1, &shut, Kind::Debugger, &Action::RttStop), Ok(()));
 }
 
 #[test]

@@ -18,6 +18,7 @@ pub mod process;
 pub mod psu;
 pub mod pyocd;
 pub mod qemu;
+pub mod rtt;
 pub mod serial;
 pub mod version;
 

@@ -24,6 +24,7 @@ use crate::probe::{
 
 pub mod board;
 pub mod image;
+pub mod memory;
 pub mod qmp;
 
 pub use board::{Board, BoardConfig, BoardError, BoardState};

@@ -16,6 +16,7 @@ pub mod operator;
 pub(crate) mod power;
 pub mod provision;
 pub mod reactor;
+pub(crate) mod rtt;
 pub(crate) mod serial;
 pub(crate) mod session_lifecycle;
 pub(crate) mod session_table;

@@ -40,7 +40,8 @@ impl Tools for Held {
         self.description.current()
     }
 
-    /// The debug session first (its stop reconfirms the halt before detaching), then COM and CAN.
+    /// The debug session first (its stop reconfirms the halt before detaching), then COM, CAN and
+    /// RTT.
     fn closing_calls(&self) -> Vec<(ToolId, Value)> {
         let debug = self
             .debug
@@ -60,6 +61,13 @@ impl Tools for Held {
             }
             Some((ToolId::CanSessionStop, args))
         });
-        debug.into_iter().chain(ports).chain(buses).collect()
+        // One RTT session per debugger, and the MCP surface binds one debugger: its stop takes no id.
+        let rtt = (!self.rtt.ids().is_empty()).then(|| (ToolId::RttSessionStop, json!({})));
+        debug
+            .into_iter()
+            .chain(ports)
+            .chain(buses)
+            .chain(rtt)
+            .collect()
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod raw;
 pub mod shim;
+pub mod sim_board;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -106,6 +106,20 @@ const OLD_PROVING: &[&str] = &[
     "can_session_start",
 ];
 
+/// The RTT tools came after those tables, in the COM tools' classes (decision 0014).
+const RTT_AUDITED: &[&str] = &["rtt_session_start", "rtt_write", "rtt_read"];
+const RTT_LEASED: &[&str] = &[
+    "rtt_session_start",
+    "rtt_session_stop",
+    "rtt_write",
+    "rtt_read",
+];
+
+/// `old`'s names and `rtt`'s.
+fn with_rtt<'a>(old: &[&'a str], rtt: &[&'a str]) -> BTreeSet<&'a str> {
+    set(old).union(&set(rtt)).copied().collect()
+}
+
 /// `reasons::for_unconfirmed` as it was.
 fn old_unconfirmed(tool: &str) -> &'static str {
     match tool {
@@ -119,6 +133,8 @@ fn old_unconfirmed(tool: &str) -> &'static str {
         "debug_stop_session" => "debug_session_cleanup_unconfirmed",
         tool if tool.starts_with("debug_") => "debug_session_result_unconfirmed",
         "com_write" => "com_write_effect_unconfirmed",
+        "rtt_write" => "rtt_write_effect_unconfirmed",
+        tool if tool.starts_with("rtt_") => "rtt_effect_unconfirmed",
         tool if tool.starts_with("com_") => "com_effect_unconfirmed",
         "can_send" => "can_send_effect_unconfirmed",
         "can_read" => "can_read_effect_unconfirmed",
@@ -134,6 +150,10 @@ fn old_audit_broken(tool: &str) -> &'static str {
         "debug_audit_broken"
     } else if tool == "com_write" {
         "com_write_audit_broken"
+    } else if tool == "rtt_write" {
+        "rtt_write_audit_broken"
+    } else if tool.starts_with("rtt_") {
+        "rtt_report_audit_broken"
     } else if tool.starts_with("com_") {
         "com_report_audit_broken"
     } else if tool.starts_with("can_") {
@@ -195,21 +215,30 @@ fn the_audited_tools_are_the_ones_the_old_table_listed() {
         "operator-only tools are audited"
     );
     let agent_audited: BTreeSet<&str> = audited.difference(&operator).copied().collect();
-    assert_eq!(agent_audited, set(OLD_AUDITED));
+    assert_eq!(agent_audited, with_rtt(OLD_AUDITED, RTT_AUDITED));
 }
 
 #[test]
 fn the_lease_classes_are_the_ones_the_old_tables_gave() {
-    let mut leased = set(OLD_LEASED);
+    let mut leased = with_rtt(OLD_LEASED, RTT_LEASED);
     leased.extend(
         declarations()
             .map(|d| d.name)
             .filter(|n| n.starts_with("debug_")),
     );
     assert_eq!(names_where(Gate::is_leased), leased);
-    assert_eq!(names_where(Gate::is_containment), set(OLD_CONTAINMENT));
-    assert_eq!(names_where(Gate::starts_session), set(OLD_SESSION_STARTS));
-    assert_eq!(names_where(Gate::stops_session), set(OLD_SESSION_STOPS));
+    assert_eq!(
+        names_where(Gate::is_containment),
+        with_rtt(OLD_CONTAINMENT, &["rtt_session_stop"])
+    );
+    assert_eq!(
+        names_where(Gate::starts_session),
+        with_rtt(OLD_SESSION_STARTS, &["rtt_session_start"])
+    );
+    assert_eq!(
+        names_where(Gate::stops_session),
+        with_rtt(OLD_SESSION_STOPS, &["rtt_session_stop"])
+    );
     assert_eq!(
         names_where(Gate::runs_without_lease_when_busy),
         set(&["bench_run_stop"])
@@ -240,7 +269,10 @@ fn the_status_effect_and_proving_sets_are_the_ones_the_old_tables_listed() {
         names_where(|g| g.always_status),
         set(&["debugger_info", "project_config_describe"])
     );
-    assert_eq!(names_where(|g| g.reports_effect), set(OLD_EFFECT));
+    assert_eq!(
+        names_where(|g| g.reports_effect),
+        with_rtt(OLD_EFFECT, &["rtt_write"])
+    );
     assert_eq!(names_where(|g| g.proves_no_contact), set(OLD_PROVING));
 }
 

@@ -18,6 +18,7 @@ use crate::envelope::{Outcome, overall_success, overall_success_value};
 mod debugger;
 mod devices;
 mod operator;
+mod rtt;
 mod schemas;
 mod setup;
 
@@ -139,6 +140,11 @@ pub enum ToolId {
     TestReactorRun,
     TestReactorStatus,
     TestReactorStop,
+    RttChannelsList,
+    RttSessionStart,
+    RttSessionStop,
+    RttWrite,
+    RttRead,
     SimStart,
     SimStop,
     SimStatus,
@@ -407,6 +413,7 @@ pub fn declarations() -> impl Iterator<Item = &'static Declaration> {
         .iter()
         .chain(debugger::DECLARED)
         .chain(devices::DECLARED)
+        .chain(rtt::DECLARED)
         .chain(operator::DECLARED)
 }
 

@@ -65,11 +65,19 @@ fn property_names(schema: &Value) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// Tools the reference does not have (the RTT tools, issue #28): listed by us alone.
+fn ours_alone(name: &str) -> bool {
+    name.starts_with("rtt_")
+}
+
 #[test]
 fn every_listed_tool_matches_the_reference_names_arguments_and_hints() {
     let reference = reference();
     for provisioned in [true, false] {
-        for spec in tools(provisioned) {
+        for spec in tools(provisioned)
+            .into_iter()
+            .filter(|s| !ours_alone(&s.name))
+        {
             let theirs = reference
                 .iter()
                 .find(|t| t["name"] == spec.name)
@@ -124,6 +132,9 @@ fn descriptions_are_one_short_paragraph_of_our_own() {
     for spec in tools(true) {
         assert!(!spec.description.contains('\n'), "{}", spec.name);
         assert!(spec.description.len() < 700, "{} is too long", spec.name);
+        if ours_alone(&spec.name) {
+            continue;
+        }
         let theirs = reference
             .iter()
             .find(|t| t["name"] == spec.name)

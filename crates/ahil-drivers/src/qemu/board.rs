@@ -454,7 +454,7 @@ pub fn stop(state_dir: &Path) -> Result<bool, BoardError> {
 
 /// Whether `pid` is alive and is the QEMU of this state directory (its command line names our QMP
 /// socket), so a recycled pid is never signalled.
-fn owns(paths: &BoardPaths, pid: Pid) -> bool {
+pub(super) fn owns(paths: &BoardPaths, pid: Pid) -> bool {
     let Ok(cmdline) = fs::read(format!("/proc/{}/cmdline", pid.as_raw_nonzero())) else {
         return false;
     };
@@ -471,7 +471,7 @@ fn owns(paths: &BoardPaths, pid: Pid) -> bool {
             .any(|arg| String::from_utf8_lossy(arg).contains(&needle))
 }
 
-fn read_pid(paths: &BoardPaths) -> Option<i32> {
+pub(super) fn read_pid(paths: &BoardPaths) -> Option<i32> {
     fs::read_to_string(paths.pid_file())
         .ok()?
         .trim()

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahil_drivers::Contact;
-use ahil_drivers::serial::SerialError;
+use ahil_drivers::serial::{SerialError, Taken};
 use serde_json::{Value, json};
 
 use super::com_ports::{device, port_entry};
@@ -54,7 +54,7 @@ fn invalid(tool: &str, field: &str, summary: impl Into<String>) -> Box<Outcome> 
 }
 
 /// `{hex, text, encoding}` for bytes.
-fn data(bytes: &[u8], encoding: Encoding) -> Value {
+pub(super) fn data(bytes: &[u8], encoding: Encoding) -> Value {
     json!({"hex": text::to_hex(bytes), "text": encoding.decode(bytes), "encoding": encoding.name()})
 }
 
@@ -64,49 +64,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let encoding = encoding_of(ctx.tool.name(), port_id, port)?;
     let session = ctx.serial.get(port_id);
     if ctx.tool == ToolId::ComWrite {
-        let payload = if let Some(hex) = ctx.args.get("hex").and_then(Value::as_str) {
-            text::parse_hex(hex).ok_or_else(|| {
-                invalid(
-                    ctx.tool.name(),
-                    "hex",
-                    "hex must be pairs of hexadecimal digits (whitespace is ignored).",
-                )
-            })?
-        } else {
-            let text = ctx
-                .args
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            encoding.encode(text).map_err(|c| {
-                invalid(
-                    ctx.tool.name(),
-                    "text",
-                    format!(
-                        "The port's encoding {} cannot carry {c:?}.",
-                        encoding.name()
-                    ),
-                )
-            })?
-        };
         let max = usize::try_from(port.max_write_bytes).unwrap_or(usize::MAX);
-        if payload.len() > max {
-            let mut refusal = invalid(
-                ctx.tool.name(),
-                if ctx.args.get("hex").is_some() {
-                    "hex"
-                } else {
-                    "text"
-                },
-                format!(
-                    "{} bytes exceed this port's max_write_bytes of {max}.",
-                    payload.len()
-                ),
-            );
-            refusal.set("bytes_requested", payload.len());
-            refusal.set("max_write_bytes", max);
-            return Err(refusal);
-        }
+        let payload = write_payload(ctx, encoding, max, "this port's")?;
         let port_id_owned = port_id.to_owned();
         let deadline = Duration::try_from_secs_f64(port.write_timeout_s * 4.0 + 5.0)
             .unwrap_or(Duration::from_secs(10));
@@ -123,14 +82,104 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         });
     }
     // com_read
+    let ReadRequest {
+        max_bytes,
+        patterns,
+        wait,
+    } = read_request(ctx, port.max_buffer_bytes, encoding)?;
+    let port_id_owned = port_id.to_owned();
+    Ok(session_lifecycle::read_plan(
+        Action::ComRead,
+        device(port_id, port),
+        wait,
+        "a read only takes bytes already received",
+        move || {
+            read(
+                &port_id_owned,
+                session,
+                max_bytes,
+                wait,
+                &patterns,
+                encoding,
+            )
+        },
+    ))
+}
+
+/// The payload of a write (`text` in `encoding`, or `hex`), refused past `max` bytes: `com_write`'s
+/// rules, which `rtt_write` shares. `whose` names the cap's owner in the refusal ("this port's").
+pub(super) fn write_payload(
+    ctx: &Context<'_>,
+    encoding: Encoding,
+    max: usize,
+    whose: &str,
+) -> Result<Vec<u8>, Box<Outcome>> {
+    let payload = if let Some(hex) = ctx.args.get("hex").and_then(Value::as_str) {
+        text::parse_hex(hex).ok_or_else(|| {
+            invalid(
+                ctx.tool.name(),
+                "hex",
+                "hex must be pairs of hexadecimal digits (whitespace is ignored).",
+            )
+        })?
+    } else {
+        let text = ctx
+            .args
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        encoding.encode(text).map_err(|c| {
+            invalid(
+                ctx.tool.name(),
+                "text",
+                format!(
+                    "The port's encoding {} cannot carry {c:?}.",
+                    encoding.name()
+                ),
+            )
+        })?
+    };
+    if payload.len() > max {
+        let mut refusal = invalid(
+            ctx.tool.name(),
+            if ctx.args.get("hex").is_some() {
+                "hex"
+            } else {
+                "text"
+            },
+            format!(
+                "{} bytes exceed {whose} max_write_bytes of {max}.",
+                payload.len()
+            ),
+        );
+        refusal.set("bytes_requested", payload.len());
+        refusal.set("max_write_bytes", max);
+        return Err(refusal);
+    }
+    Ok(payload)
+}
+
+/// What a read asks for: at most `max_bytes`, through the first of `patterns`, waiting `wait`.
+pub(super) struct ReadRequest {
+    pub max_bytes: usize,
+    pub patterns: Vec<Vec<u8>>,
+    pub wait: Duration,
+}
+
+/// A read's `max_bytes`, `until` patterns and wait: `com_read`'s rules, which `rtt_read` shares.
+pub(super) fn read_request(
+    ctx: &Context<'_>,
+    max_buffer_bytes: u64,
+    encoding: Encoding,
+) -> Result<ReadRequest, Box<Outcome>> {
     // The buffer never holds more than max_buffer_bytes, so a larger ask reads the same as it
     // (as the reference reads); lowering it keeps every later size computation in range.
     let max_bytes = ctx
         .args
         .get("max_bytes")
         .and_then(Value::as_u64)
-        .unwrap_or(port.max_buffer_bytes)
-        .min(port.max_buffer_bytes);
+        .unwrap_or(max_buffer_bytes)
+        .min(max_buffer_bytes);
     let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
     let patterns: Vec<Vec<u8>> = match ctx.args.get("until") {
         Some(Value::String(one)) => vec![one.clone()],
@@ -158,24 +207,45 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     } else {
         UNTIL_DEFAULT_WAIT_S
     };
-    let wait = session_lifecycle::read_wait(ctx.args, default_wait, MAX_WAIT_S);
-    let port_id_owned = port_id.to_owned();
-    Ok(session_lifecycle::read_plan(
-        Action::ComRead,
-        device(port_id, port),
-        wait,
-        "a read only takes bytes already received",
-        move || {
-            read(
-                &port_id_owned,
-                session,
-                max_bytes,
-                wait,
-                &patterns,
-                encoding,
-            )
-        },
-    ))
+    Ok(ReadRequest {
+        max_bytes,
+        patterns,
+        wait: session_lifecycle::read_wait(ctx.args, default_wait, MAX_WAIT_S),
+    })
+}
+
+/// The answer to a read that took `taken`: `com_read`'s fields, which `rtt_read` shares. `id` is the
+/// (key, value) naming what was read, `what` its kind in the summary ("COM port").
+pub(super) fn read_outcome(
+    tool: ToolId,
+    id: (&str, &str),
+    what: &str,
+    taken: &Taken,
+    patterns: &[Vec<u8>],
+    encoding: Encoding,
+) -> Outcome {
+    let summary = if taken.bytes.is_empty() {
+        format!("No {what} feedback was available.")
+    } else {
+        format!("Feedback read from {what}.")
+    };
+    let mut outcome = Outcome::ok(tool, summary)
+        .with(id.0, id.1)
+        .with("bytes_read", taken.bytes.len())
+        .with("buffer_remaining_bytes", taken.remaining)
+        .with("overflow_bytes", taken.overflow)
+        .with("data", data(&taken.bytes, encoding));
+    if let Some(matched) = taken.matched {
+        outcome.set("until_matched", matched);
+        if matched && let Some(pattern) = patterns.iter().find(|p| taken.bytes.ends_with(p)) {
+            outcome.set("matched", encoding.decode(pattern));
+        }
+        if !matched {
+            outcome.summary =
+                "The until text was not seen in time; the bytes so far are returned.".into();
+        }
+    }
+    outcome
 }
 
 fn write(
@@ -265,27 +335,14 @@ fn read(
             contact: Some(none()),
         };
     }
-    let summary = if taken.bytes.is_empty() {
-        "No COM port feedback was available."
-    } else {
-        "Feedback read from COM port."
-    };
-    let mut outcome = Outcome::ok(TOOL, summary)
-        .with("port_id", port_id)
-        .with("bytes_read", taken.bytes.len())
-        .with("buffer_remaining_bytes", taken.remaining)
-        .with("overflow_bytes", taken.overflow)
-        .with("data", data(&taken.bytes, encoding));
-    if let Some(matched) = taken.matched {
-        outcome.set("until_matched", matched);
-        if matched && let Some(pattern) = patterns.iter().find(|p| taken.bytes.ends_with(p)) {
-            outcome.set("matched", encoding.decode(pattern));
-        }
-        if !matched {
-            outcome.summary =
-                "The until text was not seen in time; the bytes so far are returned.".into();
-        }
-    }
+    let mut outcome = read_outcome(
+        TOOL,
+        ("port_id", port_id),
+        "COM port",
+        &taken,
+        patterns,
+        encoding,
+    );
     if let Some(error) = &taken.reader_error {
         outcome.set("reader_error", reader_error(error));
     }

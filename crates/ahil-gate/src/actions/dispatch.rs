@@ -25,7 +25,8 @@ pub fn dispatch(tool: ToolId) -> Dispatch {
     use super::{
         artifact_upload, bench_run, can_buses, can_io, can_session, com_io, com_ports, com_session,
         config_adopt, config_create, config_reload, config_set, debug, debugger_info, describe,
-        lease, operator_bench, power, probe, reports, sim_board, test_reactor, upgrade,
+        lease, operator_bench, power, probe, reports, rtt_io, rtt_session, sim_board, test_reactor,
+        upgrade,
     };
     use ToolId as T;
     Dispatch::Plan(match tool {
@@ -64,6 +65,8 @@ pub fn dispatch(tool: ToolId) -> Dispatch {
             power::plan
         }
         T::TestReactorStatus | T::TestReactorStop => test_reactor::plan,
+        T::RttChannelsList | T::RttSessionStart | T::RttSessionStop => rtt_session::plan,
+        T::RttRead | T::RttWrite => rtt_io::plan,
         T::SimStart | T::SimStop | T::SimStatus => sim_board::plan,
         T::AdoptHardware | T::DebuggerProbesBootstrap | T::Doctor => operator_bench::plan,
     })

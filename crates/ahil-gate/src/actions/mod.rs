@@ -38,6 +38,8 @@ pub(crate) mod probe;
 mod probe_cli;
 pub mod probe_rs;
 pub(crate) mod reports;
+mod rtt_io;
+mod rtt_session;
 #[cfg(test)]
 mod session_lifecycle_tests;
 pub(crate) mod sim_board;
@@ -56,6 +58,8 @@ pub struct Held {
     pub debug: std::sync::Arc<crate::debug::Sessions>,
     /// The CAN sessions this server holds.
     pub can: std::sync::Arc<crate::can::Sessions>,
+    /// The RTT sessions this server holds, by debugger.
+    pub rtt: std::sync::Arc<crate::rtt::Sessions>,
     /// Where a description reload puts the configuration later calls decide with.
     pub description: crate::config_edit::reload::DescriptionSlot,
 }

@@ -100,6 +100,12 @@ fn session() -> Value {
 fn write() -> Value {
     json!({"port_id": "console", "text": "x"})
 }
+fn rtt_read() -> Value {
+    json!({"channel": "terminal"})
+}
+fn rtt_write() -> Value {
+    json!({"channel": "terminal_in", "text": "x"})
+}
 fn can_read() -> Value {
     json!({"bus_id": "bus"})
 }
@@ -154,6 +160,9 @@ const TOUCHES: &[Touch] = &[
     ("can_session_start", can_read, On::Bus, "allow_read", V1),
     ("can_read", can_read, On::Bus, "allow_read", V1),
     ("can_send", can_send, On::Bus, "allow_write", ANY),
+    ("rtt_session_start", nothing, On::Dut, "allow_probe", V1),
+    ("rtt_read", rtt_read, On::Dut, "allow_probe", V1),
+    ("rtt_write", rtt_write, On::Dut, "allow_rtt_write", ANY),
     ("power_supply_set", set, On::Bench, "allow_set", V3),
     ("power_supply_output", output, On::Bench, "allow_output", V3),
     ("power_supply_output", output, On::Dut, "allow_reset", V3),
@@ -167,6 +176,7 @@ const GRANTS: &[(On, &str, &[u8])] = &[
     (On::Dut, "allow_flash", ANY),
     (On::Dut, "allow_reset", ANY),
     (On::Dut, "allow_debug_execution", ANY),
+    (On::Dut, "allow_rtt_write", ANY),
     (On::Console, "allow_read", V1),
     (On::Console, "allow_write", ANY),
     (On::Bus, "allow_read", V1),
@@ -304,6 +314,8 @@ impl World {
             "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\n{header}\
              target:\n  name: board\n  controller: stm32f405\n\
              debuggers:\n  dut:\n    type: openocd\n    executable: \"{exe}\"\n    timeout_s: 5\n\
+             \x20   rtt:\n      control_block: \"0x20000070\"\n      channels: [{{name: terminal, direction: up}}, \
+             {{name: terminal_in, direction: down}}]\n\
              \x20   permissions:\n{dut}\
              com_ports:\n  console:\n    device: \"{console}\"\n    identity_source: device\n\
              \x20   permissions:\n{console_grants}{supply}\

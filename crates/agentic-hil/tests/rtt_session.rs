@@ -1,0 +1,239 @@
+//! Black-box, end to end: RTT sessions through the gate on a real QEMU board that `agentic-hil sim
+//! start` started in the test's own HOME, driven by the built binary as an MCP server. The firmware
+//! (firmware/src/fw.c) writes a boot line and a tick line per 200 ms to up channel 0 and echoes its
+//! down channel 0.
+
+mod support;
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use support::World;
+use support::sim_board::SimBoard;
+use support::{call, ok};
+
+const RTT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
+                   \x20       - {name: terminal, direction: up, index: 0}\n\
+                   \x20       - {name: terminal_in, direction: down, index: 0}\n";
+
+/// A world whose configuration names `debuggers` (the YAML under the key), with the committed
+/// firmware in `fw/`.
+fn configured(debuggers: &str) -> World {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let state = world.home.join(".local/state/agentic-hil");
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+         target:\n  name: sim\n  controller: stm32f405\n\
+         debuggers:\n{debuggers}artifacts:\n  allowed_roots: [fw]\n",
+        ws = world.workspace.display(),
+        state = state.display(),
+    );
+    std::fs::write(world.config_path(), config).expect("the test config is written");
+    let fw = world.workspace.join("fw");
+    std::fs::create_dir_all(&fw).expect("fw dir");
+    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+    std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf")).expect("firmware");
+    world
+}
+
+/// A world with a `qemu` debugger named `board`, its `rtt:` section and extra grants given.
+fn world(rtt: &str, grants: &str) -> World {
+    configured(&format!(
+        "  board:\n    type: qemu\n    timeout_s: 10\n{rtt}    permissions:\n\
+         \x20     allow_flash: true\n      allow_reset: true\n{grants}"
+    ))
+}
+
+fn read_until(text: &str) -> Value {
+    json!({"channel": "terminal", "until": text, "wait_timeout_s": 10})
+}
+
+/// The `_meta` of an `rtt_read` answer (outside the structured content `call` gives).
+async fn read_meta(client: &support::Client, args: Value) -> Value {
+    let mut request = rmcp::model::CallToolRequestParams::new("rtt_read".to_owned());
+    if let Value::Object(map) = args {
+        request = request.with_arguments(map);
+    }
+    let result = client.call_tool(request).await.expect("tools/call answers");
+    let whole = serde_json::to_value(&result).expect("the result serializes");
+    whole["_meta"].clone()
+}
+
+async fn refused(client: &support::Client, tool: &str, args: Value, error_type: &str) -> Value {
+    let (doc, is_error) = call(client, tool, args).await;
+    assert!(is_error, "{tool}: {doc}");
+    assert_eq!(doc["error_type"], error_type, "{tool}: {doc}");
+    doc
+}
+
+#[tokio::test]
+async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_the_board_meanwhile()
+{
+    let world = world(RTT, "      allow_rtt_write: true\n");
+    let _board = SimBoard::start(&world);
+    let client = support::connect(&world).await;
+    let second = support::connect(&world).await;
+
+    let doc = ok(&client, "rtt_channels_list", json!({})).await;
+    assert_eq!(doc["channels"][0]["name"], "terminal", "{doc}");
+    assert_eq!(doc["session_active"], false, "{doc}");
+
+    let doc = ok(&client, "rtt_session_start", json!({})).await;
+    assert_eq!(doc["already_active"], false, "{doc}");
+    assert_eq!(
+        doc["session"]["control_block_address"], "0x20000070",
+        "the scan finds the ELF's _SEGGER_RTT: {doc}"
+    );
+
+    // The boot line was written before the session began; it is kept for the first read.
+    let doc = ok(
+        &client,
+        "rtt_read",
+        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
+    )
+    .await;
+    assert_eq!(doc["until_matched"], true, "{doc}");
+    assert_eq!(doc["channel"], "terminal", "{doc}");
+    // What the firmware wrote is marked as device output, never instructions.
+    let meta = read_meta(&client, read_until("rtt tick 1\n")).await;
+    let untrusted = &meta["agentic_hil/untrusted_content"];
+    assert_eq!(untrusted["source"], "device", "{meta}");
+    assert_eq!(untrusted["rtt_channel"], "terminal", "{meta}");
+    let doc = ok(&client, "rtt_read", read_until("rtt tick 3\n")).await;
+    assert_eq!(doc["until_matched"], true, "{doc}");
+    assert!(
+        doc["data"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("rtt tick 2\n")),
+        "the ticks come in order, each once: {doc}"
+    );
+
+    // The session holds the debugger's lock: another agent cannot flash the board under it.
+    let busy = refused(
+        &second,
+        "flash_firmware",
+        json!({"image_path": "fw/ahil-fw-v1.elf"}),
+        "device_busy",
+    )
+    .await;
+    assert_eq!(busy["target_contacted"], false, "{busy}");
+
+    let doc = ok(
+        &client,
+        "rtt_write",
+        json!({"channel": "terminal_in", "text": "hello rtt"}),
+    )
+    .await;
+    assert_eq!(doc["bytes_written"], 9, "{doc}");
+    let doc = ok(&client, "rtt_read", read_until("hello rtt")).await;
+    assert_eq!(doc["until_matched"], true, "the firmware echoes it: {doc}");
+    // A write is capped by the rtt section's max_write_bytes (256 by default), as com_write is.
+    let doc = refused(
+        &client,
+        "rtt_write",
+        json!({"channel": "terminal_in", "text": "x".repeat(257)}),
+        "invalid_argument",
+    )
+    .await;
+    assert_eq!(doc["max_write_bytes"], 256, "{doc}");
+    let doc = ok(&client, "rtt_read", json!({"channel": "terminal"})).await;
+    assert!(
+        !doc["data"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains('x')),
+        "nothing of the refused write arrived: {doc}"
+    );
+
+    // A reset by the session's own agent: the firmware rebuilds its block and the session reads on.
+    let doc = ok(&client, "reset_target", json!({"mode": "run"})).await;
+    assert_eq!(doc["ok"], true, "{doc}");
+    let doc = ok(
+        &client,
+        "rtt_read",
+        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
+    )
+    .await;
+    assert_eq!(
+        doc["until_matched"], true,
+        "the boot line after the reset: {doc}"
+    );
+    let doc = ok(&client, "rtt_read", read_until("rtt tick 1\n")).await;
+    assert_eq!(doc["until_matched"], true, "{doc}");
+
+    let doc = ok(&client, "rtt_session_stop", json!({})).await;
+    assert_eq!(doc["was_active"], true, "{doc}");
+    refused(
+        &client,
+        "rtt_read",
+        json!({"channel": "terminal"}),
+        "session_not_active",
+    )
+    .await;
+    // The lock is given back with the session.
+    let doc = ok(
+        &second,
+        "flash_firmware",
+        json!({"image_path": "fw/ahil-fw-v1.elf"}),
+    )
+    .await;
+    assert_eq!(doc["ok"], true, "{doc}");
+    client.cancel().await.expect("client closes");
+    second.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn rtt_calls_are_refused_without_an_rtt_section_on_an_unknown_channel_and_without_the_grant()
+{
+    let bare = world("", "");
+    let client = support::connect(&bare).await;
+    for tool in ["rtt_channels_list", "rtt_session_start"] {
+        let doc = refused(&client, tool, json!({}), "rtt_not_configured").await;
+        assert_eq!(doc["target_contacted"], false, "{doc}");
+    }
+    client.cancel().await.expect("client closes");
+
+    let ungranted = world(RTT, "");
+    let client = support::connect(&ungranted).await;
+    let doc = refused(
+        &client,
+        "rtt_read",
+        json!({"channel": "console"}),
+        "rtt_not_configured",
+    )
+    .await;
+    assert_eq!(doc["configured_channels"], json!(["terminal"]), "{doc}");
+    // A down channel is written, never read.
+    refused(
+        &client,
+        "rtt_read",
+        json!({"channel": "terminal_in"}),
+        "rtt_not_configured",
+    )
+    .await;
+    let doc = refused(
+        &client,
+        "rtt_write",
+        json!({"channel": "terminal_in", "text": "x"}),
+        "permission_denied",
+    )
+    .await;
+    assert_eq!(
+        doc["permission"], "debuggers.board.permissions.allow_rtt_write",
+        "{doc}"
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_backend_without_rtt_answers_not_supported_before_touching_anything() {
+    let world = configured(&format!(
+        "  dut:\n    type: pyocd\n    executable: /bin/false\n{RTT}"
+    ));
+    let client = support::connect(&world).await;
+    let doc = refused(&client, "rtt_session_start", json!({}), "not_supported").await;
+    assert_eq!(doc["target_contacted"], false, "{doc}");
+    assert_eq!(doc["backend"], "pyocd", "{doc}");
+    client.cancel().await.expect("client closes");
+}

@@ -1,0 +1,240 @@
+//! `rtt_read` and `rtt_write` over an open RTT session: `com_read`'s and `com_write`'s rules (the
+//! same argument handling and answer, from `com_io`), on a channel instead of a port.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahil_config::{RttChannel, RttDirection};
+use ahil_drivers::Contact;
+use serde_json::json;
+
+use super::com_io::{ReadRequest, data, read_outcome, read_request, write_payload};
+use super::com_session::WithLog;
+use super::rtt_session::{device, rtt_entry};
+use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::ErrorType;
+use crate::catalogue::ToolId;
+use crate::envelope::{Outcome, SideEffectStatus};
+use crate::policy::Action;
+use crate::rtt::{Session, untrusted_meta};
+use crate::serial::{Encoding, text};
+
+/// RTT carries bytes; text is taken and shown as UTF-8.
+const ENCODING: Encoding = Encoding::Utf8;
+
+fn not_active(tool: ToolId, debugger: &str) -> Outcome {
+    Outcome::refused(
+        tool,
+        ErrorType::SessionNotActive,
+        "No RTT session is open on this debugger.",
+    )
+    .with("debugger", debugger)
+    .with_remediation(["Call rtt_session_start first."])
+    .not_contacted()
+}
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::RttRead, ToolId::RttWrite])?;
+    let (name, debugger, rtt) = rtt_entry(ctx)?;
+    let wanted = if ctx.tool == ToolId::RttRead {
+        RttDirection::Up
+    } else {
+        RttDirection::Down
+    };
+    let channel = channel_of(ctx, name, rtt.channels.as_slice(), wanted)?;
+    let session = ctx.rtt.get(name).filter(|s| s.link.is_alive());
+    let owned = name.to_owned();
+    if ctx.tool == ToolId::RttWrite {
+        let max = usize::try_from(rtt.max_write_bytes).unwrap_or(usize::MAX);
+        let payload = write_payload(ctx, ENCODING, max, "this rtt section's")?;
+        return Ok(Plan {
+            action: Action::RttWrite,
+            device: Some(device(name, debugger)),
+            also: Vec::new(),
+            resources: Vec::new(),
+            work: Work::Driver(DriverJob {
+                deadline: Duration::from_secs(10),
+                if_abandoned: Contact::Possible,
+                run: Box::new(move |_cancel| write(&owned, &channel, session, &payload)),
+            }),
+        });
+    }
+    let ReadRequest {
+        max_bytes,
+        patterns,
+        wait,
+    } = read_request(ctx, rtt.max_buffer_bytes, ENCODING)?;
+    Ok(Plan {
+        action: Action::RttRead,
+        device: Some(device(name, debugger)),
+        // The session holds the device lock; a read claims nothing more.
+        also: Vec::new(),
+        resources: Vec::new(),
+        work: Work::Driver(DriverJob {
+            deadline: wait + Duration::from_secs(5),
+            if_abandoned: Contact::none("a read only takes bytes already polled"),
+            run: Box::new(move |_cancel| {
+                read(
+                    &owned,
+                    &channel,
+                    session.as_deref(),
+                    max_bytes,
+                    wait,
+                    &patterns,
+                )
+            }),
+        }),
+    })
+}
+
+/// The configured channel the call names, in the direction the tool needs.
+fn channel_of(
+    ctx: &Context<'_>,
+    debugger: &str,
+    channels: &[RttChannel],
+    wanted: RttDirection,
+) -> Result<RttChannel, Box<Outcome>> {
+    let name = ctx
+        .args
+        .get("channel")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    let configured: Vec<&str> = channels
+        .iter()
+        .filter(|c| c.direction == wanted)
+        .map(|c| c.name.as_str())
+        .collect();
+    match channels
+        .iter()
+        .find(|c| c.name == name && c.direction == wanted)
+    {
+        Some(channel) => Ok(channel.clone()),
+        None => Err(Box::new(
+            Outcome::refused(
+                ctx.tool,
+                ErrorType::RttNotConfigured,
+                format!(
+                    "debuggers.{debugger}.rtt names no {} channel `{name}`.",
+                    if wanted == RttDirection::Up {
+                        "up"
+                    } else {
+                        "down"
+                    }
+                ),
+            )
+            .with("channel", name)
+            .with("configured_channels", json!(configured))
+            .with_remediation(["Call rtt_channels_list and use one of its channel names."])
+            .not_contacted(),
+        )),
+    }
+}
+
+fn read(
+    debugger: &str,
+    channel: &RttChannel,
+    session: Option<&Session>,
+    max_bytes: usize,
+    wait: Duration,
+    patterns: &[Vec<u8>],
+) -> Acted {
+    const TOOL: ToolId = ToolId::RttRead;
+    let none = || Contact::none("a read only takes bytes already polled");
+    let Some((session, ring)) = session.and_then(|s| Some((s, s.link.ring(channel.index)?))) else {
+        return Acted {
+            outcome: not_active(TOOL, debugger),
+            contact: Some(none()),
+        };
+    };
+    let taken = ring.take(max_bytes, std::time::Instant::now() + wait, patterns);
+    let mut outcome = read_outcome(
+        TOOL,
+        ("channel", &channel.name),
+        "RTT channel",
+        &taken,
+        patterns,
+        ENCODING,
+    )
+    .with("debugger", debugger);
+    outcome.meta = Some(untrusted_meta(debugger, &channel.name));
+    Acted {
+        outcome: outcome.with_log(&session.log.path),
+        contact: Some(none()),
+    }
+}
+
+fn write(
+    debugger: &str,
+    channel: &RttChannel,
+    session: Option<Arc<Session>>,
+    payload: &[u8],
+) -> Acted {
+    const TOOL: ToolId = ToolId::RttWrite;
+    let Some(session) = session else {
+        return Acted {
+            outcome: not_active(TOOL, debugger),
+            contact: Some(Contact::none("no session, so nothing was written")),
+        };
+    };
+    let result = session.link.write(channel.index, payload);
+    let written = *result.as_ref().unwrap_or(&0);
+    let logged = session.log.append(&json!({
+        "direction": "tx",
+        "channel": channel.name,
+        "bytes": written,
+        "hex": text::to_hex(&payload[..written]),
+        "text": ENCODING.decode(&payload[..written]),
+        "requested": payload.len(),
+    }));
+    let mut outcome = match result {
+        Ok(n) if n == payload.len() => Outcome::ok(TOOL, "Stimulus written to RTT channel.")
+            .with("channel", channel.name.as_str())
+            .with("bytes_written", n)
+            .with("data", data(payload, ENCODING)),
+        Ok(n) => {
+            let mut outcome = Outcome::refused(
+                TOOL,
+                ErrorType::RttWriteIncomplete,
+                format!(
+                    "The down channel had room for {n} of {} bytes.",
+                    payload.len()
+                ),
+            )
+            .with("channel", channel.name.as_str())
+            .with("bytes_written", n)
+            .with("bytes_requested", payload.len());
+            outcome.side_effect_committed = Some(n > 0);
+            outcome.side_effect_status = Some(if n > 0 {
+                SideEffectStatus::Partial
+            } else {
+                SideEffectStatus::NotStarted
+            });
+            outcome.retry_safe = Some(n == 0);
+            outcome
+        }
+        Err(error) => {
+            let mut outcome = Outcome::refused(
+                TOOL,
+                ErrorType::layer(error.error_type()),
+                error.to_string(),
+            )
+            .with("channel", channel.name.as_str())
+            .with("bytes_written", 0)
+            .with("bytes_requested", payload.len());
+            outcome.side_effect_status = Some(SideEffectStatus::Unknown);
+            outcome.retry_safe = Some(false);
+            return Acted {
+                outcome: outcome.with_log(&session.log.path),
+                contact: Some(Contact::Possible),
+            };
+        }
+    };
+    if let Err(err) = logged {
+        outcome.audit_ok = Some(false);
+        outcome.set("audit_error", err.to_value());
+    }
+    Acted {
+        outcome: outcome.with_log(&session.log.path),
+        contact: Some(Contact::Made),
+    }
+}

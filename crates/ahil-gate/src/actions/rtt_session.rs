@@ -1,0 +1,423 @@
+//! `rtt_channels_list`, `rtt_session_start` and `rtt_session_stop`: find the target's SEGGER RTT
+//! control block and poll it across calls (holding the debugger's device lock, as a debug session
+//! does), then give the lock back. The emulated board's memory is reached without halting it
+//! (decision 0014); other backends answer `not_supported`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahil_config::{Debugger, DebuggerType, Rtt, RttDirection, parse_address};
+use ahil_drivers::Contact;
+use ahil_drivers::qemu::BoardPaths;
+use ahil_drivers::qemu::memory::QemuMemory;
+use ahil_drivers::rtt::RttError;
+use ahil_drivers::rtt::link::{Link, Locate, Options, Tap};
+use serde_json::{Value, json};
+
+use super::com_session::WithLog;
+use super::debugger_info::bound_debugger;
+use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::ErrorType;
+use crate::audit::Audit;
+use crate::catalogue::ToolId;
+use crate::envelope::Outcome;
+use crate::ownership::Ownership;
+use crate::ownership::runs::debugger_keys;
+use crate::policy::{Action, Device};
+use crate::rtt::{Session, Sessions, channel_doc};
+use crate::serial::{Encoding, log_stamp, text::to_hex};
+use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
+use crate::snapshot::pinned_debugger_executable;
+
+/// Finding the block is a few memory reads; QMP steps are capped at this each.
+const STEP: Duration = Duration::from_secs(5);
+const START_DEADLINE: Duration = Duration::from_secs(30);
+const CLOSE_LIMIT: Duration = Duration::from_secs(2);
+
+/// The bound debugger, its rtt section, and its device as policy sees it; `rtt_not_configured`
+/// when the entry has no rtt section.
+pub(super) fn rtt_entry<'a>(
+    ctx: &Context<'a>,
+) -> Result<(&'a str, &'a Debugger, &'a Rtt), Box<Outcome>> {
+    let (name, debugger) = bound_debugger(ctx)?;
+    let Some(rtt) = &debugger.rtt else {
+        return Err(Box::new(
+            Outcome::refused(
+                ctx.tool,
+                ErrorType::RttNotConfigured,
+                format!("debuggers.{name} has no rtt section, so no RTT channel is configured."),
+            )
+            .with("debugger", name)
+            .with_remediation([
+                "The operator adds an rtt section (control_block or scan, and channels) to the debugger entry.",
+            ])
+            .not_contacted(),
+        ));
+    };
+    Ok((name, debugger, rtt))
+}
+
+/// The debugger as the device a call touches.
+pub(super) fn device<'a>(name: &'a str, debugger: &Debugger) -> Device<'a> {
+    Device::Debugger {
+        name,
+        grants: debugger.permissions,
+    }
+}
+
+pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(
+        ctx.tool,
+        &[
+            ToolId::RttChannelsList,
+            ToolId::RttSessionStart,
+            ToolId::RttSessionStop,
+        ],
+    )?;
+    let (name, debugger, rtt) = rtt_entry(ctx)?;
+    let sessions = Arc::clone(&ctx.rtt);
+    if ctx.tool == ToolId::RttChannelsList {
+        let doc = list(name, rtt, &sessions);
+        return Ok(Plan {
+            action: Action::ReadState,
+            device: None,
+            also: Vec::new(),
+            resources: Vec::new(),
+            work: Work::Local(Box::new(move || Acted {
+                outcome: doc,
+                contact: Some(Contact::none("listing reads the configuration only")),
+            })),
+        });
+    }
+    let executable = pinned_debugger_executable(ctx.loaded, name);
+    let resources = debugger_keys(debugger, executable.as_deref());
+    if ctx.tool == ToolId::RttSessionStop {
+        let owned = name.to_owned();
+        return Ok(Plan {
+            action: Action::RttStop,
+            device: Some(device(name, debugger)),
+            also: Vec::new(),
+            resources,
+            work: Work::Driver(DriverJob {
+                deadline: CLOSE_LIMIT + Duration::from_secs(5),
+                if_abandoned: Contact::none("stopping a poller sends nothing to the target"),
+                run: Box::new(move |_cancel| stop(&sessions, &owned)),
+            }),
+        });
+    }
+    let work = if debugger.kind == DebuggerType::Qemu {
+        let Some(dir) = ctx.loaded.config.board_dir(name) else {
+            return Err(Box::new(
+                Outcome::refused(
+                    ctx.tool,
+                    ErrorType::InvalidArgument,
+                    "This debugger has no board directory.",
+                )
+                .not_contacted(),
+            ));
+        };
+        let locate = locate(ctx.tool, name, rtt)?;
+        let start = Start {
+            debugger: name.to_owned(),
+            paths: BoardPaths::new(dir),
+            locate,
+            rtt: rtt.clone(),
+            clear: ctx
+                .args
+                .get("clear_buffer")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            lock_keys: resources.clone(),
+            audit: Audit::for_config(ctx.loaded),
+            ownership: Arc::clone(ctx.ownership),
+            sessions,
+        };
+        Work::Driver(DriverJob {
+            deadline: START_DEADLINE,
+            if_abandoned: Contact::Possible,
+            run: Box::new(move |_cancel| start.run()),
+        })
+    } else {
+        let kind = debugger.kind;
+        Work::Local(Box::new(move || {
+            super::backend_not_built(
+                ToolId::RttSessionStart.name(),
+                kind,
+                format!(
+                    "RTT is served on the emulated board in this build, not on {}.",
+                    kind.as_str()
+                ),
+            )
+        }))
+    };
+    Ok(Plan {
+        action: Action::RttRead,
+        device: Some(device(name, debugger)),
+        also: Vec::new(),
+        resources,
+        work,
+    })
+}
+
+/// Where the rtt section says the block is.
+fn locate(tool: ToolId, name: &str, rtt: &Rtt) -> Result<Locate, Box<Outcome>> {
+    let address = |text: &str| parse_address(text).and_then(|a| u32::try_from(a).ok());
+    if let Some(at) = rtt.control_block.as_deref().and_then(address) {
+        return Ok(Locate::At(at));
+    }
+    if let Some(scan) = &rtt.scan
+        && let (Some(start), Ok(size)) = (address(&scan.start), u32::try_from(scan.size))
+    {
+        return Ok(Locate::Scan { start, size });
+    }
+    Err(Box::new(
+        Outcome::refused(
+            tool,
+            ErrorType::NotSupported,
+            format!(
+                "debuggers.{name}.rtt.from_elf needs the record of the last flashed ELF, which this build \
+                 keeps for ST-Link and probe-rs only; on the emulated board name control_block or scan."
+            ),
+        )
+        .not_contacted(),
+    ))
+}
+
+fn list(name: &str, rtt: &Rtt, sessions: &Sessions) -> Outcome {
+    let control_block = if let Some(address) = &rtt.control_block {
+        json!({"address": address})
+    } else if let Some(scan) = &rtt.scan {
+        json!({"scan": {"start": scan.start, "size": scan.size}})
+    } else {
+        json!({"from_elf": true})
+    };
+    let session = sessions.get(name);
+    let mut outcome = Outcome::ok(ToolId::RttChannelsList, "RTT channels listed.")
+        .with("debugger", name)
+        .with(
+            "channels",
+            Value::Array(rtt.channels.iter().map(channel_doc).collect()),
+        )
+        .with("control_block", control_block)
+        .with("max_buffer_bytes", rtt.max_buffer_bytes)
+        .with("max_write_bytes", rtt.max_write_bytes)
+        .with("poll_interval_ms", rtt.poll_interval_ms)
+        .with(
+            "session_active",
+            session.as_ref().is_some_and(|s| s.link.is_alive()),
+        );
+    if let Some(session) = session {
+        outcome.set("session", session.describe(true));
+    }
+    outcome
+}
+
+/// What the start job needs, owned so the blocking job can carry it.
+struct Start {
+    debugger: String,
+    paths: BoardPaths,
+    locate: Locate,
+    rtt: Rtt,
+    clear: bool,
+    lock_keys: Vec<String>,
+    audit: Audit,
+    ownership: Arc<Ownership>,
+    sessions: Arc<Sessions>,
+}
+
+impl Start {
+    fn run(self) -> Acted {
+        const TOOL: ToolId = ToolId::RttSessionStart;
+        if let Some(existing) = self.sessions.get(&self.debugger) {
+            if existing.link.is_alive() {
+                return Acted {
+                    outcome: Outcome::ok(TOOL, "The RTT session was already active.")
+                        .with("debugger", self.debugger.as_str())
+                        .with("already_active", true)
+                        .with("session", existing.describe(true))
+                        .with_log(&existing.log.path),
+                    contact: Some(Contact::none("the open session was reused")),
+                };
+            }
+            let _ = stop(&self.sessions, &self.debugger);
+        }
+        let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
+        session_lifecycle::start(Opening { start: self }, &ownership, &audit)
+    }
+}
+
+/// The RTT link as a session kind.
+struct Opening {
+    start: Start,
+}
+
+/// The up channels' chunks, logged passively with their channel's name.
+fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
+    let (audit, name) = (log.audit.clone(), log.name.clone());
+    let names: Vec<(u32, String)> = rtt
+        .channels
+        .iter()
+        .filter(|c| c.direction == RttDirection::Up)
+        .map(|c| (c.index, c.name.clone()))
+        .collect();
+    Box::new(move |index, bytes| {
+        let channel = names.iter().find(|(i, _)| *i == index).map(|(_, n)| n);
+        // Passive lines reach the workspace mirror only; a failed append loses log text, never
+        // received bytes (they are in the ring already).
+        let _ = audit.append_passive(
+            &name,
+            &json!({
+                "direction": "rx",
+                "channel": channel,
+                "time": ahil_config::time::now_millis(),
+                "bytes": bytes.len(),
+                "hex": to_hex(bytes),
+                "text": Encoding::Utf8.decode(bytes),
+            }),
+        );
+    })
+}
+
+/// A refusal from the link, with what it proves about contact.
+fn link_refusal(error: &RttError, log: &SessionLog) -> Box<Acted> {
+    let mut outcome = Outcome::refused(
+        ToolId::RttSessionStart,
+        ErrorType::layer(error.error_type()),
+        error.to_string(),
+    )
+    .not_contacted();
+    outcome.log_path = Some(log.path.clone());
+    Box::new(Acted {
+        outcome,
+        // Finding the block only reads the target's memory.
+        contact: Some(Contact::none("the target's memory was only read")),
+    })
+}
+
+impl SessionKind for Opening {
+    type Device = Link;
+    const TOOL: ToolId = ToolId::RttSessionStart;
+
+    fn claim(&self) -> Claim {
+        Claim::new(
+            self.start.lock_keys.clone(),
+            format!("rtt_session:{}", self.start.debugger),
+            "the device lock was refused before the target's memory was read",
+        )
+    }
+
+    fn log_start(&self) -> (String, Value) {
+        let start = &self.start;
+        (
+            format!("rtt-{}-{}.jsonl", log_stamp(), start.debugger),
+            json!({"event": "start", "debugger": start.debugger}),
+        )
+    }
+
+    fn open(&mut self, log: &SessionLog) -> Result<Link, Box<Acted>> {
+        let start = &self.start;
+        let options = Options {
+            locate: start.locate,
+            up: indexes(&start.rtt, RttDirection::Up),
+            down: indexes(&start.rtt, RttDirection::Down),
+            ring_bytes: usize::try_from(start.rtt.max_buffer_bytes).unwrap_or(usize::MAX),
+            interval: Duration::from_millis(start.rtt.poll_interval_ms),
+        };
+        let link = Link::start(
+            QemuMemory::opener(start.paths.clone(), STEP),
+            &options,
+            Some(rx_tap(log, &start.rtt)),
+        )
+        .map_err(|error| link_refusal(&error, log))?;
+        if start.clear {
+            for index in &options.up {
+                if let Some(ring) = link.ring(*index) {
+                    ring.clear();
+                }
+            }
+        }
+        Ok(link)
+    }
+
+    fn register(self, link: Link, begun: Begun) -> Option<Acted> {
+        let start = self.start;
+        let session = Arc::new(Session {
+            debugger: start.debugger.clone(),
+            backend: "qemu",
+            link,
+            channels: start.rtt.channels.clone(),
+            log: begun.log.clone(),
+            started_at: ahil_config::time::now_millis(),
+            close_limit: CLOSE_LIMIT,
+            locks: begun.locks,
+        });
+        let _ = session.log.append(&json!({
+            "event": "control_block",
+            "address": format!("{:#010x}", session.link.address()),
+        }));
+        if let Err(refused) = start.sessions.register(Arc::clone(&session)) {
+            let _ = refused.link.close(refused.close_limit);
+            return None;
+        }
+        Some(Acted {
+            outcome: Outcome::ok(Self::TOOL, "RTT session started.")
+                .with("debugger", start.debugger.as_str())
+                .with("already_active", false)
+                .with("session", session.describe(true))
+                .with_log(&begun.log.path),
+            // The poller publishes RdOff in the target's RAM: a write, though of the host's own
+            // offset.
+            contact: Some(Contact::Made),
+        })
+    }
+}
+
+fn indexes(rtt: &Rtt, direction: RttDirection) -> Vec<u32> {
+    rtt.channels
+        .iter()
+        .filter(|c| c.direction == direction)
+        .map(|c| c.index)
+        .collect()
+}
+
+/// Stops the session on `debugger`: poller stopped, lock released, log closed.
+pub fn stop(sessions: &Sessions, debugger: &str) -> Acted {
+    const TOOL: ToolId = ToolId::RttSessionStop;
+    let Some(session) = sessions.get(debugger) else {
+        return Acted {
+            outcome: Outcome::ok(TOOL, "RTT session was not active.")
+                .with("debugger", debugger)
+                .with("was_active", false),
+            contact: Some(Contact::none("there was no session to stop")),
+        };
+    };
+    if !session.link.close(session.close_limit) {
+        return Acted {
+            outcome: Outcome::refused(
+                TOOL,
+                ErrorType::CleanupFailed,
+                "The RTT poller did not stop in time; the session is kept.",
+            )
+            .with("debugger", debugger)
+            .with("session", session.describe(true))
+            .with_remediation(["Call rtt_session_stop again."])
+            .with_log(&session.log.path),
+            contact: Some(Contact::none("stopping a poller sends nothing")),
+        };
+    }
+    let logged = session_lifecycle::end(
+        sessions,
+        debugger,
+        &*session,
+        &json!({"event": "stop", "reason": "requested"}),
+    );
+    let outcome = Outcome::ok(TOOL, "RTT session stopped.")
+        .with("debugger", debugger)
+        .with("was_active", true)
+        .with("session", session.describe(false))
+        .with_log(&session.log.path);
+    Acted {
+        outcome: session_lifecycle::with_stop_logged(outcome, logged),
+        contact: Some(Contact::none("stopping a poller sends nothing")),
+    }
+}
