@@ -661,7 +661,9 @@ fn grant_and_revoke_agree_with_the_reference_and_each_reads_the_others_writes() 
     assert!(
         ours_bad["permission_keys_here"]
             .as_array()
-            .is_some_and(|k| k.iter().any(|k| k == "debuggers.dut.permissions.allow_rtt_write")),
+            .is_some_and(|k| k
+                .iter()
+                .any(|k| k == "debuggers.dut.permissions.allow_rtt_write")),
         "{ours_bad}"
     );
     assert_eq!(

@@ -139,16 +139,14 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         })
     } else {
         let kind = debugger.kind;
-        Work::Local(Box::new(move || {
-            super::backend_not_built(
-                ToolId::RttSessionStart.name(),
-                kind,
-                format!(
-                    "RTT is served on the emulated board in this build, not on {}.",
-                    kind.as_str()
-                ),
-            )
-        }))
+        super::backend_not_built(
+            ToolId::RttSessionStart,
+            kind,
+            format!(
+                "RTT is served on the emulated board in this build, not on {}.",
+                kind.as_str()
+            ),
+        )
     };
     Ok(Plan {
         action: Action::RttRead,
@@ -417,7 +415,7 @@ pub fn stop(sessions: &Sessions, debugger: &str) -> Acted {
         .with("session", session.describe(false))
         .with_log(&session.log.path);
     Acted {
-        outcome: session_lifecycle::with_stop_logged(outcome, logged),
+        outcome: session_lifecycle::with_event_logged(outcome, logged),
         contact: Some(Contact::none("stopping a poller sends nothing")),
     }
 }
