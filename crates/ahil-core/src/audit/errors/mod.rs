@@ -36,10 +36,14 @@ macro_rules! entry {
 
 mod entries_a;
 mod entries_b;
+mod entries_c;
 
 /// Every entry, in key order.
 pub fn catalogue() -> impl Iterator<Item = &'static Entry> {
-    entries_a::ENTRIES.iter().chain(entries_b::ENTRIES)
+    entries_a::ENTRIES
+        .iter()
+        .chain(entries_b::ENTRIES)
+        .chain(entries_c::ENTRIES)
 }
 
 /// An entry by key: `type:scope` first, then `type`.
