@@ -101,8 +101,30 @@ impl LoadedConfig {
 
     /// Re-reads the file now and compares digests.
     pub fn status(&self) -> ConfigStatus {
+        self.checked().0
+    }
+
+    /// What a report records about the policy it ran under.
+    pub fn in_force(&self) -> ConfigInForce {
+        self.checked().1
+    }
+
+    /// Both views of one re-read of the file: a call needs the two, and each read walks the path
+    /// component by component and hashes the whole file.
+    pub fn checked(&self) -> (ConfigStatus, ConfigInForce) {
         let (state, current_digest) = self.current();
-        ConfigStatus {
+        let checked_at = utc_now();
+        let in_force = ConfigInForce {
+            path: self.display_path.clone(),
+            digest_algorithm: "sha256",
+            digest: self.digest.clone(),
+            description_source: "startup",
+            file_state: state,
+            file_digest: current_digest.clone(),
+            diverged_from_file: state != FileState::Unchanged,
+            checked_at: checked_at.clone(),
+        };
+        let status = ConfigStatus {
             path: self.display_path.clone(),
             digest_algorithm: "sha256",
             loaded_digest: self.digest.clone(),
@@ -111,23 +133,9 @@ impl LoadedConfig {
             current_digest,
             state,
             reload_required: state.reload_required(),
-            checked_at: utc_now(),
+            checked_at,
             summary: state.summary().to_owned(),
-        }
-    }
-
-    /// What a report records about the policy it ran under.
-    pub fn in_force(&self) -> ConfigInForce {
-        let (state, file_digest) = self.current();
-        ConfigInForce {
-            path: self.display_path.clone(),
-            digest_algorithm: "sha256",
-            digest: self.digest.clone(),
-            description_source: "startup",
-            file_state: state,
-            file_digest,
-            diverged_from_file: state != FileState::Unchanged,
-            checked_at: utc_now(),
-        }
+        };
+        (status, in_force)
     }
 }

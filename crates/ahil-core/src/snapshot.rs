@@ -26,8 +26,9 @@ pub struct Snapshot {
 impl Snapshot {
     /// Re-read the file and compare it with what this process parsed.
     pub fn take(loaded: &LoadedConfig) -> Self {
-        let status = serde_json::to_value(loaded.status()).unwrap_or(Value::Null);
-        let in_force = serde_json::to_value(loaded.in_force()).unwrap_or(Value::Null);
+        let (status, in_force) = loaded.checked();
+        let status = serde_json::to_value(status).unwrap_or(Value::Null);
+        let in_force = serde_json::to_value(in_force).unwrap_or(Value::Null);
         let stale = matches!(
             status.get("state").and_then(Value::as_str),
             Some("changed" | "missing" | "unreadable")
