@@ -554,7 +554,14 @@ async fn cancelled(
 ) -> Acted {
     cancel.cancel();
     let contact = match tokio::time::timeout(CANCEL_GRACE, task).await {
-        Ok(Ok(acted)) if acted.outcome.ok => return acted,
+        // Work that finished first stands as done; a job that saw the cancel and settled the
+        // target itself (a debug wait that halted the core) answers with its own account.
+        Ok(Ok(acted))
+            if acted.outcome.ok
+                || acted.outcome.error_type.as_deref() == Some(ErrorType::Interrupted.as_str()) =>
+        {
+            return acted;
+        }
         Ok(Ok(acted)) => acted.contact.unwrap_or(if_abandoned),
         _ => if_abandoned,
     };

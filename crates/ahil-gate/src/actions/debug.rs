@@ -344,7 +344,7 @@ fn session_work<'a>(
     Ok(Work::Driver(DriverJob {
         deadline,
         if_abandoned: Contact::Possible,
-        run: Box::new(move |_cancel| ops::run(tool, &sessions, &args, timeout, &limits)),
+        run: Box::new(move |cancel| ops::run(tool, &sessions, &args, timeout, &limits, &cancel)),
     }))
 }
 

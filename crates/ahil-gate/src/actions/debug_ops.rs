@@ -5,7 +5,8 @@ use crate::catalogue::ToolId;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::Contact;
-use ahil_drivers::gdbmi::{self, Record, quote};
+use ahil_drivers::gdbmi::{self, Record, SessionError, quote};
+use ahil_drivers::process::CancelFlag;
 use serde_json::{Value, json};
 
 use super::Acted;
@@ -22,6 +23,8 @@ use stop::stop_session;
 
 /// Interrupts and their stops wait 5 s at most.
 const HALT_WAIT: Duration = Duration::from_secs(5);
+/// How often a wait for the target's stop looks at the call's cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 /// Memory is read in chunks of this many bytes.
 const CHUNK: u64 = 1024;
 /// The last gdb lines kept in the session log's stop event.
@@ -33,13 +36,15 @@ pub struct Limits {
     pub output: Option<Result<Output, Box<Outcome>>>,
 }
 
-/// Runs `tool` against the open session.
+/// Runs `tool` against the open session. `cancel` is the call's: raised by the client's
+/// `notifications/cancelled` and when the gate's deadline abandons the call.
 pub fn run(
     tool: ToolId,
     sessions: &Sessions,
     args: &Value,
     timeout: Duration,
     limits: &Limits,
+    cancel: &CancelFlag,
 ) -> Acted {
     // An output path the agent can fix is answered before the missing session, as an image path is.
     if let Some(Err(refusal)) = &limits.output {
@@ -136,7 +141,7 @@ pub fn run(
             let mut acted = match tool {
                 ToolId::DebugSetBreakpoint => set_breakpoint(tool, session, args),
                 ToolId::DebugClearBreakpoints => clear_breakpoints(tool, session),
-                ToolId::DebugContinue => resume(tool, session, args, timeout),
+                ToolId::DebugContinue => resume(tool, session, args, timeout, cancel),
                 ToolId::DebugHalt => halt(tool, session, args, timeout),
                 _ => symbol(tool, session, args, limits),
             };
@@ -361,7 +366,48 @@ fn interrupt(session: &mut Live, limit: Duration) -> (bool, Option<Record>) {
     }
 }
 
-fn resume(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> Acted {
+/// How a wait for the target's stop ended.
+enum Waited {
+    Stopped(Record),
+    TimedOut,
+    Cancelled,
+}
+
+/// Waits up to `limit` for a `*stopped` record, first among `events`, then from gdb, looking at
+/// `cancel` between slices; a gdb that fails is a wait that saw no stop.
+fn await_stop_unless(
+    session: &mut Live,
+    events: &[Record],
+    limit: Duration,
+    cancel: &CancelFlag,
+) -> Waited {
+    if let Some(record) = events.iter().rev().find(|r| is_stopped(r)) {
+        return Waited::Stopped(record.clone());
+    }
+    let deadline = Instant::now() + limit;
+    loop {
+        if cancel.is_cancelled() {
+            return Waited::Cancelled;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(gdb) = session.gdb.as_mut().filter(|_| !left.is_zero()) else {
+            return Waited::TimedOut;
+        };
+        match gdb.wait_for(is_stopped, left.min(CANCEL_POLL)) {
+            Ok(record) => return Waited::Stopped(record),
+            Err(SessionError::Timeout { .. }) => {}
+            Err(_) => return Waited::TimedOut,
+        }
+    }
+}
+
+fn resume(
+    tool: ToolId,
+    session: &mut Live,
+    args: &Value,
+    timeout: Duration,
+    cancel: &CancelFlag,
+) -> Acted {
     if let Some(stop) = session.stop.clone()
         && abnormal(stop["stop_reason"].as_str().unwrap_or_default()).is_some()
     {
@@ -380,31 +426,41 @@ fn resume(tool: ToolId, session: &mut Live, args: &Value, timeout: Duration) -> 
     };
     session.status = "running";
     let clock = Instant::now();
-    if let Some(record) = await_stop(session, &reply.events, wait) {
-        session.status = "halted";
-        let seen = classify(&record, &session.breakpoints);
-        session.stop = Some(seen.clone());
-        let mut outcome = stop_outcome(tool, "Target stopped.", &seen, session);
-        outcome.set(
-            "waited_ms",
-            u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
-        );
-        return made(outcome);
-    }
-    // No stop in time: the core must not be left running.
+    let refused = match await_stop_unless(session, &reply.events, wait, cancel) {
+        Waited::Stopped(record) => {
+            session.status = "halted";
+            let seen = classify(&record, &session.breakpoints);
+            session.stop = Some(seen.clone());
+            let mut outcome = stop_outcome(tool, "Target stopped.", &seen, session);
+            outcome.set(
+                "waited_ms",
+                u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
+            );
+            return made(outcome);
+        }
+        Waited::TimedOut => Outcome::refused(
+            tool,
+            ErrorType::Timeout,
+            format!(
+                "The target did not stop within {} s; a halt was requested.",
+                wait.as_secs_f64()
+            ),
+        ),
+        // The gate keeps the answer only when the job says `interrupted` itself (bench.rs).
+        Waited::Cancelled => Outcome::refused(
+            tool,
+            ErrorType::Interrupted,
+            "The client cancelled the call; a halt was requested.",
+        )
+        .with("cancelled", true),
+    };
+    // No stop in time, or the wait was cancelled: the core must not be left running.
     let (acknowledged, record) = interrupt(session, HALT_WAIT);
     let confirmed = record.is_some();
-    let mut outcome = Outcome::refused(
-        tool,
-        ErrorType::Timeout,
-        format!(
-            "The target did not stop within {} s; a halt was requested.",
-            wait.as_secs_f64()
-        ),
-    )
-    .with("halt_requested", true)
-    .with("halt_command_acknowledged", acknowledged)
-    .with("halt_confirmed", confirmed);
+    let mut outcome = refused
+        .with("halt_requested", true)
+        .with("halt_command_acknowledged", acknowledged)
+        .with("halt_confirmed", confirmed);
     if let Some(record) = record {
         session.status = "halted";
         let seen = classify(&record, &session.breakpoints);

@@ -1,0 +1,105 @@
+//! Black-box on the emulated board: MCP cancellation reaches a debug session's long wait. A
+//! `debug_continue` waiting for a stop that will not come is cancelled by its client; the wait ends
+//! at once, the core is halted as after a timeout, the session stays usable and the bench is not
+//! blocked.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::World;
+use support::raw::Mcp;
+use support::sim_board::SimBoard;
+
+/// The continue's own timeout: the cancelled call must end long before it.
+const CONTINUE_TIMEOUT_S: u64 = 40;
+
+fn world() -> World {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let state = world.home.join(".local/state/agentic-hil");
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+         target:\n  name: sim\n  controller: stm32f405\n\
+         debuggers:\n  board:\n    type: qemu\n    timeout_s: {CONTINUE_TIMEOUT_S}\n    permissions:\n\
+         \x20     allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n\
+         artifacts:\n  allowed_roots: [fw]\ndebug:\n  allow_all_symbols: true\n",
+        ws = world.workspace.display(),
+        state = state.display(),
+    );
+    std::fs::write(world.config_path(), config).expect("the test config is written");
+    let fw = world.workspace.join("fw");
+    std::fs::create_dir_all(&fw).expect("fw dir");
+    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+    std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf")).expect("firmware");
+    world
+}
+
+fn last_failure(world: &World) -> Value {
+    let path = world
+        .workspace
+        .join(".agentic-hil/reports/last-failure.json");
+    serde_json::from_slice(&std::fs::read(path).expect("the cancelled call's report"))
+        .expect("JSON")
+}
+
+#[test]
+fn a_cancelled_debug_continue_stops_waiting_halts_the_core_and_keeps_the_session() {
+    let world = world();
+    let _board = SimBoard::start(&world);
+    let mut server = Mcp::ours(&world);
+    let started = server.envelope(
+        "debug_start_session",
+        &json!({"image_path": "fw/ahil-fw-v1.elf"}),
+    );
+    assert_eq!(started["session"]["status"], "halted", "{started}");
+
+    // No breakpoint is set, so the core runs until the wait ends.
+    server.send(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+        "params": {"name": "debug_continue", "arguments": {"timeout_s": CONTINUE_TIMEOUT_S}}}));
+    std::thread::sleep(Duration::from_millis(500));
+    let cancelled_at = Instant::now();
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 41, "reason": "the user changed their mind"}}),
+    );
+    // The next call on the session waits for the cancelled one to settle.
+    server.send(&json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+        "params": {"name": "debug_get_session_status", "arguments": {}}}));
+    let status = loop {
+        let message = server.next_message();
+        assert_ne!(
+            message["id"],
+            json!(41),
+            "the cancelled call was answered: {message}"
+        );
+        if message["id"] == json!(42) {
+            break message["result"]["structuredContent"].clone();
+        }
+    };
+    let settled_in = cancelled_at.elapsed();
+    assert!(
+        settled_in < Duration::from_secs(CONTINUE_TIMEOUT_S / 2),
+        "the cancel ended the wait, not its {CONTINUE_TIMEOUT_S} s timeout ({settled_in:?})"
+    );
+    assert_eq!(status["ok"], true, "{status}");
+    assert_eq!(status["status"], "halted", "the core was halted: {status}");
+
+    let failure = last_failure(&world);
+    assert_eq!(failure["tool"], "debug_continue", "{failure}");
+    assert_eq!(failure["error_type"], "interrupted", "{failure}");
+    assert_eq!(failure["cancelled"], true, "{failure}");
+    assert_eq!(failure["halt_confirmed"], true, "{failure}");
+    assert_eq!(failure["target_state"], "halted", "{failure}");
+    assert_ne!(failure["hardware_state"], "unknown", "{failure}");
+    let (vm, _) = world.run_json(&["sim", "status"]);
+    assert_ne!(vm["vm_status"], "running", "the board is halted: {vm}");
+    let (lease, _) = world.run_json(&["lease-status"]);
+    assert_eq!(lease["blocked"], false, "{lease}");
+
+    let stopped = server.envelope("debug_stop_session", &json!({}));
+    assert_eq!(stopped["ok"], true, "{stopped}");
+}
