@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use super::schemas::text;
 use super::{Declaration, Gate, Kind, ToolId};
 
 /// Audited, no lease: the operator's command answers to the device lock (an agent's session or
@@ -14,10 +15,10 @@ const OPERATOR: Gate = Gate::LOCAL.audited();
 
 fn sim_schema(with_image: bool) -> Value {
     let mut properties = json!({
-        "debugger": {"type": "string", "minLength": 1, "description": "The qemu debuggers entry; needed when there are several."},
+        "debugger": text("The qemu debuggers entry; needed when there are several."),
     });
     if with_image {
-        properties["image"] = json!({"type": "string", "minLength": 1, "description": "The image the board boots (absolute, resolved by the CLI)."});
+        properties["image"] = text("The image the board boots (absolute, resolved by the CLI).");
     }
     json!({"type": "object", "properties": properties, "additionalProperties": false})
 }
@@ -34,9 +35,9 @@ fn adopt_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "debugger_id": {"type": "string", "minLength": 1, "description": "The debuggers entry to adopt; needed when several are bound."},
-            "probe_id": {"type": "string", "minLength": 1, "description": "The attached probe to adopt when several are listed."},
-            "com_port_id": {"type": "string", "minLength": 1, "description": "The com_ports entry the board's UART is written to."},
+            "debugger_id": text("The debuggers entry to adopt; needed when several are bound."),
+            "probe_id": text("The attached probe to adopt when several are listed."),
+            "com_port_id": text("The com_ports entry the board's UART is written to."),
             "dry_run": {"type": "boolean", "description": "Only propose; write nothing."},
         },
         "additionalProperties": false,
