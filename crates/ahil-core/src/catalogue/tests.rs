@@ -152,7 +152,11 @@ fn every_declaration_states_a_title_and_a_description_listed_or_not() {
     for def in declarations() {
         let spec = def.spec();
         assert!(!spec.title.is_empty(), "{} has no title", spec.name);
-        assert!(!spec.description.is_empty(), "{} has no description", spec.name);
+        assert!(
+            !spec.description.is_empty(),
+            "{} has no description",
+            spec.name
+        );
     }
 }
 
