@@ -268,11 +268,13 @@ fn decide(
     let reads_need_grants = config_version <= 1;
     let need = |grant, what: &str| require(grant, project_key, what);
     match *action {
+        // Only proposing adopted hardware writes nothing.
         Action::ReadState
         | Action::DebugContain
         | Action::ComStop
         | Action::CanStop
-        | Action::RttStop => Ok(()),
+        | Action::RttStop
+        | Action::ConfigAdoptHardware { apply: false } => Ok(()),
         Action::ConfigSetDescription => need(
             grant!(project.allow_config_description_write),
             "Changing the bench description",
@@ -285,7 +287,6 @@ fn decide(
             grant!(project.allow_config_write),
             "Regenerating the configuration",
         ),
-        Action::ConfigAdoptHardware { apply: false } => Ok(()),
         Action::ConfigAdoptHardware { apply: true } => need(
             grant!(project.allow_config_description_write),
             "Writing adopted hardware into the configuration",
