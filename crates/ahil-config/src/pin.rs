@@ -151,9 +151,9 @@ impl Pinner<'_> {
         }
     }
 
-    /// A value the operator wrote: a bare name is looked up in the trusted search list, anything with a
-    /// separator is a path relative to the workspace.
-    fn configured(&self, raw: &str, field: &str) -> Result<PathBuf, ConfigError> {
+    /// A value the operator wrote, pinned: a bare name is looked up in the trusted search list,
+    /// anything with a separator is a path relative to the workspace.
+    fn configured(&self, raw: &str, field: &str) -> Result<ExecutableState, ConfigError> {
         let is_path = raw.contains('/') || raw.contains('\\') || raw.starts_with('~');
         let candidate = if is_path {
             absolute_lexical(&expand_tilde(raw, &self.env.home), self.workspace)
@@ -171,7 +171,7 @@ impl Pinner<'_> {
             }
         };
         match self.vet(&candidate, field) {
-            Lookup::Found => Ok(candidate),
+            Lookup::Found => Ok(ExecutableState::Pinned { path: candidate }),
             Lookup::Refused(r) => Err(ConfigError::invalid(r)),
         }
     }
@@ -226,9 +226,7 @@ pub(crate) fn pin_executables(
     for (name, d) in &cfg.debuggers {
         let field = format!("debuggers.{name}.executable");
         let state = match &d.executable {
-            Some(raw) => ExecutableState::Pinned {
-                path: p.configured(raw, &field)?,
-            },
+            Some(raw) => p.configured(raw, &field)?,
             None if d.kind == DebuggerType::ProbeRs => match std::env::current_exe() {
                 Ok(path) => ExecutableState::Pinned { path },
                 Err(error) => ExecutableState::Disabled {
@@ -251,9 +249,8 @@ pub(crate) fn pin_executables(
         let gfield = format!("debuggers.{name}.gdb_server_executable");
         match &d.gdb_server_executable {
             Some(raw) => {
-                let path = p.configured(raw, &gfield)?;
                 out.gdb_servers
-                    .insert(name.clone(), ExecutableState::Pinned { path });
+                    .insert(name.clone(), p.configured(raw, &gfield)?);
             }
             None if d.kind == DebuggerType::Stlink => {
                 let extra = stlink_install_dirs(env);
@@ -276,9 +273,7 @@ pub(crate) fn pin_executables(
         }
     }
     out.gdb = Some(match &cfg.debug.gdb_executable {
-        Some(raw) => ExecutableState::Pinned {
-            path: p.configured(raw, "debug.gdb_executable")?,
-        },
+        Some(raw) => p.configured(raw, "debug.gdb_executable")?,
         None => p.autodetect(
             &["arm-none-eabi-gdb", "gdb-multiarch", "gdb"],
             &[],
@@ -289,9 +284,8 @@ pub(crate) fn pin_executables(
         let field = format!("can_buses.{name}.executable");
         match &bus.executable {
             Some(raw) => {
-                let path = p.configured(raw, &field)?;
                 out.can_buses
-                    .insert(name.clone(), ExecutableState::Pinned { path });
+                    .insert(name.clone(), p.configured(raw, &field)?);
             }
             None if bus.adapter == CanAdapter::Process => {
                 return Err(ConfigError::invalid(

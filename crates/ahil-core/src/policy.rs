@@ -201,11 +201,24 @@ impl Refusal {
     }
 }
 
-fn require(granted: bool, key: impl FnOnce() -> String, what: &str) -> Result<(), Refusal> {
-    if granted {
+/// A grant as the value of its flag and the flag's name, both from one field path
+/// (`grant!(grants.allow_flash)`), so a refusal names exactly the flag that was read.
+macro_rules! grant {
+    ($grants:ident . $flag:ident) => {
+        ($grants.$flag, stringify!($flag))
+    };
+}
+
+/// Refuses `what` unless the grant is open, naming the flag through `key` (its dotted path).
+fn require(
+    (open, flag): (bool, &str),
+    key: impl Fn(&str) -> String,
+    what: &str,
+) -> Result<(), Refusal> {
+    if open {
         Ok(())
     } else {
-        Err(Refusal::denied(key(), what))
+        Err(Refusal::denied(key(flag), what))
     }
 }
 
@@ -215,6 +228,10 @@ fn device_key(section: &str, name: &str, flag: &str) -> String {
 
 fn project_key(flag: &str) -> String {
     format!("permissions.{flag}")
+}
+
+fn artifacts_key(flag: &str) -> String {
+    format!("artifacts.{flag}")
 }
 
 /// Decide whether a call may run: each of its `uses` in turn, so a call is refused unless every
@@ -249,50 +266,41 @@ fn decide(
     action: &Action<'_>,
 ) -> Result<(), Refusal> {
     let reads_need_grants = config_version <= 1;
+    let need = |grant, what: &str| require(grant, project_key, what);
     match *action {
+        // Only proposing adopted hardware writes nothing.
         Action::ReadState
         | Action::DebugContain
         | Action::ComStop
         | Action::CanStop
-        | Action::RttStop => Ok(()),
-        Action::ConfigSetDescription => require(
-            project.allow_config_description_write,
-            || project_key("allow_config_description_write"),
+        | Action::RttStop
+        | Action::ConfigAdoptHardware { apply: false } => Ok(()),
+        Action::ConfigSetDescription => need(
+            grant!(project.allow_config_description_write),
             "Changing the bench description",
         ),
-        Action::ConfigSetPermission => require(
-            project.allow_config_permissions_write,
-            || project_key("allow_config_permissions_write"),
+        Action::ConfigSetPermission => need(
+            grant!(project.allow_config_permissions_write),
             "Changing permissions",
         ),
-        Action::ConfigCreate => require(
-            project.allow_config_write,
-            || project_key("allow_config_write"),
+        Action::ConfigCreate => need(
+            grant!(project.allow_config_write),
             "Regenerating the configuration",
         ),
-        Action::ConfigAdoptHardware { apply } => require(
-            !apply || project.allow_config_description_write,
-            || project_key("allow_config_description_write"),
+        Action::ConfigAdoptHardware { apply: true } => need(
+            grant!(project.allow_config_description_write),
             "Writing adopted hardware into the configuration",
         ),
-        Action::Recover => require(
-            project.allow_recover,
-            || project_key("allow_recover"),
-            "Clearing a quarantine",
-        ),
-        Action::Upgrade => require(
-            project.allow_upgrade,
-            || project_key("allow_upgrade"),
-            "Upgrading the installation",
-        ),
+        Action::Recover => need(grant!(project.allow_recover), "Clearing a quarantine"),
+        Action::Upgrade => need(grant!(project.allow_upgrade), "Upgrading the installation"),
         Action::ArtifactUpload { allow_upload } => require(
-            allow_upload,
-            || "artifacts.allow_upload".to_owned(),
+            (allow_upload, "allow_upload"),
+            artifacts_key,
             "Uploading a firmware artifact",
         ),
         Action::UploadedArtifact { allow_upload } => require(
-            allow_upload,
-            || "artifacts.allow_upload".to_owned(),
+            (allow_upload, "allow_upload"),
+            artifacts_key,
             "Using an uploaded artifact (artifact_id)",
         ),
         Action::ComRead | Action::ComWrite => {
@@ -319,6 +327,7 @@ fn authorize_debugger(
         ));
     };
     let key = |flag: &str| device_key("debuggers", name, flag);
+    let need = |grant, what: &str| require(grant, key, what);
     let needs_probe_grant = reads_need_grants
         && matches!(
             action,
@@ -334,52 +343,37 @@ fn authorize_debugger(
                 | Action::RttWrite
         );
     if needs_probe_grant {
-        require(
-            grants.allow_probe,
-            || key("allow_probe"),
-            "Using this debugger",
-        )?;
+        need(grant!(grants.allow_probe), "Using this debugger")?;
     }
     match *action {
         Action::Flash { reset_after } => {
-            require(grants.allow_flash, || key("allow_flash"), "Flashing")?;
+            need(grant!(grants.allow_flash), "Flashing")?;
             interlock(grants, &key)?;
             if reset_after {
-                require(
-                    grants.allow_reset,
-                    || key("allow_reset"),
-                    "Resetting after the flash",
-                )?;
+                need(grant!(grants.allow_reset), "Resetting after the flash")?;
             }
             Ok(())
         }
         Action::DebugSessionStart => interlock(grants, &key),
-        Action::Reset => require(
-            grants.allow_reset,
-            || key("allow_reset"),
-            "Resetting the target",
-        ),
-        Action::PowerBoard => require(
-            grants.allow_reset,
-            || key("allow_reset"),
+        Action::Reset => need(grant!(grants.allow_reset), "Resetting the target"),
+        Action::PowerBoard => need(
+            grant!(grants.allow_reset),
             "Switching the power of a board this supply powers (it restarts the board)",
         ),
-        Action::RttWrite => require(
-            grants.allow_rtt_write,
-            || key("allow_rtt_write"),
+        Action::RttWrite => need(
+            grant!(grants.allow_rtt_write),
             "Writing to the target's RTT down channel",
         ),
-        Action::DebugContinue => require(
-            grants.allow_debug_execution,
-            || key("allow_debug_execution"),
+        Action::DebugContinue => need(
+            grant!(grants.allow_debug_execution),
             "Resuming a halted target",
         ),
         Action::SymbolRead { symbol, allowlist } => symbol_allowed(symbol, allowlist),
         Action::DebugBreakpoint { at, allowlist } => match at {
             BreakpointAt::Symbol(symbol) => symbol_allowed(symbol, allowlist),
             BreakpointAt::Line => require(
-                allowlist.allow_all_symbols,
-                || "debug.allow_all_symbols".to_owned(),
+                grant!(allowlist.allow_all_symbols),
+                |flag| format!("debug.{flag}"),
                 "A breakpoint by source line",
             ),
         },
@@ -442,18 +436,12 @@ fn authorize_port(
             "This action needs a configured `{section}` entry."
         )));
     };
-    let key = |flag: &str| device_key(section, name, flag);
+    let need = |grant, what: &str| require(grant, |flag| device_key(section, name, flag), what);
     match action {
-        Action::ComWrite | Action::CanWrite => require(
-            grants.allow_write,
-            || key("allow_write"),
-            "Writing to this device",
-        ),
-        _ if reads_need_grants => require(
-            grants.allow_read,
-            || key("allow_read"),
-            "Reading this device",
-        ),
+        Action::ComWrite | Action::CanWrite => {
+            need(grant!(grants.allow_write), "Writing to this device")
+        }
+        _ if reads_need_grants => need(grant!(grants.allow_read), "Reading this device"),
         _ => Ok(()),
     }
 }
@@ -464,18 +452,11 @@ fn authorize_supply(device: Option<Device<'_>>, action: &Action<'_>) -> Result<(
             "This action needs a configured `power_supplies` entry.",
         ));
     };
-    let key = |flag: &str| device_key("power_supplies", name, flag);
+    let need =
+        |grant, what: &str| require(grant, |flag| device_key("power_supplies", name, flag), what);
     match action {
-        Action::SupplySet => require(
-            grants.allow_set,
-            || key("allow_set"),
-            "Changing the supply's setpoints",
-        ),
-        Action::SupplyOutput => require(
-            grants.allow_output,
-            || key("allow_output"),
-            "Switching the supply's output",
-        ),
+        Action::SupplySet => need(grant!(grants.allow_set), "Changing the supply's setpoints"),
+        Action::SupplyOutput => need(grant!(grants.allow_output), "Switching the supply's output"),
         _ => Ok(()),
     }
 }

@@ -111,49 +111,52 @@ fn obj(o: Obj) -> Shape {
     Shape::new(Kind::Obj(Box::new(o)))
 }
 
-fn text_comparator() -> Shape {
+/// A comparator over text (version 3 on): exactly one of `equals` and `pattern`, and `range` (on the
+/// number the pattern captures) only beside `pattern`. `what` are the properties that pick what is
+/// compared, before the three.
+fn equals_or_pattern(
+    what: Vec<(&'static str, Shape)>,
+    required: Vec<&'static str>,
+    equals: Shape,
+    pattern: &'static str,
+) -> Shape {
+    let mut props = what;
+    props.extend([
+        ("equals", equals),
+        ("pattern", s(1, None).describe(pattern)),
+        ("range", range(false)),
+    ]);
     obj(Obj {
-        props: vec![
-            (
-                "equals",
-                s(1, None).describe("A whole line, or on the last pass the whole text."),
-            ),
-            (
-                "pattern",
-                s(1, None).describe("A regular expression searched in the text."),
-            ),
-            ("range", range(false)),
-        ],
+        props,
+        required,
         exactly_one: vec!["equals", "pattern"],
         needs: vec![("range", "pattern")],
         since: Some(3),
         ..Obj::default()
     })
+}
+
+fn text_comparator() -> Shape {
+    equals_or_pattern(
+        vec![],
+        vec![],
+        s(1, None).describe("A whole line, or on the last pass the whole text."),
+        "A regular expression searched in the text.",
+    )
     .describe("What the text read must show for the step to pass.")
 }
 
 fn can_comparator() -> Shape {
-    obj(Obj {
-        props: vec![
+    equals_or_pattern(
+        vec![
             ("id", can_id()),
             ("id_mask", can_id()),
             ("extended", boolean(false)),
-            (
-                "equals",
-                s(0, Some(Pat::Hex)).describe("The payload, in hex."),
-            ),
-            (
-                "pattern",
-                s(1, None).describe("A regular expression over the payload hex."),
-            ),
-            ("range", range(false)),
         ],
-        required: vec!["id"],
-        exactly_one: vec!["equals", "pattern"],
-        needs: vec![("range", "pattern")],
-        since: Some(3),
-        ..Obj::default()
-    })
+        vec!["id"],
+        s(0, Some(Pat::Hex)).describe("The payload, in hex."),
+        "A regular expression over the payload hex.",
+    )
     .describe("Which frame must arrive for the step to pass.")
 }
 

@@ -87,6 +87,21 @@ enum Kind {
     Effect { destructive: bool, idempotent: bool },
 }
 
+/// The four effects by name, as the MCP hints mean them (`destructive: false` is an additive update).
+impl Kind {
+    const IDEMPOTENT: Self = Self::effect(false, true);
+    const ADDITIVE: Self = Self::effect(false, false);
+    const DESTRUCTIVE: Self = Self::effect(true, false);
+    const DESTRUCTIVE_IDEMPOTENT: Self = Self::effect(true, true);
+
+    const fn effect(destructive: bool, idempotent: bool) -> Self {
+        Self::Effect {
+            destructive,
+            idempotent,
+        }
+    }
+}
+
 /// A tool's identity. Its name lives only in its declaration: [`ToolId::name`] and [`FromStr`]
 /// both go through the declarations, so a name that is not declared parses to no tool at all.
 /// Variants are in `tools/list` order (a test holds the declarations to it).
@@ -394,7 +409,8 @@ pub fn conclusive_success_value(result: &Value) -> bool {
     }
 }
 
-/// One tool, declared once.
+/// One tool, declared once: [`Declaration::new`] with what every tool states (identity, kind,
+/// gate), then a setter for each way it differs from a listed, closed-world tool without arguments.
 pub struct Declaration {
     pub id: ToolId,
     pub name: &'static str,
@@ -405,6 +421,52 @@ pub struct Declaration {
     schema: fn() -> Value,
     availability: Availability,
     pub gate: Gate,
+}
+
+impl Declaration {
+    const fn new(id: ToolId, name: &'static str, kind: Kind, gate: Gate) -> Self {
+        Self {
+            id,
+            name,
+            title: "",
+            description: "",
+            kind,
+            open_world: false,
+            schema: schemas::no_arguments,
+            availability: Availability::Always,
+            gate,
+        }
+    }
+
+    /// The tool's title and its `tools/list` description.
+    const fn about(self, title: &'static str, description: &'static str) -> Self {
+        Self {
+            title,
+            description,
+            ..self
+        }
+    }
+
+    /// The tool's input schema, when it takes arguments.
+    const fn schema(self, schema: fn() -> Value) -> Self {
+        Self { schema, ..self }
+    }
+
+    /// The tool reaches beyond the bench (the network, a package index).
+    const fn open_world(self) -> Self {
+        Self {
+            open_world: true,
+            ..self
+        }
+    }
+
+    /// Only the operator's CLI calls the tool ([`Availability::Operator`]).
+    const fn operator_only(self) -> Self {
+        Self {
+            availability: Availability::Operator,
+            ..self
+        }
+    }
 }
 
 /// Every declaration, in `tools/list` order.

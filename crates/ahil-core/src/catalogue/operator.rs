@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 
-use super::{Availability, Declaration, Gate, Kind, ToolId};
+use super::schemas::text;
+use super::{Declaration, Gate, Kind, ToolId};
 
 /// Audited, no lease: the operator's command answers to the device lock (an agent's session or
 /// run holding the board refuses it `device_busy`), and leaves a report, but takes no lease of its
@@ -14,10 +15,10 @@ const OPERATOR: Gate = Gate::LOCAL.audited();
 
 fn sim_schema(with_image: bool) -> Value {
     let mut properties = json!({
-        "debugger": {"type": "string", "minLength": 1, "description": "The qemu debuggers entry; needed when there are several."},
+        "debugger": text("The qemu debuggers entry; needed when there are several."),
     });
     if with_image {
-        properties["image"] = json!({"type": "string", "minLength": 1, "description": "The image the board boots (absolute, resolved by the CLI)."});
+        properties["image"] = text("The image the board boots (absolute, resolved by the CLI).");
     }
     json!({"type": "object", "properties": properties, "additionalProperties": false})
 }
@@ -34,96 +35,62 @@ fn adopt_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "debugger_id": {"type": "string", "minLength": 1, "description": "The debuggers entry to adopt; needed when several are bound."},
-            "probe_id": {"type": "string", "minLength": 1, "description": "The attached probe to adopt when several are listed."},
-            "com_port_id": {"type": "string", "minLength": 1, "description": "The com_ports entry the board's UART is written to."},
+            "debugger_id": text("The debuggers entry to adopt; needed when several are bound."),
+            "probe_id": text("The attached probe to adopt when several are listed."),
+            "com_port_id": text("The com_ports entry the board's UART is written to."),
             "dry_run": {"type": "boolean", "description": "Only propose; write nothing."},
         },
         "additionalProperties": false,
     })
 }
 
-fn no_arguments() -> Value {
-    json!({"type": "object", "properties": {}, "additionalProperties": false})
-}
-
 pub(super) const DECLARED: &[Declaration] = &[
-    Declaration {
-        id: ToolId::SimStart,
-        name: "sim_start",
-        title: "Start the emulated board",
-        description: "`agentic-hil sim start`: start the emulated board of a qemu debugger under its device lock.",
-        kind: Kind::Effect {
-            destructive: false,
-            idempotent: false,
-        },
-        open_world: false,
-        schema: sim_start_schema,
-        availability: Availability::Operator,
-        gate: OPERATOR,
-    },
-    Declaration {
-        id: ToolId::SimStop,
-        name: "sim_stop",
-        title: "Stop the emulated board",
-        description: "`agentic-hil sim stop`: stop the emulated board of a qemu debugger under its device lock.",
-        kind: Kind::Effect {
-            destructive: true,
-            idempotent: true,
-        },
-        open_world: false,
-        schema: sim_debugger_schema,
-        availability: Availability::Operator,
-        gate: OPERATOR,
-    },
-    Declaration {
-        id: ToolId::SimStatus,
-        name: "sim_status",
-        title: "Emulated board status",
-        description: "`agentic-hil sim status`: whether the emulated board of a qemu debugger runs, under its device lock.",
-        kind: Kind::ReadOnly,
-        open_world: false,
-        schema: sim_debugger_schema,
-        availability: Availability::Operator,
-        gate: OPERATOR,
-    },
-    Declaration {
-        id: ToolId::AdoptHardware,
-        name: "adopt_hardware",
-        title: "Adopt the attached board",
-        description: "`agentic-hil adopt-hardware`: fill the configuration from the attached board as the operator, holding every device of the bench.",
-        kind: Kind::Effect {
-            destructive: false,
-            idempotent: true,
-        },
-        open_world: false,
-        schema: adopt_schema,
-        availability: Availability::Operator,
-        gate: OPERATOR,
-    },
-    Declaration {
-        id: ToolId::DebuggerProbesBootstrap,
-        name: "debugger_probes_bootstrap",
-        title: "Probes before a configuration",
-        description: "`agentic-hil debugger-probes` before `init`: the probes this host shows, listed by STM32CubeProgrammer or read from the USB inventory.",
-        kind: Kind::ReadOnly,
-        open_world: false,
-        schema: no_arguments,
-        availability: Availability::Operator,
-        gate: OPERATOR,
-    },
-    Declaration {
-        id: ToolId::Doctor,
-        name: "agentic_hil_doctor",
-        title: "Check the bench",
-        description: "`agentic-hil doctor` (and `init`'s check): run each pinned toolchain's `--version` and say whether the bench is bound; opens no device.",
-        kind: Kind::ReadOnly,
-        open_world: false,
-        schema: no_arguments,
-        availability: Availability::Operator,
-        // Not audited: it opens no device and changes nothing, and a report of init's check (an
-        // unbound bench is `ok: false`) would be the agent's first `get_last_report` and
-        // `classify_last_error` answer after `init`.
-        gate: Gate::LOCAL,
-    },
+    Declaration::new(ToolId::SimStart, "sim_start", Kind::ADDITIVE, OPERATOR)
+        .schema(sim_start_schema)
+        .operator_only()
+        .about(
+            "Start the emulated board",
+            "`agentic-hil sim start`: start the emulated board of a qemu debugger under its device lock.",
+        ),
+    Declaration::new(ToolId::SimStop, "sim_stop", Kind::DESTRUCTIVE_IDEMPOTENT, OPERATOR)
+        .schema(sim_debugger_schema)
+        .operator_only()
+        .about(
+            "Stop the emulated board",
+            "`agentic-hil sim stop`: stop the emulated board of a qemu debugger under its device lock.",
+        ),
+    Declaration::new(ToolId::SimStatus, "sim_status", Kind::ReadOnly, OPERATOR)
+        .schema(sim_debugger_schema)
+        .operator_only()
+        .about(
+            "Emulated board status",
+            "`agentic-hil sim status`: whether the emulated board of a qemu debugger runs, under its device lock.",
+        ),
+    Declaration::new(ToolId::AdoptHardware, "adopt_hardware", Kind::IDEMPOTENT, OPERATOR)
+        .schema(adopt_schema)
+        .operator_only()
+        .about(
+            "Adopt the attached board",
+            "`agentic-hil adopt-hardware`: fill the configuration from the attached board as the operator, holding every device of the bench.",
+        ),
+    Declaration::new(
+        ToolId::DebuggerProbesBootstrap,
+        "debugger_probes_bootstrap",
+        Kind::ReadOnly,
+        OPERATOR,
+    )
+    .operator_only()
+    .about(
+        "Probes before a configuration",
+        "`agentic-hil debugger-probes` before `init`: the probes this host shows, listed by STM32CubeProgrammer or read from the USB inventory.",
+    ),
+    // Not audited: it opens no device and changes nothing, and a report of init's check (an
+    // unbound bench is `ok: false`) would be the agent's first `get_last_report` and
+    // `classify_last_error` answer after `init`.
+    Declaration::new(ToolId::Doctor, "agentic_hil_doctor", Kind::ReadOnly, Gate::LOCAL)
+        .operator_only()
+        .about(
+            "Check the bench",
+            "`agentic-hil doctor` (and `init`'s check): run each pinned toolchain's `--version` and say whether the bench is bound; opens no device.",
+        ),
 ];

@@ -24,11 +24,7 @@ pub(super) fn hardware_recover_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "operator_statement": {
-                "type": "string",
-                "minLength": 1,
-                "description": "What the operator said about the bench, asked in chat and passed word for word; the ledger records it as theirs.",
-            },
+            "operator_statement": text("What the operator said about the bench, asked in chat and passed word for word; the ledger records it as theirs."),
             "accept_config_change": {
                 "type": "boolean",
                 "default": false,
@@ -43,13 +39,43 @@ pub(super) fn no_arguments() -> Value {
     json!({"type": "object", "properties": {}, "additionalProperties": false})
 }
 
-/// `item`, or a list of 1 to [`MAX_ALTERNATIVES`] of them.
-fn one_or_several(item: &Value) -> Value {
-    json!([item, {"type": "array", "minItems": 1, "maxItems": MAX_ALTERNATIVES, "items": item}])
+/// A string argument that may not be empty: a name, a path, a handle.
+pub(super) fn text(about: &str) -> Value {
+    json!({"type": "string", "minLength": 1, "description": about})
+}
+
+/// An integer from 1 to `max`: a count of what a read returns, a channel number.
+fn from_one_to(max: u64, about: &str) -> Value {
+    json!({"type": "integer", "minimum": 1, "maximum": max, "description": about})
+}
+
+/// A number from 0 to `max`: seconds to wait, a set point.
+fn from_zero_to(max: u64, about: &str) -> Value {
+    json!({"type": "number", "minimum": 0, "maximum": max, "description": about})
+}
+
+/// `item`, or a list of 1 to [`MAX_ALTERNATIVES`] of them: what a wait ends at, the first of them.
+fn one_or_several(item: &Value, about: &str) -> Value {
+    json!({
+        "oneOf": [item, {"type": "array", "minItems": 1, "maxItems": MAX_ALTERNATIVES, "items": item}],
+        "description": about,
+    })
+}
+
+/// The text a read waits for, at most 256 bytes each.
+fn until_text(about: &str) -> Value {
+    one_or_several(
+        &json!({"type": "string", "minLength": 1, "maxLength": 256}),
+        about,
+    )
+}
+
+/// Seconds a COM or CAN read waits, at most [`MAX_READ_WAIT_S`].
+fn read_wait(about: &str) -> Value {
+    from_zero_to(MAX_READ_WAIT_S, about)
 }
 
 pub(super) fn config_adopt_schema() -> Value {
-    let text = |about: &str| json!({"type": "string", "minLength": 1, "description": about});
     json!({
         "type": "object",
         "properties": {
@@ -73,7 +99,7 @@ pub(super) fn config_set_schema() -> Value {
                 "items": {
                     "type": "object",
                     "properties": {
-                        "key": {"type": "string", "minLength": 1, "description": "A dotted key from project_config_describe."},
+                        "key": text("A dotted key from project_config_describe."),
                         "value": {"type": ["string", "number", "integer", "boolean", "null"], "maximum": MAX_SAFE_INTEGER, "description": "One scalar; a permission key takes only false."},
                     },
                     "required": ["key", "value"],
@@ -124,11 +150,11 @@ pub(super) fn bench_run_start_schema() -> Value {
 }
 
 pub(super) fn supply_id_schema() -> Value {
-    json!({"type": "string", "minLength": 1, "description": "A power_supplies entry name; any other gives unknown_device."})
+    text("A power_supplies entry name; any other gives unknown_device.")
 }
 
 pub(super) fn supply_channel_schema(about: &str) -> Value {
-    json!({"type": "integer", "minimum": 1, "maximum": MAX_CHANNEL, "description": about})
+    from_one_to(MAX_CHANNEL, about)
 }
 
 pub(super) fn power_supply_status_schema() -> Value {
@@ -149,8 +175,8 @@ pub(super) fn power_supply_set_schema() -> Value {
         "properties": {
             "supply_id": supply_id_schema(),
             "channel": supply_channel_schema("Channel from 1; needed only on a supply with several channels."),
-            "voltage_v": {"type": "number", "minimum": 0, "maximum": MAX_SET_POINT, "description": "Voltage set point in volts, exactly on the type's step grid, at most the effective limit."},
-            "current_a": {"type": "number", "minimum": 0, "maximum": MAX_SET_POINT, "description": "Current set point in amperes, exactly on the type's step grid, at most the effective limit."},
+            "voltage_v": from_zero_to(MAX_SET_POINT, "Voltage set point in volts, exactly on the type's step grid, at most the effective limit."),
+            "current_a": from_zero_to(MAX_SET_POINT, "Current set point in amperes, exactly on the type's step grid, at most the effective limit."),
         },
         "required": ["supply_id"],
         "additionalProperties": false,
@@ -184,8 +210,6 @@ pub(super) fn power_supply_cycle_schema() -> Value {
 }
 
 pub(super) fn flash_firmware_schema() -> Value {
-    let text = |about: &str| json!({"type": "string", "minLength": 1, "description": about});
-    let pattern = json!({"type": "string", "minLength": 1, "maxLength": 256});
     json!({
         "type": "object",
         "properties": {
@@ -199,13 +223,10 @@ pub(super) fn flash_firmware_schema() -> Value {
             "capture": {
                 "type": "object",
                 "properties": {
-                    "port_id": {"type": "string", "minLength": 1, "description": "The com_ports entry to read."},
-                    "until": {
-                        "oneOf": one_or_several(&pattern),
-                        "description": "Stop at this text (or the first of up to 8), as com_read does; without it, read for the whole wait_timeout_s.",
-                    },
-                    "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait after the reset: 10 unless set, 60 at most."},
-                    "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_READ_BYTES, "description": "Most bytes returned: the port's max_buffer_bytes unless set, and never more."},
+                    "port_id": text("The com_ports entry to read."),
+                    "until": until_text("Stop at this text (or the first of up to 8), as com_read does; without it, read for the whole wait_timeout_s."),
+                    "wait_timeout_s": read_wait("Seconds to wait after the reset: 10 unless set, 60 at most."),
+                    "max_bytes": from_one_to(MAX_READ_BYTES, "Most bytes returned: the port's max_buffer_bytes unless set, and never more."),
                 },
                 "additionalProperties": false,
                 "required": ["port_id"],
@@ -233,7 +254,7 @@ pub(super) fn reset_target_schema() -> Value {
 }
 
 pub(super) fn port_id_schema() -> Value {
-    json!({"type": "string", "minLength": 1, "description": "A com_ports entry name (com_ports_list shows them), never a device path."})
+    text("A com_ports entry name (com_ports_list shows them), never a device path.")
 }
 
 pub(super) fn com_session_start_schema() -> Value {
@@ -272,17 +293,13 @@ pub(super) fn com_write_schema() -> Value {
 }
 
 pub(super) fn com_read_schema() -> Value {
-    let pattern = json!({"type": "string", "minLength": 1, "maxLength": 256});
     json!({
         "type": "object",
         "properties": {
             "port_id": port_id_schema(),
-            "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_READ_BYTES, "description": "Most bytes returned (default the port's max_buffer_bytes, all its buffer holds); the rest stays buffered."},
-            "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait: default 0 (10 with until), 60 at most."},
-            "until": {
-                "oneOf": one_or_several(&pattern),
-                "description": "Literal text (or up to 8) to wait for; the answer ends at the first match.",
-            },
+            "max_bytes": from_one_to(MAX_READ_BYTES, "Most bytes returned (default the port's max_buffer_bytes, all its buffer holds); the rest stays buffered."),
+            "wait_timeout_s": read_wait("Seconds to wait: default 0 (10 with until), 60 at most."),
+            "until": until_text("Literal text (or up to 8) to wait for; the answer ends at the first match."),
         },
         "required": ["port_id"],
         "additionalProperties": false,
@@ -290,11 +307,18 @@ pub(super) fn com_read_schema() -> Value {
 }
 
 pub(super) fn can_bus_id_schema() -> Value {
-    json!({"type": "string", "minLength": 1, "description": "A can_buses entry name (can_buses_list shows them)."})
+    text("A can_buses entry name (can_buses_list shows them).")
 }
 
 pub(super) fn can_participant_schema() -> Value {
-    json!({"type": "string", "minLength": 1, "description": "On a bus with shares, the share this call acts as (may be left out while this server is exactly one participant); elsewhere can_participant_not_configured."})
+    text(
+        "On a bus with shares, the share this call acts as (may be left out while this server is exactly one participant); elsewhere can_participant_not_configured.",
+    )
+}
+
+/// A CAN identifier as an integer, up to the largest 29-bit one.
+fn can_id() -> Value {
+    json!({"type": "integer", "minimum": 0, "maximum": 0x1FFF_FFFF})
 }
 
 pub(super) fn can_session_start_schema() -> Value {
@@ -327,7 +351,7 @@ pub(super) fn can_send_schema() -> Value {
             "participant": can_participant_schema(),
             "frame_id": {
                 "oneOf": [
-                    {"type": "integer", "minimum": 0, "maximum": 536_870_911},
+                    can_id(),
                     {"type": "string", "pattern": "^(?:0[xX][0-9A-Fa-f]+|[0-9]+)$"},
                 ],
                 "description": "Identifier: integer, decimal string or 0x string; up to 0x7FF, or 0x1FFFFFFF with extended.",
@@ -342,18 +366,14 @@ pub(super) fn can_send_schema() -> Value {
 }
 
 pub(super) fn can_read_schema() -> Value {
-    let id = json!({"type": "integer", "minimum": 0, "maximum": 536_870_911});
     json!({
         "type": "object",
         "properties": {
             "bus_id": can_bus_id_schema(),
             "participant": can_participant_schema(),
-            "max_frames": {"type": "integer", "minimum": 1, "maximum": MAX_READ_FRAMES, "description": "Most frames returned, at most the bus's max_buffer_frames (the default)."},
-            "wait_timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_READ_WAIT_S, "description": "Seconds to wait: default 0 and at most the bus timeout_s; with until_id default 10, at most 60."},
-            "until_id": {
-                "oneOf": one_or_several(&id),
-                "description": "Identifier (or up to 8) to wait for; the answer ends at the first frame carrying one.",
-            },
+            "max_frames": from_one_to(MAX_READ_FRAMES, "Most frames returned, at most the bus's max_buffer_frames (the default)."),
+            "wait_timeout_s": read_wait("Seconds to wait: default 0 and at most the bus timeout_s; with until_id default 10, at most 60."),
+            "until_id": one_or_several(&can_id(), "Identifier (or up to 8) to wait for; the answer ends at the first frame carrying one."),
         },
         "required": ["bus_id"],
         "additionalProperties": false,
@@ -365,7 +385,7 @@ pub(super) const SYMBOL_PATTERN: &str = "^[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A
 pub(super) fn timeout_schema(about: &str) -> Value {
     json!({
         "type": "object",
-        "properties": {"timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_DEBUG_TIMEOUT_S, "description": about}},
+        "properties": {"timeout_s": from_zero_to(MAX_DEBUG_TIMEOUT_S, about)},
         "additionalProperties": false,
     })
 }
@@ -374,15 +394,15 @@ pub(super) fn debug_start_session_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "image_path": {"type": "string", "minLength": 1, "description": "The ELF the board runs, workspace-relative, inside artifacts.allowed_roots; or artifact_id."},
-            "artifact_id": {"type": "string", "minLength": 1, "description": "An ELF stored by artifact_upload, instead of image_path."},
+            "image_path": text("The ELF the board runs, workspace-relative, inside artifacts.allowed_roots; or artifact_id."),
+            "artifact_id": text("An ELF stored by artifact_upload, instead of image_path."),
             "mode": {
                 "type": "string",
                 "enum": ["attach", "reset_halt", "load"],
                 "default": "attach",
                 "description": "attach halts the running core without a reset; reset_halt resets into halt (needs allow_reset); load resets, writes the ELF and resets into halt (needs allow_reset and allow_flash).",
             },
-            "timeout_s": {"type": "number", "minimum": 0, "maximum": MAX_DEBUG_TIMEOUT_S, "description": "Seconds for each start step; the debugger's timeout_s (10 s per gdb step at most) unless lower."},
+            "timeout_s": from_zero_to(MAX_DEBUG_TIMEOUT_S, "Seconds for each start step; the debugger's timeout_s (10 s per gdb step at most) unless lower."),
         },
         "additionalProperties": false,
         "oneOf": [{"required": ["image_path"]}, {"required": ["artifact_id"]}],
@@ -448,11 +468,8 @@ pub(super) fn debug_symbol_schema() -> Value {
 
 pub(super) fn debug_dump_symbol_ihex_schema() -> Value {
     let mut schema = debug_symbol_schema();
-    schema["properties"]["output_path"] = json!({
-        "type": "string",
-        "minLength": 1,
-        "description": "Workspace-relative path ending .hex or .ihex, no `..` segment.",
-    });
+    schema["properties"]["output_path"] =
+        text("Workspace-relative path ending .hex or .ihex, no `..` segment.");
     schema["required"] = json!(["symbol", "output_path"]);
     schema
 }
@@ -461,7 +478,7 @@ pub(super) fn test_reactor_run_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "test_config_path": {"type": "string", "minLength": 1, "description": "The plan file, workspace-relative (default `.agentic-hil/testconfig.yaml`); it must be inside the workspace."},
+            "test_config_path": text("The plan file, workspace-relative (default `.agentic-hil/testconfig.yaml`); it must be inside the workspace."),
             "detach": {"type": "boolean", "default": false, "description": "false: answer when the plan ended, with every step. true: answer once a worker process holds the plan's devices, with the run handle."},
         },
         "additionalProperties": false,
@@ -472,7 +489,7 @@ pub(super) fn test_reactor_run_handle_schema(required: bool) -> Value {
     let mut schema = json!({
         "type": "object",
         "properties": {
-            "run": {"type": "string", "minLength": 1, "description": "The handle test_reactor_run answered (`run-` and 16 hex digits)."},
+            "run": text("The handle test_reactor_run answered (`run-` and 16 hex digits)."),
         },
         "additionalProperties": false,
     });

@@ -148,6 +148,34 @@ fn descriptions_are_one_short_paragraph_of_our_own() {
 }
 
 #[test]
+fn every_declaration_states_a_title_and_a_description_listed_or_not() {
+    for def in declarations() {
+        let spec = def.spec();
+        assert!(!spec.title.is_empty(), "{} has no title", spec.name);
+        assert!(
+            !spec.description.is_empty(),
+            "{} has no description",
+            spec.name
+        );
+    }
+}
+
+#[test]
+fn operator_commands_are_never_listed_and_a_declaration_is_listed_unless_it_says_so() {
+    let listed: BTreeSet<_> = tools(true).into_iter().map(|t| t.name).collect();
+    for def in declarations() {
+        assert_eq!(
+            listed.contains(def.name),
+            !def.is_operator_only(),
+            "{}",
+            def.name
+        );
+    }
+    assert!(ToolId::Doctor.declaration().is_operator_only());
+    assert!(!ToolId::DebuggerInfo.declaration().is_operator_only());
+}
+
+#[test]
 fn tool_names_are_unique() {
     let names: BTreeSet<_> = declarations().map(|d| d.name).collect();
     assert_eq!(names.len(), declarations().count());

@@ -150,11 +150,7 @@ pub fn resolve(
         let device = match kind {
             "debugger" => resolve_debugger(loaded, tool, id)?,
             "uart" => {
-                let id = required_id(tool, kind, id)?;
-                let port = config
-                    .com_ports
-                    .get(id)
-                    .ok_or_else(|| unknown_device(config, tool, kind, id))?;
+                let (id, port) = entry(config, &config.com_ports, tool, kind, id)?;
                 let source = port.identity_source().as_str();
                 let warning = (!port.carries_hardware_identity()).then(|| {
                     "This port is named by its kernel device only; a second adapter can take that name.".to_owned()
@@ -163,11 +159,7 @@ pub fn resolve(
                 DeclaredDevice::held_by(kind, id, vec![key], source, warning)
             }
             "can" => {
-                let id = required_id(tool, kind, id)?;
-                let bus = config
-                    .can_buses
-                    .get(id)
-                    .ok_or_else(|| unknown_device(config, tool, kind, id))?;
+                let (id, bus) = entry(config, &config.can_buses, tool, kind, id)?;
                 let participant = selector.get("participant").and_then(Value::as_str);
                 let key = can_key(tool, id, bus, participant)?;
                 let source = if bus.resource_id.is_some() {
@@ -178,11 +170,7 @@ pub fn resolve(
                 DeclaredDevice::held_by(kind, id, vec![key], source, None)
             }
             "power_supply" => {
-                let id = required_id(tool, kind, id)?;
-                let supply = config
-                    .power_supplies
-                    .get(id)
-                    .ok_or_else(|| unknown_device(config, tool, kind, id))?;
+                let (id, supply) = entry(config, &config.power_supplies, tool, kind, id)?;
                 // A supply is reached through its serial port, so it is held by that port's key.
                 let port = config
                     .com_ports
@@ -288,6 +276,22 @@ fn can_key(
             format!("can_buses.{bus_id}.shares has no participant `{name}`."),
         )),
     }
+}
+
+/// The entry of `entries` the selector's `id` names, with that id, or the refusal: a selector of
+/// these kinds must carry an id, and it must name a configured entry.
+fn entry<'c, 'i, T>(
+    config: &Config,
+    entries: &'c indexmap::IndexMap<String, T>,
+    tool: &str,
+    kind: &str,
+    id: Option<&'i str>,
+) -> Result<(&'i str, &'c T), Box<Outcome>> {
+    let id = required_id(tool, kind, id)?;
+    let found = entries
+        .get(id)
+        .ok_or_else(|| unknown_device(config, tool, kind, id))?;
+    Ok((id, found))
 }
 
 fn required_id<'a>(tool: &str, kind: &str, id: Option<&'a str>) -> Result<&'a str, Box<Outcome>> {
