@@ -60,8 +60,13 @@ fn a_stream_links_bytes_reach_the_ring_and_a_write_reaches_the_server_on_the_sam
         Box::new(Server(Arc::clone(&released))),
     )
     .expect("the stream connects");
-    let link = Link::with_source(Box::new(source), 0x2000_0070, &options(vec![0], vec![0]), None)
-        .expect("the link starts");
+    let link = Link::with_source(
+        Box::new(source),
+        0x2000_0070,
+        &options(vec![0], vec![0]),
+        None,
+    )
+    .expect("the link starts");
     let ring = link.ring(0).expect("up channel 0 has a ring");
     wait_for(ring, "boot ok");
     assert_eq!(link.write(0, b"ping\n").expect("the write goes out"), 5);
@@ -111,6 +116,8 @@ fn a_channel_no_stream_serves_is_refused() {
     let mut source = StreamSource::connect(&[ChannelPort { index: 0, port }], Box::new(()))
         .expect("the stream connects");
     drop(listener);
-    let error = source.write_down(2, b"x").expect_err("no stream for channel 2");
+    let error = source
+        .write_down(2, b"x")
+        .expect_err("no stream for channel 2");
     assert_eq!(error.error_type(), "rtt_control_block_invalid");
 }

@@ -349,6 +349,8 @@ fn session_work<'a>(
 }
 
 mod servers;
+/// The last lines a server printed (RTT's OpenOCD server reports them as the gdb server does).
+pub(super) use servers::tail_lines;
 mod start;
 
 use start::{ServerKind, Start, missing_program};

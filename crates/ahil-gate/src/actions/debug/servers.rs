@@ -228,7 +228,7 @@ impl ServerKind {
 }
 
 /// The last lines a server printed, for a result.
-pub(super) fn tail_lines(text: &str) -> Vec<String> {
+pub(in crate::actions) fn tail_lines(text: &str) -> Vec<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(20)..]
         .iter()
