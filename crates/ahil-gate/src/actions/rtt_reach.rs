@@ -122,18 +122,21 @@ impl Reach {
         }
     }
 
-    /// Open the link: the memory and its block, or OpenOCD and its streams.
+    /// Open the link (the memory and its block, or OpenOCD and its streams), or the refusal,
+    /// naming the session's log.
     pub(super) fn open(
         &self,
         locate: Locate,
         rtt: &Rtt,
         options: &Options,
         tap: Tap,
-    ) -> Result<Link, Refusal> {
+        log_path: &str,
+    ) -> Result<Link, Box<Acted>> {
+        let refused = |refusal: Refusal<'_>| refusal.acted(log_path);
         match self {
             Self::Qemu(paths) => {
                 Link::start(QemuMemory::opener(paths.clone(), STEP), options, Some(tap))
-                    .map_err(Refusal::Link)
+                    .map_err(|error| refused(Refusal::Link(error)))
             }
             Self::ProbeRs {
                 worker,
@@ -144,7 +147,7 @@ impl Reach {
                 options,
                 Some(tap),
             )
-            .map_err(Refusal::Link),
+            .map_err(|error| refused(Refusal::Link(error))),
             Self::OpenOcd { openocd, limit } => {
                 let (start, size) = match locate {
                     Locate::At(address) => (address, ControlBlock::len(0, 0)),
@@ -160,26 +163,26 @@ impl Reach {
                 channels.dedup();
                 let server = openocd
                     .start_rtt_server(start, size, &channels, *limit)
-                    .map_err(|error| Refusal::Server(Box::new(error), openocd.clone()))?;
+                    .map_err(|error| refused(Refusal::Server(&error, openocd)))?;
                 let address = server.address.unwrap_or(start);
                 let source = StreamSource::connect(&server.ports, Box::new(server.process))
-                    .map_err(Refusal::Link)?;
+                    .map_err(|error| refused(Refusal::Link(error)))?;
                 Link::with_source(Box::new(source), address, options, Some(tap))
-                    .map_err(Refusal::Link)
+                    .map_err(|error| refused(Refusal::Link(error)))
             }
         }
     }
 }
 
 /// Why a link did not open.
-pub(super) enum Refusal {
+enum Refusal<'a> {
     Link(RttError),
-    Server(Box<ServerError>, OpenOcd),
+    Server(&'a ServerError, &'a OpenOcd),
 }
 
-impl Refusal {
+impl Refusal<'_> {
     /// The answer, with what it proves about contact.
-    pub(super) fn acted(&self, log_path: &str) -> Box<Acted> {
+    fn acted(&self, log_path: &str) -> Box<Acted> {
         const TOOL: ToolId = ToolId::RttSessionStart;
         let (outcome, contact) = match self {
             Self::Link(error) => (

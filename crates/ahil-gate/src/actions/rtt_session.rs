@@ -102,41 +102,38 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             }),
         });
     }
-    let work = match reach(ctx, name, debugger, executable.clone())? {
-        Some(reach) => {
-            let locate = locate(ctx.tool, name, rtt)?;
-            let start = Start {
-                debugger: name.to_owned(),
-                reach,
-                locate,
-                rtt: rtt.clone(),
-                clear: ctx
-                    .args
-                    .get("clear_buffer")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                lock_keys: resources.clone(),
-                audit: Audit::for_config(ctx.loaded),
-                ownership: Arc::clone(ctx.ownership),
-                sessions,
-            };
-            Work::Driver(DriverJob {
-                deadline: START_DEADLINE,
-                if_abandoned: Contact::Possible,
-                run: Box::new(move |_cancel| start.run()),
-            })
-        }
-        None => {
-            let kind = debugger.kind;
-            super::backend_not_built(
-                ToolId::RttSessionStart,
-                kind,
-                format!(
-                    "RTT is served on the emulated board, probe-rs and OpenOCD, not on {}.",
-                    kind.as_str()
-                ),
-            )
-        }
+    let work = if let Some(reach) = reach(ctx, name, debugger, executable.clone())? {
+        let locate = locate(ctx.tool, name, rtt)?;
+        let start = Start {
+            debugger: name.to_owned(),
+            reach,
+            locate,
+            rtt: rtt.clone(),
+            clear: ctx
+                .args
+                .get("clear_buffer")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            lock_keys: resources.clone(),
+            audit: Audit::for_config(ctx.loaded),
+            ownership: Arc::clone(ctx.ownership),
+            sessions,
+        };
+        Work::Driver(DriverJob {
+            deadline: START_DEADLINE,
+            if_abandoned: Contact::Possible,
+            run: Box::new(move |_cancel| start.run()),
+        })
+    } else {
+        let kind = debugger.kind;
+        super::backend_not_built(
+            ToolId::RttSessionStart,
+            kind,
+            format!(
+                "RTT is served on the emulated board, probe-rs and OpenOCD, not on {}.",
+                kind.as_str()
+            ),
+        )
     };
     Ok(Plan {
         action: Action::RttRead,
@@ -295,10 +292,13 @@ impl SessionKind for Opening {
             ring_bytes: usize::try_from(start.rtt.max_buffer_bytes).unwrap_or(usize::MAX),
             interval: Duration::from_millis(start.rtt.poll_interval_ms),
         };
-        let link = start
-            .reach
-            .open(start.locate, &start.rtt, &options, rx_tap(log, &start.rtt))
-            .map_err(|refusal| refusal.acted(&log.path))?;
+        let link = start.reach.open(
+            start.locate,
+            &start.rtt,
+            &options,
+            rx_tap(log, &start.rtt),
+            &log.path,
+        )?;
         if start.clear {
             for index in &options.up {
                 if let Some(ring) = link.ring(*index) {
