@@ -363,6 +363,33 @@ async fn an_openocd_rtt_server_listening_beyond_loopback_is_stopped_and_refused(
 }
 
 #[tokio::test]
+async fn the_real_openocd_takes_the_rtt_setup_and_without_a_probe_is_adapter_not_found_with_no_contact()
+ {
+    // Debian's package, which scripts/setup-debian.sh installs. No probe is attached and OpenOCD
+    // cannot reach the emulated board (QEMU offers a gdb stub, not a debug adapter), so what is
+    // shown is that OpenOCD 0.12 accepts our rtt setup (it runs before init) and that its failure
+    // comes back classified, with nothing left running.
+    let openocd = Path::new("/usr/bin/openocd");
+    assert!(
+        openocd.is_file(),
+        "/usr/bin/openocd is missing: run scripts/setup-debian.sh"
+    );
+    let world = world(|_| {
+        "    type: openocd\n    executable: /usr/bin/openocd\n    timeout_s: 10\n".to_owned()
+    });
+    let client = support::connect(&world).await;
+    let doc = refused(&client, "rtt_session_start", json!({}), "adapter_not_found").await;
+    assert_eq!(doc["target_contacted"], false, "{doc}");
+    let tail = doc["server_output_tail"].to_string();
+    assert!(
+        !tail.contains("rtt setup <address>"),
+        "OpenOCD took the rtt setup: {tail}"
+    );
+    assert!(none_left(&["/usr/bin/openocd", "rtt setup"]));
+    client.cancel().await.expect("the session closes");
+}
+
+#[tokio::test]
 async fn an_openocd_that_exits_before_its_rtt_port_opens_is_a_classified_refusal() {
     let world = world(|world| openocd(world, "exit-early"));
     let client = support::connect(&world).await;

@@ -1,5 +1,5 @@
-//! OpenOCD as an RTT server for one RTT session: `rtt setup <start> <size> "SEGGER RTT"`, `rtt
-//! start`, and `rtt server start <port> <channel>` per channel, each port a loopback one reserved
+//! OpenOCD as an RTT server for one RTT session: `rtt setup <start> <size> "SEGGER RTT"`, `init`,
+//! `rtt start`, and `rtt server start <port> <channel>` per channel, each port a loopback one reserved
 //! for it, gdb, tcl and telnet off, and every listener checked to be on loopback (as for the gdb
 //! server: `bindto 127.0.0.1` is asked, then verified, never trusted). OpenOCD reads the rings
 //! itself; the session takes each channel's TCP stream ([`crate::rtt::stream`]).
@@ -31,8 +31,10 @@ impl OpenOcd {
             "gdb_port disabled".to_owned(),
             "tcl_port disabled".to_owned(),
             "telnet_port disabled".to_owned(),
-            "init".to_owned(),
+            // Before `init` (OpenOCD takes it in any mode), so a wrong argument is refused before
+            // any adapter opens, and the real openocd's test checks our syntax without a probe.
             format!("rtt setup {start:#010x} {size} \"SEGGER RTT\""),
+            "init".to_owned(),
             "rtt start".to_owned(),
         ];
         for at in ports {
@@ -156,8 +158,8 @@ mod tests {
                 "gdb_port disabled",
                 "tcl_port disabled",
                 "telnet_port disabled",
-                "init",
                 "rtt setup 0x20000000 4096 \"SEGGER RTT\"",
+                "init",
                 "rtt start",
                 "rtt server start 40100 0",
                 "rtt server start 40101 1",

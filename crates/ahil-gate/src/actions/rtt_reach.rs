@@ -253,6 +253,24 @@ fn server_refusal(error: &ServerError, openocd: &OpenOcd) -> (Outcome, Contact) 
                 false,
             );
             let (error_type, _, causes) = ahil_drivers::probe_cli::public(class);
+            let error_type = if class == "unknown_debugger_error" {
+                "debugger_error"
+            } else {
+                error_type
+            };
+            // OpenOCD's own words that it opened no adapter (or found no script) prove no contact,
+            // as for its one-shot runs; anything later may have driven the target's lines.
+            let contact = if matches!(
+                class,
+                "adapter_not_found"
+                    | "interface_config_not_found"
+                    | "target_config_not_found"
+                    | "config_file_not_found"
+            ) {
+                Contact::none("OpenOCD says it opened no adapter")
+            } else {
+                Contact::Possible
+            };
             (
                 Outcome::refused(
                     TOOL,
@@ -263,7 +281,7 @@ fn server_refusal(error: &ServerError, openocd: &OpenOcd) -> (Outcome, Contact) 
                 .with("returncode", json!(code))
                 .with("server_output_tail", tail_lines(&text))
                 .with_causes(causes.iter().copied()),
-                Contact::Possible,
+                contact,
             )
         }
     };
