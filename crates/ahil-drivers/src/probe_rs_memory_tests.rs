@@ -74,11 +74,13 @@ fn hex_round_trips_and_odd_or_foreign_digits_are_refused() {
 
 /// A stand-in for `agentic-hil probe-rs-worker --request {"op":"memory",...}`: prints library
 /// noise, then the attach answer and one reply per request over `memory.bin` (at 0x20000000) in
-/// its directory; `mode` there is `ok`, `refuse` (the attach fails) or `silent` (never answers).
+/// its directory; `mode` there is `ok`, `refuse` (the attach fails), `silent` (never answers) or
+/// `deaf` (attaches, then ignores stdin and never exits, as a worker stuck in a USB call would).
 /// Every request it gets is appended to `requests.log`.
 const FAKE_WORKER: &str = r#"#!/usr/bin/python3
-import json, sys
+import json, os, sys, time
 mode = open("mode").read().strip()
+open("worker.pid", "w").write(str(os.getpid()))
 if mode == "silent":
     sys.stdin.read()
     sys.exit(0)
@@ -91,6 +93,10 @@ mem = bytearray(open("memory.bin", "rb").read())
 base = 0x20000000
 print(json.dumps({"ok": True, "message": "attached", "data": {"regions": {
     "ram": [[base, base + len(mem)]], "nvm": [[0x08000000, 0x08100000]]}}}), flush=True)
+if mode == "deaf":
+    sys.stdin.close()
+    while True:
+        time.sleep(1)
 log = open("requests.log", "a")
 for line in sys.stdin:
     log.write(line); log.flush()
@@ -284,5 +290,24 @@ fn a_silent_worker_is_given_up_on_at_the_attach_limit() {
         panic!("a silent worker never attaches")
     };
     assert!(error.to_string().contains("did not answer"), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn a_worker_that_ignores_the_closed_stdin_is_killed_when_the_memory_is_dropped() {
+    let fake = Fake::new("deaf", b"");
+    let memory = fake.open().expect("the worker attaches");
+    let pid: i32 = std::fs::read_to_string(fake.dir.path().join("worker.pid"))
+        .expect("the worker wrote its pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let started = Instant::now();
+    drop(memory);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        stat.is_empty() || stat.contains(") Z"),
+        "the worker's group was killed and reaped: {stat}"
+    );
     assert!(started.elapsed() < Duration::from_secs(3));
 }
