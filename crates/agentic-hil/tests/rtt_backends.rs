@@ -350,6 +350,8 @@ async fn an_openocd_rtt_server_listening_beyond_loopback_is_stopped_and_refused(
         doc["listen_addresses"].to_string().contains("0.0.0.0"),
         "{doc}"
     );
+    // OpenOCD ran its init before the check: the target may have been touched.
+    assert_eq!(doc["retry_safe"], false, "{doc}");
     assert!(gone(fake_pid(&tools)), "the exposed server was stopped");
     // Nothing stayed held: the next start meets the same check, not a busy device.
     refused(
@@ -380,6 +382,7 @@ async fn the_real_openocd_takes_the_rtt_setup_and_without_a_probe_is_adapter_not
     let client = support::connect(&world).await;
     let doc = refused(&client, "rtt_session_start", json!({}), "adapter_not_found").await;
     assert_eq!(doc["target_contacted"], false, "{doc}");
+    assert_eq!(doc["retry_safe"], true, "{doc}");
     let tail = doc["server_output_tail"].to_string();
     assert!(
         !tail.contains("rtt setup <address>"),

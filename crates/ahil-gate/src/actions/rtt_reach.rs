@@ -196,7 +196,9 @@ impl Refusal<'_> {
             ),
             Self::Server(error, openocd) => server_refusal(error, openocd),
         };
-        let mut outcome = outcome.not_contacted();
+        // The pipeline's settle turns the contact into the effect fields (not contacted and retry
+        // safe only on a proof of none).
+        let mut outcome = outcome;
         outcome.log_path = Some(log_path.to_owned());
         Box::new(Acted {
             outcome,
