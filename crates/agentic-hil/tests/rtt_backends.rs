@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Client, World, call, ok, refused};
+use support::shim::gone;
+use support::{Client, World, call, ok, processes_with, refused};
 
 const RTT_AT: &str = "    rtt:\n      control_block: \"0x20000100\"\n      channels:\n\
                       \x20       - {name: terminal, direction: up, index: 0}\n\
@@ -42,29 +43,6 @@ async fn serve(world: &World, seam: &str) -> Client {
     world.scrub(&mut cmd);
     cmd.env("AHIL_TEST_PROBE_RS_WORKER", seam);
     support::connect_command(cmd).await
-}
-
-/// Live processes whose command line holds every one of `words`.
-fn processes_with(words: &[&str]) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let text = String::from_utf8_lossy(&cmdline);
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit(')')
-                .next()
-                .unwrap_or_default()
-                .trim_start()
-                .starts_with('Z');
-            words.iter().all(|w| text.contains(w)) && !zombie
-        })
-        .collect()
 }
 
 /// Waits up to 5 s for no process to hold every one of `words`.
@@ -255,23 +233,6 @@ fn fake_pid(tools: &Path) -> i32 {
         .trim()
         .parse()
         .expect("a pid")
-}
-
-fn gone(pid: i32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat.is_empty()
-            || stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|s| s.trim_start().starts_with('Z'))
-        {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 #[tokio::test]

@@ -349,8 +349,8 @@ fn session_work<'a>(
 }
 
 mod servers;
-/// The last lines a server printed (RTT's OpenOCD server reports them as the gdb server does).
-pub(super) use servers::tail_lines;
+/// How a server's failure is told (RTT's OpenOCD server reports it as the gdb server does).
+pub(super) use servers::{openocd_exit, tail_lines};
 mod start;
 
 use start::{ServerKind, Start, missing_program};

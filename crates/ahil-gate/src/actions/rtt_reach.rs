@@ -20,7 +20,7 @@ use ahil_drivers::rtt::stream::StreamSource;
 use ahil_drivers::rtt::{ControlBlock, RttError};
 use serde_json::json;
 
-use super::debug::tail_lines;
+use super::debug::{openocd_exit, tail_lines};
 use super::{Acted, Context};
 use crate::ErrorType;
 use crate::catalogue::ToolId;
@@ -248,18 +248,7 @@ fn server_refusal(error: &ServerError, openocd: &OpenOcd) -> (Outcome, Contact) 
         ),
         ServerError::Exited { code, output } => {
             let text = output.text();
-            let class = ahil_drivers::openocd::classify(
-                &text,
-                openocd.interface_cfg(),
-                openocd.target_cfg(),
-                false,
-            );
-            let (error_type, _, causes) = ahil_drivers::probe_cli::public(class);
-            let error_type = if class == "unknown_debugger_error" {
-                "debugger_error"
-            } else {
-                error_type
-            };
+            let (class, error_type, causes) = openocd_exit(openocd, &text);
             // OpenOCD's own words that it opened no adapter (or found no script) prove no contact,
             // as for its one-shot runs; anything later may have driven the target's lines.
             let contact = if matches!(
