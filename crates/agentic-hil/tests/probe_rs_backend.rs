@@ -46,25 +46,7 @@ async fn serve(world: &World, seam: Option<&str>) -> Client {
 
 /// Worker processes whose request names `marker` (a probe serial unique to the test).
 fn workers_naming(marker: &str) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let text = String::from_utf8_lossy(&cmdline);
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = stat
-                .rsplit(')')
-                .next()
-                .unwrap_or_default()
-                .trim_start()
-                .starts_with('Z');
-            text.contains("probe-rs-worker") && text.contains(marker) && !zombie
-        })
-        .collect()
+    support::processes_with(&["probe-rs-worker", marker])
 }
 
 async fn still_answers(client: &Client) {

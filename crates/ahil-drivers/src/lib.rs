@@ -13,6 +13,7 @@ pub mod openocd;
 pub mod probe;
 pub mod probe_cli;
 pub mod probe_rs;
+pub mod probe_rs_memory;
 pub mod probe_rs_worker;
 pub mod process;
 pub mod psu;

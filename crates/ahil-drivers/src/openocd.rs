@@ -7,6 +7,7 @@
 
 mod classify;
 pub mod gdbserver;
+pub mod rtt;
 mod usb;
 
 /// The host's USB devices of known probe vendors, for discovery before any toolchain is configured.

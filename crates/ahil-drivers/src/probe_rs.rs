@@ -63,6 +63,12 @@ pub enum Request {
         address: u64,
         length: u32,
     },
+    /// Attach without reset, answer with the chip's memory map, then serve one memory read or
+    /// write per stdin line until stdin closes (RTT, [`crate::probe_rs_memory`]).
+    Memory {
+        #[serde(flatten)]
+        target: TargetRef,
+    },
 }
 
 /// Which chip, through which probe.

@@ -197,6 +197,7 @@ mod native {
                 }
                 with_session(target, |session| read(session, *address, *length))
             }
+            Request::Memory { target } => with_session(target, serve_memory),
             Request::Flash {
                 target,
                 image,
@@ -297,8 +298,20 @@ mod native {
 
     fn open_probe(serial: Option<&str>) -> Result<Probe, Box<Answer>> {
         #[cfg(debug_assertions)]
-        if std::env::var("AHIL_TEST_PROBE_RS_WORKER").as_deref() == Ok("fake") {
-            return Ok(probe_rs::probe::fake_probe::FakeProbe::with_mocked_core().into_probe());
+        match std::env::var("AHIL_TEST_PROBE_RS_WORKER") {
+            Ok(seam) if seam == "fake" => {
+                return Ok(probe_rs::probe::fake_probe::FakeProbe::with_mocked_core().into_probe());
+            }
+            // The mocked core's memory is this ELF's loadable segments (zero elsewhere; writes
+            // are dropped): what lets the RTT path be read end to end without a probe.
+            Ok(seam) if seam.starts_with("fake-elf:") => {
+                let elf = std::path::Path::new(&seam["fake-elf:".len()..]);
+                return Ok(
+                    probe_rs::probe::fake_probe::FakeProbe::with_mocked_core_and_binary(elf)
+                        .into_probe(),
+                );
+            }
+            _ => {}
         }
         let lister = Lister::new();
         let found = lister.list_all();
@@ -404,6 +417,59 @@ mod native {
                 Answer::failure("memory_read_unconfirmed", Reached::Made, error.to_string())
             }
         }
+    }
+
+    /// The core's memory as the memory server's loop sees it. RTT's offsets are aligned words and
+    /// written as one 32-bit access each, so the target never sees half an offset.
+    struct CoreMemory<'a>(Core<'a>);
+
+    impl crate::probe_rs_memory::TargetMemory for CoreMemory<'_> {
+        fn read(&mut self, address: u64, buf: &mut [u8]) -> Result<(), String> {
+            self.0
+                .read_8(address, buf)
+                .map_err(|error| error.to_string())
+        }
+
+        fn write(&mut self, address: u64, data: &[u8]) -> Result<(), String> {
+            let result = match <[u8; 4]>::try_from(data) {
+                Ok(word) if address.is_multiple_of(4) => {
+                    self.0.write_word_32(address, u32::from_le_bytes(word))
+                }
+                _ => self.0.write_8(address, data),
+            };
+            result.map_err(|error| error.to_string())
+        }
+    }
+
+    /// The chip's RAM and flash ranges, which the gate confines RTT's reads and writes to.
+    fn regions(session: &Session) -> crate::probe_rs_memory::Regions {
+        use probe_rs::config::MemoryRegion;
+        let mut regions = crate::probe_rs_memory::Regions::default();
+        for region in &session.target().memory_map {
+            match region {
+                MemoryRegion::Ram(ram) => regions.ram.push((ram.range.start, ram.range.end)),
+                MemoryRegion::Nvm(nvm) => regions.nvm.push((nvm.range.start, nvm.range.end)),
+                MemoryRegion::Generic(_) => {}
+            }
+        }
+        regions
+    }
+
+    /// Say the attach worked (with the memory map), then serve memory until stdin closes. The core
+    /// is never halted: RTT needs none (crate::rtt).
+    fn serve_memory(session: &mut Session) -> Answer {
+        let regions = regions(session);
+        let core = match core_zero(session) {
+            Ok(core) => core,
+            Err(refused) => return *refused,
+        };
+        super::emit_answer(&done(
+            "attached; serving memory",
+            json!({"regions": regions}),
+        ));
+        let stdin = std::io::stdin();
+        crate::probe_rs_memory::serve(&mut CoreMemory(core), stdin.lock(), super::emit_line);
+        done("stdin closed; detached", json!({}))
     }
 
     /// An image as the request names it.

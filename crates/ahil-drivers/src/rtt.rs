@@ -16,6 +16,7 @@
 use std::fmt;
 
 pub mod link;
+pub mod stream;
 
 /// The id at the start of a control block.
 pub const ID: &[u8] = b"SEGGER RTT";

@@ -369,3 +369,26 @@ pub fn assert_capture_log(workspace: &Path, capture: &serde_json::Value) {
         "every byte read is in the log: {log}"
     );
 }
+
+/// Live (not zombie) processes whose command line holds every one of `words`.
+pub fn processes_with(words: &[&str]) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let text = String::from_utf8_lossy(&cmdline);
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or_default()
+                .trim_start()
+                .starts_with('Z');
+            words.iter().all(|w| text.contains(w)) && !zombie
+        })
+        .collect()
+}

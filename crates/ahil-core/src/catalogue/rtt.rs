@@ -66,7 +66,7 @@ target and needs no permission. Next: rtt_session_start.",
 until rtt_session_stop; the debugger's device lock is held meanwhile (another agent's flash or reset is \
 device_busy). What the firmware wrote before is kept for rtt_read unless clear_buffer. Fails with \
 rtt_not_configured, rtt_control_block_not_found, rtt_channel_not_found, device_busy, or not_supported on a \
-backend without RTT (this build: the emulated board only).",
+backend without RTT (this build serves the emulated board, probe-rs and OpenOCD).",
         kind: Kind::Effect {
             destructive: false,
             idempotent: true,

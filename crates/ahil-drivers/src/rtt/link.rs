@@ -39,15 +39,66 @@ pub type Tap = Box<dyn Fn(u32, &[u8]) + Send + Sync>;
 /// Opens the target's memory (again, after a failure).
 pub type Opener = Box<dyn Fn() -> Result<Box<dyn Memory + Send>, RttError> + Send + Sync>;
 
+/// Where a link's bytes come from and where its writes go: the target's memory, whose rings the
+/// poller reads itself ([`Link::start`]), or a stream a debug server serves each channel on
+/// (OpenOCD's `rtt server`, which reads the rings on its side).
+pub trait Source: Send {
+    /// Up to `max` bytes of up channel `index` that arrived since the last call; none is empty.
+    fn read_up(&mut self, index: u32, max: usize) -> Result<Vec<u8>, RttError>;
+    /// Put as much of `data` as fits into down channel `index`; how many bytes went in.
+    fn write_down(&mut self, index: u32, data: &[u8]) -> Result<usize, RttError>;
+    /// Let go of what the source holds (a debug server's process), once the poller has ended.
+    fn close(&mut self) {}
+}
+
 struct Target {
     memory: Box<dyn Memory + Send>,
     block: ControlBlock,
 }
 
-struct Shared {
-    target: Mutex<Option<Target>>,
+/// The target's memory, found again (reopened) after any failed access.
+struct MemorySource {
+    target: Option<Target>,
     open: Opener,
     locate: Locate,
+}
+
+impl MemorySource {
+    /// Runs `f` on the target, finding the block again first when the last access failed.
+    fn with_target<T>(
+        &mut self,
+        f: impl FnOnce(&mut Target) -> Result<T, RttError>,
+    ) -> Result<T, RttError> {
+        if self.target.is_none() {
+            let mut memory = (self.open)()?;
+            let block = self.locate.find(memory.as_mut())?;
+            self.target = Some(Target { memory, block });
+        }
+        let target = self
+            .target
+            .as_mut()
+            .expect("set just above when it was empty");
+        let result = f(target);
+        if result.is_err() {
+            // Found again at the next access: the block may have been rebuilt, the board restarted.
+            self.target = None;
+        }
+        result
+    }
+}
+
+impl Source for MemorySource {
+    fn read_up(&mut self, index: u32, max: usize) -> Result<Vec<u8>, RttError> {
+        self.with_target(|t| t.block.read_up(t.memory.as_mut(), index, max))
+    }
+
+    fn write_down(&mut self, index: u32, data: &[u8]) -> Result<usize, RttError> {
+        self.with_target(|t| t.block.write_down(t.memory.as_mut(), index, data))
+    }
+}
+
+struct Shared {
+    source: Mutex<Box<dyn Source>>,
     stop: AtomicBool,
     /// Up channel index and its ring.
     rings: Vec<(u32, Ring)>,
@@ -57,30 +108,15 @@ struct Shared {
 }
 
 impl Shared {
-    /// Runs `f` on the target, finding the block again first when the last access failed.
-    fn with_target<T>(
-        &self,
-        f: impl FnOnce(&mut Target) -> Result<T, RttError>,
-    ) -> Result<T, RttError> {
-        let mut guard = self.target.lock().unwrap_or_else(PoisonError::into_inner);
-        if guard.is_none() {
-            let mut memory = (self.open)()?;
-            let block = self.locate.find(memory.as_mut())?;
-            *guard = Some(Target { memory, block });
-        }
-        let target = guard.as_mut().expect("set just above when it was empty");
-        let result = f(target);
-        if result.is_err() {
-            // Found again at the next access: the block may have been rebuilt, the board restarted.
-            *guard = None;
-        }
-        result
+    fn source(&self) -> std::sync::MutexGuard<'_, Box<dyn Source>> {
+        self.source.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn poll(&self) {
         for (index, ring) in &self.rings {
             let cap = 64 * 1024;
-            match self.with_target(|t| t.block.read_up(t.memory.as_mut(), *index, cap)) {
+            let taken = self.source().read_up(*index, cap);
+            match taken {
                 Ok(bytes) if !bytes.is_empty() => {
                     if let Some(tap) = &self.tap {
                         tap(*index, &bytes);
@@ -148,10 +184,24 @@ impl Link {
             block.channel(super::Direction::Down, *index)?;
         }
         let address = block.address;
-        let shared = Arc::new(Shared {
-            target: Mutex::new(Some(Target { memory, block })),
+        let source = MemorySource {
+            target: Some(Target { memory, block }),
             open,
             locate: options.locate,
+        };
+        Self::with_source(Box::new(source), address, options, tap)
+    }
+
+    /// Start polling `source`, whose control block is at `address` (as its backend reported it),
+    /// into one ring per up channel of `options`.
+    pub fn with_source(
+        source: Box<dyn Source>,
+        address: u32,
+        options: &Options,
+        tap: Option<Tap>,
+    ) -> Result<Self, RttError> {
+        let shared = Arc::new(Shared {
+            source: Mutex::new(source),
             stop: AtomicBool::new(false),
             rings: options.rings(),
             last_error: Mutex::new(None),
@@ -199,8 +249,7 @@ impl Link {
 
     /// Put `data` into down channel `index`; how many bytes went in.
     pub fn write(&self, index: u32, data: &[u8]) -> Result<usize, RttError> {
-        self.shared
-            .with_target(|t| t.block.write_down(t.memory.as_mut(), index, data))
+        self.shared.source().write_down(index, data)
     }
 
     /// The last poll failure, if any poll failed.
@@ -239,6 +288,7 @@ impl Link {
                 .take()
         {
             let _ = thread.join();
+            self.shared.source().close();
         }
         ended
     }

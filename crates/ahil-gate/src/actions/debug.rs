@@ -349,6 +349,8 @@ fn session_work<'a>(
 }
 
 mod servers;
+/// How a server's failure is told (RTT's OpenOCD server reports it as the gdb server does).
+pub(super) use servers::{openocd_exit, tail_lines};
 mod start;
 
 use start::{ServerKind, Start, missing_program};

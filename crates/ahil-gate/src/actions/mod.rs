@@ -39,6 +39,7 @@ mod probe_cli;
 pub mod probe_rs;
 pub(crate) mod reports;
 mod rtt_io;
+mod rtt_reach;
 mod rtt_session;
 #[cfg(test)]
 mod session_lifecycle_tests;

@@ -1,21 +1,20 @@
 //! `rtt_channels_list`, `rtt_session_start` and `rtt_session_stop`: find the target's SEGGER RTT
 //! control block and poll it across calls (holding the debugger's device lock, as a debug session
 //! does), then give the lock back. The emulated board's memory is reached without halting it
-//! (decision 0014); other backends answer `not_supported`.
+//! (decision 0015), a probe-rs target's through its worker, OpenOCD's RTT through its own server
+//! (`rtt_reach.rs`); other backends answer `not_supported`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ahil_config::{Debugger, DebuggerType, Rtt, RttDirection, parse_address};
+use ahil_config::{Debugger, Rtt, RttDirection, parse_address};
 use ahil_drivers::Contact;
-use ahil_drivers::qemu::BoardPaths;
-use ahil_drivers::qemu::memory::QemuMemory;
-use ahil_drivers::rtt::RttError;
 use ahil_drivers::rtt::link::{Link, Locate, Options, Tap};
 use serde_json::{Value, json};
 
 use super::com_session::WithLog;
 use super::debugger_info::bound_debugger;
+use super::rtt_reach::{Reach, reach};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::ErrorType;
 use crate::audit::Audit;
@@ -29,8 +28,6 @@ use crate::serial::{Encoding, log_stamp, text::to_hex};
 use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
 use crate::snapshot::pinned_debugger_executable;
 
-/// Finding the block is a few memory reads; QMP steps are capped at this each.
-const STEP: Duration = Duration::from_secs(5);
 const START_DEADLINE: Duration = Duration::from_secs(30);
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
@@ -105,21 +102,11 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             }),
         });
     }
-    let work = if debugger.kind == DebuggerType::Qemu {
-        let Some(dir) = ctx.loaded.config.board_dir(name) else {
-            return Err(Box::new(
-                Outcome::refused(
-                    ctx.tool,
-                    ErrorType::InvalidArgument,
-                    "This debugger has no board directory.",
-                )
-                .not_contacted(),
-            ));
-        };
+    let work = if let Some(reach) = reach(ctx, name, debugger, executable.clone())? {
         let locate = locate(ctx.tool, name, rtt)?;
         let start = Start {
             debugger: name.to_owned(),
-            paths: BoardPaths::new(dir),
+            reach,
             locate,
             rtt: rtt.clone(),
             clear: ctx
@@ -143,7 +130,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             ToolId::RttSessionStart,
             kind,
             format!(
-                "RTT is served on the emulated board in this build, not on {}.",
+                "RTT is served on the emulated board, probe-rs and OpenOCD, not on {}.",
                 kind.as_str()
             ),
         )
@@ -173,8 +160,8 @@ fn locate(tool: ToolId, name: &str, rtt: &Rtt) -> Result<Locate, Box<Outcome>> {
             tool,
             ErrorType::NotSupported,
             format!(
-                "debuggers.{name}.rtt.from_elf needs the record of the last flashed ELF, which this build \
-                 keeps for ST-Link and probe-rs only; on the emulated board name control_block or scan."
+                "debuggers.{name}.rtt.from_elf is not served yet: name control_block or scan in the \
+                 rtt section."
             ),
         )
         .not_contacted(),
@@ -213,7 +200,7 @@ fn list(name: &str, rtt: &Rtt, sessions: &Sessions) -> Outcome {
 /// What the start job needs, owned so the blocking job can carry it.
 struct Start {
     debugger: String,
-    paths: BoardPaths,
+    reach: Reach,
     locate: Locate,
     rtt: Rtt,
     clear: bool,
@@ -276,22 +263,6 @@ fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
     })
 }
 
-/// A refusal from the link, with what it proves about contact.
-fn link_refusal(error: &RttError, log: &SessionLog) -> Box<Acted> {
-    let mut outcome = Outcome::refused(
-        ToolId::RttSessionStart,
-        ErrorType::layer(error.error_type()),
-        error.to_string(),
-    )
-    .not_contacted();
-    outcome.log_path = Some(log.path.clone());
-    Box::new(Acted {
-        outcome,
-        // Finding the block only reads the target's memory.
-        contact: Some(Contact::none("the target's memory was only read")),
-    })
-}
-
 impl SessionKind for Opening {
     type Device = Link;
     const TOOL: ToolId = ToolId::RttSessionStart;
@@ -321,12 +292,13 @@ impl SessionKind for Opening {
             ring_bytes: usize::try_from(start.rtt.max_buffer_bytes).unwrap_or(usize::MAX),
             interval: Duration::from_millis(start.rtt.poll_interval_ms),
         };
-        let link = Link::start(
-            QemuMemory::opener(start.paths.clone(), STEP),
+        let link = start.reach.open(
+            start.locate,
+            &start.rtt,
             &options,
-            Some(rx_tap(log, &start.rtt)),
-        )
-        .map_err(|error| link_refusal(&error, log))?;
+            rx_tap(log, &start.rtt),
+            &log.path,
+        )?;
         if start.clear {
             for index in &options.up {
                 if let Some(ring) = link.ring(*index) {
@@ -341,7 +313,7 @@ impl SessionKind for Opening {
         let start = self.start;
         let session = Arc::new(Session {
             debugger: start.debugger.clone(),
-            backend: "qemu",
+            backend: start.reach.backend(),
             link,
             channels: start.rtt.channels.clone(),
             log: begun.log.clone(),

@@ -62,18 +62,7 @@ pub(super) fn start_openocd(
         )),
         Err(ServerError::Exited { code, output }) => {
             let text = output.text();
-            let class = ahil_drivers::openocd::classify(
-                &text,
-                openocd.interface_cfg(),
-                openocd.target_cfg(),
-                false,
-            );
-            let (error_type, _, causes) = ahil_drivers::probe_cli::public(class);
-            let error_type = if class == "unknown_debugger_error" {
-                "debugger_error"
-            } else {
-                error_type
-            };
+            let (class, error_type, causes) = openocd_exit(openocd, &text);
             Err(Box::new(
                 progress.failed(
                     Outcome::refused(
@@ -91,6 +80,23 @@ pub(super) fn start_openocd(
             ))
         }
     }
+}
+
+/// An OpenOCD server's early exit as its class, public `error_type` and likely causes (an
+/// unclassified one is `debugger_error`).
+pub(in crate::actions) fn openocd_exit(
+    openocd: &OpenOcd,
+    text: &str,
+) -> (&'static str, &'static str, &'static [&'static str]) {
+    let class =
+        ahil_drivers::openocd::classify(text, openocd.interface_cfg(), openocd.target_cfg(), false);
+    let (error_type, _, causes) = ahil_drivers::probe_cli::public(class);
+    let error_type = if class == "unknown_debugger_error" {
+        "debugger_error"
+    } else {
+        error_type
+    };
+    (class, error_type, causes)
 }
 
 /// A debug server found listening beyond loopback (it was stopped before gdb connected).
@@ -228,7 +234,7 @@ impl ServerKind {
 }
 
 /// The last lines a server printed, for a result.
-pub(super) fn tail_lines(text: &str) -> Vec<String> {
+pub(in crate::actions) fn tail_lines(text: &str) -> Vec<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(20)..]
         .iter()
