@@ -180,8 +180,9 @@ fn rtt_section() -> Spec {
         ("index", int_min(0.0, 0).max(15.0)),
         (
             "format",
-            choice(&["text", "defmt"], Some("text"))
-                .describe("defmt: frames decoded with the flashed ELF's `.defmt` table (up channels)."),
+            choice(&["text", "defmt"], Some("text")).describe(
+                "defmt: frames decoded with the flashed ELF's `.defmt` table (up channels).",
+            ),
         ),
     ]);
     Spec::object(vec![

@@ -89,6 +89,10 @@ impl DefmtTable {
     }
 
     /// A frame's payload (index, timestamp, arguments), decoded.
+    #[allow(
+        clippy::redundant_closure_for_method_calls,
+        reason = "defmt-decoder does not re-export defmt-parser's Level, so its as_str cannot be named"
+    )]
     fn decode(&self, payload: &[u8]) -> Result<(Frame, usize), DecodeError> {
         let (frame, consumed) = self.table.decode(payload)?;
         let location = self.locations.get(&frame.index()).map(|l| Location {
