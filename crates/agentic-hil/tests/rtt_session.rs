@@ -52,6 +52,16 @@ fn read_until(text: &str) -> Value {
     json!({"channel": "terminal", "until": text, "wait_timeout_s": 10})
 }
 
+/// The firmware's RTT boot line, read on the terminal channel.
+async fn read_boot_line(client: &support::Client) -> Value {
+    ok(
+        client,
+        "rtt_read",
+        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
+    )
+    .await
+}
+
 /// The `_meta` of an `rtt_read` answer (outside the structured content `call` gives).
 async fn read_meta(client: &support::Client, args: Value) -> Value {
     let mut request = rmcp::model::CallToolRequestParams::new("rtt_read".to_owned());
@@ -90,12 +100,7 @@ async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_t
     );
 
     // The boot line was written before the session began; it is kept for the first read.
-    let doc = ok(
-        &client,
-        "rtt_read",
-        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
-    )
-    .await;
+    let doc = read_boot_line(&client).await;
     assert_eq!(doc["until_matched"], true, "{doc}");
     assert_eq!(doc["channel"], "terminal", "{doc}");
     // What the firmware wrote is marked as device output, never instructions.
@@ -151,12 +156,7 @@ async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_t
     // A reset by the session's own agent: the firmware rebuilds its block and the session reads on.
     let doc = ok(&client, "reset_target", json!({"mode": "run"})).await;
     assert_eq!(doc["ok"], true, "{doc}");
-    let doc = ok(
-        &client,
-        "rtt_read",
-        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
-    )
-    .await;
+    let doc = read_boot_line(&client).await;
     assert_eq!(
         doc["until_matched"], true,
         "the boot line after the reset: {doc}"
@@ -249,6 +249,13 @@ fn read_log(until: &str) -> Value {
     json!({"channel": "log", "until": until, "wait_timeout_s": 10})
 }
 
+/// Stop the session and start one whose defmt table comes from `image`: its `session.defmt`.
+async fn restart_with(client: &support::Client, image: &str) -> Value {
+    ok(client, "rtt_session_stop", json!({})).await;
+    let doc = ok(client, "rtt_session_start", json!({"image_path": image})).await;
+    doc["session"]["defmt"].clone()
+}
+
 #[tokio::test]
 async fn defmt_frames_from_the_flashed_elf_are_decoded_with_level_timestamp_and_arguments() {
     let world = world(RTT_DEFMT, "");
@@ -297,23 +304,12 @@ async fn defmt_frames_from_the_flashed_elf_are_decoded_with_level_timestamp_and_
         "{doc}"
     );
     // The text channel beside it is as it was.
-    let doc = ok(
-        &client,
-        "rtt_read",
-        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
-    )
-    .await;
+    let doc = read_boot_line(&client).await;
     assert_eq!(doc["until_matched"], true, "{doc}");
-    ok(&client, "rtt_session_stop", json!({})).await;
 
     // An ELF named at the start is used instead; one without a table leaves the frames raw.
-    let doc = ok(
-        &client,
-        "rtt_session_start",
-        json!({"image_path": "fw/ahil-fw-v1.elf"}),
-    )
-    .await;
-    assert_eq!(doc["session"]["defmt"]["table"], false, "{doc}");
+    let defmt = restart_with(&client, "fw/ahil-fw-v1.elf").await;
+    assert_eq!(defmt["table"], false, "{defmt}");
     let doc = ok(
         &client,
         "rtt_read",
@@ -328,17 +324,8 @@ async fn defmt_frames_from_the_flashed_elf_are_decoded_with_level_timestamp_and_
             .is_some_and(|h| h.ends_with("00")),
         "the raw frames, each ended by 0x00: {doc}"
     );
-    ok(&client, "rtt_session_stop", json!({})).await;
-    let doc = ok(
-        &client,
-        "rtt_session_start",
-        json!({"image_path": "fw/ahil-fw-defmt.elf"}),
-    )
-    .await;
-    assert_eq!(
-        doc["session"]["defmt"]["elf"]["from"], "image_path",
-        "{doc}"
-    );
+    let defmt = restart_with(&client, "fw/ahil-fw-defmt.elf").await;
+    assert_eq!(defmt["elf"]["from"], "image_path", "{defmt}");
     let doc = ok(&client, "rtt_read", read_log("tick")).await;
     assert_eq!(doc["until_matched"], true, "{doc}");
     ok(&client, "rtt_session_stop", json!({})).await;
