@@ -1,7 +1,7 @@
 //! Black-box, end to end: RTT sessions through the gate on a real QEMU board that `agentic-hil sim
 //! start` started in the test's own HOME, driven by the built binary as an MCP server. The firmware
 //! (firmware/src/fw.c) writes a boot line and a tick line per 200 ms to up channel 0 and echoes its
-//! down channel 0.
+//! down channel 0; its defmt image (firmware/src/defmt.c) also writes defmt frames to up channel 1.
 
 mod support;
 
@@ -34,7 +34,9 @@ fn configured(debuggers: &str) -> World {
     let fw = world.workspace.join("fw");
     std::fs::create_dir_all(&fw).expect("fw dir");
     let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf")).expect("firmware");
+    for image in ["ahil-fw-v1.elf", "ahil-fw-defmt.elf"] {
+        std::fs::copy(build.join(image), fw.join(image)).expect("firmware");
+    }
     world
 }
 
@@ -48,6 +50,16 @@ fn world(rtt: &str, grants: &str) -> World {
 
 fn read_until(text: &str) -> Value {
     json!({"channel": "terminal", "until": text, "wait_timeout_s": 10})
+}
+
+/// The firmware's RTT boot line, read on the terminal channel.
+async fn read_boot_line(client: &support::Client) -> Value {
+    ok(
+        client,
+        "rtt_read",
+        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
+    )
+    .await
 }
 
 /// The `_meta` of an `rtt_read` answer (outside the structured content `call` gives).
@@ -88,12 +100,7 @@ async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_t
     );
 
     // The boot line was written before the session began; it is kept for the first read.
-    let doc = ok(
-        &client,
-        "rtt_read",
-        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
-    )
-    .await;
+    let doc = read_boot_line(&client).await;
     assert_eq!(doc["until_matched"], true, "{doc}");
     assert_eq!(doc["channel"], "terminal", "{doc}");
     // What the firmware wrote is marked as device output, never instructions.
@@ -149,12 +156,7 @@ async fn an_rtt_session_reads_the_boot_and_tick_lines_echoes_a_write_and_holds_t
     // A reset by the session's own agent: the firmware rebuilds its block and the session reads on.
     let doc = ok(&client, "reset_target", json!({"mode": "run"})).await;
     assert_eq!(doc["ok"], true, "{doc}");
-    let doc = ok(
-        &client,
-        "rtt_read",
-        read_until("rtt boot ahil-fw 1.0 netduinoplus2\n"),
-    )
-    .await;
+    let doc = read_boot_line(&client).await;
     assert_eq!(
         doc["until_matched"], true,
         "the boot line after the reset: {doc}"
@@ -235,5 +237,97 @@ async fn a_backend_without_rtt_answers_not_supported_before_touching_anything() 
     let doc = refused(&client, "rtt_session_start", json!({}), "not_supported").await;
     assert_eq!(doc["target_contacted"], false, "{doc}");
     assert_eq!(doc["backend"], "pyocd", "{doc}");
+    client.cancel().await.expect("client closes");
+}
+
+/// The text channel, and the defmt image's up channel 1 as `format: defmt`.
+const RTT_DEFMT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
+                         \x20       - {name: terminal, direction: up, index: 0}\n\
+                         \x20       - {name: log, direction: up, index: 1, format: defmt}\n";
+
+fn read_log(until: &str) -> Value {
+    json!({"channel": "log", "until": until, "wait_timeout_s": 10})
+}
+
+/// Stop the session and start one whose defmt table comes from `image`: its `session.defmt`.
+async fn restart_with(client: &support::Client, image: &str) -> Value {
+    ok(client, "rtt_session_stop", json!({})).await;
+    let doc = ok(client, "rtt_session_start", json!({"image_path": image})).await;
+    doc["session"]["defmt"].clone()
+}
+
+#[tokio::test]
+async fn defmt_frames_from_the_flashed_elf_are_decoded_with_level_timestamp_and_arguments() {
+    let world = world(RTT_DEFMT, "");
+    let _board = SimBoard::start(&world);
+    let client = support::connect(&world).await;
+    // The flash records the ELF; the session decodes with its .defmt table.
+    let doc = ok(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/ahil-fw-defmt.elf", "reset_after_flash": true}),
+    )
+    .await;
+    assert_eq!(doc["ok"], true, "{doc}");
+    let doc = ok(&client, "rtt_session_start", json!({})).await;
+    let defmt = &doc["session"]["defmt"];
+    assert_eq!(defmt["table"], true, "{doc}");
+    assert_eq!(defmt["encoding"], "rzcobs", "{doc}");
+    assert_eq!(defmt["elf"]["from"], "last_flash", "{doc}");
+
+    let doc = ok(&client, "rtt_read", read_log("boot ahil-fw")).await;
+    assert_eq!(doc["until_matched"], true, "{doc}");
+    let boot = &doc["frames"][0];
+    assert_eq!(boot["decoded"], true, "{doc}");
+    assert_eq!(boot["level"], "info", "{doc}");
+    assert_eq!(boot["text"], "boot ahil-fw 1.0 netduinoplus2", "{doc}");
+    assert!(boot["timestamp"].is_string(), "{doc}");
+    assert!(
+        doc["data"]["text"]
+            .as_str()
+            .is_some_and(|t| t.ends_with(" INFO boot ahil-fw 1.0 netduinoplus2\n")),
+        "{doc}"
+    );
+    // A later frame with its argument, and another level.
+    let doc = ok(&client, "rtt_read", read_log("tick 2")).await;
+    let frames = doc["frames"].as_array().expect("frames");
+    let tick = frames.last().expect("the matching frame ends the read");
+    assert_eq!(tick["text"], "tick 2", "{doc}");
+    assert_eq!(tick["level"], "debug", "{doc}");
+    let doc = ok(&client, "rtt_read", read_log("five more ticks")).await;
+    let last = doc["frames"].as_array().and_then(|f| f.last()).cloned();
+    assert_eq!(
+        last,
+        Some(
+            json!({"decoded": true, "level": "warn", "timestamp": "1.000", "text": "five more ticks, now 5", "location": null})
+        ),
+        "{doc}"
+    );
+    // The text channel beside it is as it was.
+    let doc = read_boot_line(&client).await;
+    assert_eq!(doc["until_matched"], true, "{doc}");
+
+    // An ELF named at the start is used instead; one without a table leaves the frames raw.
+    let defmt = restart_with(&client, "fw/ahil-fw-v1.elf").await;
+    assert_eq!(defmt["table"], false, "{defmt}");
+    let doc = ok(
+        &client,
+        "rtt_read",
+        json!({"channel": "log", "wait_timeout_s": 1}),
+    )
+    .await;
+    assert!(doc.get("frames").is_none(), "{doc}");
+    assert_eq!(doc["defmt"]["table"], false, "{doc}");
+    assert!(
+        doc["data"]["hex"]
+            .as_str()
+            .is_some_and(|h| h.ends_with("00")),
+        "the raw frames, each ended by 0x00: {doc}"
+    );
+    let defmt = restart_with(&client, "fw/ahil-fw-defmt.elf").await;
+    assert_eq!(defmt["elf"]["from"], "image_path", "{defmt}");
+    let doc = ok(&client, "rtt_read", read_log("tick")).await;
+    assert_eq!(doc["until_matched"], true, "{doc}");
+    ok(&client, "rtt_session_stop", json!({})).await;
     client.cancel().await.expect("client closes");
 }

@@ -426,6 +426,19 @@ pub struct RttChannel {
     /// Its index among the target's up or down buffers.
     #[serde(default)]
     pub index: u32,
+    /// What an up channel carries: text (the bytes as they are), or defmt frames, decoded with the
+    /// table of the ELF the target runs.
+    #[serde(default)]
+    pub format: RttFormat,
+}
+
+/// How `rtt_read` returns an up channel's bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RttFormat {
+    #[default]
+    Text,
+    Defmt,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

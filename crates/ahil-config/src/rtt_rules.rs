@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::error::{ConfigError, Refusal};
-use crate::model::{Debugger, RttDirection, parse_address};
+use crate::model::{Debugger, RttDirection, RttFormat, parse_address};
 
 fn refuse(field: String, summary: impl Into<String>) -> ConfigError {
     ConfigError::invalid(Refusal::new(summary).at(field))
@@ -66,6 +66,12 @@ pub(crate) fn check(name: &str, d: &Debugger) -> Result<(), ConfigError> {
             return Err(refuse(
                 format!("debuggers.{name}.rtt.channels[{i}].name"),
                 format!("Two RTT channels are named `{}`.", channel.name),
+            ));
+        }
+        if channel.format == RttFormat::Defmt && channel.direction == RttDirection::Down {
+            return Err(refuse(
+                format!("debuggers.{name}.rtt.channels[{i}].format"),
+                "Only an up channel carries defmt frames; a down channel takes the agent's bytes as they are.",
             ));
         }
         if !buffers.insert((channel.direction == RttDirection::Up, channel.index)) {

@@ -178,6 +178,12 @@ fn rtt_section() -> Spec {
         ("name", Spec::of(&[Ty::Str]).pattern(Pattern::Name)),
         ("direction", choice(&["up", "down"], None)),
         ("index", int_min(0.0, 0).max(15.0)),
+        (
+            "format",
+            choice(&["text", "defmt"], Some("text")).describe(
+                "defmt: frames decoded with the flashed ELF's `.defmt` table (up channels).",
+            ),
+        ),
     ]);
     Spec::object(vec![
         (

@@ -15,6 +15,7 @@
 
 use std::fmt;
 
+pub mod defmt;
 pub mod link;
 pub mod stream;
 

@@ -84,7 +84,7 @@ fn the_committed_firmware_is_what_its_sources_build() {
         .into_iter()
         .flat_map(|m| [1, 2].map(|v| (m, v)))
         .flat_map(|(m, v)| ["elf", "hex", "bin"].map(|e| firmware::image_for(m, v, e)))
-        .chain([stripped]);
+        .chain([stripped.with_file_name("ahil-fw-defmt.elf"), stripped]);
     for committed in committed_images {
         let relative = committed
             .strip_prefix(source.join("build"))

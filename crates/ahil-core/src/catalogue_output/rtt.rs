@@ -25,6 +25,7 @@ pub(super) fn rtt_family() -> Value {
                 "channels": list(),
                 "polls": count(),
                 "last_error": text(),
+                "defmt": object(),
             },
         }),
     );
@@ -51,7 +52,14 @@ pub(super) fn rtt_write() -> Value {
     })
 }
 
-/// `rtt_read`'s own fields: `com_read`'s.
+/// `rtt_read`'s own fields: `com_read`'s, and on a defmt channel the decoded frames.
 pub(super) fn rtt_read() -> Value {
-    io::com_read()
+    let mut fields = io::com_read();
+    let own = fields
+        .as_object_mut()
+        .expect("com_read's fields are an object");
+    own.insert("frames".into(), list());
+    own.insert("frames_queued".into(), count());
+    own.insert("defmt".into(), object());
+    fields
 }

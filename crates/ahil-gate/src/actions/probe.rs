@@ -212,6 +212,12 @@ fn qemu_work<'a>(
 ) -> Result<Work<'a>, Box<Outcome>> {
     let tool = probe_tool(ctx.tool)?;
     let config = &ctx.loaded.config;
+    // What a confirmed flash wrote, for the defmt table an RTT session decodes with.
+    let record = crate::debug::offline::Record::for_debugger(
+        &config.state_root,
+        debugger,
+        executable.as_deref(),
+    );
     let gdb = match &ctx.loaded.executables.gdb {
         Some(ExecutableState::Pinned { path }) => Some(path.clone()),
         _ => None,
@@ -291,7 +297,8 @@ fn qemu_work<'a>(
                 .unwrap_or(DEFAULT_FLASH_BASE);
             return Ok(super::staged_job(image, deadline, move |staged, cancel| {
                 let budget = Budget::new(timeout).with_cancel(cancel);
-                flash(&probe, &staged, base, &args, &budget)
+                let acted = flash(&probe, &staged, base, &args, &budget);
+                recorded(acted, &record, &staged)
             }));
         }
     };
@@ -508,6 +515,24 @@ fn flash(
             contact: Some(Contact::Made),
         }
     })
+}
+
+/// Records the image a flash wrote (an ELF's copy, or that none describes the board now); a record
+/// that could not be written is said in the answer, never a failed flash.
+pub(super) fn recorded(
+    mut acted: Acted,
+    record: &crate::debug::offline::Record,
+    staged: &StagedArtifact,
+) -> Acted {
+    if acted.outcome.ok
+        && let Err(error) = record.flashed(staged)
+    {
+        acted.outcome.set("symbol_source_recorded", false);
+        acted
+            .outcome
+            .set("symbol_source_error", error.kind().to_string());
+    }
+    acted
 }
 
 /// A driver failure as an envelope: the driver's own error type where it has one, else `fallback`.

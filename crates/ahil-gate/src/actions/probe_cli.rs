@@ -486,14 +486,8 @@ fn flash(
                     .with("verify", true)
                     .with("reset_after_flash", args.reset_after)
             });
-            if acted.outcome.ok
-                && let Some(record) = symbol_record
-                && let Err(error) = record.flashed(staged)
-            {
-                acted.outcome.set("symbol_source_recorded", false);
-                acted
-                    .outcome
-                    .set("symbol_source_error", error.kind().to_string());
+            if let Some(record) = symbol_record {
+                acted = super::probe::recorded(acted, record, staged);
             }
             if acted.outcome.ok {
                 acted.outcome.summary = if args.reset_after {

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ahil_config::{RttChannel, RttDirection};
+use ahil_config::{RttChannel, RttDirection, RttFormat};
 use ahil_drivers::Contact;
-use serde_json::json;
+use ahil_drivers::serial::Ring;
+use serde_json::{Value, json};
 
 use super::com_io::{ReadRequest, data, read_outcome, read_request, write_payload};
 use super::com_session::WithLog;
@@ -16,6 +17,7 @@ use crate::ErrorType;
 use crate::catalogue::ToolId;
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::Action;
+use crate::rtt::defmt::Decoding;
 use crate::rtt::{Session, untrusted_meta};
 use crate::serial::{Encoding, text};
 
@@ -146,7 +148,22 @@ fn read(
             contact: Some(none()),
         };
     };
-    let taken = ring.take(max_bytes, std::time::Instant::now() + wait, patterns);
+    let deadline = std::time::Instant::now() + wait;
+    if channel.format == RttFormat::Defmt
+        && let Some(decoding) = &session.defmt
+    {
+        let mut outcome = defmt_outcome(decoding, channel, ring, max_bytes, deadline, patterns)
+            .with("debugger", debugger);
+        let mut meta = untrusted_meta(debugger, &channel.name);
+        meta["agentic_hil/untrusted_content"]["fields"] =
+            json!(["data.text", "data.hex", "frames"]);
+        outcome.meta = Some(meta);
+        return Acted {
+            outcome: outcome.with_log(&session.log.path),
+            contact: Some(none()),
+        };
+    }
+    let taken = ring.take(max_bytes, deadline, patterns);
     let mut outcome = read_outcome(
         TOOL,
         ("channel", &channel.name),
@@ -156,11 +173,58 @@ fn read(
         ENCODING,
     )
     .with("debugger", debugger);
+    if channel.format == RttFormat::Defmt {
+        // No table: the frames' bytes as they are (hex and lossy text), as on any channel.
+        outcome.set(
+            "defmt",
+            json!({"table": false, "reason": session.defmt_missing}),
+        );
+    }
     outcome.meta = Some(untrusted_meta(debugger, &channel.name));
     Acted {
         outcome: outcome.with_log(&session.log.path),
         contact: Some(none()),
     }
+}
+
+/// A defmt channel's read: `com_read`'s answer on the decoded lines, and the frames beside it.
+fn defmt_outcome(
+    decoding: &Decoding,
+    channel: &RttChannel,
+    ring: &Ring,
+    max_bytes: usize,
+    deadline: std::time::Instant,
+    patterns: &[Vec<u8>],
+) -> Outcome {
+    let patterns: Vec<String> = patterns
+        .iter()
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    let read = decoding.read(channel.index, ring, max_bytes, deadline, &patterns);
+    let summary = match (read.frames.is_empty(), read.matched) {
+        (_, Some(false)) => "The until text was not seen in time; the frames so far are returned.",
+        (true, _) => "No defmt frame was available.",
+        (false, _) => "defmt frames read from RTT channel.",
+    };
+    let mut outcome = Outcome::ok(ToolId::RttRead, summary)
+        .with("channel", channel.name.as_str())
+        .with("bytes_read", read.text.len())
+        .with(
+            "buffer_remaining_bytes",
+            read.remaining_bytes + read.pending_bytes,
+        )
+        .with("overflow_bytes", read.overflow)
+        .with("data", data(read.text.as_bytes(), ENCODING))
+        .with("frames", Value::Array(read.frames))
+        .with("frames_queued", read.queued_frames)
+        .with("defmt", decoding.describe());
+    if let Some(matched) = read.matched {
+        outcome.set("until_matched", matched);
+        if let Some(pattern) = read.pattern {
+            outcome.set("matched", pattern);
+        }
+    }
+    outcome
 }
 
 fn write(

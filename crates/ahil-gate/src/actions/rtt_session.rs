@@ -7,8 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ahil_config::{Debugger, Rtt, RttDirection, parse_address};
+use ahil_config::{Debugger, DebuggerType, Rtt, RttDirection, RttFormat, parse_address};
 use ahil_drivers::Contact;
+use ahil_drivers::rtt::RttError;
+use ahil_drivers::rtt::defmt::DefmtTable;
 use ahil_drivers::rtt::link::{Link, Locate, Options, Tap};
 use serde_json::{Value, json};
 
@@ -17,12 +19,15 @@ use super::debugger_info::bound_debugger;
 use super::rtt_reach::{Reach, reach};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::ErrorType;
+use crate::artifacts::{ArtifactPolicy, ArtifactUse, Purpose, StagedArtifact};
 use crate::audit::Audit;
 use crate::catalogue::ToolId;
+use crate::debug::offline::Record;
 use crate::envelope::Outcome;
 use crate::ownership::Ownership;
 use crate::ownership::runs::debugger_keys;
 use crate::policy::{Action, Device};
+use crate::rtt::defmt::Decoding;
 use crate::rtt::{Session, Sessions, channel_doc};
 use crate::serial::{Encoding, log_stamp, text::to_hex};
 use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
@@ -104,6 +109,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     }
     let work = if let Some(reach) = reach(ctx, name, debugger, executable.clone())? {
         let locate = locate(ctx.tool, name, rtt)?;
+        let named = named_elf(ctx)?;
         let start = Start {
             debugger: name.to_owned(),
             reach,
@@ -118,12 +124,27 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             audit: Audit::for_config(ctx.loaded),
             ownership: Arc::clone(ctx.ownership),
             sessions,
+            record: Record::for_debugger(
+                &ctx.loaded.config.state_root,
+                debugger,
+                executable.as_deref(),
+            ),
+            elf: None,
         };
-        Work::Driver(DriverJob {
-            deadline: START_DEADLINE,
-            if_abandoned: Contact::Possible,
-            run: Box::new(move |_cancel| start.run()),
-        })
+        match named {
+            Some(image) => super::staged_job(image, START_DEADLINE, move |staged, _cancel| {
+                Start {
+                    elf: Some(staged_elf(&staged)),
+                    ..start
+                }
+                .run()
+            }),
+            None => Work::Driver(DriverJob {
+                deadline: START_DEADLINE,
+                if_abandoned: Contact::Possible,
+                run: Box::new(move |_cancel| start.run()),
+            }),
+        }
     } else {
         let kind = debugger.kind;
         super::backend_not_built(
@@ -142,6 +163,30 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         resources,
         work,
     })
+}
+
+/// The ELF `image_path` names for the defmt table, staged like `flash_firmware`'s image (inside
+/// `artifacts.allowed_roots`, an ELF); none when the call names none.
+fn named_elf(ctx: &Context<'_>) -> Result<Option<ArtifactUse>, Box<Outcome>> {
+    if ctx.args.get("image_path").is_none() {
+        return Ok(None);
+    }
+    ArtifactUse::from_args(
+        ctx.tool,
+        ctx.args,
+        Purpose::DebugElf,
+        ArtifactPolicy::from_config(&ctx.loaded.config),
+    )
+    .map(Some)
+}
+
+/// The staged ELF's bytes and where they came from.
+fn staged_elf(staged: &StagedArtifact) -> Result<(Vec<u8>, Value), String> {
+    let bytes = std::fs::read(staged.path())
+        .map_err(|error| format!("the staged ELF could not be read: {}", error.kind()))?;
+    let source =
+        json!({"from": "image_path", "path": staged.display_path(), "sha256": staged.sha256()});
+    Ok((bytes, source))
 }
 
 /// Where the rtt section says the block is.
@@ -208,9 +253,42 @@ struct Start {
     audit: Audit,
     ownership: Arc<Ownership>,
     sessions: Arc<Sessions>,
+    /// What the last confirmed flash on this debugger wrote.
+    record: Record,
+    /// The ELF the call named, staged.
+    elf: Option<Result<(Vec<u8>, Value), String>>,
 }
 
 impl Start {
+    /// The defmt table when a channel is `format: defmt`, from the ELF the call named or else the
+    /// one last flashed; without one, why not (those channels then read raw).
+    fn decoding(&self) -> (Option<Decoding>, Option<String>) {
+        if !self
+            .rtt
+            .channels
+            .iter()
+            .any(|c| c.format == RttFormat::Defmt)
+        {
+            return (None, None);
+        }
+        let (bytes, source) = match &self.elf {
+            Some(Ok((bytes, source))) => (bytes.clone(), source.clone()),
+            Some(Err(reason)) => return (None, Some(reason.clone())),
+            None => match self.record.load(ToolId::RttSessionStart) {
+                Ok((bytes, mut source)) => {
+                    source["from"] = json!("last_flash");
+                    (bytes, source)
+                }
+                Err(refused) => return (None, Some(refused.outcome.summary)),
+            },
+        };
+        match DefmtTable::from_elf(&bytes) {
+            Ok(Some(table)) => (Some(Decoding::new(table, source)), None),
+            Ok(None) => (None, Some("The ELF has no .defmt section.".to_owned())),
+            Err(error) => (None, Some(error.to_string())),
+        }
+    }
+
     fn run(self) -> Acted {
         const TOOL: ToolId = ToolId::RttSessionStart;
         if let Some(existing) = self.sessions.get(&self.debugger) {
@@ -311,11 +389,14 @@ impl SessionKind for Opening {
 
     fn register(self, link: Link, begun: Begun) -> Option<Acted> {
         let start = self.start;
+        let (defmt, defmt_missing) = start.decoding();
         let session = Arc::new(Session {
             debugger: start.debugger.clone(),
             backend: start.reach.backend(),
             link,
             channels: start.rtt.channels.clone(),
+            defmt,
+            defmt_missing,
             log: begun.log.clone(),
             started_at: ahil_config::time::now_millis(),
             close_limit: CLOSE_LIMIT,

@@ -88,7 +88,7 @@ impl Record {
     }
 
     /// The recorded ELF's bytes and its description, once its digest is checked.
-    fn load(&self, tool: ToolId) -> Result<(Vec<u8>, Value), Box<Acted>> {
+    pub(crate) fn load(&self, tool: ToolId) -> Result<(Vec<u8>, Value), Box<Acted>> {
         let meta: Option<Value> = std::fs::read(self.meta())
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());

@@ -2,9 +2,11 @@
 //! debugger's device lock and a session log chained through the audit trail (start, tx and stop
 //! events canonical; received bytes passive in the workspace mirror), as a COM session is.
 
+pub mod defmt;
+
 use std::time::Duration;
 
-use ahil_config::{RttChannel, RttDirection};
+use ahil_config::{RttChannel, RttDirection, RttFormat};
 use ahil_drivers::rtt::link::Link;
 use serde_json::{Value, json};
 
@@ -26,6 +28,11 @@ pub struct Session {
     pub backend: &'static str,
     pub link: Link,
     pub channels: Vec<RttChannel>,
+    /// The defmt table, when a channel is `format: defmt` and the target's ELF has one; without it
+    /// those channels read as raw bytes.
+    pub defmt: Option<defmt::Decoding>,
+    /// Why a defmt channel has no table (no ELF on record, none in the ELF, or unreadable).
+    pub defmt_missing: Option<String>,
     /// The chained session log.
     pub log: SessionLog,
     pub started_at: String,
@@ -63,6 +70,11 @@ impl Session {
             "channels": channels,
             "polls": self.link.polls(),
         });
+        if let Some(decoding) = &self.defmt {
+            doc["defmt"] = decoding.describe();
+        } else if let Some(reason) = &self.defmt_missing {
+            doc["defmt"] = json!({"table": false, "reason": reason});
+        }
         if let Some(error) = self.link.last_error() {
             doc["last_error"] = json!(error);
         }
@@ -94,6 +106,10 @@ pub fn channel_doc(channel: &RttChannel) -> Value {
             RttDirection::Down => "down",
         },
         "index": channel.index,
+        "format": match channel.format {
+            RttFormat::Text => "text",
+            RttFormat::Defmt => "defmt",
+        },
     })
 }
 

@@ -1,0 +1,250 @@
+//! The defmt side of an RTT session: the table of the ELF the target runs, and per defmt channel the
+//! decoder's state and the frames decoded but not yet returned.
+//!
+//! `rtt_read` on such a channel keeps `com_read`'s rules on the decoded text: each frame is one line
+//! (`<timestamp> <LEVEL> <text>`), `until` matches within a line and the read ends with the line that
+//! matched, `max_bytes` caps the lines' bytes (a frame is never split: at least one is returned, the
+//! rest stay queued for the next read). A frame that does not decode is a line of its own, marked,
+//! with its bytes in hex.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
+
+use ahil_drivers::rtt::defmt::{DefmtStream, DefmtTable, Frame};
+use ahil_drivers::serial::Ring;
+use serde_json::{Value, json};
+
+use crate::serial::text::to_hex;
+
+/// A session's table and its defmt channels.
+#[derive(Debug)]
+pub struct Decoding {
+    table: DefmtTable,
+    /// Which ELF the table came from (`path`, `sha256`, `from`).
+    pub source: Value,
+    channels: Mutex<BTreeMap<u32, Channel>>,
+}
+
+#[derive(Debug, Default)]
+struct Channel {
+    stream: DefmtStream,
+    ready: VecDeque<(Frame, String)>,
+}
+
+/// What one read returned.
+#[derive(Debug)]
+pub struct Read {
+    pub frames: Vec<Value>,
+    /// The frames' lines, each ended by `\n`.
+    pub text: String,
+    /// With patterns: whether the last line matched.
+    pub matched: Option<bool>,
+    /// The pattern that matched.
+    pub pattern: Option<String>,
+    /// Raw bytes still in the ring, of a frame not yet complete, and frames decoded but not returned.
+    pub remaining_bytes: usize,
+    pub pending_bytes: usize,
+    pub queued_frames: usize,
+    pub overflow: u64,
+}
+
+impl Decoding {
+    pub fn new(table: DefmtTable, source: Value) -> Self {
+        Self {
+            table,
+            source,
+            channels: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The `defmt` object a session describes itself with.
+    pub fn describe(&self) -> Value {
+        json!({"table": true, "encoding": self.table.encoding(), "elf": self.source})
+    }
+
+    /// Take frames of up channel `index` from `ring`: waiting until `deadline` for a frame, or with
+    /// `patterns` for a line that holds one of them (or `max_bytes` of lines).
+    pub fn read(
+        &self,
+        index: u32,
+        ring: &Ring,
+        max_bytes: usize,
+        deadline: Instant,
+        patterns: &[String],
+    ) -> Read {
+        // One reader per channel at a time, so frames are handed out once and in order.
+        let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
+        let channel = channels.entry(index).or_default();
+        let max_bytes = max_bytes.max(1);
+        let mut wait_until = Instant::now();
+        loop {
+            let taken = ring.take(usize::MAX, wait_until, &[]);
+            for frame in channel.stream.push(&self.table, &taken.bytes) {
+                let line = line(&frame);
+                channel.ready.push_back((frame, line));
+            }
+            let now = Instant::now();
+            let out_of_time = now >= deadline || ring.reader_done();
+            if let Some((count, matched)) = choose(&channel.ready, max_bytes, patterns, out_of_time)
+            {
+                return answer(channel, ring, count, matched, patterns, taken.overflow);
+            }
+            wait_until = deadline;
+        }
+    }
+}
+
+fn answer(
+    channel: &mut Channel,
+    ring: &Ring,
+    count: usize,
+    matched: Option<bool>,
+    patterns: &[String],
+    overflow: u64,
+) -> Read {
+    let returned: Vec<(Frame, String)> = channel.ready.drain(..count).collect();
+    let mut text = String::new();
+    for (_, line) in &returned {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let pattern = matched.filter(|m| *m).and_then(|_| {
+        let last = &returned.last()?.1;
+        patterns.iter().find(|p| last.contains(p.as_str())).cloned()
+    });
+    Read {
+        frames: returned.iter().map(|(f, _)| frame_doc(f)).collect(),
+        text,
+        matched,
+        pattern,
+        remaining_bytes: ring.levels().0,
+        pending_bytes: channel.stream.pending(),
+        queued_frames: channel.ready.len(),
+        overflow,
+    }
+}
+
+/// How many of the ready frames a read returns, and whether they end with a match; none while it
+/// should wait for more.
+fn choose(
+    ready: &VecDeque<(Frame, String)>,
+    max_bytes: usize,
+    patterns: &[String],
+    out_of_time: bool,
+) -> Option<(usize, Option<bool>)> {
+    // The frames whose lines fit max_bytes; the first always does.
+    let mut fit = 0;
+    let mut bytes = 0;
+    for (_, line) in ready {
+        bytes += line.len() + 1;
+        if fit > 0 && bytes > max_bytes {
+            break;
+        }
+        fit += 1;
+    }
+    if patterns.is_empty() {
+        return (fit > 0 || out_of_time).then_some((fit, None));
+    }
+    if let Some(at) = ready
+        .iter()
+        .take(fit)
+        .position(|(_, line)| patterns.iter().any(|p| line.contains(p.as_str())))
+    {
+        return Some((at + 1, Some(true)));
+    }
+    (out_of_time || fit < ready.len()).then_some((fit, Some(false)))
+}
+
+/// A frame as one line of text: `<timestamp> <LEVEL> <text>`, or the undecoded frame's mark.
+fn line(frame: &Frame) -> String {
+    if let Some(raw) = &frame.raw {
+        return format!("<undecoded defmt frame: {}>", to_hex(raw));
+    }
+    let mut line = String::new();
+    if let Some(timestamp) = &frame.timestamp {
+        line.push_str(timestamp);
+        line.push(' ');
+    }
+    if let Some(level) = frame.level {
+        line.push_str(&level.to_uppercase());
+        line.push(' ');
+    }
+    line.push_str(&frame.text);
+    line
+}
+
+/// A frame in `rtt_read`'s `frames`.
+fn frame_doc(frame: &Frame) -> Value {
+    match &frame.raw {
+        Some(raw) => json!({
+            "decoded": false,
+            "hex": to_hex(raw),
+            "error": frame.error,
+        }),
+        None => json!({
+            "decoded": true,
+            "level": frame.level,
+            "timestamp": frame.timestamp,
+            "text": frame.text,
+            "location": frame.location,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(lines: &[&str]) -> VecDeque<(Frame, String)> {
+        lines
+            .iter()
+            .map(|l| {
+                let frame = Frame {
+                    level: Some("info"),
+                    timestamp: None,
+                    text: (*l).to_owned(),
+                    location: None,
+                    raw: None,
+                    error: None,
+                };
+                (frame, (*l).to_owned())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn until_ends_the_read_with_the_line_that_matched() {
+        let q = ready(&["boot", "tick 1", "tick 2"]);
+        assert_eq!(
+            choose(&q, 1000, &["tick 1".into()], false),
+            Some((2, Some(true)))
+        );
+    }
+
+    #[test]
+    fn until_waits_while_no_line_matches_and_max_bytes_is_not_reached() {
+        let q = ready(&["boot", "tick 1"]);
+        assert_eq!(choose(&q, 1000, &["tick 9".into()], false), None);
+        assert_eq!(
+            choose(&q, 1000, &["tick 9".into()], true),
+            Some((2, Some(false)))
+        );
+    }
+
+    #[test]
+    fn max_bytes_caps_the_lines_but_never_splits_the_first() {
+        let q = ready(&["a long first line", "b"]);
+        assert_eq!(choose(&q, 4, &[], false), Some((1, None)));
+        assert_eq!(choose(&q, 1000, &[], false), Some((2, None)));
+        // A match past max_bytes is not reached: the read ends at the cap, unmatched.
+        assert_eq!(choose(&q, 4, &["b".into()], false), Some((1, Some(false))));
+    }
+
+    #[test]
+    fn without_until_a_read_waits_for_a_frame_until_its_deadline() {
+        let q = ready(&[]);
+        assert_eq!(choose(&q, 10, &[], false), None);
+        assert_eq!(choose(&q, 10, &[], true), Some((0, None)));
+    }
+}
