@@ -105,7 +105,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             }),
         });
     }
-    let work = if debugger.kind == DebuggerType::Qemu {
+    let work = if serves_rtt(debugger.kind) {
         let Some(dir) = ctx.loaded.config.board_dir(name) else {
             return Err(Box::new(
                 Outcome::refused(
@@ -157,8 +157,13 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     })
 }
 
+/// Whether this build reads RTT on a backend (a flash's RTT capture asks too).
+pub(super) fn serves_rtt(kind: DebuggerType) -> bool {
+    kind == DebuggerType::Qemu
+}
+
 /// Where the rtt section says the block is.
-fn locate(tool: ToolId, name: &str, rtt: &Rtt) -> Result<Locate, Box<Outcome>> {
+pub(super) fn locate(tool: ToolId, name: &str, rtt: &Rtt) -> Result<Locate, Box<Outcome>> {
     let address = |text: &str| parse_address(text).and_then(|a| u32::try_from(a).ok());
     if let Some(at) = rtt.control_block.as_deref().and_then(address) {
         return Ok(Locate::At(at));
@@ -250,7 +255,7 @@ struct Opening {
 }
 
 /// The up channels' chunks, logged passively with their channel's name.
-fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
+pub(super) fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
     let (audit, name) = (log.audit.clone(), log.name.clone());
     let names: Vec<(u32, String)> = rtt
         .channels

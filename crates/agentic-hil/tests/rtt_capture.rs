@@ -1,0 +1,138 @@
+//! Black-box, end to end on the emulated board (`agentic-hil sim start` in the test's own HOME),
+//! through the built binary as an MCP server: RTT beyond its session tools. A flash's `capture` on
+//! an RTT channel, a test plan's `rtt_expect` step, and `project_config_set` on the `rtt.*` keys
+//! and `allow_rtt_write`. The firmware (firmware/src/fw.c) writes "rtt boot <version> <board>" to
+//! up channel 0 at every reset and echoes its down channel 0.
+
+mod support;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::World;
+use support::sim_board::SimBoard;
+use support::{call, ok, refused};
+
+const RTT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
+                   \x20       - {name: terminal, direction: up, index: 0}\n\
+                   \x20       - {name: terminal_in, direction: down, index: 0}\n";
+
+const BOOT_V2: &str = "rtt boot ahil-fw 2.0 netduinoplus2\n";
+
+/// A world with a `qemu` debugger `board` (its `rtt` section `rtt`, then `grants` beside flash and
+/// reset) and a `uart` port, version `version`, both firmware versions in `fw/`.
+fn world(version: u8, rtt: &str, grants: &str) -> World {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let state = world.home.join(".local/state/agentic-hil");
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: {version}\n\
+         permissions:\n  allow_config_permissions_write: true\n  allow_config_description_write: true\n\
+         target:\n  name: sim\n  controller: stm32f405\n\
+         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{rtt}    permissions:\n\
+         \x20     allow_flash: true\n      allow_reset: true\n{grants}\
+         artifacts:\n  allowed_roots: [fw]\n",
+        ws = world.workspace.display(),
+        state = state.display(),
+    );
+    std::fs::write(world.config_path(), config).expect("the test config is written");
+    let fw = world.workspace.join("fw");
+    std::fs::create_dir_all(&fw).expect("fw dir");
+    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
+    for image in ["ahil-fw-v1.elf", "ahil-fw-v2.elf"] {
+        std::fs::copy(build.join(image), fw.join(image)).expect("firmware");
+    }
+    world
+}
+
+fn flash_capturing(capture: Value) -> Value {
+    json!({"image_path": "fw/ahil-fw-v2.elf", "reset_after_flash": true, "capture": capture})
+}
+
+#[tokio::test]
+async fn a_flash_with_an_rtt_capture_returns_the_new_firmwares_boot_line() {
+    let world = world(3, RTT, "");
+    let _board = SimBoard::start(&world);
+    let client = support::connect(&world).await;
+
+    let doc = ok(
+        &client,
+        "flash_firmware",
+        flash_capturing(json!({"rtt_channel": "terminal", "until": BOOT_V2, "wait_timeout_s": 10})),
+    )
+    .await;
+    let capture = &doc["capture"];
+    assert_eq!(capture["until_matched"], true, "{doc}");
+    assert_eq!(capture["rtt_channel"], "terminal", "{doc}");
+    // The block is found again after the reset: the first bytes are the new firmware's boot line,
+    // not the old firmware's ticks.
+    assert_eq!(capture["text"], BOOT_V2, "{doc}");
+    assert_eq!(capture["control_block_address"], "0x20000070", "{doc}");
+    support::assert_capture_log(&world.workspace, capture);
+
+    // Without until: everything the window holds, the boot line first, then ticks.
+    let doc = ok(
+        &client,
+        "flash_firmware",
+        flash_capturing(json!({"rtt_channel": "terminal", "wait_timeout_s": 0.5})),
+    )
+    .await;
+    let text = doc["capture"]["text"].as_str().unwrap_or_default();
+    assert!(text.starts_with(BOOT_V2), "{doc}");
+    assert!(doc["capture"].get("until_matched").is_none(), "{doc}");
+
+    // An RTT session on the debugger reads the same ring: the capture is refused, nothing flashed.
+    ok(&client, "rtt_session_start", json!({})).await;
+    let busy = refused(
+        &client,
+        "flash_firmware",
+        flash_capturing(json!({"rtt_channel": "terminal"})),
+        "resource_busy",
+    )
+    .await;
+    assert_eq!(busy["target_contacted"], false, "{busy}");
+    ok(&client, "rtt_session_stop", json!({})).await;
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn an_rtt_capture_is_refused_before_the_flash_without_an_rtt_section_or_an_up_channel_of_it()
+{
+    // No board runs: a refusal that reached it would fail otherwise.
+    let bare = world(3, "", "");
+    let client = support::connect(&bare).await;
+    let doc = refused(
+        &client,
+        "flash_firmware",
+        flash_capturing(json!({"rtt_channel": "terminal"})),
+        "rtt_not_configured",
+    )
+    .await;
+    assert_eq!(doc["target_contacted"], false, "{doc}");
+    client.cancel().await.expect("client closes");
+
+    let configured = world(3, RTT, "");
+    let client = support::connect(&configured).await;
+    for channel in ["console", "terminal_in"] {
+        let doc = refused(
+            &client,
+            "flash_firmware",
+            flash_capturing(json!({"rtt_channel": channel})),
+            "rtt_not_configured",
+        )
+        .await;
+        assert_eq!(doc["configured_channels"], json!(["terminal"]), "{doc}");
+        assert_eq!(doc["field"], "capture.rtt_channel", "{doc}");
+    }
+    // Exactly one of port_id and rtt_channel.
+    refused(
+        &client,
+        "flash_firmware",
+        flash_capturing(json!({"rtt_channel": "terminal", "port_id": "uart"})),
+        "invalid_argument",
+    )
+    .await;
+    client.cancel().await.expect("client closes");
+}
