@@ -7,7 +7,6 @@
 mod support;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::World;
@@ -134,5 +133,61 @@ async fn an_rtt_capture_is_refused_before_the_flash_without_an_rtt_section_or_an
         "invalid_argument",
     )
     .await;
+    client.cancel().await.expect("client closes");
+}
+
+async fn config_set(client: &support::Client, key: &str, value: Value) -> (Value, bool) {
+    call(
+        client,
+        "project_config_set",
+        json!({"changes": [{"key": key, "value": value}]}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn config_set_closes_allow_rtt_write_for_the_next_server_and_never_opens_it() {
+    const GRANT: &str = "debuggers.board.permissions.allow_rtt_write";
+    let world = world(3, RTT, "      allow_rtt_write: true\n");
+    let _board = SimBoard::start(&world);
+    let client = support::connect(&world).await;
+    ok(&client, "rtt_session_start", json!({})).await;
+    ok(
+        &client,
+        "rtt_write",
+        json!({"channel": "terminal_in", "text": "x"}),
+    )
+    .await;
+    ok(&client, "rtt_session_stop", json!({})).await;
+
+    // The rtt section's scalars are the bench description; its grant only closes.
+    let (doc, is_error) =
+        config_set(&client, "debuggers.board.rtt.max_write_bytes", json!(8)).await;
+    assert!(!is_error, "{doc}");
+    let (doc, is_error) = config_set(&client, GRANT, json!(false)).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(doc["permissions_changed"], json!([GRANT]), "{doc}");
+    let (doc, is_error) = config_set(&client, GRANT, json!(true)).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "permission_widening_denied", "{doc}");
+    assert_eq!(doc["permission"], GRANT, "{doc}");
+    let text = std::fs::read_to_string(world.config_path()).expect("the config");
+    assert!(text.contains("allow_rtt_write: false"), "{text}");
+    client.cancel().await.expect("client closes");
+
+    // The next server enforces the file: the write is refused, the cap is the new one.
+    let client = support::connect(&world).await;
+    let doc = ok(&client, "rtt_channels_list", json!({})).await;
+    assert_eq!(doc["max_write_bytes"], 8, "{doc}");
+    ok(&client, "rtt_session_start", json!({})).await;
+    let doc = refused(
+        &client,
+        "rtt_write",
+        json!({"channel": "terminal_in", "text": "x"}),
+        "permission_denied",
+    )
+    .await;
+    assert_eq!(doc["permission"], GRANT, "{doc}");
+    ok(&client, "rtt_session_stop", json!({})).await;
     client.cancel().await.expect("client closes");
 }
