@@ -191,3 +191,23 @@ async fn config_set_closes_allow_rtt_write_for_the_next_server_and_never_opens_i
     ok(&client, "rtt_session_stop", json!({})).await;
     client.cancel().await.expect("client closes");
 }
+
+#[tokio::test]
+async fn describe_lists_the_rtt_keys_only_where_the_file_has_an_rtt_section() {
+    let with = world(3, RTT, "");
+    let client = support::connect(&with).await;
+    let doc = ok(&client, "project_config_describe", json!({})).await;
+    let keys = doc["writable_keys"].to_string();
+    for key in [
+        "debuggers.board.rtt.control_block",
+        "debuggers.board.permissions.allow_rtt_write",
+    ] {
+        assert!(keys.contains(key), "{key}: {doc}");
+    }
+    client.cancel().await.expect("client closes");
+    let without = world(3, "", "");
+    let client = support::connect(&without).await;
+    let doc = ok(&client, "project_config_describe", json!({})).await;
+    assert!(!doc["writable_keys"].to_string().contains("rtt"), "{doc}");
+    client.cancel().await.expect("client closes");
+}
