@@ -211,3 +211,94 @@ async fn describe_lists_the_rtt_keys_only_where_the_file_has_an_rtt_section() {
     assert!(!doc["writable_keys"].to_string().contains("rtt"), "{doc}");
     client.cancel().await.expect("client closes");
 }
+
+fn write_plan(world: &World, name: &str, text: &str) -> String {
+    let rel = format!("plans/{name}");
+    let path = world.workspace.join(&rel);
+    std::fs::create_dir_all(path.parent().expect("plans dir")).expect("plans dir");
+    std::fs::write(&path, text).expect("plan written");
+    rel
+}
+
+const RTT_PLAN: &str = r#"version: 5
+name: rtt-plan
+steps:
+  - {action: flash, image_path: fw/ahil-fw-v2.elf, reset_after_flash: true}
+  - {device: board, action: rtt_expect, channel: terminal, text: "rtt boot ahil-fw 2.0 netduinoplus2", timeout_s: 10}
+  - {device: board, action: rtt_expect, channel: terminal, pattern: "rtt tick [0-9]+", timeout_s: 5}
+  - {device: board, action: reset, mode: run}
+  - {device: board, action: rtt_expect, channel: terminal, text: "rtt boot ahil-fw 2.0", timeout_s: 10}
+"#;
+
+#[tokio::test]
+async fn a_test_plan_with_rtt_steps_passes_on_the_emulated_board_and_closes_its_session() {
+    let world = world(3, RTT, "");
+    let _board = SimBoard::start(&world);
+    let plan = write_plan(&world, "rtt.yaml", RTT_PLAN);
+    let client = support::connect(&world).await;
+    let (doc, is_error) = call(
+        &client,
+        "test_reactor_run",
+        json!({"test_config_path": plan}),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+    let steps = doc["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 5, "{doc}");
+    for step in steps {
+        assert_eq!(step["result"]["ok"], true, "{step}");
+    }
+    let expect = &steps[1];
+    assert_eq!(expect["action"], "rtt_expect", "{expect}");
+    assert_eq!(expect["route"], "board", "{expect}");
+    assert_eq!(expect["result"]["channel"], "terminal", "{expect}");
+    assert_eq!(expect["result"]["matched"], true, "{expect}");
+    // The session the run opened is stopped at its end, and the next agent can flash.
+    assert_eq!(doc["cleanup"][0]["action"], "rtt_stop", "{doc}");
+    let doc = ok(&client, "rtt_channels_list", json!({})).await;
+    assert_eq!(doc["session_active"], false, "{doc}");
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_plan_whose_rtt_step_names_an_unknown_channel_or_debugger_is_refused_before_any_step() {
+    let world = world(3, RTT, "");
+    let client = support::connect(&world).await;
+    // No board runs: a plan that reached the flash would fail with another error.
+    for (step, error_type, field) in [
+        (
+            "{device: board, action: rtt_expect, channel: nope, text: x, timeout_s: 1}",
+            "rtt_not_configured",
+            "steps[1].channel",
+        ),
+        (
+            "{device: board, action: rtt_expect, channel: terminal_in, text: x, timeout_s: 1}",
+            "rtt_not_configured",
+            "steps[1].channel",
+        ),
+        (
+            "{device: other, action: rtt_expect, channel: terminal, text: x, timeout_s: 1}",
+            "unknown_device",
+            "steps[1].device",
+        ),
+    ] {
+        let plan = write_plan(
+            &world,
+            "bad.yaml",
+            &format!(
+                "version: 5\nsteps:\n - {{action: flash, image_path: fw/ahil-fw-v2.elf}}\n - {step}\n"
+            ),
+        );
+        let (doc, is_error) = call(
+            &client,
+            "test_reactor_run",
+            json!({"test_config_path": plan}),
+        )
+        .await;
+        assert!(is_error, "{doc}");
+        assert_eq!(doc["error_type"], error_type, "{step}: {doc}");
+        assert_eq!(doc["validation_error"]["field"], field, "{step}: {doc}");
+        assert_eq!(doc["steps"], json!([]), "{step}: nothing ran: {doc}");
+    }
+    client.cancel().await.expect("client closes");
+}
