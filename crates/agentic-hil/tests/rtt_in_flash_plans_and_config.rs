@@ -46,7 +46,7 @@ fn world(version: u8, rtt: &str, grants: &str) -> World {
     world
 }
 
-fn flash_capturing(capture: Value) -> Value {
+fn flash_capturing(capture: &Value) -> Value {
     json!({"image_path": "fw/ahil-fw-v2.elf", "reset_after_flash": true, "capture": capture})
 }
 
@@ -59,7 +59,9 @@ async fn a_flash_with_an_rtt_capture_returns_the_new_firmwares_boot_line() {
     let doc = ok(
         &client,
         "flash_firmware",
-        flash_capturing(json!({"rtt_channel": "terminal", "until": BOOT_V2, "wait_timeout_s": 10})),
+        flash_capturing(
+            &json!({"rtt_channel": "terminal", "until": BOOT_V2, "wait_timeout_s": 10}),
+        ),
     )
     .await;
     let capture = &doc["capture"];
@@ -75,7 +77,7 @@ async fn a_flash_with_an_rtt_capture_returns_the_new_firmwares_boot_line() {
     let doc = ok(
         &client,
         "flash_firmware",
-        flash_capturing(json!({"rtt_channel": "terminal", "wait_timeout_s": 0.5})),
+        flash_capturing(&json!({"rtt_channel": "terminal", "wait_timeout_s": 0.5})),
     )
     .await;
     let text = doc["capture"]["text"].as_str().unwrap_or_default();
@@ -87,7 +89,7 @@ async fn a_flash_with_an_rtt_capture_returns_the_new_firmwares_boot_line() {
     let busy = refused(
         &client,
         "flash_firmware",
-        flash_capturing(json!({"rtt_channel": "terminal"})),
+        flash_capturing(&json!({"rtt_channel": "terminal"})),
         "resource_busy",
     )
     .await;
@@ -105,7 +107,7 @@ async fn an_rtt_capture_is_refused_before_the_flash_without_an_rtt_section_or_an
     let doc = refused(
         &client,
         "flash_firmware",
-        flash_capturing(json!({"rtt_channel": "terminal"})),
+        flash_capturing(&json!({"rtt_channel": "terminal"})),
         "rtt_not_configured",
     )
     .await;
@@ -118,7 +120,7 @@ async fn an_rtt_capture_is_refused_before_the_flash_without_an_rtt_section_or_an
         let doc = refused(
             &client,
             "flash_firmware",
-            flash_capturing(json!({"rtt_channel": channel})),
+            flash_capturing(&json!({"rtt_channel": channel})),
             "rtt_not_configured",
         )
         .await;
@@ -129,7 +131,7 @@ async fn an_rtt_capture_is_refused_before_the_flash_without_an_rtt_section_or_an
     refused(
         &client,
         "flash_firmware",
-        flash_capturing(json!({"rtt_channel": "terminal", "port_id": "uart"})),
+        flash_capturing(&json!({"rtt_channel": "terminal", "port_id": "uart"})),
         "invalid_argument",
     )
     .await;

@@ -338,7 +338,7 @@ impl Open<'_> {
             &read,
             capture.wait,
             clock,
-            capture.audit.log_path(&self.log_name),
+            &capture.audit.log_path(&self.log_name),
         );
         if logged.is_err() {
             // The error may name paths under the state root; the agent hears only that it failed.
@@ -432,7 +432,7 @@ impl Rules<'_> {
         read: &Read,
         wait: Duration,
         clock: Instant,
-        log_path: String,
+        log_path: &str,
     ) -> Value {
         let text = self.encoding.decode(&read.bytes);
         let mut shown = json!({

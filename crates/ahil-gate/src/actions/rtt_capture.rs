@@ -153,7 +153,7 @@ impl RttCapture {
             &read,
             self.wait,
             clock,
-            log.path.clone(),
+            &log.path,
         );
         shown["debugger"] = json!(self.debugger);
         shown["control_block_address"] = json!(format!("{:#010x}", link.address()));
