@@ -175,15 +175,8 @@ fn main() {
     );
     let world = common::World::new(&binary);
     let state = world.home.join(".local/state/agentic-hil");
-    let projects = world.home.join(".config/agentic-hil/projects");
-    let project = std::fs::read_dir(&projects)
-        .expect("init wrote a project")
-        .flatten()
-        .next()
-        .expect("one project")
-        .path();
     std::fs::write(
-        project.join("config.yaml"),
+        world.config_path(),
         format!(
             "workspace_root: \"{}\"\nstate_root: \"{}\"\nversion: 3\n\
              debuggers:\n  board:\n    type: qemu\n    permissions: {{allow_flash: true, allow_reset: true}}\n\

@@ -6,11 +6,9 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 use support::World;
-use support::sim_board::SimBoard;
+use support::sim_board::{SimBoard, board_world};
 use support::{call, ok, refused};
 
 const RTT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
@@ -20,30 +18,19 @@ const RTT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n  
 const BOOT_V2: &str = "rtt boot ahil-fw 2.0 netduinoplus2\n";
 
 /// A world with a `qemu` debugger `board` (its `rtt` section `rtt`, then `grants` beside flash and
-/// reset) and a `uart` port, version `version`, both firmware versions in `fw/`.
+/// reset), version `version`, both firmware versions in `fw/`.
 fn world(version: u8, rtt: &str, grants: &str) -> World {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: {version}\n\
-         permissions:\n  allow_config_permissions_write: true\n  allow_config_description_write: true\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{rtt}    permissions:\n\
-         \x20     allow_flash: true\n      allow_reset: true\n{grants}\
-         artifacts:\n  allowed_roots: [fw]\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    for image in ["ahil-fw-v1.elf", "ahil-fw-v2.elf"] {
-        std::fs::copy(build.join(image), fw.join(image)).expect("firmware");
-    }
-    world
+    board_world(
+        version,
+        &format!(
+            "permissions:\n  allow_config_permissions_write: true\n  allow_config_description_write: true\n\
+             target:\n  name: sim\n  controller: stm32f405\n\
+             debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{rtt}    permissions:\n\
+             \x20     allow_flash: true\n      allow_reset: true\n{grants}\
+             artifacts:\n  allowed_roots: [fw]\n"
+        ),
+        &["ahil-fw-v1.elf", "ahil-fw-v2.elf"],
+    )
 }
 
 fn flash_capturing(capture: &Value) -> Value {
@@ -214,14 +201,6 @@ async fn describe_lists_the_rtt_keys_only_where_the_file_has_an_rtt_section() {
     client.cancel().await.expect("client closes");
 }
 
-fn write_plan(world: &World, name: &str, text: &str) -> String {
-    let rel = format!("plans/{name}");
-    let path = world.workspace.join(&rel);
-    std::fs::create_dir_all(path.parent().expect("plans dir")).expect("plans dir");
-    std::fs::write(&path, text).expect("plan written");
-    rel
-}
-
 const RTT_PLAN: &str = r#"version: 5
 name: rtt-plan
 steps:
@@ -236,7 +215,7 @@ steps:
 async fn a_test_plan_with_rtt_steps_passes_on_the_emulated_board_and_closes_its_session() {
     let world = world(3, RTT, "");
     let _board = SimBoard::start(&world);
-    let plan = write_plan(&world, "rtt.yaml", RTT_PLAN);
+    let plan = world.write_plan("rtt.yaml", RTT_PLAN);
     let client = support::connect(&world).await;
     let (doc, is_error) = call(
         &client,
@@ -284,8 +263,7 @@ async fn a_plan_whose_rtt_step_names_an_unknown_channel_or_debugger_is_refused_b
             "steps[1].device",
         ),
     ] {
-        let plan = write_plan(
-            &world,
+        let plan = world.write_plan(
             "bad.yaml",
             &format!(
                 "version: 5\nsteps:\n - {{action: flash, image_path: fw/ahil-fw-v2.elf}}\n - {step}\n"

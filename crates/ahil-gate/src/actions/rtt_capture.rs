@@ -109,8 +109,17 @@ impl RttCapture {
     /// put the capture into `outcome`. A failed flash started no new firmware; nothing is read.
     pub(super) fn finish(&self, outcome: &mut Outcome) {
         const TOOL: ToolId = ToolId::FlashFirmware;
-        let Some(paths) = self.paths.as_ref().filter(|_| outcome.ok) else {
+        if !outcome.ok {
             return;
+        }
+        // Only the emulated board reaches here in this build (probe.rs answers the others
+        // not_supported); a backend that gains RTT must say how its memory opens.
+        let Some(paths) = self.paths.as_ref() else {
+            return self.not_read(
+                outcome,
+                "not_supported",
+                "this build reads RTT after a flash on the emulated board only.",
+            );
         };
         let clock = Instant::now();
         let deadline = clock + self.wait;
