@@ -5,6 +5,7 @@
 
 #![allow(clippy::cast_precision_loss, reason = "figures for people to read")]
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -200,7 +201,10 @@ fn upload() -> f64 {
             .and_then(|mut f| f.read_to_end(&mut bytes))
             .expect("read");
         let digest = Sha256::digest(&bytes);
-        let name: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let name = digest.iter().fold(String::new(), |mut name, b| {
+            let _ = write!(name, "{b:02x}");
+            name
+        });
         let temp = dir.path().join(format!(".{name}.tmp-{i}"));
         let mut file = std::fs::File::create(&temp).expect("copy");
         file.write_all(&bytes)

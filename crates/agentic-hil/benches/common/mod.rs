@@ -45,6 +45,7 @@ impl World {
     }
 
     /// The configuration file `init` wrote (the one project under this HOME).
+    #[allow(dead_code, reason = "not every bench writes its own configuration")]
     pub fn config_path(&self) -> PathBuf {
         let projects = self.home.join(".config/agentic-hil/projects");
         std::fs::read_dir(&projects)

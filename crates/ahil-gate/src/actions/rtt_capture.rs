@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use ahil_config::{Rtt, RttChannel, RttDirection};
 use ahil_drivers::qemu::BoardPaths;
 use ahil_drivers::qemu::memory::QemuMemory;
-use ahil_drivers::rtt::RttError;
 use ahil_drivers::rtt::link::{Link, Locate, Options};
 use serde_json::{Value, json};
 
@@ -182,7 +181,7 @@ impl RttCapture {
         }
     }
 
-    /// Opens the link, again while the new firmware is still building its block, until `deadline`.
+    /// Opens the link after the reset, within `deadline`.
     fn start_link(
         &self,
         paths: &BoardPaths,
@@ -197,27 +196,21 @@ impl RttCapture {
             ring_bytes: usize::try_from(self.rtt.max_buffer_bytes).unwrap_or(usize::MAX),
             interval,
         };
-        loop {
-            let opener = QemuMemory::opener(paths.clone(), STEP);
-            match Link::start(opener, &options, Some(rx_tap(log, &self.rtt))) {
-                Ok(link) => return Ok(link),
-                // The firmware writes the block's id last, so a block not found (or half built) is
-                // one still to come; memory that cannot be reached will not come.
-                Err(error)
-                    if !matches!(error, RttError::Memory { .. })
-                        && Instant::now() + interval < deadline =>
-                {
-                    std::thread::sleep(interval);
-                }
-                Err(error) => {
-                    return Err(Box::new(Outcome::refused(
-                        ToolId::FlashFirmware,
-                        ErrorType::layer(error.error_type()),
-                        error.to_string(),
-                    )));
-                }
-            }
-        }
+        // The new firmware may still be building its block (its id last): found again until the
+        // capture's deadline.
+        Link::start_by(
+            || QemuMemory::opener(paths.clone(), STEP),
+            &options,
+            || Some(rx_tap(log, &self.rtt)),
+            deadline,
+        )
+        .map_err(|error| {
+            Box::new(Outcome::refused(
+                ToolId::FlashFirmware,
+                ErrorType::layer(error.error_type()),
+                error.to_string(),
+            ))
+        })
     }
 
     /// A good flash whose RTT could not be read: still ok (the image is on the board), with the
