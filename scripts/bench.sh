@@ -10,8 +10,11 @@ cargo build --locked --release -q -p agentic-hil
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 echo "# $(date -u +%FT%TZ) on $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-for bench in "agentic-hil floors" "agentic-hil startup" "agentic-hil can" "agentic-hil flash_cycle" \
-             "ahil-gate artifacts" "ahil-gate serial_io" "ahil-gate audit_append"; do
+benches=("agentic-hil floors" "agentic-hil startup" "agentic-hil can" "agentic-hil flash_cycle"
+         "agentic-hil rtt_read" "ahil-gate artifacts" "ahil-gate serial_io" "ahil-gate audit_append")
+# Arguments name a subset ("agentic-hil rtt_read" ...): those rows alone, e.g. on a shared machine.
+if [ "$#" -gt 0 ]; then benches=("$@"); fi
+for bench in "${benches[@]}"; do
     set -- $bench
     echo "## $1 / $2"
     cargo bench --locked -q -p "$1" --bench "$2" 2>/dev/null | grep -v '^$' | tee -a "$rows" | grep -v '^row	' || true
@@ -24,13 +27,14 @@ echo "|---|---|---|---|---|---|"
 awk -F'\t' '
     $1 == "row" { v[$2 "," $3] = $4 }
     END {
-        n = split("startup_ms rss_mib gate_call_ms com_write_ms can_send_ms until_ms can_reqresp_ms can_read_fps upload_ms", keys, " ")
+        n = split("startup_ms rss_mib gate_call_ms com_write_ms can_send_ms until_ms rtt_read_ms can_reqresp_ms can_read_fps upload_ms", keys, " ")
         what["startup_ms"] = "process start to the `tools/list` answer over stdio (ms)"
         what["rss_mib"] = "peak resident memory at that moment, VmHWM (MiB)"
         what["gate_call_ms"] = "a gate-only call, `hardware_lease_status` round trip (ms)"
         what["com_write_ms"] = "audited `com_write` round trip (ms)"
         what["can_send_ms"] = "audited `can_send` round trip (ms)"
         what["until_ms"] = "`com_read until` latency, byte arrival to answer (ms)"
+        what["rtt_read_ms"] = "`rtt_read until` latency, the firmware'"'"'s write (its WrOff seen) to answer, 10 ms polls (ms)"
         what["can_reqresp_ms"] = "CAN request to ECU answer, `can_send` + `can_read until_id` (ms)"
         what["can_read_fps"] = "CAN read through the process bridge (frames/s)"
         what["upload_ms"] = "`artifact_upload` of a 2 MiB ELF (ms)"

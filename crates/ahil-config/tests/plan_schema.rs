@@ -96,14 +96,32 @@ fn compare(rroot: &Value, oroot: &Value, r: &Value, o: &Value, at: &str, out: &m
 fn every_step_kind_has_the_reference_name_and_the_reference_keys() {
     let theirs = reference();
     let ours = plan_json_schema();
+    // Our own kinds (marked x-agentic-hil-only) come after the reference's and are not its.
     let refs = |s: &Value| -> Vec<String> {
         s["$defs"]["steps"]["items"]["oneOf"]
             .as_array()
             .expect("steps are a oneOf of step kinds")
             .iter()
             .filter_map(|r| r["$ref"].as_str().map(str::to_owned))
+            .filter(|r| s["$defs"][r.trim_start_matches("#/$defs/")]["x-agentic-hil-only"] != true)
             .collect()
     };
+    let listed = ours["$defs"]["steps"]["items"]["oneOf"]
+        .as_array()
+        .expect("steps are a oneOf of step kinds");
+    assert_eq!(
+        listed[..refs(&ours).len()]
+            .iter()
+            .filter_map(|r| r["$ref"].as_str())
+            .collect::<Vec<_>>(),
+        refs(&ours),
+        "our own kinds come after the reference's"
+    );
+    assert_eq!(
+        listed.len(),
+        refs(&ours).len() + 1,
+        "one kind of ours: rttExpect"
+    );
     assert_eq!(
         refs(&theirs),
         refs(&ours),

@@ -202,3 +202,65 @@ fn a_ring_that_changed_size_since_the_block_was_read_is_refused() {
         Err(RttError::Invalid(_))
     ));
 }
+
+/// A target's RAM that another thread changes while a link looks at it.
+struct Changing(std::sync::Arc<std::sync::Mutex<Ram>>);
+
+impl Memory for Changing {
+    fn read(&mut self, address: u32, buf: &mut [u8]) -> Result<(), RttError> {
+        self.0.lock().expect("the fake RAM").read(address, buf)
+    }
+
+    fn write(&mut self, address: u32, data: &[u8]) -> Result<(), RttError> {
+        self.0.lock().expect("the fake RAM").write(address, data)
+    }
+}
+
+#[test]
+fn a_link_started_by_a_deadline_finds_a_block_the_target_builds_after_the_first_look() {
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use link::{Link, Locate, Options};
+
+    let mut ram = target(64);
+    // Just reset: the firmware has not written the block's id yet.
+    ram.write(BLOCK, &[0; 10]).unwrap();
+    let ram = Arc::new(Mutex::new(ram));
+    let options = Options {
+        locate: Locate::Scan {
+            start: BASE,
+            size: 0x1000,
+        },
+        up: vec![0],
+        down: vec![0],
+        ring_bytes: 256,
+        interval: Duration::from_millis(5),
+    };
+    let opener = || -> link::Opener {
+        let ram = Arc::clone(&ram);
+        Box::new(move || Ok(Box::new(Changing(Arc::clone(&ram))) as Box<dyn Memory + Send>))
+    };
+    let early = Link::start_by(opener, &options, || None, Instant::now());
+    assert!(
+        matches!(early, Err(RttError::NotFound(_))),
+        "no block yet, and no time to wait: {early:?}"
+    );
+    let builder = std::thread::spawn({
+        let ram = Arc::clone(&ram);
+        move || {
+            std::thread::sleep(Duration::from_millis(60));
+            ram.lock().unwrap().write(BLOCK, b"SEGGER RTT").unwrap();
+        }
+    });
+    let link = Link::start_by(
+        opener,
+        &options,
+        || None,
+        Instant::now() + Duration::from_secs(5),
+    )
+    .expect("found once the target wrote its id");
+    assert_eq!(link.address(), BLOCK);
+    assert!(link.close(Duration::from_secs(1)));
+    builder.join().unwrap();
+}

@@ -14,6 +14,9 @@ pub mod uart;
 
 pub use ahil_drivers::qemu::board;
 pub use ahil_drivers::qemu::board::{Board, BoardConfig, BoardError, BoardState};
+/// The emulated board's RAM and its RTT, for the `rtt_read` benchmark's observer and floor.
+pub use ahil_drivers::qemu::{BoardPaths, memory::QemuMemory};
+pub use ahil_drivers::rtt;
 /// The controlling side of a pty pair, for the benchmarks' serial floor.
 pub use ahil_drivers::serial::PtyPeer;
 pub use uart::Uart;

@@ -44,6 +44,19 @@ impl World {
         world
     }
 
+    /// The configuration file `init` wrote (the one project under this HOME).
+    #[allow(dead_code, reason = "not every bench writes its own configuration")]
+    pub fn config_path(&self) -> PathBuf {
+        let projects = self.home.join(".config/agentic-hil/projects");
+        std::fs::read_dir(&projects)
+            .expect("init wrote a project")
+            .flatten()
+            .next()
+            .expect("one project")
+            .path()
+            .join("config.yaml")
+    }
+
     /// `program` in the workspace, with nothing of the caller's environment but PATH.
     pub fn command(&self, program: &Path) -> Command {
         let mut cmd = Command::new(program);

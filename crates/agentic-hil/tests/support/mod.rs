@@ -136,6 +136,15 @@ impl World {
         entries[0].join("config.yaml")
     }
 
+    /// Writes a test plan under `plans/`; its workspace-relative path.
+    pub fn write_plan(&self, name: &str, text: &str) -> String {
+        let rel = format!("plans/{name}");
+        let path = self.workspace.join(&rel);
+        std::fs::create_dir_all(path.parent().expect("plans dir")).expect("plans dir");
+        std::fs::write(&path, text).expect("plan written");
+        rel
+    }
+
     pub fn write_fake_tool(&self, name: &str, script: &str) -> PathBuf {
         let dir = self.home.join("tools");
         std::fs::create_dir_all(&dir).expect("tools dir");

@@ -68,11 +68,7 @@ impl Drop for Board<'_> {
 }
 
 fn write_plan(world: &World, name: &str, text: &str) -> String {
-    let rel = format!("plans/{name}");
-    let path = world.workspace.join(&rel);
-    std::fs::create_dir_all(path.parent().expect("plans dir")).expect("plans dir");
-    std::fs::write(&path, text).expect("plan written");
-    rel
+    world.write_plan(name, text)
 }
 
 fn runs_dir(world: &World) -> PathBuf {

@@ -331,6 +331,7 @@ fn build() -> Vec<StepKind> {
         can_kinds(),
         debug_kinds(),
         control_kinds(),
+        rtt_kinds(),
     ]
     .into_iter()
     .flatten()
@@ -369,6 +370,33 @@ fn board_kinds() -> Vec<StepKind> {
             .describe("Reset the target."),
         ),
     ]
+}
+
+/// Step kinds of ours alone, after the reference's: a plan that uses one is not one the reference
+/// runs (its schema marks them `x-agentic-hil-only`).
+pub(crate) const OURS: &[&str] = &["rtt_expect"];
+
+/// RTT steps: the debugger's RTT session, opened by the run's first such step.
+fn rtt_kinds() -> Vec<StepKind> {
+    vec![kind(
+        def(
+            "rtt_expect",
+            "rttExpect",
+            Routes::Debugger,
+            vec![
+                (
+                    "channel",
+                    s(1, Some(Pat::Name)).describe("An up channel of the debugger's rtt section."),
+                ),
+                ("text", s(1, None)),
+                ("pattern", s(1, None)),
+                ("timeout_s", positive_timeout()),
+            ],
+            &["channel", "timeout_s"],
+        )
+        .describe("Wait for text or a pattern on an RTT up channel of the debugger (ours alone)."),
+        |o| o.exactly_one = vec!["text", "pattern"],
+    )]
 }
 
 /// Serial-line steps.

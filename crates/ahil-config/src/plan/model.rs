@@ -195,6 +195,13 @@ pub enum Step {
     UartClose {
         route: Route,
     },
+    /// Ours alone: waits on an RTT up channel of the debugger.
+    RttExpect {
+        route: Option<Route>,
+        channel: String,
+        matcher: UartMatch,
+        timeout_s: f64,
+    },
     CanOpen {
         route: Route,
         participant: Option<String>,
@@ -269,6 +276,7 @@ impl Step {
             Step::UartRead { .. } => "uart_read",
             Step::UartExpect { .. } => "uart_expect",
             Step::UartClose { .. } => "uart_close",
+            Step::RttExpect { .. } => "rtt_expect",
             Step::CanOpen { .. } => "can_open",
             Step::CanClose { .. } => "can_close",
             Step::CanSend { .. } => "can_send",
@@ -292,7 +300,8 @@ impl Step {
             | Step::RunUntilBreakpoint { route, .. }
             | Step::DumpMemory { route, .. }
             | Step::ReadSymbol { route, .. }
-            | Step::DebugStop { route, .. } => route.as_ref(),
+            | Step::DebugStop { route, .. }
+            | Step::RttExpect { route, .. } => route.as_ref(),
             Step::UartOpen { route, .. }
             | Step::UartWrite { route, .. }
             | Step::UartRead { route, .. }
@@ -433,6 +442,12 @@ impl<'a> Reader<'a> {
                 self.uart_step(&action)
             }
             "can_open" | "can_close" | "can_send" | "can_read" => self.can_step(&action),
+            "rtt_expect" => Step::RttExpect {
+                route: self.route(),
+                channel: self.string("channel"),
+                matcher: self.text_or_pattern(),
+                timeout_s: self.num("timeout_s").unwrap_or_default(),
+            },
             "debug_start"
             | "run_until_breakpoint"
             | "dump_memory"
@@ -500,15 +515,20 @@ impl<'a> Reader<'a> {
             },
             "uart_expect" => Step::UartExpect {
                 route: self.must_route(),
-                matcher: match self.str("pattern") {
-                    Some(p) => UartMatch::Pattern(p),
-                    None => UartMatch::Text(self.string("text")),
-                },
+                matcher: self.text_or_pattern(),
                 timeout_s: timeout.unwrap_or_default(),
             },
             _ => Step::UartClose {
                 route: self.must_route(),
             },
+        }
+    }
+
+    /// An expect step's `text` or `pattern`.
+    fn text_or_pattern(&self) -> UartMatch {
+        match self.str("pattern") {
+            Some(p) => UartMatch::Pattern(p),
+            None => UartMatch::Text(self.string("text")),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::catalogue::{MAX_STEPS, catalogue};
+use super::catalogue::{MAX_STEPS, OURS, catalogue};
 use super::load::root_shape;
 use super::shape::render;
 
@@ -25,7 +25,11 @@ pub fn plan_json_schema() -> Value {
         }),
     );
     for k in catalogue() {
-        defs.insert(k.def.to_owned(), render(&k.shape));
+        let mut def = render(&k.shape);
+        if OURS.contains(&k.action) {
+            def["x-agentic-hil-only"] = json!(true);
+        }
+        defs.insert(k.def.to_owned(), def);
     }
     let mut out = Map::new();
     out.insert(

@@ -168,6 +168,7 @@ error_types! {
     RttChannelNotFound = "rtt_channel_not_found",
     RttControlBlockInvalid = "rtt_control_block_invalid",
     RttControlBlockNotFound = "rtt_control_block_not_found",
+    RttExpectTimeout = "rtt_expect_timeout",
     RttMemoryUnavailable = "rtt_memory_unavailable",
     RttNotConfigured = "rtt_not_configured",
     RttWriteIncomplete = "rtt_write_incomplete",

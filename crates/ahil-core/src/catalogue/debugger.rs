@@ -64,6 +64,8 @@ not_supported. Next: flash_firmware or reset_target.",
         TARGET_EFFECT.needs(&[
             need(Touched::Debugger, "allow_flash"),
             need(Touched::Debugger, "allow_reset"),
+            // A capture on RTT reads the debugger as rtt_read does (allow_probe in a version 1 file).
+            need(Touched::Debugger, "allow_probe"),
             need(Touched::ComPort, "allow_read"),
             need(Touched::Uploads, "allow_upload"),
         ]),
@@ -74,7 +76,7 @@ not_supported. Next: flash_firmware or reset_target.",
         "Write an image (image_path, or artifact_id from artifact_upload) to the board and verify it \
 by reading it back; every call writes again. Needs allow_flash, and allow_reset for reset_after_flash; refused \
 while raw commands or mass erase are allowed on the probe. capture reads a COM port (its read grant \
-and lock taken with the flash's) from before the flash until a text or line after the reset. Fails with permission_denied, artifact_not_found, \
+and lock taken with the flash's) from before the flash, or an RTT channel from after it, until a text after the reset. Fails with permission_denied, artifact_not_found, \
 artifact_validation_failed, adapter_not_found, flash_failed, flash_erase_failed, verify_failed, timeout or \
 device_busy; a failure after contact leaves \
 hardware_state unknown.",

@@ -210,6 +210,9 @@ pub(super) fn flash_firmware_fields() -> Value {
             "type": "object",
             "properties": {
                 "port_id": text(),
+                "rtt_channel": text(),
+                "debugger": text(),
+                "control_block_address": text(),
                 "text": text(),
                 "matched": {"type": ["null", "string"]},
                 "until": list(),
@@ -219,6 +222,7 @@ pub(super) fn flash_firmware_fields() -> Value {
                 "overflow_bytes": count(),
                 "data": object(),
                 "capture_ms": count(),
+                "error": object(),
             },
         },
         "image_written": flag(),

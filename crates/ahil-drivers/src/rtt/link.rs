@@ -233,6 +233,28 @@ impl Link {
         })
     }
 
+    /// [`Link::start`], again every poll interval while the block is not there yet or half built
+    /// (a target just reset builds it at boot, its id last) until `deadline`; memory that cannot be
+    /// reached ends it at once. `open` and `tap` are asked anew for each attempt.
+    pub fn start_by(
+        open: impl Fn() -> Opener,
+        options: &Options,
+        tap: impl Fn() -> Option<Tap>,
+        deadline: Instant,
+    ) -> Result<Self, RttError> {
+        loop {
+            match Self::start(open(), options, tap()) {
+                Err(error)
+                    if !matches!(error, RttError::Memory { .. })
+                        && Instant::now() + options.interval < deadline =>
+                {
+                    std::thread::sleep(options.interval);
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// The control block's address.
     pub fn address(&self) -> u32 {
         self.address

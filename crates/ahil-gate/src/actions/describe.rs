@@ -12,7 +12,9 @@ use crate::envelope::Outcome;
 const DESCRIPTION: &str = "allow_config_description_write";
 const PERMISSIONS: &str = "allow_config_permissions_write";
 
-use crate::config_edit::keys::{CAN_FIELDS, COM_FIELDS, DEBUGGER_FIELDS, PROJECT_FLAGS};
+use crate::config_edit::keys::{
+    CAN_FIELDS, COM_FIELDS, DEBUGGER_FIELDS, DEBUGGER_OWN_FLAGS, PROJECT_FLAGS, RTT_FIELDS,
+};
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::ProjectConfigDescribe])?;
@@ -35,9 +37,15 @@ fn key_rules(config: &Config) -> Vec<KeyRule> {
     let mut add = |key: String, right: &'static str| rules.push(KeyRule { key, right });
     add("target.controller".into(), DESCRIPTION);
     add("target.name".into(), DESCRIPTION);
-    for name in config.debuggers.keys() {
+    for (name, debugger) in &config.debuggers {
         for field in DEBUGGER_FIELDS {
             add(format!("debuggers.{name}.{field}"), DESCRIPTION);
+        }
+        // Ours alone: listed only where the file already has an rtt section.
+        if debugger.rtt.is_some() {
+            for field in RTT_FIELDS {
+                add(format!("debuggers.{name}.rtt.{field}"), DESCRIPTION);
+            }
         }
     }
     for name in config.com_ports.keys() {
@@ -55,7 +63,7 @@ fn key_rules(config: &Config) -> Vec<KeyRule> {
         add(format!("permissions.{flag}"), PERMISSIONS);
     }
     let v1 = config.version <= 1;
-    for name in config.debuggers.keys() {
+    for (name, debugger) in &config.debuggers {
         let mut flags = vec![
             "allow_debug_execution",
             "allow_flash",
@@ -65,6 +73,10 @@ fn key_rules(config: &Config) -> Vec<KeyRule> {
         ];
         if v1 {
             flags.push("allow_probe");
+        }
+        // Ours alone, as the rtt section is: listed where the file uses RTT.
+        if debugger.rtt.is_some() || debugger.permissions.allow_rtt_write {
+            flags.extend_from_slice(DEBUGGER_OWN_FLAGS);
         }
         flags.sort_unstable();
         for flag in flags {

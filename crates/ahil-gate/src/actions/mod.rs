@@ -38,6 +38,7 @@ pub(crate) mod probe;
 mod probe_cli;
 pub mod probe_rs;
 pub(crate) mod reports;
+mod rtt_capture;
 mod rtt_io;
 mod rtt_reach;
 mod rtt_session;

@@ -68,37 +68,55 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             also.push(uploaded_artifact(ctx));
         }
     }
-    let work =
-        if matches!(tool, ToolId::FlashFirmware | ToolId::ResetTarget) && ctx.debug.is_active() {
-            Work::Local(Box::new(move || Acted {
-                outcome: Outcome::refused(
-                    tool,
-                    ErrorType::ResourceBusy,
-                    "A debug session holds the probe; flashing and resetting wait until it stops.",
-                )
-                .with("held_by", "debug_session")
-                .with_next_step("Call debug_stop_session first, then call this tool again.")
-                .not_contacted(),
-                contact: Some(Contact::none(
-                    "refused while a debug session holds the probe",
-                )),
-            }))
-        } else if debugger.kind == DebuggerType::Qemu {
-            qemu_work(ctx, name, debugger, executable, &mut resources)?
-        } else if super::probe_cli::drives(debugger.kind) {
-            super::probe_cli::work(ctx, name, debugger, executable, &mut resources)?
-        } else {
-            let kind = debugger.kind;
+    let work = if matches!(tool, ToolId::FlashFirmware | ToolId::ResetTarget)
+        && ctx.debug.is_active()
+    {
+        Work::Local(Box::new(move || Acted {
+            outcome: Outcome::refused(
+                tool,
+                ErrorType::ResourceBusy,
+                "A debug session holds the probe; flashing and resetting wait until it stops.",
+            )
+            .with("held_by", "debug_session")
+            .with_next_step("Call debug_stop_session first, then call this tool again.")
+            .not_contacted(),
+            contact: Some(Contact::none(
+                "refused while a debug session holds the probe",
+            )),
+        }))
+    } else if tool == ToolId::FlashFirmware
+        && rtt_capture(ctx)
+        && !super::rtt_session::serves_rtt(debugger.kind)
+    {
+        let kind = debugger.kind;
+        image_first(
+            ctx,
+            &mut resources,
             super::backend_not_built(
                 tool,
                 kind,
                 format!(
-                    "This build drives no {} probe yet; only the qemu backend can {}.",
-                    kind.as_str(),
-                    verb(tool)
+                    "A capture on RTT is served on the emulated board in this build, not on {}; nothing was flashed.",
+                    kind.as_str()
                 ),
-            )
-        };
+            ),
+        )?
+    } else if debugger.kind == DebuggerType::Qemu {
+        qemu_work(ctx, name, debugger, executable, &mut resources)?
+    } else if super::probe_cli::drives(debugger.kind) {
+        super::probe_cli::work(ctx, name, debugger, executable, &mut resources)?
+    } else {
+        let kind = debugger.kind;
+        super::backend_not_built(
+            tool,
+            kind,
+            format!(
+                "This build drives no {} probe yet; only the qemu backend can {}.",
+                kind.as_str(),
+                verb(tool)
+            ),
+        )
+    };
     Ok(Plan {
         action,
         device,
@@ -106,6 +124,13 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         resources,
         work,
     })
+}
+
+/// Whether the call's `capture` names an RTT channel.
+fn rtt_capture(ctx: &Context<'_>) -> bool {
+    ctx.args
+        .get("capture")
+        .is_some_and(|c| c.get("rtt_channel").is_some())
 }
 
 /// An image named by `artifact_id` is one `artifact_upload` stored, governed by the same grant.
@@ -288,7 +313,7 @@ fn qemu_work<'a>(
         _ => {
             let (image, args) = flash_args(ctx, resources)?;
             if let Some(capture) = &args.capture {
-                deadline += capture.wait;
+                deadline += capture.wait();
             }
             let base = debugger
                 .flash_address
@@ -427,7 +452,8 @@ pub(super) fn loader_format(staged: &StagedArtifact, base: u64) -> ImageFormat {
 
 /// The one flash path of every backend: the staged image becomes the request, a capture's port is
 /// opened before the write (so the first bytes after the reset land in its ring; QEMU even drops
-/// UART output while nobody holds the pty), and every answer carries the artifact and the capture.
+/// UART output while nobody holds the pty), a capture's RTT after it (the reset rebuilds the
+/// block), and every answer carries the artifact and the capture.
 /// `write` is the backend's own driver call and the result fields it reports.
 pub(super) fn flash_staged(
     backend: &'static str,
@@ -442,7 +468,12 @@ pub(super) fn flash_staged(
         verify: true,
         reset: args.reset_after.then_some(ResetMode::Run),
     };
-    let capture = match args.capture.as_ref().map(flash_capture::open) {
+    let capture = match args
+        .capture
+        .as_ref()
+        .and_then(Capture::com)
+        .map(flash_capture::open)
+    {
         Some(Ok(open)) => Some(open),
         Some(Err(refusal)) => {
             return Acted {
@@ -460,6 +491,9 @@ pub(super) fn flash_staged(
     acted.outcome.set("artifact", staged.report().clone());
     if let Some(open) = capture {
         open.finish(&mut acted.outcome);
+    }
+    if let Some(Capture::Rtt(rtt)) = &args.capture {
+        rtt.finish(&mut acted.outcome);
     }
     acted
 }

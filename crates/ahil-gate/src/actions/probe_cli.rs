@@ -377,7 +377,7 @@ pub fn work<'a>(
         _ => {
             let (image, args) = flash_args(ctx, resources)?;
             if let Some(capture) = &args.capture {
-                deadline += capture.wait;
+                deadline += capture.wait();
             }
             let base = debugger.flash_address.as_deref().and_then(parse_address);
             let needs_base = debugger.kind != DebuggerType::Openocd;

@@ -101,6 +101,17 @@ fn channel_of(
         .get("channel")
         .and_then(serde_json::Value::as_str)
         .unwrap_or_default();
+    channel_named(ctx.tool, debugger, channels, wanted, name)
+}
+
+/// The configured channel `name`, in the direction the call needs, or `rtt_not_configured`.
+pub(super) fn channel_named(
+    tool: ToolId,
+    debugger: &str,
+    channels: &[RttChannel],
+    wanted: RttDirection,
+    name: &str,
+) -> Result<RttChannel, Box<Outcome>> {
     let configured: Vec<&str> = channels
         .iter()
         .filter(|c| c.direction == wanted)
@@ -113,7 +124,7 @@ fn channel_of(
         Some(channel) => Ok(channel.clone()),
         None => Err(Box::new(
             Outcome::refused(
-                ctx.tool,
+                tool,
                 ErrorType::RttNotConfigured,
                 format!(
                     "debuggers.{debugger}.rtt names no {} channel `{name}`.",

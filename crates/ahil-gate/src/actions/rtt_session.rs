@@ -189,8 +189,14 @@ fn staged_elf(staged: &StagedArtifact) -> Result<(Vec<u8>, Value), String> {
     Ok((bytes, source))
 }
 
+/// Whether a flash's RTT capture reads on this backend: the emulated board's memory only (a session
+/// reaches more backends, `rtt_reach.rs`).
+pub(super) fn serves_rtt(kind: DebuggerType) -> bool {
+    kind == DebuggerType::Qemu
+}
+
 /// Where the rtt section says the block is.
-fn locate(tool: ToolId, name: &str, rtt: &Rtt) -> Result<Locate, Box<Outcome>> {
+pub(super) fn locate(tool: ToolId, name: &str, rtt: &Rtt) -> Result<Locate, Box<Outcome>> {
     let address = |text: &str| parse_address(text).and_then(|a| u32::try_from(a).ok());
     if let Some(at) = rtt.control_block.as_deref().and_then(address) {
         return Ok(Locate::At(at));
@@ -315,7 +321,7 @@ struct Opening {
 }
 
 /// The up channels' chunks, logged passively with their channel's name.
-fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
+pub(super) fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
     let (audit, name) = (log.audit.clone(), log.name.clone());
     let names: Vec<(u32, String)> = rtt
         .channels

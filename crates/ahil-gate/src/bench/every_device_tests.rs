@@ -67,6 +67,10 @@ fn flash_capture() -> Value {
     json!({"image_path": "fw/fw.elf", "reset_after_flash": true,
            "capture": {"port_id": "console", "until": "boot ok", "wait_timeout_s": 0.2}})
 }
+fn flash_rtt_capture() -> Value {
+    json!({"image_path": "fw/fw.elf", "reset_after_flash": true,
+           "capture": {"rtt_channel": "terminal", "until": "rtt boot", "wait_timeout_s": 0.2}})
+}
 fn flash_upload() -> Value {
     json!({"artifact_id": format!("{}.elf", "a".repeat(64)), "reset_after_flash": false})
 }
@@ -133,6 +137,9 @@ const TOUCHES: &[Touch] = &[
     ("flash_firmware", flash_capture, On::Dut, "allow_flash", ANY),
     ("flash_firmware", flash_capture, On::Dut, "allow_reset", ANY),
     ("flash_firmware", flash_capture, On::Console, "allow_read", V1),
+    ("flash_firmware", flash_rtt_capture, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", flash_rtt_capture, On::Dut, "allow_reset", ANY),
+    ("flash_firmware", flash_rtt_capture, On::Dut, "allow_probe", V1),
     ("flash_firmware", flash_upload, On::Dut, "allow_flash", ANY),
     ("flash_firmware", flash_upload, On::Uploads, "allow_upload", ANY),
     ("reset_target", reset, On::Dut, "allow_reset", ANY),
@@ -443,6 +450,50 @@ fn a_capture_on_a_port_without_read_is_refused_before_the_flash() {
         })
         .expect("the table lists the capture's port");
     refused_before_contact(row, 1, &[]);
+}
+
+#[test]
+fn a_capture_on_rtt_without_the_rtt_read_grant_is_refused_before_the_flash() {
+    let row = TOUCHES
+        .iter()
+        .find(|(tool, args, _, flag, _)| {
+            *tool == "flash_firmware"
+                && args()["capture"].get("rtt_channel").is_some()
+                && *flag == "allow_probe"
+        })
+        .expect("the table lists the capture's read of the debugger");
+    refused_before_contact(row, 1, &[]);
+}
+
+#[test]
+fn a_capture_on_rtt_of_a_debugger_without_an_rtt_section_is_refused_before_the_flash() {
+    for version in [1, 3] {
+        let world = World::new(version, &[]);
+        let path = ahil_config::canonical_config_path(&world.fixture.workspace, &world.fixture.env);
+        let text = std::fs::read_to_string(path).expect("the config");
+        let start = text
+            .find("    rtt:\n")
+            .expect("the world has an rtt section");
+        let end = text[start..]
+            .find("    permissions:")
+            .expect("grants follow")
+            + start;
+        world
+            .fixture
+            .write_config(&format!("{}{}", &text[..start], &text[end..]));
+        let doc = world.call("flash_firmware", flash_rtt_capture());
+        assert_eq!(
+            doc["error_type"],
+            json!("rtt_not_configured"),
+            "v{version}: {doc}"
+        );
+        assert_eq!(doc["target_contacted"], json!(false), "v{version}: {doc}");
+        assert!(world.invoked().is_empty(), "v{version}: the debugger ran");
+        assert!(
+            doc["lease_id"].is_null(),
+            "v{version}: claimed first: {doc}"
+        );
+    }
 }
 
 #[test]

@@ -56,6 +56,21 @@ pub const DEBUGGER_FLAGS: &[&str] = &[
     "allow_reset",
 ];
 
+/// Grants a debugger may carry that a new entry is not written with: ours alone (a file that names
+/// one is no longer one the reference loads), so they are set only where the operator put them.
+pub const DEBUGGER_OWN_FLAGS: &[&str] = &["allow_rtt_write"];
+/// Scalar fields of a debugger's `rtt` section a field-wise write may change (`channels` is a list:
+/// the operator's).
+pub const RTT_FIELDS: &[&str] = &[
+    "control_block",
+    "from_elf",
+    "max_buffer_bytes",
+    "max_write_bytes",
+    "poll_interval_ms",
+    "scan.size",
+    "scan.start",
+];
+
 /// Fields that name a program the gate runs, a script it feeds one, or a library it loads: whoever
 /// sets them chooses the code that runs, so only the operator sets them (never over MCP), and a
 /// description reload never re-pins one.
@@ -133,6 +148,15 @@ impl Section {
             Self::ComPorts => COM_FIELDS,
             Self::CanBuses => CAN_FIELDS,
         }
+    }
+
+    /// The grants a key of this section may name: a new entry's, and ours alone.
+    fn settable_flags(self, version: u8) -> Vec<&'static str> {
+        let mut flags = self.flags(version);
+        if self == Self::Debuggers {
+            flags.extend_from_slice(DEBUGGER_OWN_FLAGS);
+        }
+        flags
     }
 
     /// The grants a new entry of this section is written with, every one false.
@@ -245,11 +269,27 @@ pub fn classify(key: &str, version: u8) -> Result<KeyRule, UnknownKey> {
                 "the entry name may use only letters, digits, `_`, `.` and `-`",
             ));
         }
-        return if section.flags(version).contains(&flag) {
+        return if section.settable_flags(version).contains(&flag) {
             Ok(rule(Right::Permissions, Some((section, name.to_owned()))))
         } else {
             Err(unknown(
                 "no such permission on this kind of entry in this configuration version",
+            ))
+        };
+    }
+    // A debugger's rtt section: its scalar fields are the bench description, as the entry's are.
+    if section == Section::Debuggers
+        && let Some((name, field)) = rest.rsplit_once(".rtt.")
+    {
+        return if !valid_entry_name(name) {
+            Err(unknown(
+                "the entry name may use only letters, digits, `_`, `.` and `-`",
+            ))
+        } else if RTT_FIELDS.contains(&field) {
+            Ok(rule(Right::Description, Some((section, name.to_owned()))))
+        } else {
+            Err(unknown(
+                "not an rtt field a field-wise write may change (channels are the operator's)",
             ))
         };
     }
@@ -312,6 +352,34 @@ mod tests {
             assert!(classify(key, 3).is_err(), "{key}");
         }
         assert!(classify("debuggers.dut.permissions.allow_probe", 1).is_ok());
+    }
+
+    #[test]
+    fn the_rtt_fields_are_description_and_allow_rtt_write_a_permission_in_every_version() {
+        for version in [1, 3] {
+            let grant = classify("debuggers.dut.permissions.allow_rtt_write", version);
+            assert_eq!(grant.map(|r| r.right), Ok(Right::Permissions), "v{version}");
+            for key in [
+                "debuggers.dut.rtt.control_block",
+                "debuggers.dut.rtt.scan.start",
+                "debuggers.a.b.rtt.max_write_bytes",
+            ] {
+                let rule = classify(key, version).expect("known");
+                assert_eq!(rule.right, Right::Description, "{key}");
+                assert!(!rule.operator_only, "{key}");
+            }
+            let rule = classify("debuggers.a.b.rtt.poll_interval_ms", version).expect("known");
+            assert_eq!(rule.entry, Some((Section::Debuggers, "a.b".to_owned())));
+            for key in [
+                "debuggers.dut.rtt.channels",
+                "debuggers.dut.rtt.scan",
+                "com_ports.u.rtt.from_elf",
+            ] {
+                assert!(classify(key, version).is_err(), "{key}");
+            }
+        }
+        // A new entry is written with the reference's grants only.
+        assert!(!Section::Debuggers.flags(3).contains(&"allow_rtt_write"));
     }
 
     #[test]

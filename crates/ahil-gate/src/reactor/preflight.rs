@@ -385,6 +385,7 @@ impl Walk<'_> {
             | Step::DumpMemory { .. }
             | Step::ReadSymbol { .. }
             | Step::DebugStop { .. } => self.debug_step(step, at)?,
+            Step::RttExpect { .. } => self.rtt_step(step, at)?,
             Step::Delay { route, .. } => {
                 self.route(step, at, Some(route), Kind::Any)?;
             }
@@ -393,6 +394,50 @@ impl Walk<'_> {
                     self.step(nested, &format!("{at}.steps[{j}]"))?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// `rtt_expect`: a configured debugger, an up channel of its rtt section, the read granted.
+    fn rtt_step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
+        let Step::RttExpect {
+            route,
+            channel,
+            matcher,
+            ..
+        } = step
+        else {
+            unreachable!("step() routes only rtt_expect here")
+        };
+        let name = self.route(step, at, route.as_ref(), Kind::Debugger)?;
+        let channels = self
+            .config()
+            .debuggers
+            .get(&name)
+            .and_then(|d| d.rtt.as_ref())
+            .map(|rtt| {
+                rtt.channels
+                    .iter()
+                    .filter(|c| c.direction == ahil_config::RttDirection::Up)
+                    .map(|c| c.name.clone())
+                    .collect::<Vec<_>>()
+            });
+        let summary = match &channels {
+            None => Some(format!(
+                "debuggers.{name} has no rtt section, so an rtt_expect step has no channel to read."
+            )),
+            Some(up) if !up.contains(channel) => Some(format!(
+                "debuggers.{name}.rtt names no up channel '{channel}' (up channels: {}).",
+                up.join(", ")
+            )),
+            Some(_) => None,
+        };
+        if let Some(summary) = summary {
+            return Err(self.fail(step, at, "channel", "rtt_not_configured", summary));
+        }
+        self.authorize(step, at, self.debugger(&name), &Action::RttRead)?;
+        if let UartMatch::Pattern(pattern) = matcher {
+            self.regex(step, at, "pattern", pattern, false)?;
         }
         Ok(())
     }

@@ -348,8 +348,8 @@ fn merge(mut into: Outcome, refusal: Outcome, suffix: &str) -> Outcome {
     into
 }
 
-/// Closes what the run opened: the debug session first, then serial lines, then CAN buses, last
-/// opened first within a kind.
+/// Closes what the run opened: the debug session first, then the RTT session, serial lines, CAN
+/// buses, last opened first within a kind.
 async fn cleanup(exec: &mut Exec<'_>) -> (Vec<Value>, Vec<Value>) {
     let mut entries = Vec::new();
     let mut errors = Vec::new();
@@ -364,6 +364,10 @@ async fn cleanup(exec: &mut Exec<'_>) -> (Vec<Value>, Vec<Value>) {
     if let Some(debugger) = exec.opened.debug.take() {
         let outcome = exec.call("debug_stop_session", json!({})).await;
         close("debugger", &debugger, "debug_stop", outcome);
+    }
+    if let Some(debugger) = exec.opened.rtt.take() {
+        let outcome = exec.call("rtt_session_stop", json!({})).await;
+        close("debugger", &debugger, "rtt_stop", outcome);
     }
     for port in std::mem::take(&mut exec.opened.uarts).iter().rev() {
         let outcome = exec

@@ -29,6 +29,8 @@ const TAIL: usize = 512;
 pub struct Opened {
     pub debug: Option<String>,
     pub uarts: Vec<String>,
+    /// The debugger whose RTT session the run's first `rtt_expect` opened.
+    pub rtt: Option<String>,
     /// (bus, participant).
     pub cans: Vec<(String, Option<String>)>,
 }
@@ -173,6 +175,7 @@ impl Exec<'_> {
                 | Step::DumpMemory { .. }
                 | Step::ReadSymbol { .. }
                 | Step::DebugStop { .. } => self.debug_step(step).await,
+                Step::RttExpect { .. } => self.rtt_step(step).await,
                 Step::Flash {
                     image_path,
                     reset_after_flash,
@@ -284,7 +287,7 @@ impl Exec<'_> {
     }
 
     /// Reads until the matcher is met or time runs out, keeping a bounded window of bytes.
-    async fn read_until(&mut self, port: &str, until: Until<'_>, timeout_s: f64) -> Done {
+    async fn read_until(&mut self, source: Source<'_>, until: Until<'_>, timeout_s: f64) -> Done {
         let expected_len = until.expected_len();
         let window_cap = matching::window_size(expected_len);
         let deadline = Instant::now() + Duration::from_secs_f64(timeout_s.clamp(0.0, 3600.0));
@@ -295,7 +298,10 @@ impl Exec<'_> {
             let left = deadline.saturating_duration_since(Instant::now());
             let last_pass = left.is_zero();
             let answer = self
-                .call("com_read", json!({"port_id": port, "wait_timeout_s": left.as_secs_f64().min(READ_SLICE_S)}))
+                .call(
+                    source.tool(),
+                    source.args(left.as_secs_f64().min(READ_SLICE_S)),
+                )
                 .await;
             reads += 1;
             if !overall_success(&answer) {
@@ -314,7 +320,7 @@ impl Exec<'_> {
             let text = String::from_utf8_lossy(&window).into_owned();
             let hit = until.judge(&text, last_pass);
             let mut doc = Map::new();
-            doc.insert("port_id".into(), port.into());
+            source.name_in(&mut doc);
             doc.insert("bytes_received".into(), json!(received));
             doc.insert("reads".into(), json!(reads));
             if let Some(hit) = hit {
@@ -349,10 +355,11 @@ impl Exec<'_> {
                 doc.insert(
                     "summary".into(),
                     json!(format!(
-                        "The expected output did not arrive on '{port}' within {timeout_s} s."
+                        "The expected output did not arrive on '{}' within {timeout_s} s.",
+                        source.label()
                     )),
                 );
-                return Done::failed(until.error_type(), doc);
+                return Done::failed(until.error_type(&source), doc);
             }
             if bytes.is_empty() {
                 tokio::time::sleep(left.min(Duration::from_millis(50))).await;
@@ -504,6 +511,48 @@ impl Exec<'_> {
     }
 }
 
+/// Where a read-until reads: a COM session's port, or an RTT session's up channel.
+pub(super) enum Source<'s> {
+    Port(&'s str),
+    Rtt { debugger: &'s str, channel: &'s str },
+}
+
+impl Source<'_> {
+    fn tool(&self) -> &'static str {
+        match self {
+            Source::Port(_) => "com_read",
+            Source::Rtt { .. } => "rtt_read",
+        }
+    }
+
+    fn args(&self, wait_s: f64) -> Value {
+        match self {
+            Source::Port(port) => json!({"port_id": port, "wait_timeout_s": wait_s}),
+            Source::Rtt { channel, .. } => json!({"channel": channel, "wait_timeout_s": wait_s}),
+        }
+    }
+
+    /// The step result's names for the source, as the tools' results name it.
+    fn name_in(&self, doc: &mut Map<String, Value>) {
+        match self {
+            Source::Port(port) => {
+                doc.insert("port_id".into(), (*port).into());
+            }
+            Source::Rtt { debugger, channel } => {
+                doc.insert("debugger".into(), (*debugger).into());
+                doc.insert("channel".into(), (*channel).into());
+            }
+        }
+    }
+
+    fn label(&self) -> String {
+        match self {
+            Source::Port(port) => (*port).to_owned(),
+            Source::Rtt { debugger, channel } => format!("{debugger} rtt {channel}"),
+        }
+    }
+}
+
 /// What a read-until waits for.
 enum Until<'p> {
     Expect(&'p UartMatch),
@@ -528,8 +577,9 @@ impl Until<'_> {
         }
     }
 
-    fn error_type(&self) -> &'static str {
+    fn error_type(&self, source: &Source<'_>) -> &'static str {
         match self {
+            Until::Expect(_) if matches!(source, Source::Rtt { .. }) => "rtt_expect_timeout",
             Until::Expect(_) => "uart_expect_timeout",
             Until::Comparator(_) => "comparator_unmet",
         }

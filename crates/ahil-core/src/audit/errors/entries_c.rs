@@ -4,6 +4,17 @@ use super::{Entry, NO_BYPASS, NO_CONFIG_EDIT};
 
 pub(super) const ENTRIES: &[Entry] = &[
     entry!(
+        "rtt_expect_timeout",
+        "The text or pattern an rtt_expect step waited for did not arrive on its RTT channel in time.",
+        [
+            "Read received_tail: it shows what the firmware did write on the channel.",
+            "Check that the firmware writes the expected text to that up channel; raise timeout_s only if it is merely slow."
+        ],
+        [
+            "Do not widen the pattern until it matches anything; the step exists to catch a wrong output."
+        ]
+    ),
+    entry!(
         "rtt_not_configured",
         "The debugger entry has no rtt section, or it names no such channel, so there is nothing to read or write.",
         [

@@ -46,7 +46,7 @@ impl Exec<'_> {
                 timeout_s,
             } => {
                 self.read_until(
-                    &route.name,
+                    Source::Port(&route.name),
                     Until::Comparator(comparator),
                     timeout_s.unwrap_or(1.0),
                 )
@@ -57,8 +57,12 @@ impl Exec<'_> {
                 matcher,
                 timeout_s,
             } => {
-                self.read_until(&route.name, Until::Expect(matcher), *timeout_s)
-                    .await
+                self.read_until(
+                    Source::Port(&route.name),
+                    Until::Expect(matcher),
+                    *timeout_s,
+                )
+                .await
             }
             Step::UartClose { route } => {
                 let done = self
@@ -71,6 +75,39 @@ impl Exec<'_> {
             }
             _ => unreachable!("run() routes only these kinds here"),
         }
+    }
+
+    /// `rtt_expect`: the run's first opens the debugger's RTT session (what the firmware wrote
+    /// since its boot is kept), and the run stops it at its end; an RTT session this agent opened
+    /// before the run is used as it is and left open.
+    pub(super) async fn rtt_step(&mut self, step: &Step) -> Done {
+        let Step::RttExpect {
+            channel,
+            matcher,
+            timeout_s,
+            ..
+        } = step
+        else {
+            unreachable!("run() routes only rtt_expect here")
+        };
+        let started = self.call("rtt_session_start", json!({})).await;
+        if !overall_success(&started) {
+            return Done::from_outcome(&started);
+        }
+        let debugger = started
+            .detail("debugger")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if started.detail("already_active") == Some(&json!(false)) {
+            self.opened.rtt = Some(debugger.clone());
+        }
+        let source = Source::Rtt {
+            debugger: &debugger,
+            channel,
+        };
+        self.read_until(source, Until::Expect(matcher), *timeout_s)
+            .await
     }
 
     /// A CAN step.

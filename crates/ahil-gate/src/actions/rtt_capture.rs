@@ -1,0 +1,235 @@
+//! `flash_firmware`'s `capture` on an RTT channel (`rtt_channel` instead of `port_id`).
+//!
+//! Planned with the flash: the channel must be an up channel of the bound debugger's rtt section,
+//! and the read is authorized as `rtt_read` on that debugger (see [`debugger_use`]), so a refusal
+//! flashes nothing. Unlike a UART, RTT lives in the target's RAM, which the flash and its reset
+//! rebuild: the link is opened after the reset, finding the control block the new firmware built
+//! (retried while the firmware is still building it, within the capture's wait), and what the
+//! firmware wrote since its boot is still in its up buffer, so the boot line is the first read.
+//! The read and its answer are the COM capture's ([`super::flash_capture::Rules`]); the capture
+//! keeps a log chained like an RTT session's, named in `capture.log_path`. While an RTT session is
+//! open on the debugger the capture is refused: two readers would both publish `RdOff`.
+
+use std::time::{Duration, Instant};
+
+use ahil_config::{Rtt, RttChannel, RttDirection};
+use ahil_drivers::qemu::BoardPaths;
+use ahil_drivers::qemu::memory::QemuMemory;
+use ahil_drivers::rtt::link::{Link, Locate, Options};
+use serde_json::{Value, json};
+
+use super::Context;
+use super::debugger_info::bound_debugger;
+use super::flash_capture::{Rules, max_bytes_of, unmatched, until_of, untrusted, wait_of};
+use super::rtt_io::channel_named;
+use super::rtt_session::{device, locate, rtt_entry, rx_tap};
+use crate::ErrorType;
+use crate::audit::Audit;
+use crate::catalogue::ToolId;
+use crate::envelope::Outcome;
+use crate::policy::{Action, DeviceUse};
+use crate::serial::{Encoding, log_stamp};
+use crate::session_lifecycle::{self, NotOpened, SessionLog};
+
+/// QMP steps while finding the block are capped at this each.
+const STEP: Duration = Duration::from_secs(5);
+/// Time the job may take beyond the wait: the memory opened, the poller stopped.
+const MARGIN: Duration = Duration::from_secs(5);
+const CLOSE_LIMIT: Duration = Duration::from_secs(2);
+
+/// An RTT read after the flash's reset.
+pub(super) struct RttCapture {
+    debugger: String,
+    channel: RttChannel,
+    until: Vec<String>,
+    wait: Duration,
+    max_bytes: usize,
+    /// The emulated board's files; `None` on a backend without RTT (its flash is `not_supported`).
+    paths: Option<BoardPaths>,
+    locate: Locate,
+    rtt: Rtt,
+    audit: Audit,
+}
+
+/// The capture's read of the debugger, for the pipeline to authorize with the flash: what
+/// `rtt_read` needs there.
+pub(super) fn debugger_use<'a>(ctx: &'a Context<'a>) -> Option<DeviceUse<'a>> {
+    let (name, debugger) = bound_debugger(ctx).ok()?;
+    Some(DeviceUse::on(device(name, debugger), Action::RttRead))
+}
+
+/// The capture the arguments ask for, refused before any contact: a debugger without an rtt
+/// section, a channel that is not one of its up channels, an RTT session already reading it.
+pub(super) fn plan(ctx: &Context<'_>, spec: &Value) -> Result<RttCapture, Box<Outcome>> {
+    let tool = ctx.tool;
+    let (name, _, rtt) = rtt_entry(ctx)?;
+    let wanted = spec
+        .get("rtt_channel")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let channel = channel_named(tool, name, &rtt.channels, RttDirection::Up, wanted).map_err(
+        |mut refusal| {
+            refusal.set("field", "capture.rtt_channel");
+            refusal
+        },
+    )?;
+    if ctx.rtt.get(name).is_some_and(|s| s.link.is_alive()) {
+        return Err(Box::new(
+            Outcome::refused(
+                tool,
+                ErrorType::ResourceBusy,
+                format!("An RTT session reads debuggers.{name}'s RTT, the capture's channel; nothing was flashed."),
+            )
+            .with("held_by", "rtt_session")
+            .with_next_step("Call rtt_session_stop first, or flash without capture and read the session (it follows the reset).")
+            .not_contacted(),
+        ));
+    }
+    Ok(RttCapture {
+        debugger: name.to_owned(),
+        channel,
+        until: until_of(spec),
+        wait: wait_of(tool, spec)?,
+        max_bytes: max_bytes_of(tool, spec, rtt.max_buffer_bytes, "this rtt section's")?,
+        paths: ctx.loaded.config.board_dir(name).map(BoardPaths::new),
+        locate: locate(tool, name, rtt)?,
+        rtt: rtt.clone(),
+        audit: Audit::for_config(ctx.loaded),
+    })
+}
+
+impl RttCapture {
+    /// How much longer the flash's job may take for this capture.
+    pub(super) fn budget(&self) -> Duration {
+        self.wait + MARGIN + CLOSE_LIMIT
+    }
+
+    /// After a good flash and its reset: open the RTT, read with `com_read`'s rules, close, and
+    /// put the capture into `outcome`. A failed flash started no new firmware; nothing is read.
+    pub(super) fn finish(&self, outcome: &mut Outcome) {
+        const TOOL: ToolId = ToolId::FlashFirmware;
+        if !outcome.ok {
+            return;
+        }
+        // Only the emulated board reaches here in this build (probe.rs answers the others
+        // not_supported); a backend that gains RTT must say how its memory opens.
+        let Some(paths) = self.paths.as_ref() else {
+            return self.not_read(
+                outcome,
+                "not_supported",
+                "this build reads RTT after a flash on the emulated board only.",
+            );
+        };
+        let clock = Instant::now();
+        let deadline = clock + self.wait;
+        let log_name = format!("capture-{}-rtt-{}.jsonl", log_stamp(), self.debugger);
+        let started = json!({"event": "start", "tool": TOOL.name(), "debugger": self.debugger, "rtt_channel": self.channel.name});
+        let opened = session_lifecycle::open_logged(&self.audit, log_name, &started, |log| {
+            self.start_link(paths, log, deadline)
+        });
+        let (log, link) = match opened {
+            Ok(opened) => opened,
+            Err(NotOpened::Log(_)) => {
+                // The error may name paths under the state root; the agent hears only that it failed.
+                return self.not_read(
+                    outcome,
+                    "audit_unavailable",
+                    "The capture's log could not be written, so the RTT was not opened.",
+                );
+            }
+            Err(NotOpened::Device(refusal)) => {
+                let error_type = refusal.error_type.clone().unwrap_or_default();
+                return self.not_read(outcome, &error_type, &refusal.summary);
+            }
+        };
+        let rules = Rules {
+            until: &self.until,
+            encoding: Encoding::Utf8,
+            max_bytes: self.max_bytes,
+        };
+        let ring = link
+            .ring(self.channel.index)
+            .expect("the link polls the channel it was started with");
+        let read = rules.read(
+            deadline.saturating_duration_since(Instant::now()),
+            |max, wait, patterns| ring.take(max, Instant::now() + wait, patterns),
+        );
+        let closed = link.close(CLOSE_LIMIT);
+        let logged = log.append(&json!({"event": "stop", "reason": "capture_done", "bytes_read": read.bytes.len(), "matched": read.matched}));
+        let mut shown = rules.shown(
+            ("rtt_channel", &self.channel.name),
+            &read,
+            self.wait,
+            clock,
+            &log.path,
+        );
+        shown["debugger"] = json!(self.debugger);
+        shown["control_block_address"] = json!(format!("{:#010x}", link.address()));
+        if logged.is_err() {
+            shown["log_error"] = json!({"error_type": "audit_unavailable", "summary": "The capture's stop event could not be logged."});
+        }
+        if let Some(error) = link.last_error() {
+            shown["last_error"] = json!(error);
+        }
+        outcome.set("capture", shown);
+        outcome.meta = Some(untrusted(("rtt_channel", &self.channel.name)));
+        if !closed {
+            outcome.set("cleanup_error", "The RTT poller did not stop in time.");
+        }
+        if read.matched.is_none() && !self.until.is_empty() {
+            unmatched(outcome, self.wait);
+        }
+    }
+
+    /// Opens the link after the reset, within `deadline`.
+    fn start_link(
+        &self,
+        paths: &BoardPaths,
+        log: &SessionLog,
+        deadline: Instant,
+    ) -> Result<Link, Box<Outcome>> {
+        let interval = Duration::from_millis(self.rtt.poll_interval_ms.max(1));
+        let options = Options {
+            locate: self.locate,
+            up: vec![self.channel.index],
+            down: Vec::new(),
+            ring_bytes: usize::try_from(self.rtt.max_buffer_bytes).unwrap_or(usize::MAX),
+            interval,
+        };
+        // The new firmware may still be building its block (its id last): found again until the
+        // capture's deadline.
+        Link::start_by(
+            || QemuMemory::opener(paths.clone(), STEP),
+            &options,
+            || Some(rx_tap(log, &self.rtt)),
+            deadline,
+        )
+        .map_err(|error| {
+            Box::new(Outcome::refused(
+                ToolId::FlashFirmware,
+                ErrorType::layer(error.error_type()),
+                error.to_string(),
+            ))
+        })
+    }
+
+    /// A good flash whose RTT could not be read: still ok (the image is on the board), with the
+    /// capture's own error.
+    fn not_read(&self, outcome: &mut Outcome, error_type: &str, summary: &str) {
+        outcome.set(
+            "capture",
+            json!({
+                "rtt_channel": self.channel.name,
+                "debugger": self.debugger,
+                "error": {"error_type": error_type, "summary": summary},
+            }),
+        );
+        outcome.summary = format!(
+            "{} The RTT capture read nothing: {summary}",
+            outcome.summary
+        );
+        outcome.next_step = Some(
+            "The image is on the board; open rtt_session_start to read its RTT rather than flashing again.".into(),
+        );
+    }
+}
