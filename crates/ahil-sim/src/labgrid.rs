@@ -49,6 +49,8 @@ impl Lab {
         let child = Command::new(&coordinator)
             .args(["-l", &address])
             .current_dir(dir)
+            // Its "place acquired by" lines reach the log as they happen.
+            .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("log handle"))
             .stderr(log)
@@ -124,6 +126,16 @@ impl Lab {
     /// Releases `place` as `host/user`.
     pub fn release(&self, host_user: &str, place: &str) {
         self.ok(host_user, &["-p", place, "release"]);
+    }
+
+    /// The coordinator's own account of acquisitions and releases, in order: its
+    /// `<place>: place acquired by <user>` and `<place>: place released` lines.
+    pub fn place_events(&self) -> Vec<String> {
+        self.log()
+            .lines()
+            .filter(|l| l.contains(": place acquired by ") || l.contains(": place released"))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// Who holds `place` now, as `labgrid-client show` prints it (`host/user`), if anyone.

@@ -1,0 +1,143 @@
+//! Black-box, end to end: the built binary as an MCP server whose debugger belongs to a labgrid
+//! place, against a real labgrid 26.0.1 coordinator on loopback (`ahil_sim::labgrid::Lab`), with
+//! `labgrid-client` as the lab's other users. The debugger is `ahil-sim`'s scripted OpenOCD fake,
+//! whose journal shows whether anything reached the probe.
+
+mod support;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use ahil_sim::labgrid::Lab;
+use serde_json::json;
+use support::{World, call};
+
+const US: &str = "benchhost/agentic-hil";
+const ALICE: &str = "desk/alice";
+
+/// A workspace whose one debugger (`probe`, the OpenOCD fake) belongs to `bench-1` at `coordinator`.
+struct Bench {
+    world: World,
+    tools: PathBuf,
+}
+
+impl Bench {
+    fn new(coordinator: &str) -> Self {
+        let world = World::new();
+        let (_, code) = world.run_json(&["init"]);
+        assert_eq!(code, Some(0), "init succeeds");
+        let tools = world.home.join("tools");
+        std::fs::create_dir_all(&tools).expect("tools dir");
+        let exe = tools.join("openocd.py");
+        std::fs::copy(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py"),
+            &exe,
+        )
+        .expect("the fake is installed");
+        support::make_executable(&exe);
+        std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+        let state = world.home.join(".local/state/agentic-hil");
+        let config = format!(
+            "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+             target:\n  name: board\n  controller: stm32f405\n\
+             debuggers:\n  probe:\n    type: openocd\n    executable: \"{exe}\"\n\
+             \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
+             labgrid:\n  coordinator: \"{coordinator}\"\n  user: \"{US}\"\n\
+             \x20 places:\n    debuggers:\n      probe: bench-1\n",
+            ws = world.workspace.display(),
+            state = state.display(),
+            exe = exe.display(),
+        );
+        std::fs::write(world.config_path(), config).expect("the test config is written");
+        Self { world, tools }
+    }
+
+    /// Every run of the probe CLI so far.
+    fn probe_runs(&self) -> usize {
+        std::fs::read_to_string(self.tools.join("calls.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+}
+
+#[tokio::test]
+async fn a_place_another_labgrid_user_holds_refuses_our_reset_naming_them_and_a_free_one_is_ours_for_the_call()
+ {
+    let world_dir = tempfile::tempdir().expect("lab dir");
+    let lab = Lab::start(world_dir.path());
+    lab.create_place("bench-1");
+    lab.acquire(ALICE, "bench-1");
+    let bench = Bench::new(&lab.address);
+    let client = support::connect(&bench.world).await;
+
+    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("device_busy"), "{doc}");
+    assert_eq!(doc["labgrid_owner"], json!(ALICE), "{doc}");
+    assert_eq!(doc["labgrid_place"], json!("bench-1"), "{doc}");
+    assert!(
+        doc["summary"].as_str().is_some_and(|s| s.contains(ALICE)),
+        "{doc}"
+    );
+    assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+    assert_eq!(bench.probe_runs(), 0, "nothing reached the probe");
+    assert_eq!(lab.holder("bench-1").as_deref(), Some(ALICE), "still hers");
+
+    lab.release(ALICE, "bench-1");
+    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(bench.probe_runs(), 1, "the reset ran once");
+    assert_eq!(lab.holder("bench-1"), None, "released after the call");
+    let events = lab.place_events();
+    let ours: Vec<&String> = events.iter().skip_while(|e| !e.contains(US)).collect();
+    assert!(
+        ours.len() >= 2
+            && ours[0].contains(&format!("bench-1: place acquired by {US}"))
+            && ours[1].contains("bench-1: place released"),
+        "acquired for the call, then released: {events:?}"
+    );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn the_coordinator_is_not_contacted_until_a_call_touches_a_place_and_then_one_that_does_not_speak_is_labgrid_unavailable()
+ {
+    // A listener that counts connections and never answers them.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("listener");
+    let address = listener.local_addr().expect("address").to_string();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for stream in listener.incoming().flatten() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            open.push(stream);
+            let mut sink = [0u8; 64];
+            let _ = open.last_mut().map(|s| s.read(&mut sink));
+        }
+    });
+    let bench = Bench::new(&address);
+    let client = support::connect(&bench.world).await;
+    client.list_all_tools().await.expect("tools/list");
+    let (doc, is_error) = call(&client, "project_config_describe", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        0,
+        "start-up, tools/list and a call on no place leave the coordinator alone"
+    );
+
+    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("labgrid_unavailable"), "{doc}");
+    assert_eq!(doc["labgrid_coordinator"], json!(address), "{doc}");
+    assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+    assert_eq!(doc["retry_safe"], json!(true), "{doc}");
+    assert_eq!(bench.probe_runs(), 0, "nothing reached the probe");
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    client.cancel().await.expect("client closes");
+}
