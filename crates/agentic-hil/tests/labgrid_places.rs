@@ -141,3 +141,77 @@ async fn the_coordinator_is_not_contacted_until_a_call_touches_a_place_and_then_
     assert_eq!(accepted.load(Ordering::SeqCst), 1);
     client.cancel().await.expect("client closes");
 }
+
+#[tokio::test]
+async fn a_run_holds_its_place_for_its_whole_duration_and_calls_inside_it_ask_the_coordinator_nothing()
+ {
+    let world_dir = tempfile::tempdir().expect("lab dir");
+    let lab = Lab::start(world_dir.path());
+    lab.create_place("bench-1");
+    let bench = Bench::new(&lab.address);
+    let client = support::connect(&bench.world).await;
+
+    let (doc, is_error) = call(
+        &client,
+        "bench_run_start",
+        json!({"devices": [{"kind": "debugger", "id": "probe"}], "label": "nightly"}),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(
+        lab.holder("bench-1").as_deref(),
+        Some(US),
+        "ours for the run"
+    );
+    let who = lab.ok(ALICE, &["who"]);
+    assert!(
+        who.contains("agentic-hil") && who.contains("bench-1"),
+        "{who}"
+    );
+    let before = lab.place_events().len();
+    for _ in 0..2 {
+        let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
+        assert!(!is_error, "{doc}");
+        assert_eq!(lab.holder("bench-1").as_deref(), Some(US), "still ours");
+    }
+    assert_eq!(
+        lab.place_events().len(),
+        before,
+        "no acquisition or release inside the run: {:?}",
+        lab.place_events()
+    );
+    let refused = lab.client(ALICE, &["-p", "bench-1", "acquire", "--allow-unmatched"]);
+    assert!(!refused.status.success(), "alice cannot take it meanwhile");
+
+    let (doc, is_error) = call(&client, "bench_run_stop", json!({})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(lab.holder("bench-1"), None, "released when the run stops");
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_run_over_a_place_another_user_holds_is_refused_naming_them_and_takes_no_device() {
+    let world_dir = tempfile::tempdir().expect("lab dir");
+    let lab = Lab::start(world_dir.path());
+    lab.create_place("bench-1");
+    lab.acquire(ALICE, "bench-1");
+    let bench = Bench::new(&lab.address);
+    let client = support::connect(&bench.world).await;
+    let (doc, is_error) = call(
+        &client,
+        "bench_run_start",
+        json!({"devices": [{"kind": "debugger", "id": "probe"}]}),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("device_busy"), "{doc}");
+    assert_eq!(doc["labgrid_owner"], json!(ALICE), "{doc}");
+    let (doc, _) = call(&client, "bench_run_status", json!({})).await;
+    assert_eq!(doc["run_active"], json!(false), "no run opened: {doc}");
+    assert_eq!(
+        doc["held_devices"],
+        json!([]),
+        "no device lock taken: {doc}"
+    );
+    client.cancel().await.expect("client closes");
+}

@@ -106,6 +106,7 @@ impl<T: Tools> Provisioned<T> {
             ownership: &self.ownership,
             coordinator: &self.leases.coordinator,
             held: &self.held,
+            places: self.places.as_ref(),
         }
     }
 }

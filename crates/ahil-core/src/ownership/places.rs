@@ -15,6 +15,7 @@ use serde_json::json;
 
 use crate::ErrorType;
 use crate::envelope::Outcome;
+use crate::ownership::runs::DeclaredDevice;
 use crate::policy::DeviceUse;
 
 /// This gate's coordinator and the places this process holds.
@@ -23,6 +24,8 @@ pub struct Places {
     config: Labgrid,
     /// Each place this process holds and how many holds (calls, a run) share it.
     held: Mutex<BTreeMap<String, usize>>,
+    /// The places the open run holds (counted in `held`) until it stops.
+    run: Mutex<Vec<String>>,
 }
 
 /// Holds places for as long as it lives; dropping it gives them back (the last hold of a place
@@ -36,6 +39,17 @@ impl PlaceHold {
     /// The places this hold covers.
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+}
+
+impl Drop for Places {
+    /// A gate dropped with places still held (the run it was never told to stop) releases them;
+    /// only a process that dies keeps them acquired.
+    fn drop(&mut self) {
+        let held = std::mem::take(&mut *self.lock());
+        for name in held.keys() {
+            let _ = self.coordinator.release(name);
+        }
     }
 }
 
@@ -56,6 +70,7 @@ impl Places {
             coordinator: Coordinator::new(lab.coordinator.clone(), user),
             config: lab,
             held: Mutex::new(BTreeMap::new()),
+            run: Mutex::new(Vec::new()),
         }))
     }
 
@@ -79,6 +94,47 @@ impl Places {
         names.sort();
         names.dedup();
         names
+    }
+
+    /// The places of the devices a run declares (`kind` as `bench_run_start` names it), sorted,
+    /// each once.
+    pub fn of_declared(&self, devices: &[DeclaredDevice]) -> Vec<String> {
+        let mut names: Vec<String> = devices
+            .iter()
+            .filter_map(|d| {
+                let section = match d.kind.as_str() {
+                    "debugger" => "debuggers",
+                    "uart" => "com_ports",
+                    "can" => "can_buses",
+                    "power_supply" => "power_supplies",
+                    _ => return None,
+                };
+                self.config.place_of(section, &d.id).map(str::to_owned)
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Keeps `hold` for the open run until [`Places::end_run`].
+    pub fn keep_for_run(&self, mut hold: PlaceHold) {
+        self.run
+            .lock()
+            .expect("the run's place list lock is never held across a panic")
+            .append(&mut hold.names);
+    }
+
+    /// Gives back what the run held: a place no call of ours still holds is released.
+    pub fn end_run(&self) {
+        let names = std::mem::take(
+            &mut *self
+                .run
+                .lock()
+                .expect("the run's place list lock is never held across a panic"),
+        );
+        let mut held = self.lock();
+        self.give_back(&mut held, &names);
     }
 
     /// The places this process holds now.
