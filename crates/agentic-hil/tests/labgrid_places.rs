@@ -22,10 +22,13 @@ const ALICE: &str = "desk/alice";
 struct Bench {
     world: World,
     tools: PathBuf,
+    /// The board's UART (`uart0`, also in `bench-1`), a pty.
+    _uart: ahil_sim::PtyPeer,
 }
 
 impl Bench {
     fn new(coordinator: &str) -> Self {
+        let uart = ahil_sim::PtyPeer::open().expect("a pty for the UART");
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
@@ -45,14 +48,20 @@ impl Bench {
              target:\n  name: board\n  controller: stm32f405\n\
              debuggers:\n  probe:\n    type: openocd\n    executable: \"{exe}\"\n\
              \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
+             com_ports:\n  uart0:\n    device: \"{uart}\"\n    identity_source: device\n\
              labgrid:\n  coordinator: \"{coordinator}\"\n  user: \"{US}\"\n\
-             \x20 places:\n    debuggers:\n      probe: bench-1\n",
+             \x20 places:\n    debuggers:\n      probe: bench-1\n    com_ports:\n      uart0: bench-1\n",
+            uart = uart.device(),
             ws = world.workspace.display(),
             state = state.display(),
             exe = exe.display(),
         );
         std::fs::write(world.config_path(), config).expect("the test config is written");
-        Self { world, tools }
+        Self {
+            world,
+            tools,
+            _uart: uart,
+        }
     }
 
     /// Every run of the probe CLI so far.
@@ -213,5 +222,38 @@ async fn a_run_over_a_place_another_user_holds_is_refused_naming_them_and_takes_
         json!([]),
         "no device lock taken: {doc}"
     );
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn a_com_session_holds_its_place_from_its_start_to_its_stop() {
+    let world_dir = tempfile::tempdir().expect("lab dir");
+    let lab = Lab::start(world_dir.path());
+    lab.create_place("bench-1");
+    let bench = Bench::new(&lab.address);
+    let client = support::connect(&bench.world).await;
+
+    let (doc, is_error) = call(&client, "com_session_start", json!({"port_id": "uart0"})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(
+        lab.holder("bench-1").as_deref(),
+        Some(US),
+        "ours while the session is open"
+    );
+    let (doc, is_error) = call(
+        &client,
+        "com_read",
+        json!({"port_id": "uart0", "wait_timeout_s": 0.05}),
+    )
+    .await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(
+        lab.holder("bench-1").as_deref(),
+        Some(US),
+        "a read inside keeps it"
+    );
+    let (doc, is_error) = call(&client, "com_session_stop", json!({"port_id": "uart0"})).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(lab.holder("bench-1"), None, "released at the stop");
     client.cancel().await.expect("client closes");
 }

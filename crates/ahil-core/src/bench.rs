@@ -420,7 +420,9 @@ impl<T: Tools> Bench<T> {
             leases::end(bench, id, lease, &mut outcome);
         }
         drop(hold);
-        drop(places);
+        if let (Some(all), Some(places)) = (&bench.places, places) {
+            all.end_call(&gate, &plan.resources, places, outcome.ok);
+        }
         drop(claim);
         outcome
     }

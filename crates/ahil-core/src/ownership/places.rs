@@ -14,6 +14,7 @@ use ahil_labgrid::{Coordinator, Error, code};
 use serde_json::json;
 
 use crate::ErrorType;
+use crate::catalogue::Gate;
 use crate::envelope::Outcome;
 use crate::ownership::runs::DeclaredDevice;
 use crate::policy::DeviceUse;
@@ -26,6 +27,8 @@ pub struct Places {
     held: Mutex<BTreeMap<String, usize>>,
     /// The places the open run holds (counted in `held`) until it stops.
     run: Mutex<Vec<String>>,
+    /// The places each open session holds (counted in `held`), by the session's resources.
+    sessions: Mutex<BTreeMap<String, Vec<String>>>,
 }
 
 /// Holds places for as long as it lives; dropping it gives them back (the last hold of a place
@@ -71,6 +74,7 @@ impl Places {
             config: lab,
             held: Mutex::new(BTreeMap::new()),
             run: Mutex::new(Vec::new()),
+            sessions: Mutex::new(BTreeMap::new()),
         }))
     }
 
@@ -123,6 +127,32 @@ impl Places {
             .lock()
             .expect("the run's place list lock is never held across a panic")
             .append(&mut hold.names);
+    }
+
+    /// Ends a call's hold: a session start that succeeded keeps it until the session's stop (a
+    /// repeated start finds the session's already kept and gives its own back); a session stop
+    /// that succeeded gives the session's back with its own.
+    pub fn end_call(&self, gate: &Gate, resources: &[String], mut hold: PlaceHold, ok: bool) {
+        let key = resources.join("\n");
+        let mut sessions = self
+            .sessions
+            .lock()
+            .expect("the session place lock is never held across a panic");
+        if ok && gate.starts_session() {
+            if let std::collections::btree_map::Entry::Vacant(slot) = sessions.entry(key) {
+                slot.insert(std::mem::take(&mut hold.names));
+            }
+            return;
+        }
+        let ended = (ok && gate.stops_session())
+            .then(|| sessions.remove(&key))
+            .flatten();
+        drop(sessions);
+        drop(hold);
+        if let Some(names) = ended {
+            let mut held = self.lock();
+            self.give_back(&mut held, &names);
+        }
     }
 
     /// Gives back what the run held: a place no call of ours still holds is released.
