@@ -257,3 +257,33 @@ async fn a_com_session_holds_its_place_from_its_start_to_its_stop() {
     assert_eq!(lab.holder("bench-1"), None, "released at the stop");
     client.cancel().await.expect("client closes");
 }
+
+#[tokio::test]
+async fn a_place_reserved_for_another_user_refuses_our_reset_naming_the_reservation_and_its_owner()
+{
+    let world_dir = tempfile::tempdir().expect("lab dir");
+    let lab = Lab::start(world_dir.path());
+    lab.create_place("bench-1");
+    lab.ok("lab/admin", &["-p", "bench-1", "set-tags", "board=f405"]);
+    lab.ok(ALICE, &["reserve", "--wait", "board=f405"]);
+    let bench = Bench::new(&lab.address);
+    let client = support::connect(&bench.world).await;
+    let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("device_busy"), "{doc}");
+    assert_eq!(doc["labgrid_reservation"]["owner"], json!(ALICE), "{doc}");
+    assert!(
+        doc["labgrid_reservation"]["token"]
+            .as_str()
+            .is_some_and(|t| !t.is_empty()),
+        "{doc}"
+    );
+    assert!(
+        doc["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("reserved for desk/alice")),
+        "{doc}"
+    );
+    assert_eq!(bench.probe_runs(), 0, "nothing reached the probe");
+    client.cancel().await.expect("client closes");
+}
