@@ -321,15 +321,9 @@ impl<T: Tools> Bench<T> {
         // 4 claim: held through settle and record so the next caller sees a settled device.
         let claim = self.claims.claim(&plan.resources).await;
         // The lab-wide hold first: a place another labgrid user has is refused before any lock.
-        let places = match &bench.places {
-            Some(places) => match places.hold(tool, places.of_uses(&plan.uses())) {
-                Ok(hold) => Some(hold),
-                Err(refusal) => {
-                    drop(claim);
-                    return answer(*refusal, &snapshot, started, clock);
-                }
-            },
-            None => None,
+        let places = match Places::hold_for(bench.places.as_ref(), tool, &plan.uses()) {
+            Ok(places) => places,
+            Err(refusal) => return answer(*refusal, &snapshot, started, clock),
         };
         // Read from the host now: the node each configured device name leads to at this call.
         let host_keys =
@@ -420,8 +414,8 @@ impl<T: Tools> Bench<T> {
             leases::end(bench, id, lease, &mut outcome);
         }
         drop(hold);
-        if let (Some(all), Some(places)) = (&bench.places, places) {
-            all.end_call(&gate, &plan.resources, places, outcome.ok);
+        if let Some(places) = places {
+            places.end_call(gate, &plan.resources, outcome.ok);
         }
         drop(claim);
         outcome

@@ -43,6 +43,33 @@ impl PlaceHold {
     pub fn names(&self) -> &[String] {
         &self.names
     }
+
+    /// Ends a call's hold: a session start that succeeded keeps it until the session's stop (a
+    /// repeated start finds the session's already kept and gives its own back); a session stop
+    /// that succeeded gives the session's back with its own.
+    pub fn end_call(mut self, gate: Gate, resources: &[String], ok: bool) {
+        let places = Arc::clone(&self.places);
+        let key = resources.join("\n");
+        let mut sessions = places
+            .sessions
+            .lock()
+            .expect("the session place lock is never held across a panic");
+        if ok && gate.starts_session() {
+            if let std::collections::btree_map::Entry::Vacant(slot) = sessions.entry(key) {
+                slot.insert(std::mem::take(&mut self.names));
+            }
+            return;
+        }
+        let ended = (ok && gate.stops_session())
+            .then(|| sessions.remove(&key))
+            .flatten();
+        drop(sessions);
+        drop(self);
+        if let Some(names) = ended {
+            let mut table = places.lock();
+            places.give_back(&mut table, &names);
+        }
+    }
 }
 
 impl Drop for Places {
@@ -129,32 +156,6 @@ impl Places {
             .append(&mut hold.names);
     }
 
-    /// Ends a call's hold: a session start that succeeded keeps it until the session's stop (a
-    /// repeated start finds the session's already kept and gives its own back); a session stop
-    /// that succeeded gives the session's back with its own.
-    pub fn end_call(&self, gate: &Gate, resources: &[String], mut hold: PlaceHold, ok: bool) {
-        let key = resources.join("\n");
-        let mut sessions = self
-            .sessions
-            .lock()
-            .expect("the session place lock is never held across a panic");
-        if ok && gate.starts_session() {
-            if let std::collections::btree_map::Entry::Vacant(slot) = sessions.entry(key) {
-                slot.insert(std::mem::take(&mut hold.names));
-            }
-            return;
-        }
-        let ended = (ok && gate.stops_session())
-            .then(|| sessions.remove(&key))
-            .flatten();
-        drop(sessions);
-        drop(hold);
-        if let Some(names) = ended {
-            let mut held = self.lock();
-            self.give_back(&mut held, &names);
-        }
-    }
-
     /// Gives back what the run held: a place no call of ours still holds is released.
     pub fn end_run(&self) {
         let names = std::mem::take(
@@ -170,6 +171,17 @@ impl Places {
     /// The places this process holds now.
     pub fn held(&self) -> Vec<String> {
         self.lock().keys().cloned().collect()
+    }
+
+    /// A call's hold on the places of the devices `uses` touches, when the gate has places.
+    pub fn hold_for(
+        places: Option<&Arc<Self>>,
+        tool: &str,
+        uses: &[DeviceUse<'_>],
+    ) -> Result<Option<PlaceHold>, Box<Outcome>> {
+        places
+            .map(|places| places.hold(tool, places.of_uses(uses)))
+            .transpose()
     }
 
     /// Holds every place in `names`, all or none: a place this process already holds is counted
