@@ -13,12 +13,22 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ahil_sim::labgrid::Lab;
 use serde_json::json;
+use support::raw::Mcp;
 use support::{World, call};
 
 const US: &str = "benchhost/agentic-hil";
 const ALICE: &str = "desk/alice";
 
-/// A workspace whose one debugger (`probe`, the OpenOCD fake) belongs to `bench-1` at `coordinator`.
+/// A coordinator in its own temporary directory that knows the free place `bench-1`.
+fn lab_with_bench_1() -> (tempfile::TempDir, Lab) {
+    let dir = tempfile::tempdir().expect("lab dir");
+    let lab = Lab::start(dir.path());
+    lab.create_place("bench-1");
+    (dir, lab)
+}
+
+/// A workspace whose debugger (`probe`, the OpenOCD fake) and UART (`uart0`, a pty) belong to
+/// `bench-1` at `coordinator`.
 struct Bench {
     world: World,
     tools: PathBuf,
@@ -76,9 +86,7 @@ impl Bench {
 #[tokio::test]
 async fn a_place_another_labgrid_user_holds_refuses_our_reset_naming_them_and_a_free_one_is_ours_for_the_call()
  {
-    let world_dir = tempfile::tempdir().expect("lab dir");
-    let lab = Lab::start(world_dir.path());
-    lab.create_place("bench-1");
+    let (_dir, lab) = lab_with_bench_1();
     lab.acquire(ALICE, "bench-1");
     let bench = Bench::new(&lab.address);
     let client = support::connect(&bench.world).await;
@@ -154,9 +162,7 @@ async fn the_coordinator_is_not_contacted_until_a_call_touches_a_place_and_then_
 #[tokio::test]
 async fn a_run_holds_its_place_for_its_whole_duration_and_calls_inside_it_ask_the_coordinator_nothing()
  {
-    let world_dir = tempfile::tempdir().expect("lab dir");
-    let lab = Lab::start(world_dir.path());
-    lab.create_place("bench-1");
+    let (_dir, lab) = lab_with_bench_1();
     let bench = Bench::new(&lab.address);
     let client = support::connect(&bench.world).await;
 
@@ -200,9 +206,7 @@ async fn a_run_holds_its_place_for_its_whole_duration_and_calls_inside_it_ask_th
 
 #[tokio::test]
 async fn a_run_over_a_place_another_user_holds_is_refused_naming_them_and_takes_no_device() {
-    let world_dir = tempfile::tempdir().expect("lab dir");
-    let lab = Lab::start(world_dir.path());
-    lab.create_place("bench-1");
+    let (_dir, lab) = lab_with_bench_1();
     lab.acquire(ALICE, "bench-1");
     let bench = Bench::new(&lab.address);
     let client = support::connect(&bench.world).await;
@@ -227,9 +231,7 @@ async fn a_run_over_a_place_another_user_holds_is_refused_naming_them_and_takes_
 
 #[tokio::test]
 async fn a_com_session_holds_its_place_from_its_start_to_its_stop() {
-    let world_dir = tempfile::tempdir().expect("lab dir");
-    let lab = Lab::start(world_dir.path());
-    lab.create_place("bench-1");
+    let (_dir, lab) = lab_with_bench_1();
     let bench = Bench::new(&lab.address);
     let client = support::connect(&bench.world).await;
 
@@ -261,9 +263,7 @@ async fn a_com_session_holds_its_place_from_its_start_to_its_stop() {
 #[tokio::test]
 async fn a_place_reserved_for_another_user_refuses_our_reset_naming_the_reservation_and_its_owner()
 {
-    let world_dir = tempfile::tempdir().expect("lab dir");
-    let lab = Lab::start(world_dir.path());
-    lab.create_place("bench-1");
+    let (_dir, lab) = lab_with_bench_1();
     lab.ok("lab/admin", &["-p", "bench-1", "set-tags", "board=f405"]);
     lab.ok(ALICE, &["reserve", "--wait", "board=f405"]);
     let bench = Bench::new(&lab.address);
@@ -286,4 +286,62 @@ async fn a_place_reserved_for_another_user_refuses_our_reset_naming_the_reservat
     );
     assert_eq!(bench.probe_runs(), 0, "nothing reached the probe");
     client.cancel().await.expect("client closes");
+}
+
+#[test]
+fn a_server_killed_holding_a_place_leaves_it_acquired_and_the_next_server_settles_it() {
+    let (_dir, lab) = lab_with_bench_1();
+    let bench = Bench::new(&lab.address);
+    let run = json!({"devices": [{"kind": "debugger", "id": "probe"}]});
+    let mut dead = Mcp::ours(&bench.world);
+    let started = dead.call("bench_run_start", &run);
+    assert_eq!(started["isError"], false, "{started}");
+    dead.kill9();
+    assert_eq!(
+        lab.holder("bench-1").as_deref(),
+        Some(US),
+        "labgrid keeps a dead client's acquisition"
+    );
+
+    let mut next = Mcp::ours(&bench.world);
+    let reset = next.call("reset_target", &json!({"mode": "init"}));
+    assert_eq!(reset["isError"], false, "{reset}");
+    assert_eq!(
+        reset["structuredContent"]["labgrid_stale_released"],
+        json!(["bench-1"]),
+        "{reset}"
+    );
+    assert_eq!(lab.holder("bench-1"), None, "released after the call");
+    next.close();
+}
+
+#[test]
+fn a_place_a_live_server_of_ours_holds_is_busy_for_a_second_server_under_the_same_name() {
+    let (_dir, lab) = lab_with_bench_1();
+    let bench = Bench::new(&lab.address);
+    let run = json!({"devices": [{"kind": "debugger", "id": "probe"}]});
+    let mut live = Mcp::ours(&bench.world);
+    let started = live.call("bench_run_start", &run);
+    assert_eq!(started["isError"], false, "{started}");
+
+    let mut second = Mcp::ours(&bench.world);
+    let reset = second.call("reset_target", &json!({"mode": "init"}));
+    assert_eq!(reset["isError"], true, "{reset}");
+    let doc = &reset["structuredContent"];
+    assert_eq!(doc["error_type"], json!("device_busy"), "{doc}");
+    assert_eq!(doc["labgrid_owner"], json!(US), "{doc}");
+    assert!(
+        doc["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("own labgrid user")),
+        "{doc}"
+    );
+    assert_eq!(
+        lab.holder("bench-1").as_deref(),
+        Some(US),
+        "still the live run's"
+    );
+    assert_eq!(bench.probe_runs(), 0, "nothing reached the probe");
+    second.close();
+    live.close();
 }

@@ -415,7 +415,7 @@ impl<T: Tools> Bench<T> {
         }
         drop(hold);
         if let Some(places) = places {
-            places.end_call(gate, &plan.resources, outcome.ok);
+            places.end_call(gate, &plan.resources, &mut outcome);
         }
         drop(claim);
         outcome

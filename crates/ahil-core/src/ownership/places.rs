@@ -7,6 +7,8 @@
 //! coordinator nothing. Decision 0018.
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use ahil_config::{Config, Labgrid};
@@ -23,8 +25,11 @@ use crate::policy::DeviceUse;
 pub struct Places {
     coordinator: Coordinator,
     config: Labgrid,
-    /// Each place this process holds and how many holds (calls, a run) share it.
-    held: Mutex<BTreeMap<String, usize>>,
+    /// Each place this process holds: how many holds (calls, a run) share it, and its mark.
+    held: Mutex<BTreeMap<String, Held>>,
+    /// `<state_root>/coordination/labgrid`: one `<place>.lock` per place, `flock`ed by the server
+    /// that holds the place, so the next server can tell a dead holder of our name from a live one.
+    marks: PathBuf,
     /// The places the open run holds (counted in `held`) until it stops.
     run: Mutex<Vec<String>>,
     /// The places each open session holds (counted in `held`), by the session's resources.
@@ -36,6 +41,24 @@ pub struct Places {
 pub struct PlaceHold {
     places: Arc<Places>,
     names: Vec<String>,
+    /// Places found acquired under our name by a server that is gone, released and taken again.
+    stale: Vec<String>,
+}
+
+struct Held {
+    count: usize,
+    /// The place's mark, locked while this process holds the place (none if it could not be made).
+    _mark: Option<File>,
+}
+
+/// Whether a server of this bench holds a place's mark.
+enum Mark {
+    /// Nobody did: ours now.
+    Taken(File),
+    /// A live server holds it.
+    Held,
+    /// It could not be opened; nothing can be said.
+    Unknown,
 }
 
 impl PlaceHold {
@@ -44,10 +67,19 @@ impl PlaceHold {
         &self.names
     }
 
+    /// Tells the call's result which places a dead server of ours had left acquired.
+    pub fn note(&self, outcome: &mut Outcome) {
+        if !self.stale.is_empty() {
+            outcome.set("labgrid_stale_released", json!(self.stale));
+        }
+    }
+
     /// Ends a call's hold: a session start that succeeded keeps it until the session's stop (a
     /// repeated start finds the session's already kept and gives its own back); a session stop
     /// that succeeded gives the session's back with its own.
-    pub fn end_call(mut self, gate: Gate, resources: &[String], ok: bool) {
+    pub fn end_call(mut self, gate: Gate, resources: &[String], outcome: &mut Outcome) {
+        self.note(outcome);
+        let ok = outcome.ok;
         let places = Arc::clone(&self.places);
         let key = resources.join("\n");
         let mut sessions = places
@@ -100,12 +132,13 @@ impl Places {
             coordinator: Coordinator::new(lab.coordinator.clone(), user),
             config: lab,
             held: Mutex::new(BTreeMap::new()),
+            marks: config.state_root.join("coordination").join("labgrid"),
             run: Mutex::new(Vec::new()),
             sessions: Mutex::new(BTreeMap::new()),
         }))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, usize>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Held>> {
         self.held
             .lock()
             .expect("the place table lock is never held across a panic")
@@ -195,15 +228,33 @@ impl Places {
         // both see a place free and the second be refused by our own acquisition.
         let mut held = self.lock();
         let mut taken = Vec::new();
+        let mut stale = Vec::new();
         for name in &names {
-            if let Some(count) = held.get_mut(name) {
-                *count += 1;
+            if let Some(place) = held.get_mut(name) {
+                place.count += 1;
                 taken.push(name.clone());
                 continue;
             }
-            match self.coordinator.acquire(name) {
-                Ok(()) => {
-                    held.insert(name.clone(), 1);
+            let acquired = match self.coordinator.acquire(name) {
+                Err(Error::Status {
+                    code: code::FAILED_PRECONDITION,
+                    ..
+                }) if self.acquired_by_us(name) => self.settle_stale(name, &mut stale),
+                other => other.map(|()| self.mark(name)),
+            };
+            match acquired {
+                Ok(mark) => {
+                    let mark = match mark {
+                        Mark::Taken(file) => Some(file),
+                        Mark::Held | Mark::Unknown => None,
+                    };
+                    held.insert(
+                        name.clone(),
+                        Held {
+                            count: 1,
+                            _mark: mark,
+                        },
+                    );
                     taken.push(name.clone());
                 }
                 Err(e) => {
@@ -215,20 +266,70 @@ impl Places {
         Ok(PlaceHold {
             places: Arc::clone(self),
             names,
+            stale,
         })
     }
 
-    fn give_back(&self, held: &mut BTreeMap<String, usize>, names: &[String]) {
+    fn acquired_by_us(&self, place: &str) -> bool {
+        self.coordinator
+            .place(place)
+            .ok()
+            .flatten()
+            .and_then(|p| p.acquired)
+            .is_some_and(|owner| owner == self.coordinator.user())
+    }
+
+    /// `place` is acquired under our name but not by this process. If no live server of this bench
+    /// holds its mark, the server that acquired it died holding it (labgrid keeps an acquisition
+    /// when its client disconnects): it is released and acquired again for this hold. Otherwise it
+    /// stays refused as busy.
+    fn settle_stale(&self, place: &str, stale: &mut Vec<String>) -> Result<Mark, Error> {
+        let busy = || Error::Status {
+            method: "AcquirePlace",
+            code: code::FAILED_PRECONDITION,
+            message: format!("Place {place} is already acquired"),
+        };
+        let Mark::Taken(file) = self.mark(place) else {
+            return Err(busy());
+        };
+        self.coordinator.release(place)?;
+        self.coordinator.acquire(place)?;
+        stale.push(place.to_owned());
+        Ok(Mark::Taken(file))
+    }
+
+    fn mark(&self, place: &str) -> Mark {
+        if crate::fsio::create_dir_all_private(&self.marks, 0o700).is_err() {
+            return Mark::Unknown;
+        }
+        let Ok(file) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.marks.join(format!("{place}.lock")))
+        else {
+            return Mark::Unknown;
+        };
+        match file.try_lock() {
+            Ok(()) => Mark::Taken(file),
+            Err(std::fs::TryLockError::WouldBlock) => Mark::Held,
+            Err(std::fs::TryLockError::Error(_)) => Mark::Unknown,
+        }
+    }
+
+    fn give_back(&self, held: &mut BTreeMap<String, Held>, names: &[String]) {
         for name in names {
-            let Some(count) = held.get_mut(name) else {
+            let Some(place) = held.get_mut(name) else {
                 continue;
             };
-            *count -= 1;
-            if *count == 0 {
-                held.remove(name);
-                // A release that fails leaves the place acquired under our name; the next hold
-                // of it by this gate is then refused as our own stale acquisition, never ignored.
+            place.count -= 1;
+            if place.count == 0 {
+                // The mark is given up only after the release, so no other server of this bench
+                // takes a place still acquired for us as a dead server's. A release that fails
+                // leaves it acquired under our name with the mark free: the next hold settles it.
+                let mark = held.remove(name);
                 let _ = self.coordinator.release(name);
+                drop(mark);
             }
         }
     }

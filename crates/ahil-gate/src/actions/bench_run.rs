@@ -63,7 +63,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                         Some(Ok(hold)) => Some(hold),
                         None => None,
                     };
-                    let outcome = ownership.runs.start(
+                    let mut outcome = ownership.runs.start(
                         &ownership.locks,
                         tool.name(),
                         devices,
@@ -73,6 +73,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                     if outcome.ok
                         && let (Some(places), Some(hold)) = (&places, hold)
                     {
+                        hold.note(&mut outcome);
                         places.keep_for_run(hold);
                     }
                     local(outcome)
