@@ -134,6 +134,13 @@ if [ ! -x "$esptool_venv/bin/esptool" ]; then
   python3 -m venv "$esptool_venv"
   "$esptool_venv/bin/pip" install -q --disable-pip-version-check esptool==5.5.0
 fi
+# labgrid 26.0.1 for its coordinator (and its client, which the tests use as "another lab user").
+labgrid_venv=target/labgrid-venv
+if [ ! -x "$labgrid_venv/bin/labgrid-coordinator" ]; then
+  echo "setup: installing labgrid 26.0.1 into $labgrid_venv"
+  python3 -m venv "$labgrid_venv"
+  "$labgrid_venv/bin/pip" install -q --disable-pip-version-check labgrid==26.0.1
+fi
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust stable (rustup) and run again" >&2

@@ -67,7 +67,7 @@ fn the_configuration_crate_touches_no_hardware() {
 }
 
 /// The crates linked into the product binary.
-const PRODUCT: [&str; 7] = [
+const PRODUCT: [&str; 8] = [
     "agentic-hil",
     "ahil-gate",
     "ahil-core",
@@ -75,6 +75,7 @@ const PRODUCT: [&str; 7] = [
     "ahil-drivers",
     "ahil-config",
     "ahil-client",
+    "ahil-labgrid",
 ];
 
 /// The workspace packages `package` links (normal and build dependencies, transitively), itself

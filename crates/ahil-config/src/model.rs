@@ -38,6 +38,8 @@ pub struct Config {
     pub reports: Reports,
     pub logs: Logs,
     pub recovery: Recovery,
+    /// Ours alone: labgrid places held through the coordinator (`labgrid.rs`).
+    pub labgrid: Option<crate::labgrid::Labgrid>,
 }
 
 impl Default for Config {
@@ -59,6 +61,7 @@ impl Default for Config {
             reports: Reports::default(),
             logs: Logs::default(),
             recovery: Recovery::default(),
+            labgrid: None,
         }
     }
 }

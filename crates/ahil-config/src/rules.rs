@@ -77,7 +77,8 @@ pub(crate) fn check_entries(cfg: &Config) -> Result<(), ConfigError> {
     if cfg.version >= 3 {
         check_v3_identity(cfg)?;
     }
-    check_power_supplies(cfg)
+    check_power_supplies(cfg)?;
+    crate::labgrid::check(cfg)
 }
 
 fn check_backends(cfg: &Config) -> Result<(), ConfigError> {

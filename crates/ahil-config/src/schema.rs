@@ -380,6 +380,35 @@ fn power_supply_entry() -> Spec {
     .required(&["type", "com_port", "powers"])
 }
 
+fn labgrid_section() -> Spec {
+    let places = || {
+        Spec::map_of(Pattern::Name, Spec::of(&[Ty::Str]).pattern(Pattern::Name)).default(json!({}))
+    };
+    Spec::object(vec![
+        (
+            "coordinator",
+            Spec::of(&[Ty::Str]).describe("host:port of labgrid's coordinator: loopback or a host name."),
+        ),
+        (
+            "user",
+            opt_string().describe("The labgrid user this gate acts as, host/user; <host>/agentic-hil unless set."),
+        ),
+        (
+            "places",
+            Spec::object(vec![
+                ("debuggers", places()),
+                ("com_ports", places()),
+                ("can_buses", places()),
+                ("power_supplies", places()),
+            ])
+            .default(json!({}))
+            .describe("The labgrid place each entry belongs to, by section and entry name."),
+        ),
+    ])
+    .required(&["coordinator"])
+    .describe("labgrid places held through the coordinator; a file using it is not one the reference loads.")
+}
+
 fn build() -> Spec {
     let permissions = Spec::object(vec![
         ("allow_config_write", boolean(false)),
@@ -510,6 +539,7 @@ fn build() -> Spec {
             Spec::object(vec![("directory", string(".agentic-hil/logs"))]),
         ),
         ("recovery", recovery),
+        ("labgrid", labgrid_section()),
     ])
     .required(&["workspace_root", "state_root"])
     .describe("Authoritative agentic-hil project configuration.")

@@ -38,6 +38,7 @@ const EXTENSIONS: &[(&str, &str)] = &[
     ("$.debuggers.*", "board_dir"),
     ("$.debuggers.*", "rtt"),
     ("$.debuggers.*.permissions", "allow_rtt_write"),
+    ("$", "labgrid"),
 ];
 
 fn compare(rroot: &Value, r: &Value, ours: &Value, at: &str, out: &mut Vec<String>) {

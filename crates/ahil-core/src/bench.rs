@@ -19,6 +19,7 @@ use crate::claims::Claims;
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus, mark_side_effect};
 use crate::ownership::Ownership;
 use crate::ownership::coordination::Incident;
+use crate::ownership::places::Places;
 use crate::policy::{self, Refusal};
 use crate::snapshot::Snapshot;
 use crate::validate;
@@ -56,6 +57,8 @@ struct Provisioned<T> {
     audit: Audit,
     /// Device locks and the open run; dropping the gate releases them.
     ownership: Arc<Ownership>,
+    /// labgrid places, when the configuration has a `labgrid` section.
+    places: Option<Arc<Places>>,
     /// What the tools hold across calls: sessions, the configuration after a description reload.
     held: T,
     /// This configuration's leases and incidents.
@@ -103,6 +106,7 @@ impl<T: Tools> Provisioned<T> {
             ownership: &self.ownership,
             coordinator: &self.leases.coordinator,
             held: &self.held,
+            places: self.places.as_ref(),
         }
     }
 }
@@ -119,6 +123,7 @@ impl<T: Tools> Bench<T> {
                     ownership
                 },
                 held: T::default(),
+                places: Places::for_config(&loaded.config),
                 leases: leases::Leases::new(&loaded, "mcp"),
                 operator: false,
                 loaded,
@@ -315,6 +320,11 @@ impl<T: Tools> Bench<T> {
 
         // 4 claim: held through settle and record so the next caller sees a settled device.
         let claim = self.claims.claim(&plan.resources).await;
+        // The lab-wide hold first: a place another labgrid user has is refused before any lock.
+        let places = match Places::hold_for(bench.places.as_ref(), tool, &plan.uses()) {
+            Ok(places) => places,
+            Err(refusal) => return answer(*refusal, &snapshot, started, clock),
+        };
         // Read from the host now: the node each configured device name leads to at this call.
         let host_keys =
             crate::ownership::device_keys::host_keys(config, &plan.resources, &snapshot.nodes);
@@ -404,6 +414,9 @@ impl<T: Tools> Bench<T> {
             leases::end(bench, id, lease, &mut outcome);
         }
         drop(hold);
+        if let Some(places) = places {
+            places.end_call(gate, &plan.resources, &mut outcome);
+        }
         drop(claim);
         outcome
     }

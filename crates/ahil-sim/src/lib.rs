@@ -9,6 +9,7 @@ pub mod can_bridge;
 pub mod executables;
 pub mod firmware;
 pub mod floor;
+pub mod labgrid;
 pub mod psu_sim;
 pub mod uart;
 

@@ -126,6 +126,8 @@ error_types! {
     Interrupted = "interrupted",
     InvalidArgument = "invalid_argument",
     JunitXmlRequiresSynchronousRun = "junit_xml_requires_synchronous_run",
+    LabgridPlaceNotFound = "labgrid_place_not_found",
+    LabgridUnavailable = "labgrid_unavailable",
     McpCommandUntrusted = "mcp_command_untrusted",
     McpConfigConflict = "mcp_config_conflict",
     McpConfigExists = "mcp_config_exists",

@@ -61,6 +61,8 @@ pub struct Context<'a, T> {
     pub coordinator: &'a Arc<Coordinator>,
     /// What the tools hold across calls.
     pub held: &'a T,
+    /// labgrid places, when the configuration has a `labgrid` section.
+    pub places: Option<&'a Arc<crate::ownership::places::Places>>,
 }
 
 /// A plan reads the tools' held state as the context's own fields (`ctx.serial`), as it did when

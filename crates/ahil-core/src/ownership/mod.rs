@@ -5,6 +5,7 @@ pub mod coordination;
 pub mod device_keys;
 pub mod device_lock;
 pub mod owner;
+pub mod places;
 pub mod reasons;
 pub mod runs;
 pub mod session_locks;

@@ -25,6 +25,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         ],
     )?;
     let ownership = Arc::clone(ctx.ownership);
+    let places = ctx.places.cloned();
     let tool = ctx.tool;
     let work = match ctx.tool {
         ToolId::BenchRunStart => {
@@ -51,24 +52,44 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 if_abandoned: Contact::None {
                     proof: "bench_run_start only waits for device locks".to_owned(),
                 },
-                run: Box::new(move |_cancel| Acted {
-                    outcome: ownership.runs.start(
+                run: Box::new(move |_cancel| {
+                    // The run's labgrid places first, as a call's claim takes them, and kept
+                    // until the run stops; a refused start gives them back as the hold drops.
+                    let hold = match places
+                        .as_ref()
+                        .map(|p| p.hold(tool.name(), p.of_declared(&devices)))
+                    {
+                        Some(Err(refusal)) => return local(*refusal),
+                        Some(Ok(hold)) => Some(hold),
+                        None => None,
+                    };
+                    let mut outcome = ownership.runs.start(
                         &ownership.locks,
                         tool.name(),
                         devices,
                         label.as_deref(),
                         wait,
-                    ),
-                    contact: None,
+                    );
+                    if outcome.ok
+                        && let (Some(places), Some(hold)) = (&places, hold)
+                    {
+                        hold.note(&mut outcome);
+                        places.keep_for_run(hold);
+                    }
+                    local(outcome)
                 }),
             })
         }
         ToolId::BenchRunStop => {
             let coordinator = Arc::clone(ctx.coordinator);
             Work::Local(Box::new(move || {
-                local(ownership.runs.stop(&ownership.locks, tool.name(), |held| {
+                let outcome = ownership.runs.stop(&ownership.locks, tool.name(), |held| {
                     coordinator.leases_holding(held)
-                }))
+                });
+                if let Some(places) = &places {
+                    places.end_run();
+                }
+                local(outcome)
             }))
         }
         _ => Work::Local(Box::new(move || {

@@ -37,6 +37,7 @@ macro_rules! entry {
 mod entries_a;
 mod entries_b;
 mod entries_c;
+mod entries_labgrid;
 
 /// Every entry, in key order.
 pub fn catalogue() -> impl Iterator<Item = &'static Entry> {
@@ -44,6 +45,7 @@ pub fn catalogue() -> impl Iterator<Item = &'static Entry> {
         .iter()
         .chain(entries_b::ENTRIES)
         .chain(entries_c::ENTRIES)
+        .chain(entries_labgrid::ENTRIES)
 }
 
 /// An entry by key: `type:scope` first, then `type`.
