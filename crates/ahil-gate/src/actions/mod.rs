@@ -95,13 +95,10 @@ pub(crate) fn local_plan<'a>(
 ) -> Plan<'a> {
     Plan {
         action,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || Acted {
+        ..Plan::read_state(Work::Local(Box::new(move || Acted {
             outcome: job(),
             contact: None,
-        })),
+        })))
     }
 }
 
