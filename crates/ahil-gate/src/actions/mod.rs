@@ -12,6 +12,7 @@ use ahil_drivers::process::CancelFlag;
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
 
+mod args;
 pub(crate) mod artifact_upload;
 pub(crate) mod bench_run;
 pub(crate) mod can_buses;
