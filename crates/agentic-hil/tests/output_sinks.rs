@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::World;
 use support::raw::EchoBoard;
+use support::sim_board::SimBoard;
 
 const SECRETS: &[&str] = &[
     "BACKENDSECRET",
@@ -405,15 +406,6 @@ async fn before_any_configuration_exists_no_result_names_a_private_directory() {
     }
 }
 
-/// A running emulated board, stopped when dropped whatever the test did.
-struct Sim<'a>(&'a World);
-
-impl Drop for Sim<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["sim", "stop"]);
-    }
-}
-
 /// The emulated board: its sockets and UART live under the state root, so the debug, COM and
 /// flash results of a real session are where a private path would show first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -441,7 +433,7 @@ async fn an_emulated_board_session_shows_no_private_directory_in_any_sink() {
         .output()
         .expect("sim start runs");
     assert!(out.status.success(), "sim start: {out:?}");
-    let _board = Sim(&world);
+    let _board = SimBoard::stopped_on_drop(&world);
     forbidden.output("`sim start --json`", &out);
     let client = connect(&world).await;
     let calls = [
