@@ -52,6 +52,30 @@ fn processes_under(home: &Path, marker: &str) -> Vec<u32> {
         .collect()
 }
 
+/// The board running, and a client whose debug session attached to it.
+async fn attached(world: &World) -> (SimBoard<'_>, support::Client) {
+    let board = SimBoard::start(world);
+    let client = support::connect(world).await;
+    ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v1.elf"}),
+    )
+    .await;
+    (board, client)
+}
+
+/// SIGKILLs each of `pids`: no cleanup code of theirs runs.
+fn kill_all(pids: &[u32]) {
+    for pid in pids {
+        let status = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "process {pid} is killed");
+    }
+}
+
 /// The data records of an Intel HEX text as (absolute address, bytes), checksums verified.
 fn read_ihex(text: &str) -> Vec<(u64, Vec<u8>)> {
     let mut base = 0u64;
@@ -339,23 +363,10 @@ async fn a_server_that_exits_mid_session_leaves_no_gdb_and_the_core_halted() {
 #[tokio::test]
 async fn a_gdb_killed_mid_session_leaves_the_core_halted_and_the_stop_proves_it() {
     let world = world("debug:\n  allow_all_symbols: true\n");
-    let board = SimBoard::start(&world);
-    let client = support::connect(&world).await;
-    ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/ahil-fw-v1.elf"}),
-    )
-    .await;
+    let (board, client) = attached(&world).await;
     let gdbs = gdbs_under(&world.home);
     assert!(!gdbs.is_empty(), "the session runs gdb");
-    for pid in gdbs {
-        let status = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "gdb {pid} is killed");
-    }
+    kill_all(&gdbs);
     let (doc, is_error) = call(&client, "debug_symbol_value", json!({"symbol": "counter"})).await;
     assert!(is_error, "a dead gdb answers no value: {doc}");
     assert_ne!(
@@ -467,23 +478,10 @@ async fn a_core_that_faulted_is_reported_as_an_exception_and_never_resumed() {
 async fn a_stop_whose_halt_the_emulator_no_longer_confirms_keeps_the_session_and_requires_cleanup()
 {
     let world = world("debug:\n  allow_all_symbols: true\n");
-    let _board = SimBoard::start(&world);
-    let client = support::connect(&world).await;
-    ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/ahil-fw-v1.elf", "mode": "reset_halt"}),
-    )
-    .await;
+    let (_board, client) = attached(&world).await;
     let emulators = processes_under(&world.home, "qemu-system-arm");
     assert!(!emulators.is_empty(), "the board runs QEMU");
-    for pid in emulators {
-        let status = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "QEMU {pid} is killed");
-    }
+    kill_all(&emulators);
     let (doc, is_error) = call(&client, "debug_stop_session", json!({"timeout_s": 1})).await;
     assert!(is_error, "{doc}");
     assert_eq!(doc["error_type"], "halt_not_confirmed", "{doc}");

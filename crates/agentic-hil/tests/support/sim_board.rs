@@ -11,20 +11,35 @@ use super::World;
 /// `rest` (whole top-level sections, each line ending in a newline), with the committed firmware
 /// `images` (names under `firmware/build`) copied into `fw/`.
 pub fn sim_world(debuggers: &str, rest: &str, images: &[&str]) -> World {
+    let world = initialised();
+    let config = sim_config(&world, debuggers, rest);
+    std::fs::write(world.config_path(), config).expect("the test config is written");
+    copy_firmware(&world, images);
+    world
+}
+
+/// A new world after `init`.
+pub fn initialised() -> World {
     let world = World::new();
     let (_, code) = world.run_json(&["init"]);
     assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
+    world
+}
+
+/// The world's configuration text naming `debuggers`, then `rest`, as `sim_world` writes it.
+pub fn sim_config(world: &World, debuggers: &str, rest: &str) -> String {
+    format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
          target:\n  name: sim\n  controller: stm32f405\n\
          debuggers:\n{debuggers}artifacts:\n  allowed_roots: [fw]\n{rest}",
         ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
-    copy_firmware(&world, images);
-    world
+        state = state_root(world).display(),
+    )
+}
+
+/// Where the test configuration puts the state root.
+pub fn state_root(world: &World) -> PathBuf {
+    world.home.join(".local/state/agentic-hil")
 }
 
 /// Copies the committed firmware `images` (names under `firmware/build`) into the world's `fw/`.
