@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::install::Agent;
 
@@ -146,16 +146,7 @@ pub enum Command {
     },
     /// Register the MCP server with an agent host for this user, and give the host the skill.
     #[command(name = "agent-install")]
-    AgentInstall {
-        #[arg(long, value_enum, default_value = "claude-code")]
-        agent: Agent,
-        /// Replace an agentic-hil entry or skill that agentic-hil did not write.
-        #[arg(long)]
-        force: bool,
-        /// Register this binary instead of the running one (absolute path).
-        #[arg(long, hide = true)]
-        launcher: Option<PathBuf>,
-    },
+    AgentInstall(Registration),
     /// Write the skill document where an agent host finds it (or to --target).
     #[command(name = "skill-install")]
     SkillInstall {
@@ -174,17 +165,9 @@ pub enum Command {
         #[arg(long, value_enum)]
         agent: Vec<Agent>,
     },
-    /// agent-install, then init in this workspace: from a fresh clone to a registered server.
-    Setup {
-        #[arg(long, value_enum, default_value = "claude-code")]
-        agent: Agent,
-        /// Replace a conflicting host entry or skill (never rewrites the project configuration).
-        #[arg(long)]
-        force: bool,
-        /// Register this binary instead of the running one (absolute path).
-        #[arg(long, hide = true)]
-        launcher: Option<PathBuf>,
-    },
+    /// agent-install, then init in this workspace: from a fresh clone to a registered server
+    /// (--force never rewrites the project configuration).
+    Setup(Registration),
     /// A live view of this workspace's bench: device holds, the lease and incidents, recent audited
     /// calls, open COM sessions. Read-only; takes no lock. q quits.
     Watch {
@@ -318,4 +301,17 @@ pub enum SimCommand {
         #[arg(long)]
         image: Option<PathBuf>,
     },
+}
+
+/// What registering the server with an agent host takes (agent-install, and setup before init).
+#[derive(Args, Debug, Clone)]
+pub struct Registration {
+    #[arg(long, value_enum, default_value = "claude-code")]
+    pub agent: Agent,
+    /// Replace an agentic-hil entry or skill that agentic-hil did not write.
+    #[arg(long)]
+    pub force: bool,
+    /// Register this binary instead of the running one (absolute path).
+    #[arg(long, hide = true)]
+    pub launcher: Option<PathBuf>,
 }

@@ -190,22 +190,14 @@ fn report(
             probe_id.as_deref(),
             *dry_run,
         )?,
-        Command::AgentInstall {
-            agent,
-            force,
-            launcher,
-        } => install::agent_install(workspace, env, *agent, *force, launcher.as_deref()),
+        Command::AgentInstall(registration) => install::agent_install(workspace, env, registration),
         Command::SkillInstall {
             agent,
             target,
             force,
         } => install::skill_install(env, *agent, target.as_deref(), *force),
         Command::Uninstall { agent } => install::uninstall(env, agent),
-        Command::Setup {
-            agent,
-            force,
-            launcher,
-        } => install::setup(workspace, env, *agent, *force, launcher.as_deref()),
+        Command::Setup(registration) => install::setup(workspace, env, registration),
         Command::Upgrade { dry_run, from } => upgrade::run(workspace, *dry_run, from.as_deref()),
         Command::ReportStateRepair => evidence::report_state_repair(workspace, env),
         Command::TestReactor {

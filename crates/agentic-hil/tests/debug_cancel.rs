@@ -5,37 +5,25 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::World;
 use support::raw::Mcp;
-use support::sim_board::SimBoard;
+use support::sim_board::{SimBoard, sim_world};
 
 /// The continue's own timeout: the cancelled call must end long before it.
 const CONTINUE_TIMEOUT_S: u64 = 40;
 
 fn world() -> World {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: {CONTINUE_TIMEOUT_S}\n    permissions:\n\
-         \x20     allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n\
-         artifacts:\n  allowed_roots: [fw]\ndebug:\n  allow_all_symbols: true\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf")).expect("firmware");
-    world
+    sim_world(
+        &format!(
+            "  board:\n    type: qemu\n    timeout_s: {CONTINUE_TIMEOUT_S}\n    permissions:\n\
+             \x20     allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n"
+        ),
+        "debug:\n  allow_all_symbols: true\n",
+        &["ahil-fw-v1.elf"],
+    )
 }
 
 fn last_failure(world: &World) -> Value {

@@ -3,73 +3,37 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 use support::World;
+use support::sim_board::{SimBoard, qemu_board, sim_world};
 use support::{call, ok};
 
 const GRANTS: &str =
-    "      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true";
+    "      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n";
 
 /// A world with a `qemu` debugger, the given `debug:` section and the committed firmware in `fw/`.
 fn world(debug: &str) -> World {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n{GRANTS}\n\
-         artifacts:\n  allowed_roots: [fw]\n{debug}",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    for name in [
-        "ahil-fw-v1.elf",
-        "ahil-fw-v1.hex",
-        "ahil-fw-v2.elf",
-        "ahil-fw-v1-nodebug.elf",
-    ] {
-        std::fs::copy(build.join(name), fw.join(name)).expect("firmware copies");
-    }
-    world
-}
-
-/// A running board; stopped when dropped, whatever the test did.
-struct Board<'a>(&'a World);
-
-impl<'a> Board<'a> {
-    fn start(world: &'a World) -> Self {
-        let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
-        assert_eq!(code, Some(0), "sim start: {doc}");
-        Self(world)
-    }
-
-    /// QMP's run state; a status that cannot be read fails the test rather than passing a check vacuously.
-    fn vm_status(&self) -> Value {
-        let (doc, _) = self.0.run_json(&["sim", "status"]);
-        assert!(
-            doc["vm_status"].is_string(),
-            "sim status names the run state: {doc}"
-        );
-        doc["vm_status"].clone()
-    }
-}
-
-impl Drop for Board<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["sim", "stop"]);
-    }
+    sim_world(
+        &qemu_board(GRANTS),
+        debug,
+        &[
+            "ahil-fw-v1.elf",
+            "ahil-fw-v1.hex",
+            "ahil-fw-v2.elf",
+            "ahil-fw-v1-nodebug.elf",
+        ],
+    )
 }
 
 /// gdb processes started under this test's HOME (the server's children inherit it).
 fn gdbs_under(home: &Path) -> Vec<u32> {
+    processes_under(home, "--interpreter=mi")
+}
+
+/// Processes started under this test's HOME whose command line contains `marker`.
+fn processes_under(home: &Path, marker: &str) -> Vec<u32> {
     let wanted = format!("HOME={}", home.display());
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -80,12 +44,36 @@ fn gdbs_under(home: &Path) -> Vec<u32> {
         .filter(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains("--interpreter=mi")
+            String::from_utf8_lossy(&cmdline).contains(marker)
                 && environ
                     .split(|b| *b == 0)
                     .any(|var| var == wanted.as_bytes())
         })
         .collect()
+}
+
+/// The board running, and a client whose debug session attached to it.
+async fn attached(world: &World) -> (SimBoard<'_>, support::Client) {
+    let board = SimBoard::start(world);
+    let client = support::connect(world).await;
+    ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/ahil-fw-v1.elf"}),
+    )
+    .await;
+    (board, client)
+}
+
+/// SIGKILLs each of `pids`: no cleanup code of theirs runs.
+fn kill_all(pids: &[u32]) {
+    for pid in pids {
+        let status = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "process {pid} is killed");
+    }
 }
 
 /// The data records of an Intel HEX text as (absolute address, bytes), checksums verified.
@@ -147,7 +135,7 @@ async fn without_a_session_each_debug_tool_answers_as_its_catalogue_sentence_say
 async fn a_session_breaks_on_on_tick_reads_and_dumps_growing_globals_and_stops_with_the_core_halted()
  {
     let world = world("debug:\n  allowed_symbols: [on_tick, counter, g_u8, g_i16, g_u32, magic]\n");
-    let board = Board::start(&world);
+    let board = SimBoard::start(&world);
     let client = support::connect(&world).await;
 
     let (doc, is_error) = call(&client, "debug_get_stop_reason", json!({})).await;
@@ -336,7 +324,7 @@ async fn an_empty_allowlist_denies_every_symbol_and_breakpoint_before_the_board_
 #[tokio::test]
 async fn a_server_that_exits_mid_session_leaves_no_gdb_and_the_core_halted() {
     let world = world("debug:\n  allow_all_symbols: true\n");
-    let board = Board::start(&world);
+    let board = SimBoard::start(&world);
     let client = support::connect(&world).await;
     ok(
         &client,
@@ -375,23 +363,10 @@ async fn a_server_that_exits_mid_session_leaves_no_gdb_and_the_core_halted() {
 #[tokio::test]
 async fn a_gdb_killed_mid_session_leaves_the_core_halted_and_the_stop_proves_it() {
     let world = world("debug:\n  allow_all_symbols: true\n");
-    let board = Board::start(&world);
-    let client = support::connect(&world).await;
-    ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/ahil-fw-v1.elf"}),
-    )
-    .await;
+    let (board, client) = attached(&world).await;
     let gdbs = gdbs_under(&world.home);
     assert!(!gdbs.is_empty(), "the session runs gdb");
-    for pid in gdbs {
-        let status = std::process::Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "gdb {pid} is killed");
-    }
+    kill_all(&gdbs);
     let (doc, is_error) = call(&client, "debug_symbol_value", json!({"symbol": "counter"})).await;
     assert!(is_error, "a dead gdb answers no value: {doc}");
     assert_ne!(
@@ -411,7 +386,7 @@ async fn a_gdb_killed_mid_session_leaves_the_core_halted_and_the_stop_proves_it(
 #[tokio::test]
 async fn a_load_session_writes_the_new_elf_and_starts_halted_at_reset() {
     let world = world("debug:\n  allow_all_symbols: true\n");
-    let board = Board::start(&world);
+    let board = SimBoard::start(&world);
     let client = support::connect(&world).await;
     // The version is read from the board, not from the ELF gdb was given.
     ok(
@@ -461,7 +436,7 @@ async fn a_core_that_faulted_is_reported_as_an_exception_and_never_resumed() {
         format!("{config}com_ports:\n  uart:\n{uart}"),
     )
     .expect("config writes");
-    let _board = Board::start(&world);
+    let _board = SimBoard::start(&world);
     let client = support::connect(&world).await;
     ok(&client, "com_session_start", json!({"port_id": "uart"})).await;
     ok(
@@ -497,11 +472,30 @@ async fn a_core_that_faulted_is_reported_as_an_exception_and_never_resumed() {
     client.cancel().await.expect("client closes");
 }
 
+/// The stop's last refusal (the emulator no longer confirms the halt once gdb is gone) keeps the
+/// session for cleanup and says so as the two earlier refusals do.
+#[tokio::test]
+async fn a_stop_whose_halt_the_emulator_no_longer_confirms_keeps_the_session_and_requires_cleanup()
+{
+    let world = world("debug:\n  allow_all_symbols: true\n");
+    let (_board, client) = attached(&world).await;
+    let emulators = processes_under(&world.home, "qemu-system-arm");
+    assert!(!emulators.is_empty(), "the board runs QEMU");
+    kill_all(&emulators);
+    let (doc, is_error) = call(&client, "debug_stop_session", json!({"timeout_s": 1})).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "halt_not_confirmed", "{doc}");
+    assert_eq!(doc["status"], "cleanup_required", "{doc}");
+    assert_eq!(doc["cleanup_required"], true, "{doc}");
+    assert_eq!(doc["hardware_state"], "unknown", "{doc}");
+    client.cancel().await.expect("client closes");
+}
+
 #[test]
 fn a_server_killed_mid_session_leaves_no_gdb_and_the_core_halted() {
     use std::io::{BufRead, BufReader, Write};
     let world = world("debug:\n  allow_all_symbols: true\n");
-    let board = Board::start(&world);
+    let board = SimBoard::start(&world);
     let mut server = world
         .command()
         .arg("mcp-stdio")
@@ -557,7 +551,7 @@ fn a_server_killed_mid_session_leaves_no_gdb_and_the_core_halted() {
 #[tokio::test]
 async fn an_image_without_debug_info_reads_symbols_from_its_symbol_table() {
     let world = world("debug:\n  allow_all_symbols: true\n");
-    let _board = Board::start(&world);
+    let _board = SimBoard::start(&world);
     let client = support::connect(&world).await;
     ok(
         &client,

@@ -11,37 +11,15 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use support::World;
 use support::ok;
+use support::sim_board::{SimBoard, qemu_board, sim_world};
 
 /// A world with one `qemu` debugger and the committed firmware in `fw/`.
 fn world() -> World {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n      allow_flash: true\n\
-         artifacts:\n  allowed_roots: [fw]\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf"))
-        .expect("firmware copies");
-    world
-}
-
-/// Stops the board when dropped, whatever the test did.
-struct Board<'a>(&'a World);
-
-impl Drop for Board<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["sim", "stop"]);
-    }
+    sim_world(
+        &qemu_board("      allow_flash: true\n"),
+        "",
+        &["ahil-fw-v1.elf"],
+    )
 }
 
 /// The board started (its `sim start` answer), and an agent's MCP server holding it in a run.
@@ -86,7 +64,7 @@ fn files_under(dir: &Path) -> Vec<(PathBuf, String)> {
 async fn sim_stop_is_refused_device_busy_while_an_agents_run_holds_the_board_and_status_still_looks()
  {
     let world = world();
-    let board = Board(&world);
+    let board = SimBoard::stopped_on_drop(&world);
     let (started, client) = board_held_by_an_agents_run(&world).await;
     let pid = started["pid"].as_i64().expect("sim start names QEMU's pid");
     let (doc, code) = world.run_json(&["sim", "stop"]);
@@ -118,7 +96,7 @@ fn last_report(world: &World) -> String {
 #[test]
 fn sim_commands_leave_an_audit_record_as_the_operator_cli() {
     let world = world();
-    let board = Board(&world);
+    let board = SimBoard::stopped_on_drop(&world);
     for (args, tool) in [
         (
             &["sim", "start", "--image", "fw/ahil-fw-v1.elf"][..],
@@ -186,7 +164,7 @@ fn assert_last_report_is(world: &World, tool: &str) {
 async fn adopt_hardware_is_refused_device_busy_while_an_agents_run_holds_the_board_and_writes_nothing()
  {
     let world = world();
-    let board = Board(&world);
+    let board = SimBoard::stopped_on_drop(&world);
     let before = std::fs::read_to_string(world.config_path()).expect("config");
     let (_, client) = board_held_by_an_agents_run(&world).await;
     let (doc, code) = world.run_json(&["adopt-hardware", "--com-port", "uart"]);

@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::World;
 use support::raw::EchoBoard;
+use support::sim_board::{SimBoard, initialised, qemu_board, sim_config, state_root};
 
 const SECRETS: &[&str] = &[
     "BACKENDSECRET",
@@ -405,35 +406,23 @@ async fn before_any_configuration_exists_no_result_names_a_private_directory() {
     }
 }
 
-/// A running emulated board, stopped when dropped whatever the test did.
-struct Sim<'a>(&'a World);
-
-impl Drop for Sim<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["sim", "stop"]);
-    }
-}
-
 /// The emulated board: its sockets and UART live under the state root, so the debug, COM and
 /// flash results of a real session are where a private path would show first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_emulated_board_session_shows_no_private_directory_in_any_sink() {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n\
-         \x20     allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n\
-         artifacts:\n  allowed_roots: [fw]\n\
-         com_ports:\n  uart:\n    device: \"{uart}\"\n    resource_id: sim-uart\n\
-         \x20 net0:\n    device: \"rfc2217://ci:CFGSECRET@127.0.0.1:9\"\n    identity_source: device\n\
-         debug:\n  allowed_symbols: [on_tick, counter, magic, g_u32]\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-        uart = state.join("sim/board/uart").display(),
+    let world = initialised();
+    let uart = state_root(&world).join("sim/board/uart");
+    let config = sim_config(
+        &world,
+        &qemu_board(
+            "      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n",
+        ),
+        &format!(
+            "com_ports:\n  uart:\n    device: \"{uart}\"\n    resource_id: sim-uart\n\
+             \x20 net0:\n    device: \"rfc2217://ci:CFGSECRET@127.0.0.1:9\"\n    identity_source: device\n\
+             debug:\n  allowed_symbols: [on_tick, counter, magic, g_u32]\n",
+            uart = uart.display(),
+        ),
     );
     let forbidden = configure(&world, &config);
     let out = planted(&world)
@@ -441,7 +430,7 @@ async fn an_emulated_board_session_shows_no_private_directory_in_any_sink() {
         .output()
         .expect("sim start runs");
     assert!(out.status.success(), "sim start: {out:?}");
-    let _board = Sim(&world);
+    let _board = SimBoard::stopped_on_drop(&world);
     forbidden.output("`sim start --json`", &out);
     let client = connect(&world).await;
     let calls = [

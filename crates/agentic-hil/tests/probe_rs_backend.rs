@@ -8,25 +8,19 @@ mod support;
 
 use rmcp::ServiceExt;
 use serde_json::json;
+use support::sim_board::{copy_firmware, sim_world};
 use support::{Client, World, call};
 
 /// A world whose one debugger is probe-rs for `chip`, with `entry` extra YAML (six-space indent).
 fn world(chip: &str, entry: &str) -> World {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: board\n  controller: stm32f405\n\
-         debuggers:\n  probe:\n    type: probe-rs\n    target_type: {chip}\n{entry}\
-         \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
-         artifacts:\n  allowed_roots: [fw]\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
-    world
+    sim_world(
+        &format!(
+            "  probe:\n    type: probe-rs\n    target_type: {chip}\n{entry}\
+             \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n"
+        ),
+        "",
+        &[],
+    )
 }
 
 /// The server, with the worker's test seam set to `seam` (hang, panic) when given.
@@ -244,19 +238,12 @@ async fn probe_rs_flash_with_capture_opens_reads_and_logs_its_port_around_the_fa
         device.trim()
     );
     std::fs::write(world.config_path(), config).expect("config");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    std::fs::copy(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../firmware/build/ahil-fw-v1.elf"),
-        fw.join("fw.elf"),
-    )
-    .expect("firmware copies");
+    copy_firmware(&world, &["ahil-fw-v1.elf"]);
     let client = serve(&world, Some("fake")).await;
     let (doc, is_error) = call(
         &client,
         "flash_firmware",
-        json!({"image_path": "fw/fw.elf", "reset_after_flash": true,
+        json!({"image_path": "fw/ahil-fw-v1.elf", "reset_after_flash": true,
                "capture": {"port_id": "console", "until": "boot ok", "wait_timeout_s": 2}}),
     )
     .await;

@@ -3,37 +3,20 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 use support::World;
 use support::ok;
-use support::sim_board::SimBoard;
+use support::sim_board::{SimBoard, sim_world};
 
 fn world() -> World {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n\
-         \x20   rtt:\n      scan: {{start: \"0x20000000\", size: 4096}}\n      channels:\n\
-         \x20       - {{name: terminal, direction: up, index: 0}}\n\
-         \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n\
-         artifacts:\n  allowed_roots: [fw]\ndebug:\n  allow_all_symbols: true\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    for name in ["ahil-fw-v1.elf", "ahil-fw-v2.elf"] {
-        std::fs::copy(build.join(name), fw.join(name)).expect("firmware copies");
-    }
-    world
+    sim_world(
+        "  board:\n    type: qemu\n    timeout_s: 10\n\
+         \x20   rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
+         \x20       - {name: terminal, direction: up, index: 0}\n\
+         \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n      allow_debug_execution: true\n",
+        "debug:\n  allow_all_symbols: true\n",
+        &["ahil-fw-v1.elf", "ahil-fw-v2.elf"],
+    )
 }
 
 fn read_until(text: &str) -> Value {

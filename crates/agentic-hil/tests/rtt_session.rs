@@ -5,11 +5,9 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 use support::World;
-use support::sim_board::SimBoard;
+use support::sim_board::{SimBoard, sim_world};
 use support::{call, ok};
 
 const RTT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
@@ -19,25 +17,7 @@ const RTT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n  
 /// A world whose configuration names `debuggers` (the YAML under the key), with the committed
 /// firmware in `fw/`.
 fn configured(debuggers: &str) -> World {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n{debuggers}artifacts:\n  allowed_roots: [fw]\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    for image in ["ahil-fw-v1.elf", "ahil-fw-defmt.elf"] {
-        std::fs::copy(build.join(image), fw.join(image)).expect("firmware");
-    }
-    world
+    sim_world(debuggers, "", &["ahil-fw-v1.elf", "ahil-fw-defmt.elf"])
 }
 
 /// A world with a `qemu` debugger named `board`, its `rtt:` section and extra grants given.

@@ -14,6 +14,7 @@ mod record;
 mod registry;
 mod skill;
 
+use crate::cli::Registration;
 use std::path::Path;
 
 use ahil_config::Environment;
@@ -151,14 +152,13 @@ pub fn skill_install(env: &Environment, agent: Agent, target: Option<&Path>, for
     }
 }
 
-pub fn agent_install(
-    workspace: &Path,
-    env: &Environment,
-    agent: Agent,
-    force: bool,
-    launcher: Option<&Path>,
-) -> Value {
-    let launcher = match launcher::resolve(workspace, launcher) {
+pub fn agent_install(workspace: &Path, env: &Environment, registration: &Registration) -> Value {
+    let Registration {
+        agent,
+        force,
+        ref launcher,
+    } = *registration;
+    let launcher = match launcher::resolve(workspace, launcher.as_deref()) {
         Ok(launcher) => launcher,
         Err(refused) => {
             return refusal(
@@ -615,14 +615,9 @@ fn ahil_config_root(env: &Environment) -> std::path::PathBuf {
         .join("agentic-hil")
 }
 
-pub fn setup(
-    workspace: &Path,
-    env: &Environment,
-    agent: Agent,
-    force: bool,
-    launcher: Option<&Path>,
-) -> Value {
-    let user = agent_install(workspace, env, agent, force, launcher);
+pub fn setup(workspace: &Path, env: &Environment, registration: &Registration) -> Value {
+    let agent = registration.agent;
+    let user = agent_install(workspace, env, registration);
     let user_ok = user["ok"].as_bool().unwrap_or(false);
     if !user_ok {
         let mut doc = user.clone();

@@ -2,6 +2,7 @@
 //! `<sha256 hex><lowercased extension>`, so the same bytes and extension always give the same id.
 //! The stored file is validated again by the ordinary rules before the id is handed out.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use base64::Engine as _;
@@ -110,7 +111,7 @@ fn upload(ctx: &Context<'_>) -> Outcome {
 }
 
 fn incoming(args: &Value, policy: &ArtifactPolicy) -> Result<Incoming, Box<Outcome>> {
-    if let Some(path) = args.get("image_path").and_then(Value::as_str) {
+    if let Some(path) = args.arg_str("image_path") {
         // Validated like a flash, read once from one descriptor: the bytes stored are the bytes
         // that were checked (held in memory), so no private staging copy is needed.
         let checked = artifacts::check(policy, ArtifactRef::Path(path))
@@ -123,10 +124,8 @@ fn incoming(args: &Value, policy: &ArtifactPolicy) -> Result<Incoming, Box<Outco
             source_path,
         });
     }
-    let (Some(filename), Some(data)) = (
-        args.get("filename").and_then(Value::as_str),
-        args.get("data_base64").and_then(Value::as_str),
-    ) else {
+    let (Some(filename), Some(data)) = (args.arg_str("filename"), args.arg_str("data_base64"))
+    else {
         return Err(Box::new(invalid(
             "Give image_path, or both filename and data_base64.",
         )));

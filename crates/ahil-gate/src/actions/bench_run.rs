@@ -1,12 +1,12 @@
 //! `bench_run_start`, `bench_run_stop`, `bench_run_status`: declare the devices a sequence of calls
 //! will use and hold them machine-wide until the run ends. No device is contacted; these only lock.
 
+use super::args::Args;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ahil_drivers::Contact;
-use serde_json::Value;
 
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::envelope::Outcome;
@@ -29,21 +29,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let tool = ctx.tool;
     let work = match ctx.tool {
         ToolId::BenchRunStart => {
-            let selectors = ctx
-                .args
-                .get("devices")
-                .and_then(Value::as_array)
-                .map_or(&[][..], Vec::as_slice);
+            let selectors = ctx.args.arg_array("devices");
             let devices = runs::resolve(ctx.loaded, ctx.tool.name(), selectors)?;
-            let label = ctx
-                .args
-                .get("label")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            let label = ctx.args.arg_str("label").map(str::to_owned);
             let wait = ctx
                 .args
-                .get("wait_s")
-                .and_then(Value::as_f64)
+                .arg_f64("wait_s")
                 .and_then(|s| Duration::try_from_secs_f64(s).ok())
                 .unwrap_or(Duration::ZERO);
             // Waiting for a device blocks, so it runs on a blocking thread like driver work.

@@ -1,6 +1,7 @@
 //! `can_buses_list`, and the lookups every CAN tool shares: the bus entry, its policy device, and the
 //! participant of a shared bus.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use ahil_config::{CanBus, CanShare, ListenOnlyEnforcement};
@@ -49,7 +50,7 @@ impl Entry<'_> {
 /// a shared bus a start must name its participant; later calls may leave it out while this server
 /// is exactly one participant of the bus.
 pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
-    let bus_id = ctx.args.get("bus_id").and_then(Value::as_str).unwrap_or("");
+    let bus_id = ctx.args.arg_str("bus_id").unwrap_or("");
     let buses = &ctx.loaded.config.can_buses;
     let Some((name, bus)) = buses.get_key_value(bus_id) else {
         let configured: Vec<&str> = buses.keys().map(String::as_str).collect();
@@ -65,7 +66,7 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
             .not_contacted(),
         ));
     };
-    let named = ctx.args.get("participant").and_then(Value::as_str);
+    let named = ctx.args.arg_str("participant");
     let Some(shares) = &bus.shares else {
         if let Some(participant) = named {
             return Err(Box::new(

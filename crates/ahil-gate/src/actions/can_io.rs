@@ -1,5 +1,6 @@
 //! `can_send` and `can_read` over an open session.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
@@ -70,7 +71,7 @@ fn frame_of(tool: &str, args: &Value, fd: bool, max_bytes: usize) -> Result<Fram
                 "frame_id must be an integer, a decimal string or a 0x hex string.",
             ))
         })?;
-    let data = frame::parse_hex(args.get("data_hex").and_then(Value::as_str).unwrap_or(""))
+    let data = frame::parse_hex(args.arg_str("data_hex").unwrap_or(""))
         .map_err(|e| Box::new(invalid(tool, "data_hex", e.to_string())))?;
     let refuse = |error: &FrameError, field: &str| {
         let mut outcome = Outcome::refused(
@@ -173,7 +174,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     }
     // can_read
     let cap = usize::try_from(bus.max_buffer_frames.max(1)).unwrap_or(usize::MAX);
-    let max_frames = match ctx.args.get("max_frames").and_then(Value::as_u64) {
+    let max_frames = match ctx.args.arg_u64("max_frames") {
         None => cap,
         Some(n) if usize::try_from(n).is_ok_and(|n| n <= cap) => usize::try_from(n).unwrap_or(cap),
         Some(n) => {

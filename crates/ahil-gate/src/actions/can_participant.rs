@@ -2,6 +2,7 @@
 //! participant lock first, then an attachment to the bus's broker (started when none runs). The
 //! broker owns the adapter; the session owns only its filtered queue.
 
+use super::args::Args;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
 use std::time::Duration;
@@ -95,11 +96,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         participant: participant.to_owned(),
         session_key,
         lock_key: lock_key.clone(),
-        clear: ctx
-            .args
-            .get("clear_rx_queue")
-            .and_then(Value::as_bool)
-            .unwrap_or(true),
+        clear: ctx.args.arg_bool("clear_rx_queue").unwrap_or(true),
         open_timeout,
         audit: Audit::for_config(ctx.loaded),
         ownership: Arc::clone(ctx.ownership),

@@ -1,6 +1,7 @@
 //! `can_session_start` and `can_session_stop`: open a configured bus and hold it (with its device
 //! lock) across calls, then give both back.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
@@ -61,11 +62,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             }),
         });
     }
-    let clear = ctx
-        .args
-        .get("clear_rx_queue")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
+    let clear = ctx.args.arg_bool("clear_rx_queue").unwrap_or(true);
     if clear && ctx.loaded.config.version <= 1 && !bus.permissions.allow_read {
         // Clearing discards what the bus sent: that is reading it, so it is not silently skipped.
         let key = format!("can_buses.{bus_id}.permissions.allow_read");

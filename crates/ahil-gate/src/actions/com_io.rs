@@ -1,5 +1,6 @@
 //! `com_write` and `com_read` over an open session.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
@@ -114,7 +115,7 @@ pub(super) fn write_payload(
     max: usize,
     whose: &str,
 ) -> Result<Vec<u8>, Box<Outcome>> {
-    let payload = if let Some(hex) = ctx.args.get("hex").and_then(Value::as_str) {
+    let payload = if let Some(hex) = ctx.args.arg_str("hex") {
         text::parse_hex(hex).ok_or_else(|| {
             invalid(
                 ctx.tool.name(),
@@ -123,11 +124,7 @@ pub(super) fn write_payload(
             )
         })?
     } else {
-        let text = ctx
-            .args
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let text = ctx.args.arg_str("text").unwrap_or_default();
         encoding.encode(text).map_err(|c| {
             invalid(
                 ctx.tool.name(),
@@ -176,8 +173,7 @@ pub(super) fn read_request(
     // (as the reference reads); lowering it keeps every later size computation in range.
     let max_bytes = ctx
         .args
-        .get("max_bytes")
-        .and_then(Value::as_u64)
+        .arg_u64("max_bytes")
         .unwrap_or(max_buffer_bytes)
         .min(max_buffer_bytes);
     let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);

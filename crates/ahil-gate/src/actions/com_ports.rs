@@ -1,5 +1,6 @@
 //! `com_ports_list`, and what every COM tool shares: finding the entry a `port_id` names.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use ahil_config::ComPort;
@@ -13,11 +14,7 @@ use crate::policy::Device;
 /// The entry `port_id` names, or `com_port_not_configured` with the names that exist.
 pub fn port_entry<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a ComPort), Box<Outcome>> {
     let config = &ctx.loaded.config;
-    let wanted = ctx
-        .args
-        .get("port_id")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let wanted = ctx.args.arg_str("port_id").unwrap_or_default();
     if let Some((name, port)) = config.com_ports.get_key_value(wanted) {
         return Ok((name.as_str(), port));
     }

@@ -1,6 +1,7 @@
 //! `com_session_start` and `com_session_stop`: open a configured port and hold it (with its device
 //! lock) across calls, then give both back.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
@@ -118,11 +119,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         port_id: port_id.to_owned(),
         device: path,
         lock_keys,
-        clear: ctx
-            .args
-            .get("clear_buffer")
-            .and_then(Value::as_bool)
-            .unwrap_or(true),
+        clear: ctx.args.arg_bool("clear_buffer").unwrap_or(true),
         options: open_options(port, node),
         encoding,
         close_limit: close_limit(port),

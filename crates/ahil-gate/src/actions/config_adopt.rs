@@ -10,6 +10,7 @@
 //! number (an ST-LINK's virtual COM port). The listing runs under the debugger's device lock and opens
 //! no target.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::path::Path;
@@ -42,11 +43,7 @@ const MARGIN: Duration = Duration::from_secs(5);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::ProjectConfigAdoptHardware])?;
-    let apply = ctx
-        .args
-        .get("apply")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let apply = ctx.args.arg_bool("apply").unwrap_or(false);
     let action = Action::ConfigAdoptHardware { apply };
     let target = Target::from_args(ctx.args);
     let listed = chosen(&ctx.loaded.config, &target).filter(|(_, entry)| lists(entry.kind));

@@ -6,6 +6,7 @@
 //! reads outside a session, and probe-rs symbol reads are served from the last flashed ELF
 //! (`debug/offline.rs`); other debugger types answer `not_supported`.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
@@ -65,7 +66,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         allow_all_symbols: settings.allow_all_symbols,
         allowed_symbols: &settings.allowed_symbols,
     };
-    let symbol = ctx.args.get("symbol").and_then(Value::as_str).unwrap_or("");
+    let symbol = ctx.args.arg_str("symbol").unwrap_or("");
     let action = match tool {
         ToolId::DebugStartSession => Action::DebugSessionStart,
         ToolId::DebugGetSessionStatus
@@ -149,7 +150,7 @@ fn start_uses<'a>(ctx: &Context<'_>, name: &'a str, debugger: &Debugger) -> Vec<
         name,
         grants: debugger.permissions,
     };
-    let mode = ctx.args.get("mode").and_then(Value::as_str);
+    let mode = ctx.args.arg_str("mode");
     let mut uses = Vec::new();
     if matches!(mode, Some("reset_halt" | "load")) {
         uses.push(DeviceUse::on(device, Action::Reset));
@@ -205,7 +206,7 @@ fn symbol_of(arg: Option<&Value>) -> &str {
 
 /// The per-call wait: the argument floored at 0.1 s, never above `ceiling`.
 pub(super) fn wait_of(args: &Value, ceiling: Duration) -> Duration {
-    match args.get("timeout_s").and_then(Value::as_f64) {
+    match args.arg_f64("timeout_s") {
         Some(secs) => Duration::try_from_secs_f64(secs.max(0.1))
             .unwrap_or(ceiling)
             .min(ceiling),
@@ -298,11 +299,7 @@ fn session_work<'a>(
             };
             ServerKind::Qemu(QemuProbe::new(dir, gdb, debugger.qemu_machine()))
         };
-        let mode = args
-            .get("mode")
-            .and_then(Value::as_str)
-            .unwrap_or("attach")
-            .to_owned();
+        let mode = args.arg_str("mode").unwrap_or("attach").to_owned();
         // The argument may shorten the entry's timeout, never lengthen it.
         let timeout = wait_of(&args, timeout);
         let start = Start {
@@ -331,9 +328,7 @@ fn session_work<'a>(
             debug::output::check(
                 tool.name(),
                 &ctx.loaded.config,
-                args.get("output_path")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
+                args.arg_str("output_path").unwrap_or_default(),
             )
         }),
     };

@@ -1,5 +1,6 @@
 //! The debug tools that work on an open session: status, breakpoints, run control, symbol reads, stop.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::time::{Duration, Instant};
@@ -522,11 +523,7 @@ fn number(text: &str) -> Option<u64> {
 fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Acted {
     // A refused output path was answered by `run` before anything else.
     let output = limits.output.as_ref().and_then(|o| o.as_ref().ok());
-    let name = args
-        .get("symbol")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    let name = args.arg_str("symbol").unwrap_or_default().to_owned();
     let step = session.step;
     let mut resolve = |expression: String| -> Result<u64, Box<Acted>> {
         let command = format!("-data-evaluate-expression {}", quote(&expression));

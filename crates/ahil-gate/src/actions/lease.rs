@@ -2,6 +2,7 @@
 //! device) and `hardware_recover` (clears what an agent may clear, with the operator's words where
 //! the reason needs them). The CLI's `lease-status` and `recover` share this code.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
@@ -44,16 +45,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             Outcome::from_doc("hardware_recover", nothing_to_recover())
         }));
     };
-    let statement = ctx
-        .args
-        .get("operator_statement")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let accept = ctx
-        .args
-        .get("accept_config_change")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let statement = ctx.args.arg_str("operator_statement").map(str::to_owned);
+    let accept = ctx.args.arg_bool("accept_config_change").unwrap_or(false);
     Ok(super::local_plan(Action::Recover, move || {
         agent_recover(&coordinator, &incident, statement, accept)
     }))

@@ -12,6 +12,7 @@ use ahil_drivers::process::CancelFlag;
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
 
+mod args;
 pub(crate) mod artifact_upload;
 pub(crate) mod bench_run;
 pub(crate) mod can_buses;
@@ -97,13 +98,10 @@ pub(crate) fn local_plan<'a>(
 ) -> Plan<'a> {
     Plan {
         action,
-        device: None,
-        also: Vec::new(),
-        resources: Vec::new(),
-        work: Work::Local(Box::new(move || Acted {
+        ..Plan::read_state(Work::Local(Box::new(move || Acted {
             outcome: job(),
             contact: None,
-        })),
+        })))
     }
 }
 

@@ -3,6 +3,7 @@
 //! (decision 0013). Through the pipeline each call leaves a report; the adoption holds every device
 //! of the bench, so an agent's run or session refuses it `device_busy` before the board is read.
 
+use super::args::Args;
 use std::time::Duration;
 
 use ahil_drivers::Contact;
@@ -45,11 +46,7 @@ fn adopt<'a>(ctx: &'a Context<'a>) -> Plan<'a> {
         probe_id: arg("probe_id"),
         com_port_id: arg("com_port_id"),
     };
-    let dry_run = ctx
-        .args
-        .get("dry_run")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let dry_run = ctx.args.arg_bool("dry_run").unwrap_or(false);
     let tool = ctx.tool;
     let loaded = ctx.loaded.clone();
     let env = ctx.env.clone();

@@ -7,6 +7,7 @@
 //! writes; every write is read back and compared exactly. A unit that stops answering after a
 //! write leaves its state unknown, which the gate turns into an incident.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::time::Duration;
@@ -68,11 +69,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     )?;
     let config = &ctx.loaded.config;
     let tool = ctx.tool;
-    let wanted = ctx
-        .args
-        .get("supply_id")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let wanted = ctx.args.arg_str("supply_id").unwrap_or_default();
     let Some((id, entry)) = config.power_supplies.get_key_value(wanted) else {
         return Err(unknown_supply(ctx, wanted));
     };
@@ -173,7 +170,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 
 /// A refusal before contact, with the `last_known_output` every result of this family carries.
 fn refusal(ctx: &Context<'_>, outcome: Outcome) -> Box<Outcome> {
-    let channel = ctx.args.get("channel").and_then(Value::as_u64);
+    let channel = ctx.args.arg_u64("channel");
     Box::new(
         outcome
             .with(
@@ -218,7 +215,7 @@ fn invalid(ctx: &Context<'_>, field: &str, validator: &str, summary: String) -> 
 fn request(ctx: &Context<'_>, id: &str, model: &Model) -> Result<Request, Box<Outcome>> {
     let args = ctx.args;
     let channels = model.capabilities.channels;
-    let channel = match args.get("channel").and_then(Value::as_u64) {
+    let channel = match args.arg_u64("channel") {
         Some(n) if n > u64::from(channels) => {
             return Err(invalid(
                 ctx,
@@ -271,14 +268,12 @@ fn request(ctx: &Context<'_>, id: &str, model: &Model) -> Result<Request, Box<Ou
         }
         ToolId::PowerSupplyOutput => Request::Output {
             channel: one,
-            on: args.get("on").and_then(Value::as_bool).unwrap_or(false),
+            on: args.arg_bool("on").unwrap_or(false),
         },
         _ => Request::Cycle {
             channel: one,
-            off: Duration::try_from_secs_f64(
-                args.get("off_s").and_then(Value::as_f64).unwrap_or(0.5),
-            )
-            .unwrap_or(Duration::from_millis(500)),
+            off: Duration::try_from_secs_f64(args.arg_f64("off_s").unwrap_or(0.5))
+                .unwrap_or(Duration::from_millis(500)),
         },
     })
 }

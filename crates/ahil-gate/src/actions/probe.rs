@@ -6,6 +6,7 @@
 //! ([`ArtifactUse`]); the pipeline stages it and the work is built from the staged copy, the only
 //! image a driver receives.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::path::PathBuf;
@@ -45,11 +46,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let (name, debugger) = bound_debugger(ctx)?;
     let executable = pinned_debugger_executable(ctx.loaded, name);
     let mut resources = claimed_keys(&ctx.loaded.config, debugger, executable.as_deref());
-    let reset_after = ctx
-        .args
-        .get("reset_after_flash")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let reset_after = ctx.args.arg_bool("reset_after_flash").unwrap_or(false);
     let action = match tool {
         ToolId::DebuggerProbesList => Action::ProbeList,
         ToolId::ProbeTarget => Action::ProbeTarget,
@@ -188,11 +185,7 @@ pub(super) fn flash_args(
         Purpose::FlashImage,
         ArtifactPolicy::from_config(&ctx.loaded.config),
     )?;
-    let reset_after = ctx
-        .args
-        .get("reset_after_flash")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let reset_after = ctx.args.arg_bool("reset_after_flash").unwrap_or(false);
     let capture = match ctx.args.get("capture") {
         None | Some(Value::Null) => None,
         Some(spec) => {
@@ -284,11 +277,7 @@ fn qemu_work<'a>(
             probe_target(&probe, &budget)
         }),
         ToolId::ResetTarget => {
-            let mode = ctx
-                .args
-                .get("mode")
-                .and_then(Value::as_str)
-                .unwrap_or("run");
+            let mode = ctx.args.arg_str("mode").unwrap_or("run");
             let Some(mode) = ResetMode::parse(mode).filter(|m| *m != ResetMode::Init) else {
                 return Ok(Work::Local(Box::new(move || {
                     Acted {

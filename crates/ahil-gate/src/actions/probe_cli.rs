@@ -1,6 +1,7 @@
 //! The probe tools over the CLI backends (OpenOCD, pyOCD, STM32CubeProgrammer, esptool): which driver
 //! an entry builds, and how its answers and classified failures become envelopes.
 
+use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::path::{Path, PathBuf};
@@ -339,11 +340,7 @@ pub fn work<'a>(
             })
         }),
         ToolId::ResetTarget => {
-            let text = ctx
-                .args
-                .get("mode")
-                .and_then(Value::as_str)
-                .unwrap_or("run");
+            let text = ctx.args.arg_str("mode").unwrap_or("run");
             let Some(mode) = ResetMode::parse(text) else {
                 return Err(invalid(tool, "mode is one of run, halt, init."));
             };

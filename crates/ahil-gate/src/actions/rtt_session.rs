@@ -80,16 +80,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let sessions = Arc::clone(&ctx.rtt);
     if ctx.tool == ToolId::RttChannelsList {
         let doc = list(name, rtt, &sessions);
-        return Ok(Plan {
-            action: Action::ReadState,
-            device: None,
-            also: Vec::new(),
-            resources: Vec::new(),
-            work: Work::Local(Box::new(move || Acted {
-                outcome: doc,
-                contact: Some(Contact::none("listing reads the configuration only")),
-            })),
-        });
+        // Not `local_plan`: the listing states its proof of no contact, so the agent reads
+        // `target_contacted: false`.
+        return Ok(Plan::read_state(Work::Local(Box::new(move || Acted {
+            outcome: doc,
+            contact: Some(Contact::none("listing reads the configuration only")),
+        }))));
     }
     let executable = pinned_debugger_executable(ctx.loaded, name);
     let resources = debugger_keys(debugger, executable.as_deref());

@@ -3,6 +3,7 @@
 //! debugger's device lock for the call, so an agent's session or run on the board refuses them
 //! `device_busy` before the board is touched, and each call leaves a report.
 
+use super::args::Args;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,14 +30,10 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let refuse = |error_type: ErrorType, summary: String| {
         Box::new(Outcome::refused(tool, error_type, summary).not_contacted())
     };
-    let named = ctx.args.get("debugger").and_then(Value::as_str);
+    let named = ctx.args.arg_str("debugger");
     let spec = sim::board_spec(ctx.loaded, named)
         .map_err(|error| refuse(ErrorType::NotSupported, error.to_string()))?;
-    let image = ctx
-        .args
-        .get("image")
-        .and_then(Value::as_str)
-        .map(PathBuf::from);
+    let image = ctx.args.arg_str("image").map(PathBuf::from);
     if let Some(path) = &image
         && !path.is_file()
     {

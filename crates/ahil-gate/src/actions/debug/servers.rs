@@ -30,20 +30,11 @@ pub(super) fn start_openocd(
                 },
             })
         }
-        Err(ServerError::Spawn(error)) => {
-            progress.phase = "not_started";
-            Err(Box::new(
-                progress.failed(
-                    Outcome::refused(
-                        TOOL,
-                        ErrorType::DebuggerNotFound,
-                        format!("Debug server process could not be started ({error})."),
-                    )
-                    .with("backend", "openocd"),
-                    false,
-                ),
-            ))
-        }
+        Err(ServerError::Spawn(error)) => Err(not_started(
+            progress,
+            "openocd",
+            format!("Debug server process could not be started ({error})."),
+        )),
         Err(ServerError::NotReady(_, tails)) => Err(Box::new(
             progress.failed(
                 Outcome::refused(
@@ -97,6 +88,22 @@ pub(in crate::actions) fn openocd_exit(
         error_type
     };
     (class, error_type, causes)
+}
+
+/// The `backend` server's process could not be started at all, so nothing reached the probe.
+fn not_started(progress: &mut Progress, backend: &'static str, summary: String) -> Box<Acted> {
+    progress.phase = "not_started";
+    Box::new(
+        progress.failed(
+            Outcome::refused(
+                ToolId::DebugStartSession,
+                ErrorType::DebuggerNotFound,
+                summary,
+            )
+            .with("backend", backend),
+            false,
+        ),
+    )
 }
 
 /// A debug server found listening beyond loopback (it was stopped before gdb connected).
@@ -169,18 +176,11 @@ pub(super) fn start_stlink(
                 },
             })
         }
-        Err(ServerError::Spawn(error)) => {
-            progress.phase = "not_started";
-            Err(Box::new(progress.failed(
-                Outcome::refused(
-                    TOOL,
-                    ErrorType::DebuggerNotFound,
-                    format!("ST-LINK_gdbserver could not be started ({error})."),
-                )
-                .with("backend", "stlink"),
-                false,
-            )))
-        }
+        Err(ServerError::Spawn(error)) => Err(not_started(
+            progress,
+            "stlink",
+            format!("ST-LINK_gdbserver could not be started ({error})."),
+        )),
         Err(ServerError::NotReady(limit, tails)) => Err(Box::new(progress.failed(
             failed(
                 Outcome::refused(

@@ -30,6 +30,7 @@ fn kept(tool: ToolId, session: &mut Live, halted: bool, guard: Option<bool>) -> 
     }
     outcome.set("session", session.describe());
     outcome.hardware_state = Some(HardwareState::Unknown);
+    outcome.cleanup_required = Some(true);
     outcome
 }
 
@@ -73,16 +74,12 @@ pub(super) fn stop_session(
             .is_ok();
         if !guarded {
             // gdb and OpenOCD stay: a retry can still halt the core and guard the detach.
-            let mut outcome = kept(tool, session, halted, Some(false));
-            outcome.cleanup_required = Some(true);
-            return made(outcome);
+            return made(kept(tool, session, halted, Some(false)));
         }
     }
     if matches!(session.server, Server::Stlink { .. }) && session.status != "halted" {
         // gdb and the server stay: a retry can still halt the core before the server goes.
-        let mut outcome = kept(tool, session, false, None);
-        outcome.cleanup_required = Some(true);
-        return made(outcome);
+        return made(kept(tool, session, false, None));
     }
     let _ = mi(session, "-break-delete", step);
     let mut server_output = None;
