@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use ahil_config::{Debugger, DebuggerType, Rtt, RttDirection, RttFormat, parse_address};
 use ahil_drivers::Contact;
-use ahil_drivers::rtt::RttError;
 use ahil_drivers::rtt::defmt::DefmtTable;
 use ahil_drivers::rtt::link::{Link, Locate, Options, Tap};
 use serde_json::{Value, json};
