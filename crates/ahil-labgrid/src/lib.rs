@@ -6,7 +6,7 @@
 //! which connects, opens the coordinator's `ClientStream` as our user and then serves requests in
 //! order; the callers block on the answer with a deadline, as they do on the device locks, so the
 //! claim stays synchronous and no caller's runtime has to outlive the connection. A connection
-//! that fails is dropped and the next request connects again. Decision 0018.
+//! that fails is dropped and the next request connects again. Decision 0017.
 
 mod grpc;
 pub mod wire;

@@ -1,6 +1,6 @@
 //! The protobuf messages of labgrid's coordinator protocol that this client sends or reads, encoded
 //! by hand: a handful of string and integer fields, where a code generator would bring a build
-//! script and a runtime for the whole protocol (decision 0018). Field numbers are those of the
+//! script and a runtime for the whole protocol (decision 0017). Field numbers are those of the
 //! vendored `proto/labgrid-coordinator.proto`; `tests::every_field_number_is_the_vendored_protos`
 //! reads that file and fails on any that differ. Unknown fields are skipped, as protobuf requires.
 

@@ -4,7 +4,7 @@
 //! before any contact; a free one is acquired as this gate's labgrid user and released when the
 //! last hold of this process on it ends. Holds of this process are counted per place, so calls
 //! inside a run that holds the place, or two of our calls on devices of one place, ask the
-//! coordinator nothing. Decision 0018.
+//! coordinator nothing. Decision 0017.
 
 use std::collections::BTreeMap;
 use std::fs::File;
