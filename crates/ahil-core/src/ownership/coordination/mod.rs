@@ -297,7 +297,7 @@ impl Coordinator {
             }
         }
         batch.push(self.project_record(&inner, None));
-        let persisted = self.write_batch(&batch).is_ok();
+        let persisted = self.write_release(&batch).is_ok();
         let quarantine_id = (!end.standing_reasons.is_empty())
             .then(|| inner.incident.as_ref().map(|i| i.quarantine_id.clone()))
             .flatten();
@@ -687,6 +687,18 @@ impl Coordinator {
         self.dirs.write_records(records, |resource, record| {
             let state = record.get("state").and_then(Value::as_str);
             resource == self.project_resource || !matches!(state, Some("active" | "released"))
+        })
+    }
+
+    /// Writes the records of a lease's clean end, where even the project record is not synced when
+    /// it says `active` (other leases remain) or `released` (ADR 0018): what a power loss can keep
+    /// instead is the record the acquire synced, `active` with this lease listed, which quarantines
+    /// the same resources or more at the next start; an empty one is refused
+    /// `coordination_state_invalid`. Neither lets a device go unproven. A quarantine is synced.
+    fn write_release(&self, records: &[(String, Value)]) -> io::Result<()> {
+        self.dirs.write_records(records, |_, record| {
+            let state = record.get("state").and_then(Value::as_str);
+            !matches!(state, Some("active" | "released"))
         })
     }
 

@@ -275,7 +275,7 @@ fn syncs_during<T>(f: impl FnOnce() -> T) -> (T, u64) {
 }
 
 #[test]
-fn a_lease_syncs_the_project_record_but_not_the_markers_that_only_say_active_or_released() {
+fn a_lease_syncs_its_project_record_when_taken_and_nothing_when_it_ends_cleanly() {
     let world = testkit::Fixture::new();
     world.write_config(&world.starter());
     let ours = Coordinator::new(&world.load(), "mcp");
@@ -287,11 +287,38 @@ fn a_lease_syncs_the_project_record_but_not_the_markers_that_only_say_active_or_
     let (_, released) = syncs_during(|| ours.release(&lease, &End::default()));
     assert_eq!(
         (acquired, released),
-        (2, 2),
-        "the project record and its directory, once each way, whatever the number of devices"
+        (2, 0),
+        "the project record and its directory when taken, whatever the number of devices; a clean end syncs nothing"
     );
+    let record = ours
+        .dirs
+        .read_record(ours.project_resource())
+        .expect("readable");
+    assert_eq!(record.expect("written")["state"], "released");
     let marker = ours.dirs.read_marker("probe:a").expect("readable");
     assert_eq!(marker.expect("written")["state"], "released");
+}
+
+#[test]
+fn a_clean_end_that_a_power_loss_took_back_quarantines_what_the_lease_held() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    let lease = ours.acquire(&keys(&["probe:a"]), false).expect("free");
+    // What the disk is sure to hold after a power loss: the record the acquire synced.
+    let path = ours.dirs.record_path(ours.project_resource());
+    let synced = std::fs::read(&path).expect("acquired record");
+    ours.release(&lease, &End::default());
+    drop(ours);
+    std::fs::write(&path, &synced).expect("the unsynced end lost");
+    let next = Coordinator::new(&world.load(), "mcp");
+    let met = next
+        .acquire(&keys(&["probe:a"]), false)
+        .expect("not standing");
+    let incident = met.met.clone().expect("the device is not taken as proven");
+    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
+    assert_eq!(incident.resources, ["probe:a"]);
+    next.release(&met, &End::default());
 }
 
 #[test]
