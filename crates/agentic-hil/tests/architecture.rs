@@ -76,7 +76,7 @@ const PRODUCT: [&str; 9] = [
     "ahil-config",
     "ahil-client",
     "ahil-labgrid",
-    "ahil-verdict",
+    "ahil-wire",
 ];
 
 /// The workspace packages `package` links (normal and build dependencies, transitively), itself
@@ -136,7 +136,7 @@ fn the_gate_core_links_neither_the_drivers_nor_the_simulators() {
 }
 
 #[test]
-fn the_client_links_only_the_verdict_leaf_of_the_workspace_crates() {
+fn the_client_links_only_the_wire_leaf_of_the_workspace_crates() {
     let meta = metadata();
     let linked = linked_closure(&meta, "ahil-client");
     let ours: BTreeSet<&str> = PRODUCT.into_iter().chain(["ahil-sim"]).collect();
@@ -146,7 +146,7 @@ fn the_client_links_only_the_verdict_leaf_of_the_workspace_crates() {
         .collect();
     assert_eq!(
         reached,
-        ["ahil-client", "ahil-verdict"],
+        ["ahil-client", "ahil-wire"],
         "a test suite links the client; it reaches the bench through the server, and shares only \
          the continue predicate with the gate"
     );

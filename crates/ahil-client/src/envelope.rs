@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-pub use ahil_verdict::SuccessCheck;
+pub use ahil_wire::SuccessCheck;
 use serde_json::{Map, Value};
 
 /// One tool's result document (MCP `structuredContent`), with the server's `isError` beside it.
@@ -63,7 +63,7 @@ impl Envelope {
 
     /// The first check that stops a caller from going on, or `None` when it may.
     pub fn failed_success_check(&self) -> Option<SuccessCheck> {
-        ahil_verdict::first_failed(|name| self.doc.get(name))
+        ahil_wire::first_failed(|name| self.doc.get(name))
     }
 
     /// See [`overall_success`].

@@ -2,9 +2,9 @@
 //! classification that fills the effect trio when an action did not.
 
 use crate::ErrorType;
+pub use ahil_wire::SuccessCheck;
 use indexmap::IndexMap;
 use serde::Serialize;
-pub use ahil_verdict::SuccessCheck;
 use serde_json::Value;
 
 /// Whether the action's side effect happened.
@@ -312,7 +312,7 @@ impl Outcome {
 
 /// The first failing check of a result document, or `None` when it succeeded.
 pub fn failed_success_check_value(result: &Value) -> Option<SuccessCheck> {
-    ahil_verdict::first_failed(|name| result.get(name))
+    ahil_wire::first_failed(|name| result.get(name))
 }
 
 /// The first failing check of an envelope, or `None` when it succeeded.

@@ -433,20 +433,8 @@ impl Parser<'_> {
 
 /// Quote `text` as an MI c-string argument (for paths and console commands).
 pub fn quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    // gdb reads any other byte of a c-string as itself.
+    ahil_wire::quote::quoted(text, String::push)
 }
 
 #[cfg(test)]

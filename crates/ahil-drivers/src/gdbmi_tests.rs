@@ -119,6 +119,12 @@ fn nesting_deeper_than_the_bound_is_refused_not_overflowed() {
 }
 
 #[test]
+fn a_quoted_argument_stays_on_the_commands_line_whatever_it_holds() {
+    // A raw line break would end the MI command and start another one.
+    assert_eq!(quote("a\nb\r\tc\"d\\e é"), "\"a\\nb\\r\\tc\\\"d\\\\e é\"");
+}
+
+#[test]
 fn quoting_round_trips_through_the_parser() {
     let text = "a \"path\" with \\ and\nnewline";
     let line = format!("~{}", quote(text));
