@@ -20,7 +20,7 @@ use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
 use crate::policy::Action;
 use crate::serial::log_stamp;
-use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog};
 
 /// How long a start waits for the adapter's backlog to reach the queue before it drains.
 const DRAIN_SETTLE: Duration = Duration::from_secs(1);
@@ -181,7 +181,7 @@ impl Start {
                         .with("adapter", existing.adapter)
                         .with("frames_drained", drained)
                         .with("session", existing.describe(true))
-                        .with_log(&existing.log_path),
+                        .with_log(&existing.log.path),
                     contact: Some(Contact::none(
                         "the open session was reused; nothing was sent",
                     )),
@@ -256,7 +256,7 @@ impl SessionKind for Start {
             opened,
             drained,
         } = device;
-        let session = Arc::new(Session {
+        let session = Session {
             key: self.bus_id.clone(),
             bus_id: self.bus_id.clone(),
             bus: Link::Direct(bus),
@@ -265,16 +265,13 @@ impl SessionKind for Start {
             backend: opened.backend.clone(),
             listen_only: self.request.listen_only,
             fd: self.request.fd,
-            log_name: begun.log.name,
-            log_path: begun.log.path.clone(),
             started_at: ahil_config::time::now_millis(),
-            audit: begun.log.audit,
+            log: begun.log,
             locks: begun.locks,
-        });
-        if let Err(refused) = self.sessions.register(Arc::clone(&session)) {
-            refused.bus.discard();
-            return None;
-        }
+        };
+        let session = self
+            .sessions
+            .register_opened(session, |refused| refused.bus.discard())?;
         Some(Acted {
             outcome: self.started(&session, &opened, drained),
             // The channel is on the bus now: in active mode the controller acknowledges frames.
@@ -307,7 +304,7 @@ impl Start {
             .with("adapter_result", Value::Object(adapter_result))
             .with("frames_drained", drained)
             .with("session", session.describe(true))
-            .with_log(&session.log_path);
+            .with_log(&session.log.path);
         if self.kind == "socketcan" {
             outcome.set("bitrate_verified", false);
             outcome.set(
@@ -429,7 +426,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
             .with("bus_id", bus_id)
             .with("close_result", close)
             .with_remediation(["Call can_session_stop again."])
-            .with_log(&session.log_path),
+            .with_log(&session.log.path),
             contact: Some(Contact::Possible),
         };
     }
@@ -458,7 +455,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
         .with("was_active", true)
         .with("session", session.describe(false))
         .with("close_result", close)
-        .with_log(&session.log_path);
+        .with_log(&session.log.path);
     if let Some(error) = failure {
         outcome.set(
             "adapter_error",
