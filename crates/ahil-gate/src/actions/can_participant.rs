@@ -124,26 +124,13 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
 
 impl StartShared {
     fn run(self) -> Acted {
-        const TOOL: ToolId = <StartShared as SessionKind>::TOOL;
-        let bus_id = self.spec.bus_id.clone();
-        if let Some(existing) = self.sessions.get(&self.session_key) {
-            if existing.bus.is_alive() {
-                let drained = if self.clear { existing.bus.drain() } else { 0 };
-                return Acted {
-                    outcome: Outcome::ok(TOOL, "The CAN participant session was already active.")
-                        .with("bus_id", bus_id.as_str())
-                        .with("participant", self.participant.as_str())
-                        .with("already_active", true)
-                        .with("frames_drained", drained)
-                        .with("session", existing.describe(true))
-                        .with_log(&existing.log.path),
-                    contact: Some(Contact::none(
-                        "the open session was reused; nothing was sent",
-                    )),
-                };
-            }
-            // A session whose broker went away is replaced.
-            let _ = stop(&self.sessions, &existing);
+        if let Some(reused) = super::can_session::reuse_or_replace(
+            &self.sessions,
+            &self.session_key,
+            self.clear,
+            "The CAN participant session was already active.",
+        ) {
+            return reused;
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
         session_lifecycle::start(self, &ownership, &audit)

@@ -168,27 +168,48 @@ pub fn failure_refusal(tool: impl AsRef<str>, bus_id: &str, failure: &Failure) -
     }
 }
 
+/// A start's answer when `key` already has a live session: reused (its backlog drained when asked),
+/// nothing sent. A session whose adapter or broker failed is stopped, and the start goes on to
+/// replace it (`None`).
+pub(super) fn reuse_or_replace(
+    sessions: &Sessions,
+    key: &str,
+    clear: bool,
+    summary: &'static str,
+) -> Option<Acted> {
+    let existing = sessions.get(key)?;
+    if !existing.bus.is_alive() {
+        let _ = super::can_participant::stop(sessions, &existing);
+        return None;
+    }
+    let drained = if clear { existing.bus.drain() } else { 0 };
+    let mut outcome =
+        Outcome::ok(ToolId::CanSessionStart, summary).with("bus_id", existing.bus_id.as_str());
+    match &existing.participant {
+        Some(participant) => outcome.set("participant", participant.as_str()),
+        None => outcome.set("adapter", existing.adapter),
+    }
+    Some(Acted {
+        outcome: outcome
+            .with("already_active", true)
+            .with("frames_drained", drained)
+            .with("session", existing.describe(true))
+            .with_log(&existing.log.path),
+        contact: Some(Contact::none(
+            "the open session was reused; nothing was sent",
+        )),
+    })
+}
+
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: ToolId = <Start as SessionKind>::TOOL;
-        if let Some(existing) = self.sessions.get(&self.bus_id) {
-            if existing.bus.is_alive() {
-                let drained = if self.clear { existing.bus.drain() } else { 0 };
-                return Acted {
-                    outcome: Outcome::ok(TOOL, "The CAN bus session was already active.")
-                        .with("bus_id", self.bus_id.as_str())
-                        .with("already_active", true)
-                        .with("adapter", existing.adapter)
-                        .with("frames_drained", drained)
-                        .with("session", existing.describe(true))
-                        .with_log(&existing.log.path),
-                    contact: Some(Contact::none(
-                        "the open session was reused; nothing was sent",
-                    )),
-                };
-            }
-            // A session whose adapter failed is replaced.
-            let _ = stop(&self.sessions, &self.bus_id);
+        if let Some(reused) = reuse_or_replace(
+            &self.sessions,
+            &self.bus_id,
+            self.clear,
+            "The CAN bus session was already active.",
+        ) {
+            return reused;
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
         session_lifecycle::start(self, &ownership, &audit)
