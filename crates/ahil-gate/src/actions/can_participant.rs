@@ -124,12 +124,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
 
 impl StartShared {
     fn run(self) -> Acted {
-        if let Some(reused) = super::can_session::reuse_or_replace(
-            &self.sessions,
-            &self.session_key,
-            self.clear,
-            "The CAN participant session was already active.",
-        ) {
+        if let Some(reused) =
+            super::can_session::reuse_or_replace(&self.sessions, &self.session_key, self.clear)
+        {
             return reused;
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());

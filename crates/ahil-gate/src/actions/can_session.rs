@@ -171,24 +171,27 @@ pub fn failure_refusal(tool: impl AsRef<str>, bus_id: &str, failure: &Failure) -
 /// A start's answer when `key` already has a live session: reused (its backlog drained when asked),
 /// nothing sent. A session whose adapter or broker failed is stopped, and the start goes on to
 /// replace it (`None`).
-pub(super) fn reuse_or_replace(
-    sessions: &Sessions,
-    key: &str,
-    clear: bool,
-    summary: &'static str,
-) -> Option<Acted> {
+pub(super) fn reuse_or_replace(sessions: &Sessions, key: &str, clear: bool) -> Option<Acted> {
     let existing = sessions.get(key)?;
     if !existing.bus.is_alive() {
         let _ = super::can_participant::stop(sessions, &existing);
         return None;
     }
     let drained = if clear { existing.bus.drain() } else { 0 };
-    let mut outcome =
-        Outcome::ok(ToolId::CanSessionStart, summary).with("bus_id", existing.bus_id.as_str());
-    match &existing.participant {
-        Some(participant) => outcome.set("participant", participant.as_str()),
-        None => outcome.set("adapter", existing.adapter),
-    }
+    // A participant is named by its share; a bus session by its adapter.
+    let (summary, (key, named)) = match &existing.participant {
+        Some(participant) => (
+            "The CAN participant session was already active.",
+            ("participant", Value::from(participant.as_str())),
+        ),
+        None => (
+            "The CAN bus session was already active.",
+            ("adapter", Value::from(existing.adapter)),
+        ),
+    };
+    let outcome = Outcome::ok(ToolId::CanSessionStart, summary)
+        .with("bus_id", existing.bus_id.as_str())
+        .with(key, named);
     Some(Acted {
         outcome: outcome
             .with("already_active", true)
@@ -203,12 +206,7 @@ pub(super) fn reuse_or_replace(
 
 impl Start {
     fn run(self) -> Acted {
-        if let Some(reused) = reuse_or_replace(
-            &self.sessions,
-            &self.bus_id,
-            self.clear,
-            "The CAN bus session was already active.",
-        ) {
+        if let Some(reused) = reuse_or_replace(&self.sessions, &self.bus_id, self.clear) {
             return reused;
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
