@@ -172,3 +172,15 @@ proptest! {
         prop_assert_eq!(parse_line(&line), Ok(Record::Stream { kind: StreamKind::Log, text }));
     }
 }
+
+#[test]
+fn a_memory_read_answer_gives_its_blocks_bytes_in_order_and_refuses_odd_hex() {
+    let answer = |line: &str| parse_line(line).expect("valid record").results().to_vec();
+    let read = answer(
+        r#"^done,memory=[{begin="0x20000000",offset="0x0",end="0x20000002",contents="beef"},{begin="0x20000002",offset="0x0",end="0x20000003",contents="0A"}]"#,
+    );
+    assert_eq!(memory_bytes(&read), Some(vec![0xbe, 0xef, 0x0a]));
+    let odd = answer(r#"^done,memory=[{begin="0x0",offset="0x0",end="0x1",contents="abc"}]"#);
+    assert_eq!(memory_bytes(&odd), None);
+    assert_eq!(memory_bytes(&answer("^done")), None);
+}
