@@ -67,7 +67,7 @@ fn the_configuration_crate_touches_no_hardware() {
 }
 
 /// The crates linked into the product binary.
-const PRODUCT: [&str; 8] = [
+const PRODUCT: [&str; 9] = [
     "agentic-hil",
     "ahil-gate",
     "ahil-core",
@@ -76,6 +76,7 @@ const PRODUCT: [&str; 8] = [
     "ahil-config",
     "ahil-client",
     "ahil-labgrid",
+    "ahil-wire",
 ];
 
 /// The workspace packages `package` links (normal and build dependencies, transitively), itself
@@ -132,6 +133,23 @@ fn the_gate_core_links_neither_the_drivers_nor_the_simulators() {
             "the gate core decides and records; it must not link {forbidden}: {linked:?}"
         );
     }
+}
+
+#[test]
+fn the_client_links_only_the_wire_leaf_of_the_workspace_crates() {
+    let meta = metadata();
+    let linked = linked_closure(&meta, "ahil-client");
+    let ours: BTreeSet<&str> = PRODUCT.into_iter().chain(["ahil-sim"]).collect();
+    let reached: Vec<&String> = linked
+        .iter()
+        .filter(|name| ours.contains(name.as_str()))
+        .collect();
+    assert_eq!(
+        reached,
+        ["ahil-client", "ahil-wire"],
+        "a test suite links the client; it reaches the bench through the server, and shares only \
+         the continue predicate with the gate"
+    );
 }
 
 #[test]

@@ -169,6 +169,7 @@ async fn the_ecu_answers_a_request_and_each_frame_is_read_once() {
     assert_eq!(started["adapter_result"]["backend"], "ahil-can-bridge-sim");
     let again = ok(&client, "can_session_start", json!({"bus_id": "quiet"})).await;
     assert_eq!(again["already_active"], true, "{again}");
+    assert_eq!(again["adapter"], "process", "{again}");
 
     let sent = ok(
         &client,

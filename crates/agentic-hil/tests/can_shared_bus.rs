@@ -286,6 +286,8 @@ async fn a_participant_is_attached_once_and_is_named_on_a_shared_bus_when_none_i
     assert_eq!(busy["retry_safe"], true, "{busy}");
     let again = ok(&first, "can_session_start", start("tester")).await;
     assert_eq!(again["already_active"], true, "{again}");
+    assert_eq!(again["participant"], "tester", "{again}");
+    assert_eq!(again.get("adapter"), None, "{again}");
     refused(
         &first,
         "can_read",

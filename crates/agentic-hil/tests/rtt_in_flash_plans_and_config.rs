@@ -8,7 +8,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::World;
-use support::sim_board::{SimBoard, board_world};
+use support::sim_board::{SimBoard, sim_world};
 use support::{call, ok, refused};
 
 const RTT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
@@ -18,17 +18,14 @@ const RTT: &str = "    rtt:\n      scan: {start: \"0x20000000\", size: 4096}\n  
 const BOOT_V2: &str = "rtt boot ahil-fw 2.0 netduinoplus2\n";
 
 /// A world with a `qemu` debugger `board` (its `rtt` section `rtt`, then `grants` beside flash and
-/// reset), version `version`, both firmware versions in `fw/`.
-fn world(version: u8, rtt: &str, grants: &str) -> World {
-    board_world(
-        version,
+/// reset), both firmware versions in `fw/`.
+fn world(rtt: &str, grants: &str) -> World {
+    sim_world(
         &format!(
-            "permissions:\n  allow_config_permissions_write: true\n  allow_config_description_write: true\n\
-             target:\n  name: sim\n  controller: stm32f405\n\
-             debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{rtt}    permissions:\n\
-             \x20     allow_flash: true\n      allow_reset: true\n{grants}\
-             artifacts:\n  allowed_roots: [fw]\n"
+            "  board:\n    type: qemu\n    timeout_s: 10\n{rtt}    permissions:\n\
+             \x20     allow_flash: true\n      allow_reset: true\n{grants}"
         ),
+        "permissions:\n  allow_config_permissions_write: true\n  allow_config_description_write: true\n",
         &["ahil-fw-v1.elf", "ahil-fw-v2.elf"],
     )
 }
@@ -39,7 +36,7 @@ fn flash_capturing(capture: &Value) -> Value {
 
 #[tokio::test]
 async fn a_flash_with_an_rtt_capture_returns_the_new_firmwares_boot_line() {
-    let world = world(3, RTT, "");
+    let world = world(RTT, "");
     let _board = SimBoard::start(&world);
     let client = support::connect(&world).await;
 
@@ -89,7 +86,7 @@ async fn a_flash_with_an_rtt_capture_returns_the_new_firmwares_boot_line() {
 async fn an_rtt_capture_is_refused_before_the_flash_without_an_rtt_section_or_an_up_channel_of_it()
 {
     // No board runs: a refusal that reached it would fail otherwise.
-    let bare = world(3, "", "");
+    let bare = world("", "");
     let client = support::connect(&bare).await;
     let doc = refused(
         &client,
@@ -101,7 +98,7 @@ async fn an_rtt_capture_is_refused_before_the_flash_without_an_rtt_section_or_an
     assert_eq!(doc["target_contacted"], false, "{doc}");
     client.cancel().await.expect("client closes");
 
-    let configured = world(3, RTT, "");
+    let configured = world(RTT, "");
     let client = support::connect(&configured).await;
     for channel in ["console", "terminal_in"] {
         let doc = refused(
@@ -137,7 +134,7 @@ async fn config_set(client: &support::Client, key: &str, value: Value) -> (Value
 #[tokio::test]
 async fn config_set_closes_allow_rtt_write_for_the_next_server_and_never_opens_it() {
     const GRANT: &str = "debuggers.board.permissions.allow_rtt_write";
-    let world = world(3, RTT, "      allow_rtt_write: true\n");
+    let world = world(RTT, "      allow_rtt_write: true\n");
     let _board = SimBoard::start(&world);
     let client = support::connect(&world).await;
     ok(&client, "rtt_session_start", json!({})).await;
@@ -183,7 +180,7 @@ async fn config_set_closes_allow_rtt_write_for_the_next_server_and_never_opens_i
 
 #[tokio::test]
 async fn describe_lists_the_rtt_keys_only_where_the_file_has_an_rtt_section() {
-    let with = world(3, RTT, "");
+    let with = world(RTT, "");
     let client = support::connect(&with).await;
     let doc = ok(&client, "project_config_describe", json!({})).await;
     let keys = doc["writable_keys"].to_string();
@@ -194,7 +191,7 @@ async fn describe_lists_the_rtt_keys_only_where_the_file_has_an_rtt_section() {
         assert!(keys.contains(key), "{key}: {doc}");
     }
     client.cancel().await.expect("client closes");
-    let without = world(3, "", "");
+    let without = world("", "");
     let client = support::connect(&without).await;
     let doc = ok(&client, "project_config_describe", json!({})).await;
     assert!(!doc["writable_keys"].to_string().contains("rtt"), "{doc}");
@@ -213,7 +210,7 @@ steps:
 
 #[tokio::test]
 async fn a_test_plan_with_rtt_steps_passes_on_the_emulated_board_and_closes_its_session() {
-    let world = world(3, RTT, "");
+    let world = world(RTT, "");
     let _board = SimBoard::start(&world);
     let plan = world.write_plan("rtt.yaml", RTT_PLAN);
     let client = support::connect(&world).await;
@@ -243,7 +240,7 @@ async fn a_test_plan_with_rtt_steps_passes_on_the_emulated_board_and_closes_its_
 
 #[tokio::test]
 async fn a_plan_whose_rtt_step_names_an_unknown_channel_or_debugger_is_refused_before_any_step() {
-    let world = world(3, RTT, "");
+    let world = world(RTT, "");
     let client = support::connect(&world).await;
     // No board runs: a plan that reached the flash would fail with another error.
     for (step, error_type, field) in [

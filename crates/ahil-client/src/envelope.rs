@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+pub use ahil_wire::SuccessCheck;
 use serde_json::{Map, Value};
 
 /// One tool's result document (MCP `structuredContent`), with the server's `isError` beside it.
@@ -62,9 +63,7 @@ impl Envelope {
 
     /// The first check that stops a caller from going on, or `None` when it may.
     pub fn failed_success_check(&self) -> Option<SuccessCheck> {
-        SuccessCheck::ALL
-            .into_iter()
-            .find(|check| !check.passes(self.doc.get(check.name())))
+        ahil_wire::first_failed(|name| self.doc.get(name))
     }
 
     /// See [`overall_success`].
@@ -102,66 +101,6 @@ impl fmt::Display for Envelope {
             )?,
         }
         write!(f, " {}", Value::Object(self.doc.clone()))
-    }
-}
-
-/// The checks of the continue predicate, in the order they are evaluated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SuccessCheck {
-    Ok,
-    TargetOk,
-    AuditOk,
-    CleanupOk,
-    CleanupRequired,
-    Quarantined,
-    LeaseState,
-    SideEffectStatus,
-    HardwareState,
-}
-
-impl SuccessCheck {
-    pub const ALL: [Self; 9] = [
-        Self::Ok,
-        Self::TargetOk,
-        Self::AuditOk,
-        Self::CleanupOk,
-        Self::CleanupRequired,
-        Self::Quarantined,
-        Self::LeaseState,
-        Self::SideEffectStatus,
-        Self::HardwareState,
-    ];
-
-    /// The field the check reads.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::TargetOk => "target_ok",
-            Self::AuditOk => "audit_ok",
-            Self::CleanupOk => "cleanup_ok",
-            Self::CleanupRequired => "cleanup_required",
-            Self::Quarantined => "quarantined",
-            Self::LeaseState => "lease_state",
-            Self::SideEffectStatus => "side_effect_status",
-            Self::HardwareState => "hardware_state",
-        }
-    }
-
-    fn passes(self, field: Option<&Value>) -> bool {
-        match self {
-            Self::Ok => field == Some(&Value::Bool(true)),
-            Self::TargetOk | Self::AuditOk | Self::CleanupOk => field != Some(&Value::Bool(false)),
-            Self::CleanupRequired | Self::Quarantined => field != Some(&Value::Bool(true)),
-            Self::LeaseState => match field {
-                None | Some(Value::Null) => true,
-                Some(Value::String(state)) => state == "active" || state == "released",
-                Some(_) => false,
-            },
-            Self::SideEffectStatus => {
-                !matches!(field.and_then(Value::as_str), Some("unknown" | "partial"))
-            }
-            Self::HardwareState => field.and_then(Value::as_str) != Some("unknown"),
-        }
     }
 }
 

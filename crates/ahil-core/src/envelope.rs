@@ -2,6 +2,7 @@
 //! classification that fills the effect trio when an action did not.
 
 use crate::ErrorType;
+pub use ahil_wire::SuccessCheck;
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::Value;
@@ -309,82 +310,9 @@ impl Outcome {
     }
 }
 
-/// The nine checks of the continue predicate, in the order they are evaluated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SuccessCheck {
-    /// `ok` is true.
-    Ok,
-    /// `target_ok` is not false.
-    TargetOk,
-    /// `audit_ok` is not false.
-    AuditOk,
-    /// `cleanup_ok` is not false.
-    CleanupOk,
-    /// `cleanup_required` is not true.
-    CleanupRequired,
-    /// `quarantined` is not true.
-    Quarantined,
-    /// `lease_state` is absent, `active` or `released`.
-    LeaseState,
-    /// `side_effect_status` is neither `unknown` nor `partial`.
-    SideEffectStatus,
-    /// `hardware_state` is not `unknown`.
-    HardwareState,
-}
-
-impl SuccessCheck {
-    /// Every check, in evaluation order.
-    pub const ALL: [Self; 9] = [
-        Self::Ok,
-        Self::TargetOk,
-        Self::AuditOk,
-        Self::CleanupOk,
-        Self::CleanupRequired,
-        Self::Quarantined,
-        Self::LeaseState,
-        Self::SideEffectStatus,
-        Self::HardwareState,
-    ];
-
-    /// The check's name: the field it reads.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::TargetOk => "target_ok",
-            Self::AuditOk => "audit_ok",
-            Self::CleanupOk => "cleanup_ok",
-            Self::CleanupRequired => "cleanup_required",
-            Self::Quarantined => "quarantined",
-            Self::LeaseState => "lease_state",
-            Self::SideEffectStatus => "side_effect_status",
-            Self::HardwareState => "hardware_state",
-        }
-    }
-
-    fn passes(self, result: &Value) -> bool {
-        let field = result.get(self.name());
-        match self {
-            Self::Ok => field == Some(&Value::Bool(true)),
-            Self::TargetOk | Self::AuditOk | Self::CleanupOk => field != Some(&Value::Bool(false)),
-            Self::CleanupRequired | Self::Quarantined => field != Some(&Value::Bool(true)),
-            Self::LeaseState => match field {
-                None | Some(Value::Null) => true,
-                Some(Value::String(state)) => state == "active" || state == "released",
-                Some(_) => false,
-            },
-            Self::SideEffectStatus => {
-                !matches!(field.and_then(Value::as_str), Some("unknown" | "partial"))
-            }
-            Self::HardwareState => field.and_then(Value::as_str) != Some("unknown"),
-        }
-    }
-}
-
 /// The first failing check of a result document, or `None` when it succeeded.
 pub fn failed_success_check_value(result: &Value) -> Option<SuccessCheck> {
-    SuccessCheck::ALL
-        .into_iter()
-        .find(|check| !check.passes(result))
+    ahil_wire::first_failed(|name| result.get(name))
 }
 
 /// The first failing check of an envelope, or `None` when it succeeded.

@@ -144,6 +144,23 @@ pub fn find<'a>(fields: &'a [(String, Value)], key: &str) -> Option<&'a Value> {
         .map(|(_, value)| value)
 }
 
+/// The bytes of a `-data-read-memory-bytes` answer, its blocks in order; `None` when a block's
+/// `contents` is missing or not hex.
+pub fn memory_bytes(results: &[(String, Value)]) -> Option<Vec<u8>> {
+    let memory = find(results, "memory")?;
+    let mut bytes = Vec::new();
+    for block in memory.items() {
+        let contents = block.get("contents")?.as_str()?;
+        if contents.len() % 2 != 0 {
+            return None;
+        }
+        for i in (0..contents.len()).step_by(2) {
+            bytes.push(u8::from_str_radix(contents.get(i..i + 2)?, 16).ok()?);
+        }
+    }
+    Some(bytes)
+}
+
 impl Record {
     /// The named results of a result or async record (empty for streams and prompts).
     pub fn results(&self) -> &[(String, Value)] {
@@ -433,20 +450,8 @@ impl Parser<'_> {
 
 /// Quote `text` as an MI c-string argument (for paths and console commands).
 pub fn quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    // gdb reads any other byte of a c-string as itself.
+    ahil_wire::quote::quoted(text, String::push)
 }
 
 #[cfg(test)]

@@ -119,6 +119,12 @@ fn nesting_deeper_than_the_bound_is_refused_not_overflowed() {
 }
 
 #[test]
+fn a_quoted_argument_stays_on_the_commands_line_whatever_it_holds() {
+    // A raw line break would end the MI command and start another one.
+    assert_eq!(quote("a\nb\r\tc\"d\\e é"), "\"a\\nb\\r\\tc\\\"d\\\\e é\"");
+}
+
+#[test]
 fn quoting_round_trips_through_the_parser() {
     let text = "a \"path\" with \\ and\nnewline";
     let line = format!("~{}", quote(text));
@@ -165,4 +171,16 @@ proptest! {
         let line = format!("&{}", quote(&text));
         prop_assert_eq!(parse_line(&line), Ok(Record::Stream { kind: StreamKind::Log, text }));
     }
+}
+
+#[test]
+fn a_memory_read_answer_gives_its_blocks_bytes_in_order_and_refuses_odd_hex() {
+    let answer = |line: &str| parse_line(line).expect("valid record").results().to_vec();
+    let read = answer(
+        r#"^done,memory=[{begin="0x20000000",offset="0x0",end="0x20000002",contents="beef"},{begin="0x20000002",offset="0x0",end="0x20000003",contents="0A"}]"#,
+    );
+    assert_eq!(memory_bytes(&read), Some(vec![0xbe, 0xef, 0x0a]));
+    let odd = answer(r#"^done,memory=[{begin="0x0",offset="0x0",end="0x1",contents="abc"}]"#);
+    assert_eq!(memory_bytes(&odd), None);
+    assert_eq!(memory_bytes(&answer("^done")), None);
 }

@@ -123,6 +123,14 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// The list the worker answered under `key`, if it sent one.
+    pub fn items(&self, key: &str) -> Option<&[Value]> {
+        self.data
+            .get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+    }
+
     /// A success with `data`.
     pub fn success(message: impl Into<String>, data: Map<String, Value>) -> Self {
         Self {
@@ -305,17 +313,13 @@ impl ProbeRs {
             length,
         };
         let (answer, transcript) = self.exchange(&request, budget)?;
-        let bytes = answer
-            .data
-            .get("bytes")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(Value::as_u64)
-                    .filter_map(|b| u8::try_from(b).ok())
-                    .collect::<Vec<u8>>()
-            });
+        let bytes = answer.items("bytes").map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_u64)
+                .filter_map(|b| u8::try_from(b).ok())
+                .collect::<Vec<u8>>()
+        });
         match bytes {
             Some(bytes) if bytes.len() == length as usize => Ok(bytes),
             _ => Err(DriverError::Classified(failure_of(
@@ -383,28 +387,22 @@ impl DebugProbe for ProbeRs {
 
     fn list_probes(&self, budget: &Budget) -> Result<Listing, DriverError> {
         let (answer, transcript) = self.exchange(&Request::List, budget)?;
+        let text = |probe: &Value, key: &str| {
+            probe
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         let probes = answer
-            .data
-            .get("probes")
-            .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .map(|p| ProbeInfo {
-                        id: p
-                            .get("serial")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                        description: p
-                            .get("description")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned(),
-                    })
-                    .collect()
+            .items("probes")
+            .unwrap_or_default()
+            .iter()
+            .map(|p| ProbeInfo {
+                id: text(p, "serial"),
+                description: text(p, "description"),
             })
-            .unwrap_or_default();
+            .collect();
         let complete = answer
             .data
             .get("complete")

@@ -240,7 +240,7 @@ impl QemuProbe {
                         output: session.transcript().join("\n"),
                     });
                 }
-                let read = read_back(&reply.results);
+                let read = gdbmi::memory_bytes(&reply.results);
                 if read.as_deref() != Some(chunk) {
                     return Err(DriverError::Backend {
                         detail: format!(
@@ -422,22 +422,6 @@ fn bare_path(path: &Path) -> Result<String, DriverError> {
         });
     }
     Ok(text)
-}
-
-/// The bytes of a `-data-read-memory-bytes` answer, when it covers one contiguous block.
-fn read_back(results: &[(String, gdbmi::Value)]) -> Option<Vec<u8>> {
-    let memory = gdbmi::find(results, "memory")?;
-    let mut bytes = Vec::new();
-    for block in memory.items() {
-        let contents = block.get("contents")?.as_str()?;
-        if contents.len() % 2 != 0 {
-            return None;
-        }
-        for i in (0..contents.len()).step_by(2) {
-            bytes.push(u8::from_str_radix(contents.get(i..i + 2)?, 16).ok()?);
-        }
-    }
-    Some(bytes)
 }
 
 /// Stop at a safe point when the caller gave up.

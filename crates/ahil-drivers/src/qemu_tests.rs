@@ -59,15 +59,6 @@ fn an_elf_cut_inside_its_header_fields_is_refused_where_it_ends() {
 }
 
 #[test]
-fn read_back_decodes_gdb_memory_contents() {
-    let record = gdbmi::parse_line(
-        r#"^done,memory=[{begin="0x08000000",offset="0x00000000",end="0x08000004",contents="00000220"}]"#,
-    )
-    .expect("valid record");
-    assert_eq!(read_back(record.results()), Some(vec![0, 0, 2, 0x20]));
-}
-
-#[test]
 fn every_action_on_an_absent_board_proves_no_contact() {
     let dir = tempfile::tempdir().expect("temp dir");
     let probe = QemuProbe::new(dir.path(), "gdb-multiarch", "netduinoplus2");

@@ -43,6 +43,22 @@ impl<S: Keyed> Table<S> {
     }
 }
 
+impl<S: Keyed> Table<S> {
+    /// Registers a session its start just opened. When another took the id meanwhile, `close`
+    /// closes this one before the start answers, so the device is free when the refusal arrives.
+    pub fn register_opened(&self, session: S, close: impl FnOnce(&S)) -> Option<Arc<S>> {
+        use crate::session_lifecycle::Registry as _;
+        let session = Arc::new(session);
+        match self.register(Arc::clone(&session)) {
+            Ok(()) => Some(session),
+            Err(refused) => {
+                close(&refused);
+                None
+            }
+        }
+    }
+}
+
 impl<S: Keyed> crate::session_lifecycle::Registry for Table<S> {
     type Entry = Arc<S>;
 

@@ -85,19 +85,21 @@ pub fn install(
     shown: &str,
     journal: &mut Journal,
 ) -> Result<Change, RegistryError> {
-    retry(|| match agent.registry(home) {
-        Registry::Json { file, keys } => install_json(
-            agent,
-            &real_file(&file),
-            keys,
-            launcher,
-            force,
-            shown,
-            journal,
-        ),
-        Registry::TomlBlock { file } => {
-            install_toml(&real_file(&file), launcher, force, shown, journal)
+    retry(|| {
+        let registry = agent.registry(home);
+        let (Registry::Json { file, .. } | Registry::TomlBlock { file }) = &registry;
+        let file = real_file(file);
+        let text = read_text(&file, shown)?.unwrap_or_default();
+        let (after, change) = match registry {
+            Registry::Json { keys, .. } => {
+                install_json(agent, &text, keys, launcher, force, shown)?
+            }
+            Registry::TomlBlock { .. } => install_toml(&text, launcher, force, shown)?,
+        };
+        if let Some(after) = after {
+            commit(&file, &text, after.as_bytes(), shown, journal)?;
         }
+        Ok(change)
     })
 }
 
@@ -119,17 +121,16 @@ fn unparsable(shown: &str) -> impl Fn(String) -> RegistryError + '_ {
     move |why| RegistryError::Unparsable(shown.to_owned(), why)
 }
 
+/// The JSON file's text with our entry at `keys` (`None`: it is there already), and what changed.
 fn install_json(
     agent: Agent,
-    file: &Path,
+    text: &str,
     keys: &[&str],
     launcher: &str,
     force: bool,
     shown: &str,
-    journal: &mut Journal,
-) -> Result<Change, RegistryError> {
-    let text = read_text(file, shown)?.unwrap_or_default();
-    let root = jsonc::parse(&text).map_err(unparsable(shown))?;
+) -> Result<(Option<String>, Change), RegistryError> {
+    let root = jsonc::parse(text).map_err(unparsable(shown))?;
     let top = jsonc::root_object(&root).map_err(unparsable(shown))?;
     let mut created_keys = Vec::new();
     let servers = jsonc::walk(top, keys, Some(&mut created_keys))
@@ -141,7 +142,7 @@ fn install_json(
     if let Some(prop) = servers.get(SERVER_NAME) {
         let existing = prop.value().and_then(|node| node.to_serde_value());
         if existing.as_ref() == Some(&wanted) {
-            return Ok(Change::Unchanged);
+            return Ok((None, Change::Unchanged));
         }
         if !existing.as_ref().is_some_and(|e| agent.is_our_entry(e)) {
             if !force {
@@ -153,12 +154,12 @@ fn install_json(
     } else {
         servers.append(SERVER_NAME, jsonc::input(&wanted));
     }
-    commit(file, &text, root.to_string().as_bytes(), shown, journal)?;
-    Ok(Change::Written {
+    let change = Change::Written {
         replaced_foreign,
         replaced,
         created_keys,
-    })
+    };
+    Ok((Some(root.to_string()), change))
 }
 
 /// Writes `after` over `file` unless the file changed since it was read as `before`: hosts rewrite
@@ -231,26 +232,25 @@ fn uninstall_json(
     Ok(Removal::Removed)
 }
 
+/// The TOML file's text with our block (`None`: it is there already), and what changed.
 fn install_toml(
-    file: &Path,
+    text: &str,
     launcher: &str,
     force: bool,
     shown: &str,
-    journal: &mut Journal,
-) -> Result<Change, RegistryError> {
-    let text = read_text(file, shown)?.unwrap_or_default();
-    let installed = match codex::install(&text, launcher, force) {
+) -> Result<(Option<String>, Change), RegistryError> {
+    let installed = match codex::install(text, launcher, force) {
         Ok(Some(installed)) => installed,
-        Ok(None) => return Ok(Change::Unchanged),
+        Ok(None) => return Ok((None, Change::Unchanged)),
         Err(codex::Refused::Foreign) => return Err(RegistryError::Conflict(shown.to_owned())),
         Err(codex::Refused::Unparsable(why)) => return Err(unparsable(shown)(why)),
     };
-    commit(file, &text, installed.text.as_bytes(), shown, journal)?;
-    Ok(Change::Written {
+    let change = Change::Written {
         replaced_foreign: installed.replaced_foreign,
         replaced: installed.replaced,
         created_keys: installed.created_keys,
-    })
+    };
+    Ok((Some(installed.text), change))
 }
 
 fn uninstall_toml(

@@ -7,28 +7,6 @@ use serde_json::Value;
 
 use super::World;
 
-/// An initialized world whose configuration is `body` (the YAML after the roots and the version
-/// line), with `images` of the committed firmware (firmware/build) copied into `fw/`.
-pub fn board_world(version: u8, body: &str, images: &[&str]) -> World {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{}\"\nstate_root: \"{}\"\nversion: {version}\n{body}",
-        world.workspace.display(),
-        state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    for image in images {
-        std::fs::copy(build.join(image), fw.join(image)).expect("firmware copies");
-    }
-    world
-}
-
 /// A world after `init` whose configuration names `debuggers` (the YAML under the key), then
 /// `rest` (whole top-level sections, each line ending in a newline), with the committed firmware
 /// `images` (names under `firmware/build`) copied into `fw/`.

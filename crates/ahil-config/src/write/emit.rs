@@ -106,26 +106,15 @@ fn key_text(key: &str) -> String {
 
 /// A double-quoted YAML scalar using only escapes both YAML 1.1 and 1.2 define.
 fn quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            ' '..='~' => out.push(c),
-            c if u32::from(c) <= 0xFFFF => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", u32::from(c));
-            }
+    ahil_wire::quote::quoted(text, |out, c| match c {
+        ' '..='~' => out.push(c),
+        c if u32::from(c) <= 0xFFFF => {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
         }
-    }
-    out.push('"');
-    out
+        c => {
+            let _ = write!(out, "\\U{:08x}", u32::from(c));
+        }
+    })
 }
 
 #[cfg(test)]
@@ -154,6 +143,12 @@ mod tests {
             "odd key": "-",
         });
         assert_eq!(round_trip(&doc), doc);
+    }
+
+    #[test]
+    fn line_breaks_and_tabs_are_written_as_their_short_escapes_on_one_line() {
+        let text = to_yaml(&json!({"k": "a\nb\r\tc\"d\\e\u{7f}"}));
+        assert_eq!(text, "k: \"a\\nb\\r\\tc\\\"d\\\\e\\u007f\"\n");
     }
 
     fn scalar() -> impl Strategy<Value = Value> {

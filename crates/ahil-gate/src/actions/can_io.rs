@@ -46,7 +46,7 @@ fn failed_session(tool: ToolId, session: &Session) -> Option<Outcome> {
             "Call can_session_stop with bus_id \"{}\", then can_session_start to open the bus again.",
             session.bus_id
         )])
-        .with_log(&session.log_path);
+        .with_log(&session.log.path);
     outcome.summary = format!("The CAN session's bus failed: {}.", error.summary());
     Some(outcome)
 }
@@ -277,7 +277,7 @@ fn send(
                 ];
             }
             return Acted {
-                outcome: outcome.with_log(&session.log_path),
+                outcome: outcome.with_log(&session.log.path),
                 contact: Some(contact),
             };
         }
@@ -286,7 +286,7 @@ fn send(
         outcome.set("participant", participant.clone());
     }
     Acted {
-        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log_path),
+        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log.path),
         contact: Some(Contact::Made),
     }
 }
@@ -345,7 +345,7 @@ fn read(
                 json!({"ok": true, "queued_frames": taken.remaining, "dropped_frames": dropped}),
             )
             .with("dropped_frames", dropped)
-            .with_log(&session.log_path)
+            .with_log(&session.log.path)
     };
     if !until.is_empty() {
         outcome.set("until_matched", taken.matched);

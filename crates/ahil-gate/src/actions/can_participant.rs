@@ -21,7 +21,7 @@ use crate::envelope::Outcome;
 use crate::ownership::Ownership;
 use crate::policy::Action;
 use crate::serial::log_stamp;
-use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog};
 
 struct StartShared {
     spec: BrokerSpec,
@@ -124,26 +124,10 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
 
 impl StartShared {
     fn run(self) -> Acted {
-        const TOOL: ToolId = <StartShared as SessionKind>::TOOL;
-        let bus_id = self.spec.bus_id.clone();
-        if let Some(existing) = self.sessions.get(&self.session_key) {
-            if existing.bus.is_alive() {
-                let drained = if self.clear { existing.bus.drain() } else { 0 };
-                return Acted {
-                    outcome: Outcome::ok(TOOL, "The CAN participant session was already active.")
-                        .with("bus_id", bus_id.as_str())
-                        .with("participant", self.participant.as_str())
-                        .with("already_active", true)
-                        .with("frames_drained", drained)
-                        .with("session", existing.describe(true))
-                        .with_log(&existing.log_path),
-                    contact: Some(Contact::none(
-                        "the open session was reused; nothing was sent",
-                    )),
-                };
-            }
-            // A session whose broker went away is replaced.
-            let _ = stop(&self.sessions, &existing);
+        if let Some(reused) =
+            super::can_session::reuse_or_replace(&self.sessions, &self.session_key, self.clear)
+        {
+            return reused;
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
         session_lifecycle::start(self, &ownership, &audit)
@@ -208,7 +192,7 @@ impl SessionKind for StartShared {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let session = Arc::new(Session {
+        let session = Session {
             key: self.session_key.clone(),
             bus_id: bus_id.clone(),
             bus: Link::Shared(Box::new(part)),
@@ -218,16 +202,13 @@ impl SessionKind for StartShared {
             backend,
             listen_only: self.spec.bus.listen_only,
             fd: self.spec.bus.fd,
-            log_name: begun.log.name,
-            log_path: begun.log.path.clone(),
             started_at: ahil_config::time::now_millis(),
-            audit: begun.log.audit,
+            log: begun.log,
             locks: begun.locks,
-        });
-        if let Err(refused) = self.sessions.register(Arc::clone(&session)) {
-            refused.bus.discard();
-            return None;
-        }
+        };
+        let session = self
+            .sessions
+            .register_opened(session, |refused| refused.bus.discard())?;
         let drained = if self.clear { session.bus.drain() } else { 0 };
         Some(Acted {
             outcome: Outcome::ok(
@@ -244,7 +225,7 @@ impl SessionKind for StartShared {
             .with("broker", broker_info)
             .with("frames_drained", drained)
             .with("session", session.describe(true))
-            .with_log(&begun.log.path),
+            .with_log(&session.log.path),
             contact: Some(Contact::Made),
         })
     }
@@ -309,7 +290,7 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
         .with("broker_exited", detached.broker_exited)
         .with("session", session.describe(false))
         .with("close_result", close_result)
-        .with_log(&session.log_path);
+        .with_log(&session.log.path);
     if let Some(error) = failure {
         outcome.set(
             "adapter_error",

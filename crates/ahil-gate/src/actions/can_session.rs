@@ -20,7 +20,7 @@ use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
 use crate::policy::Action;
 use crate::serial::log_stamp;
-use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog};
 
 /// How long a start waits for the adapter's backlog to reach the queue before it drains.
 const DRAIN_SETTLE: Duration = Duration::from_secs(1);
@@ -168,27 +168,46 @@ pub fn failure_refusal(tool: impl AsRef<str>, bus_id: &str, failure: &Failure) -
     }
 }
 
+/// A start's answer when `key` already has a live session: reused (its backlog drained when asked),
+/// nothing sent. A session whose adapter or broker failed is stopped, and the start goes on to
+/// replace it (`None`).
+pub(super) fn reuse_or_replace(sessions: &Sessions, key: &str, clear: bool) -> Option<Acted> {
+    let existing = sessions.get(key)?;
+    if !existing.bus.is_alive() {
+        let _ = super::can_participant::stop(sessions, &existing);
+        return None;
+    }
+    let drained = if clear { existing.bus.drain() } else { 0 };
+    // A participant is named by its share; a bus session by its adapter.
+    let (summary, (key, named)) = match &existing.participant {
+        Some(participant) => (
+            "The CAN participant session was already active.",
+            ("participant", Value::from(participant.as_str())),
+        ),
+        None => (
+            "The CAN bus session was already active.",
+            ("adapter", Value::from(existing.adapter)),
+        ),
+    };
+    let outcome = Outcome::ok(ToolId::CanSessionStart, summary)
+        .with("bus_id", existing.bus_id.as_str())
+        .with(key, named);
+    Some(Acted {
+        outcome: outcome
+            .with("already_active", true)
+            .with("frames_drained", drained)
+            .with("session", existing.describe(true))
+            .with_log(&existing.log.path),
+        contact: Some(Contact::none(
+            "the open session was reused; nothing was sent",
+        )),
+    })
+}
+
 impl Start {
     fn run(self) -> Acted {
-        const TOOL: ToolId = <Start as SessionKind>::TOOL;
-        if let Some(existing) = self.sessions.get(&self.bus_id) {
-            if existing.bus.is_alive() {
-                let drained = if self.clear { existing.bus.drain() } else { 0 };
-                return Acted {
-                    outcome: Outcome::ok(TOOL, "The CAN bus session was already active.")
-                        .with("bus_id", self.bus_id.as_str())
-                        .with("already_active", true)
-                        .with("adapter", existing.adapter)
-                        .with("frames_drained", drained)
-                        .with("session", existing.describe(true))
-                        .with_log(&existing.log_path),
-                    contact: Some(Contact::none(
-                        "the open session was reused; nothing was sent",
-                    )),
-                };
-            }
-            // A session whose adapter failed is replaced.
-            let _ = stop(&self.sessions, &self.bus_id);
+        if let Some(reused) = reuse_or_replace(&self.sessions, &self.bus_id, self.clear) {
+            return reused;
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
         session_lifecycle::start(self, &ownership, &audit)
@@ -256,7 +275,7 @@ impl SessionKind for Start {
             opened,
             drained,
         } = device;
-        let session = Arc::new(Session {
+        let session = Session {
             key: self.bus_id.clone(),
             bus_id: self.bus_id.clone(),
             bus: Link::Direct(bus),
@@ -265,16 +284,13 @@ impl SessionKind for Start {
             backend: opened.backend.clone(),
             listen_only: self.request.listen_only,
             fd: self.request.fd,
-            log_name: begun.log.name,
-            log_path: begun.log.path.clone(),
             started_at: ahil_config::time::now_millis(),
-            audit: begun.log.audit,
+            log: begun.log,
             locks: begun.locks,
-        });
-        if let Err(refused) = self.sessions.register(Arc::clone(&session)) {
-            refused.bus.discard();
-            return None;
-        }
+        };
+        let session = self
+            .sessions
+            .register_opened(session, |refused| refused.bus.discard())?;
         Some(Acted {
             outcome: self.started(&session, &opened, drained),
             // The channel is on the bus now: in active mode the controller acknowledges frames.
@@ -307,7 +323,7 @@ impl Start {
             .with("adapter_result", Value::Object(adapter_result))
             .with("frames_drained", drained)
             .with("session", session.describe(true))
-            .with_log(&session.log_path);
+            .with_log(&session.log.path);
         if self.kind == "socketcan" {
             outcome.set("bitrate_verified", false);
             outcome.set(
@@ -429,7 +445,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
             .with("bus_id", bus_id)
             .with("close_result", close)
             .with_remediation(["Call can_session_stop again."])
-            .with_log(&session.log_path),
+            .with_log(&session.log.path),
             contact: Some(Contact::Possible),
         };
     }
@@ -458,7 +474,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
         .with("was_active", true)
         .with("session", session.describe(false))
         .with("close_result", close)
-        .with_log(&session.log_path);
+        .with_log(&session.log.path);
     if let Some(error) = failure {
         outcome.set(
             "adapter_error",

@@ -19,7 +19,7 @@ use crate::envelope::Outcome;
 use crate::ownership::{Ownership, device_keys};
 use crate::policy::Action;
 use crate::serial::{Encoding, Session, Sessions, identity, log_stamp, text::to_hex};
-use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog};
 
 /// Generous: identity checks read sysfs and the open itself is quick.
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -281,7 +281,7 @@ impl SessionKind for Opening {
 
     fn register(self, port: Port, begun: Begun) -> Option<Acted> {
         let Self { start, identity } = self;
-        let session = Arc::new(Session {
+        let session = Session {
             port_id: start.port_id.clone(),
             port,
             device: start.device.clone(),
@@ -293,12 +293,10 @@ impl SessionKind for Opening {
             identity: identity.clone(),
             audit: begun.log.audit,
             locks: begun.locks,
-        });
-        if let Err(refused) = start.sessions.register(Arc::clone(&session)) {
-            // Closed before the answer, so the device is free when the refusal arrives.
+        };
+        let session = start.sessions.register_opened(session, |refused| {
             let _ = refused.port.close(refused.close_limit);
-            return None;
-        }
+        })?;
         Some(Acted {
             outcome: Outcome::ok(Self::TOOL, "COM port session started.")
                 .with("port_id", start.port_id.as_str())

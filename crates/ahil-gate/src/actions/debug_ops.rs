@@ -614,7 +614,8 @@ fn symbol(tool: ToolId, session: &mut Live, args: &Value, limits: &Limits) -> Ac
             Ok(reply) => reply,
             Err(message) => return mi_failure(tool, session, "-data-read-memory-bytes", &message),
         };
-        let Some(chunk) = contents(&reply.results).filter(|c| c.len() as u64 == count) else {
+        let Some(chunk) = gdbmi::memory_bytes(&reply.results).filter(|c| c.len() as u64 == count)
+        else {
             return made(
                 Outcome::refused(
                     tool,
@@ -673,20 +674,4 @@ fn staged_elf(tool: ToolId, elf: &crate::artifacts::StagedArtifact) -> Result<Ve
             .not_contacted(),
         ))),
     }
-}
-
-/// The bytes of a `-data-read-memory-bytes` answer.
-fn contents(results: &[(String, gdbmi::Value)]) -> Option<Vec<u8>> {
-    let memory = gdbmi::find(results, "memory")?;
-    let mut bytes = Vec::new();
-    for block in memory.items() {
-        let text = block.get("contents")?.as_str()?;
-        if text.len() % 2 != 0 {
-            return None;
-        }
-        for i in (0..text.len()).step_by(2) {
-            bytes.push(u8::from_str_radix(text.get(i..i + 2)?, 16).ok()?);
-        }
-    }
-    Some(bytes)
 }

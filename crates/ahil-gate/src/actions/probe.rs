@@ -65,6 +65,13 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             also.push(uploaded_artifact(ctx));
         }
     }
+    let bound = || Bound {
+        ctx,
+        tool,
+        name,
+        debugger,
+        executable,
+    };
     let work = if matches!(tool, ToolId::FlashFirmware | ToolId::ResetTarget)
         && ctx.debug.is_active()
     {
@@ -99,9 +106,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             ),
         )?
     } else if debugger.kind == DebuggerType::Qemu {
-        qemu_work(ctx, name, debugger, executable, &mut resources)?
+        qemu_work(bound(), &mut resources)?
     } else if super::probe_cli::drives(debugger.kind) {
-        super::probe_cli::work(ctx, name, debugger, executable, &mut resources)?
+        super::probe_cli::work(bound(), &mut resources)?
     } else {
         let kind = debugger.kind;
         super::backend_not_built(
@@ -221,33 +228,36 @@ pub(super) fn image_first(
     Ok(super::after_artifact(image, work))
 }
 
-fn qemu_work<'a>(
-    ctx: &'a Context<'a>,
-    name: &str,
-    debugger: &Debugger,
-    executable: Option<PathBuf>,
-    resources: &mut Vec<String>,
-) -> Result<Work<'a>, Box<Outcome>> {
-    let tool = probe_tool(ctx.tool)?;
-    let config = &ctx.loaded.config;
+/// A probe tool's call on its bound debugger, as each backend's work reads it.
+pub(super) struct Bound<'a> {
+    pub(super) ctx: &'a Context<'a>,
+    /// Checked by [`probe_tool`].
+    pub(super) tool: ToolId,
+    pub(super) name: &'a str,
+    pub(super) debugger: &'a Debugger,
+    pub(super) executable: Option<PathBuf>,
+}
+
+fn qemu_work<'a>(call: Bound<'a>, resources: &mut Vec<String>) -> Result<Work<'a>, Box<Outcome>> {
+    let config = &call.ctx.loaded.config;
     // What a confirmed flash wrote, for the defmt table an RTT session decodes with.
     let record = crate::debug::offline::Record::for_debugger(
         &config.state_root,
-        debugger,
-        executable.as_deref(),
+        call.debugger,
+        call.executable.as_deref(),
     );
-    let gdb = match &ctx.loaded.executables.gdb {
+    let gdb = match &call.ctx.loaded.executables.gdb {
         Some(ExecutableState::Pinned { path }) => Some(path.clone()),
         _ => None,
     };
-    let (Some(_qemu), Some(gdb)) = (executable, gdb) else {
+    let (Some(_qemu), Some(gdb)) = (call.executable, gdb) else {
         return image_first(
-            ctx,
+            call.ctx,
             resources,
             Work::Local(Box::new(move || {
                 Acted {
             outcome: Outcome::refused(
-                tool,
+                call.tool,
                 ErrorType::DebuggerNotFound,
                 "The emulated board needs qemu-system-arm and gdb-multiarch, and one of them was not found.",
             )
@@ -261,13 +271,14 @@ fn qemu_work<'a>(
             })),
         );
     };
-    let Some(dir) = config.board_dir(name) else {
-        return Err(invalid(tool, "This debugger has no board directory."));
+    let Some(dir) = config.board_dir(call.name) else {
+        return Err(invalid(call.tool, "This debugger has no board directory."));
     };
-    let probe = QemuProbe::new(dir, gdb, debugger.qemu_machine());
-    let timeout = Duration::try_from_secs_f64(debugger.timeout_s).unwrap_or(Duration::from_mins(1));
+    let probe = QemuProbe::new(dir, gdb, call.debugger.qemu_machine());
+    let timeout =
+        Duration::try_from_secs_f64(call.debugger.timeout_s).unwrap_or(Duration::from_mins(1));
     let mut deadline = timeout + MARGIN;
-    let run: Box<dyn FnOnce(ahil_drivers::process::CancelFlag) -> Acted + Send> = match tool {
+    let run: Box<dyn FnOnce(ahil_drivers::process::CancelFlag) -> Acted + Send> = match call.tool {
         ToolId::DebuggerProbesList => Box::new(move |cancel| {
             let budget = Budget::new(timeout).with_cancel(cancel);
             list(&probe, &budget)
@@ -277,12 +288,12 @@ fn qemu_work<'a>(
             probe_target(&probe, &budget)
         }),
         ToolId::ResetTarget => {
-            let mode = ctx.args.arg_str("mode").unwrap_or("run");
+            let mode = call.ctx.args.arg_str("mode").unwrap_or("run");
             let Some(mode) = ResetMode::parse(mode).filter(|m| *m != ResetMode::Init) else {
                 return Ok(Work::Local(Box::new(move || {
                     Acted {
                     outcome: Outcome::refused(
-                        tool,
+                        call.tool,
                         ErrorType::NotSupported,
                         "Reset mode `init` runs OpenOCD's reset-init scripts; the qemu backend has none.",
                     )
@@ -300,11 +311,12 @@ fn qemu_work<'a>(
             })
         }
         _ => {
-            let (image, args) = flash_args(ctx, resources)?;
+            let (image, args) = flash_args(call.ctx, resources)?;
             if let Some(capture) = &args.capture {
                 deadline += capture.wait();
             }
-            let base = debugger
+            let base = call
+                .debugger
                 .flash_address
                 .as_deref()
                 .and_then(parse_address)
@@ -317,7 +329,7 @@ fn qemu_work<'a>(
         }
     };
     Ok(probe_job(
-        tool,
+        call.tool,
         deadline,
         "listing only asks QMP for the run state",
         run,

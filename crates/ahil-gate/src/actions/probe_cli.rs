@@ -264,14 +264,17 @@ fn other_selectors(ctx: &Context<'_>, name: &str) -> Vec<OtherSelector> {
 }
 
 /// The work of one probe tool on a CLI backend.
-pub fn work<'a>(
-    ctx: &'a Context<'a>,
-    name: &str,
-    debugger: &Debugger,
-    executable: Option<PathBuf>,
+pub(super) fn work<'a>(
+    call: super::probe::Bound<'a>,
     resources: &mut Vec<String>,
 ) -> Result<Work<'a>, Box<Outcome>> {
-    let tool = super::probe::probe_tool(ctx.tool)?;
+    let super::probe::Bound {
+        ctx,
+        tool,
+        name,
+        debugger,
+        executable,
+    } = call;
     let kind = debugger.kind.as_str();
     let Some(executable) = executable else {
         return without_executable(ctx, tool, name, kind, resources);

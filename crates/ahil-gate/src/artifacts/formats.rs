@@ -68,31 +68,31 @@ impl Reader<'_> {
             .ok_or_else(|| format!("the file ends before offset {end}"))
     }
 
-    fn u16(&self, at: u64) -> Result<u16, String> {
-        let raw = self.array::<2>(at)?;
+    /// The integer at `at` in the file's byte order.
+    fn int<const N: usize, T>(
+        &self,
+        at: u64,
+        big: fn([u8; N]) -> T,
+        little: fn([u8; N]) -> T,
+    ) -> Result<T, String> {
+        let raw = self.array::<N>(at)?;
         Ok(if self.big_endian {
-            u16::from_be_bytes(raw)
+            big(raw)
         } else {
-            u16::from_le_bytes(raw)
+            little(raw)
         })
+    }
+
+    fn u16(&self, at: u64) -> Result<u16, String> {
+        self.int(at, u16::from_be_bytes, u16::from_le_bytes)
     }
 
     fn u32(&self, at: u64) -> Result<u32, String> {
-        let raw = self.array::<4>(at)?;
-        Ok(if self.big_endian {
-            u32::from_be_bytes(raw)
-        } else {
-            u32::from_le_bytes(raw)
-        })
+        self.int(at, u32::from_be_bytes, u32::from_le_bytes)
     }
 
     fn u64(&self, at: u64) -> Result<u64, String> {
-        let raw = self.array::<8>(at)?;
-        Ok(if self.big_endian {
-            u64::from_be_bytes(raw)
-        } else {
-            u64::from_le_bytes(raw)
-        })
+        self.int(at, u64::from_be_bytes, u64::from_le_bytes)
     }
 
     /// A word: 4 bytes in ELF32, 8 in ELF64.

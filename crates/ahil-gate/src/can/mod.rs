@@ -13,8 +13,8 @@ use ahil_drivers::Contact;
 use ahil_drivers::can::{Bus, CanError, Frame, Taken};
 use serde_json::{Map, Value, json};
 
-use crate::audit::Audit;
 use crate::ownership::SessionLocks;
+use crate::session_lifecycle::SessionLog;
 
 /// The CAN sessions of one gate, by [`session_key`].
 pub type Sessions = crate::session_table::Table<Session>;
@@ -165,10 +165,8 @@ pub struct Session {
     pub backend: String,
     pub listen_only: bool,
     pub fd: bool,
-    pub log_name: String,
-    pub log_path: String,
     pub started_at: String,
-    pub audit: Audit,
+    pub log: SessionLog,
     /// The bus's (or the participant's) device lock; last, so the link closes before it is given back.
     pub locks: SessionLocks,
 }
@@ -188,7 +186,7 @@ impl Session {
             "queued_frames": queued,
             "dropped_frames": dropped,
             "received_frames": received,
-            "log_path": self.log_path,
+            "log_path": self.log.path,
         });
         if let Some(error) = self.bus.error() {
             doc["adapter_error"] = json!({
@@ -215,12 +213,12 @@ impl Session {
 
     /// Appends an audited event to the session log.
     pub fn log(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
-        self.audit.append_event(&self.log_name, event).map(|_| ())
+        self.log.append(event)
     }
 
     /// Appends received frames to the workspace mirror only: the frames themselves are in the answer.
     pub fn log_passive(&self, event: &Value) {
-        let _ = self.audit.append_passive(&self.log_name, event);
+        let _ = self.log.audit.append_passive(&self.log.name, event);
     }
 }
 

@@ -142,22 +142,10 @@ impl Live {
             "stop_reason": self.stop.as_ref().and_then(|s| s.get("stop_reason")).cloned().unwrap_or(Value::Null),
             "backend": self.server.backend(),
         });
-        if let Server::OpenOcd {
-            port,
-            load_phase,
-            firmware_load_status,
-            ..
-        }
-        | Server::Stlink {
-            port,
-            load_phase,
-            firmware_load_status,
-            ..
-        } = &self.server
-        {
-            doc["gdb_port"] = json!(port);
-            doc["load_phase"] = json!(load_phase);
-            doc["firmware_load_status"] = json!(firmware_load_status);
+        if let Some(server) = self.server.loopback() {
+            doc["gdb_port"] = json!(server.port);
+            doc["load_phase"] = json!(server.load_phase);
+            doc["firmware_load_status"] = json!(server.firmware_load_status);
         }
         doc
     }
@@ -181,15 +169,15 @@ impl crate::session_lifecycle::Held for Live {
 impl Drop for Live {
     fn drop(&mut self) {
         let second = Duration::from_secs(1);
-        if let Server::Stlink { process, .. } = &mut self.server
-            && let Some(process) = process.take()
+        if let Server::Stlink(server) = &mut self.server
+            && let Some(process) = server.process.take()
         {
             process.stop();
         }
         // The stub resumes the core if gdb just vanishes; a disconnect leaves it halted. OpenOCD runs
         // its gdb-detach handler on any disconnect, so that handler is emptied first.
         if let Some(mut gdb) = self.gdb.take() {
-            if matches!(self.server, Server::OpenOcd { .. }) {
+            if matches!(self.server, Server::OpenOcd(_)) {
                 let _ = gdb.console(DETACH_GUARD, second);
             }
             let _ = gdb.command("-target-disconnect", second);
@@ -200,8 +188,8 @@ impl Drop for Live {
             Server::Qemu { qmp_socket } => {
                 let _ = vm_halted(qmp_socket, second);
             }
-            Server::OpenOcd { process, .. } | Server::Stlink { process, .. } => {
-                if let Some(process) = process.take() {
+            Server::OpenOcd(server) | Server::Stlink(server) => {
+                if let Some(process) = server.process.take() {
                     process.stop();
                 }
             }
@@ -217,29 +205,37 @@ pub const DETACH_GUARD: &str =
 pub enum Server {
     /// The emulated board's stub; its QMP socket proves a halt without gdb.
     Qemu { qmp_socket: std::path::PathBuf },
-    /// An OpenOCD this session started, serving gdb on a loopback port.
-    OpenOcd {
-        process: Option<GdbServer>,
-        port: u16,
-        load_phase: &'static str,
-        firmware_load_status: &'static str,
-    },
-    /// An ST-LINK_gdbserver this session started, serving gdb on a loopback port. It may resume the
-    /// core when gdb leaves, so a stop kills it before gdb disconnects.
-    Stlink {
-        process: Option<GdbServer>,
-        port: u16,
-        load_phase: &'static str,
-        firmware_load_status: &'static str,
-    },
+    /// An OpenOCD this session started.
+    OpenOcd(Loopback),
+    /// An ST-LINK_gdbserver this session started. It may resume the core when gdb leaves, so a stop
+    /// kills it before gdb disconnects.
+    Stlink(Loopback),
+}
+
+/// A gdb server a session started on a loopback port, and how far the start got with it.
+pub struct Loopback {
+    pub process: Option<GdbServer>,
+    pub port: u16,
+    pub load_phase: &'static str,
+    pub firmware_load_status: &'static str,
+}
+
+impl Server {
+    /// The server this session started, if it started one.
+    pub fn loopback(&self) -> Option<&Loopback> {
+        match self {
+            Self::Qemu { .. } => None,
+            Self::OpenOcd(server) | Self::Stlink(server) => Some(server),
+        }
+    }
 }
 
 impl Server {
     pub fn backend(&self) -> &'static str {
         match self {
             Self::Qemu { .. } => "qemu",
-            Self::OpenOcd { .. } => "openocd",
-            Self::Stlink { .. } => "stlink",
+            Self::OpenOcd(_) => "openocd",
+            Self::Stlink(_) => "stlink",
         }
     }
 }

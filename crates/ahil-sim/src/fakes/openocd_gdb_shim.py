@@ -190,17 +190,28 @@ class Relay:
             self.client.close()
 
 
-def main():
+def start(say, banner, failure):
+    """Records the run and says `banner`, then plays the scenarios every server fake shares:
+    `exit-early` says `failure` and exits 1, `no-port` never opens its port. Returns the scenario."""
     record_run()
-    log("Open On-Chip Debugger 0.12.0")
+    say(banner)
     case = beside("fake-scenario", "ok")
     if case == "exit-early":
-        log("Info : clock speed 2000 kHz")
-        log("Error: open failed")
-        return 1
+        for line in failure:
+            say(line)
+        sys.exit(1)
     if case == "no-port":
         time.sleep(3600)
-        return 0
+        sys.exit(0)
+    return case
+
+
+def main():
+    start(
+        log,
+        "Open On-Chip Debugger 0.12.0",
+        ["Info : clock speed 2000 kHz", "Error: open failed"],
+    )
     board = beside("board-dir")
     script = commands()
     port = next(int(c.split()[1]) for c in script if c.startswith("gdb_port "))

@@ -18,7 +18,6 @@ its arguments to `calls.jsonl`, each monitor command to `monitor.log`, and write
 """
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(sys.argv[0]))
 sys.path.insert(0, HERE)
@@ -47,16 +46,14 @@ def monitor(board, command):
 
 
 def main():
-    shim.record_run()
-    say("STMicroelectronics ST-LINK GDB server. Version 7.10.0")
-    case = shim.beside("fake-scenario", "ok")
-    if case == "exit-early":
-        say("Error in initializing ST-LINK device.")
-        say("Reason: No ST-LINK detected! Please connect ST-LINK and restart the debug session.")
-        return 1
-    if case == "no-port":
-        time.sleep(3600)
-        return 0
+    case = shim.start(
+        say,
+        "STMicroelectronics ST-LINK GDB server. Version 7.10.0",
+        [
+            "Error in initializing ST-LINK device.",
+            "Reason: No ST-LINK detected! Please connect ST-LINK and restart the debug session.",
+        ],
+    )
     board = shim.beside("board-dir")
     port = int(ARGS[ARGS.index("-p") + 1])
     shim.monitor = monitor

@@ -15,21 +15,7 @@ pub(super) fn start_openocd(
     const TOOL: ToolId = ToolId::DebugStartSession;
     progress.phase = "server_spawned";
     match openocd.start_gdb_server(reset_halt, timeout) {
-        Ok(process) => {
-            progress.phase = "server_ready";
-            let port = process.port();
-            Ok(Reached {
-                gdb: gdb.to_path_buf(),
-                remote: process.remote(),
-                reset_halt: vec!["monitor reset halt".to_owned()],
-                server: Server::OpenOcd {
-                    process: Some(process),
-                    port,
-                    load_phase: progress.phase,
-                    firmware_load_status: progress.firmware,
-                },
-            })
-        }
+        Ok(process) => Ok(progress.served(gdb, process, &["monitor reset halt"], Server::OpenOcd)),
         Err(ServerError::Spawn(error)) => Err(not_started(
             progress,
             "openocd",
@@ -161,21 +147,12 @@ pub(super) fn start_stlink(
             .with_causes(causes.iter().copied())
     };
     match server.start(timeout) {
-        Ok(process) => {
-            progress.phase = "server_ready";
-            let port = process.port();
-            Ok(Reached {
-                gdb: gdb.to_path_buf(),
-                remote: process.remote(),
-                reset_halt: vec!["monitor reset".to_owned(), "monitor halt".to_owned()],
-                server: Server::Stlink {
-                    process: Some(process),
-                    port,
-                    load_phase: progress.phase,
-                    firmware_load_status: progress.firmware,
-                },
-            })
-        }
+        Ok(process) => Ok(progress.served(
+            gdb,
+            process,
+            &["monitor reset", "monitor halt"],
+            Server::Stlink,
+        )),
         Err(ServerError::Spawn(error)) => Err(not_started(
             progress,
             "stlink",

@@ -4,7 +4,9 @@
 use super::servers::{start_openocd, start_stlink};
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::debug::Loopback;
 use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
+use ahil_drivers::openocd::gdbserver::GdbServer;
 
 /// The debug server a session starts against.
 pub(super) enum ServerKind {
@@ -250,15 +252,7 @@ impl SessionKind for Opening {
             reset_halt,
             server,
         } = reached;
-        if let Server::OpenOcd {
-            process: Some(process),
-            ..
-        }
-        | Server::Stlink {
-            process: Some(process),
-            ..
-        } = &server
-        {
+        if let Some(process) = server.loopback().and_then(|s| s.process.as_ref()) {
             // Best effort: the start event is already down, and the stop logs the server's output.
             let _ = log.append(&json!({
                 "event": "server_started",
@@ -403,7 +397,7 @@ pub(super) fn run_start_commands(
         if let Some(message) = failed {
             let connected = progress.connected;
             if connected {
-                if matches!(server, Server::OpenOcd { .. }) {
+                if matches!(server, Server::OpenOcd(_)) {
                     let _ = gdb.console(debug::DETACH_GUARD, step);
                 }
                 let _ = gdb.command("-target-disconnect", step);
@@ -448,21 +442,37 @@ pub(super) struct Progress {
 impl Progress {
     /// `server` with the load phase and firmware status this start reached, for the session to
     /// report.
-    pub(super) fn recorded_in(&self, server: Server) -> Server {
-        match server {
-            Server::OpenOcd { process, port, .. } => Server::OpenOcd {
-                process,
-                port,
+    pub(super) fn recorded_in(&self, mut server: Server) -> Server {
+        if let Server::OpenOcd(started) | Server::Stlink(started) = &mut server {
+            started.load_phase = self.phase;
+            started.firmware_load_status = self.firmware;
+        }
+        server
+    }
+
+    /// Where a start stands once `process` serves gdb: `server` wraps it as its kind, and
+    /// `reset_halt` are the console commands that reset and halt the core through it.
+    pub(super) fn served(
+        &mut self,
+        gdb: &std::path::Path,
+        process: GdbServer,
+        reset_halt: &[&str],
+        server: fn(Loopback) -> Server,
+    ) -> Reached {
+        self.phase = "server_ready";
+        Reached {
+            gdb: gdb.to_path_buf(),
+            remote: process.remote(),
+            reset_halt: reset_halt
+                .iter()
+                .map(|&command| command.to_owned())
+                .collect(),
+            server: server(Loopback {
+                port: process.port(),
+                process: Some(process),
                 load_phase: self.phase,
                 firmware_load_status: self.firmware,
-            },
-            Server::Stlink { process, port, .. } => Server::Stlink {
-                process,
-                port,
-                load_phase: self.phase,
-                firmware_load_status: self.firmware,
-            },
-            qemu @ Server::Qemu { .. } => qemu,
+            }),
         }
     }
 

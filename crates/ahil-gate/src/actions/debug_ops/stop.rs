@@ -61,7 +61,7 @@ pub(super) fn stop_session(
         session.stop = Some(classify(&record, &session.breakpoints));
     }
     let step = session.step;
-    let on_openocd = matches!(session.server, Server::OpenOcd { .. });
+    let on_openocd = matches!(session.server, Server::OpenOcd(_));
     if on_openocd {
         // OpenOCD's own word is gdb's: a core it reported stopped and has not been resumed since.
         let halted = session.status == "halted";
@@ -77,14 +77,14 @@ pub(super) fn stop_session(
             return made(kept(tool, session, halted, Some(false)));
         }
     }
-    if matches!(session.server, Server::Stlink { .. }) && session.status != "halted" {
+    if matches!(session.server, Server::Stlink(_)) && session.status != "halted" {
         // gdb and the server stay: a retry can still halt the core before the server goes.
         return made(kept(tool, session, false, None));
     }
     let _ = mi(session, "-break-delete", step);
     let mut server_output = None;
-    if let Server::Stlink { process, .. } = &mut session.server
-        && let Some(process) = process.take()
+    if let Server::Stlink(server) = &mut session.server
+        && let Some(process) = server.process.take()
     {
         // Killed while gdb still holds the halted core, ST-LINK_gdbserver cannot resume it on the
         // disconnect that follows.
@@ -101,15 +101,15 @@ pub(super) fn stop_session(
     let (halted, confirmed_by) = match &mut session.server {
         // With gdb gone, the emulator itself is the proof: a core it reports running is paused here.
         Server::Qemu { qmp_socket } => (debug::vm_halted(qmp_socket, limit), "qmp"),
-        Server::OpenOcd { process, .. } => {
+        Server::OpenOcd(server) => {
             // SIGKILL: OpenOCD gets no chance to run a shutdown handler that might resume the core.
-            if let Some(process) = process.take() {
+            if let Some(process) = server.process.take() {
                 server_output = Some(process.tails());
                 process.stop();
             }
             (true, "gdb_stop_record")
         }
-        Server::Stlink { .. } => (true, "server_killed_while_halted"),
+        Server::Stlink(_) => (true, "server_killed_while_halted"),
     };
     if !halted {
         return made(kept(tool, session, false, Some(disconnected)));

@@ -1,0 +1,9 @@
+//! `ahil-wire`: text shapes shared by crates that cannot see each other, so each has one definition.
+//! The client and the gate read the same continue predicate ([`verdict`]); the configuration writer
+//! (YAML), the debugger driver (GDB/MI) and the audit (JSON) write double-quoted strings with the
+//! same core of escapes ([`quote`]). A leaf: it names none of our crates, so the client can link it.
+
+pub mod quote;
+pub mod verdict;
+
+pub use verdict::{SuccessCheck, first_failed};
