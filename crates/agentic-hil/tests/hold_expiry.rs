@@ -6,7 +6,9 @@
 mod support;
 
 use serde_json::{Value, json};
-use support::sim_board::{SimBoard, copy_firmware, initialised, qemu_board, sim_config, state_root};
+use support::sim_board::{
+    SimBoard, copy_firmware, initialised, qemu_board, sim_config, state_root,
+};
 use support::{World, call, ok};
 
 const GRANTS: &str = "      allow_flash: true\n      allow_reset: true\n";
@@ -28,7 +30,9 @@ fn board_world(holds: &str) -> World {
 
 /// The one notice `doc` carries: a hold closed for `hold_expired`.
 fn the_notice(doc: &Value) -> &Value {
-    let notices = doc["holds_expired"].as_array().expect("a holds_expired notice");
+    let notices = doc["holds_expired"]
+        .as_array()
+        .expect("a holds_expired notice");
     assert_eq!(notices.len(), 1, "{doc}");
     let notice = &notices[0];
     assert_eq!(notice["reason"], json!("hold_expired"), "{doc}");
@@ -68,7 +72,12 @@ async fn a_run_past_its_maximum_hold_is_stopped_by_the_gate_so_another_server_fl
     assert_eq!(report["closed_because"]["reason"], json!("hold_expired"));
     assert_eq!(report["run_was_active"], json!(true), "{report}");
 
-    let flashed = ok(&second, "flash_firmware", json!({"image_path": "fw/ahil-fw-v2.elf"})).await;
+    let flashed = ok(
+        &second,
+        "flash_firmware",
+        json!({"image_path": "fw/ahil-fw-v2.elf"}),
+    )
+    .await;
     assert_eq!(flashed["verify"], json!(true), "{flashed}");
     ok(&second, "bench_run_stop", json!({})).await;
 

@@ -383,8 +383,7 @@ impl<T: Tools> Bench<T> {
         let acted = stage_and_act(tool, plan.work).await;
 
         // 6 settle
-        let mut outcome = settle(acted);
-        bench.after_act(id, &mut outcome);
+        let mut outcome = bench.after_act(id, settle(acted));
         if let Some(run) = hold.implicit_run(tool) {
             outcome.set("run", run);
         }

@@ -111,14 +111,30 @@ impl Expiry {
                 return;
             }
             let deadline = now.1 + max;
-            table.open.insert(key, Open { tool, args, hold, max, since: now.0, deadline });
+            table.open.insert(
+                key,
+                Open {
+                    tool,
+                    args,
+                    hold,
+                    max,
+                    since: now.0,
+                    deadline,
+                },
+            );
             started = Some(max);
         };
         for (tool, args) in sessions {
             track(&mut table, tool, args, "session", self.holds.max_session());
         }
         if run_started {
-            track(&mut table, ToolId::BenchRunStop, json!({}), "run", self.holds.max_run());
+            track(
+                &mut table,
+                ToolId::BenchRunStop,
+                json!({}),
+                "run",
+                self.holds.max_run(),
+            );
         } else if run_open {
             keep.push(run_key);
         }
@@ -202,12 +218,12 @@ impl<T: Tools> Provisioned<T> {
     /// After the act: a stop the timer runs says why in its result and report, and the watched
     /// holds follow what this call opened or closed; a start that began a watched hold says when it
     /// will end.
-    pub(super) fn after_act(&self, id: ToolId, outcome: &mut Outcome) {
+    pub(super) fn after_act(&self, id: ToolId, mut outcome: Outcome) -> Outcome {
         if let Ok(Some(reason)) = INNER.try_with(Option::clone) {
             outcome.set("closed_because", reason);
         }
         let Some(expiry) = &self.expiry else {
-            return;
+            return outcome;
         };
         let run_started = outcome.ok && id == ToolId::BenchRunStart;
         let run_open = self.ownership.runs.current().is_some();
@@ -218,6 +234,7 @@ impl<T: Tools> Provisioned<T> {
             outcome.set("max_hold_s", max.as_secs());
             outcome.set("hold_expires_at", iso_millis(ends));
         }
+        outcome
     }
 }
 
