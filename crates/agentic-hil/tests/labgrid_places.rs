@@ -38,6 +38,11 @@ struct Bench {
 
 impl Bench {
     fn new(coordinator: &str) -> Self {
+        Self::with(coordinator, "")
+    }
+
+    /// The bench with `sections` (whole top-level sections) after the labgrid one.
+    fn with(coordinator: &str, sections: &str) -> Self {
         let uart = ahil_sim::PtyPeer::open().expect("a pty for the UART");
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
@@ -60,7 +65,7 @@ impl Bench {
              \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
              com_ports:\n  uart0:\n    device: \"{uart}\"\n    identity_source: device\n\
              labgrid:\n  coordinator: \"{coordinator}\"\n  user: \"{US}\"\n\
-             \x20 places:\n    debuggers:\n      probe: bench-1\n    com_ports:\n      uart0: bench-1\n",
+             \x20 places:\n    debuggers:\n      probe: bench-1\n    com_ports:\n      uart0: bench-1\n{sections}",
             uart = uart.device(),
             ws = world.workspace.display(),
             state = state.display(),
@@ -81,6 +86,16 @@ impl Bench {
             .lines()
             .count()
     }
+}
+
+/// `bench_run_start` over the debugger `probe`: the envelope and whether it is an error.
+async fn start_a_run_on_the_probe(client: &support::Client) -> (serde_json::Value, bool) {
+    call(
+        client,
+        "bench_run_start",
+        json!({"devices": [{"kind": "debugger", "id": "probe"}]}),
+    )
+    .await
 }
 
 #[tokio::test]
@@ -210,12 +225,7 @@ async fn a_run_over_a_place_another_user_holds_is_refused_naming_them_and_takes_
     lab.acquire(ALICE, "bench-1");
     let bench = Bench::new(&lab.address);
     let client = support::connect(&bench.world).await;
-    let (doc, is_error) = call(
-        &client,
-        "bench_run_start",
-        json!({"devices": [{"kind": "debugger", "id": "probe"}]}),
-    )
-    .await;
+    let (doc, is_error) = start_a_run_on_the_probe(&client).await;
     assert!(is_error, "{doc}");
     assert_eq!(doc["error_type"], json!("device_busy"), "{doc}");
     assert_eq!(doc["labgrid_owner"], json!(ALICE), "{doc}");
@@ -344,4 +354,45 @@ fn a_place_a_live_server_of_ours_holds_is_busy_for_a_second_server_under_the_sam
     assert_eq!(bench.probe_runs(), 0, "nothing reached the probe");
     second.close();
     live.close();
+}
+
+#[tokio::test]
+async fn a_run_past_its_maximum_hold_gives_its_place_back_to_the_lab_with_no_call_from_its_agent() {
+    let (_dir, lab) = lab_with_bench_1();
+    let bench = Bench::with(&lab.address, "holds:\n  max_run_s: 1\n");
+    let client = support::connect(&bench.world).await;
+    let (doc, is_error) = start_a_run_on_the_probe(&client).await;
+    assert!(!is_error, "{doc}");
+    assert_eq!(
+        lab.holder("bench-1").as_deref(),
+        Some(US),
+        "ours for the run"
+    );
+
+    // Alice waits for the place as a person would; the agent does not call again.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while lab.holder("bench-1").is_some() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(
+        lab.holder("bench-1"),
+        None,
+        "released when the hold ran out"
+    );
+    let who = lab.ok(ALICE, &["who"]);
+    assert!(!who.contains("agentic-hil"), "nothing of ours: {who}");
+    lab.acquire(ALICE, "bench-1");
+
+    let (doc, _) = call(&client, "bench_run_status", json!({})).await;
+    assert_eq!(doc["run_active"], json!(false), "{doc}");
+    assert_eq!(
+        doc["holds_expired"][0]["reason"],
+        json!("hold_expired"),
+        "{doc}"
+    );
+    assert_eq!(
+        doc["holds_expired"][0]["closed_with"]["tool"],
+        json!("bench_run_stop")
+    );
+    client.cancel().await.expect("client closes");
 }

@@ -7,6 +7,7 @@
 pub mod digest;
 mod discover;
 mod error;
+mod holds;
 mod labgrid;
 mod load;
 pub mod lockfile;
@@ -32,6 +33,7 @@ pub use discover::{
     check_workspace_not_home, config_candidates, default_state_root,
 };
 pub use error::{ConfigError, Refusal};
+pub use holds::{Holds, MAX_HOLD_S};
 pub use labgrid::{Labgrid, LabgridPlaces};
 pub use load::{
     LoadedConfig, admit, digest_bytes, load_authoritative, load_config_file, parse_config,

@@ -40,6 +40,8 @@ pub struct Config {
     pub recovery: Recovery,
     /// Ours alone: labgrid places held through the coordinator (`labgrid.rs`).
     pub labgrid: Option<crate::labgrid::Labgrid>,
+    /// Ours alone: the longest a run or a session may hold the bench (`holds.rs`).
+    pub holds: crate::holds::Holds,
 }
 
 impl Default for Config {
@@ -62,6 +64,7 @@ impl Default for Config {
             logs: Logs::default(),
             recovery: Recovery::default(),
             labgrid: None,
+            holds: crate::holds::Holds::default(),
         }
     }
 }

@@ -409,6 +409,30 @@ fn labgrid_section() -> Spec {
     .describe("labgrid places held through the coordinator; a file using it is not one the reference loads.")
 }
 
+fn holds_section() -> Spec {
+    #[allow(clippy::cast_precision_loss)]
+    let most = crate::holds::MAX_HOLD_S as f64;
+    let limit = |what: &'static str| {
+        Spec::of(&[Ty::Int, Ty::Null])
+            .min(1.0)
+            .max(most)
+            .default(Value::Null)
+            .describe(what)
+    };
+    Spec::object(vec![
+        (
+            "max_run_s",
+            limit("Seconds a bench_run_start run may stay open before the gate stops it; unlimited when absent."),
+        ),
+        (
+            "max_session_s",
+            limit("Seconds a COM, CAN, debug or RTT session may stay open before the gate stops it; unlimited when absent."),
+        ),
+    ])
+    .default(json!({}))
+    .describe("Holds that end by themselves, set by the operator only; a file using it is not one the reference loads.")
+}
+
 fn build() -> Spec {
     let permissions = Spec::object(vec![
         ("allow_config_write", boolean(false)),
@@ -540,6 +564,7 @@ fn build() -> Spec {
         ),
         ("recovery", recovery),
         ("labgrid", labgrid_section()),
+        ("holds", holds_section()),
     ])
     .required(&["workspace_root", "state_root"])
     .describe("Authoritative agentic-hil project configuration.")

@@ -39,6 +39,7 @@ const EXTENSIONS: &[(&str, &str)] = &[
     ("$.debuggers.*", "rtt"),
     ("$.debuggers.*.permissions", "allow_rtt_write"),
     ("$", "labgrid"),
+    ("$", "holds"),
 ];
 
 fn compare(rroot: &Value, r: &Value, ours: &Value, at: &str, out: &mut Vec<String>) {

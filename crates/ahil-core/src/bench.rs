@@ -24,6 +24,7 @@ use crate::policy::{self, Refusal};
 use crate::snapshot::Snapshot;
 use crate::validate;
 
+mod expiry;
 mod leases;
 mod staging;
 mod work;
@@ -63,6 +64,8 @@ struct Provisioned<T> {
     held: T,
     /// This configuration's leases and incidents.
     leases: leases::Leases,
+    /// The holds that end by themselves, when `holds:` sets a maximum.
+    expiry: Option<expiry::Expiry>,
     /// The operator's CLI: it may call the operator-only tools (`sim_stop`, …) an MCP server
     /// refuses as unknown.
     operator: bool,
@@ -125,6 +128,7 @@ impl<T: Tools> Bench<T> {
                 held: T::default(),
                 places: Places::for_config(&loaded.config),
                 leases: leases::Leases::new(&loaded, "mcp"),
+                expiry: expiry::Expiry::for_holds(loaded.config.holds),
                 operator: false,
                 loaded,
                 env,
@@ -228,7 +232,8 @@ impl<T: Tools> Bench<T> {
 
     /// Run one tool call through every stage.
     pub async fn call(&self, tool: &str, args: Value) -> Outcome {
-        let outcome = self.run_call(tool, args).await;
+        let mut outcome = self.run_call(tool, args).await;
+        self.tell_expired(&mut outcome);
         // The unit tests hold every in-process result to its tool's outputSchema, as the MCP test
         // clients do, so a result shape no schema allows fails the test that produced it.
         #[cfg(test)]
@@ -285,7 +290,7 @@ impl<T: Tools> Bench<T> {
 
         // A test plan is a frontend of this gate: every step it runs comes back through `call`.
         if T::is_frontend(id) {
-            let outcome = T::run_frontend(self, &args).await;
+            let outcome = expiry::inner(T::run_frontend(self, &args)).await;
             return answer(outcome, &snapshot, started, clock);
         }
 
@@ -378,7 +383,7 @@ impl<T: Tools> Bench<T> {
         let acted = stage_and_act(tool, plan.work).await;
 
         // 6 settle
-        let mut outcome = settle(acted);
+        let mut outcome = bench.after_act(id, settle(acted));
         if let Some(run) = hold.implicit_run(tool) {
             outcome.set("run", run);
         }
@@ -407,7 +412,9 @@ impl<T: Tools> Bench<T> {
         // 7 record, with the envelope's common fields (8) already stamped so the report carries its
         // timings and config_in_force; the claim is held until the evidence is down.
         let mut outcome = answer(outcome, &snapshot, started, clock);
-        if audited {
+        // A hold the gate closes by itself is always on record, with why, even through a stop
+        // (bench_run_stop) that is not audited when the agent calls it.
+        if audited || expiry::closing() {
             audit::record(&bench.audit, &mut outcome, &args);
         }
         if let Some(lease) = lease {

@@ -77,6 +77,7 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
     let served = runtime.block_on(async move {
         let server = Server::new(bench, workspace.to_path_buf(), env.clone());
         let slot = Arc::clone(&server.bench);
+        let timers = Arc::clone(&server.timers);
         let mut terminate =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let (requests, answers, writer) =
@@ -92,8 +93,10 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
                 _ = terminate.recv() => token.cancel(),
             }
         }
-        // stdin ended or SIGTERM came: close sessions in order and release the bench before
-        // exiting, rather than leaving it to the kernel.
+        // stdin ended or SIGTERM came: the hold timer first (a stop it began finishes), then
+        // close sessions in order and release the bench before exiting, rather than leaving it to
+        // the kernel.
+        timers.stop().await;
         let bench = slot.read().await.clone();
         for closed in bench.shutdown().await {
             tracing::info!(tool = %closed.tool, ok = closed.ok, error_type = ?closed.error_type, "closed at shutdown");
@@ -138,14 +141,56 @@ struct Server {
     bench: Arc<RwLock<Arc<Bench>>>,
     workspace: PathBuf,
     env: Environment,
+    timers: Arc<HoldTimers>,
+}
+
+/// The task that closes expired holds (`holds:`) of each provisioned gate this server made: its
+/// own task, so a forgotten hold is closed with no call from the agent, and awaited at shutdown,
+/// so none outlives the server.
+#[derive(Default)]
+struct HoldTimers {
+    stop: tokio_util::sync::CancellationToken,
+    tasks: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl HoldTimers {
+    fn start(&self, bench: &Arc<Bench>) {
+        if !bench.is_provisioned() {
+            return;
+        }
+        let bench = Arc::clone(bench);
+        let stop = self.stop.clone();
+        let task = tokio::spawn(async move { bench.expire_holds(stop.cancelled_owned()).await });
+        self.tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(task);
+    }
+
+    async fn stop(&self) {
+        self.stop.cancel();
+        let tasks = std::mem::take(
+            &mut *self
+                .tasks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for task in tasks {
+            let _ = task.await;
+        }
+    }
 }
 
 impl Server {
     fn new(bench: Bench, workspace: PathBuf, env: Environment) -> Self {
+        let bench = Arc::new(bench);
+        let timers = Arc::new(HoldTimers::default());
+        timers.start(&bench);
         Self {
-            bench: Arc::new(RwLock::new(Arc::new(bench))),
+            bench: Arc::new(RwLock::new(bench)),
             workspace,
             env,
+            timers,
         }
     }
 
@@ -161,6 +206,7 @@ impl Server {
             && let Ok(loaded) = crate::logs::load_config(&self.workspace, &self.env)
         {
             *slot = Arc::new(Bench::provisioned(loaded, self.env.clone()));
+            self.timers.start(&slot);
         }
         slot.clone()
     }

@@ -119,6 +119,7 @@ error_types! {
     HaltNotConfirmed = "halt_not_confirmed",
     HardwareActionException = "hardware_action_exception",
     HardwareMismatch = "hardware_mismatch",
+    HoldExpired = "hold_expired",
     InstallationBroken = "installation_broken",
     InstallationChangedAfterFailedUpgrade = "installation_changed_after_failed_upgrade",
     InstallationInUse = "installation_in_use",

@@ -112,7 +112,8 @@ unsafe_configured_path.",
 program (this one or the Python agentic-hil) can drive them until bench_run_stop or until this server ends. \
 devices: [{kind: debugger|uart|can|power_supply, id}], id optional for the only debugger; all are resolved \
 before any is locked and taken all or none. Touches no hardware. Fails with unknown_device, invalid_argument, \
-run_already_active, or device_busy naming the holder (pass wait_s to wait up to 900 s).",
+run_already_active, or device_busy naming the holder (pass wait_s to wait up to 900 s). With the operator's \
+holds.max_run_s the gate stops the run by itself at hold_expires_at, and the next result says so (holds_expired).",
         ),
     Declaration::new(
         ToolId::BenchRunStop,

@@ -68,6 +68,14 @@ pub(super) fn project_config_describe() -> Value {
             "run": object(),
         })),
         "writes_blocked_by_open_run": flag(),
+        "max_holds": {
+            "type": "object",
+            "properties": {
+                "max_run_s": {"type": ["integer", "null"]},
+                "max_session_s": {"type": ["integer", "null"]},
+                "set_by": text(),
+            },
+        },
     })
 }
 

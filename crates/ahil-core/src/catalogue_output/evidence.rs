@@ -48,6 +48,35 @@ fn ownership() -> Value {
         },
         "incident_stood_down": flag(),
         "quarantine_guidance": {"type": "array", "items": {"type": "object"}},
+        "max_hold_s": count(),
+        "hold_expires_at": text(),
+        "closed_because": {
+            "type": "object",
+            "properties": {
+                "reason": text(),
+                "hold": text(),
+                "max_hold_s": count(),
+                "held_since": text(),
+            },
+        },
+        "holds_expired": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "hold": text(),
+                    "reason": text(),
+                    "summary": text(),
+                    "closed_with": {"type": "object"},
+                    "closed": flag(),
+                    "error_type": {"type": ["null", "string"]},
+                    "max_hold_s": count(),
+                    "held_since": text(),
+                    "closed_at": text(),
+                    "report_path": {"type": ["null", "string"]},
+                },
+            },
+        },
     })
 }
 

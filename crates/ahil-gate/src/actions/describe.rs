@@ -242,6 +242,16 @@ fn open_holds(ctx: &Context<'_>) -> Value {
     })
 }
 
+/// The operator's maximum holds: how long a run or a session stays open before the gate closes it
+/// (`null`: until stopped). No field-wise write reaches them.
+fn max_holds(config: &Config) -> Value {
+    json!({
+        "max_run_s": config.holds.max_run_s,
+        "max_session_s": config.holds.max_session_s,
+        "set_by": "operator",
+    })
+}
+
 fn right_entry(permission: &str, granted: bool, covers: &str) -> Value {
     json!({"permission": permission, "key": format!("permissions.{permission}"), "granted": granted, "covers": covers})
 }
@@ -387,6 +397,7 @@ fn describe(ctx: &Context<'_>) -> Outcome {
         .with("locked_keys", Value::Array(locked))
         .with("new_entry_patterns", Value::Array(patterns))
         .with("open_holds", open_holds(ctx))
+        .with("max_holds", max_holds(&ctx.loaded.config))
         .with("writes_blocked_by_open_run", blocked)
         .with("reference", "agentic-hil://reference/config-shape")
         .with("next_steps", Value::Array(next_steps))

@@ -348,6 +348,9 @@ mod tests {
             "debuggers.bad name.probe_id",
             "artifacts.allowed_roots",
             "debuggers.dut",
+            // The maximum holds are the operator's: an agent can neither raise nor lower them.
+            "holds.max_run_s",
+            "holds.max_session_s",
         ] {
             assert!(classify(key, 3).is_err(), "{key}");
         }
