@@ -245,7 +245,7 @@ impl Coordinator {
             .map(|r| self.marker(&inner, r, "active", Some(&id), None))
             .collect();
         batch.push(self.project_record(&inner, None));
-        let written = self.write_batch(&batch);
+        let written = self.write_batch(&batch, false);
         if let Err(err) = written {
             inner.leases.retain(|(lease, _)| lease != &id);
             inner.drop_resources(&resources);
@@ -297,7 +297,7 @@ impl Coordinator {
             }
         }
         batch.push(self.project_record(&inner, None));
-        let persisted = self.write_release(&batch).is_ok();
+        let persisted = self.write_batch(&batch, true).is_ok();
         let quarantine_id = (!end.standing_reasons.is_empty())
             .then(|| inner.incident.as_ref().map(|i| i.quarantine_id.clone()))
             .flatten();
@@ -676,29 +676,24 @@ impl Coordinator {
     }
 
     fn write_one(&self, record: (String, Value)) -> io::Result<()> {
-        self.write_batch(&[record])
+        self.write_batch(&[record], false)
     }
 
     /// Writes records, syncing those a crash or power loss must find as written (ADR 0014): the
     /// project record (an `active` one is what quarantines after a crash mid-call) and any marker
     /// that is not merely `active` or `released` (a quarantine, which other projects must see).
     /// An `active` or `released` marker decides nothing after a crash, so it is not synced.
-    fn write_batch(&self, records: &[(String, Value)]) -> io::Result<()> {
+    ///
+    /// At a lease's clean end (`ending`) even the project record is not synced when it says
+    /// `active` (other leases remain) or `released` (ADR 0018): what a power loss can keep instead
+    /// is the record the acquire synced, `active` with this lease listed, which quarantines the
+    /// same resources or more at the next start; an empty one is refused
+    /// `coordination_state_invalid`. Neither lets a device go unproven. A quarantine is synced.
+    fn write_batch(&self, records: &[(String, Value)], ending: bool) -> io::Result<()> {
         self.dirs.write_records(records, |resource, record| {
             let state = record.get("state").and_then(Value::as_str);
-            resource == self.project_resource || !matches!(state, Some("active" | "released"))
-        })
-    }
-
-    /// Writes the records of a lease's clean end, where even the project record is not synced when
-    /// it says `active` (other leases remain) or `released` (ADR 0018): what a power loss can keep
-    /// instead is the record the acquire synced, `active` with this lease listed, which quarantines
-    /// the same resources or more at the next start; an empty one is refused
-    /// `coordination_state_invalid`. Neither lets a device go unproven. A quarantine is synced.
-    fn write_release(&self, records: &[(String, Value)]) -> io::Result<()> {
-        self.dirs.write_records(records, |_, record| {
-            let state = record.get("state").and_then(Value::as_str);
-            !matches!(state, Some("active" | "released"))
+            (resource == self.project_resource && !ending)
+                || !matches!(state, Some("active" | "released"))
         })
     }
 
