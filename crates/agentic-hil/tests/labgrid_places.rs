@@ -359,7 +359,8 @@ fn a_place_a_live_server_of_ours_holds_is_busy_for_a_second_server_under_the_sam
 #[tokio::test]
 async fn a_run_past_its_maximum_hold_gives_its_place_back_to_the_lab_with_no_call_from_its_agent() {
     let (_dir, lab) = lab_with_bench_1();
-    let bench = Bench::with(&lab.address, "holds:\n  max_run_s: 1\n");
+    // Long enough for one `labgrid-client who` on a loaded machine to see the run's hold first.
+    let bench = Bench::with(&lab.address, "holds:\n  max_run_s: 5\n");
     let client = support::connect(&bench.world).await;
     let (doc, is_error) = start_a_run_on_the_probe(&client).await;
     assert!(!is_error, "{doc}");
