@@ -44,6 +44,9 @@ const STEP: Duration = Duration::from_secs(5);
 const MARGIN: Duration = Duration::from_secs(5);
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
+/// A defmt channel's table, or why it reads raw: `None` on a channel that is not defmt.
+type Table = Result<Decoding, Option<String>>;
+
 /// An RTT read after the flash's reset.
 pub(super) struct RttCapture {
     debugger: String,
@@ -128,7 +131,7 @@ impl RttCapture {
                 "this build reads RTT after a flash on the emulated board only.",
             );
         };
-        let (locate, decoding) = match self.from_elf(staged) {
+        let (locate, decoding) = match self.elf_answers(staged) {
             Ok(found) => found,
             Err(refused) => {
                 let error_type = refused.error_type.clone().unwrap_or_default();
@@ -252,10 +255,7 @@ impl RttCapture {
     /// The block's place and, on a defmt channel, the table (`Err(None)` on another channel,
     /// `Err(Some(why))` where the ELF has none), from the ELF just flashed; the refusal when
     /// `from_elf` finds no block.
-    fn from_elf(
-        &self,
-        staged: &StagedArtifact,
-    ) -> Result<(Locate, Result<Decoding, Option<String>>), Box<Outcome>> {
+    fn elf_answers(&self, staged: &StagedArtifact) -> Result<(Locate, Table), Box<Outcome>> {
         const TOOL: ToolId = ToolId::FlashFirmware;
         let defmt = self.channel.format == RttFormat::Defmt;
         if !defmt && let Some(locate) = self.locate {

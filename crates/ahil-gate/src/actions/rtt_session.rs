@@ -293,28 +293,26 @@ impl Start {
     /// The table when a channel is `format: defmt` (else none; a missing ELF only leaves those
     /// channels raw) and the block's place, from the ELF when the section says `from_elf` (there
     /// a missing ELF or symbol is the refusal).
-    fn from_elf(&self) -> Result<FromElf, Box<Acted>> {
+    fn read_elf(&self) -> Result<FromElf, Box<Acted>> {
         let defmt_wanted = self
             .rtt
             .channels
             .iter()
             .any(|c| c.format == RttFormat::Defmt);
         let mut elf = (defmt_wanted || self.locate.is_none()).then(|| self.elf());
-        let locate = match self.locate {
-            Some(locate) => locate,
-            None => {
-                let (bytes, source) = elf.take().unwrap_or_else(|| self.elf())?;
-                let found =
-                    crate::rtt::elf::control_block(ToolId::RttSessionStart, &bytes, &source)
-                        .map_err(|outcome| {
-                            Box::new(Acted {
-                                outcome: *outcome,
-                                contact: Some(Contact::none("the ELF was read before the target")),
-                            })
-                        })?;
-                elf = Some(Ok((bytes, source)));
-                found
-            }
+        let locate = if let Some(locate) = self.locate {
+            locate
+        } else {
+            let (bytes, source) = elf.take().unwrap_or_else(|| self.elf())?;
+            let found = crate::rtt::elf::control_block(ToolId::RttSessionStart, &bytes, &source)
+                .map_err(|outcome| {
+                    Box::new(Acted {
+                        outcome: *outcome,
+                        contact: Some(Contact::none("the ELF was read before the target")),
+                    })
+                })?;
+            elf = Some(Ok((bytes, source)));
+            found
         };
         let (defmt, defmt_missing) = match elf.filter(|_| defmt_wanted) {
             None => (None, None),
@@ -347,7 +345,7 @@ impl Start {
             let _ = stop(&self.sessions, &self.debugger);
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
-        let found = match self.from_elf() {
+        let found = match self.read_elf() {
             Ok(found) => found,
             Err(refused) => return *refused,
         };
