@@ -55,6 +55,18 @@ fn patched(world: &World, from: &str, name: &str, find: &[u8], with: &[u8]) -> S
     format!("fw/{name}")
 }
 
+/// A `flash_firmware` that succeeds: its structured content and its `_meta`.
+async fn flash_with_meta(client: &support::Client, args: Value) -> (Value, Value) {
+    let mut request = rmcp::model::CallToolRequestParams::new("flash_firmware".to_owned());
+    if let Value::Object(map) = args {
+        request = request.with_arguments(map);
+    }
+    let result = client.call_tool(request).await.expect("tools/call answers");
+    let whole = serde_json::to_value(&result).expect("the result serializes");
+    assert_ne!(result.is_error, Some(true), "{whole}");
+    (whole["structuredContent"].clone(), whole["_meta"].clone())
+}
+
 fn flash_capturing(image: &str, capture: &Value) -> Value {
     json!({"image_path": image, "reset_after_flash": true, "capture": capture})
 }
@@ -66,15 +78,21 @@ async fn a_flash_capturing_a_defmt_channel_returns_decoded_frames_and_matches_un
     let _board = SimBoard::start(&world);
     let client = support::connect(&world).await;
     // The boot line's board name is in the table, not in the frame: only decoded text holds it.
-    let doc = ok(
+    let (doc, meta) = flash_with_meta(
         &client,
-        "flash_firmware",
         flash_capturing(
             "fw/ahil-fw-defmt.elf",
             &json!({"rtt_channel": "log", "until": BOOT, "wait_timeout_s": 10}),
         ),
     )
     .await;
+    let untrusted = &meta["agentic_hil/untrusted_content"]["fields"];
+    assert!(
+        untrusted
+            .as_array()
+            .is_some_and(|f| f.contains(&json!("capture.frames"))),
+        "the frames are the firmware's words too: {meta}"
+    );
     let capture = &doc["capture"];
     assert_eq!(capture["until_matched"], true, "{doc}");
     assert_eq!(capture["matched"], BOOT, "{doc}");
