@@ -191,6 +191,47 @@ async fn a_frame_the_flashed_table_cannot_decode_is_returned_raw_and_marked_neve
     client.cancel().await.expect("client closes");
 }
 
+#[tokio::test]
+async fn a_capture_on_a_defmt_channel_of_an_elf_without_a_table_returns_the_raw_bytes_and_says_why()
+{
+    let world = world(RTT_DEFMT);
+    let _board = SimBoard::start(&world);
+    // The same image, its .defmt section renamed: the frames arrive, no table decodes them.
+    let image = patched(
+        &world,
+        "ahil-fw-defmt.elf",
+        "ahil-fw-defmt-no-table.elf",
+        b".defmt\0",
+        b".nodef\0",
+    );
+    let client = support::connect(&world).await;
+    let doc = ok(
+        &client,
+        "flash_firmware",
+        flash_capturing(
+            &image,
+            &json!({"rtt_channel": "log", "wait_timeout_s": 0.5}),
+        ),
+    )
+    .await;
+    let capture = &doc["capture"];
+    assert_eq!(capture["defmt"]["table"], false, "{doc}");
+    assert!(
+        capture["defmt"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains(".defmt")),
+        "why the channel reads raw: {doc}"
+    );
+    assert!(capture.get("frames").is_none(), "{doc}");
+    assert!(
+        capture["data"]["hex"]
+            .as_str()
+            .is_some_and(|h| h.ends_with("00")),
+        "the raw frames, each ended by 0x00: {doc}"
+    );
+    client.cancel().await.expect("client closes");
+}
+
 /// A plan that flashes the defmt image and expects `text` on its defmt channel.
 fn defmt_plan(text: &str, timeout_s: u32) -> String {
     format!(
