@@ -67,6 +67,11 @@ async fn flash_with_meta(client: &support::Client, args: Value) -> (Value, Value
     (whole["structuredContent"].clone(), whole["_meta"].clone())
 }
 
+/// A good `flash_firmware` of `image` with `capture`.
+async fn flash_capture(client: &support::Client, image: &str, capture: &Value) -> Value {
+    ok(client, "flash_firmware", flash_capturing(image, capture)).await
+}
+
 fn flash_capturing(image: &str, capture: &Value) -> Value {
     json!({"image_path": image, "reset_after_flash": true, "capture": capture})
 }
@@ -127,13 +132,10 @@ async fn a_flash_capturing_a_defmt_channel_returns_decoded_frames_and_matches_un
     );
 
     // Without until: every frame the window holds, each a line, the boot frame first.
-    let doc = ok(
+    let doc = flash_capture(
         &client,
-        "flash_firmware",
-        flash_capturing(
-            "fw/ahil-fw-defmt.elf",
-            &json!({"rtt_channel": "log", "wait_timeout_s": 0.7}),
-        ),
+        "fw/ahil-fw-defmt.elf",
+        &json!({"rtt_channel": "log", "wait_timeout_s": 0.7}),
     )
     .await;
     let frames = doc["capture"]["frames"].as_array().expect("frames");
@@ -159,13 +161,10 @@ async fn a_frame_the_flashed_table_cannot_decode_is_returned_raw_and_marked_neve
         b"\"tag\":\"other_debug\"",
     );
     let client = support::connect(&world).await;
-    let doc = ok(
+    let doc = flash_capture(
         &client,
-        "flash_firmware",
-        flash_capturing(
-            &image,
-            &json!({"rtt_channel": "log", "until": "five more ticks", "wait_timeout_s": 10}),
-        ),
+        &image,
+        &json!({"rtt_channel": "log", "until": "five more ticks", "wait_timeout_s": 10}),
     )
     .await;
     let capture = &doc["capture"];
@@ -205,13 +204,10 @@ async fn a_capture_on_a_defmt_channel_of_an_elf_without_a_table_returns_the_raw_
         b".nodef\0",
     );
     let client = support::connect(&world).await;
-    let doc = ok(
+    let doc = flash_capture(
         &client,
-        "flash_firmware",
-        flash_capturing(
-            &image,
-            &json!({"rtt_channel": "log", "wait_timeout_s": 0.5}),
-        ),
+        &image,
+        &json!({"rtt_channel": "log", "wait_timeout_s": 0.5}),
     )
     .await;
     let capture = &doc["capture"];
@@ -317,13 +313,10 @@ async fn from_elf_finds_the_control_block_from_the_flashed_elf_and_refuses_an_el
     ok(&client, "rtt_session_stop", json!({})).await;
 
     // A capture finds the block in the ELF it flashes.
-    let doc = ok(
+    let doc = flash_capture(
         &client,
-        "flash_firmware",
-        flash_capturing(
-            "fw/ahil-fw-v1.elf",
-            &json!({"rtt_channel": "terminal", "until": "rtt boot", "wait_timeout_s": 10}),
-        ),
+        "fw/ahil-fw-v1.elf",
+        &json!({"rtt_channel": "terminal", "until": "rtt boot", "wait_timeout_s": 10}),
     )
     .await;
     assert_eq!(doc["capture"]["until_matched"], true, "{doc}");
@@ -340,13 +333,10 @@ async fn from_elf_finds_the_control_block_from_the_flashed_elf_and_refuses_an_el
         b"_SEGGER_RTT\0",
         b"_SEGGER_XYZ\0",
     );
-    let doc = ok(
+    let doc = flash_capture(
         &client,
-        "flash_firmware",
-        flash_capturing(
-            &image,
-            &json!({"rtt_channel": "terminal", "wait_timeout_s": 1}),
-        ),
+        &image,
+        &json!({"rtt_channel": "terminal", "wait_timeout_s": 1}),
     )
     .await;
     assert_eq!(
