@@ -31,7 +31,7 @@ fn rtt_session_start_schema() -> Value {
         "type": "object",
         "properties": {
             "clear_buffer": {"type": "boolean", "default": false, "description": "Drop what the target had already written (default false: a boot line written before the session is kept for rtt_read)."},
-            "image_path": {"type": "string", "minLength": 1, "description": "The ELF the target runs, workspace-relative, inside artifacts.allowed_roots: its .defmt table decodes the format: defmt channels (default: the ELF last flashed through this debugger)."},
+            "image_path": {"type": "string", "minLength": 1, "description": "The ELF the target runs, workspace-relative, inside artifacts.allowed_roots: its .defmt table decodes the format: defmt channels, and under rtt.from_elf its _SEGGER_RTT symbol is the control block (default: the ELF last flashed through this debugger)."},
         },
         "additionalProperties": false,
     })
@@ -73,7 +73,8 @@ target and needs no permission. Next: rtt_session_start.",
 until rtt_session_stop; the debugger's device lock is held meanwhile (another agent's flash or reset is \
 device_busy). What the firmware wrote before is kept for rtt_read unless clear_buffer. Channels of format \
 defmt are decoded with the .defmt table of image_path's ELF, or of the ELF last flashed; session.defmt says \
-which, or why there is none (they then read raw). Fails with \
+which, or why there is none (they then read raw). Under rtt.from_elf the control block is that ELF's \
+_SEGGER_RTT (no ELF on record: symbol_source_not_available). Fails with \
 rtt_not_configured, rtt_control_block_not_found, rtt_channel_not_found, device_busy, or not_supported on a \
 backend without RTT (this build serves the emulated board, probe-rs and OpenOCD).",
     ),

@@ -494,7 +494,7 @@ pub(super) fn flash_staged(
         open.finish(&mut acted.outcome);
     }
     if let Some(Capture::Rtt(rtt)) = &args.capture {
-        rtt.finish(&mut acted.outcome);
+        rtt.finish(&mut acted.outcome, staged);
     }
     acted
 }

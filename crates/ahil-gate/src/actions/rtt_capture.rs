@@ -9,10 +9,15 @@
 //! The read and its answer are the COM capture's ([`super::flash_capture::Rules`]); the capture
 //! keeps a log chained like an RTT session's, named in `capture.log_path`. While an RTT session is
 //! open on the debugger the capture is refused: two readers would both publish `RdOff`.
+//!
+//! The flashed ELF is what the new firmware is, so it answers for the capture what the last flash
+//! answers for a session: the control block's address under `rtt.from_elf`, and on a
+//! `format: defmt` channel the table its frames are decoded with (`rtt_read`'s frames and lines,
+//! `until` matched on the lines; a frame that does not decode is a marked line of its own).
 
 use std::time::{Duration, Instant};
 
-use ahil_config::{Rtt, RttChannel, RttDirection};
+use ahil_config::{Rtt, RttChannel, RttDirection, RttFormat};
 use ahil_drivers::qemu::BoardPaths;
 use ahil_drivers::qemu::memory::QemuMemory;
 use ahil_drivers::rtt::link::{Link, Locate, Options};
@@ -20,14 +25,16 @@ use serde_json::{Value, json};
 
 use super::Context;
 use super::debugger_info::bound_debugger;
-use super::flash_capture::{Rules, max_bytes_of, unmatched, until_of, untrusted, wait_of};
+use super::flash_capture::{Read, Rules, max_bytes_of, unmatched, until_of, untrusted, wait_of};
 use super::rtt_io::channel_named;
 use super::rtt_session::{device, locate, rtt_entry, rx_tap};
 use crate::ErrorType;
+use crate::artifacts::{Format, StagedArtifact};
 use crate::audit::Audit;
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
 use crate::policy::{Action, DeviceUse};
+use crate::rtt::defmt::Decoding;
 use crate::serial::{Encoding, log_stamp};
 use crate::session_lifecycle::{self, NotOpened, SessionLog};
 
@@ -36,6 +43,9 @@ const STEP: Duration = Duration::from_secs(5);
 /// Time the job may take beyond the wait: the memory opened, the poller stopped.
 const MARGIN: Duration = Duration::from_secs(5);
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
+
+/// A defmt channel's table, or why it reads raw: `None` on a channel that is not defmt.
+type Table = Result<Decoding, Option<String>>;
 
 /// An RTT read after the flash's reset.
 pub(super) struct RttCapture {
@@ -46,7 +56,8 @@ pub(super) struct RttCapture {
     max_bytes: usize,
     /// The emulated board's files; `None` on a backend without RTT (its flash is `not_supported`).
     paths: Option<BoardPaths>,
-    locate: Locate,
+    /// `None` for `from_elf`: found in the flashed ELF.
+    locate: Option<Locate>,
     rtt: Rtt,
     audit: Audit,
 }
@@ -106,7 +117,7 @@ impl RttCapture {
 
     /// After a good flash and its reset: open the RTT, read with `com_read`'s rules, close, and
     /// put the capture into `outcome`. A failed flash started no new firmware; nothing is read.
-    pub(super) fn finish(&self, outcome: &mut Outcome) {
+    pub(super) fn finish(&self, outcome: &mut Outcome, staged: &StagedArtifact) {
         const TOOL: ToolId = ToolId::FlashFirmware;
         if !outcome.ok {
             return;
@@ -120,12 +131,19 @@ impl RttCapture {
                 "this build reads RTT after a flash on the emulated board only.",
             );
         };
+        let (locate, decoding) = match self.elf_answers(staged) {
+            Ok(found) => found,
+            Err(refused) => {
+                let error_type = refused.error_type.clone().unwrap_or_default();
+                return self.not_read(outcome, &error_type, &refused.summary);
+            }
+        };
         let clock = Instant::now();
         let deadline = clock + self.wait;
         let log_name = format!("capture-{}-rtt-{}.jsonl", log_stamp(), self.debugger);
         let started = json!({"event": "start", "tool": TOOL.name(), "debugger": self.debugger, "rtt_channel": self.channel.name});
         let opened = session_lifecycle::open_logged(&self.audit, log_name, &started, |log| {
-            self.start_link(paths, log, deadline)
+            self.start_link(paths, locate, log, deadline)
         });
         let (log, link) = match opened {
             Ok(opened) => opened,
@@ -150,10 +168,16 @@ impl RttCapture {
         let ring = link
             .ring(self.channel.index)
             .expect("the link polls the channel it was started with");
-        let read = rules.read(
-            deadline.saturating_duration_since(Instant::now()),
-            |max, wait, patterns| ring.take(max, Instant::now() + wait, patterns),
-        );
+        let (read, frames) = match &decoding {
+            Ok(decoding) => self.read_frames(decoding, ring, deadline),
+            Err(_) => (
+                rules.read(
+                    deadline.saturating_duration_since(Instant::now()),
+                    |max, wait, patterns| ring.take(max, Instant::now() + wait, patterns),
+                ),
+                None,
+            ),
+        };
         let closed = link.close(CLOSE_LIMIT);
         let logged = log.append(&json!({"event": "stop", "reason": "capture_done", "bytes_read": read.bytes.len(), "matched": read.matched}));
         let mut shown = rules.shown(
@@ -165,6 +189,14 @@ impl RttCapture {
         );
         shown["debugger"] = json!(self.debugger);
         shown["control_block_address"] = json!(format!("{:#010x}", link.address()));
+        match (&decoding, frames) {
+            (Ok(decoding), Some(frames)) => {
+                shown["frames"] = Value::Array(frames);
+                shown["defmt"] = decoding.describe();
+            }
+            (Err(Some(reason)), _) => shown["defmt"] = json!({"table": false, "reason": reason}),
+            _ => {}
+        }
         if logged.is_err() {
             shown["log_error"] = json!({"error_type": "audit_unavailable", "summary": "The capture's stop event could not be logged."});
         }
@@ -172,7 +204,13 @@ impl RttCapture {
             shown["last_error"] = json!(error);
         }
         outcome.set("capture", shown);
-        outcome.meta = Some(untrusted(("rtt_channel", &self.channel.name)));
+        let mut meta = untrusted(("rtt_channel", &self.channel.name));
+        if decoding.is_ok()
+            && let Some(fields) = meta["agentic_hil/untrusted_content"]["fields"].as_array_mut()
+        {
+            fields.push(json!("capture.frames"));
+        }
+        outcome.meta = Some(meta);
         if !closed {
             outcome.set("cleanup_error", "The RTT poller did not stop in time.");
         }
@@ -185,12 +223,13 @@ impl RttCapture {
     fn start_link(
         &self,
         paths: &BoardPaths,
+        locate: Locate,
         log: &SessionLog,
         deadline: Instant,
     ) -> Result<Link, Box<Outcome>> {
         let interval = Duration::from_millis(self.rtt.poll_interval_ms.max(1));
         let options = Options {
-            locate: self.locate,
+            locate,
             up: vec![self.channel.index],
             down: Vec::new(),
             ring_bytes: usize::try_from(self.rtt.max_buffer_bytes).unwrap_or(usize::MAX),
@@ -211,6 +250,77 @@ impl RttCapture {
                 error.to_string(),
             ))
         })
+    }
+
+    /// The block's place and, on a defmt channel, the table (`Err(None)` on another channel,
+    /// `Err(Some(why))` where the ELF has none), from the ELF just flashed; the refusal when
+    /// `from_elf` finds no block.
+    fn elf_answers(&self, staged: &StagedArtifact) -> Result<(Locate, Table), Box<Outcome>> {
+        const TOOL: ToolId = ToolId::FlashFirmware;
+        let defmt = self.channel.format == RttFormat::Defmt;
+        if !defmt && let Some(locate) = self.locate {
+            return Ok((locate, Err(None)));
+        }
+        let elf = if staged.format() == Some(Format::Elf) {
+            std::fs::read(staged.path())
+                .map_err(|error| format!("the flashed ELF could not be read: {}", error.kind()))
+        } else {
+            Err("the flashed image is not an ELF, so it carries no symbols.".to_owned())
+        };
+        let source =
+            json!({"from": "flashed", "path": staged.display_path(), "sha256": staged.sha256()});
+        let locate = match (self.locate, &elf) {
+            (Some(locate), _) => locate,
+            (None, Ok(bytes)) => crate::rtt::elf::control_block(TOOL, bytes, &source)?,
+            (None, Err(reason)) => {
+                return Err(Box::new(Outcome::refused(
+                    TOOL,
+                    ErrorType::RttControlBlockNotFound,
+                    format!("rtt.from_elf: {reason}"),
+                )));
+            }
+        };
+        let decoding = match elf {
+            _ if !defmt => Err(None),
+            Ok(bytes) => crate::rtt::elf::decoding(&bytes, source).map_err(Some),
+            Err(reason) => Err(Some(reason)),
+        };
+        Ok((locate, decoding))
+    }
+
+    /// A defmt channel's read: the frames decoded into lines, with `com_read`'s rules on the lines
+    /// (`until` ends the read with the line that holds it; without one, every frame the window
+    /// holds, or `max_bytes` of lines).
+    fn read_frames(
+        &self,
+        decoding: &Decoding,
+        ring: &ahil_drivers::serial::Ring,
+        deadline: Instant,
+    ) -> (Read, Option<Vec<Value>>) {
+        let mut read = Read {
+            bytes: Vec::new(),
+            matched: None,
+            overflow: 0,
+            reader_error: None,
+        };
+        let mut frames = Vec::new();
+        loop {
+            let left = self.max_bytes.saturating_sub(read.bytes.len());
+            let step = decoding.read(self.channel.index, ring, left, deadline, &self.until);
+            read.bytes.extend_from_slice(step.text.as_bytes());
+            read.overflow = step.overflow;
+            frames.extend(step.frames);
+            if !self.until.is_empty() {
+                read.matched = step.pattern;
+                return (read, Some(frames));
+            }
+            if read.bytes.len() >= self.max_bytes
+                || Instant::now() >= deadline
+                || ring.reader_done()
+            {
+                return (read, Some(frames));
+            }
+        }
     }
 
     /// A good flash whose RTT could not be read: still ok (the image is on the board), with the

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use ahil_config::{Debugger, DebuggerType, Rtt, RttDirection, RttFormat, parse_address};
 use ahil_drivers::Contact;
-use ahil_drivers::rtt::defmt::DefmtTable;
 use ahil_drivers::rtt::link::{Link, Locate, Options, Tap};
 use serde_json::{Value, json};
 
@@ -190,24 +189,28 @@ pub(super) fn serves_rtt(kind: DebuggerType) -> bool {
     kind == DebuggerType::Qemu
 }
 
-/// Where the rtt section says the block is.
-pub(super) fn locate(tool: ToolId, name: &str, rtt: &Rtt) -> Result<Locate, Box<Outcome>> {
+/// Where the rtt section says the block is; `None` for `from_elf`, found in the ELF the target
+/// runs when the job has it.
+pub(super) fn locate(tool: ToolId, name: &str, rtt: &Rtt) -> Result<Option<Locate>, Box<Outcome>> {
     let address = |text: &str| parse_address(text).and_then(|a| u32::try_from(a).ok());
     if let Some(at) = rtt.control_block.as_deref().and_then(address) {
-        return Ok(Locate::At(at));
+        return Ok(Some(Locate::At(at)));
     }
     if let Some(scan) = &rtt.scan
         && let (Some(start), Ok(size)) = (address(&scan.start), u32::try_from(scan.size))
     {
-        return Ok(Locate::Scan { start, size });
+        return Ok(Some(Locate::Scan { start, size }));
+    }
+    if rtt.from_elf {
+        return Ok(None);
     }
     Err(Box::new(
         Outcome::refused(
             tool,
-            ErrorType::NotSupported,
+            ErrorType::RttNotConfigured,
             format!(
-                "debuggers.{name}.rtt.from_elf is not served yet: name control_block or scan in the \
-                 rtt section."
+                "debuggers.{name}.rtt says nowhere to find the control block (control_block, scan \
+                 or from_elf)."
             ),
         )
         .not_contacted(),
@@ -247,7 +250,8 @@ fn list(name: &str, rtt: &Rtt, sessions: &Sessions) -> Outcome {
 struct Start {
     debugger: String,
     reach: Reach,
-    locate: Locate,
+    /// `None` for `from_elf`.
+    locate: Option<Locate>,
     rtt: Rtt,
     clear: bool,
     lock_keys: Vec<String>,
@@ -260,34 +264,69 @@ struct Start {
     elf: Option<Result<(Vec<u8>, Value), String>>,
 }
 
+/// What the session takes from the target's ELF: the defmt table (or why none) and, for
+/// `from_elf`, the control block.
+struct FromElf {
+    defmt: Option<Decoding>,
+    defmt_missing: Option<String>,
+    locate: Locate,
+}
+
 impl Start {
-    /// The defmt table when a channel is `format: defmt`, from the ELF the call named or else the
-    /// one last flashed; without one, why not (those channels then read raw).
-    fn decoding(&self) -> (Option<Decoding>, Option<String>) {
-        if !self
+    /// The ELF the call named, else the one last flashed through this debugger.
+    fn elf(&self) -> Result<(Vec<u8>, Value), Box<Acted>> {
+        const TOOL: ToolId = ToolId::RttSessionStart;
+        match &self.elf {
+            Some(Ok((bytes, source))) => Ok((bytes.clone(), source.clone())),
+            Some(Err(reason)) => Err(Box::new(Acted {
+                outcome: Outcome::refused(TOOL, ErrorType::SymbolSourceNotAvailable, reason)
+                    .not_contacted(),
+                contact: Some(Contact::none("the ELF was read before the target")),
+            })),
+            None => self.record.load(TOOL).map(|(bytes, mut source)| {
+                source["from"] = json!("last_flash");
+                (bytes, source)
+            }),
+        }
+    }
+
+    /// The table when a channel is `format: defmt` (else none; a missing ELF only leaves those
+    /// channels raw) and the block's place, from the ELF when the section says `from_elf` (there
+    /// a missing ELF or symbol is the refusal).
+    fn read_elf(&self) -> Result<FromElf, Box<Acted>> {
+        let defmt_wanted = self
             .rtt
             .channels
             .iter()
-            .any(|c| c.format == RttFormat::Defmt)
-        {
-            return (None, None);
-        }
-        let (bytes, source) = match &self.elf {
-            Some(Ok((bytes, source))) => (bytes.clone(), source.clone()),
-            Some(Err(reason)) => return (None, Some(reason.clone())),
-            None => match self.record.load(ToolId::RttSessionStart) {
-                Ok((bytes, mut source)) => {
-                    source["from"] = json!("last_flash");
-                    (bytes, source)
-                }
-                Err(refused) => return (None, Some(refused.outcome.summary)),
+            .any(|c| c.format == RttFormat::Defmt);
+        let mut elf = (defmt_wanted || self.locate.is_none()).then(|| self.elf());
+        let locate = if let Some(locate) = self.locate {
+            locate
+        } else {
+            let (bytes, source) = elf.take().unwrap_or_else(|| self.elf())?;
+            let found = crate::rtt::elf::control_block(ToolId::RttSessionStart, &bytes, &source)
+                .map_err(|outcome| {
+                    Box::new(Acted {
+                        outcome: *outcome,
+                        contact: Some(Contact::none("the ELF was read before the target")),
+                    })
+                })?;
+            elf = Some(Ok((bytes, source)));
+            found
+        };
+        let (defmt, defmt_missing) = match elf.filter(|_| defmt_wanted) {
+            None => (None, None),
+            Some(Err(refused)) => (None, Some(refused.outcome.summary)),
+            Some(Ok((bytes, source))) => match crate::rtt::elf::decoding(&bytes, source) {
+                Ok(decoding) => (Some(decoding), None),
+                Err(reason) => (None, Some(reason)),
             },
         };
-        match DefmtTable::from_elf(&bytes) {
-            Ok(Some(table)) => (Some(Decoding::new(table, source)), None),
-            Ok(None) => (None, Some("The ELF has no .defmt section.".to_owned())),
-            Err(error) => (None, Some(error.to_string())),
-        }
+        Ok(FromElf {
+            defmt,
+            defmt_missing,
+            locate,
+        })
     }
 
     fn run(self) -> Acted {
@@ -306,13 +345,18 @@ impl Start {
             let _ = stop(&self.sessions, &self.debugger);
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
-        session_lifecycle::start(Opening { start: self }, &ownership, &audit)
+        let found = match self.read_elf() {
+            Ok(found) => found,
+            Err(refused) => return *refused,
+        };
+        session_lifecycle::start(Opening { start: self, found }, &ownership, &audit)
     }
 }
 
 /// The RTT link as a session kind.
 struct Opening {
     start: Start,
+    found: FromElf,
 }
 
 /// The up channels' chunks, logged passively with their channel's name.
@@ -365,14 +409,14 @@ impl SessionKind for Opening {
     fn open(&mut self, log: &SessionLog) -> Result<Link, Box<Acted>> {
         let start = &self.start;
         let options = Options {
-            locate: start.locate,
+            locate: self.found.locate,
             up: indexes(&start.rtt, RttDirection::Up),
             down: indexes(&start.rtt, RttDirection::Down),
             ring_bytes: usize::try_from(start.rtt.max_buffer_bytes).unwrap_or(usize::MAX),
             interval: Duration::from_millis(start.rtt.poll_interval_ms),
         };
         let link = start.reach.open(
-            start.locate,
+            self.found.locate,
             &start.rtt,
             &options,
             rx_tap(log, &start.rtt),
@@ -390,7 +434,11 @@ impl SessionKind for Opening {
 
     fn register(self, link: Link, begun: Begun) -> Option<Acted> {
         let start = self.start;
-        let (defmt, defmt_missing) = start.decoding();
+        let FromElf {
+            defmt,
+            defmt_missing,
+            ..
+        } = self.found;
         let session = Arc::new(Session {
             debugger: start.debugger.clone(),
             backend: start.reach.backend(),

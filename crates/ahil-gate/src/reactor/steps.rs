@@ -23,6 +23,8 @@ const SLICE: Duration = Duration::from_millis(250);
 const READ_SLICE_S: f64 = 0.25;
 /// Failure reports keep this many bytes of what was received.
 const TAIL: usize = 512;
+/// The decoded defmt frames a step's result keeps, the last ones read.
+const FRAMES_TAIL: usize = 20;
 
 /// Sessions the run opened and must close.
 #[derive(Debug, Default)]
@@ -294,6 +296,9 @@ impl Exec<'_> {
         let mut window: Vec<u8> = Vec::new();
         let mut received = 0usize;
         let mut reads = 0u32;
+        // On a defmt channel `rtt_read` answers decoded lines (what is matched) and their frames,
+        // which the report shows as they were read.
+        let mut frames: Vec<Value> = Vec::new();
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let last_pass = left.is_zero();
@@ -313,6 +318,10 @@ impl Exec<'_> {
                 .and_then(decode_hex)
                 .unwrap_or_default();
             received += bytes.len();
+            if let Some(read) = answer.detail("frames").and_then(Value::as_array) {
+                frames.extend(read.iter().cloned());
+                frames.drain(..frames.len().saturating_sub(FRAMES_TAIL));
+            }
             window.extend_from_slice(&bytes);
             if window.len() > window_cap {
                 window.drain(..window.len() - window_cap);
@@ -323,6 +332,9 @@ impl Exec<'_> {
             source.name_in(&mut doc);
             doc.insert("bytes_received".into(), json!(received));
             doc.insert("reads".into(), json!(reads));
+            if !frames.is_empty() {
+                doc.insert("frames".into(), Value::Array(frames.clone()));
+            }
             if let Some(hit) = hit {
                 doc.insert("matched".into(), true.into());
                 if let Some(t) = hit.captured_text {

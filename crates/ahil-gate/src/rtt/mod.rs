@@ -3,6 +3,7 @@
 //! events canonical; received bytes passive in the workspace mirror), as a COM session is.
 
 pub mod defmt;
+pub mod elf;
 
 use std::time::Duration;
 
