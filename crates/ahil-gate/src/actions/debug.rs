@@ -318,7 +318,7 @@ fn session_work<'a>(
         return Ok(super::staged_job(
             elf,
             timeout * 2 + MARGIN,
-            move |staged, _cancel| start.run(staged),
+            move |staged, cancel| start.run(staged, cancel),
         ));
     }
     let limits = ops::Limits {
