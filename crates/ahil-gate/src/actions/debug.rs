@@ -348,6 +348,8 @@ mod servers;
 pub(super) use servers::{openocd_exit, tail_lines};
 mod start;
 
+#[cfg(test)]
+pub(super) use start::test_kind;
 use start::{ServerKind, Start, missing_program};
 
 /// The `value` of a `-data-evaluate-expression` answer.

@@ -1,7 +1,9 @@
-//! The session lifecycle with a failure at each step of a start, for each session kind whose device
-//! this machine can open (a pty for COM; a scripted bridge, a child process, for CAN): afterwards
-//! the device lock is free, no session is registered, the device opens again, no child of the
-//! test remains, and every session log that saw a start also saw how it ended.
+//! The session lifecycle with a failure at each step of a start, for each session kind: COM (a pty)
+//! and CAN (a scripted bridge, a child process) at every step; debug (through an OpenOCD that
+//! cannot start) and RTT (on an emulated board that is not running) at the steps before and at
+//! the device's open, since their device opens only on a real or emulated target. Afterwards the
+//! device lock is free, no session is registered, the device opens again, no child of the test
+//! remains, and every session log that saw a start also saw how it ended.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,7 +11,7 @@ use std::sync::Arc;
 use ahil_drivers::serial::{OpenOptions, Port, PtyPeer};
 use serde_json::Value;
 
-use super::{Acted, can_session, com_session};
+use super::{Acted, can_session, com_session, debug, rtt_session};
 use crate::audit::Audit;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
@@ -93,10 +95,11 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
         if path.is_dir() {
             walk(&path, found);
         } else if path.extension().is_some_and(|ext| ext == "jsonl")
-            && path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("com-") || n.starts_with("can-"))
+            && path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                ["com-", "can-", "gdb-", "rtt-"]
+                    .iter()
+                    .any(|k| n.starts_with(k))
+            })
         {
             found.push(path);
         }
@@ -320,6 +323,116 @@ impl Case for Can {
     }
 }
 
+/// The start steps up to the device's open: a kind whose open needs a target stops there.
+const UP_TO_OPEN: [Step; 3] = [Step::Lock, Step::Log, Step::Open];
+
+/// A debug session through an OpenOCD that is not there (no start reaches gdb).
+struct Debug {
+    openocd: PathBuf,
+    stager: crate::artifacts::Stager,
+    policy: crate::artifacts::ArtifactPolicy,
+    sessions: Arc<crate::debug::Sessions>,
+}
+
+impl Debug {
+    fn new(world: &World) -> Self {
+        let elf = include_bytes!("../../../../firmware/build/ahil-fw-v1.elf");
+        std::fs::write(world.fixture.workspace.join("fw.elf"), elf).expect("an ELF");
+        Self {
+            openocd: world.fixture.tools.join("no-such-openocd"),
+            stager: crate::artifacts::Stager::new_in(&world.fixture.tools).expect("a stager"),
+            policy: crate::artifacts::ArtifactPolicy::from_config(&world.fixture.load().config),
+            sessions: Arc::default(),
+        }
+    }
+}
+
+impl Case for Debug {
+    fn name(&self) -> &'static str {
+        "debug"
+    }
+
+    fn keys(&self, _: Device) -> Vec<String> {
+        vec!["probe:lifecycle-debugger".to_owned()]
+    }
+
+    fn start(&self, world: &World, device: Device) -> Acted {
+        let staged = crate::artifacts::resolve(
+            &self.policy,
+            &self.stager,
+            crate::artifacts::ArtifactRef::Path("fw.elf"),
+        )
+        .expect("the ELF stages");
+        let kind = debug::test_kind(&self.openocd, self.keys(device), staged, &self.sessions);
+        session_lifecycle::start(kind, &world.ours, &world.audit)
+    }
+
+    fn registered(&self) -> Option<Vec<String>> {
+        self.sessions.get().map(|_| self.keys(Device::UnderTest))
+    }
+
+    fn stop(&self) {}
+
+    fn reopens(&self) -> bool {
+        true
+    }
+
+    fn children(&self) -> usize {
+        0
+    }
+
+    fn children_per_session(&self) -> usize {
+        0
+    }
+}
+
+/// An RTT session on an emulated board whose directory has no running board.
+struct Rtt {
+    board: PathBuf,
+    sessions: Arc<crate::rtt::Sessions>,
+}
+
+impl Case for Rtt {
+    fn name(&self) -> &'static str {
+        "rtt"
+    }
+
+    fn keys(&self, _: Device) -> Vec<String> {
+        vec!["probe:lifecycle-board".to_owned()]
+    }
+
+    fn start(&self, world: &World, device: Device) -> Acted {
+        let kind = rtt_session::test_kind(
+            &self.board,
+            self.keys(device),
+            &world.audit,
+            &world.ours,
+            &self.sessions,
+        );
+        session_lifecycle::start(kind, &world.ours, &world.audit)
+    }
+
+    fn registered(&self) -> Option<Vec<String>> {
+        self.sessions
+            .get("board")
+            .map(|s| s.locks().keys().to_vec())
+    }
+
+    fn stop(&self) {}
+
+    fn reopens(&self) -> bool {
+        true
+    }
+
+    fn children(&self) -> usize {
+        0
+    }
+
+    fn children_per_session(&self) -> usize {
+        0
+    }
+}
+
 /// Fails `step` of a start of `case`'s kind and checks that the start left nothing behind.
 fn fail_at(world: &World, case: &dyn Case, step: Step) {
     let what = format!("{} with {step:?} failing", case.name());
@@ -413,6 +526,27 @@ fn a_can_session_start_failing_at_any_step_leaves_no_lock_session_child_or_open_
     for step in STEPS {
         let world = World::new();
         let case = Can::new(&world);
+        fail_at(&world, &case, step);
+    }
+}
+
+#[test]
+fn a_debug_session_start_failing_before_gdb_leaves_no_lock_session_or_open_log() {
+    for step in UP_TO_OPEN {
+        let world = World::new();
+        let case = Debug::new(&world);
+        fail_at(&world, &case, step);
+    }
+}
+
+#[test]
+fn an_rtt_session_start_failing_before_the_link_leaves_no_lock_session_or_open_log() {
+    for step in UP_TO_OPEN {
+        let world = World::new();
+        let case = Rtt {
+            board: world.fixture.tools.join("no-board"),
+            sessions: Arc::default(),
+        };
         fail_at(&world, &case, step);
     }
 }

@@ -365,6 +365,41 @@ fn interrupted(mut acted: Acted) -> Acted {
     acted
 }
 
+/// A start through the OpenOCD at `openocd` past its checks (`staged` as its ELF), for the
+/// lifecycle's tests.
+#[cfg(test)]
+pub(in crate::actions) fn test_kind(
+    openocd: &std::path::Path,
+    lock_keys: Vec<String>,
+    staged: StagedArtifact,
+    sessions: &Arc<Sessions>,
+) -> impl SessionKind + use<> {
+    let settings = CliSettings {
+        executable: openocd.to_path_buf(),
+        probe_id: None,
+        timeout: Duration::from_secs(2),
+    };
+    let openocd = OpenOcd::new(settings, "interface/stlink.cfg", "target/stm32f4x.cfg");
+    Opening {
+        // A gdb never reached: the server is refused first.
+        pending: Some(Pending::OpenOcd(
+            openocd,
+            "/nonexistent/ahil-lifecycle-gdb".into(),
+        )),
+        progress: Progress::new("attach"),
+        session_id: format!("debug-{}", crate::serial::log_stamp()),
+        mode: "attach".to_owned(),
+        timeout: Duration::from_secs(2),
+        lock_keys,
+        label: "debug_session:probe".to_owned(),
+        sessions: Arc::clone(sessions),
+        staged,
+        header: Vec::new(),
+        backend: "openocd",
+        cancel: CancelFlag::default(),
+    }
+}
+
 /// An open asked twice of one start: a fault in this gate, refused before anything started.
 fn opened_twice() -> Acted {
     Acted {
