@@ -1,7 +1,8 @@
 //! The session lifecycle with a failure at each step of a start, for each session kind: COM (a pty)
-//! and CAN (a scripted bridge, a child process) at every step; debug (through an OpenOCD that
-//! cannot start) and RTT (on an emulated board that is not running) at the steps before and at
-//! the device's open, since their device opens only on a real or emulated target. Afterwards the
+//! and CAN (a scripted bridge, a child process) at every step; a CAN participant (a broker that
+//! cannot be reached), debug (through an OpenOCD that cannot start) and RTT (on an emulated board
+//! that is not running) at the steps before and at the device's open, since their device opens
+//! only with a broker or a real or emulated target. Afterwards the
 //! device lock is free, no session is registered, the device opens again, no child of the test
 //! remains, and every session log that saw a start also saw how it ended.
 
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use ahil_drivers::serial::{OpenOptions, Port, PtyPeer};
 use serde_json::Value;
 
-use super::{Acted, can_session, com_session, debug, rtt_session};
+use super::{Acted, can_participant, can_session, com_session, debug, rtt_session};
 use crate::audit::Audit;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
@@ -386,6 +387,58 @@ impl Case for Debug {
     }
 }
 
+/// A participant of a shared bus whose broker cannot be reached: its home is a file.
+struct Participant {
+    home: PathBuf,
+    absent: PathBuf,
+    sessions: Arc<crate::can::Sessions>,
+}
+
+impl Case for Participant {
+    fn name(&self) -> &'static str {
+        "can participant"
+    }
+
+    fn keys(&self, _: Device) -> Vec<String> {
+        vec!["can:shared-adapter#tester".to_owned()]
+    }
+
+    fn start(&self, world: &World, device: Device) -> Acted {
+        let home = match device {
+            Device::Absent => &self.absent,
+            Device::UnderTest | Device::Other => &self.home,
+        };
+        let kind = can_participant::test_kind(
+            home,
+            &self.keys(device)[0],
+            &world.audit,
+            &world.ours,
+            &self.sessions,
+        );
+        session_lifecycle::start(kind, &world.ours, &world.audit)
+    }
+
+    fn registered(&self) -> Option<Vec<String>> {
+        self.sessions
+            .get("bus#tester")
+            .map(|s| s.locks().keys().to_vec())
+    }
+
+    fn stop(&self) {}
+
+    fn reopens(&self) -> bool {
+        true
+    }
+
+    fn children(&self) -> usize {
+        0
+    }
+
+    fn children_per_session(&self) -> usize {
+        0
+    }
+}
+
 /// An RTT session on an emulated board whose directory has no running board.
 struct Rtt {
     board: PathBuf,
@@ -526,6 +579,21 @@ fn a_can_session_start_failing_at_any_step_leaves_no_lock_session_child_or_open_
     for step in STEPS {
         let world = World::new();
         let case = Can::new(&world);
+        fail_at(&world, &case, step);
+    }
+}
+
+#[test]
+fn a_can_participant_start_failing_before_the_broker_leaves_no_lock_session_or_open_log() {
+    for step in UP_TO_OPEN {
+        let world = World::new();
+        let absent = world.fixture.tools.join("home-is-a-file");
+        std::fs::write(&absent, b"").expect("a file where the home goes");
+        let case = Participant {
+            home: world.fixture.home.clone(),
+            absent,
+            sessions: Arc::default(),
+        };
         fail_at(&world, &case, step);
     }
 }
