@@ -131,7 +131,6 @@ pub(super) fn start_stlink(
     cancel: &CancelFlag,
 ) -> Result<Reached, Box<Acted>> {
     const TOOL: ToolId = ToolId::DebugStartSession;
-    progress.phase = "server_spawned";
     let failed = |outcome: Outcome,
                   class: &'static str,
                   tails: &ahil_drivers::openocd::gdbserver::Tails| {
@@ -149,6 +148,7 @@ pub(super) fn start_stlink(
             .with("server_output_tail", tail_lines(&tails.text()))
             .with_causes(causes.iter().copied())
     };
+    progress.phase = "server_spawned";
     match server.start(timeout, Some(cancel)) {
         Ok(process) => Ok(progress.served(
             gdb,
