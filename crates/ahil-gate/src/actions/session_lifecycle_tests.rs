@@ -65,6 +65,11 @@ impl World {
         }
     }
 
+    /// Runs `kind`'s start as our server would.
+    fn start(&self, kind: impl session_lifecycle::SessionKind) -> Acted {
+        session_lifecycle::start(kind, &self.ours, &self.audit)
+    }
+
     /// A file where the workspace's logs directory goes: no session log can be mirrored.
     fn block_logs(&self) {
         let mirror = self
@@ -148,13 +153,21 @@ trait Case {
     fn start(&self, world: &World, device: Device) -> Acted;
     /// The locks of the session registered under the table's id, if one is.
     fn registered(&self) -> Option<Vec<String>>;
-    fn stop(&self);
+    /// Stops the session registered under the table's id (a kind whose start the table never lets
+    /// open has none).
+    fn stop(&self) {}
     /// Whether the device under test opens again (nothing of ours still has it).
-    fn reopens(&self) -> bool;
+    fn reopens(&self) -> bool {
+        true
+    }
     /// The children the kind's devices run that are still there.
-    fn children(&self) -> usize;
+    fn children(&self) -> usize {
+        0
+    }
     /// How many children one open session runs.
-    fn children_per_session(&self) -> usize;
+    fn children_per_session(&self) -> usize {
+        0
+    }
 }
 
 struct Com {
@@ -204,7 +217,7 @@ impl Case for Com {
             &world.ours,
             &self.sessions,
         );
-        session_lifecycle::start(kind, &world.ours, &world.audit)
+        world.start(kind)
     }
 
     fn registered(&self) -> Option<Vec<String>> {
@@ -226,14 +239,6 @@ impl Case for Com {
             reader_poll: std::time::Duration::from_millis(20),
         };
         Port::open(&options, None).is_ok_and(|port| port.close(options.write_timeout).is_ok())
-    }
-
-    fn children(&self) -> usize {
-        0
-    }
-
-    fn children_per_session(&self) -> usize {
-        0
     }
 }
 
@@ -300,7 +305,7 @@ impl Case for Can {
             &world.ours,
             &self.sessions,
         );
-        session_lifecycle::start(kind, &world.ours, &world.audit)
+        world.start(kind)
     }
 
     fn registered(&self) -> Option<Vec<String>> {
@@ -365,25 +370,11 @@ impl Case for Debug {
         )
         .expect("the ELF stages");
         let kind = debug::test_kind(&self.openocd, self.keys(device), staged, &self.sessions);
-        session_lifecycle::start(kind, &world.ours, &world.audit)
+        world.start(kind)
     }
 
     fn registered(&self) -> Option<Vec<String>> {
         self.sessions.get().map(|_| self.keys(Device::UnderTest))
-    }
-
-    fn stop(&self) {}
-
-    fn reopens(&self) -> bool {
-        true
-    }
-
-    fn children(&self) -> usize {
-        0
-    }
-
-    fn children_per_session(&self) -> usize {
-        0
     }
 }
 
@@ -415,27 +406,13 @@ impl Case for Participant {
             &world.ours,
             &self.sessions,
         );
-        session_lifecycle::start(kind, &world.ours, &world.audit)
+        world.start(kind)
     }
 
     fn registered(&self) -> Option<Vec<String>> {
         self.sessions
             .get("bus#tester")
             .map(|s| s.locks().keys().to_vec())
-    }
-
-    fn stop(&self) {}
-
-    fn reopens(&self) -> bool {
-        true
-    }
-
-    fn children(&self) -> usize {
-        0
-    }
-
-    fn children_per_session(&self) -> usize {
-        0
     }
 }
 
@@ -462,27 +439,13 @@ impl Case for Rtt {
             &world.ours,
             &self.sessions,
         );
-        session_lifecycle::start(kind, &world.ours, &world.audit)
+        world.start(kind)
     }
 
     fn registered(&self) -> Option<Vec<String>> {
         self.sessions
             .get("board")
             .map(|s| s.locks().keys().to_vec())
-    }
-
-    fn stop(&self) {}
-
-    fn reopens(&self) -> bool {
-        true
-    }
-
-    fn children(&self) -> usize {
-        0
-    }
-
-    fn children_per_session(&self) -> usize {
-        0
     }
 }
 
@@ -583,40 +546,38 @@ fn a_can_session_start_failing_at_any_step_leaves_no_lock_session_child_or_open_
     }
 }
 
+/// Each of `steps` failing in a world of its own, with the case `case` makes there.
+fn fail_each<C: Case>(steps: &[Step], case: impl Fn(&World) -> C) {
+    for &step in steps {
+        let world = World::new();
+        fail_at(&world, &case(&world), step);
+    }
+}
+
 #[test]
 fn a_can_participant_start_failing_before_the_broker_leaves_no_lock_session_or_open_log() {
-    for step in UP_TO_OPEN {
-        let world = World::new();
+    fail_each(&UP_TO_OPEN, |world| {
         let absent = world.fixture.tools.join("home-is-a-file");
         std::fs::write(&absent, b"").expect("a file where the home goes");
-        let case = Participant {
+        Participant {
             home: world.fixture.home.clone(),
             absent,
             sessions: Arc::default(),
-        };
-        fail_at(&world, &case, step);
-    }
+        }
+    });
 }
 
 #[test]
 fn a_debug_session_start_failing_before_gdb_leaves_no_lock_session_or_open_log() {
-    for step in UP_TO_OPEN {
-        let world = World::new();
-        let case = Debug::new(&world);
-        fail_at(&world, &case, step);
-    }
+    fail_each(&UP_TO_OPEN, Debug::new);
 }
 
 #[test]
 fn an_rtt_session_start_failing_before_the_link_leaves_no_lock_session_or_open_log() {
-    for step in UP_TO_OPEN {
-        let world = World::new();
-        let case = Rtt {
-            board: world.fixture.tools.join("no-board"),
-            sessions: Arc::default(),
-        };
-        fail_at(&world, &case, step);
-    }
+    fail_each(&UP_TO_OPEN, |world| Rtt {
+        board: world.fixture.tools.join("no-board"),
+        sessions: Arc::default(),
+    });
 }
 
 #[test]
