@@ -145,6 +145,11 @@ fn a_debug_start_cancelled_while_gdb_connects_is_interrupted_and_the_next_start_
         ended["backend"], "qemu",
         "the start's own account stands: {ended}"
     );
+    assert_eq!(
+        support::shim::gdbs_under(&world.home),
+        0,
+        "the cancelled start's gdb is gone"
+    );
     let (lease, _) = world.run_json(&["lease-status"]);
     assert_eq!(lease["blocked"], false, "{lease}");
 
@@ -155,6 +160,11 @@ fn a_debug_start_cancelled_while_gdb_connects_is_interrupted_and_the_next_start_
     );
     assert_eq!(started["ok"], true, "{started}");
     assert_eq!(started["session"]["status"], "halted", "{started}");
+    assert_eq!(
+        support::shim::gdbs_under(&world.home),
+        1,
+        "the session's gdb"
+    );
     // The start call has ended (its flag is raised): a wait on the session's gdb runs its course
     // and the halt after it is confirmed.
     let waited = server.envelope("debug_continue", &json!({"timeout_s": 1}));
