@@ -415,15 +415,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_server_that_never_opens_its_port_is_killed_at_the_limit() {
+    /// Starts a server that never opens its port, waiting up to `limit`, with `cancel` raised once
+    /// the server runs; checks it was refused as not ready and is gone.
+    fn never_ready(limit: Duration, cancel: Option<CancelFlag>) {
         let dir = tempfile::tempdir().expect("dir");
         let exe = script(
             dir.path(),
             "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30",
         );
+        if let Some(cancel) = cancel.clone() {
+            let pid_file = dir.path().join("pid");
+            thread::spawn(move || {
+                while !pid_file.exists() {
+                    thread::sleep(POLL);
+                }
+                cancel.cancel();
+            });
+        }
         let error = openocd(None, exe)
-            .start_gdb_server(false, Duration::from_millis(300), None)
+            .start_gdb_server(false, limit, cancel.as_ref())
             .err()
             .expect("no server");
         assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
@@ -438,5 +448,16 @@ mod tests {
                     .is_ok_and(|s| s.contains(") Z")),
             "the server is gone"
         );
+    }
+
+    #[test]
+    fn a_server_that_never_opens_its_port_is_killed_at_the_limit() {
+        never_ready(Duration::from_millis(300), None);
+    }
+
+    /// Without the cancel, the wait would last its whole ten minutes.
+    #[test]
+    fn a_cancelled_wait_for_the_port_ends_as_at_the_limit_and_stops_the_server() {
+        never_ready(Duration::from_secs(600), Some(CancelFlag::default()));
     }
 }
