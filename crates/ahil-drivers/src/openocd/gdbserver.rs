@@ -417,13 +417,13 @@ mod tests {
 
     /// Starts a server that never opens its port, waiting up to `limit`, with `cancel` raised once
     /// the server runs; checks it was refused as not ready and is gone.
-    fn never_ready(limit: Duration, cancel: Option<CancelFlag>) {
+    fn never_ready(limit: Duration, cancel: Option<&CancelFlag>) {
         let dir = tempfile::tempdir().expect("dir");
         let exe = script(
             dir.path(),
             "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30",
         );
-        if let Some(cancel) = cancel.clone() {
+        if let Some(cancel) = cancel.cloned() {
             let pid_file = dir.path().join("pid");
             thread::spawn(move || {
                 while !pid_file.exists() {
@@ -433,7 +433,7 @@ mod tests {
             });
         }
         let error = openocd(None, exe)
-            .start_gdb_server(false, limit, cancel.as_ref())
+            .start_gdb_server(false, limit, cancel)
             .err()
             .expect("no server");
         assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
@@ -458,6 +458,6 @@ mod tests {
     /// Without the cancel, the wait would last its whole ten minutes.
     #[test]
     fn a_cancelled_wait_for_the_port_ends_as_at_the_limit_and_stops_the_server() {
-        never_ready(Duration::from_secs(600), Some(CancelFlag::default()));
+        never_ready(Duration::from_mins(10), Some(&CancelFlag::default()));
     }
 }
