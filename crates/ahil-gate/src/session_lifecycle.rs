@@ -1,4 +1,4 @@
-//! One lifecycle for every session kind (COM port, CAN bus, CAN participant, debug; RTT later).
+//! One lifecycle for every session kind (COM port, CAN bus, CAN participant, debug, RTT).
 //!
 //! A start is: claim the device locks (a guard) → open the chained session log → open the device →
 //! register the session. A stop is: the kind closes its device → stop event → hold given back →

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Bench, support};
+use support::gdb_relay::GdbRelay;
 
 /// Sends a flash of `image` with a progress token; `freeze` waits for the point to stop the flash at,
 /// stops it there and returns how to let it go on. Then cancels the call, lets the flash go on, and
@@ -127,11 +128,13 @@ fn a_flash_cancelled_mid_download_is_interrupted_and_the_bench_settled() {
     let mut image = std::fs::read(fw.join("ahil-fw-v2.bin")).expect("the v2 image");
     image.resize(768 * 1024, 0xA5);
     std::fs::write(fw.join("large.bin"), &image).expect("the large image");
-    let relay = WriteHoldingRelay::insert(
+    let relay = GdbRelay::insert(
         &bench
             .world
             .home
             .join(".local/state/agentic-hil/sim/board/gdb.sock"),
+        &[b"$X", b"$M"],
+        2,
     );
     let (failure, later) = cancel_a_flash(&bench, "fw/large.bin", &mut |_| {
         relay.wait_for_a_held_write();
@@ -143,104 +146,4 @@ fn a_flash_cancelled_mid_download_is_interrupted_and_the_bench_settled() {
         "the download went on to verify: {later:?}"
     );
     assert_interrupted_and_settled(&bench, &failure);
-}
-
-/// A relay in place of the board's gdb socket. It passes everything, except that from the second
-/// memory write (`$X` or `$M` packet) of a connection on, it holds what gdb sends until released;
-/// later connections pass freely.
-#[derive(Clone)]
-struct WriteHoldingRelay {
-    state: std::sync::Arc<(std::sync::Mutex<RelayState>, std::sync::Condvar)>,
-}
-
-#[derive(Default)]
-struct RelayState {
-    holding: bool,
-    released: bool,
-}
-
-impl WriteHoldingRelay {
-    fn insert(socket: &std::path::Path) -> Self {
-        use std::os::unix::net::{UnixListener, UnixStream};
-        let real = socket.with_file_name("gdb.real.sock");
-        std::fs::rename(socket, &real).expect("the board's socket moves");
-        let listener = UnixListener::bind(socket).expect("the relay listens");
-        let relay = Self {
-            state: std::sync::Arc::default(),
-        };
-        let shared = relay.clone();
-        std::thread::spawn(move || {
-            for gdb in listener.incoming().flatten() {
-                let Ok(board) = UnixStream::connect(&real) else {
-                    continue;
-                };
-                let (mut from_board, mut to_gdb) = (
-                    board.try_clone().expect("clone"),
-                    gdb.try_clone().expect("clone"),
-                );
-                std::thread::spawn(move || {
-                    let _ = std::io::copy(&mut from_board, &mut to_gdb);
-                    let _ = to_gdb.shutdown(std::net::Shutdown::Both);
-                });
-                let relay = shared.clone();
-                std::thread::spawn(move || relay.pass_gdb_to_board(gdb, board));
-            }
-        });
-        relay
-    }
-
-    fn pass_gdb_to_board(
-        &self,
-        mut gdb: std::os::unix::net::UnixStream,
-        mut board: std::os::unix::net::UnixStream,
-    ) {
-        use std::io::{Read, Write};
-        let mut writes = 0;
-        let mut buffer = [0u8; 4096];
-        while let Ok(n) = gdb.read(&mut buffer) {
-            if n == 0 {
-                break;
-            }
-            let chunk = &buffer[..n];
-            writes += chunk
-                .windows(2)
-                .filter(|pair| pair == b"$X" || pair == b"$M")
-                .count();
-            if writes >= 2 {
-                self.hold();
-            }
-            if board.write_all(chunk).is_err() {
-                break;
-            }
-        }
-        let _ = board.shutdown(std::net::Shutdown::Both);
-    }
-
-    /// Blocks the connection's writes until [`Self::release`], once per relay.
-    fn hold(&self) {
-        let (lock, changed) = &*self.state;
-        let mut state = lock.lock().expect("relay state");
-        if state.released {
-            return;
-        }
-        state.holding = true;
-        changed.notify_all();
-        while !state.released {
-            state = changed.wait(state).expect("relay state");
-        }
-    }
-
-    fn wait_for_a_held_write(&self) {
-        let (lock, changed) = &*self.state;
-        let mut state = lock.lock().expect("relay state");
-        while !state.holding {
-            state = changed.wait(state).expect("relay state");
-        }
-    }
-
-    fn release(&self) {
-        let (lock, changed) = &*self.state;
-        lock.lock().expect("relay state").released = true;
-        changed.notify_all();
-    }
 }

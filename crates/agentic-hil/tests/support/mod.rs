@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod gdb_relay;
 pub mod raw;
 pub mod shim;
 pub mod sim_board;

@@ -74,26 +74,19 @@ fn close(out: &mut String, indent: Option<usize>, depth: usize) {
 }
 
 fn string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
-            c => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    let _ = write!(out, "\\u{unit:04x}");
-                }
+    // The shared escapes (decision 0019), then JSON's own: `\b`, `\f`, printable ASCII as it is,
+    // every other character as its UTF-16 units.
+    ahil_wire::quote::push_quoted(out, s, |out, c| match c {
+        '\u{08}' => out.push_str("\\b"),
+        '\u{0c}' => out.push_str("\\f"),
+        c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
+        c => {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
             }
         }
-    }
-    out.push('"');
+    });
 }
 
 #[cfg(test)]
@@ -117,6 +110,12 @@ mod tests {
             document(&value),
             "{\n  \"version\": 1,\n  \"last_report\": null,\n  \"empty\": [],\n  \"o\": {\n    \"a\": [\n      1\n    ]\n  }\n}\n"
         );
+    }
+
+    #[test]
+    fn the_shared_escapes_and_jsons_own_ones_are_written_as_before_the_shared_quoting() {
+        let value = json!("\"\\\n\r\t\u{8}\u{c}\u{1}\u{7f}é");
+        assert_eq!(line(&value), r#""\"\\\n\r\t\b\f\u0001\u007f\u00e9""#);
     }
 
     #[test]

@@ -85,12 +85,19 @@ impl LockRoot {
 }
 
 struct HeldLock {
-    // Dropping the file releases the flock.
-    _file: File,
+    file: File,
     count: usize,
     acquired_at: String,
     /// What the hold is for (a run's label), kept so heartbeats rewrite the same owner.
     label: Option<String>,
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        // Unlocked, not only closed: a child another thread is starting shares this open file
+        // until its exec, and a close alone would leave the flock held for as long as it does.
+        let _ = self.file.unlock();
+    }
 }
 
 /// Devices taken by one call to [`DeviceLocks::acquire`].
@@ -355,7 +362,7 @@ impl DeviceLocks {
         let _ = self.write_holder(resource, &record);
         Ok((
             HeldLock {
-                _file: file,
+                file,
                 count: 1,
                 acquired_at: now,
                 label: label.map(str::to_owned),
@@ -382,6 +389,16 @@ impl DeviceLocks {
                 self.write_released(name, &held.acquired_at);
             }
         }
+    }
+
+    /// Another descriptor on the open lock file of a held `resource`, as a child forked meanwhile
+    /// holds one.
+    #[cfg(test)]
+    fn shared_file(&self, resource: &str) -> Option<File> {
+        let table = self.lock_table();
+        table
+            .get(resource)
+            .and_then(|held| held.file.try_clone().ok())
     }
 
     /// Who holds `resource` right now, without taking it for longer than a probe: `None` when it

@@ -157,3 +157,20 @@ fn dropping_the_owner_releases_everything() {
     let taken = next.acquire(&keys, Duration::ZERO).expect("freed on drop");
     assert!(taken.reclaimed.is_empty());
 }
+
+#[test]
+fn a_released_lock_is_free_while_another_descriptor_still_shares_its_file() {
+    let home = tempfile::tempdir().expect("home");
+    let first = locks(home.path(), "mcp");
+    let second = locks(home.path(), "operator-cli");
+    let keys = names(&["probe:abc"]);
+    first.acquire(&keys, Duration::ZERO).expect("free device");
+    // What a child forked by another thread holds until its exec: the same open lock file.
+    let shared = first
+        .shared_file("probe:abc")
+        .expect("the held lock's file");
+    first.release(&keys);
+    let taken = second.acquire(&keys, Duration::ZERO);
+    drop(shared);
+    taken.expect("the released device is free while its file is still shared");
+}

@@ -58,9 +58,14 @@ impl StlinkGdbServer {
         argv
     }
 
-    /// Starts the server and waits up to `limit` for its port.
-    pub fn start(&self, limit: Duration) -> Result<GdbServer, ServerError> {
-        gdbserver::spawn(&self.executable, |port| self.argv(port), limit)
+    /// Starts the server and waits up to `limit` for its port; a raised `cancel` ends the wait as
+    /// its limit would.
+    pub fn start(
+        &self,
+        limit: Duration,
+        cancel: Option<&crate::process::CancelFlag>,
+    ) -> Result<GdbServer, ServerError> {
+        gdbserver::spawn_unless(&self.executable, |port| self.argv(port), limit, cancel)
     }
 }
 
@@ -156,7 +161,7 @@ mod tests {
         .expect("script");
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("mode");
         let error = StlinkGdbServer::new(exe, None, None, true)
-            .start(Duration::from_millis(300))
+            .start(Duration::from_millis(300), None)
             .err()
             .expect("no server");
         assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");

@@ -169,6 +169,12 @@ impl Session {
         self
     }
 
+    /// Watches `flag` from now on, or nothing with `None`: a session that outlives the call that
+    /// opened it must stop watching that call's flag, which is raised when the call ends.
+    pub fn watch_cancel(&mut self, flag: Option<CancelFlag>) {
+        self.cancel = flag;
+    }
+
     /// The next line from gdb, within `deadline`: `Timeout` past it, `Exited` when gdb's output
     /// closed, `Cancelled` (gdb's group killed) as soon as the cancel flag is raised.
     fn next_line(&mut self, deadline: Instant) -> Result<String, Waited> {

@@ -19,7 +19,7 @@ use rustix::process::{Pid, Signal, kill_process_group};
 
 use super::OpenOcd;
 use crate::process;
-use crate::process::GroupKeeper;
+use crate::process::{CancelFlag, GroupKeeper};
 
 /// Bytes of each output stream kept for the log and for classifying an early exit.
 const TAIL: usize = 65_536;
@@ -141,16 +141,19 @@ impl OpenOcd {
         argv
     }
 
-    /// Starts OpenOCD as a gdb server and waits up to `limit` for its port.
+    /// Starts OpenOCD as a gdb server and waits up to `limit` for its port; a raised `cancel` ends
+    /// the wait as its limit would.
     pub fn start_gdb_server(
         &self,
         reset_halt: bool,
         limit: Duration,
+        cancel: Option<&CancelFlag>,
     ) -> Result<GdbServer, ServerError> {
-        spawn(
+        spawn_unless(
             &self.settings.executable,
             |port| self.gdb_server_argv(port, reset_halt),
             limit,
+            cancel,
         )
     }
 }
@@ -162,6 +165,17 @@ pub fn spawn(
     executable: &std::path::Path,
     argv_for: impl FnOnce(u16) -> Vec<OsString>,
     limit: Duration,
+) -> Result<GdbServer, ServerError> {
+    spawn_unless(executable, argv_for, limit, None)
+}
+
+/// [`spawn`], whose wait for the port also ends (as at its limit, the server stopped) once `cancel`
+/// is raised: a session start its client cancelled does not wait out a slow server.
+pub fn spawn_unless(
+    executable: &std::path::Path,
+    argv_for: impl FnOnce(u16) -> Vec<OsString>,
+    limit: Duration,
+    cancel: Option<&CancelFlag>,
 ) -> Result<GdbServer, ServerError> {
     let (reserved, port) = reserve_port().map_err(ServerError::Spawn)?;
     let mut command = process::piped_tool(executable, Stdio::null()).map_err(ServerError::Spawn)?;
@@ -203,7 +217,7 @@ pub fn spawn(
         stderr,
         keeper: Some(keeper),
     };
-    server.wait_ready(limit)?;
+    server.wait_ready(limit, cancel)?;
     Ok(server)
 }
 
@@ -220,7 +234,11 @@ fn drain(mut pipe: impl Read + Send + 'static, tail: Arc<Tail>) {
 }
 
 impl GdbServer {
-    fn wait_ready(&mut self, limit: Duration) -> Result<(), ServerError> {
+    fn wait_ready(
+        &mut self,
+        limit: Duration,
+        cancel: Option<&CancelFlag>,
+    ) -> Result<(), ServerError> {
         let limit = limit.max(Duration::from_millis(100));
         let deadline = Instant::now() + limit;
         let address = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
@@ -236,7 +254,7 @@ impl GdbServer {
             if TcpStream::connect_timeout(&address, CONNECT).is_ok() {
                 return self.check_loopback_only();
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || cancel.is_some_and(CancelFlag::is_cancelled) {
                 return Err(ServerError::NotReady(limit, self.tails()));
             }
             thread::sleep(POLL);
@@ -385,7 +403,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let exe = script(dir.path(), "echo 'Error: open failed' >&2; exit 1");
         let error = openocd(None, exe)
-            .start_gdb_server(false, Duration::from_secs(5))
+            .start_gdb_server(false, Duration::from_secs(5), None)
             .err()
             .expect("no server");
         match error {
@@ -397,15 +415,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_server_that_never_opens_its_port_is_killed_at_the_limit() {
+    /// Starts a server that never opens its port, waiting up to `limit`, with `cancel` raised once
+    /// the server runs; checks it was refused as not ready and is gone.
+    fn never_ready(limit: Duration, cancel: Option<&CancelFlag>) {
         let dir = tempfile::tempdir().expect("dir");
         let exe = script(
             dir.path(),
             "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30",
         );
+        if let Some(cancel) = cancel.cloned() {
+            let pid_file = dir.path().join("pid");
+            thread::spawn(move || {
+                while !pid_file.exists() {
+                    thread::sleep(POLL);
+                }
+                cancel.cancel();
+            });
+        }
         let error = openocd(None, exe)
-            .start_gdb_server(false, Duration::from_millis(300))
+            .start_gdb_server(false, limit, cancel)
             .err()
             .expect("no server");
         assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
@@ -420,5 +448,16 @@ mod tests {
                     .is_ok_and(|s| s.contains(") Z")),
             "the server is gone"
         );
+    }
+
+    #[test]
+    fn a_server_that_never_opens_its_port_is_killed_at_the_limit() {
+        never_ready(Duration::from_millis(300), None);
+    }
+
+    /// Without the cancel, the wait would last its whole ten minutes.
+    #[test]
+    fn a_cancelled_wait_for_the_port_ends_as_at_the_limit_and_stops_the_server() {
+        never_ready(Duration::from_mins(10), Some(&CancelFlag::default()));
     }
 }

@@ -304,3 +304,43 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
         )),
     }
 }
+
+/// A participant start on a bus whose broker cannot be reached from `home` (a broker directory
+/// that cannot be made fails the open), past its checks, for the lifecycle's tests.
+#[cfg(test)]
+pub(super) fn test_kind(
+    home: &std::path::Path,
+    lock_key: &str,
+    audit: &Audit,
+    ownership: &Arc<Ownership>,
+    sessions: &Arc<Sessions>,
+) -> impl SessionKind + use<> {
+    let place = home.to_path_buf();
+    StartShared {
+        spec: BrokerSpec {
+            bus_id: "bus".to_owned(),
+            bus_key: "can:shared-adapter".to_owned(),
+            bus: ahil_config::CanBus::default(),
+            bridge: None,
+            kind: "socketcan".to_owned(),
+            config_version: 3,
+            home: place.clone(),
+            audit: AuditPlace {
+                config_path: place.join("config.yaml"),
+                workspace: place.clone(),
+                state_root: place,
+                reports_dir: "reports".to_owned(),
+                logs_dir: "logs".to_owned(),
+            },
+            first_attach_timeout_ms: 1000,
+        },
+        participant: "tester".to_owned(),
+        session_key: "bus#tester".to_owned(),
+        lock_key: lock_key.to_owned(),
+        clear: false,
+        open_timeout: Duration::from_millis(200),
+        audit: audit.clone(),
+        ownership: Arc::clone(ownership),
+        sessions: Arc::clone(sessions),
+    }
+}

@@ -318,7 +318,7 @@ fn session_work<'a>(
         return Ok(super::staged_job(
             elf,
             timeout * 2 + MARGIN,
-            move |staged, _cancel| start.run(staged),
+            move |staged, cancel| start.run(staged, cancel),
         ));
     }
     let limits = ops::Limits {
@@ -348,6 +348,8 @@ mod servers;
 pub(super) use servers::{openocd_exit, tail_lines};
 mod start;
 
+#[cfg(test)]
+pub(super) use start::test_kind;
 use start::{ServerKind, Start, missing_program};
 
 /// The `value` of a `-data-evaluate-expression` answer.

@@ -472,6 +472,33 @@ impl SessionKind for Opening {
     }
 }
 
+/// A start of a session on the emulated board in `board_dir` past its checks (RTT at `0x2000_0000`),
+/// for the lifecycle's tests.
+#[cfg(test)]
+pub(super) fn test_kind(
+    board_dir: &std::path::Path,
+    lock_keys: Vec<String>,
+    audit: &Audit,
+    ownership: &Arc<Ownership>,
+    sessions: &Arc<Sessions>,
+) -> impl SessionKind + use<> {
+    Opening {
+        start: Start {
+            debugger: "board".to_owned(),
+            reach: Reach::Qemu(ahil_drivers::qemu::BoardPaths::new(board_dir)),
+            locate: Locate::At(0x2000_0000),
+            rtt: Rtt::default(),
+            clear: false,
+            lock_keys,
+            audit: audit.clone(),
+            ownership: Arc::clone(ownership),
+            sessions: Arc::clone(sessions),
+            record: Record::new(board_dir, "rtt-test"),
+            elf: None,
+        },
+    }
+}
+
 fn indexes(rtt: &Rtt, direction: RttDirection) -> Vec<u32> {
     rtt.channels
         .iter()

@@ -1,7 +1,10 @@
-//! The session lifecycle with a failure at each step of a start, for each session kind whose device
-//! this machine can open (a pty for COM; a scripted bridge, a child process, for CAN): afterwards
-//! the device lock is free, no session is registered, the device opens again, no child of the
-//! test remains, and every session log that saw a start also saw how it ended.
+//! The session lifecycle with a failure at each step of a start, for each session kind: COM (a pty)
+//! and CAN (a scripted bridge, a child process) at every step; a CAN participant (a broker that
+//! cannot be reached), debug (through an OpenOCD that cannot start) and RTT (on an emulated board
+//! that is not running) at the steps before and at the device's open, since their device opens
+//! only with a broker or a real or emulated target. Afterwards the
+//! device lock is free, no session is registered, the device opens again, no child of the test
+//! remains, and every session log that saw a start also saw how it ended.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,7 +12,7 @@ use std::sync::Arc;
 use ahil_drivers::serial::{OpenOptions, Port, PtyPeer};
 use serde_json::Value;
 
-use super::{Acted, can_session, com_session};
+use super::{Acted, can_participant, can_session, com_session, debug, rtt_session};
 use crate::audit::Audit;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
@@ -62,6 +65,11 @@ impl World {
         }
     }
 
+    /// Runs `kind`'s start as our server would.
+    fn start(&self, kind: impl session_lifecycle::SessionKind) -> Acted {
+        session_lifecycle::start(kind, &self.ours, &self.audit)
+    }
+
     /// A file where the workspace's logs directory goes: no session log can be mirrored.
     fn block_logs(&self) {
         let mirror = self
@@ -93,10 +101,11 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
         if path.is_dir() {
             walk(&path, found);
         } else if path.extension().is_some_and(|ext| ext == "jsonl")
-            && path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("com-") || n.starts_with("can-"))
+            && path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                ["com-", "can-", "gdb-", "rtt-"]
+                    .iter()
+                    .any(|k| n.starts_with(k))
+            })
         {
             found.push(path);
         }
@@ -144,13 +153,21 @@ trait Case {
     fn start(&self, world: &World, device: Device) -> Acted;
     /// The locks of the session registered under the table's id, if one is.
     fn registered(&self) -> Option<Vec<String>>;
-    fn stop(&self);
+    /// Stops the session registered under the table's id (a kind whose start the table never lets
+    /// open has none).
+    fn stop(&self) {}
     /// Whether the device under test opens again (nothing of ours still has it).
-    fn reopens(&self) -> bool;
+    fn reopens(&self) -> bool {
+        true
+    }
     /// The children the kind's devices run that are still there.
-    fn children(&self) -> usize;
+    fn children(&self) -> usize {
+        0
+    }
     /// How many children one open session runs.
-    fn children_per_session(&self) -> usize;
+    fn children_per_session(&self) -> usize {
+        0
+    }
 }
 
 struct Com {
@@ -200,7 +217,7 @@ impl Case for Com {
             &world.ours,
             &self.sessions,
         );
-        session_lifecycle::start(kind, &world.ours, &world.audit)
+        world.start(kind)
     }
 
     fn registered(&self) -> Option<Vec<String>> {
@@ -222,14 +239,6 @@ impl Case for Com {
             reader_poll: std::time::Duration::from_millis(20),
         };
         Port::open(&options, None).is_ok_and(|port| port.close(options.write_timeout).is_ok())
-    }
-
-    fn children(&self) -> usize {
-        0
-    }
-
-    fn children_per_session(&self) -> usize {
-        0
     }
 }
 
@@ -296,7 +305,7 @@ impl Case for Can {
             &world.ours,
             &self.sessions,
         );
-        session_lifecycle::start(kind, &world.ours, &world.audit)
+        world.start(kind)
     }
 
     fn registered(&self) -> Option<Vec<String>> {
@@ -317,6 +326,126 @@ impl Case for Can {
 
     fn children_per_session(&self) -> usize {
         1
+    }
+}
+
+/// The start steps up to the device's open: a kind whose open needs a target stops there.
+const UP_TO_OPEN: [Step; 3] = [Step::Lock, Step::Log, Step::Open];
+
+/// A debug session through an OpenOCD that is not there (no start reaches gdb).
+struct Debug {
+    openocd: PathBuf,
+    stager: crate::artifacts::Stager,
+    policy: crate::artifacts::ArtifactPolicy,
+    sessions: Arc<crate::debug::Sessions>,
+}
+
+impl Debug {
+    fn new(world: &World) -> Self {
+        let elf = include_bytes!("../../../../firmware/build/ahil-fw-v1.elf");
+        std::fs::write(world.fixture.workspace.join("fw.elf"), elf).expect("an ELF");
+        Self {
+            openocd: world.fixture.tools.join("no-such-openocd"),
+            stager: crate::artifacts::Stager::new_in(&world.fixture.tools).expect("a stager"),
+            policy: crate::artifacts::ArtifactPolicy::from_config(&world.fixture.load().config),
+            sessions: Arc::default(),
+        }
+    }
+}
+
+impl Case for Debug {
+    fn name(&self) -> &'static str {
+        "debug"
+    }
+
+    fn keys(&self, _: Device) -> Vec<String> {
+        vec!["probe:lifecycle-debugger".to_owned()]
+    }
+
+    fn start(&self, world: &World, device: Device) -> Acted {
+        let staged = crate::artifacts::resolve(
+            &self.policy,
+            &self.stager,
+            crate::artifacts::ArtifactRef::Path("fw.elf"),
+        )
+        .expect("the ELF stages");
+        let kind = debug::test_kind(&self.openocd, self.keys(device), staged, &self.sessions);
+        world.start(kind)
+    }
+
+    fn registered(&self) -> Option<Vec<String>> {
+        self.sessions.get().map(|_| self.keys(Device::UnderTest))
+    }
+}
+
+/// A participant of a shared bus whose broker cannot be reached: its home is a file.
+struct Participant {
+    home: PathBuf,
+    absent: PathBuf,
+    sessions: Arc<crate::can::Sessions>,
+}
+
+impl Case for Participant {
+    fn name(&self) -> &'static str {
+        "can participant"
+    }
+
+    fn keys(&self, _: Device) -> Vec<String> {
+        vec!["can:shared-adapter#tester".to_owned()]
+    }
+
+    fn start(&self, world: &World, device: Device) -> Acted {
+        let home = match device {
+            Device::Absent => &self.absent,
+            Device::UnderTest | Device::Other => &self.home,
+        };
+        let kind = can_participant::test_kind(
+            home,
+            &self.keys(device)[0],
+            &world.audit,
+            &world.ours,
+            &self.sessions,
+        );
+        world.start(kind)
+    }
+
+    fn registered(&self) -> Option<Vec<String>> {
+        self.sessions
+            .get("bus#tester")
+            .map(|s| s.locks().keys().to_vec())
+    }
+}
+
+/// An RTT session on an emulated board whose directory has no running board.
+struct Rtt {
+    board: PathBuf,
+    sessions: Arc<crate::rtt::Sessions>,
+}
+
+impl Case for Rtt {
+    fn name(&self) -> &'static str {
+        "rtt"
+    }
+
+    fn keys(&self, _: Device) -> Vec<String> {
+        vec!["probe:lifecycle-board".to_owned()]
+    }
+
+    fn start(&self, world: &World, device: Device) -> Acted {
+        let kind = rtt_session::test_kind(
+            &self.board,
+            self.keys(device),
+            &world.audit,
+            &world.ours,
+            &self.sessions,
+        );
+        world.start(kind)
+    }
+
+    fn registered(&self) -> Option<Vec<String>> {
+        self.sessions
+            .get("board")
+            .map(|s| s.locks().keys().to_vec())
     }
 }
 
@@ -415,6 +544,40 @@ fn a_can_session_start_failing_at_any_step_leaves_no_lock_session_child_or_open_
         let case = Can::new(&world);
         fail_at(&world, &case, step);
     }
+}
+
+/// Each of `steps` failing in a world of its own, with the case `case` makes there.
+fn fail_each<C: Case>(steps: &[Step], case: impl Fn(&World) -> C) {
+    for &step in steps {
+        let world = World::new();
+        fail_at(&world, &case(&world), step);
+    }
+}
+
+#[test]
+fn a_can_participant_start_failing_before_the_broker_leaves_no_lock_session_or_open_log() {
+    fail_each(&UP_TO_OPEN, |world| {
+        let absent = world.fixture.tools.join("home-is-a-file");
+        std::fs::write(&absent, b"").expect("a file where the home goes");
+        Participant {
+            home: world.fixture.home.clone(),
+            absent,
+            sessions: Arc::default(),
+        }
+    });
+}
+
+#[test]
+fn a_debug_session_start_failing_before_gdb_leaves_no_lock_session_or_open_log() {
+    fail_each(&UP_TO_OPEN, Debug::new);
+}
+
+#[test]
+fn an_rtt_session_start_failing_before_the_link_leaves_no_lock_session_or_open_log() {
+    fail_each(&UP_TO_OPEN, |world| Rtt {
+        board: world.fixture.tools.join("no-board"),
+        sessions: Arc::default(),
+    });
 }
 
 #[test]

@@ -3,6 +3,7 @@
 use super::start::{Progress, Reached};
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use ahil_drivers::process::CancelFlag;
 
 /// Starts OpenOCD as the session's gdb server: `init; reset halt`, or `init; halt` for an attach.
 pub(super) fn start_openocd(
@@ -11,10 +12,11 @@ pub(super) fn start_openocd(
     reset_halt: bool,
     timeout: Duration,
     progress: &mut Progress,
+    cancel: &CancelFlag,
 ) -> Result<Reached, Box<Acted>> {
     const TOOL: ToolId = ToolId::DebugStartSession;
     progress.phase = "server_spawned";
-    match openocd.start_gdb_server(reset_halt, timeout) {
+    match openocd.start_gdb_server(reset_halt, timeout, Some(cancel)) {
         Ok(process) => Ok(progress.served(gdb, process, &["monitor reset halt"], Server::OpenOcd)),
         Err(ServerError::Spawn(error)) => Err(not_started(
             progress,
@@ -126,9 +128,9 @@ pub(super) fn start_stlink(
     gdb: &std::path::Path,
     timeout: Duration,
     progress: &mut Progress,
+    cancel: &CancelFlag,
 ) -> Result<Reached, Box<Acted>> {
     const TOOL: ToolId = ToolId::DebugStartSession;
-    progress.phase = "server_spawned";
     let failed = |outcome: Outcome,
                   class: &'static str,
                   tails: &ahil_drivers::openocd::gdbserver::Tails| {
@@ -146,7 +148,8 @@ pub(super) fn start_stlink(
             .with("server_output_tail", tail_lines(&tails.text()))
             .with_causes(causes.iter().copied())
     };
-    match server.start(timeout) {
+    progress.phase = "server_spawned";
+    match server.start(timeout, Some(cancel)) {
         Ok(process) => Ok(progress.served(
             gdb,
             process,

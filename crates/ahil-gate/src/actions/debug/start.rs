@@ -7,6 +7,7 @@ use super::*;
 use crate::debug::Loopback;
 use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
 use ahil_drivers::openocd::gdbserver::GdbServer;
+use ahil_drivers::process::CancelFlag;
 
 /// The debug server a session starts against.
 pub(super) enum ServerKind {
@@ -138,7 +139,8 @@ impl Start {
         })
     }
 
-    pub(super) fn run(self, staged: StagedArtifact) -> Acted {
+    /// Runs the start; `cancel` is the call's, which its waits watch only while the start runs.
+    pub(super) fn run(self, staged: StagedArtifact, cancel: CancelFlag) -> Acted {
         if let Some(open) = self.already_active() {
             return open;
         }
@@ -157,7 +159,8 @@ impl Start {
             ..
         } = self;
         let backend = server.backend();
-        let pending = match pending_server(server, &Budget::new(timeout)) {
+        let budget = Budget::new(timeout).with_cancel(cancel.clone());
+        let pending = match pending_server(server, &budget) {
             Ok(pending) => pending,
             Err(acted) => return *acted,
         };
@@ -173,6 +176,7 @@ impl Start {
             staged,
             header,
             backend,
+            cancel,
         };
         session_lifecycle::start(opening, &ownership, &audit)
     }
@@ -193,6 +197,9 @@ struct Opening {
     staged: StagedArtifact,
     header: Vec<u8>,
     backend: &'static str,
+    /// The start call's cancel: raised by the client's `notifications/cancelled`, and by the
+    /// pipeline when the call ends, so the session's gdb must not keep watching it.
+    cancel: CancelFlag,
 }
 
 /// gdb on a halted target, and the server it talks to.
@@ -231,57 +238,12 @@ impl SessionKind for Opening {
     }
 
     fn open(&mut self, log: &SessionLog) -> Result<Attached, Box<Acted>> {
-        let progress = &mut self.progress;
-        let reached = match self.pending.take() {
-            Some(Pending::Board(reached)) => *reached,
-            Some(Pending::OpenOcd(openocd, gdb)) => start_openocd(
-                &openocd,
-                &gdb,
-                self.mode != "attach",
-                self.timeout,
-                progress,
-            )?,
-            Some(Pending::Stlink(server, gdb)) => {
-                start_stlink(&server, &gdb, self.timeout, progress)?
+        self.attach(log).map_err(|refused| {
+            if self.cancel.is_cancelled() {
+                Box::new(interrupted(*refused))
+            } else {
+                refused
             }
-            None => return Err(Box::new(opened_twice())),
-        };
-        let Reached {
-            gdb: gdb_path,
-            remote,
-            reset_halt,
-            server,
-        } = reached;
-        if let Some(process) = server.loopback().and_then(|s| s.process.as_ref()) {
-            // Best effort: the start event is already down, and the stop logs the server's output.
-            let _ = log.append(&json!({
-                "event": "server_started",
-                "server_command": process.command_line(),
-                "gdb_port": process.port(),
-            }));
-        }
-        let gdb = Gdb::spawn(&gdb_path).map_err(|error| {
-            let outcome = Outcome::refused(
-                Self::TOOL,
-                ErrorType::DebuggerNotFound,
-                format!("gdb could not be started: {error}."),
-            )
-            .with("backend", self.backend);
-            Box::new(match self.backend {
-                "qemu" => Acted {
-                    outcome,
-                    contact: Some(Contact::none("gdb did not start")),
-                },
-                _ => progress.failed(outcome, false),
-            })
-        })?;
-        let step = self.timeout.min(STEP_MAX);
-        let commands = start_commands(&self.mode, self.staged.path(), &remote, &reset_halt);
-        let (gdb, server) =
-            run_start_commands(gdb, server, &commands, step, self.backend, progress)?;
-        Ok(Attached {
-            gdb,
-            server: progress.recorded_in(server),
         })
     }
 
@@ -318,6 +280,123 @@ impl SessionKind for Opening {
             outcome,
             contact: Some(Contact::Made),
         })
+    }
+}
+
+impl Opening {
+    /// Reaches the server, starts gdb and runs the start commands, watching the call's cancel.
+    fn attach(&mut self, log: &SessionLog) -> Result<Attached, Box<Acted>> {
+        let progress = &mut self.progress;
+        let reached = match self.pending.take() {
+            Some(Pending::Board(reached)) => *reached,
+            Some(Pending::OpenOcd(openocd, gdb)) => start_openocd(
+                &openocd,
+                &gdb,
+                self.mode != "attach",
+                self.timeout,
+                progress,
+                &self.cancel,
+            )?,
+            Some(Pending::Stlink(server, gdb)) => {
+                start_stlink(&server, &gdb, self.timeout, progress, &self.cancel)?
+            }
+            None => return Err(Box::new(opened_twice())),
+        };
+        let Reached {
+            gdb: gdb_path,
+            remote,
+            reset_halt,
+            server,
+        } = reached;
+        if let Some(process) = server.loopback().and_then(|s| s.process.as_ref()) {
+            // Best effort: the start event is already down, and the stop logs the server's output.
+            let _ = log.append(&json!({
+                "event": "server_started",
+                "server_command": process.command_line(),
+                "gdb_port": process.port(),
+            }));
+        }
+        let mut gdb = Gdb::spawn(&gdb_path).map_err(|error| {
+            let outcome = Outcome::refused(
+                Self::TOOL,
+                ErrorType::DebuggerNotFound,
+                format!("gdb could not be started: {error}."),
+            )
+            .with("backend", self.backend);
+            Box::new(match self.backend {
+                "qemu" => Acted {
+                    outcome,
+                    contact: Some(Contact::none("gdb did not start")),
+                },
+                _ => progress.failed(outcome, false),
+            })
+        })?;
+        let step = self.timeout.min(STEP_MAX);
+        let commands = start_commands(&self.mode, self.staged.path(), &remote, &reset_halt);
+        // gdb's connect and first stop end at once when the client cancels the start; the session
+        // that outlives the start stops watching its flag, which the call's end raises.
+        gdb.watch_cancel(Some(self.cancel.clone()));
+        let (mut gdb, server) =
+            run_start_commands(gdb, server, &commands, step, self.backend, progress)?;
+        gdb.watch_cancel(None);
+        Ok(Attached {
+            gdb,
+            server: progress.recorded_in(server),
+        })
+    }
+}
+
+/// A start its client cancelled, settled as the timeout of the step it was in: the driver's account
+/// of contact and effect stands, said as `interrupted`.
+fn interrupted(mut acted: Acted) -> Acted {
+    let said = Outcome::refused(
+        ToolId::DebugStartSession,
+        ErrorType::Interrupted,
+        "The client cancelled the start; gdb and its server were stopped, as at a timeout.",
+    );
+    let outcome = &mut acted.outcome;
+    outcome.error_type = said.error_type;
+    outcome.summary = said.summary;
+    outcome.likely_causes = said.likely_causes;
+    outcome.remediation = said.remediation;
+    outcome.do_not = said.do_not;
+    outcome.next_step = said.next_step;
+    outcome.set("cancelled", true);
+    acted
+}
+
+/// A start through the OpenOCD at `openocd` past its checks (`staged` as its ELF), for the
+/// lifecycle's tests.
+#[cfg(test)]
+pub(in crate::actions) fn test_kind(
+    openocd: &std::path::Path,
+    lock_keys: Vec<String>,
+    staged: StagedArtifact,
+    sessions: &Arc<Sessions>,
+) -> impl SessionKind + use<> {
+    let settings = CliSettings {
+        executable: openocd.to_path_buf(),
+        probe_id: None,
+        timeout: Duration::from_secs(2),
+    };
+    let openocd = OpenOcd::new(settings, "interface/stlink.cfg", "target/stm32f4x.cfg");
+    Opening {
+        // A gdb never reached: the server is refused first.
+        pending: Some(Pending::OpenOcd(
+            openocd,
+            "/nonexistent/ahil-lifecycle-gdb".into(),
+        )),
+        progress: Progress::new("attach"),
+        session_id: format!("debug-{}", crate::serial::log_stamp()),
+        mode: "attach".to_owned(),
+        timeout: Duration::from_secs(2),
+        lock_keys,
+        label: "debug_session:probe".to_owned(),
+        sessions: Arc::clone(sessions),
+        staged,
+        header: Vec::new(),
+        backend: "openocd",
+        cancel: CancelFlag::default(),
     }
 }
 
@@ -391,7 +470,12 @@ pub(super) fn run_start_commands(
             Ok(reply) => (Some(reply.message()), false),
             Err(error) => (
                 Some(error.to_string()),
-                matches!(error, gdbmi::session::SessionError::Timeout { .. }),
+                // A cancelled wait is settled as the timeout it cut short.
+                matches!(
+                    error,
+                    gdbmi::session::SessionError::Timeout { .. }
+                        | gdbmi::session::SessionError::Cancelled { .. }
+                ),
             ),
         };
         if let Some(message) = failed {
