@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::owner::Owner;
 use crate::envelope::Outcome;
-use crate::fsio;
+use crate::fsio::{self, Durability};
 
 /// Prefixes of resource names that name a physical device; only these take machine-wide locks.
 const PHYSICAL_PREFIXES: [&str; 5] = ["physical:", "probe:", "probe-exe:", "com:", "can:"];
@@ -258,6 +258,7 @@ impl DeviceLocks {
     fn try_all(&self, names: &[String], label: Option<&str>) -> Result<Acquired, Box<Busy>> {
         let mut table = self.lock_table();
         let mut newly_taken: Vec<String> = Vec::new();
+        let mut holders = Vec::new();
         let mut reclaimed = Vec::new();
         for name in names {
             if let Some(held) = table.get_mut(name) {
@@ -265,17 +266,19 @@ impl DeviceLocks {
                 continue;
             }
             match self.take_one(name, label) {
-                Ok((held, previous)) => {
+                Ok((held, record, previous)) => {
                     table.insert(name.clone(), held);
                     newly_taken.push(name.clone());
+                    holders.push((name.clone(), record));
                     reclaimed.extend(previous);
                 }
                 Err(busy) => {
                     // All or nothing: give back what this attempt took, and undo the re-entries.
+                    let mut given_back = Vec::new();
                     for name in names {
                         if newly_taken.contains(name) {
                             if let Some(held) = table.remove(name) {
-                                self.write_released(name, &held.acquired_at);
+                                given_back.push((name.clone(), held));
                             }
                         } else if let Some(held) = table.get_mut(name) {
                             held.count = held.count.saturating_sub(1);
@@ -284,10 +287,13 @@ impl DeviceLocks {
                             break;
                         }
                     }
+                    self.write_released(&given_back);
                     return Err(busy);
                 }
             }
         }
+        // The records are advisory: a failure to write them does not undo the locks we hold.
+        let _ = self.write_holders(&holders);
         Ok(Acquired {
             resources: names.to_vec(),
             reclaimed,
@@ -298,7 +304,7 @@ impl DeviceLocks {
         &self,
         resource: &str,
         label: Option<&str>,
-    ) -> Result<(HeldLock, Option<Value>), Box<Busy>> {
+    ) -> Result<(HeldLock, Value, Option<Value>), Box<Busy>> {
         let unusable = |err: &io::Error| {
             Box::new(Busy {
                 resource: resource.to_owned(),
@@ -358,8 +364,6 @@ impl DeviceLocks {
         if let Some(from) = &reclaimed {
             record["reclaimed_from"] = from.clone();
         }
-        // The record is advisory: a failure to write it does not undo the lock we hold.
-        let _ = self.write_holder(resource, &record);
         Ok((
             HeldLock {
                 file,
@@ -367,6 +371,7 @@ impl DeviceLocks {
                 acquired_at: now,
                 label: label.map(str::to_owned),
             },
+            record,
             reclaimed,
         ))
     }
@@ -374,8 +379,9 @@ impl DeviceLocks {
     /// Gives back one hold on each physical resource; the lock is released when the last hold goes.
     pub fn release(&self, resources: &[String]) {
         let mut table = self.lock_table();
+        let mut done = Vec::new();
         for name in resources.iter().filter(|r| is_physical(r)) {
-            let done = match table.get_mut(name) {
+            let last = match table.get_mut(name) {
                 Some(held) if held.count > 1 => {
                     held.count -= 1;
                     false
@@ -383,12 +389,13 @@ impl DeviceLocks {
                 Some(_) => true,
                 None => false,
             };
-            if done && let Some(held) = table.remove(name) {
-                // Say "released" before the kernel lock goes, so the next taker does not mistake a
-                // clean release for a crash.
-                self.write_released(name, &held.acquired_at);
+            if last && let Some(held) = table.remove(name) {
+                done.push((name.clone(), held));
             }
         }
+        // Say "released" before the kernel locks go (`done` drops after), so the next taker does
+        // not mistake a clean release for a crash.
+        self.write_released(&done);
     }
 
     /// Another descriptor on the open lock file of a held `resource`, as a child forked meanwhile
@@ -443,6 +450,7 @@ impl DeviceLocks {
     pub fn heartbeat(&self) {
         let table = self.lock_table();
         let now = iso_millis(std::time::SystemTime::now());
+        let mut records = Vec::with_capacity(table.len());
         for (resource, held) in table.iter() {
             let mut owner = self.owner.clone();
             owner.label.clone_from(&held.label);
@@ -455,29 +463,44 @@ impl DeviceLocks {
                 "heartbeat_at": now,
                 "heartbeat_interval_s": HEARTBEAT_INTERVAL_S,
             });
-            let _ = self.write_holder(resource, &record);
+            records.push((resource.clone(), record));
         }
+        let _ = self.write_holders(&records);
     }
 
-    fn write_released(&self, resource: &str, acquired_at: &str) {
+    /// Writes `released` for each lock in `given_back`, which the caller drops afterwards.
+    fn write_released(&self, given_back: &[(String, HeldLock)]) {
         let now = iso_millis(std::time::SystemTime::now());
-        let record = json!({
-            "version": 1,
-            "state": "released",
-            "resource": resource,
-            "owner": self.owner,
-            "acquired_at": acquired_at,
-            "heartbeat_at": now,
-            "heartbeat_interval_s": HEARTBEAT_INTERVAL_S,
-            "released_at": now,
-        });
-        let _ = self.write_holder(resource, &record);
+        let records: Vec<(String, Value)> = given_back
+            .iter()
+            .map(|(resource, held)| {
+                let record = json!({
+                    "version": 1,
+                    "state": "released",
+                    "resource": resource,
+                    "owner": self.owner,
+                    "acquired_at": held.acquired_at,
+                    "heartbeat_at": now,
+                    "heartbeat_interval_s": HEARTBEAT_INTERVAL_S,
+                    "released_at": now,
+                });
+                (resource.clone(), record)
+            })
+            .collect();
+        let _ = self.write_holders(&records);
     }
 
-    fn write_holder(&self, resource: &str, record: &Value) -> io::Result<()> {
-        let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
-        bytes.push(b'\n');
-        fsio::write_atomic(&self.root.holder_path(resource), &bytes, 0o600)
+    /// Replaces the holder records of one call in one batch: every record is fsynced before its
+    /// rename, and their one directory once after all of them, instead of once per record (they
+    /// all live in `device-locks/`). Durable on return, as one `write_atomic` each was.
+    fn write_holders(&self, records: &[(String, Value)]) -> io::Result<()> {
+        let mut files = Vec::with_capacity(records.len());
+        for (resource, record) in records {
+            let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
+            bytes.push(b'\n');
+            files.push((self.root.holder_path(resource), bytes, Durability::Synced));
+        }
+        fsio::write_atomic_all(&files, 0o600)
     }
 
     /// The holder record as the current holder wrote it. A holder that took the lock a moment ago may
@@ -513,13 +536,9 @@ impl DeviceLocks {
 
 impl Drop for DeviceLocks {
     fn drop(&mut self) {
-        let names = self.held();
         let table = std::mem::take(&mut *self.lock_table());
-        for name in names {
-            if let Some(held) = table.get(&name) {
-                self.write_released(&name, &held.acquired_at);
-            }
-        }
+        let given_back: Vec<(String, HeldLock)> = table.into_iter().collect();
+        self.write_released(&given_back);
     }
 }
 

@@ -174,3 +174,31 @@ fn a_released_lock_is_free_while_another_descriptor_still_shares_its_file() {
     drop(shared);
     taken.expect("the released device is free while its file is still shared");
 }
+
+#[test]
+fn taking_and_giving_back_several_devices_syncs_each_holder_record_and_their_directory_once() {
+    let home = tempfile::tempdir().expect("home");
+    let owner = locks(home.path(), "mcp");
+    let devices = names(&["com:uart0", "physical:/dev/ttyACM0", "probe:abc"]);
+    let before = fsio::syncs_on_this_thread();
+    owner
+        .acquire(&devices, Duration::ZERO)
+        .expect("free devices");
+    let taken = fsio::syncs_on_this_thread() - before;
+    assert_eq!(taken, 3 + 1, "three records, one directory");
+    for device in &devices {
+        assert_eq!(
+            owner.read_holder(device).expect("record")["state"],
+            json!("held")
+        );
+    }
+    let before = fsio::syncs_on_this_thread();
+    owner.release(&devices);
+    assert_eq!(fsio::syncs_on_this_thread() - before, 3 + 1);
+    for device in &devices {
+        assert_eq!(
+            owner.read_holder(device).expect("record")["state"],
+            json!("released")
+        );
+    }
+}
