@@ -486,7 +486,7 @@ pub(super) fn test_kind(
         start: Start {
             debugger: "board".to_owned(),
             reach: Reach::Qemu(ahil_drivers::qemu::BoardPaths::new(board_dir)),
-            locate: Locate::At(0x2000_0000),
+            locate: Some(Locate::At(0x2000_0000)),
             rtt: Rtt::default(),
             clear: false,
             lock_keys,
@@ -495,6 +495,11 @@ pub(super) fn test_kind(
             sessions: Arc::clone(sessions),
             record: Record::new(board_dir, "rtt-test"),
             elf: None,
+        },
+        found: FromElf {
+            defmt: None,
+            defmt_missing: None,
+            locate: Locate::At(0x2000_0000),
         },
     }
 }
