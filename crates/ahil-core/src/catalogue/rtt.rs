@@ -69,14 +69,13 @@ target and needs no permission. Next: rtt_session_start.",
     .schema(rtt_session_start_schema)
     .about(
         "Open an RTT session",
-        "Find the target's SEGGER RTT control block and poll its up channels, without halting the core, \
-until rtt_session_stop; the debugger's device lock is held meanwhile (another agent's flash or reset is \
-device_busy). What the firmware wrote before is kept for rtt_read unless clear_buffer. Channels of format \
-defmt are decoded with the .defmt table of image_path's ELF, or of the ELF last flashed; session.defmt says \
-which, or why there is none (they then read raw). Under rtt.from_elf the control block is that ELF's \
-_SEGGER_RTT (no ELF on record: symbol_source_not_available). Fails with \
-rtt_not_configured, rtt_control_block_not_found, rtt_channel_not_found, device_busy, or not_supported on a \
-backend without RTT (this build serves the emulated board, probe-rs and OpenOCD).",
+        "Find the target's SEGGER RTT control block and poll its up channels without halting the core, \
+until rtt_session_stop; the debugger's lock is held meanwhile (another agent's flash or reset is \
+device_busy). Earlier output is kept for rtt_read unless clear_buffer. defmt channels decode with the \
+.defmt table of image_path's ELF, else of the ELF last flashed (session.defmt says which, or why none: \
+raw). Under rtt.from_elf the block is that ELF's _SEGGER_RTT (no ELF on record: \
+symbol_source_not_available). Fails with rtt_not_configured, rtt_control_block_not_found, \
+rtt_channel_not_found, device_busy, or not_supported (served: emulated board, probe-rs, OpenOCD).",
     ),
     Declaration::new(
         ToolId::RttSessionStop,
