@@ -30,14 +30,11 @@ const PLACES: u32 = 1;
 const PLACE_NAME: u32 = 1;
 const PLACE_ACQUIRED: u32 = 6;
 const PLACE_RESERVATION: u32 = 11;
-/// `GetReservationsResponse.reservations`; `Reservation.owner`, `.token`, `.state`,
-/// `.allocations` (a map: entries of `key` 1, `value` 2).
+/// `GetReservationsResponse.reservations`; `Reservation.owner`, `.token`, `.state`.
 const RESERVATIONS: u32 = 1;
 const RESERVATION_OWNER: u32 = 1;
 const RESERVATION_TOKEN: u32 = 2;
 const RESERVATION_STATE: u32 = 3;
-const RESERVATION_ALLOCATIONS: u32 = 6;
-const MAP_VALUE: u32 = 2;
 
 /// A place as the coordinator lists it: only what a claim needs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -49,15 +46,14 @@ pub struct Place {
     pub reservation: Option<String>,
 }
 
-/// A reservation: its owner (`host/user`), token, state and the places allocated to it.
+/// A reservation: its owner (`host/user`), token and state. The place it is allocated to names
+/// its token (`Place.reservation`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Reservation {
     pub owner: String,
     pub token: String,
     /// labgrid's `ReservationState` number; [`Reservation::state_name`] names it.
     pub state: u64,
-    /// The places allocated to it (the values of its `allocations` map).
-    pub places: Vec<String>,
 }
 
 impl Reservation {
@@ -264,14 +260,6 @@ pub fn reservations(message: &[u8]) -> Result<Vec<Reservation>, Malformed> {
                     (RESERVATION_OWNER, Value::Len(v)) => r.owner = text(v)?,
                     (RESERVATION_TOKEN, Value::Len(v)) => r.token = text(v)?,
                     (RESERVATION_STATE, Value::Varint(v)) => r.state = v,
-                    (RESERVATION_ALLOCATIONS, Value::Len(entry)) => {
-                        let mut e = Fields(entry);
-                        while let Some(field) = e.next_field() {
-                            if let (MAP_VALUE, Value::Len(v)) = field? {
-                                r.places.push(text(v)?);
-                            }
-                        }
-                    }
                     _ => {}
                 }
             }
@@ -323,7 +311,6 @@ mod tests {
             ("Reservation", "owner", RESERVATION_OWNER),
             ("Reservation", "token", RESERVATION_TOKEN),
             ("Reservation", "state", RESERVATION_STATE),
-            ("Reservation", "allocations", RESERVATION_ALLOCATIONS),
         ] {
             assert_eq!(number(message, field), ours, "{message}.{field}");
         }
@@ -355,20 +342,15 @@ mod tests {
     }
 
     #[test]
-    fn a_reservation_is_read_with_its_state_and_the_places_allocated_to_it() {
-        let mut entry = BytesMut::new();
-        bytes_field(&mut entry, 1, b"main");
-        bytes_field(&mut entry, MAP_VALUE, b"bench-1");
+    fn a_reservation_is_read_with_its_state() {
         let mut r = BytesMut::new();
         bytes_field(&mut r, RESERVATION_OWNER, b"desk/alice");
         bytes_field(&mut r, RESERVATION_TOKEN, b"TOKEN1");
         key(&mut r, RESERVATION_STATE, VARINT);
         varint(&mut r, 1);
-        bytes_field(&mut r, RESERVATION_ALLOCATIONS, &entry);
         let mut list = BytesMut::new();
         bytes_field(&mut list, RESERVATIONS, &r);
         let read = reservations(&list).expect("well formed");
-        assert_eq!(read[0].places, ["bench-1"]);
         assert_eq!(read[0].state_name(), "allocated");
         assert_eq!(read[0].owner, "desk/alice");
     }

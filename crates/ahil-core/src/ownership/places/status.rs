@@ -130,10 +130,7 @@ fn listed_entry(
     };
     let reserved: Vec<Value> = reservations
         .iter()
-        .filter(|r| {
-            found.reservation.as_deref() == Some(r.token.as_str())
-                || r.places.iter().any(|p| p == place)
-        })
+        .filter(|r| found.reservation.as_deref() == Some(r.token.as_str()))
         .map(|r| json!({"token": r.token, "owner": r.owner, "state": r.state_name()}))
         .collect();
     let owner = found.acquired.clone();
