@@ -297,6 +297,7 @@ mod tests {
                 incident: None,
             },
             actions: Vec::new(),
+            places: Vec::new(),
             sessions: vec![Session {
                 port_id: "uart".into(),
                 log: ".agentic-hil/logs/com-20261130T101500000Z-uart.jsonl".into(),

@@ -24,7 +24,7 @@ use crate::envelope::Outcome;
 /// How soon a gate's stop that failed is tried again, at most: its hold's own maximum when that is
 /// shorter. A failed stop (a debug stop that could not reconfirm the halt) leaves the hold open, and
 /// waiting a whole maximum again would keep a forgotten board held for twice as long.
-const RETRY_AFTER: Duration = Duration::from_secs(60);
+const RETRY_AFTER: Duration = Duration::from_mins(1);
 /// How many stops the gate makes of one hold before it stops trying: a stop that keeps failing
 /// needs a person, and one every minute forever would fill the evidence with the same failure.
 const STOP_ATTEMPTS: u32 = 3;

@@ -5,6 +5,7 @@
 //! entry `labgrid_unavailable` and the status is otherwise the same.
 
 use std::collections::BTreeMap;
+use std::fmt::Write;
 
 use ahil_labgrid::{Place, Reservation};
 use serde_json::{Value, json};
@@ -157,12 +158,13 @@ fn listed_entry(
         Some(owner) => format!("{place}: acquired by {owner}"),
     };
     for r in &reserved {
-        words.push_str(&format!(
+        let _ = write!(
+            words,
             "; reservation {} of {} ({})",
             r["token"].as_str().unwrap_or(""),
             r["owner"].as_str().unwrap_or(""),
             r["state"].as_str().unwrap_or("")
-        ));
+        );
     }
     entry["summary"] = json!(words);
     entry
