@@ -10,7 +10,6 @@
 #![allow(clippy::cast_precision_loss)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use ahil_sim::PtyPeer;
@@ -23,60 +22,24 @@ use serde_json::{Value, json};
 
 const RUNS: usize = 200;
 
-/// One workspace and its own HOME, configured by `init` and then rewritten with `labgrid`.
-struct Bench {
-    _root: tempfile::TempDir,
-    home: PathBuf,
-    workspace: PathBuf,
-}
+mod common;
 
-impl Bench {
-    fn new(binary: &Path, uart: &str, labgrid: &str) -> Self {
-        let root = tempfile::tempdir().expect("a temp dir");
-        let base = std::fs::canonicalize(root.path()).expect("temp dir resolves");
-        let bench = Self {
-            home: base.join("home"),
-            workspace: base.join("ws"),
-            _root: root,
-        };
-        std::fs::create_dir_all(&bench.workspace).expect("workspace");
-        std::fs::create_dir_all(&bench.home).expect("home");
-        let init = bench
-            .command(binary, &["init"])
-            .output()
-            .expect("init runs");
-        assert!(init.status.success(), "init succeeds");
-        let project = std::fs::read_dir(bench.home.join(".config/agentic-hil/projects"))
-            .expect("init wrote a project")
-            .flatten()
-            .next()
-            .expect("one project")
-            .path();
-        std::fs::write(
-            project.join("config.yaml"),
-            format!(
-                "workspace_root: \"{}\"\nstate_root: \"{}\"\nversion: 3\n\
-                 com_ports:\n  uart0:\n    device: \"{uart}\"\n    identity_source: device\n\
-                 \x20   permissions:\n      allow_write: true\n{labgrid}",
-                bench.workspace.display(),
-                bench.home.join(".local/state/agentic-hil").display(),
-            ),
-        )
-        .expect("config written");
-        bench
-    }
-
-    fn command(&self, binary: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(binary);
-        cmd.current_dir(&self.workspace)
-            .env_clear()
-            .env("HOME", &self.home)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_STATE_HOME", self.home.join(".local/state"))
-            .args(args);
-        cmd
-    }
+/// A workspace `init` made, its configuration rewritten with one UART and `labgrid` (a section or
+/// nothing).
+fn bench(binary: &Path, uart: &str, labgrid: &str) -> common::World {
+    let world = common::World::new(binary);
+    std::fs::write(
+        world.config_path(),
+        format!(
+            "workspace_root: \"{}\"\nstate_root: \"{}\"\nversion: 3\n\
+             com_ports:\n  uart0:\n    device: \"{uart}\"\n    identity_source: device\n\
+             \x20   permissions:\n      allow_write: true\n{labgrid}",
+            world.workspace.display(),
+            world.home.join(".local/state/agentic-hil").display(),
+        ),
+    )
+    .expect("config written");
+    world
 }
 
 async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) -> (Value, f64) {
@@ -95,8 +58,10 @@ async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) 
 }
 
 /// A server on `bench` with a run over the UART and a COM session on it open.
-async fn serve(binary: &Path, bench: &Bench) -> RunningService<RoleClient, ()> {
-    let mut server = tokio::process::Command::from(bench.command(binary, &["mcp-stdio"]));
+async fn serve(binary: &Path, bench: &common::World) -> RunningService<RoleClient, ()> {
+    let mut command = bench.command(binary);
+    command.arg("mcp-stdio");
+    let mut server = tokio::process::Command::from(command);
     server.kill_on_drop(true);
     let client =
         ().serve(TokioChildProcess::new(server).expect("server starts"))
@@ -134,8 +99,8 @@ fn main() {
         PtyPeer::open().expect("a pty"),
         PtyPeer::open().expect("a pty"),
     );
-    let floor = Bench::new(&binary, floor_uart.device(), "");
-    let held = Bench::new(
+    let floor = bench(&binary, floor_uart.device(), "");
+    let held = bench(
         &binary,
         held_uart.device(),
         &format!(

@@ -12,20 +12,13 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use labgrid_bench::{ALICE, Bench, US, lab_with_bench_1};
+use labgrid_bench::{
+    ALICE, Bench, US, a_server_killed_holding_bench_1, lab_with_bench_1, reserve_bench_1_for,
+    start_a_run_on_the_probe,
+};
 use serde_json::json;
 use support::call;
 use support::raw::Mcp;
-
-/// `bench_run_start` over the debugger `probe`: the envelope and whether it is an error.
-async fn start_a_run_on_the_probe(client: &support::Client) -> (serde_json::Value, bool) {
-    call(
-        client,
-        "bench_run_start",
-        json!({"devices": [{"kind": "debugger", "id": "probe"}]}),
-    )
-    .await
-}
 
 #[tokio::test]
 async fn a_place_another_labgrid_user_holds_refuses_our_reset_naming_them_and_a_free_one_is_ours_for_the_call()
@@ -203,8 +196,7 @@ async fn a_com_session_holds_its_place_from_its_start_to_its_stop() {
 async fn a_place_reserved_for_another_user_refuses_our_reset_naming_the_reservation_and_its_owner()
 {
     let (_dir, lab) = lab_with_bench_1();
-    lab.ok("lab/admin", &["-p", "bench-1", "set-tags", "board=f405"]);
-    lab.ok(ALICE, &["reserve", "--wait", "board=f405"]);
+    reserve_bench_1_for(&lab, ALICE);
     let bench = Bench::new(&lab.address);
     let client = support::connect(&bench.world).await;
     let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
@@ -231,11 +223,7 @@ async fn a_place_reserved_for_another_user_refuses_our_reset_naming_the_reservat
 fn a_server_killed_holding_a_place_leaves_it_acquired_and_the_next_server_settles_it() {
     let (_dir, lab) = lab_with_bench_1();
     let bench = Bench::new(&lab.address);
-    let run = json!({"devices": [{"kind": "debugger", "id": "probe"}]});
-    let mut dead = Mcp::ours(&bench.world);
-    let started = dead.call("bench_run_start", &run);
-    assert_eq!(started["isError"], false, "{started}");
-    dead.kill9();
+    a_server_killed_holding_bench_1(&bench);
     assert_eq!(
         lab.holder("bench-1").as_deref(),
         Some(US),

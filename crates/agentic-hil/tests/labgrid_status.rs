@@ -8,7 +8,10 @@ mod support;
 
 use std::net::TcpListener;
 
-use labgrid_bench::{ALICE, Bench, US, lab_with_bench_1};
+use labgrid_bench::{
+    ALICE, Bench, US, a_server_killed_holding_bench_1, lab_with_bench_1, reserve_bench_1_for,
+    start_a_run_on_the_probe,
+};
 use serde_json::{Value, json};
 use support::raw::Mcp;
 use support::{World, call};
@@ -43,8 +46,7 @@ async fn the_status_names_another_users_acquisition_and_then_the_reservation_all
     assert_eq!(doc["labgrid"]["user"], json!(US), "{doc}");
 
     lab.release(ALICE, "bench-1");
-    lab.ok("lab/admin", &["-p", "bench-1", "set-tags", "board=f405"]);
-    lab.ok(ALICE, &["reserve", "--wait", "board=f405"]);
+    reserve_bench_1_for(&lab, ALICE);
     let (doc, is_error) = call(&client, "hardware_lease_status", json!({})).await;
     assert!(!is_error, "{doc}");
     let place = bench_1(&doc);
@@ -64,12 +66,7 @@ async fn the_status_shows_our_runs_hold_in_the_server_in_lease_status_and_in_wat
     let (_dir, lab) = lab_with_bench_1();
     let bench = Bench::new(&lab.address);
     let client = support::connect(&bench.world).await;
-    let (doc, is_error) = call(
-        &client,
-        "bench_run_start",
-        json!({"devices": [{"kind": "debugger", "id": "probe"}]}),
-    )
-    .await;
+    let (doc, is_error) = start_a_run_on_the_probe(&client).await;
     assert!(!is_error, "{doc}");
 
     let (doc, _) = call(&client, "hardware_lease_status", json!({})).await;
@@ -154,11 +151,7 @@ fn without_a_labgrid_section_the_status_has_no_places() {
 fn the_ledger_records_the_place_a_killed_server_left_when_the_next_server_settles_it() {
     let (_dir, lab) = lab_with_bench_1();
     let bench = Bench::new(&lab.address);
-    let run = json!({"devices": [{"kind": "debugger", "id": "probe"}]});
-    let mut dead = Mcp::ours(&bench.world);
-    let started = dead.call("bench_run_start", &run);
-    assert_eq!(started["isError"], false, "{started}");
-    dead.kill9();
+    a_server_killed_holding_bench_1(&bench);
 
     let mut next = Mcp::ours(&bench.world);
     let status = next.call("hardware_lease_status", &json!({}));

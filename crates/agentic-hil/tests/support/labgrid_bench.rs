@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use ahil_sim::labgrid::Lab;
 
+use serde_json::json;
+
+use crate::support::raw::Mcp;
 use crate::support::{self, World};
 
 pub const US: &str = "benchhost/agentic-hil";
@@ -79,4 +82,30 @@ impl Bench {
             .lines()
             .count()
     }
+}
+
+/// `bench_run_start` over the debugger `probe`: the envelope and whether it is an error.
+pub async fn start_a_run_on_the_probe(client: &support::Client) -> (serde_json::Value, bool) {
+    support::call(
+        client,
+        "bench_run_start",
+        json!({"devices": [{"kind": "debugger", "id": "probe"}]}),
+    )
+    .await
+}
+
+/// `bench-1` allocated to a reservation of `user` (a place tagged `board=f405`).
+pub fn reserve_bench_1_for(lab: &Lab, user: &str) {
+    lab.ok("lab/admin", &["-p", "bench-1", "set-tags", "board=f405"]);
+    lab.ok(user, &["reserve", "--wait", "board=f405"]);
+}
+
+/// A server of `bench` that started a run over the probe (holding `bench-1`) and was killed with
+/// SIGKILL, leaving the place acquired.
+pub fn a_server_killed_holding_bench_1(bench: &Bench) {
+    let run = json!({"devices": [{"kind": "debugger", "id": "probe"}]});
+    let mut dead = Mcp::ours(&bench.world);
+    let started = dead.call("bench_run_start", &run);
+    assert_eq!(started["isError"], false, "{started}");
+    dead.kill9();
 }
