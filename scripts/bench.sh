@@ -11,7 +11,7 @@ rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 echo "# $(date -u +%FT%TZ) on $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 benches=("agentic-hil floors" "agentic-hil startup" "agentic-hil can" "agentic-hil flash_cycle"
-         "agentic-hil rtt_read" "ahil-gate artifacts" "ahil-gate serial_io" "ahil-gate audit_append")
+         "agentic-hil rtt_read" "agentic-hil labgrid_held" "ahil-gate artifacts" "ahil-gate serial_io" "ahil-gate audit_append")
 # Arguments name a subset ("agentic-hil rtt_read" ...): those rows alone, e.g. on a shared machine.
 if [ "$#" -gt 0 ]; then benches=("$@"); fi
 for bench in "${benches[@]}"; do
@@ -27,7 +27,7 @@ echo "|---|---|---|---|---|---|"
 awk -F'\t' '
     $1 == "row" { v[$2 "," $3] = $4 }
     END {
-        n = split("startup_ms rss_mib gate_call_ms com_write_ms can_send_ms until_ms rtt_read_ms can_reqresp_ms can_read_fps upload_ms", keys, " ")
+        n = split("startup_ms rss_mib gate_call_ms com_write_ms can_send_ms until_ms rtt_read_ms can_reqresp_ms can_read_fps upload_ms labgrid_held_ms", keys, " ")
         what["startup_ms"] = "process start to the `tools/list` answer over stdio (ms)"
         what["rss_mib"] = "peak resident memory at that moment, VmHWM (MiB)"
         what["gate_call_ms"] = "a gate-only call, `hardware_lease_status` round trip (ms)"
@@ -38,6 +38,7 @@ awk -F'\t' '
         what["can_reqresp_ms"] = "CAN request to ECU answer, `can_send` + `can_read until_id` (ms)"
         what["can_read_fps"] = "CAN read through the process bridge (frames/s)"
         what["upload_ms"] = "`artifact_upload` of a 2 MiB ELF (ms)"
+        what["labgrid_held_ms"] = "audited `com_write` on a labgrid place the run holds; floor: no `labgrid:` section (ms)"
         for (i = 1; i <= n; i++) {
             k = keys[i]; f = v[k ",floor"]; o = v[k ",ours"]; r = v[k ",reference"]
             rate = (k ~ /_fps$/)

@@ -41,6 +41,12 @@ pub fn human(doc: &Value) -> String {
             text(probe, "description")
         );
     }
+    // A lease status's labgrid places: one line each, as the status words it.
+    if let Some(places) = doc.get("labgrid") {
+        for place in list(places, "places") {
+            let _ = writeln!(out, "{INDENT}place: {}", text(place, "summary"));
+        }
+    }
     for cause in strings(doc, "likely_causes") {
         let _ = writeln!(out, "{INDENT}cause: {cause}");
     }

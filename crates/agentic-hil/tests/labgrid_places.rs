@@ -3,100 +3,22 @@
 //! `labgrid-client` as the lab's other users. The debugger is `ahil-sim`'s scripted OpenOCD fake,
 //! whose journal shows whether anything reached the probe.
 
+#[path = "support/labgrid_bench.rs"]
+mod labgrid_bench;
 mod support;
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ahil_sim::labgrid::Lab;
+use labgrid_bench::{
+    ALICE, Bench, US, a_server_killed_holding_bench_1, lab_with_bench_1, reserve_bench_1_for,
+    start_a_run_on_the_probe,
+};
 use serde_json::json;
+use support::call;
 use support::raw::Mcp;
-use support::{World, call};
-
-const US: &str = "benchhost/agentic-hil";
-const ALICE: &str = "desk/alice";
-
-/// A coordinator in its own temporary directory that knows the free place `bench-1`.
-fn lab_with_bench_1() -> (tempfile::TempDir, Lab) {
-    let dir = tempfile::tempdir().expect("lab dir");
-    let lab = Lab::start(dir.path());
-    lab.create_place("bench-1");
-    (dir, lab)
-}
-
-/// A workspace whose debugger (`probe`, the OpenOCD fake) and UART (`uart0`, a pty) belong to
-/// `bench-1` at `coordinator`.
-struct Bench {
-    world: World,
-    tools: PathBuf,
-    /// The board's UART (`uart0`, also in `bench-1`), a pty.
-    _uart: ahil_sim::PtyPeer,
-}
-
-impl Bench {
-    fn new(coordinator: &str) -> Self {
-        Self::with(coordinator, "")
-    }
-
-    /// The bench with `sections` (whole top-level sections) after the labgrid one.
-    fn with(coordinator: &str, sections: &str) -> Self {
-        let uart = ahil_sim::PtyPeer::open().expect("a pty for the UART");
-        let world = World::new();
-        let (_, code) = world.run_json(&["init"]);
-        assert_eq!(code, Some(0), "init succeeds");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
-        let exe = tools.join("openocd.py");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py"),
-            &exe,
-        )
-        .expect("the fake is installed");
-        support::make_executable(&exe);
-        std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
-        let state = world.home.join(".local/state/agentic-hil");
-        let config = format!(
-            "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-             target:\n  name: board\n  controller: stm32f405\n\
-             debuggers:\n  probe:\n    type: openocd\n    executable: \"{exe}\"\n\
-             \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
-             com_ports:\n  uart0:\n    device: \"{uart}\"\n    identity_source: device\n\
-             labgrid:\n  coordinator: \"{coordinator}\"\n  user: \"{US}\"\n\
-             \x20 places:\n    debuggers:\n      probe: bench-1\n    com_ports:\n      uart0: bench-1\n{sections}",
-            uart = uart.device(),
-            ws = world.workspace.display(),
-            state = state.display(),
-            exe = exe.display(),
-        );
-        std::fs::write(world.config_path(), config).expect("the test config is written");
-        Self {
-            world,
-            tools,
-            _uart: uart,
-        }
-    }
-
-    /// Every run of the probe CLI so far.
-    fn probe_runs(&self) -> usize {
-        std::fs::read_to_string(self.tools.join("calls.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .count()
-    }
-}
-
-/// `bench_run_start` over the debugger `probe`: the envelope and whether it is an error.
-async fn start_a_run_on_the_probe(client: &support::Client) -> (serde_json::Value, bool) {
-    call(
-        client,
-        "bench_run_start",
-        json!({"devices": [{"kind": "debugger", "id": "probe"}]}),
-    )
-    .await
-}
 
 #[tokio::test]
 async fn a_place_another_labgrid_user_holds_refuses_our_reset_naming_them_and_a_free_one_is_ours_for_the_call()
@@ -274,8 +196,7 @@ async fn a_com_session_holds_its_place_from_its_start_to_its_stop() {
 async fn a_place_reserved_for_another_user_refuses_our_reset_naming_the_reservation_and_its_owner()
 {
     let (_dir, lab) = lab_with_bench_1();
-    lab.ok("lab/admin", &["-p", "bench-1", "set-tags", "board=f405"]);
-    lab.ok(ALICE, &["reserve", "--wait", "board=f405"]);
+    reserve_bench_1_for(&lab, ALICE);
     let bench = Bench::new(&lab.address);
     let client = support::connect(&bench.world).await;
     let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
@@ -302,11 +223,7 @@ async fn a_place_reserved_for_another_user_refuses_our_reset_naming_the_reservat
 fn a_server_killed_holding_a_place_leaves_it_acquired_and_the_next_server_settles_it() {
     let (_dir, lab) = lab_with_bench_1();
     let bench = Bench::new(&lab.address);
-    let run = json!({"devices": [{"kind": "debugger", "id": "probe"}]});
-    let mut dead = Mcp::ours(&bench.world);
-    let started = dead.call("bench_run_start", &run);
-    assert_eq!(started["isError"], false, "{started}");
-    dead.kill9();
+    a_server_killed_holding_bench_1(&bench);
     assert_eq!(
         lab.holder("bench-1").as_deref(),
         Some(US),

@@ -33,7 +33,8 @@ pub fn lease_status(workspace: &Path, env: &Environment) -> Value {
     };
     let coordinator = Coordinator::new(&loaded, "operator-cli");
     let ownership = Ownership::for_process(&env.home, "operator-cli");
-    let status = lease::status(&loaded, &coordinator, &ownership.locks);
+    let places = crate::ownership::places::Places::for_config(&loaded.config);
+    let status = lease::status(&loaded, &coordinator, &ownership.locks, places.as_deref());
     recorded(&loaded, "hardware_lease_status", &json!({}), status)
 }
 

@@ -30,10 +30,11 @@ const PLACES: u32 = 1;
 const PLACE_NAME: u32 = 1;
 const PLACE_ACQUIRED: u32 = 6;
 const PLACE_RESERVATION: u32 = 11;
-/// `GetReservationsResponse.reservations`; `Reservation.owner`, `Reservation.token`.
+/// `GetReservationsResponse.reservations`; `Reservation.owner`, `.token`, `.state`.
 const RESERVATIONS: u32 = 1;
 const RESERVATION_OWNER: u32 = 1;
 const RESERVATION_TOKEN: u32 = 2;
+const RESERVATION_STATE: u32 = 3;
 
 /// A place as the coordinator lists it: only what a claim needs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -45,11 +46,28 @@ pub struct Place {
     pub reservation: Option<String>,
 }
 
-/// A reservation: its owner (`host/user`) and token.
+/// A reservation: its owner (`host/user`), token and state. The place it is allocated to names
+/// its token (`Place.reservation`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Reservation {
     pub owner: String,
     pub token: String,
+    /// labgrid's `ReservationState` number; [`Reservation::state_name`] names it.
+    pub state: u64,
+}
+
+impl Reservation {
+    /// The state as `labgrid-client reservations` prints it.
+    pub fn state_name(&self) -> String {
+        match self.state {
+            0 => "waiting".to_owned(),
+            1 => "allocated".to_owned(),
+            2 => "acquired".to_owned(),
+            3 => "expired".to_owned(),
+            4 => "invalid".to_owned(),
+            n => format!("state {n}"),
+        }
+    }
 }
 
 /// The bytes were not the message they should have been.
@@ -241,6 +259,7 @@ pub fn reservations(message: &[u8]) -> Result<Vec<Reservation>, Malformed> {
                 match field? {
                     (RESERVATION_OWNER, Value::Len(v)) => r.owner = text(v)?,
                     (RESERVATION_TOKEN, Value::Len(v)) => r.token = text(v)?,
+                    (RESERVATION_STATE, Value::Varint(v)) => r.state = v,
                     _ => {}
                 }
             }
@@ -291,6 +310,7 @@ mod tests {
             ("GetReservationsResponse", "reservations", RESERVATIONS),
             ("Reservation", "owner", RESERVATION_OWNER),
             ("Reservation", "token", RESERVATION_TOKEN),
+            ("Reservation", "state", RESERVATION_STATE),
         ] {
             assert_eq!(number(message, field), ours, "{message}.{field}");
         }
@@ -319,6 +339,20 @@ mod tests {
                 reservation: None,
             }]
         );
+    }
+
+    #[test]
+    fn a_reservation_is_read_with_its_state() {
+        let mut r = BytesMut::new();
+        bytes_field(&mut r, RESERVATION_OWNER, b"desk/alice");
+        bytes_field(&mut r, RESERVATION_TOKEN, b"TOKEN1");
+        key(&mut r, RESERVATION_STATE, VARINT);
+        varint(&mut r, 1);
+        let mut list = BytesMut::new();
+        bytes_field(&mut list, RESERVATIONS, &r);
+        let read = reservations(&list).expect("well formed");
+        assert_eq!(read[0].state_name(), "allocated");
+        assert_eq!(read[0].owner, "desk/alice");
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The reference 0.25 binary: `AHIL_REFERENCE_BIN`, else the venv `scripts/setup-debian.sh` makes.
+#[allow(dead_code, reason = "not every bench runs beside the reference")]
 pub fn reference_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("AHIL_REFERENCE_BIN") {
         return Some(PathBuf::from(path));

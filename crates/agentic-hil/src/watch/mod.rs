@@ -125,6 +125,7 @@ fn scrubbed(mut view: BenchView, sink: &Sink) -> BenchView {
     for action in &mut view.actions {
         text(&mut action.summary);
     }
+    view.places.iter_mut().for_each(text);
     for session in &mut view.sessions {
         text(&mut session.log);
         session.lines.iter_mut().for_each(text);

@@ -58,7 +58,7 @@ pub fn draw(frame: &mut Frame, screen: &Screen) {
     let [head, devices, lease, actions, sessions] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(device_rows + 3),
-        Constraint::Length(4),
+        Constraint::Length(4 + u16::try_from(view.places.len()).unwrap_or(u16::MAX)),
         Constraint::Min(4),
         Constraint::Length(session_rows),
     ])
@@ -139,8 +139,9 @@ fn lease_panel(view: &BenchView) -> Paragraph<'static> {
             Style::default().fg(Color::Red).add_modifier(Modifier::BOLD),
         ),
     };
-    Paragraph::new(vec![first, second])
-        .block(Block::default().borders(Borders::ALL).title(" Lease "))
+    let mut lines = vec![first, second];
+    lines.extend(view.places.iter().map(|p| Line::raw(format!("place {p}"))));
+    Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" Lease "))
 }
 
 fn actions_table(actions: &[Action]) -> Table<'static> {
@@ -296,6 +297,7 @@ mod tests {
                 incident: None,
             },
             actions: Vec::new(),
+            places: Vec::new(),
             sessions: vec![Session {
                 port_id: "uart".into(),
                 log: ".agentic-hil/logs/com-20261130T101500000Z-uart.jsonl".into(),

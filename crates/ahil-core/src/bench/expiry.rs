@@ -21,6 +21,14 @@ use crate::ErrorType;
 use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
 
+/// How soon a gate's stop that failed is tried again, at most: its hold's own maximum when that is
+/// shorter. A failed stop (a debug stop that could not reconfirm the halt) leaves the hold open, and
+/// waiting a whole maximum again would keep a forgotten board held for twice as long.
+const RETRY_AFTER: Duration = Duration::from_mins(1);
+/// How many stops the gate makes of one hold before it stops trying: a stop that keeps failing
+/// needs a person, and one every minute forever would fill the evidence with the same failure.
+const STOP_ATTEMPTS: u32 = 3;
+
 tokio::task_local! {
     /// Set for a call the gate makes on its own account: a test plan's step (`None`), which must
     /// leave the agent's notices for the agent's own result, or an expired hold's stop (the reason
@@ -53,6 +61,9 @@ struct Table {
     open: BTreeMap<String, Open>,
     /// Closes the agent has not been told of.
     notices: Vec<Value>,
+    /// Holds the gate tried to stop [`STOP_ATTEMPTS`] times, all failed: no longer watched while
+    /// they stay open (the agent's stop or the shutdown still closes them).
+    given_up: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -64,6 +75,19 @@ struct Open {
     max: Duration,
     since: SystemTime,
     deadline: Instant,
+    /// The gate's stops of this hold that failed so far.
+    failed_stops: u32,
+}
+
+/// What follows a gate's stop of a hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// It closed the hold.
+    NotNeeded,
+    /// It failed and kept the hold: the next try is then.
+    At(SystemTime),
+    /// It failed for the last time: the hold is no longer watched.
+    GaveUp,
 }
 
 /// The key of a hold: its closing call, as it will be made.
@@ -107,7 +131,7 @@ impl Expiry {
             let key = key(tool, &args);
             keep.push(key.clone());
             let Some(max) = max else { return };
-            if table.open.contains_key(&key) {
+            if table.open.contains_key(&key) || table.given_up.contains(&key) {
                 return;
             }
             let deadline = now.1 + max;
@@ -120,6 +144,7 @@ impl Expiry {
                     max,
                     since: now.0,
                     deadline,
+                    failed_stops: 0,
                 },
             );
             started = Some(max);
@@ -139,6 +164,7 @@ impl Expiry {
             keep.push(run_key);
         }
         table.open.retain(|key, _| keep.contains(key));
+        table.given_up.retain(|key| keep.contains(key));
         drop(table);
         if started.is_some() {
             self.changed.notify_one();
@@ -163,8 +189,38 @@ impl Expiry {
         due.iter().filter_map(|k| table.open.remove(k)).collect()
     }
 
-    /// Keeps what the gate's stop of `open` did for the agent's next result.
-    fn closed(&self, open: &Open, outcome: &Outcome) {
+    /// After the gate's stop of `open` failed and left it open: tried again within
+    /// [`RETRY_AFTER`] (not a whole maximum, which the stop's own update would have set), until
+    /// [`STOP_ATTEMPTS`] stops have failed; then no longer watched while it stays open.
+    fn retry(&self, open: &Open) -> Retry {
+        let key = key(open.tool, &open.args);
+        let mut table = self.table();
+        let failed_stops = open.failed_stops + 1;
+        if failed_stops >= STOP_ATTEMPTS {
+            table.open.remove(&key);
+            table.given_up.push(key);
+            return Retry::GaveUp;
+        }
+        let after = RETRY_AFTER.min(open.max);
+        let again = Open {
+            failed_stops,
+            deadline: Instant::now() + after,
+            ..open.clone()
+        };
+        table.open.insert(key, again);
+        drop(table);
+        self.changed.notify_one();
+        Retry::At(SystemTime::now() + after)
+    }
+
+    /// Keeps what the gate's stop of `open` did for the agent's next result; `still_open` when
+    /// the hold is open after it (a stop that failed and kept it).
+    fn closed(&self, open: &Open, outcome: &Outcome, still_open: bool) {
+        let retry = if still_open {
+            self.retry(open)
+        } else {
+            Retry::NotNeeded
+        };
         let limit = format!("holds.max_{}_s", open.hold);
         let summary = if outcome.ok {
             format!(
@@ -193,6 +249,16 @@ impl Expiry {
             "closed_at": ahil_config::time::now_millis(),
             "report_path": outcome.report_path,
         }));
+        if retry != Retry::NotNeeded {
+            let mut table = self.table();
+            if let Some(notice) = table.notices.last_mut() {
+                notice["stop_attempt"] = json!(open.failed_stops + 1);
+                match retry {
+                    Retry::At(at) => notice["retry_at"] = json!(iso_millis(at)),
+                    Retry::GaveUp | Retry::NotNeeded => notice["gave_up"] = json!(true),
+                }
+            }
+        }
     }
 
     /// Gives the agent's result every notice not yet told, once.
@@ -246,6 +312,21 @@ impl<T: Tools> Bench<T> {
         }
     }
 
+    /// Whether `open` is still held: the run, or a session whose closing call is still listed.
+    fn still_open(&self, open: &Open) -> bool {
+        let State::Provisioned(bench) = &self.state else {
+            return false;
+        };
+        if open.tool == ToolId::BenchRunStop {
+            return bench.ownership.runs.current().is_some();
+        }
+        bench
+            .held
+            .closing_calls()
+            .iter()
+            .any(|(tool, args)| *tool == open.tool && *args == open.args)
+    }
+
     /// Gives an agent's result the expired holds it has not been told of; the gate's own calls
     /// (a plan's steps, an expiry's stop) take none.
     pub(super) fn tell_expired(&self, outcome: &mut Outcome) {
@@ -282,8 +363,74 @@ impl<T: Tools> Bench<T> {
                 let reason = Some(Expiry::reason(&open));
                 let call = self.call(open.tool.name(), open.args.clone());
                 let outcome = INNER.scope(reason, call).await;
-                expiry.closed(&open, &outcome);
+                expiry.closed(&open, &outcome, self.still_open(&open));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watching_a_session() -> (Expiry, (ToolId, Value)) {
+        let holds = Holds {
+            max_run_s: None,
+            max_session_s: Some(3600),
+        };
+        let expiry = Expiry::for_holds(holds).expect("a maximum is set");
+        let session = (ToolId::ComSessionStop, json!({"port_id": "uart0"}));
+        expiry.sync(vec![session.clone()], false, false);
+        (expiry, session)
+    }
+
+    /// The timer's turn: the hold is due, its stop fails (and, as through the pipeline, the stop's
+    /// own update finds the session still open), and the gate hears of it.
+    fn a_failed_gate_stop(expiry: &Expiry, session: &(ToolId, Value)) {
+        let past_the_maximum = Instant::now() + Duration::from_secs(3601);
+        let due = expiry.take_due(past_the_maximum);
+        assert_eq!(due.len(), 1, "the session is due");
+        expiry.sync(vec![session.clone()], false, false);
+        let failed = Outcome::refused("com_session_stop", ErrorType::InternalError, "failed");
+        expiry.closed(&due[0], &failed, true);
+    }
+
+    #[test]
+    fn a_gate_stop_that_failed_is_tried_again_within_a_minute_not_after_a_whole_maximum() {
+        let (expiry, session) = watching_a_session();
+        a_failed_gate_stop(&expiry, &session);
+        let next = expiry.next_deadline().expect("still watched");
+        assert!(
+            next <= Instant::now() + RETRY_AFTER,
+            "the next try is within RETRY_AFTER, not a whole max_session_s"
+        );
+        let notice = expiry.table().notices[0].clone();
+        assert_eq!(notice["stop_attempt"], json!(1), "{notice}");
+        assert!(notice["retry_at"].is_string(), "{notice}");
+    }
+
+    #[test]
+    fn a_gate_stop_that_keeps_failing_is_given_up_after_three_tries_until_the_hold_closes() {
+        let (expiry, session) = watching_a_session();
+        for _ in 0..STOP_ATTEMPTS {
+            a_failed_gate_stop(&expiry, &session);
+        }
+        assert_eq!(expiry.next_deadline(), None, "no fourth try");
+        expiry.sync(vec![session.clone()], false, false);
+        assert_eq!(
+            expiry.next_deadline(),
+            None,
+            "a later call's update does not watch it again while it stays open"
+        );
+        let notices = expiry.table().notices.clone();
+        assert_eq!(notices.len(), 3);
+        assert_eq!(notices[2]["gave_up"], json!(true), "{}", notices[2]);
+
+        expiry.sync(Vec::new(), false, false);
+        expiry.sync(vec![session], false, false);
+        assert!(
+            expiry.next_deadline().is_some(),
+            "a new session under the same name is watched again"
+        );
     }
 }

@@ -263,6 +263,39 @@ pub(super) fn lease_status_fields() -> Value {
             "cleanup_reasons": list(),
         })),
         "leases": {"type": "array", "items": {"type": "object"}},
+        "labgrid": labgrid_status(),
+    })
+}
+
+/// The `labgrid` part of `hardware_lease_status`: each configured place as the coordinator and
+/// this gate see it.
+fn labgrid_status() -> Value {
+    let place = json!({
+        "type": "object",
+        "required": ["place", "devices", "summary"],
+        "properties": {
+            "place": text(),
+            "devices": lines(),
+            "summary": text(),
+            "labgrid_owner": {"type": ["null", "string"]},
+            "held_by_us": flag(),
+            "holder": {"enum": ["this_server", "live_server", "dead_server"]},
+            "held_for": {"type": "array", "items": {"enum": ["call", "run", "session"]}},
+            "reservations": {"type": "array", "items": {
+                "type": "object",
+                "properties": {"token": text(), "owner": text(), "state": text()},
+            }},
+            "labgrid_unavailable": text(),
+            "labgrid_place_not_found": flag(),
+        },
+    });
+    json!({
+        "type": "object",
+        "properties": {
+            "coordinator": text(),
+            "user": text(),
+            "places": {"type": "array", "items": place},
+        },
     })
 }
 

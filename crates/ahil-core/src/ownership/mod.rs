@@ -4,6 +4,7 @@
 pub mod coordination;
 pub mod device_keys;
 pub mod device_lock;
+pub mod kernel_locks;
 pub mod owner;
 pub mod places;
 pub mod reasons;
@@ -11,6 +12,7 @@ pub mod runs;
 pub mod session_locks;
 
 pub use device_lock::{Acquired, Busy, DeviceLocks, LockRoot};
+pub use kernel_locks::KernelLocks;
 pub use owner::Owner;
 pub use runs::RunSlot;
 pub use session_locks::SessionLocks;

@@ -6,6 +6,8 @@
 //! inside a run that holds the place, or two of our calls on devices of one place, ask the
 //! coordinator nothing. Decision 0017.
 
+mod status;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
@@ -18,6 +20,7 @@ use serde_json::json;
 use crate::ErrorType;
 use crate::catalogue::Gate;
 use crate::envelope::Outcome;
+use crate::ownership::coordination::Dirs;
 use crate::ownership::runs::DeclaredDevice;
 use crate::policy::DeviceUse;
 
@@ -30,6 +33,8 @@ pub struct Places {
     /// `<state_root>/coordination/labgrid`: one `<place>.lock` per place, `flock`ed by the server
     /// that holds the place, so the next server can tell a dead holder of our name from a live one.
     marks: PathBuf,
+    /// The coordination directory, whose recovery ledger records a dead server's place settled.
+    ledger: Dirs,
     /// The places the open run holds (counted in `held`) until it stops.
     run: Mutex<Vec<String>>,
     /// The places each open session holds (counted in `held`), by the session's resources.
@@ -48,7 +53,8 @@ pub struct PlaceHold {
 struct Held {
     count: usize,
     /// The place's mark, locked while this process holds the place (none if it could not be made).
-    _mark: Option<File>,
+    /// It says which holds keep the place (`{"holds": ["run"]}`), for a status in another process.
+    mark: Option<File>,
 }
 
 /// Whether a server of this bench holds a place's mark.
@@ -88,7 +94,9 @@ impl PlaceHold {
             .expect("the session place lock is never held across a panic");
         if ok && gate.starts_session() {
             if let std::collections::btree_map::Entry::Vacant(slot) = sessions.entry(key) {
-                slot.insert(std::mem::take(&mut self.names));
+                let names = slot.insert(std::mem::take(&mut self.names)).clone();
+                drop(sessions);
+                places.write_marks(&places.lock(), &names);
             }
             return;
         }
@@ -100,6 +108,7 @@ impl PlaceHold {
         if let Some(names) = ended {
             let mut table = places.lock();
             places.give_back(&mut table, &names);
+            places.write_marks(&table, &names);
         }
     }
 }
@@ -133,6 +142,7 @@ impl Places {
             config: lab,
             held: Mutex::new(BTreeMap::new()),
             marks: config.state_root.join("coordination").join("labgrid"),
+            ledger: Dirs::under(&config.state_root),
             run: Mutex::new(Vec::new()),
             sessions: Mutex::new(BTreeMap::new()),
         }))
@@ -183,10 +193,12 @@ impl Places {
 
     /// Keeps `hold` for the open run until [`Places::end_run`].
     pub fn keep_for_run(&self, mut hold: PlaceHold) {
+        let names = hold.names.clone();
         self.run
             .lock()
             .expect("the run's place list lock is never held across a panic")
             .append(&mut hold.names);
+        self.write_marks(&self.lock(), &names);
     }
 
     /// Gives back what the run held: a place no call of ours still holds is released.
@@ -199,6 +211,7 @@ impl Places {
         );
         let mut held = self.lock();
         self.give_back(&mut held, &names);
+        self.write_marks(&held, &names);
     }
 
     /// The places this process holds now.
@@ -248,13 +261,8 @@ impl Places {
                         Mark::Taken(file) => Some(file),
                         Mark::Held | Mark::Unknown => None,
                     };
-                    held.insert(
-                        name.clone(),
-                        Held {
-                            count: 1,
-                            _mark: mark,
-                        },
-                    );
+                    held.insert(name.clone(), Held { count: 1, mark });
+                    self.write_marks(&held, std::slice::from_ref(name));
                     taken.push(name.clone());
                 }
                 Err(e) => {
@@ -292,6 +300,22 @@ impl Places {
         let Mark::Taken(file) = self.mark(place) else {
             return Err(busy());
         };
+        // On the ledger before the place moves, as a dead owner's lease is: a release nobody
+        // recorded would leave the lab's history with a gap. Unrecorded, it stays refused.
+        let event = json!({
+            "event": "recovery",
+            "recovery": "labgrid_stale_released",
+            "labgrid_place": place,
+            "labgrid_user": self.coordinator.user(),
+            "done": "released at the coordinator and acquired again for this server",
+            "reason": "a server of this bench died holding the place (its mark was free)",
+            "actor": "server",
+            "via": "labgrid",
+            "time": ahil_config::time::now_millis(),
+        });
+        if self.ledger.append_ledger(&event).is_err() {
+            return Err(busy());
+        }
         self.coordinator.release(place)?;
         self.coordinator.acquire(place)?;
         stale.push(place.to_owned());
@@ -314,6 +338,58 @@ impl Places {
             Ok(()) => Mark::Taken(file),
             Err(std::fs::TryLockError::WouldBlock) => Mark::Held,
             Err(std::fs::TryLockError::Error(_)) => Mark::Unknown,
+        }
+    }
+
+    /// Which holds of this process keep `name` (`call`, `run`, `session`), from its count and the
+    /// run's and sessions' lists: what the count holds beyond those is calls.
+    fn holds_of(&self, name: &str, count: usize) -> Vec<&'static str> {
+        let run = self
+            .run
+            .lock()
+            .expect("the run's place list lock is never held across a panic")
+            .iter()
+            .filter(|n| *n == name)
+            .count();
+        let sessions = self
+            .sessions
+            .lock()
+            .expect("the session place lock is never held across a panic")
+            .values()
+            .flatten()
+            .filter(|n| *n == name)
+            .count();
+        let mut holds = Vec::new();
+        if count > run + sessions {
+            holds.push("call");
+        }
+        if run > 0 {
+            holds.push("run");
+        }
+        if sessions > 0 {
+            holds.push("session");
+        }
+        holds
+    }
+
+    /// Writes into each held place's mark which holds keep it, so `lease-status` and `watch` in
+    /// another process can say it. Only when a run or session takes or gives back a place, or one
+    /// is acquired: a call on a place already held writes nothing. A view, not evidence: not synced.
+    fn write_marks(&self, held: &BTreeMap<String, Held>, names: &[String]) {
+        use std::os::unix::fs::FileExt;
+        for name in names {
+            let Some(Held {
+                count,
+                mark: Some(file),
+            }) = held.get(name)
+            else {
+                continue;
+            };
+            let mut text = json!({"holds": self.holds_of(name, *count)}).to_string();
+            text.push('\n');
+            let _ = file
+                .set_len(0)
+                .and_then(|()| file.write_all_at(text.as_bytes(), 0));
         }
     }
 

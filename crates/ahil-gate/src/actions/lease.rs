@@ -14,6 +14,7 @@ use super::{Context, Plan};
 use crate::envelope::Outcome;
 use crate::incidents;
 use crate::ownership::coordination::{Coordinator, Incident, Observed, Recovery, RecoveryRefusal};
+use crate::ownership::places::Places;
 use crate::ownership::reasons::{self, ReasonClass};
 use crate::ownership::{DeviceLocks, runs};
 use crate::policy::Action;
@@ -30,8 +31,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let loaded = ctx.loaded;
     if ctx.tool == ToolId::HardwareLeaseStatus {
         let ownership = Arc::clone(ctx.ownership);
+        let places = ctx.places.cloned();
         return Ok(super::local_plan(Action::ReadState, move || {
-            let doc = status(loaded, &coordinator, &ownership.locks);
+            let doc = status(loaded, &coordinator, &ownership.locks, places.as_deref());
             Outcome::from_doc("hardware_lease_status", doc)
         }));
     }
@@ -183,8 +185,14 @@ pub fn configured_keys(loaded: &LoadedConfig) -> Vec<String> {
     keys
 }
 
-/// The lease status document (`hardware_lease_status`, CLI `lease-status`).
-pub fn status(loaded: &LoadedConfig, coordinator: &Coordinator, locks: &DeviceLocks) -> Value {
+/// The lease status document (`hardware_lease_status`, CLI `lease-status`); with a `labgrid`
+/// section, each place as the coordinator and this process see it (`labgrid`).
+pub fn status(
+    loaded: &LoadedConfig,
+    coordinator: &Coordinator,
+    locks: &DeviceLocks,
+    places: Option<&Places>,
+) -> Value {
     let observed = match coordinator.observe() {
         Ok(observed) => observed,
         Err(err) => return invalid_state("hardware_lease_status", &err).to_value(),
@@ -280,6 +288,9 @@ pub fn status(loaded: &LoadedConfig, coordinator: &Coordinator, locks: &DeviceLo
     doc.insert("leases".into(), leases);
     if let Some(released) = released_dead_owner {
         doc.insert("released_dead_owner".into(), released);
+    }
+    if let Some(places) = places {
+        doc.insert("labgrid".into(), places.status());
     }
     if incident.is_some() {
         doc.insert("cleanup_required".into(), true.into());
