@@ -31,7 +31,7 @@ fn rtt_session_start_schema() -> Value {
         "type": "object",
         "properties": {
             "clear_buffer": {"type": "boolean", "default": false, "description": "Drop what the target had already written (default false: a boot line written before the session is kept for rtt_read)."},
-            "image_path": {"type": "string", "minLength": 1, "description": "The ELF the target runs, workspace-relative, inside artifacts.allowed_roots: its .defmt table decodes the format: defmt channels, and under rtt.from_elf its _SEGGER_RTT symbol is the control block (default: the ELF last flashed through this debugger)."},
+            "image_path": {"type": "string", "minLength": 1, "description": "The ELF the target runs, workspace-relative, inside artifacts.allowed_roots: its .defmt table decodes defmt channels; under rtt.from_elf its _SEGGER_RTT is the control block (default: the ELF last flashed)."},
         },
         "additionalProperties": false,
     })
@@ -99,7 +99,10 @@ them). Without a session it answers ok with was_active false.",
         )
         .audited()
         .reports_effect()
-        .needs(&[need(Touched::Debugger, "allow_rtt_write")]),
+        .needs(&[
+            need(Touched::Debugger, "allow_probe"),
+            need(Touched::Debugger, "allow_rtt_write"),
+        ]),
     )
     .schema(rtt_write_schema)
     .about(

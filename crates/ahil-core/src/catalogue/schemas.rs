@@ -224,7 +224,7 @@ pub(super) fn flash_firmware_schema() -> Value {
                 "type": "object",
                 "properties": {
                     "port_id": text("The com_ports entry to read."),
-                    "rtt_channel": text("Instead of port_id: an up channel of the debugger's rtt section, read from after the reset. On a format: defmt channel the flashed ELF's .defmt table decodes the frames: capture.text is their lines (until matches them), capture.frames the frames, one that does not decode marked decoded: false with its hex."),
+                    "rtt_channel": text("Instead of port_id: an up channel of the debugger's rtt section, read from after the reset. On a defmt channel the flashed ELF's table decodes it: capture.text is the lines (until matches them), capture.frames the frames (undecodable ones decoded: false, with hex)."),
                     "until": until_text("Stop at this text (or the first of up to 8), as com_read does; without it, read for the whole wait_timeout_s."),
                     "wait_timeout_s": read_wait("Seconds to wait after the reset: 10 unless set, 60 at most."),
                     "max_bytes": from_one_to(MAX_READ_BYTES, "Most bytes returned: the port's (or rtt section's) max_buffer_bytes unless set, and never more."),

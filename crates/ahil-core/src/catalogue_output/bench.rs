@@ -280,11 +280,9 @@ fn labgrid_status() -> Value {
             "labgrid_owner": {"type": ["null", "string"]},
             "held_by_us": flag(),
             "holder": {"enum": ["this_server", "live_server", "dead_server"]},
-            "held_for": {"type": "array", "items": {"enum": ["call", "run", "session"]}},
-            "reservations": {"type": "array", "items": {
-                "type": "object",
-                "properties": {"token": text(), "owner": text(), "state": text()},
-            }},
+            // `call`, `run`, `session`; each reservation's `token`, `owner`, `state` (docs/TOOLS.md).
+            "held_for": lines(),
+            "reservations": list(),
             "labgrid_unavailable": text(),
             "labgrid_place_not_found": flag(),
         },

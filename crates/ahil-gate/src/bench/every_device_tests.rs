@@ -169,6 +169,7 @@ const TOUCHES: &[Touch] = &[
     ("can_send", can_send, On::Bus, "allow_write", ANY),
     ("rtt_session_start", nothing, On::Dut, "allow_probe", V1),
     ("rtt_read", rtt_read, On::Dut, "allow_probe", V1),
+    ("rtt_write", rtt_write, On::Dut, "allow_probe", V1),
     ("rtt_write", rtt_write, On::Dut, "allow_rtt_write", ANY),
     ("power_supply_set", set, On::Bench, "allow_set", V3),
     ("power_supply_output", output, On::Bench, "allow_output", V3),
