@@ -21,7 +21,7 @@ use support::call;
 use support::raw::Mcp;
 
 #[tokio::test]
-async fn a_place_another_labgrid_user_holds_refuses_our_reset_naming_them_and_a_free_one_is_ours_for_the_call()
+async fn a_place_another_labgrid_user_holds_refuses_our_reset_and_flash_naming_them_and_a_free_one_is_ours_for_the_call()
  {
     let (_dir, lab) = lab_with_bench_1();
     lab.acquire(ALICE, "bench-1");
@@ -40,6 +40,16 @@ async fn a_place_another_labgrid_user_holds_refuses_our_reset_naming_them_and_a_
     assert_eq!(doc["target_contacted"], json!(false), "{doc}");
     assert_eq!(bench.probe_runs(), 0, "nothing reached the probe");
     assert_eq!(lab.holder("bench-1").as_deref(), Some(ALICE), "still hers");
+
+    // A flash is refused the same way, at the claim, before the image reaches the probe.
+    support::sim_board::copy_firmware(&bench.world, &["ahil-fw-v2.elf"]);
+    let flash = json!({"image_path": "fw/ahil-fw-v2.elf"});
+    let (doc, is_error) = call(&client, "flash_firmware", flash).await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], json!("device_busy"), "{doc}");
+    assert_eq!(doc["labgrid_owner"], json!(ALICE), "{doc}");
+    assert_eq!(doc["target_contacted"], json!(false), "{doc}");
+    assert_eq!(bench.probe_runs(), 0, "nothing reached the probe");
 
     lab.release(ALICE, "bench-1");
     let (doc, is_error) = call(&client, "reset_target", json!({"mode": "init"})).await;
