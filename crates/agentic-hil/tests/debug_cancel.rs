@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::World;
@@ -53,12 +53,12 @@ fn a_cancelled_debug_continue_stops_waiting_halts_the_core_and_keeps_the_session
     server.send(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
         "params": {"name": "debug_continue", "arguments": {"timeout_s": CONTINUE_TIMEOUT_S}}}));
     std::thread::sleep(Duration::from_millis(500));
-    let cancelled_at = Instant::now();
     server.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 41, "reason": "the user changed their mind"}}),
     );
-    // The next call on the session waits for the cancelled one to settle.
+    // The next call on the session waits for the cancelled one to settle. Had the cancel not reached
+    // the wait, it would have ended by its timeout, and the report below would say so (not a clock).
     server.send(&json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
         "params": {"name": "debug_get_session_status", "arguments": {}}}));
     let status = loop {
@@ -72,11 +72,6 @@ fn a_cancelled_debug_continue_stops_waiting_halts_the_core_and_keeps_the_session
             break message["result"]["structuredContent"].clone();
         }
     };
-    let settled_in = cancelled_at.elapsed();
-    assert!(
-        settled_in < Duration::from_secs(CONTINUE_TIMEOUT_S / 2),
-        "the cancel ended the wait, not its {CONTINUE_TIMEOUT_S} s timeout ({settled_in:?})"
-    );
     assert_eq!(status["ok"], true, "{status}");
     assert_eq!(status["status"], "halted", "the core was halted: {status}");
 
