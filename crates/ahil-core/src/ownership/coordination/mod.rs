@@ -80,6 +80,8 @@ pub struct Lease {
     pub met: Option<Incident>,
     /// Set when a dead owner was released on its own proof of no contact.
     pub released_dead_owner: Option<Value>,
+    /// The resources whose markers this lease wrote: those no other lease of ours held already.
+    marked: Vec<String>,
 }
 
 /// Why a lease was not granted.
@@ -238,9 +240,16 @@ impl Coordinator {
             return Err(refused);
         }
         let id = random_hex(16);
+        // A device another lease of ours holds (a call in a session) already has its `active`
+        // marker; rewriting it changes nothing a crash or another project reads (ADR 0014).
+        let marked: Vec<String> = resources
+            .iter()
+            .filter(|r| !inner.leases.iter().any(|(_, held)| held.contains(r)))
+            .cloned()
+            .collect();
         inner.leases.push((id.clone(), resources.clone()));
-        // Every marker and the project record, then one directory sync: all durable before the act.
-        let mut batch: Vec<(String, Value)> = resources
+        // New markers and the project record, then one directory sync: all durable before the act.
+        let mut batch: Vec<(String, Value)> = marked
             .iter()
             .map(|r| self.marker(&inner, r, "active", Some(&id), None))
             .collect();
@@ -257,6 +266,7 @@ impl Coordinator {
             resources,
             met,
             released_dead_owner,
+            marked,
         })
     }
 
@@ -279,10 +289,13 @@ impl Coordinator {
                 .flat_map(|(_, r)| r.iter().cloned())
                 .collect();
             for resource in lease.resources.iter().filter(|r| !kept.contains(r)) {
-                let state = if still.contains(resource) {
+                let state = if !still.contains(resource) {
+                    "released"
+                } else if lease.marked.contains(resource) {
+                    // The marker names this lease: it now names the one that remains.
                     "active"
                 } else {
-                    "released"
+                    continue;
                 };
                 batch.push(self.marker(&inner, resource, state, None, None));
             }

@@ -364,3 +364,38 @@ fn an_empty_project_record_is_never_taken_for_no_record() {
         Err(Refused::Invalid(_))
     ));
 }
+
+#[test]
+fn a_lease_inside_another_on_the_same_device_leaves_that_devices_marker_untouched() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    let session = ours
+        .acquire(&keys(&["com:/dev/ttyx"]), false)
+        .expect("free");
+    let marker = ours.dirs.record_path("com:/dev/ttyx");
+    let before = std::fs::read(&marker).expect("the session's marker");
+    let call = ours
+        .acquire(&keys(&["com:/dev/ttyx", "probe:a"]), false)
+        .expect("ours");
+    let during = std::fs::read(&marker).expect("marker");
+    ours.release(&call, &End::default());
+    let after = std::fs::read(&marker).expect("marker");
+    assert_eq!(
+        (during == before, after == before),
+        (true, true),
+        "a call in a session neither rewrites the session's marker when taken nor when it ends"
+    );
+    let probe = ours.dirs.read_marker("probe:a").expect("readable");
+    assert_eq!(probe.expect("written")["state"], "released");
+    // The session ending after a call that outlived it: the call's marker is handed on, then released.
+    let call = ours
+        .acquire(&keys(&["com:/dev/ttyx"]), false)
+        .expect("ours");
+    ours.release(&session, &End::default());
+    let held = ours.dirs.read_marker("com:/dev/ttyx").expect("readable");
+    assert_eq!(held.expect("written")["state"], "active");
+    ours.release(&call, &End::default());
+    let released = ours.dirs.read_marker("com:/dev/ttyx").expect("readable");
+    assert_eq!(released.expect("written")["state"], "released");
+}
