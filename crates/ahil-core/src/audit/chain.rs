@@ -239,11 +239,13 @@ impl Audit {
         Ok(line)
     }
 
-    /// Appends a line that only the workspace mirror keeps (passive device output).
+    /// Appends a line that only the workspace mirror keeps (passive device output), without fsync
+    /// (ADR 0025): the received bytes are in the session's ring, the line is evidence of nothing
+    /// the mirror check counts, and its fsync competed on the same disk with every call's own.
     pub fn append_passive(&self, name: &str, event: &Value) -> Result<(), AuditError> {
         let line = jsonl(&self.sink().scrub(event));
         let mirror = self.workspace().join(self.log_path(name));
-        safe::append(self.workspace(), &mirror, line.as_bytes())
+        safe::append_view(self.workspace(), &mirror, line.as_bytes())
     }
 
     /// Locks the canonical log `name` and reads its sidecar (genesis when absent). Returns the lock

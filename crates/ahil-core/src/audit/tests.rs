@@ -150,6 +150,20 @@ fn passive_lines_in_the_mirror_are_tolerated() {
     assert_eq!(w.evidence()["workspace_log_state"], "verified");
 }
 
+#[test]
+fn a_passive_line_reaches_the_mirror_without_an_fsync() {
+    let w = world();
+    w.three_events();
+    let before = crate::fsio::syncs_on_this_thread();
+    w.audit
+        .append_passive(LOG, &json!({"direction": "rx", "text": "boot"}))
+        .expect("passive");
+    assert_eq!(crate::fsio::syncs_on_this_thread() - before, 0);
+    let mirror = fs::read_to_string(w.mirror()).expect("mirror");
+    assert_eq!(mirror.lines().count(), 4, "the mirror still gets the line");
+    assert_eq!(w.evidence()["workspace_log_state"], "verified");
+}
+
 fn mirror_verdict_after(edit: impl FnOnce(&mut Vec<String>)) -> Value {
     let w = world();
     w.three_events();
