@@ -68,9 +68,8 @@ impl Launch {
     }
 
     #[must_use]
-    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        self.env.push((key.into(), value.into()));
-        self
+    pub fn env(self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.envs([(key, value)])
     }
 
     #[must_use]

@@ -79,9 +79,8 @@ impl Command {
 
     /// Append one argument.
     #[must_use]
-    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
-        self.args.push(arg.into());
-        self
+    pub fn arg(self, arg: impl Into<OsString>) -> Self {
+        self.args([arg])
     }
 
     /// Append arguments.

@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use serde_json::{Value, json};
 
-use super::shape::{Fault, Kind, Obj, Pat, Shape, check};
+use super::shape::{Fault, Kind, Obj, Pat, Shape, Text, check};
 use crate::node::{Node, Path};
 
 /// Plan format versions this loader reads.
@@ -42,11 +42,11 @@ pub(crate) fn actions() -> Vec<&'static str> {
 }
 
 fn s(min_len: usize, pat: Option<Pat>) -> Shape {
-    Shape::new(Kind::Str {
+    Shape::new(Kind::Str(Text {
         min_len,
         pat,
         no_parent: false,
-    })
+    }))
 }
 
 fn name() -> Shape {
@@ -192,11 +192,11 @@ fn location() -> Shape {
         props: vec![
             (
                 "file",
-                Shape::new(Kind::Str {
+                Shape::new(Kind::Str(Text {
                     min_len: 0,
                     pat: Some(Pat::File),
                     no_parent: true,
-                }),
+                })),
             ),
             ("line", int(Some(1), None)),
         ],

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::catalogue::{ROUTE_KEYS, VERSIONS, check_list, check_step, key_since, step_kind};
 use super::error::PlanError;
 use super::model::{LoadedPlan, Reader, Step, TestPlan, int_of};
-use super::shape::{Fault, Kind, Obj, Shape, check};
+use super::shape::{Fault, Kind, Obj, Shape, Text, check};
 use crate::error::{ConfigError, Refusal};
 use crate::load::read_config_bytes;
 use crate::node::{MAX_CONFIG_BYTES, Node, Path as KeyPath, parse_yaml};
@@ -33,11 +33,11 @@ pub(crate) fn root_shape() -> Shape {
             ),
             (
                 "name",
-                Shape::new(Kind::Str {
+                Shape::new(Kind::Str(Text {
                     min_len: 1,
                     pat: None,
                     no_parent: false,
-                })
+                }))
                 .describe("Shown in reports; defaults to the file name without its extension."),
             ),
             (

@@ -72,12 +72,7 @@ impl Pat {
 /// What a value may be.
 #[derive(Debug, Clone)]
 pub(crate) enum Kind {
-    Str {
-        min_len: usize,
-        pat: Option<Pat>,
-        /// Refuse `..` as a path segment (breakpoint files).
-        no_parent: bool,
-    },
+    Str(Text),
     Int {
         min: Option<i128>,
         max: Option<i128>,
@@ -98,6 +93,45 @@ pub(crate) enum Kind {
     Obj(Box<Obj>),
     /// A step list: the recursion point of `repeat`.
     Steps,
+}
+
+/// A string rule; its check and its schema fragment sit together so they cannot drift.
+#[derive(Debug, Clone)]
+pub(crate) struct Text {
+    pub min_len: usize,
+    pub pat: Option<Pat>,
+    /// Refuse `..` as a path segment (breakpoint files).
+    pub no_parent: bool,
+}
+
+impl Text {
+    fn check(&self, s: &str, at: &Path, out: &mut Vec<Fault>) {
+        if s.chars().count() < self.min_len {
+            out.push(Fault::new(at.clone(), "minLength").with("value", json!(s)));
+        } else if let Some(p) = self.pat
+            && !p.matches(s)
+        {
+            out.push(Fault::new(at.clone(), "pattern").with("value", json!(s)));
+        } else if self.no_parent && s.split(['/', '\\']).any(|seg| seg == "..") {
+            out.push(Fault::new(at.clone(), "not").with("value", json!(s)));
+        }
+    }
+
+    fn render(&self, m: &mut Map<String, Value>) {
+        m.insert("type".into(), json!("string"));
+        if self.min_len > 0 {
+            m.insert("minLength".into(), json!(self.min_len));
+        }
+        if let Some(p) = self.pat {
+            m.insert("pattern".into(), json!(p.regex()));
+        }
+        if self.no_parent {
+            m.insert(
+                "not".into(),
+                json!({"pattern": "(?:^|[/\\\\])\\.\\.(?:$|[/\\\\])"}),
+            );
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -213,24 +247,12 @@ pub(crate) fn check(
         f
     };
     match &shape.kind {
-        Kind::Str {
-            min_len,
-            pat,
-            no_parent,
-        } => {
+        Kind::Str(text) => {
             let Node::Str(s) = node else {
                 out.push(wrong("string"));
                 return;
             };
-            if s.chars().count() < *min_len {
-                out.push(Fault::new(at.clone(), "minLength").with("value", json!(s)));
-            } else if let Some(p) = pat
-                && !p.matches(s)
-            {
-                out.push(Fault::new(at.clone(), "pattern").with("value", json!(s)));
-            } else if *no_parent && s.split(['/', '\\']).any(|seg| seg == "..") {
-                out.push(Fault::new(at.clone(), "not").with("value", json!(s)));
-            }
+            text.check(s, at, out);
         }
         Kind::Int { min, max } => {
             let Some(i) = int_of(node).filter(|_| !matches!(node, Node::Bool(_))) else {
@@ -413,25 +435,7 @@ fn check_obj(
 pub(crate) fn render(shape: &Shape) -> Value {
     let mut m = Map::new();
     match &shape.kind {
-        Kind::Str {
-            min_len,
-            pat,
-            no_parent,
-        } => {
-            m.insert("type".into(), json!("string"));
-            if *min_len > 0 {
-                m.insert("minLength".into(), json!(min_len));
-            }
-            if let Some(p) = pat {
-                m.insert("pattern".into(), json!(p.regex()));
-            }
-            if *no_parent {
-                m.insert(
-                    "not".into(),
-                    json!({"pattern": "(?:^|[/\\\\])\\.\\.(?:$|[/\\\\])"}),
-                );
-            }
-        }
+        Kind::Str(text) => text.render(&mut m),
         Kind::Int { min, max } => {
             m.insert("type".into(), json!("integer"));
             if let Some(v) = min {
@@ -595,11 +599,11 @@ mod tests {
 
     #[test]
     fn a_parent_segment_in_a_file_is_refused_but_dots_in_names_are_not() {
-        let s = Shape::new(Kind::Str {
+        let s = Shape::new(Kind::Str(Text {
             min_len: 0,
             pat: Some(Pat::File),
             no_parent: true,
-        });
+        }));
         let mut out = Vec::new();
         check(
             &Node::Str("a..b/c.c".into()),
