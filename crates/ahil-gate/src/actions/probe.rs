@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ahil_config::{Debugger, DebuggerType, ExecutableState};
-use ahil_drivers::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ResetMode};
+use ahil_drivers::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
 use ahil_drivers::qemu::QemuProbe;
 use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
@@ -367,32 +367,42 @@ pub(super) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// A probe listing's result: the probes a backend sees, and whether that is all of them.
+pub(super) fn listing(backend: &str, probes: &[ProbeInfo], complete: bool) -> Outcome {
+    let listed: Vec<Value> = probes
+        .iter()
+        .map(|p| json!({"probe_id": p.id, "description": p.description}))
+        .collect();
+    Outcome::ok(
+        ToolId::DebuggerProbesList,
+        format!("{} connected debugger probe(s) detected.", listed.len()),
+    )
+    .with("backend", backend)
+    .with("probes", Value::Array(listed))
+    .with("complete", complete)
+}
+
+/// A listing opens no target, so nothing was started and it is safe to repeat.
+pub(super) fn listed(mut outcome: Outcome, proof: &str) -> Acted {
+    outcome.side_effect_committed = Some(false);
+    outcome.side_effect_status = Some(SideEffectStatus::NotStarted);
+    outcome.retry_safe = Some(true);
+    Acted {
+        outcome,
+        contact: Some(Contact::none(proof)),
+    }
+}
+
 fn list(probe: &QemuProbe, budget: &Budget) -> Acted {
     match probe.list_probes(budget) {
         Ok(probes) => {
-            let listed: Vec<Value> = probes
-                .iter()
-                .map(|p| json!({"probe_id": p.id, "description": p.description}))
-                .collect();
-            let mut outcome = Outcome::ok(
-                "debugger_probes_list",
-                format!("{} connected debugger probe(s) detected.", listed.len()),
-            )
-            .with("backend", "qemu")
-            .with("probes", Value::Array(listed))
-            .with("complete", true);
+            let mut outcome = listing("qemu", &probes, true);
             if probes.is_empty() {
                 outcome = outcome.with_next_step(
                     "No emulated board runs: the operator starts it with `agentic-hil sim start`.",
                 );
             }
-            outcome.side_effect_committed = Some(false);
-            outcome.side_effect_status = Some(SideEffectStatus::NotStarted);
-            outcome.retry_safe = Some(true);
-            Acted {
-                outcome,
-                contact: Some(Contact::none("listing only asks QMP for the run state")),
-            }
+            listed(outcome, "listing only asks QMP for the run state")
         }
         Err(error) => failure(
             ToolId::DebuggerProbesList,

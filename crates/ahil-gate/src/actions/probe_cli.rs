@@ -19,7 +19,8 @@ use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
 
 use super::probe::{
-    FlashArgs, flash_args, flash_staged, image_first, invalid, loader_format, millis, parse_address,
+    self, FlashArgs, flash_args, flash_staged, image_first, invalid, loader_format, millis,
+    parse_address,
 };
 use super::{Acted, Context, DriverJob, Work};
 use crate::artifacts::StagedArtifact;
@@ -511,31 +512,14 @@ fn list(backend: &dyn CliProbe, budget: &Budget) -> Acted {
     const TOOL: ToolId = ToolId::DebuggerProbesList;
     match backend.list_probes(budget) {
         Ok(listing) => {
-            let probes: Vec<Value> = listing
-                .probes
-                .iter()
-                .map(|p| json!({"probe_id": p.id, "description": p.description}))
-                .collect();
-            let mut outcome = Outcome::ok(
-                TOOL,
-                format!("{} connected debugger probe(s) detected.", probes.len()),
-            )
-            .with("backend", backend.backend())
-            .with("probes", Value::Array(probes))
-            .with("complete", listing.complete);
+            let mut outcome = probe::listing(backend.backend(), &listing.probes, listing.complete);
             if let Some(note) = listing.note {
                 outcome = outcome.with("note", note);
             }
             if !listing.transcripts.is_empty() {
                 outcome = outcome.with("driver_log", log_text(&listing.transcripts));
             }
-            outcome.side_effect_committed = Some(false);
-            outcome.side_effect_status = Some(SideEffectStatus::NotStarted);
-            outcome.retry_safe = Some(true);
-            Acted {
-                outcome,
-                contact: Some(Contact::none("listing opens no target")),
-            }
+            probe::listed(outcome, "listing opens no target")
         }
         Err(error) => failed(backend, TOOL, error, None),
     }
