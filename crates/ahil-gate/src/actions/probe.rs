@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ahil_config::{Debugger, DebuggerType, ExecutableState};
-use ahil_drivers::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode};
+use ahil_drivers::probe::{
+    Budget, CoreState, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode,
+};
 use ahil_drivers::qemu::QemuProbe;
 use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
@@ -415,21 +417,19 @@ fn list(probe: &QemuProbe, budget: &Budget) -> Acted {
 fn probe_target(probe: &QemuProbe, budget: &Budget) -> Acted {
     let clock = Instant::now();
     match probe.probe(budget) {
-        Ok(report) => Acted {
-            outcome: Outcome::ok(
+        Ok(report) => confirmed(
+            Outcome::ok(
                 "probe_target",
                 "Target detected; it was neither reset nor flashed.",
             )
             .with("backend", "qemu")
             .with("probe_id", report.probe.id)
             .with("target_detected", true)
-            .with("target", report.target)
-            .with("core_state", report.state.as_str())
-            .with("success_confirmed", true)
-            .with("driver_elapsed_ms", millis(clock.elapsed()))
-            .with("driver_log", report.log),
-            contact: Some(Contact::Made),
-        },
+            .with("target", report.target),
+            report.state,
+            report.log,
+            clock,
+        ),
         Err(error) => failure(ToolId::ProbeTarget, ErrorType::TargetNotDetected, &error),
     }
 }
@@ -437,17 +437,27 @@ fn probe_target(probe: &QemuProbe, budget: &Budget) -> Acted {
 fn reset(probe: &QemuProbe, mode: ResetMode, budget: &Budget) -> Acted {
     let clock = Instant::now();
     match probe.reset(mode, budget) {
-        Ok(report) => Acted {
-            outcome: Outcome::ok("reset_target", format!("Target reset with mode '{mode}'."))
+        Ok(report) => confirmed(
+            Outcome::ok("reset_target", format!("Target reset with mode '{mode}'."))
                 .with("backend", "qemu")
-                .with("mode", mode.as_str())
-                .with("core_state", report.state.as_str())
-                .with("success_confirmed", true)
-                .with("driver_elapsed_ms", millis(clock.elapsed()))
-                .with("driver_log", report.log),
-            contact: Some(Contact::Made),
-        },
+                .with("mode", mode.as_str()),
+            report.state,
+            report.log,
+            clock,
+        ),
         Err(error) => failure(ToolId::ResetTarget, ErrorType::ResetFailed, &error),
+    }
+}
+
+/// The emulated board's answer, confirmed by the core state it reported since `clock` started.
+fn confirmed(outcome: Outcome, state: CoreState, log: String, clock: Instant) -> Acted {
+    Acted {
+        outcome: outcome
+            .with("core_state", state.as_str())
+            .with("success_confirmed", true)
+            .with("driver_elapsed_ms", millis(clock.elapsed()))
+            .with("driver_log", log),
+        contact: Some(Contact::Made),
     }
 }
 
