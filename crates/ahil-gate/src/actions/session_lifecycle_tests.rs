@@ -1,8 +1,8 @@
-//! The session lifecycle with a failure at each step of a start, for each session kind: COM (a pty)
-//! and CAN (a scripted bridge, a child process) at every step; a CAN participant (a broker that
-//! cannot be reached), debug (through an OpenOCD that cannot start) and RTT (on an emulated board
-//! that is not running) at the steps before and at the device's open, since their device opens
-//! only with a broker or a real or emulated target. Afterwards the
+//! The session lifecycle with a failure at each step of a start, for each session kind: COM (a pty),
+//! CAN (a scripted bridge, a child process) and RTT (on the emulated board; two boards for the
+//! registration) at every step; a CAN participant (a broker that cannot be reached) and debug
+//! (through an OpenOCD that cannot start) at the steps before and at the device's open, since their
+//! device opens only with a broker or a real target. Afterwards the
 //! device lock is free, no session is registered, the device opens again, no child of the test
 //! remains, and every session log that saw a start also saw how it ended.
 
@@ -416,10 +416,49 @@ impl Case for Participant {
     }
 }
 
-/// An RTT session on an emulated board whose directory has no running board.
+/// An RTT session on the emulated board: none runs for the steps up to the link's open; for the
+/// registration two run, and the second board's session takes the id first.
 struct Rtt {
     board: PathBuf,
+    other: PathBuf,
+    /// The boards this case runs, stopped when it is dropped.
+    _boards: Vec<ahil_drivers::qemu::Board>,
     sessions: Arc<crate::rtt::Sessions>,
+}
+
+impl Rtt {
+    fn new(world: &World) -> Self {
+        Self {
+            board: world.fixture.tools.join("board"),
+            other: world.fixture.tools.join("other-board"),
+            _boards: Vec::new(),
+            sessions: Arc::default(),
+        }
+    }
+
+    /// Both boards running the test firmware, each past building its control block.
+    fn running(world: &World) -> Self {
+        use ahil_drivers::qemu::memory::QemuMemory;
+        use ahil_drivers::qemu::{Board, BoardConfig};
+        let mut case = Self::new(world);
+        for dir in [&case.board, &case.other] {
+            let image = ahil_sim::firmware::image(1, "elf");
+            let board = Board::start(BoardConfig::new(dir).with_image(image)).expect("a board");
+            board.run().expect("the board runs");
+            let limit = std::time::Duration::from_secs(5);
+            let mut memory = QemuMemory::open(board.paths(), limit).expect("its memory opens");
+            // The firmware builds its block just after boot; a start before that finds none.
+            let deadline = std::time::Instant::now() + limit;
+            while ahil_drivers::rtt::ControlBlock::read(&mut memory, rtt_session::TEST_BLOCK)
+                .is_err()
+            {
+                assert!(std::time::Instant::now() < deadline, "no control block");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            case._boards.push(board);
+        }
+        case
+    }
 }
 
 impl Case for Rtt {
@@ -427,13 +466,23 @@ impl Case for Rtt {
         "rtt"
     }
 
-    fn keys(&self, _: Device) -> Vec<String> {
-        vec!["probe:lifecycle-board".to_owned()]
+    fn keys(&self, device: Device) -> Vec<String> {
+        vec![
+            match device {
+                Device::Other => "probe:lifecycle-other-board",
+                Device::UnderTest | Device::Absent => "probe:lifecycle-board",
+            }
+            .to_owned(),
+        ]
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
+        let board = match device {
+            Device::Other => &self.other,
+            Device::UnderTest | Device::Absent => &self.board,
+        };
         let kind = rtt_session::test_kind(
-            &self.board,
+            board,
             self.keys(device),
             &world.audit,
             &world.ours,
@@ -446,6 +495,10 @@ impl Case for Rtt {
         self.sessions
             .get("board")
             .map(|s| s.locks().keys().to_vec())
+    }
+
+    fn stop(&self) {
+        assert!(rtt_session::stop(&self.sessions, "board").outcome.ok);
     }
 }
 
@@ -573,11 +626,9 @@ fn a_debug_session_start_failing_before_gdb_leaves_no_lock_session_or_open_log()
 }
 
 #[test]
-fn an_rtt_session_start_failing_before_the_link_leaves_no_lock_session_or_open_log() {
-    fail_each(&UP_TO_OPEN, |world| Rtt {
-        board: world.fixture.tools.join("no-board"),
-        sessions: Arc::default(),
-    });
+fn an_rtt_session_start_failing_at_any_step_leaves_no_lock_session_or_open_log() {
+    fail_each(&UP_TO_OPEN, Rtt::new);
+    fail_each(&[Step::Register], Rtt::running);
 }
 
 #[test]
