@@ -1,8 +1,9 @@
-//! The session lifecycle with a failure at each step of a start, for each session kind: COM (a pty),
-//! CAN (a scripted bridge, a child process) and RTT (on the emulated board; two boards for the
-//! registration) at every step; a CAN participant (a broker that cannot be reached) and debug
-//! (through an OpenOCD that cannot start) at the steps before and at the device's open, since their
-//! device opens only with a broker or a real target. Afterwards the
+//! The session lifecycle with a failure at each step of a start, for each session kind: COM (a pty)
+//! and CAN (a scripted bridge, a child process) at every step; RTT and debug at every step too, the
+//! steps up to the open with no target (debug through an OpenOCD that cannot start) and the
+//! registration on two emulated boards; a CAN participant (a broker that cannot be reached) at the
+//! steps before and at its open only, since its device opens only with a broker, which is this
+//! program run again (`can-broker`), not a test binary. Afterwards the
 //! device lock is free, no session is registered, the device opens again, no child of the test
 //! remains, and every session log that saw a start also saw how it ended.
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use ahil_drivers::serial::{OpenOptions, Port, PtyPeer};
 use serde_json::Value;
 
-use super::{Acted, can_participant, can_session, com_session, debug, rtt_session};
+use super::{Acted, can_participant, can_session, com_session, debug, debug_ops, rtt_session};
 use crate::audit::Audit;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
@@ -332,9 +333,15 @@ impl Case for Can {
 /// The start steps up to the device's open: a kind whose open needs a target stops there.
 const UP_TO_OPEN: [Step; 3] = [Step::Lock, Step::Log, Step::Open];
 
-/// A debug session through an OpenOCD that is not there (no start reaches gdb).
+/// The gdb a debug case's sessions run, under a name of its own so this test finds its own children.
+const GDB: &str = "lifecycle-gdb";
+
+/// A debug session: through an OpenOCD that is not there (no start reaches gdb) for the steps up to
+/// the server's open; for the registration on two emulated boards, the other one's session first.
 struct Debug {
     openocd: PathBuf,
+    /// The boards and the gdb that reaches them, for the registration.
+    boards: Option<(Boards, PathBuf)>,
     stager: crate::artifacts::Stager,
     policy: crate::artifacts::ArtifactPolicy,
     sessions: Arc<crate::debug::Sessions>,
@@ -346,9 +353,23 @@ impl Debug {
         std::fs::write(world.fixture.workspace.join("fw.elf"), elf).expect("an ELF");
         Self {
             openocd: world.fixture.tools.join("no-such-openocd"),
+            boards: None,
             stager: crate::artifacts::Stager::new_in(&world.fixture.tools).expect("a stager"),
             policy: crate::artifacts::ArtifactPolicy::from_config(&world.fixture.load().config),
             sessions: Arc::default(),
+        }
+    }
+
+    fn on_boards(world: &World) -> Self {
+        let installed = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|dir| dir.join("gdb-multiarch"))
+            .find(|path| path.is_file())
+            .expect("gdb-multiarch, which the emulated board needs");
+        let gdb = world.fixture.tools.join(GDB);
+        std::os::unix::fs::symlink(installed, &gdb).expect("the test's gdb");
+        Self {
+            boards: Some((Boards::running(world), gdb)),
+            ..Self::new(world)
         }
     }
 }
@@ -358,8 +379,14 @@ impl Case for Debug {
         "debug"
     }
 
-    fn keys(&self, _: Device) -> Vec<String> {
-        vec!["probe:lifecycle-debugger".to_owned()]
+    fn keys(&self, device: Device) -> Vec<String> {
+        vec![
+            match device {
+                Device::Other => "probe:lifecycle-other-debugger",
+                Device::UnderTest | Device::Absent => "probe:lifecycle-debugger",
+            }
+            .to_owned(),
+        ]
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -369,12 +396,35 @@ impl Case for Debug {
             crate::artifacts::ArtifactRef::Path("fw.elf"),
         )
         .expect("the ELF stages");
-        let kind = debug::test_kind(&self.openocd, self.keys(device), staged, &self.sessions);
+        let board = (self.boards.as_ref()).map(|(boards, gdb)| (boards.dir(device), gdb.as_path()));
+        let kind = debug::test_kind(
+            &self.openocd,
+            board,
+            self.keys(device),
+            staged,
+            &self.sessions,
+        );
         world.start(kind)
     }
 
     fn registered(&self) -> Option<Vec<String>> {
-        self.sessions.get().map(|_| self.keys(Device::UnderTest))
+        let live = self.sessions.get()?;
+        Some(crate::debug::lock(&live).locks().keys().to_vec())
+    }
+
+    fn stop(&self) {
+        let tool = crate::catalogue::ToolId::DebugStopSession;
+        let limit = std::time::Duration::from_secs(5);
+        let stopped = debug_ops::stop_session(tool, &self.sessions, &Value::Null, limit);
+        assert!(stopped.outcome.ok, "{:?}", stopped.outcome);
+    }
+
+    fn children(&self) -> usize {
+        children_named(GDB)
+    }
+
+    fn children_per_session(&self) -> usize {
+        1
     }
 }
 
@@ -416,38 +466,35 @@ impl Case for Participant {
     }
 }
 
-/// An RTT session on the emulated board: none runs for the steps up to the link's open; for the
-/// registration two run, and the second board's session takes the id first.
-struct Rtt {
-    board: PathBuf,
+/// Two emulated boards' directories: the device under test's and the other's. Running, each runs
+/// the test firmware past building its RTT control block; not running, nothing answers there.
+struct Boards {
+    under_test: PathBuf,
     other: PathBuf,
     /// The boards this case runs, stopped when it is dropped.
-    _boards: Vec<ahil_drivers::qemu::Board>,
-    sessions: Arc<crate::rtt::Sessions>,
+    running: Vec<ahil_drivers::qemu::Board>,
 }
 
-impl Rtt {
-    fn new(world: &World) -> Self {
+impl Boards {
+    fn named(world: &World) -> Self {
         Self {
-            board: world.fixture.tools.join("board"),
+            under_test: world.fixture.tools.join("board"),
             other: world.fixture.tools.join("other-board"),
-            _boards: Vec::new(),
-            sessions: Arc::default(),
+            running: Vec::new(),
         }
     }
 
-    /// Both boards running the test firmware, each past building its control block.
     fn running(world: &World) -> Self {
         use ahil_drivers::qemu::memory::QemuMemory;
         use ahil_drivers::qemu::{Board, BoardConfig};
-        let mut case = Self::new(world);
-        for dir in [&case.board, &case.other] {
+        let mut boards = Self::named(world);
+        for dir in [&boards.under_test, &boards.other] {
             let image = ahil_sim::firmware::image(1, "elf");
             let board = Board::start(BoardConfig::new(dir).with_image(image)).expect("a board");
             board.run().expect("the board runs");
             let limit = std::time::Duration::from_secs(5);
             let mut memory = QemuMemory::open(board.paths(), limit).expect("its memory opens");
-            // The firmware builds its block just after boot; a start before that finds none.
+            // The firmware builds its block just after boot; an RTT start before that finds none.
             let deadline = std::time::Instant::now() + limit;
             while ahil_drivers::rtt::ControlBlock::read(&mut memory, rtt_session::TEST_BLOCK)
                 .is_err()
@@ -455,9 +502,39 @@ impl Rtt {
                 assert!(std::time::Instant::now() < deadline, "no control block");
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            case._boards.push(board);
+            boards.running.push(board);
         }
-        case
+        boards
+    }
+
+    fn dir(&self, device: Device) -> &Path {
+        match device {
+            Device::Other => &self.other,
+            Device::UnderTest | Device::Absent => &self.under_test,
+        }
+    }
+}
+
+/// An RTT session on the emulated board: none runs for the steps up to the link's open; for the
+/// registration two run, and the other board's session takes the id first.
+struct Rtt {
+    boards: Boards,
+    sessions: Arc<crate::rtt::Sessions>,
+}
+
+impl Rtt {
+    fn new(world: &World) -> Self {
+        Self {
+            boards: Boards::named(world),
+            sessions: Arc::default(),
+        }
+    }
+
+    fn running(world: &World) -> Self {
+        Self {
+            boards: Boards::running(world),
+            sessions: Arc::default(),
+        }
     }
 }
 
@@ -477,12 +554,8 @@ impl Case for Rtt {
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
-        let board = match device {
-            Device::Other => &self.other,
-            Device::UnderTest | Device::Absent => &self.board,
-        };
         let kind = rtt_session::test_kind(
-            board,
+            self.boards.dir(device),
             self.keys(device),
             &world.audit,
             &world.ours,
@@ -621,8 +694,9 @@ fn a_can_participant_start_failing_before_the_broker_leaves_no_lock_session_or_o
 }
 
 #[test]
-fn a_debug_session_start_failing_before_gdb_leaves_no_lock_session_or_open_log() {
+fn a_debug_session_start_failing_at_any_step_leaves_no_lock_session_gdb_or_open_log() {
     fail_each(&UP_TO_OPEN, Debug::new);
+    fail_each(&[Step::Register], Debug::on_boards);
 }
 
 #[test]
