@@ -46,6 +46,17 @@ enum Device {
     Absent,
 }
 
+impl Device {
+    /// Which of the two devices' `under_test` and `other` this one is named by (an absent device
+    /// has the first one's locks).
+    fn pick<'a, T: ?Sized>(self, under_test: &'a T, other: &'a T) -> &'a T {
+        match self {
+            Device::Other => other,
+            Device::UnderTest | Device::Absent => under_test,
+        }
+    }
+}
+
 struct World {
     fixture: Fixture,
     audit: Audit,
@@ -284,13 +295,7 @@ impl Case for Can {
     }
 
     fn keys(&self, device: Device) -> Vec<String> {
-        vec![
-            match device {
-                Device::Other => "can:other-adapter",
-                Device::UnderTest | Device::Absent => "can:adapter",
-            }
-            .to_owned(),
-        ]
+        vec![device.pick("can:adapter", "can:other-adapter").to_owned()]
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -381,11 +386,9 @@ impl Case for Debug {
 
     fn keys(&self, device: Device) -> Vec<String> {
         vec![
-            match device {
-                Device::Other => "probe:lifecycle-other-debugger",
-                Device::UnderTest | Device::Absent => "probe:lifecycle-debugger",
-            }
-            .to_owned(),
+            device
+                .pick("probe:lifecycle-debugger", "probe:lifecycle-other-debugger")
+                .to_owned(),
         ]
     }
 
@@ -508,10 +511,7 @@ impl Boards {
     }
 
     fn dir(&self, device: Device) -> &Path {
-        match device {
-            Device::Other => &self.other,
-            Device::UnderTest | Device::Absent => &self.under_test,
-        }
+        device.pick(&self.under_test, &self.other)
     }
 }
 
@@ -545,11 +545,9 @@ impl Case for Rtt {
 
     fn keys(&self, device: Device) -> Vec<String> {
         vec![
-            match device {
-                Device::Other => "probe:lifecycle-other-board",
-                Device::UnderTest | Device::Absent => "probe:lifecycle-board",
-            }
-            .to_owned(),
+            device
+                .pick("probe:lifecycle-board", "probe:lifecycle-other-board")
+                .to_owned(),
         ]
     }
 
