@@ -492,7 +492,8 @@ impl Boards {
         use ahil_drivers::qemu::{Board, BoardConfig};
         let mut boards = Self::named(world);
         for dir in [&boards.under_test, &boards.other] {
-            let image = ahil_sim::firmware::image(1, "elf");
+            let image =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf");
             let board = Board::start(BoardConfig::new(dir).with_image(image)).expect("a board");
             board.run().expect("the board runs");
             let limit = std::time::Duration::from_secs(5);
