@@ -55,14 +55,16 @@ fn esptool_port(
         .com_port
         .as_deref()
         .and_then(|port_id| Some((port_id, config.com_ports.get(port_id)?)));
+    // Every refusal here keeps esptool from starting, and names it.
+    let refused = |error_type, summary: String| {
+        Outcome::refused(tool, error_type, summary).with("backend", "esptool")
+    };
     let Some((port_id, port)) = entry else {
         return Err(local(
-            Outcome::refused(
-                tool,
+            refused(
                 ErrorType::ComPortNotConfigured,
                 format!("debuggers.{name} names no com_ports entry for esptool to flash through."),
             )
-            .with("backend", "esptool")
             .with_remediation([
                 "The operator sets `debuggers.<name>.com_port` to the board's com_ports entry.",
             ])
@@ -74,14 +76,12 @@ fn esptool_port(
     // esptool reset the chip under an open session.
     if ctx.serial.is_active(port_id) {
         return Err(local(
-            Outcome::refused(
-                tool,
+            refused(
                 ErrorType::DeviceBusy,
                 format!(
                     "A COM session holds com_ports.{port_id}, the port esptool flashes through."
                 ),
             )
-            .with("backend", "esptool")
             .with("port_id", port_id)
             .with("held_by", "com_session")
             .with_next_step("Call com_session_stop on that port first, then call this tool again.")
@@ -91,12 +91,10 @@ fn esptool_port(
     }
     let Some(device) = port.device.clone() else {
         return Err(local(
-            Outcome::refused(
-                tool,
+            refused(
                 ErrorType::ComPortOpenFailed,
                 format!("com_ports.{port_id} names no device yet, so esptool has no port to open."),
             )
-            .with("backend", "esptool")
             .with("port_id", port_id)
             .with_remediation([
                 "The operator sets the entry's device (a /dev/serial/by-id name is best).",
