@@ -376,26 +376,23 @@ pub(in crate::actions) fn test_kind(
     sessions: &Arc<Sessions>,
 ) -> impl SessionKind + use<> {
     let timeout = Duration::from_secs(2);
-    let (pending, backend) = match board {
-        Some((dir, gdb)) => {
-            let probe = QemuProbe::new(dir, gdb, "netduinoplus2");
-            let pending = pending_server(ServerKind::Qemu(probe), &Budget::new(timeout));
-            let Ok(pending) = pending else {
-                panic!("the board answers");
-            };
-            (pending, "qemu")
-        }
-        None => {
-            let settings = CliSettings {
-                executable: openocd.to_path_buf(),
-                probe_id: None,
-                timeout,
-            };
-            let openocd = OpenOcd::new(settings, "interface/stlink.cfg", "target/stm32f4x.cfg");
-            // A gdb never reached: the server is refused first.
-            let gdb = "/nonexistent/ahil-lifecycle-gdb".into();
-            (Pending::OpenOcd(openocd, gdb), "openocd")
-        }
+    let (pending, backend) = if let Some((dir, gdb)) = board {
+        let probe = QemuProbe::new(dir, gdb, "netduinoplus2");
+        let pending = pending_server(ServerKind::Qemu(probe), &Budget::new(timeout));
+        let Ok(pending) = pending else {
+            panic!("the board answers");
+        };
+        (pending, "qemu")
+    } else {
+        let settings = CliSettings {
+            executable: openocd.to_path_buf(),
+            probe_id: None,
+            timeout,
+        };
+        let openocd = OpenOcd::new(settings, "interface/stlink.cfg", "target/stm32f4x.cfg");
+        // A gdb never reached: the server is refused first.
+        let gdb = "/nonexistent/ahil-lifecycle-gdb".into();
+        (Pending::OpenOcd(openocd, gdb), "openocd")
     };
     Opening {
         pending: Some(pending),
