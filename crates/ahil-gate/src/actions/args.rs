@@ -10,6 +10,8 @@ pub(crate) trait Args {
     fn arg_u64(&self, key: &str) -> Option<u64>;
     /// The array under `key`, empty when there is none.
     fn arg_array(&self, key: &str) -> &[Value];
+    /// The text or texts under `key` (one string or an array of them), empty when there are none.
+    fn arg_texts(&self, key: &str) -> Vec<String>;
 }
 
 impl Args for Value {
@@ -34,6 +36,19 @@ impl Args for Value {
             .and_then(Value::as_array)
             .map_or(&[][..], Vec::as_slice)
     }
+
+    fn arg_texts(&self, key: &str) -> Vec<String> {
+        match self.get(key) {
+            Some(Value::String(one)) => vec![one.clone()],
+            Some(Value::Array(many)) => many
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+            // Absent (or, past validation, impossible): none.
+            _ => Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -55,5 +70,14 @@ mod tests {
         assert_eq!(args.arg_u64("f"), None);
         assert!(args.arg_array("s").is_empty());
         assert!(args.arg_array("missing").is_empty());
+    }
+
+    #[test]
+    fn a_text_argument_reads_as_one_text_or_several_and_a_missing_one_as_none() {
+        let args = json!({"one": "ok", "many": ["a", "b"], "n": 3});
+        assert_eq!(args.arg_texts("one"), ["ok"]);
+        assert_eq!(args.arg_texts("many"), ["a", "b"]);
+        assert!(args.arg_texts("n").is_empty());
+        assert!(args.arg_texts("missing").is_empty());
     }
 }

@@ -66,18 +66,20 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
             .not_contacted(),
         ));
     };
+    // Every refusal past this point is about the named bus's participants.
+    let refused = |error_type, summary: String| {
+        Outcome::refused(ctx.tool, error_type, summary).with("bus_id", name.as_str())
+    };
     let named = ctx.args.arg_str("participant");
     let Some(shares) = &bus.shares else {
         if let Some(participant) = named {
             return Err(Box::new(
-                Outcome::refused(
-                    ctx.tool,
+                refused(
                     ErrorType::CanParticipantNotConfigured,
                     format!(
                         "can_buses.{name} declares no shares, so it has no participant `{participant}`."
                     ),
                 )
-                .with("bus_id", name.as_str())
                 .with("participant", participant)
                 .with_remediation(["Call the tool again without `participant`."])
                 .not_contacted(),
@@ -90,6 +92,16 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
         });
     };
     let configured: Vec<&str> = shares.keys().map(String::as_str).collect();
+    let name_one = |outcome: Outcome| {
+        Box::new(
+            outcome
+                .with("configured_participants", json!(configured))
+                .with_remediation([
+                    "Call the tool again with `participant` set to one of configured_participants.",
+                ])
+                .not_contacted(),
+        )
+    };
     let open: Vec<String> = crate::can::sessions_on(&ctx.can, name)
         .iter()
         .filter_map(|session| session.participant.clone())
@@ -98,35 +110,19 @@ pub fn bus_entry<'a>(ctx: &'a Context<'a>) -> Result<Entry<'a>, Box<Outcome>> {
         (Some(p), _) => p.to_owned(),
         (None, [only]) if ctx.tool != ToolId::CanSessionStart => only.clone(),
         (None, _) => {
-            return Err(Box::new(
-                Outcome::refused(
-                    ctx.tool,
-                    ErrorType::CanParticipantRequired,
-                    format!("can_buses.{name} is shared; name the participant this agent is."),
-                )
-                .with("bus_id", name.as_str())
-                .with("configured_participants", json!(configured))
-                .with_remediation([
-                    "Call the tool again with `participant` set to one of configured_participants.",
-                ])
-                .not_contacted(),
-            ));
+            return Err(name_one(refused(
+                ErrorType::CanParticipantRequired,
+                format!("can_buses.{name} is shared; name the participant this agent is."),
+            )));
         }
     };
     let Some((share_name, share)) = shares.get_key_value(participant.as_str()) else {
-        return Err(Box::new(
-            Outcome::refused(
-                ctx.tool,
+        return Err(name_one(
+            refused(
                 ErrorType::CanParticipantNotConfigured,
                 format!("can_buses.{name}.shares has no participant `{participant}`."),
             )
-            .with("bus_id", name.as_str())
-            .with("participant", participant.as_str())
-            .with("configured_participants", json!(configured))
-            .with_remediation([
-                "Call the tool again with `participant` set to one of configured_participants.",
-            ])
-            .not_contacted(),
+            .with("participant", participant.as_str()),
         ));
     };
     Ok(Entry {

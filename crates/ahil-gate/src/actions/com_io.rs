@@ -177,27 +177,20 @@ pub(super) fn read_request(
         .unwrap_or(max_buffer_bytes)
         .min(max_buffer_bytes);
     let max_bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX);
-    let patterns: Vec<Vec<u8>> = match ctx.args.get("until") {
-        Some(Value::String(one)) => vec![one.clone()],
-        Some(Value::Array(many)) => many
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        // Absent (or, past validation, impossible): no pattern.
-        _ => Vec::new(),
-    }
-    .iter()
-    .map(|p| {
-        encoding.encode(p).map_err(|c| {
-            invalid(
-                ctx.tool.name(),
-                "until",
-                format!("The port's encoding cannot carry {c:?}."),
-            )
+    let patterns: Vec<Vec<u8>> = ctx
+        .args
+        .arg_texts("until")
+        .iter()
+        .map(|p| {
+            encoding.encode(p).map_err(|c| {
+                invalid(
+                    ctx.tool.name(),
+                    "until",
+                    format!("The port's encoding cannot carry {c:?}."),
+                )
+            })
         })
-    })
-    .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()?;
     let default_wait = if patterns.is_empty() {
         0.0
     } else {

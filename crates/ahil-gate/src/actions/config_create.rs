@@ -11,7 +11,7 @@ use ahil_config::{
     Actor, Config, ConfigLocation, Environment, check_workspace_not_home, default_state_root,
     load_authoritative, load_config_file,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{Context, Plan};
 use crate::config_edit::generate::{Generated, discover, generate};
@@ -151,21 +151,20 @@ fn create(
             config.com_ports.len()
         )
     };
-    let mut next_steps = Vec::new();
-    if known.is_some() {
-        next_steps.push(json!(
-            "Call project_config_reload_description to take the new description now; grants take effect after a restart."
-        ));
-    } else {
-        next_steps.push(json!(
-            "Call project_config_describe: this server now enforces the new file."
-        ));
-    }
-    if skeleton {
-        next_steps.push(json!(
-            "Start the bench (`agentic-hil sim start` for the emulated board, or plug the probe in) and call project_config_create again, or fill debuggers with project_config_set."
-        ));
-    }
+    let next_steps = super::next_steps(&[
+        (
+            known.is_some(),
+            "Call project_config_reload_description to take the new description now; grants take effect after a restart.",
+        ),
+        (
+            known.is_none(),
+            "Call project_config_describe: this server now enforces the new file.",
+        ),
+        (
+            skeleton,
+            "Start the bench (`agentic-hil sim start` for the emulated board, or plug the probe in) and call project_config_create again, or fill debuggers with project_config_set.",
+        ),
+    ]);
     Outcome::ok(TOOL, summary)
         .with("created", true)
         .with("path", shown.as_str())
@@ -187,7 +186,7 @@ fn create(
             }),
         )
         .with("provenance", written.provenance)
-        .with("next_steps", Value::Array(next_steps))
+        .with("next_steps", next_steps)
         .not_contacted()
 }
 

@@ -57,17 +57,17 @@ fn run(ctx: &Context<'_>) -> Outcome {
         .iter()
         .map(|(section, why)| json!({"section": section, "why": why}))
         .collect();
-    let mut next_steps = vec![json!("Calls from now on use the reloaded description.")];
-    if !reloaded.redirected_entries.is_empty() {
-        next_steps.push(json!(
-            "redirected_entries now name another device, so every grant on them is false; the operator grants them at the shell (agentic-hil grant) and restarts the server."
-        ));
-    }
-    if !reloaded.restart_required_for.is_empty() {
-        next_steps.push(json!(
-            "The file also differs outside the description (restart_required_for); those parts take effect only after the operator restarts the server."
-        ));
-    }
+    let next_steps = super::next_steps(&[
+        (true, "Calls from now on use the reloaded description."),
+        (
+            !reloaded.redirected_entries.is_empty(),
+            "redirected_entries now name another device, so every grant on them is false; the operator grants them at the shell (agentic-hil grant) and restarts the server.",
+        ),
+        (
+            !reloaded.restart_required_for.is_empty(),
+            "The file also differs outside the description (restart_required_for); those parts take effect only after the operator restarts the server.",
+        ),
+    ]);
     let mut outcome = Outcome::ok(ctx.tool, summary)
         .with("reloaded", true)
         .with("description_changed", changed)
@@ -88,7 +88,7 @@ fn run(ctx: &Context<'_>) -> Outcome {
         .with("restart_required_for", json!(reloaded.restart_required_for))
         .with("redirected_entries", json!(reloaded.redirected_entries))
         .with("reference", "agentic-hil://reference/config-shape")
-        .with("next_steps", Value::Array(next_steps))
+        .with("next_steps", next_steps)
         .not_contacted();
     let mut status = serde_json::to_value(loaded.status()).unwrap_or(Value::Null);
     if let Value::Object(fields) = &mut status {

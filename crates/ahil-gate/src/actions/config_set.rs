@@ -166,19 +166,20 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
     } else {
         "Every key already held the requested value; nothing was written.".to_owned()
     };
-    let mut next_steps = vec![json!(
-        "Call project_config_reload_description to put target, debuggers, com_ports and can_buses changes in force now."
-    )];
-    if !applied.redirected_entries.is_empty() {
-        next_steps.push(json!(
-            "redirected_entries now name another device, so their grants are false; only the operator can grant them again (agentic-hil grant)."
-        ));
-    }
-    if !applied.permissions_changed.is_empty() {
-        next_steps.push(json!(
-            "Narrowed grants hold in the file at once; the running server enforces them after a restart."
-        ));
-    }
+    let next_steps = super::next_steps(&[
+        (
+            true,
+            "Call project_config_reload_description to put target, debuggers, com_ports and can_buses changes in force now.",
+        ),
+        (
+            !applied.redirected_entries.is_empty(),
+            "redirected_entries now name another device, so their grants are false; only the operator can grant them again (agentic-hil grant).",
+        ),
+        (
+            !applied.permissions_changed.is_empty(),
+            "Narrowed grants hold in the file at once; the running server enforces them after a restart.",
+        ),
+    ]);
     let outcome = Outcome::ok(ctx.tool, summary)
         .with("path", loaded.display_path.as_str())
         .with("workspace_root", loaded.workspace.display().to_string())
@@ -187,7 +188,7 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
         .with("written", written.written)
         .with("provenance", written.provenance)
         .with("reload_required", written.written)
-        .with("next_steps", Value::Array(next_steps));
+        .with("next_steps", next_steps);
     if frozen {
         outcome.set("permissions_frozen", true);
     }

@@ -20,7 +20,7 @@ use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 
 mod stop;
 
-use stop::stop_session;
+pub(super) use stop::stop_session;
 
 /// Interrupts and their stops wait 5 s at most.
 const HALT_WAIT: Duration = Duration::from_secs(5);

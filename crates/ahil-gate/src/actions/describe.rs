@@ -349,23 +349,25 @@ fn describe(ctx: &Context<'_>) -> Outcome {
             })
         })
         .collect();
-    let mut next_steps = vec![json!(
-        "Send keys from writable_keys as project_config_set changes; each value is checked against value_schema first."
-    )];
-    if !granted(DESCRIPTION) {
-        next_steps.push(json!(
-            "Describing the bench is closed (permissions.allow_config_description_write is false): report it and leave it to the operator."
-        ));
-    }
-    next_steps.push(json!(
-        "Permissions can only be narrowed over MCP: project_config_set writes false into a permission, never true."
-    ));
     let blocked = super::config_set::open_run_refusal(ctx).is_some();
-    if blocked {
-        next_steps.insert(0, json!(
-            "A run or session of this server holds the bench: writes are refused until it is stopped."
-        ));
-    }
+    let next_steps = super::next_steps(&[
+        (
+            blocked,
+            "A run or session of this server holds the bench: writes are refused until it is stopped.",
+        ),
+        (
+            true,
+            "Send keys from writable_keys as project_config_set changes; each value is checked against value_schema first.",
+        ),
+        (
+            !granted(DESCRIPTION),
+            "Describing the bench is closed (permissions.allow_config_description_write is false): report it and leave it to the operator.",
+        ),
+        (
+            true,
+            "Permissions can only be narrowed over MCP: project_config_set writes false into a permission, never true.",
+        ),
+    ]);
     let summary = format!(
         "{} key(s) are writable through project_config_set and {} are locked; each locked key names the grant that opens it (or `locked_by: operator`).",
         writable.len(),
@@ -400,7 +402,7 @@ fn describe(ctx: &Context<'_>) -> Outcome {
         .with("max_holds", max_holds(&ctx.loaded.config))
         .with("writes_blocked_by_open_run", blocked)
         .with("reference", "agentic-hil://reference/config-shape")
-        .with("next_steps", Value::Array(next_steps))
+        .with("next_steps", next_steps)
         .not_started(true)
 }
 

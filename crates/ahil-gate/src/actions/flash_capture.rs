@@ -18,6 +18,7 @@ use ahil_drivers::serial::{OpenOptions, Port, Taken};
 use serde_json::{Value, json};
 
 use super::Context;
+use super::args::Args;
 use super::com_session::{encoding_of, open_options, rx_tap};
 use super::probe::invalid;
 use crate::audit::{Audit, unavailable};
@@ -100,19 +101,6 @@ pub(super) fn plan(
         return super::rtt_capture::plan(ctx, spec).map(Capture::Rtt);
     }
     com_plan(ctx, spec, resources).map(Capture::Com)
-}
-
-/// A capture's `until` texts, one or several.
-pub(super) fn until_of(spec: &Value) -> Vec<String> {
-    match spec.get("until") {
-        Some(Value::String(text)) => vec![text.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect(),
-        _ => Vec::new(),
-    }
 }
 
 /// A capture's `wait_timeout_s` (10 s unless set), refused above 60.
@@ -219,7 +207,7 @@ fn com_plan(
         ));
     };
     let encoding = encoding_of(tool.name(), port_id, port)?;
-    let until = until_of(spec);
+    let until = spec.arg_texts("until");
     if let Some(c) = until.iter().find_map(|u| encoding.encode(u).err()) {
         let mut refusal = invalid(
             tool,

@@ -131,6 +131,15 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     }
 }
 
+/// A result's `next_steps`: each step whose condition holds, in order.
+pub(crate) fn next_steps(steps: &[(bool, &str)]) -> serde_json::Value {
+    steps
+        .iter()
+        .filter(|(when, _)| *when)
+        .map(|(_, step)| *step)
+        .collect()
+}
+
 /// Each plan's first check: it runs only for the tools whose declarations name it, so a
 /// declaration pointing at the wrong plan is refused instead of running another tool's code.
 pub(crate) fn serves(tool: ToolId, served: &[ToolId]) -> Result<(), Box<Outcome>> {
@@ -171,4 +180,13 @@ pub fn backend_not_built(
             .not_contacted(),
         contact: Some(Contact::none("no backend exists to run")),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn next_steps_keep_the_steps_whose_condition_holds_in_their_order() {
+        let steps = super::next_steps(&[(true, "first"), (false, "skipped"), (true, "last")]);
+        assert_eq!(steps, serde_json::json!(["first", "last"]));
+    }
 }

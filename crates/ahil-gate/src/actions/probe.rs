@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ahil_config::{Debugger, DebuggerType, ExecutableState};
-use ahil_drivers::probe::{Budget, DebugProbe, FlashRequest, ImageFormat, ResetMode};
+use ahil_drivers::probe::{
+    Budget, CoreState, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode,
+};
 use ahil_drivers::qemu::QemuProbe;
 use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
@@ -367,32 +369,42 @@ pub(super) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// A probe listing's result: the probes a backend sees, and whether that is all of them.
+pub(super) fn listing(backend: &str, probes: &[ProbeInfo], complete: bool) -> Outcome {
+    let listed: Vec<Value> = probes
+        .iter()
+        .map(|p| json!({"probe_id": p.id, "description": p.description}))
+        .collect();
+    Outcome::ok(
+        ToolId::DebuggerProbesList,
+        format!("{} connected debugger probe(s) detected.", listed.len()),
+    )
+    .with("backend", backend)
+    .with("probes", Value::Array(listed))
+    .with("complete", complete)
+}
+
+/// A listing opens no target, so nothing was started and it is safe to repeat.
+pub(super) fn listed(mut outcome: Outcome, proof: &str) -> Acted {
+    outcome.side_effect_committed = Some(false);
+    outcome.side_effect_status = Some(SideEffectStatus::NotStarted);
+    outcome.retry_safe = Some(true);
+    Acted {
+        outcome,
+        contact: Some(Contact::none(proof)),
+    }
+}
+
 fn list(probe: &QemuProbe, budget: &Budget) -> Acted {
     match probe.list_probes(budget) {
         Ok(probes) => {
-            let listed: Vec<Value> = probes
-                .iter()
-                .map(|p| json!({"probe_id": p.id, "description": p.description}))
-                .collect();
-            let mut outcome = Outcome::ok(
-                "debugger_probes_list",
-                format!("{} connected debugger probe(s) detected.", listed.len()),
-            )
-            .with("backend", "qemu")
-            .with("probes", Value::Array(listed))
-            .with("complete", true);
+            let mut outcome = listing("qemu", &probes, true);
             if probes.is_empty() {
                 outcome = outcome.with_next_step(
                     "No emulated board runs: the operator starts it with `agentic-hil sim start`.",
                 );
             }
-            outcome.side_effect_committed = Some(false);
-            outcome.side_effect_status = Some(SideEffectStatus::NotStarted);
-            outcome.retry_safe = Some(true);
-            Acted {
-                outcome,
-                contact: Some(Contact::none("listing only asks QMP for the run state")),
-            }
+            listed(outcome, "listing only asks QMP for the run state")
         }
         Err(error) => failure(
             ToolId::DebuggerProbesList,
@@ -405,21 +417,19 @@ fn list(probe: &QemuProbe, budget: &Budget) -> Acted {
 fn probe_target(probe: &QemuProbe, budget: &Budget) -> Acted {
     let clock = Instant::now();
     match probe.probe(budget) {
-        Ok(report) => Acted {
-            outcome: Outcome::ok(
+        Ok(report) => confirmed(
+            Outcome::ok(
                 "probe_target",
                 "Target detected; it was neither reset nor flashed.",
             )
             .with("backend", "qemu")
             .with("probe_id", report.probe.id)
             .with("target_detected", true)
-            .with("target", report.target)
-            .with("core_state", report.state.as_str())
-            .with("success_confirmed", true)
-            .with("driver_elapsed_ms", millis(clock.elapsed()))
-            .with("driver_log", report.log),
-            contact: Some(Contact::Made),
-        },
+            .with("target", report.target),
+            report.state,
+            report.log,
+            clock,
+        ),
         Err(error) => failure(ToolId::ProbeTarget, ErrorType::TargetNotDetected, &error),
     }
 }
@@ -427,17 +437,27 @@ fn probe_target(probe: &QemuProbe, budget: &Budget) -> Acted {
 fn reset(probe: &QemuProbe, mode: ResetMode, budget: &Budget) -> Acted {
     let clock = Instant::now();
     match probe.reset(mode, budget) {
-        Ok(report) => Acted {
-            outcome: Outcome::ok("reset_target", format!("Target reset with mode '{mode}'."))
+        Ok(report) => confirmed(
+            Outcome::ok("reset_target", format!("Target reset with mode '{mode}'."))
                 .with("backend", "qemu")
-                .with("mode", mode.as_str())
-                .with("core_state", report.state.as_str())
-                .with("success_confirmed", true)
-                .with("driver_elapsed_ms", millis(clock.elapsed()))
-                .with("driver_log", report.log),
-            contact: Some(Contact::Made),
-        },
+                .with("mode", mode.as_str()),
+            report.state,
+            report.log,
+            clock,
+        ),
         Err(error) => failure(ToolId::ResetTarget, ErrorType::ResetFailed, &error),
+    }
+}
+
+/// The emulated board's answer, confirmed by the core state it reported since `clock` started.
+fn confirmed(outcome: Outcome, state: CoreState, log: String, clock: Instant) -> Acted {
+    Acted {
+        outcome: outcome
+            .with("core_state", state.as_str())
+            .with("success_confirmed", true)
+            .with("driver_elapsed_ms", millis(clock.elapsed()))
+            .with("driver_log", log),
+        contact: Some(Contact::Made),
     }
 }
 

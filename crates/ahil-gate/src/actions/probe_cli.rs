@@ -19,7 +19,8 @@ use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
 
 use super::probe::{
-    FlashArgs, flash_args, flash_staged, image_first, invalid, loader_format, millis, parse_address,
+    self, FlashArgs, flash_args, flash_staged, image_first, invalid, loader_format, millis,
+    parse_address,
 };
 use super::{Acted, Context, DriverJob, Work};
 use crate::artifacts::StagedArtifact;
@@ -54,14 +55,16 @@ fn esptool_port(
         .com_port
         .as_deref()
         .and_then(|port_id| Some((port_id, config.com_ports.get(port_id)?)));
+    // Every refusal here keeps esptool from starting, and names it.
+    let refused = |error_type, summary: String| {
+        Outcome::refused(tool, error_type, summary).with("backend", "esptool")
+    };
     let Some((port_id, port)) = entry else {
         return Err(local(
-            Outcome::refused(
-                tool,
+            refused(
                 ErrorType::ComPortNotConfigured,
                 format!("debuggers.{name} names no com_ports entry for esptool to flash through."),
             )
-            .with("backend", "esptool")
             .with_remediation([
                 "The operator sets `debuggers.<name>.com_port` to the board's com_ports entry.",
             ])
@@ -73,14 +76,12 @@ fn esptool_port(
     // esptool reset the chip under an open session.
     if ctx.serial.is_active(port_id) {
         return Err(local(
-            Outcome::refused(
-                tool,
+            refused(
                 ErrorType::DeviceBusy,
                 format!(
                     "A COM session holds com_ports.{port_id}, the port esptool flashes through."
                 ),
             )
-            .with("backend", "esptool")
             .with("port_id", port_id)
             .with("held_by", "com_session")
             .with_next_step("Call com_session_stop on that port first, then call this tool again.")
@@ -90,12 +91,10 @@ fn esptool_port(
     }
     let Some(device) = port.device.clone() else {
         return Err(local(
-            Outcome::refused(
-                tool,
+            refused(
                 ErrorType::ComPortOpenFailed,
                 format!("com_ports.{port_id} names no device yet, so esptool has no port to open."),
             )
-            .with("backend", "esptool")
             .with("port_id", port_id)
             .with_remediation([
                 "The operator sets the entry's device (a /dev/serial/by-id name is best).",
@@ -511,31 +510,14 @@ fn list(backend: &dyn CliProbe, budget: &Budget) -> Acted {
     const TOOL: ToolId = ToolId::DebuggerProbesList;
     match backend.list_probes(budget) {
         Ok(listing) => {
-            let probes: Vec<Value> = listing
-                .probes
-                .iter()
-                .map(|p| json!({"probe_id": p.id, "description": p.description}))
-                .collect();
-            let mut outcome = Outcome::ok(
-                TOOL,
-                format!("{} connected debugger probe(s) detected.", probes.len()),
-            )
-            .with("backend", backend.backend())
-            .with("probes", Value::Array(probes))
-            .with("complete", listing.complete);
+            let mut outcome = probe::listing(backend.backend(), &listing.probes, listing.complete);
             if let Some(note) = listing.note {
                 outcome = outcome.with("note", note);
             }
             if !listing.transcripts.is_empty() {
                 outcome = outcome.with("driver_log", log_text(&listing.transcripts));
             }
-            outcome.side_effect_committed = Some(false);
-            outcome.side_effect_status = Some(SideEffectStatus::NotStarted);
-            outcome.retry_safe = Some(true);
-            Acted {
-                outcome,
-                contact: Some(Contact::none("listing opens no target")),
-            }
+            probe::listed(outcome, "listing opens no target")
         }
         Err(error) => failed(backend, TOOL, error, None),
     }

@@ -24,8 +24,9 @@ use ahil_drivers::rtt::link::{Link, Locate, Options};
 use serde_json::{Value, json};
 
 use super::Context;
+use super::args::Args;
 use super::debugger_info::bound_debugger;
-use super::flash_capture::{Read, Rules, max_bytes_of, unmatched, until_of, untrusted, wait_of};
+use super::flash_capture::{Read, Rules, max_bytes_of, unmatched, untrusted, wait_of};
 use super::rtt_io::channel_named;
 use super::rtt_session::{device, locate, rtt_entry, rx_tap};
 use crate::ErrorType;
@@ -99,7 +100,7 @@ pub(super) fn plan(ctx: &Context<'_>, spec: &Value) -> Result<RttCapture, Box<Ou
     Ok(RttCapture {
         debugger: name.to_owned(),
         channel,
-        until: until_of(spec),
+        until: spec.arg_texts("until"),
         wait: wait_of(tool, spec)?,
         max_bytes: max_bytes_of(tool, spec, rtt.max_buffer_bytes, "this rtt section's")?,
         paths: ctx.loaded.config.board_dir(name).map(BoardPaths::new),

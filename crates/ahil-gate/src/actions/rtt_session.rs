@@ -472,8 +472,12 @@ impl SessionKind for Opening {
     }
 }
 
-/// A start of a session on the emulated board in `board_dir` past its checks (RTT at `0x2000_0000`),
-/// for the lifecycle's tests.
+/// Where the test firmware (`ahil-fw-v1.elf`) keeps its RTT control block (`_SEGGER_RTT`).
+#[cfg(test)]
+pub(super) const TEST_BLOCK: u32 = 0x2000_0070;
+
+/// A start of a session on the emulated board in `board_dir` past its checks (RTT at the test
+/// firmware's block), for the lifecycle's tests.
 #[cfg(test)]
 pub(super) fn test_kind(
     board_dir: &std::path::Path,
@@ -486,7 +490,7 @@ pub(super) fn test_kind(
         start: Start {
             debugger: "board".to_owned(),
             reach: Reach::Qemu(ahil_drivers::qemu::BoardPaths::new(board_dir)),
-            locate: Some(Locate::At(0x2000_0000)),
+            locate: Some(Locate::At(TEST_BLOCK)),
             rtt: Rtt::default(),
             clear: false,
             lock_keys,
@@ -499,7 +503,7 @@ pub(super) fn test_kind(
         found: FromElf {
             defmt: None,
             defmt_missing: None,
-            locate: Locate::At(0x2000_0000),
+            locate: Locate::At(TEST_BLOCK),
         },
     }
 }

@@ -1,8 +1,9 @@
 //! The session lifecycle with a failure at each step of a start, for each session kind: COM (a pty)
-//! and CAN (a scripted bridge, a child process) at every step; a CAN participant (a broker that
-//! cannot be reached), debug (through an OpenOCD that cannot start) and RTT (on an emulated board
-//! that is not running) at the steps before and at the device's open, since their device opens
-//! only with a broker or a real or emulated target. Afterwards the
+//! and CAN (a scripted bridge, a child process) at every step; RTT and debug at every step too, the
+//! steps up to the open with no target (debug through an OpenOCD that cannot start) and the
+//! registration on two emulated boards; a CAN participant (a broker that cannot be reached) at the
+//! steps before and at its open only, since its device opens only with a broker, which is this
+//! program run again (`can-broker`), not a test binary. Afterwards the
 //! device lock is free, no session is registered, the device opens again, no child of the test
 //! remains, and every session log that saw a start also saw how it ended.
 
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use ahil_drivers::serial::{OpenOptions, Port, PtyPeer};
 use serde_json::Value;
 
-use super::{Acted, can_participant, can_session, com_session, debug, rtt_session};
+use super::{Acted, can_participant, can_session, com_session, debug, debug_ops, rtt_session};
 use crate::audit::Audit;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
@@ -43,6 +44,17 @@ enum Device {
     Other,
     /// The first device's locks, but a device that cannot open.
     Absent,
+}
+
+impl Device {
+    /// Which of the two devices' `under_test` and `other` this one is named by (an absent device
+    /// has the first one's locks).
+    fn pick<'a, T: ?Sized>(self, under_test: &'a T, other: &'a T) -> &'a T {
+        match self {
+            Device::Other => other,
+            Device::UnderTest | Device::Absent => under_test,
+        }
+    }
 }
 
 struct World {
@@ -283,13 +295,7 @@ impl Case for Can {
     }
 
     fn keys(&self, device: Device) -> Vec<String> {
-        vec![
-            match device {
-                Device::Other => "can:other-adapter",
-                Device::UnderTest | Device::Absent => "can:adapter",
-            }
-            .to_owned(),
-        ]
+        vec![device.pick("can:adapter", "can:other-adapter").to_owned()]
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -332,9 +338,15 @@ impl Case for Can {
 /// The start steps up to the device's open: a kind whose open needs a target stops there.
 const UP_TO_OPEN: [Step; 3] = [Step::Lock, Step::Log, Step::Open];
 
-/// A debug session through an OpenOCD that is not there (no start reaches gdb).
+/// The gdb a debug case's sessions run, under a name of its own so this test finds its own children.
+const GDB: &str = "lifecycle-gdb";
+
+/// A debug session: through an OpenOCD that is not there (no start reaches gdb) for the steps up to
+/// the server's open; for the registration on two emulated boards, the other one's session first.
 struct Debug {
     openocd: PathBuf,
+    /// The boards and the gdb that reaches them, for the registration.
+    boards: Option<(Boards, PathBuf)>,
     stager: crate::artifacts::Stager,
     policy: crate::artifacts::ArtifactPolicy,
     sessions: Arc<crate::debug::Sessions>,
@@ -346,9 +358,23 @@ impl Debug {
         std::fs::write(world.fixture.workspace.join("fw.elf"), elf).expect("an ELF");
         Self {
             openocd: world.fixture.tools.join("no-such-openocd"),
+            boards: None,
             stager: crate::artifacts::Stager::new_in(&world.fixture.tools).expect("a stager"),
             policy: crate::artifacts::ArtifactPolicy::from_config(&world.fixture.load().config),
             sessions: Arc::default(),
+        }
+    }
+
+    fn on_boards(world: &World) -> Self {
+        let installed = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|dir| dir.join("gdb-multiarch"))
+            .find(|path| path.is_file())
+            .expect("gdb-multiarch, which the emulated board needs");
+        let gdb = world.fixture.tools.join(GDB);
+        std::os::unix::fs::symlink(installed, &gdb).expect("the test's gdb");
+        Self {
+            boards: Some((Boards::running(world), gdb)),
+            ..Self::new(world)
         }
     }
 }
@@ -358,8 +384,12 @@ impl Case for Debug {
         "debug"
     }
 
-    fn keys(&self, _: Device) -> Vec<String> {
-        vec!["probe:lifecycle-debugger".to_owned()]
+    fn keys(&self, device: Device) -> Vec<String> {
+        vec![
+            device
+                .pick("probe:lifecycle-debugger", "probe:lifecycle-other-debugger")
+                .to_owned(),
+        ]
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -369,12 +399,35 @@ impl Case for Debug {
             crate::artifacts::ArtifactRef::Path("fw.elf"),
         )
         .expect("the ELF stages");
-        let kind = debug::test_kind(&self.openocd, self.keys(device), staged, &self.sessions);
+        let board = (self.boards.as_ref()).map(|(boards, gdb)| (boards.dir(device), gdb.as_path()));
+        let kind = debug::test_kind(
+            &self.openocd,
+            board,
+            self.keys(device),
+            staged,
+            &self.sessions,
+        );
         world.start(kind)
     }
 
     fn registered(&self) -> Option<Vec<String>> {
-        self.sessions.get().map(|_| self.keys(Device::UnderTest))
+        let live = self.sessions.get()?;
+        Some(crate::debug::lock(&live).locks().keys().to_vec())
+    }
+
+    fn stop(&self) {
+        let tool = crate::catalogue::ToolId::DebugStopSession;
+        let limit = std::time::Duration::from_secs(5);
+        let stopped = debug_ops::stop_session(tool, &self.sessions, &Value::Null, limit);
+        assert!(stopped.outcome.ok, "{:?}", stopped.outcome);
+    }
+
+    fn children(&self) -> usize {
+        children_named(GDB)
+    }
+
+    fn children_per_session(&self) -> usize {
+        1
     }
 }
 
@@ -416,10 +469,74 @@ impl Case for Participant {
     }
 }
 
-/// An RTT session on an emulated board whose directory has no running board.
+/// Two emulated boards' directories: the device under test's and the other's. Running, each runs
+/// the test firmware past building its RTT control block; not running, nothing answers there.
+struct Boards {
+    under_test: PathBuf,
+    other: PathBuf,
+    /// The boards this case runs, stopped when it is dropped.
+    running: Vec<ahil_drivers::qemu::Board>,
+}
+
+impl Boards {
+    fn named(world: &World) -> Self {
+        Self {
+            under_test: world.fixture.tools.join("board"),
+            other: world.fixture.tools.join("other-board"),
+            running: Vec::new(),
+        }
+    }
+
+    fn running(world: &World) -> Self {
+        use ahil_drivers::qemu::memory::QemuMemory;
+        use ahil_drivers::qemu::{Board, BoardConfig};
+        let mut boards = Self::named(world);
+        for dir in [&boards.under_test, &boards.other] {
+            let image =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf");
+            let board = Board::start(BoardConfig::new(dir).with_image(image)).expect("a board");
+            board.run().expect("the board runs");
+            let limit = std::time::Duration::from_secs(5);
+            let mut memory = QemuMemory::open(board.paths(), limit).expect("its memory opens");
+            // The firmware builds its block just after boot; an RTT start before that finds none.
+            let deadline = std::time::Instant::now() + limit;
+            while ahil_drivers::rtt::ControlBlock::read(&mut memory, rtt_session::TEST_BLOCK)
+                .is_err()
+            {
+                assert!(std::time::Instant::now() < deadline, "no control block");
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            boards.running.push(board);
+        }
+        boards
+    }
+
+    fn dir(&self, device: Device) -> &Path {
+        device.pick(&self.under_test, &self.other)
+    }
+}
+
+/// An RTT session on the emulated board: none runs for the steps up to the link's open; for the
+/// registration two run, and the other board's session takes the id first.
 struct Rtt {
-    board: PathBuf,
+    boards: Boards,
     sessions: Arc<crate::rtt::Sessions>,
+}
+
+impl Rtt {
+    fn new(world: &World) -> Self {
+        Self {
+            boards: Boards::named(world),
+            sessions: Arc::default(),
+        }
+    }
+
+    fn running(world: &World) -> Self {
+        Self {
+            boards: Boards::running(world),
+            sessions: Arc::default(),
+        }
+    }
 }
 
 impl Case for Rtt {
@@ -427,13 +544,17 @@ impl Case for Rtt {
         "rtt"
     }
 
-    fn keys(&self, _: Device) -> Vec<String> {
-        vec!["probe:lifecycle-board".to_owned()]
+    fn keys(&self, device: Device) -> Vec<String> {
+        vec![
+            device
+                .pick("probe:lifecycle-board", "probe:lifecycle-other-board")
+                .to_owned(),
+        ]
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
         let kind = rtt_session::test_kind(
-            &self.board,
+            self.boards.dir(device),
             self.keys(device),
             &world.audit,
             &world.ours,
@@ -446,6 +567,10 @@ impl Case for Rtt {
         self.sessions
             .get("board")
             .map(|s| s.locks().keys().to_vec())
+    }
+
+    fn stop(&self) {
+        assert!(rtt_session::stop(&self.sessions, "board").outcome.ok);
     }
 }
 
@@ -568,16 +693,15 @@ fn a_can_participant_start_failing_before_the_broker_leaves_no_lock_session_or_o
 }
 
 #[test]
-fn a_debug_session_start_failing_before_gdb_leaves_no_lock_session_or_open_log() {
+fn a_debug_session_start_failing_at_any_step_leaves_no_lock_session_gdb_or_open_log() {
     fail_each(&UP_TO_OPEN, Debug::new);
+    fail_each(&[Step::Register], Debug::on_boards);
 }
 
 #[test]
-fn an_rtt_session_start_failing_before_the_link_leaves_no_lock_session_or_open_log() {
-    fail_each(&UP_TO_OPEN, |world| Rtt {
-        board: world.fixture.tools.join("no-board"),
-        sessions: Arc::default(),
-    });
+fn an_rtt_session_start_failing_at_any_step_leaves_no_lock_session_or_open_log() {
+    fail_each(&UP_TO_OPEN, Rtt::new);
+    fail_each(&[Step::Register], Rtt::running);
 }
 
 #[test]

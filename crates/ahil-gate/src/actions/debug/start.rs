@@ -365,37 +365,47 @@ fn interrupted(mut acted: Acted) -> Acted {
     acted
 }
 
-/// A start through the OpenOCD at `openocd` past its checks (`staged` as its ELF), for the
-/// lifecycle's tests.
+/// A start past its checks (`staged` as its ELF), for the lifecycle's tests: on the emulated board
+/// in `board` through the gdb named with it, else through the OpenOCD at `openocd`.
 #[cfg(test)]
 pub(in crate::actions) fn test_kind(
     openocd: &std::path::Path,
+    board: Option<(&std::path::Path, &std::path::Path)>,
     lock_keys: Vec<String>,
     staged: StagedArtifact,
     sessions: &Arc<Sessions>,
 ) -> impl SessionKind + use<> {
-    let settings = CliSettings {
-        executable: openocd.to_path_buf(),
-        probe_id: None,
-        timeout: Duration::from_secs(2),
-    };
-    let openocd = OpenOcd::new(settings, "interface/stlink.cfg", "target/stm32f4x.cfg");
-    Opening {
+    let timeout = Duration::from_secs(2);
+    let (pending, backend) = if let Some((dir, gdb)) = board {
+        let probe = QemuProbe::new(dir, gdb, "netduinoplus2");
+        let pending = pending_server(ServerKind::Qemu(probe), &Budget::new(timeout));
+        let Ok(pending) = pending else {
+            panic!("the board answers");
+        };
+        (pending, "qemu")
+    } else {
+        let settings = CliSettings {
+            executable: openocd.to_path_buf(),
+            probe_id: None,
+            timeout,
+        };
+        let openocd = OpenOcd::new(settings, "interface/stlink.cfg", "target/stm32f4x.cfg");
         // A gdb never reached: the server is refused first.
-        pending: Some(Pending::OpenOcd(
-            openocd,
-            "/nonexistent/ahil-lifecycle-gdb".into(),
-        )),
+        let gdb = "/nonexistent/ahil-lifecycle-gdb".into();
+        (Pending::OpenOcd(openocd, gdb), "openocd")
+    };
+    Opening {
+        pending: Some(pending),
         progress: Progress::new("attach"),
         session_id: format!("debug-{}", crate::serial::log_stamp()),
         mode: "attach".to_owned(),
-        timeout: Duration::from_secs(2),
+        timeout,
         lock_keys,
         label: "debug_session:probe".to_owned(),
         sessions: Arc::clone(sessions),
         staged,
         header: Vec::new(),
-        backend: "openocd",
+        backend,
         cancel: CancelFlag::default(),
     }
 }

@@ -37,7 +37,7 @@ fn kept(tool: ToolId, session: &mut Live, halted: bool, guard: Option<bool>) -> 
 /// Confirms the halt, makes gdb's leaving harmless (the QEMU stub keeps a disconnected core halted;
 /// OpenOCD's gdb-detach and gdb-end handlers are emptied), disconnects, ends gdb and the debug server,
 /// frees the lock.
-pub(super) fn stop_session(
+pub(in crate::actions) fn stop_session(
     tool: ToolId,
     sessions: &Sessions,
     args: &Value,
