@@ -143,16 +143,7 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
                 .clone_from(&before.gdb_server_executable);
             entry.interface_cfg.clone_from(&before.interface_cfg);
             entry.target_cfg.clone_from(&before.target_cfg);
-            repin(
-                &mut executables.debuggers,
-                &in_force.executables.debuggers,
-                name,
-            );
-            repin(
-                &mut executables.gdb_servers,
-                &in_force.executables.gdb_servers,
-                name,
-            );
+            repin(&mut executables, &in_force.executables, "debuggers", name);
         }
         entry.permissions = kept.grants(
             "debuggers",
@@ -184,11 +175,7 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
             bus.adapter = before.adapter;
             bus.executable.clone_from(&before.executable);
             bus.pcanbasic_dll.clone_from(&before.pcanbasic_dll);
-            repin(
-                &mut executables.can_buses,
-                &in_force.executables.can_buses,
-                name,
-            );
+            repin(&mut executables, &in_force.executables, "can_buses", name);
         }
         bus.permissions = kept.grants("can_buses", name, before.map(|b| b.permissions));
         let open = !kept.redirected.contains(&format!("can_buses.{name}"));
@@ -344,18 +331,30 @@ fn names_a_program(section: &str, entry: &Value) -> bool {
     }
 }
 
-/// Puts back the pin in force for `name` (or none, if it had none).
+/// Puts back the pins in force for the entry `name` of `section` (or none, where it had none): a
+/// debugger's own program and its gdb server's, or a bus's bridge.
 fn repin(
-    now: &mut IndexMap<String, ahil_config::ExecutableState>,
-    in_force: &IndexMap<String, ahil_config::ExecutableState>,
+    now: &mut ahil_config::PinnedExecutables,
+    in_force: &ahil_config::PinnedExecutables,
+    section: &str,
     name: &str,
 ) {
-    match in_force.get(name) {
-        Some(state) => {
-            now.insert(name.to_owned(), state.clone());
-        }
-        None => {
-            now.shift_remove(name);
+    let tables = if section == "debuggers" {
+        vec![
+            (&mut now.debuggers, &in_force.debuggers),
+            (&mut now.gdb_servers, &in_force.gdb_servers),
+        ]
+    } else {
+        vec![(&mut now.can_buses, &in_force.can_buses)]
+    };
+    for (now, in_force) in tables {
+        match in_force.get(name) {
+            Some(state) => {
+                now.insert(name.to_owned(), state.clone());
+            }
+            None => {
+                now.shift_remove(name);
+            }
         }
     }
 }
