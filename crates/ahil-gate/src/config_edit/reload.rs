@@ -467,6 +467,36 @@ mod tests {
     }
 
     #[test]
+    fn a_changed_debugger_program_keeps_both_programs_pinned_at_startup() {
+        let pinned = |path: &str| ahil_config::ExecutableState::Pinned { path: path.into() };
+        let mut before = loaded("can_buses: {}\n");
+        before
+            .executables
+            .debuggers
+            .insert("dut".into(), pinned("/opt/startup/openocd"));
+        before
+            .executables
+            .gdb_servers
+            .insert("dut".into(), pinned("/opt/startup/gdb-server"));
+        let mut disk = loaded("can_buses: {}\n");
+        disk.config
+            .debuggers
+            .get_mut("dut")
+            .expect("starter")
+            .executable = Some("/usr/bin/env".into());
+        disk.executables
+            .debuggers
+            .insert("dut".into(), pinned("/usr/bin/env"));
+        let merged = merge(&before, disk);
+        let executables = &merged.loaded.executables;
+        assert_eq!(executables.debuggers["dut"], pinned("/opt/startup/openocd"));
+        assert_eq!(
+            executables.gdb_servers["dut"],
+            pinned("/opt/startup/gdb-server")
+        );
+    }
+
+    #[test]
     fn a_bus_moved_to_another_channel_loses_its_grant_in_force() {
         let before = loaded(BUS);
         let merged = merge(&before, loaded(&BUS.replace("can0", "can1")));
