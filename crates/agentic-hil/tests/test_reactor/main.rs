@@ -71,6 +71,12 @@ fn write_plan(world: &World, name: &str, text: &str) -> String {
     world.write_plan(name, text)
 }
 
+/// Writes the plan and runs it with `test-reactor --json`: its document and exit code.
+fn run_plan_cli(world: &World, name: &str, text: &str) -> (Value, Option<i32>) {
+    let plan = write_plan(world, name, text);
+    world.run_json(&["test-reactor", "--test-config", &plan])
+}
+
 fn runs_dir(world: &World) -> PathBuf {
     world
         .home
@@ -422,12 +428,11 @@ async fn preflight_refuses_unknown_devices_and_missing_grants_before_any_step() 
 fn a_recovery_that_cannot_reset_the_board_says_it_failed_at_reset_halt_and_why() {
     let world = world();
     // No board answers: the plan's reset fails, and so does the recovery's reset into halt.
-    let plan = write_plan(
+    let (doc, code) = run_plan_cli(
         &world,
         "no-board.yaml",
         "version: 5\nname: no-board\nsteps:\n - {device: board, action: reset, mode: run}\n",
     );
-    let (doc, code) = world.run_json(&["test-reactor", "--test-config", &plan]);
     assert_eq!(code, Some(1), "{doc}");
     let recovery = &doc["recovery"];
     assert_eq!(recovery["attempted"], true, "{doc}");

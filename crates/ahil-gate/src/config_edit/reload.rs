@@ -430,6 +430,17 @@ mod tests {
         }
     }
 
+    /// The starter file with the debugger `dut` naming another program.
+    fn dut_program_changed() -> LoadedConfig {
+        let mut disk = loaded("can_buses: {}\n");
+        disk.config
+            .debuggers
+            .get_mut("dut")
+            .expect("starter")
+            .executable = Some("/usr/bin/env".into());
+        disk
+    }
+
     const BUS: &str = "can_buses:\n  bus:\n    adapter: socketcan\n    channel: can0\n    permissions:\n      allow_write: true\n";
 
     #[test]
@@ -444,12 +455,7 @@ mod tests {
     #[test]
     fn a_changed_debugger_program_stays_as_pinned_and_waits_for_a_restart() {
         let before = loaded("can_buses: {}\n");
-        let mut disk = loaded("can_buses: {}\n");
-        disk.config
-            .debuggers
-            .get_mut("dut")
-            .expect("starter")
-            .executable = Some("/usr/bin/env".into());
+        let mut disk = dut_program_changed();
         disk.config.debug.gdb_executable = Some("/usr/bin/env".into());
         let merged = merge(&before, disk);
         assert_eq!(merged.loaded.config.debuggers["dut"].executable, None);
@@ -478,12 +484,7 @@ mod tests {
             .executables
             .gdb_servers
             .insert("dut".into(), pinned("/opt/startup/gdb-server"));
-        let mut disk = loaded("can_buses: {}\n");
-        disk.config
-            .debuggers
-            .get_mut("dut")
-            .expect("starter")
-            .executable = Some("/usr/bin/env".into());
+        let mut disk = dut_program_changed();
         disk.executables
             .debuggers
             .insert("dut".into(), pinned("/usr/bin/env"));
