@@ -211,11 +211,7 @@ impl Outcome {
     #[must_use]
     pub fn not_contacted(mut self) -> Self {
         self.target_contacted = Some(false);
-        self.side_effect_committed = Some(false);
-        self.side_effect_status = Some(SideEffectStatus::NotStarted);
-        self.hardware_state = Some(HardwareState::Unchanged);
-        self.retry_safe = Some(true);
-        self
+        self.not_started(true)
     }
 
     /// Nothing was started, but repeating the call unchanged will not help (`retry_safe` as given).
@@ -255,11 +251,7 @@ impl Outcome {
 
     /// Add likely causes (at most three are kept: an agent reads the first, a person the first two).
     #[must_use]
-    pub fn with_causes<I, S>(mut self, causes: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn with_causes(mut self, causes: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.likely_causes
             .extend(causes.into_iter().map(Into::into));
         self.likely_causes.truncate(3);
@@ -268,22 +260,14 @@ impl Outcome {
 
     /// Set the remediation lines.
     #[must_use]
-    pub fn with_remediation<I, S>(mut self, lines: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn with_remediation(mut self, lines: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.remediation = lines.into_iter().map(Into::into).collect();
         self
     }
 
     /// Set the `do_not` lines.
     #[must_use]
-    pub fn with_do_not<I, S>(mut self, lines: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn with_do_not(mut self, lines: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.do_not = lines.into_iter().map(Into::into).collect();
         self
     }

@@ -71,6 +71,12 @@ fn write_plan(world: &World, name: &str, text: &str) -> String {
     world.write_plan(name, text)
 }
 
+/// Writes the plan and runs it with `test-reactor --json`: its document and exit code.
+fn run_plan_cli(world: &World, name: &str, text: &str) -> (Value, Option<i32>) {
+    let plan = write_plan(world, name, text);
+    world.run_json(&["test-reactor", "--test-config", &plan])
+}
+
 fn runs_dir(world: &World) -> PathBuf {
     world
         .home
@@ -416,4 +422,32 @@ async fn preflight_refuses_unknown_devices_and_missing_grants_before_any_step() 
     assert_eq!(doc["error_type"], "invalid_argument", "{doc}");
     let (doc, _) = world.run_json(&["test-reactor-status", "--run", "run-0123456789abcdef"]);
     assert_eq!(doc["error_type"], "run_not_found", "{doc}");
+}
+
+#[test]
+fn a_recovery_that_cannot_reset_the_board_says_it_failed_at_reset_halt_and_why() {
+    let world = world();
+    // No board answers: the plan's reset fails, and so does the recovery's reset into halt.
+    let (doc, code) = run_plan_cli(
+        &world,
+        "no-board.yaml",
+        "version: 5\nname: no-board\nsteps:\n - {device: board, action: reset, mode: run}\n",
+    );
+    assert_eq!(code, Some(1), "{doc}");
+    let recovery = &doc["recovery"];
+    assert_eq!(recovery["attempted"], true, "{doc}");
+    assert_eq!(recovery["outcome"], "failed", "{doc}");
+    assert_eq!(recovery["failed_action"], "reset_halt", "{doc}");
+    assert_eq!(
+        recovery["actions"],
+        serde_json::json!(["reap_processes", "reset_halt"]),
+        "{doc}"
+    );
+    let summary = recovery["summary"].as_str().expect("a summary");
+    assert!(
+        summary.starts_with("Recovery failed at reset_halt (")
+            && summary.ends_with(").")
+            && !summary.contains("(unknown)"),
+        "the failed call's error_type is named: {summary}"
+    );
 }

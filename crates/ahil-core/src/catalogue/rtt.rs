@@ -4,11 +4,20 @@
 use serde_json::{Value, json};
 
 use super::schemas::{com_read_schema, com_write_schema};
-use super::{Declaration, Gate, Kind, Lease, ToolId, Touched, need};
+use super::{Declaration, Gate, Kind, Lease, Need, ToolId, Touched, need};
 
 /// The reasons an RTT call leaves behind when its effect is unknown or its report is lost.
 const RTT_UNCONFIRMED: &str = "rtt_effect_unconfirmed";
 const RTT_AUDIT_BROKEN: &str = "rtt_report_audit_broken";
+
+/// The gate of a call that reads the target's RTT through the debugger (a session's start finds
+/// the control block, a read drains a channel), as `allow_probe` permits.
+const fn target_read(lease: Lease) -> Gate {
+    const PROBE: &[Need] = &[need(Touched::Debugger, "allow_probe")];
+    Gate::leased(lease, RTT_UNCONFIRMED, RTT_AUDIT_BROKEN)
+        .audited()
+        .needs(PROBE)
+}
 
 /// `channel`, in place of the COM schemas' `port_id`.
 fn channel_schema() -> Value {
@@ -62,9 +71,7 @@ target and needs no permission. Next: rtt_session_start.",
         ToolId::RttSessionStart,
         "rtt_session_start",
         Kind::IDEMPOTENT,
-        Gate::leased(Lease::SessionStart, RTT_UNCONFIRMED, RTT_AUDIT_BROKEN)
-            .audited()
-            .needs(&[need(Touched::Debugger, "allow_probe")]),
+        target_read(Lease::SessionStart),
     )
     .schema(rtt_session_start_schema)
     .about(
@@ -116,9 +123,7 @@ without rtt_session_start. Next: rtt_read with until.",
         ToolId::RttRead,
         "rtt_read",
         Kind::ReadOnly,
-        Gate::leased(Lease::Call, RTT_UNCONFIRMED, RTT_AUDIT_BROKEN)
-            .audited()
-            .needs(&[need(Touched::Debugger, "allow_probe")]),
+        target_read(Lease::Call),
     )
     .schema(rtt_read_schema)
     .about(

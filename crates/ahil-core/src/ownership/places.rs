@@ -412,35 +412,30 @@ impl Places {
 
     fn refusal(&self, tool: &str, place: &str, e: &Error) -> Outcome {
         let address = self.coordinator.address();
-        match e {
+        let (error_type, summary) = match e {
             Error::Status {
                 code: code::FAILED_PRECONDITION | code::PERMISSION_DENIED,
                 ..
-            } => self.busy(tool, place, e),
+            } => return self.busy(tool, place, e),
             Error::Status {
                 code: code::INVALID_ARGUMENT,
                 ..
-            } => Outcome::refused(
-                tool,
+            } => (
                 ErrorType::LabgridPlaceNotFound,
                 format!("The labgrid coordinator knows no place `{place}`; nothing was contacted."),
-            )
-            .with("labgrid_place", place)
-            .with("labgrid_coordinator", address)
-            .with("backend_error", e.to_string())
-            .not_contacted(),
-            _ => Outcome::refused(
-                tool,
+            ),
+            _ => (
                 ErrorType::LabgridUnavailable,
                 format!(
                     "The labgrid coordinator did not answer, so place `{place}` could not be held; nothing was contacted."
                 ),
-            )
+            ),
+        };
+        Outcome::refused(tool, error_type, summary)
             .with("labgrid_place", place)
             .with("labgrid_coordinator", address)
             .with("backend_error", e.to_string())
-            .not_contacted(),
-        }
+            .not_contacted()
     }
 
     /// `device_busy` naming whoever has the place: its labgrid owner, and the reservation it is

@@ -143,16 +143,7 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
                 .clone_from(&before.gdb_server_executable);
             entry.interface_cfg.clone_from(&before.interface_cfg);
             entry.target_cfg.clone_from(&before.target_cfg);
-            repin(
-                &mut executables.debuggers,
-                &in_force.executables.debuggers,
-                name,
-            );
-            repin(
-                &mut executables.gdb_servers,
-                &in_force.executables.gdb_servers,
-                name,
-            );
+            repin(&mut executables, &in_force.executables, "debuggers", name);
         }
         entry.permissions = kept.grants(
             "debuggers",
@@ -184,11 +175,7 @@ fn merge(in_force: &LoadedConfig, fresh: LoadedConfig) -> Reloaded {
             bus.adapter = before.adapter;
             bus.executable.clone_from(&before.executable);
             bus.pcanbasic_dll.clone_from(&before.pcanbasic_dll);
-            repin(
-                &mut executables.can_buses,
-                &in_force.executables.can_buses,
-                name,
-            );
+            repin(&mut executables, &in_force.executables, "can_buses", name);
         }
         bus.permissions = kept.grants("can_buses", name, before.map(|b| b.permissions));
         let open = !kept.redirected.contains(&format!("can_buses.{name}"));
@@ -344,18 +331,30 @@ fn names_a_program(section: &str, entry: &Value) -> bool {
     }
 }
 
-/// Puts back the pin in force for `name` (or none, if it had none).
+/// Puts back the pins in force for the entry `name` of `section` (or none, where it had none): a
+/// debugger's own program and its gdb server's, or a bus's bridge.
 fn repin(
-    now: &mut IndexMap<String, ahil_config::ExecutableState>,
-    in_force: &IndexMap<String, ahil_config::ExecutableState>,
+    now: &mut ahil_config::PinnedExecutables,
+    in_force: &ahil_config::PinnedExecutables,
+    section: &str,
     name: &str,
 ) {
-    match in_force.get(name) {
-        Some(state) => {
-            now.insert(name.to_owned(), state.clone());
-        }
-        None => {
-            now.shift_remove(name);
+    let tables = if section == "debuggers" {
+        vec![
+            (&mut now.debuggers, &in_force.debuggers),
+            (&mut now.gdb_servers, &in_force.gdb_servers),
+        ]
+    } else {
+        vec![(&mut now.can_buses, &in_force.can_buses)]
+    };
+    for (now, in_force) in tables {
+        match in_force.get(name) {
+            Some(state) => {
+                now.insert(name.to_owned(), state.clone());
+            }
+            None => {
+                now.shift_remove(name);
+            }
         }
     }
 }
@@ -431,6 +430,17 @@ mod tests {
         }
     }
 
+    /// The starter file with the debugger `dut` naming another program.
+    fn dut_program_changed() -> LoadedConfig {
+        let mut disk = loaded("can_buses: {}\n");
+        disk.config
+            .debuggers
+            .get_mut("dut")
+            .expect("starter")
+            .executable = Some("/usr/bin/env".into());
+        disk
+    }
+
     const BUS: &str = "can_buses:\n  bus:\n    adapter: socketcan\n    channel: can0\n    permissions:\n      allow_write: true\n";
 
     #[test]
@@ -445,12 +455,7 @@ mod tests {
     #[test]
     fn a_changed_debugger_program_stays_as_pinned_and_waits_for_a_restart() {
         let before = loaded("can_buses: {}\n");
-        let mut disk = loaded("can_buses: {}\n");
-        disk.config
-            .debuggers
-            .get_mut("dut")
-            .expect("starter")
-            .executable = Some("/usr/bin/env".into());
+        let mut disk = dut_program_changed();
         disk.config.debug.gdb_executable = Some("/usr/bin/env".into());
         let merged = merge(&before, disk);
         assert_eq!(merged.loaded.config.debuggers["dut"].executable, None);
@@ -464,6 +469,31 @@ mod tests {
             merged
                 .restart_required_for
                 .contains(&"debug.gdb_executable".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_changed_debugger_program_keeps_both_programs_pinned_at_startup() {
+        let pinned = |path: &str| ahil_config::ExecutableState::Pinned { path: path.into() };
+        let mut before = loaded("can_buses: {}\n");
+        before
+            .executables
+            .debuggers
+            .insert("dut".into(), pinned("/opt/startup/openocd"));
+        before
+            .executables
+            .gdb_servers
+            .insert("dut".into(), pinned("/opt/startup/gdb-server"));
+        let mut disk = dut_program_changed();
+        disk.executables
+            .debuggers
+            .insert("dut".into(), pinned("/usr/bin/env"));
+        let merged = merge(&before, disk);
+        let executables = &merged.loaded.executables;
+        assert_eq!(executables.debuggers["dut"], pinned("/opt/startup/openocd"));
+        assert_eq!(
+            executables.gdb_servers["dut"],
+            pinned("/opt/startup/gdb-server")
         );
     }
 

@@ -55,6 +55,12 @@ pub async fn recover_after_failed_run(
         block["summary"] = "No recovery was attempted after the failed step; its result says what state the board was left in.".into();
         block
     };
+    let failed = |mut block: Value, action: &str, why: &str| {
+        block["outcome"] = "failed".into();
+        block["failed_action"] = action.into();
+        block["summary"] = format!("Recovery failed at {action} ({why}).").into();
+        block
+    };
     let Some((_, debugger)) = bound.filter(|_| debugger_declared) else {
         return skip(block, "no_debugger_in_run");
     };
@@ -76,37 +82,25 @@ pub async fn recover_after_failed_run(
         let done = exec.call("reset_target", json!({"mode": "halt"})).await;
         if !done.ok {
             block["actions"] = json!(actions);
-            block["outcome"] = "failed".into();
-            block["failed_action"] = "reset_halt".into();
-            block["summary"] = format!(
-                "Recovery failed at reset_halt ({}).",
-                done.error_type.as_deref().unwrap_or("unknown")
-            )
-            .into();
-            return block;
+            let why = done.error_type.as_deref().unwrap_or("unknown");
+            return failed(block, "reset_halt", why);
         }
     }
     actions.push("probe_target");
     let probe = exec.call("probe_target", json!({})).await;
     block["actions"] = json!(actions);
-    if probe.ok && probe.detail("target_detected") == Some(&Value::Bool(true)) {
-        block["outcome"] = "recovered".into();
-        block["safe_state_predicate"] = (if reset {
-            "reset_halt"
-        } else {
-            "readonly_probe"
-        })
-        .into();
-        block["summary"] = "After the failed step the server proved the board answers (the steps in actions succeeded).".into();
-    } else {
-        block["outcome"] = "failed".into();
-        block["failed_action"] = "probe_target".into();
-        block["summary"] = format!(
-            "Recovery failed at probe_target ({}).",
-            probe.error_type.as_deref().unwrap_or("target not detected")
-        )
-        .into();
+    if !(probe.ok && probe.detail("target_detected") == Some(&Value::Bool(true))) {
+        let why = probe.error_type.as_deref().unwrap_or("target not detected");
+        return failed(block, "probe_target", why);
     }
+    block["outcome"] = "recovered".into();
+    block["safe_state_predicate"] = (if reset {
+        "reset_halt"
+    } else {
+        "readonly_probe"
+    })
+    .into();
+    block["summary"] = "After the failed step the server proved the board answers (the steps in actions succeeded).".into();
     block
 }
 
