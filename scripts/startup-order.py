@@ -10,11 +10,13 @@ the function section holding it, and writes one symbol a line. Then rebuild (`ca
 stale file costs memory at start, never correctness (the link skips names it no longer has).
 """
 import bisect
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(ROOT, "target/release/agentic-hil")
@@ -65,9 +67,21 @@ def executed_addresses(root, configured):
         subprocess.run([BINARY, "init", "--json"], cwd=workspace, env=env,
                        stdout=subprocess.DEVNULL, check=True)
     out = os.path.join(root, f"callgrind.{int(configured)}")
-    subprocess.run(["valgrind", "--tool=callgrind", "--quiet", "--dump-instr=yes", "--dump-line=no",
-                    f"--callgrind-out-file={out}", BINARY, "mcp-stdio"], cwd=workspace, env=env, input=MESSAGES.encode(),
-                   stdout=subprocess.DEVNULL, check=True)
+    server = subprocess.Popen(["valgrind", "--tool=callgrind", "--quiet", "--dump-instr=yes",
+                               "--dump-line=no", f"--callgrind-out-file={out}", BINARY, "mcp-stdio"],
+                              cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    server.stdin.write(MESSAGES.encode())
+    server.stdin.flush()
+    for line in server.stdout:
+        if json.loads(line).get("id") == 2:
+            break
+    # What the server runs beside the answer (its tasks settling after `initialized`) is resident
+    # at that moment too; closing stdin at once would end the process before it runs.
+    time.sleep(3)
+    server.stdin.close()
+    server.stdout.read()
+    if server.wait() != 0:
+        sys.exit("startup-order: the server under callgrind failed")
     return instruction_addresses(out)
 
 
