@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse_command_line() {
         Ok(cli) => cli,
         Err(err) => {
             // clap prints help/version on stdout with exit 0 and usage errors on stderr with exit 2.
@@ -48,6 +48,22 @@ fn main() -> ExitCode {
     };
     ahil_gate::artifacts::Stager::release_process();
     code
+}
+
+/// `agentic-hil mcp-stdio`, what an agent host launches at every server start, is read without
+/// clap: clap's parser builds the whole command tree, every command's arguments and help, about
+/// 0.3 MiB of code and data touched before the first request (decision 0026-h5). Any other
+/// command line, `mcp-stdio --json` included, goes through clap.
+fn parse_command_line() -> Result<Cli, clap::Error> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    server_command_line(&args).map_or_else(Cli::try_parse, Ok)
+}
+
+fn server_command_line(args: &[std::ffi::OsString]) -> Option<Cli> {
+    (args.len() == 1 && args[0] == "mcp-stdio").then_some(Cli {
+        json: false,
+        command: Command::McpStdio,
+    })
 }
 
 /// Logs go to stderr only: stdout belongs to JSON-RPC under `mcp-stdio`. Each line passes the one
@@ -293,5 +309,35 @@ fn emit(document: &ahil_gate::audit::Scrubbed, json: bool) -> anyhow::Result<()>
         let mut out = std::io::stdout().lock();
         out.write_all(render::human(document.as_value()).as_bytes())?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<std::ffi::OsString> {
+        words.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn the_server_command_line_is_read_without_clap_as_clap_reads_it() {
+        let fast = server_command_line(&args(&["mcp-stdio"])).expect("read without clap");
+        let clap = Cli::try_parse_from(["agentic-hil", "mcp-stdio"]).expect("clap reads it");
+        assert_eq!(format!("{fast:?}"), format!("{clap:?}"));
+    }
+
+    #[test]
+    fn every_other_command_line_goes_through_clap() {
+        for words in [
+            &["mcp-stdio", "--json"][..],
+            &["--json", "mcp-stdio"],
+            &["mcp-stdio", "--help"],
+            &["mcp-stdio", "extra"],
+            &["doctor"],
+            &[],
+        ] {
+            assert!(server_command_line(&args(words)).is_none(), "{words:?}");
+        }
     }
 }
