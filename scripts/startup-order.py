@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate crates/agentic-hil/startup-order.txt: the functions the release binary runs from its
 start to the `tools/list` answer (without and with a configuration), which the release link lays
-out together (`--symbol-ordering-file`, decision 0026-h5).
+out together (`--symbol-ordering-file`, decision 0026).
 
 Usage: scripts/startup-order.py (needs valgrind: `apt-get install valgrind`). It builds the release
 binary with a link map (`AHIL_LINK_MAP`), runs it under callgrind, maps every executed address to

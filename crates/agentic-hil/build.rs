@@ -1,4 +1,4 @@
-//! Link arguments for the release binary; see `build/link.rs` and decision 0026-h5.
+//! Link arguments for the release binary; see `build/link.rs` and decision 0026.
 
 #[path = "build/link.rs"]
 mod link;

@@ -1,4 +1,4 @@
-//! The release binary's extra link arguments (decision 0026-h5), shared by `build.rs` and the test
+//! The release binary's extra link arguments (decision 0026), shared by `build.rs` and the test
 //! that pins them (`tests/release_link.rs`): a plain function of the build's environment.
 
 /// What `build.rs` reads from cargo's environment.

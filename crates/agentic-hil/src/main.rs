@@ -52,7 +52,7 @@ fn main() -> ExitCode {
 
 /// `agentic-hil mcp-stdio`, what an agent host launches at every server start, is read without
 /// clap: clap's parser builds the whole command tree, every command's arguments and help, about
-/// 0.3 MiB of code and data touched before the first request (decision 0026-h5). Any other
+/// 0.3 MiB of code and data touched before the first request (decision 0026). Any other
 /// command line, `mcp-stdio --json` included, goes through clap.
 fn parse_command_line() -> Result<Cli, clap::Error> {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();

@@ -1,4 +1,4 @@
-//! The release binary's link arguments (`build/link.rs`, decision 0026-h5): packed relative
+//! The release binary's link arguments (`build/link.rs`, decision 0026): packed relative
 //! relocations and the start-up function order reach the release link, and nothing else changes.
 
 #[path = "../build/link.rs"]
