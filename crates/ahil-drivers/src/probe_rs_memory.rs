@@ -168,11 +168,8 @@ impl ProbeRsMemory {
         let mut child = process::spawn_retrying_busy_text(&mut command).map_err(|error| {
             unavailable(0, format!("the probe-rs worker did not start: {error}"))
         })?;
-        let Some(pgid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(unavailable(0, "the worker's pid is out of range"));
-        };
+        let pgid = process::group_of(&mut child)
+            .map_err(|_| unavailable(0, "the worker's pid is out of range"))?;
         let keeper = GroupKeeper::spawn(pgid.as_raw_nonzero().get(), "ahil-probe-rs-keeper");
         let (sender, lines) = std::sync::mpsc::channel();
         if let Some(stdout) = child.stdout.take() {

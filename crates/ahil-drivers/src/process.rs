@@ -640,6 +640,29 @@ impl GroupKeeper {
             lifeline: Some(writer),
         })
     }
+
+    /// Watches the group `child` leads ([`group_of`]). When no keeper can start, the group is
+    /// killed and the child reaped at once: a long-lived child is never left running unwatched.
+    pub fn watch(child: &mut Child, group: rustix::process::Pid, name: &str) -> io::Result<Self> {
+        Self::spawn(group.as_raw_nonzero().get(), name).inspect_err(|_| {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+            let _ = child.kill();
+            let _ = child.wait();
+        })
+    }
+}
+
+/// The process group `child` leads (it was spawned as a group leader). A pid that is no valid
+/// group id leaves nothing to signal, so the child is killed and reaped instead.
+pub fn group_of(child: &mut Child) -> io::Result<rustix::process::Pid> {
+    let group = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    group.ok_or_else(|| {
+        let _ = child.kill();
+        let _ = child.wait();
+        io::Error::other("child pid out of range")
+    })
 }
 
 impl Drop for GroupKeeper {

@@ -79,22 +79,9 @@ impl Bridge {
         let mut child = crate::process::spawn_retrying_busy_text(&mut command)
             .map_err(|e| CanError::ProcessStartFailed(e.to_string()))?;
         let command_line = vec![executable.display().to_string()];
-        let Some(pgid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(CanError::ProcessStartFailed(
-                "child pid out of range".into(),
-            ));
-        };
-        let keeper = match GroupKeeper::spawn(pgid.as_raw_nonzero().get(), "ahil-can-keeper") {
-            Ok(keeper) => keeper,
-            Err(error) => {
-                let _ = kill_process_group(pgid, Signal::KILL);
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(CanError::ProcessStartFailed(error.to_string()));
-            }
-        };
+        let started = |e: io::Error| CanError::ProcessStartFailed(e.to_string());
+        let pgid = process::group_of(&mut child).map_err(started)?;
+        let keeper = GroupKeeper::watch(&mut child, pgid, "ahil-can-keeper").map_err(started)?;
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let waiting = Arc::new(Mutex::new(Waiting::default()));

@@ -184,13 +184,7 @@ pub fn spawn_unless(
     let command_line = process::Command::new(executable).args(argv).display_line();
     drop(reserved);
     let mut child = command.spawn().map_err(ServerError::Spawn)?;
-    let Some(pgid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(ServerError::Spawn(io::Error::other(
-            "child pid out of range",
-        )));
-    };
+    let pgid = process::group_of(&mut child).map_err(ServerError::Spawn)?;
     let stdout = Arc::new(Tail::default());
     let stderr = Arc::new(Tail::default());
     if let Some(pipe) = child.stdout.take() {
@@ -199,15 +193,8 @@ pub fn spawn_unless(
     if let Some(pipe) = child.stderr.take() {
         drain(pipe, Arc::clone(&stderr));
     }
-    let keeper = match GroupKeeper::spawn(pgid.as_raw_nonzero().get(), "ahil-openocd-keeper") {
-        Ok(keeper) => keeper,
-        Err(error) => {
-            let _ = kill_process_group(pgid, Signal::KILL);
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(ServerError::Spawn(error));
-        }
-    };
+    let keeper =
+        GroupKeeper::watch(&mut child, pgid, "ahil-openocd-keeper").map_err(ServerError::Spawn)?;
     let mut server = GdbServer {
         child,
         pgid,

@@ -228,11 +228,7 @@ impl Board {
             program: config.qemu.clone(),
             source,
         })?;
-        let Some(pid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(BoardError::Io(io::Error::other("child pid out of range")));
-        };
+        let pid = crate::process::group_of(&mut child).map_err(BoardError::Io)?;
         // A blank board that is let run locks up and QEMU aborts (SIGABRT); no core file for that.
         // The board is still paused (-S), so nothing can abort before this lands.
         let _ = rustix::process::prlimit(
