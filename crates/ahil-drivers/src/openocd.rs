@@ -90,9 +90,12 @@ impl OpenOcd {
         self
     }
 
-    /// The interface script, the probe's serial when one is pinned, then the target script: how
-    /// every OpenOCD run of this entry (one-shot or gdb server) starts.
-    pub(crate) fn board_argv(&self) -> Vec<OsString> {
+    /// The interface script, the probe's serial when one is pinned, the target script, then each of
+    /// `commands` as a `-c`, in order: how every OpenOCD run of this entry (one-shot or server) starts.
+    pub(crate) fn board_argv(
+        &self,
+        commands: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Vec<OsString> {
         let mut argv: Vec<OsString> = vec!["-f".into(), self.interface_cfg.clone().into()];
         if let Some(serial) = &self.settings.probe_id {
             argv.push("-c".into());
@@ -100,19 +103,21 @@ impl OpenOcd {
         }
         argv.push("-f".into());
         argv.push(self.target_cfg.clone().into());
+        for command in commands {
+            argv.push("-c".into());
+            argv.push(command.into());
+        }
         argv
     }
 
     /// The full argv after the executable for one script.
     pub fn argv(&self, script: &str) -> Vec<OsString> {
-        let mut argv = self.board_argv();
-        for server in ["gdb_port", "tcl_port", "telnet_port"] {
-            argv.push("-c".into());
-            argv.push(format!("{server} disabled").into());
-        }
-        argv.push("-c".into());
-        argv.push(script.into());
-        argv
+        self.board_argv([
+            "gdb_port disabled",
+            "tcl_port disabled",
+            "telnet_port disabled",
+            script,
+        ])
     }
 
     fn script(operation: Operation, action: &str) -> String {

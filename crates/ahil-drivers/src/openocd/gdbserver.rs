@@ -123,8 +123,7 @@ impl OpenOcd {
     /// The argv after the executable for a gdb server on `port`; `reset_halt` resets the core into
     /// halt at start instead of halting it where it runs.
     pub fn gdb_server_argv(&self, port: u16, reset_halt: bool) -> Vec<OsString> {
-        let mut argv = self.board_argv();
-        for command in [
+        self.board_argv([
             "bindto 127.0.0.1".to_owned(),
             format!("gdb_port {port}"),
             "tcl_port disabled".to_owned(),
@@ -134,11 +133,7 @@ impl OpenOcd {
             } else {
                 "init; halt".to_owned()
             },
-        ] {
-            argv.push("-c".into());
-            argv.push(command.into());
-        }
-        argv
+        ])
     }
 
     /// Starts OpenOCD as a gdb server and waits up to `limit` for its port; a raised `cancel` ends

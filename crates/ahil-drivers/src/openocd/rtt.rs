@@ -25,7 +25,6 @@ impl OpenOcd {
     /// The argv after the executable: search `[start, start + size)` for the block and serve each
     /// channel on its port.
     pub fn rtt_server_argv(&self, start: u32, size: u32, ports: &[ChannelPort]) -> Vec<OsString> {
-        let mut argv = self.board_argv();
         let mut commands = vec![
             "bindto 127.0.0.1".to_owned(),
             "gdb_port disabled".to_owned(),
@@ -40,11 +39,7 @@ impl OpenOcd {
         for at in ports {
             commands.push(format!("rtt server start {} {}", at.port, at.index));
         }
-        for command in commands {
-            argv.push("-c".into());
-            argv.push(command.into());
-        }
-        argv
+        self.board_argv(commands)
     }
 
     /// Start OpenOCD serving `channels` (RTT channel indexes; each serves its up and down channel
