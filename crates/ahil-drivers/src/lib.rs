@@ -22,6 +22,7 @@ pub mod qemu;
 pub mod rtt;
 pub mod serial;
 pub mod version;
+mod worker;
 
 pub use error::{Contact, DriverError};
 pub use version::{Backend, VersionReport, debugger_version};

@@ -254,15 +254,8 @@ impl Port {
         if !self.ring.wait_done(Instant::now() + limit) {
             return Err(SerialError::Close { limit });
         }
-        let handle = self
-            .reader
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(handle) = handle {
-            // The reader has set its done flag as its last act; a panic in it has nothing to undo.
-            let _ = handle.join();
-        }
+        // The reader has set its done flag as its last act; a panic in it has nothing to undo.
+        crate::worker::join(&self.reader);
         // Closing the last descriptor releases the flock and the exclusive mode.
         drop(
             self.writer

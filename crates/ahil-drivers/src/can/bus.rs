@@ -198,14 +198,7 @@ impl Bus {
     pub fn close(&self) -> Closed {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.arrived.notify_all();
-        let pump = self
-            .pump
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(pump) = pump {
-            let _ = pump.join();
-        }
+        crate::worker::join(&self.pump);
         self.adapter.close()
     }
 }

@@ -302,14 +302,7 @@ impl Link {
             .rings
             .first()
             .is_none_or(|(_, ring)| ring.wait_done(deadline));
-        if ended
-            && let Some(thread) = self
-                .thread
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take()
-        {
-            let _ = thread.join();
+        if ended && crate::worker::join(&self.thread) {
             self.shared.source().close();
         }
         ended
