@@ -43,6 +43,12 @@ impl Channel {
         }
     }
 
+    /// The stream ended or failed: it is dropped, so the next call connects again.
+    fn lost(&mut self, detail: impl std::fmt::Display) -> RttError {
+        self.stream = None;
+        self.failed(detail)
+    }
+
     /// The stream, connected again if the last one ended (the server takes a new client).
     fn stream(&mut self) -> Result<&mut TcpStream, RttError> {
         if self.stream.is_none() {
@@ -101,20 +107,15 @@ impl Source for StreamSource {
         while bytes.len() < max {
             let want = buffer.len().min(max - bytes.len());
             match channel.stream()?.read(&mut buffer[..want]) {
+                Ok(0) if bytes.is_empty() => return Err(channel.lost("was closed by the server")),
                 Ok(0) => {
                     channel.stream = None;
-                    if bytes.is_empty() {
-                        return Err(channel.failed("was closed by the server"));
-                    }
                     break;
                 }
                 Ok(n) => bytes.extend_from_slice(&buffer[..n]),
                 Err(error) if error.kind() == ErrorKind::WouldBlock => break,
                 Err(error) if error.kind() == ErrorKind::Interrupted => {}
-                Err(error) => {
-                    channel.stream = None;
-                    return Err(channel.failed(error));
-                }
+                Err(error) => return Err(channel.lost(error)),
             }
         }
         Ok(bytes)
@@ -130,10 +131,7 @@ impl Source for StreamSource {
                 // The socket's buffer is full: what went in is what the answer says.
                 Err(error) if error.kind() == ErrorKind::WouldBlock => break,
                 Err(error) if error.kind() == ErrorKind::Interrupted => {}
-                Err(error) => {
-                    channel.stream = None;
-                    return Err(channel.failed(error));
-                }
+                Err(error) => return Err(channel.lost(error)),
             }
         }
         Ok(sent)
