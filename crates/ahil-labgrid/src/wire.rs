@@ -235,38 +235,46 @@ fn place(message: &[u8]) -> Result<Place, Malformed> {
     Ok(place)
 }
 
-/// `GetPlacesResponse`.
-pub fn places(message: &[u8]) -> Result<Vec<Place>, Malformed> {
+/// Every message in the repeated field `number` of `message`, each read by `parse`.
+fn repeated<T>(
+    message: &[u8],
+    number: u32,
+    parse: fn(&[u8]) -> Result<T, Malformed>,
+) -> Result<Vec<T>, Malformed> {
     let mut out = Vec::new();
     let mut fields = Fields(message);
     while let Some(field) = fields.next_field() {
-        if let (PLACES, Value::Len(inner)) = field? {
-            out.push(place(inner)?);
+        if let (n, Value::Len(inner)) = field?
+            && n == number
+        {
+            out.push(parse(inner)?);
         }
     }
     Ok(out)
 }
 
-/// `GetReservationsResponse`.
-pub fn reservations(message: &[u8]) -> Result<Vec<Reservation>, Malformed> {
-    let mut out = Vec::new();
+/// `GetPlacesResponse`.
+pub fn places(message: &[u8]) -> Result<Vec<Place>, Malformed> {
+    repeated(message, PLACES, place)
+}
+
+fn reservation(message: &[u8]) -> Result<Reservation, Malformed> {
+    let mut r = Reservation::default();
     let mut fields = Fields(message);
     while let Some(field) = fields.next_field() {
-        if let (RESERVATIONS, Value::Len(inner)) = field? {
-            let mut r = Reservation::default();
-            let mut f = Fields(inner);
-            while let Some(field) = f.next_field() {
-                match field? {
-                    (RESERVATION_OWNER, Value::Len(v)) => r.owner = text(v)?,
-                    (RESERVATION_TOKEN, Value::Len(v)) => r.token = text(v)?,
-                    (RESERVATION_STATE, Value::Varint(v)) => r.state = v,
-                    _ => {}
-                }
-            }
-            out.push(r);
+        match field? {
+            (RESERVATION_OWNER, Value::Len(v)) => r.owner = text(v)?,
+            (RESERVATION_TOKEN, Value::Len(v)) => r.token = text(v)?,
+            (RESERVATION_STATE, Value::Varint(v)) => r.state = v,
+            _ => {}
         }
     }
-    Ok(out)
+    Ok(r)
+}
+
+/// `GetReservationsResponse`.
+pub fn reservations(message: &[u8]) -> Result<Vec<Reservation>, Malformed> {
+    repeated(message, RESERVATIONS, reservation)
 }
 
 #[cfg(test)]
