@@ -448,12 +448,7 @@ pub(crate) fn to_json_schema(spec: &Spec) -> Value {
         m.insert("propertyNames".into(), json!({"pattern": names.regex()}));
         m.insert("additionalProperties".into(), to_json_schema(entry));
     } else if spec.types.contains(&Ty::Obj) {
-        let props: Map<String, Value> = spec
-            .props
-            .iter()
-            .map(|(k, s)| ((*k).to_owned(), to_json_schema(s)))
-            .collect();
-        m.insert("properties".into(), Value::Object(props));
+        m.insert("properties".into(), properties(&spec.props, to_json_schema));
         m.insert("additionalProperties".into(), json!(false));
         if !spec.required.is_empty() {
             m.insert("required".into(), json!(spec.required));
@@ -466,6 +461,15 @@ pub(crate) fn to_json_schema(spec: &Spec) -> Value {
         m.insert("default".into(), d.clone());
     }
     Value::Object(m)
+}
+
+/// A JSON Schema `properties` object: each named property's schema, by `render`, in order.
+pub(crate) fn properties<S>(props: &[(&'static str, S)], render: fn(&S) -> Value) -> Value {
+    let props: Map<String, Value> = props
+        .iter()
+        .map(|(k, s)| ((*k).to_owned(), render(s)))
+        .collect();
+    Value::Object(props)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::node::{Node, Path};
-use crate::spec::option_setters;
+use crate::spec::{option_setters, properties};
 
 /// The string shapes plans use, each with the regular expression our schema publishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -558,12 +558,7 @@ fn render_obj(obj: &Obj, m: &mut Map<String, Value>) {
     if !dep.is_empty() {
         m.insert("dependentSchemas".into(), Value::Object(dep));
     }
-    let props: Map<String, Value> = obj
-        .props
-        .iter()
-        .map(|(k, s)| ((*k).to_owned(), render(s)))
-        .collect();
-    m.insert("properties".into(), Value::Object(props));
+    m.insert("properties".into(), properties(&obj.props, render));
 }
 
 #[cfg(test)]
