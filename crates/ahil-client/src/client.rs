@@ -410,9 +410,10 @@ impl Client {
         image_path: &str,
         options: &FlashOptions,
     ) -> Result<Envelope, ClientError> {
-        let mut arguments = to_object(options);
-        arguments["image_path"] = json!(image_path);
-        self.call("flash_firmware", arguments)
+        self.call(
+            "flash_firmware",
+            arguments(options, "image_path", image_path),
+        )
     }
 
     pub fn reset_target(&mut self, mode: ResetMode) -> Result<Envelope, ClientError> {
@@ -432,9 +433,7 @@ impl Client {
         port_id: &str,
         options: &ReadOptions,
     ) -> Result<Envelope, ClientError> {
-        let mut arguments = to_object(options);
-        arguments["port_id"] = json!(port_id);
-        self.call("com_read", arguments)
+        self.call("com_read", arguments(options, "port_id", port_id))
     }
 
     /// Sends `text` as is (add line endings yourself).
@@ -475,11 +474,15 @@ impl Drop for Client {
     }
 }
 
-fn to_object(options: &impl serde::Serialize) -> Value {
-    match serde_json::to_value(options) {
+/// A tool's arguments: its `options` (an object; anything else is taken as none), and the one
+/// argument it requires, `key`.
+fn arguments(options: &impl serde::Serialize, key: &str, value: &str) -> Value {
+    let mut arguments = match serde_json::to_value(options) {
         Ok(value @ Value::Object(_)) => value,
         _ => json!({}),
-    }
+    };
+    arguments[key] = json!(value);
+    arguments
 }
 
 /// The child's exit code if it ends within `limit`.
