@@ -166,13 +166,6 @@ impl<'a> Fields<'a> {
         Ok(head)
     }
 
-    fn next_field(&mut self) -> Option<Result<(u32, Value<'a>), Malformed>> {
-        if self.0.is_empty() {
-            return None;
-        }
-        Some(self.read_field())
-    }
-
     fn read_field(&mut self) -> Result<(u32, Value<'a>), Malformed> {
         let k = self.read_varint()?;
         let field = u32::try_from(k >> 3).map_err(|_| Malformed("field number too large"))?;
@@ -197,6 +190,18 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// The fields of a message in order; a caller stops at the first malformed one.
+impl<'a> Iterator for Fields<'a> {
+    type Item = Result<(u32, Value<'a>), Malformed>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return None;
+        }
+        Some(self.read_field())
+    }
+}
+
 fn text(bytes: &[u8]) -> Result<String, Malformed> {
     String::from_utf8(bytes.to_vec()).map_err(|_| Malformed("a string field is not UTF-8"))
 }
@@ -204,11 +209,9 @@ fn text(bytes: &[u8]) -> Result<String, Malformed> {
 /// The `Sync.id` a `ClientOutMessage` answers, if it answers one.
 pub fn sync_answered(message: &[u8]) -> Result<Option<u64>, Malformed> {
     let mut id = None;
-    let mut fields = Fields(message);
-    while let Some(field) = fields.next_field() {
+    for field in Fields(message) {
         if let (CLIENT_OUT_SYNC, Value::Len(inner)) = field? {
-            let mut sync = Fields(inner);
-            while let Some(f) = sync.next_field() {
+            for f in Fields(inner) {
                 if let (SYNC_ID, Value::Varint(v)) = f? {
                     id = Some(v);
                 }
@@ -220,8 +223,7 @@ pub fn sync_answered(message: &[u8]) -> Result<Option<u64>, Malformed> {
 
 fn place(message: &[u8]) -> Result<Place, Malformed> {
     let mut place = Place::default();
-    let mut fields = Fields(message);
-    while let Some(field) = fields.next_field() {
+    for field in Fields(message) {
         match field? {
             (PLACE_NAME, Value::Len(v)) => place.name = text(v)?,
             (PLACE_ACQUIRED, Value::Len(v)) => place.acquired = Some(text(v)?),
@@ -242,8 +244,7 @@ fn repeated<T>(
     parse: fn(&[u8]) -> Result<T, Malformed>,
 ) -> Result<Vec<T>, Malformed> {
     let mut out = Vec::new();
-    let mut fields = Fields(message);
-    while let Some(field) = fields.next_field() {
+    for field in Fields(message) {
         if let (n, Value::Len(inner)) = field?
             && n == number
         {
@@ -260,8 +261,7 @@ pub fn places(message: &[u8]) -> Result<Vec<Place>, Malformed> {
 
 fn reservation(message: &[u8]) -> Result<Reservation, Malformed> {
     let mut r = Reservation::default();
-    let mut fields = Fields(message);
-    while let Some(field) = fields.next_field() {
+    for field in Fields(message) {
         match field? {
             (RESERVATION_OWNER, Value::Len(v)) => r.owner = text(v)?,
             (RESERVATION_TOKEN, Value::Len(v)) => r.token = text(v)?,
