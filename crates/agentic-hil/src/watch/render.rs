@@ -94,13 +94,9 @@ fn devices_table(holds: &[Hold]) -> Table<'static> {
             .style(style)
         })
         .collect();
-    let rows = if rows.is_empty() {
-        vec![Row::new(vec!["(no devices configured)".to_owned()])]
-    } else {
-        rows
-    };
-    Table::new(
+    titled_table(
         rows,
+        Row::new(vec!["(no devices configured)".to_owned()]),
         [
             Constraint::Fill(3),
             Constraint::Length(5),
@@ -108,9 +104,24 @@ fn devices_table(holds: &[Hold]) -> Table<'static> {
             Constraint::Fill(2),
             Constraint::Length(8),
         ],
+        ["device", "state", "holder", "label", "since"],
+        " Devices ",
     )
-    .header(Row::new(["device", "state", "holder", "label", "since"]).style(bold()))
-    .block(Block::default().borders(Borders::ALL).title(" Devices "))
+}
+
+/// A bordered table under `title` with a bold `header`; `empty` stands alone when there are no
+/// rows, so an empty panel says why.
+fn titled_table<const N: usize>(
+    rows: Vec<Row<'static>>,
+    empty: Row<'static>,
+    widths: [Constraint; N],
+    header: [&'static str; N],
+    title: &'static str,
+) -> Table<'static> {
+    let rows = if rows.is_empty() { vec![empty] } else { rows };
+    Table::new(rows, widths)
+        .header(Row::new(header).style(bold()))
+        .block(Block::default().borders(Borders::ALL).title(title))
 }
 
 fn lease_panel(view: &BenchView) -> Paragraph<'static> {
@@ -162,28 +173,17 @@ fn actions_table(actions: &[Action]) -> Table<'static> {
             .style(style)
         })
         .collect();
-    let rows = if rows.is_empty() {
-        vec![Row::new(vec![
-            String::new(),
-            "(no audited call yet)".to_owned(),
-        ])]
-    } else {
-        rows
-    };
-    Table::new(
+    titled_table(
         rows,
+        Row::new(vec![String::new(), "(no audited call yet)".to_owned()]),
         [
             Constraint::Length(8),
             Constraint::Length(22),
             Constraint::Length(26),
             Constraint::Fill(1),
         ],
-    )
-    .header(Row::new(["time", "tool", "verdict", "summary"]).style(bold()))
-    .block(
-        Block::default()
-            .borders(Borders::ALL)
-            .title(" Recent audited calls "),
+        ["time", "tool", "verdict", "summary"],
+        " Recent audited calls ",
     )
 }
 
