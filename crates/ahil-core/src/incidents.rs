@@ -10,7 +10,7 @@ use ahil_config::{AutoRecover, LoadedConfig};
 use serde_json::{Value, json};
 
 use crate::envelope::Outcome;
-use crate::ownership::coordination::Incident;
+use crate::ownership::coordination::{Incident, strings};
 use crate::ownership::reasons::{self, ReasonClass};
 
 /// What the policy allows for one incident.
@@ -162,16 +162,7 @@ pub fn mark_stood_down(outcome: &mut Outcome, incident: &Incident, raised_here: 
 
 /// Adds `reasons` to the result's `cleanup_reasons` and their guidance.
 pub fn add_reasons(outcome: &mut Outcome, reasons: &[String]) {
-    let mut all: Vec<String> = outcome
-        .detail("cleanup_reasons")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut all = strings(outcome.detail("cleanup_reasons"));
     for reason in reasons {
         if !all.contains(reason) {
             all.push(reason.clone());

@@ -26,6 +26,7 @@ use ahil_config::time::now_millis;
 use serde_json::{Map, Value, json};
 
 pub use files::Dirs;
+pub use records::strings;
 use records::{incident_from_record, lease_status, marker_state};
 pub use recovery::{Recovery, RecoveryRefusal};
 

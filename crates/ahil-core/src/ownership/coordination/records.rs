@@ -9,8 +9,13 @@ use super::Incident;
 use super::files::read_json;
 
 pub fn string_list(record: &Value, key: &str) -> Vec<String> {
-    record
-        .get(key)
+    strings(record.get(key))
+}
+
+/// The strings of a JSON array; anything else, and an item that is no string, counts as none
+/// (a record or a result another version wrote).
+pub fn strings(value: Option<&Value>) -> Vec<String> {
+    value
         .and_then(Value::as_array)
         .map(|items| {
             items
