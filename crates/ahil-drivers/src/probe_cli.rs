@@ -128,6 +128,15 @@ pub fn any(lower: &str, words: &[&str]) -> bool {
     words.iter().any(|word| lower.contains(word))
 }
 
+/// The string `key` of an entry in a backend's JSON listing; empty when it is absent or no string.
+pub fn text(entry: &Value, key: &str) -> String {
+    entry
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// A confirmed success.
 #[derive(Debug, Clone, Default)]
 pub struct CliSuccess {

@@ -387,20 +387,13 @@ impl DebugProbe for ProbeRs {
 
     fn list_probes(&self, budget: &Budget) -> Result<Listing, DriverError> {
         let (answer, transcript) = self.exchange(&Request::List, budget)?;
-        let text = |probe: &Value, key: &str| {
-            probe
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
         let probes = answer
             .items("probes")
             .unwrap_or_default()
             .iter()
             .map(|p| ProbeInfo {
-                id: text(p, "serial"),
-                description: text(p, "description"),
+                id: probe_cli::text(p, "serial"),
+                description: probe_cli::text(p, "description"),
             })
             .collect();
         let complete = answer

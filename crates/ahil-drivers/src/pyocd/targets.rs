@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use crate::probe_cli::text;
+
 /// One entry of pyOCD's target list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TargetEntry {
@@ -36,13 +38,6 @@ pub fn parse_target_entries(stdout: &str) -> Option<Vec<TargetEntry>> {
     if doc.get("status")?.as_i64()? != 0 {
         return None;
     }
-    let text = |entry: &Value, key: &str| {
-        entry
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
     doc.get("targets")?
         .as_array()?
         .iter()
