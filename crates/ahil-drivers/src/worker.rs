@@ -14,3 +14,21 @@ pub(crate) fn join(slot: &Mutex<Option<JoinHandle<()>>>) -> bool {
     let _ = thread.join();
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_first_close_joins_the_thread() {
+        let slot = Mutex::new(Some(std::thread::spawn(|| {})));
+        assert!(join(&slot), "the first close joins the thread");
+        assert!(!join(&slot), "a second close finds it gone");
+    }
+
+    #[test]
+    fn a_thread_that_panicked_is_joined_without_the_panic() {
+        let slot = Mutex::new(Some(std::thread::spawn(|| panic!("a reader failed"))));
+        assert!(join(&slot));
+    }
+}
