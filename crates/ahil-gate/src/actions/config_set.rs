@@ -8,7 +8,9 @@ use ahil_config::write::{Stamp, WriteError, edit_config};
 use serde_json::{Value, json};
 
 use super::{Context, Plan};
-use crate::config_edit::{Applied, Change, Refused, Right, Rights, apply_agent_changes, classify};
+use crate::config_edit::{
+    Applied, Change, Refused, Right, Rights, apply_agent_changes, classify, replace_failed,
+};
 use crate::envelope::Outcome;
 use crate::policy::Action;
 
@@ -308,12 +310,7 @@ pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
             "The configuration file changed while this edit was being made; nothing was written.",
         )
         .with_next_step("Call project_config_describe to see the file as it is now, then send the change again."),
-        WriteError::Io(e) => Outcome::refused(
-            tool,
-            ErrorType::ConfigWriteFailed,
-            "The configuration file could not be replaced; it is unchanged.",
-        )
-        .with("error_class", format!("{:?}", e.kind())),
+        WriteError::Io(e) => replace_failed(tool, &e),
     };
     outcome.not_started(false)
 }
