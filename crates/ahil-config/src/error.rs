@@ -80,6 +80,21 @@ macro_rules! refusal_enum {
                 }
             }
 
+            /// The refusal as a result document of its own: `ok: false`, then `who` answers (a
+            /// tool, a path), the error and its details (none displacing `who`), the next steps.
+            pub fn document(&self, who: (&str, serde_json::Value)) -> serde_json::Value {
+                let mut doc = serde_json::Map::new();
+                doc.insert("ok".into(), false.into());
+                doc.insert(who.0.into(), who.1);
+                doc.insert("error_type".into(), self.error_type().into());
+                doc.insert("summary".into(), self.summary().into());
+                for (key, value) in self.details() {
+                    doc.entry(key).or_insert(value);
+                }
+                doc.insert("remediation".into(), self.remediation().into());
+                serde_json::Value::Object(doc)
+            }
+
             $crate::error::refusal_accessors!();
         }
     };
