@@ -291,12 +291,12 @@ fn write(
             }
             return Acted {
                 contact: Some(err.contact()),
-                outcome: outcome.with_log(&session.log_path),
+                outcome: outcome.with_log(&session.log.path),
             };
         }
     };
     Acted {
-        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log_path),
+        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log.path),
         contact: Some(Contact::Made),
     }
 }
@@ -337,7 +337,7 @@ fn read(
     }
     outcome.meta = Some(untrusted_meta(port_id));
     Acted {
-        outcome: outcome.with_log(&session.log_path),
+        outcome: outcome.with_log(&session.log.path),
         contact: Some(none()),
     }
 }
