@@ -276,3 +276,22 @@ pub fn with_event_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -
     }
     outcome
 }
+
+/// A session write's answer, naming the session's log: a write that failed answers what it may
+/// have reached (`contact`); one that went out, whole or in part, reached the device and says
+/// whether its tx event was logged.
+pub fn write_answer(
+    sent: Result<Outcome, (Outcome, Contact)>,
+    logged: Result<(), AuditError>,
+    log: &SessionLog,
+) -> Acted {
+    let (mut outcome, contact) = match sent {
+        Ok(outcome) => (with_event_logged(outcome, logged), Contact::Made),
+        Err(failed) => failed,
+    };
+    outcome.log_path = Some(log.path.clone());
+    Acted {
+        outcome,
+        contact: Some(contact),
+    }
+}
