@@ -466,7 +466,7 @@ impl Job {
     }
 
     pub(super) fn identity_unknown(&self, seen: &Seen) -> Acted {
-        let outcome = Outcome::refused(
+        self.identity_refused(Outcome::refused(
             &self.tool,
             ErrorType::PowerSupplyIdentityUnknown,
             format!(
@@ -478,20 +478,15 @@ impl Job {
         .with("supply_type", self.model.kind)
         .with("model", json!(seen.model))
         .with("firmware", json!(seen.firmware))
-        .with("last_known_output", last_known_output(self.channel(), None))
         .with_remediation([
             "Report `model` and `firmware` and stop.",
             "Check that the supply on this port is the type the configuration names.",
         ])
-        .with_do_not(["Do not change `type` to get the call through, and do not drive the supply another way."]);
-        Acted {
-            outcome: outcome.not_started(false),
-            contact: Some(Contact::none("only the identity query was sent")),
-        }
+        .with_do_not(["Do not change `type` to get the call through, and do not drive the supply another way."]))
     }
 
     pub(super) fn identity_mismatch(&self, seen: &Seen) -> Acted {
-        let outcome = Outcome::refused(
+        self.identity_refused(Outcome::refused(
             &self.tool,
             ErrorType::PowerSupplyIdentityMismatch,
             format!(
@@ -504,12 +499,16 @@ impl Job {
         .with("firmware", json!(seen.firmware))
         .with("expected_idn_serial", MASKED)
         .with("reported_idn_serial", MASKED)
-        .with("last_known_output", last_known_output(self.channel(), None))
         .with_remediation([
             "Check which supply is cabled to this port and connect the configured unit.",
             "If the unit was replaced on purpose, the operator writes its idn_serial and checks the limits still fit.",
         ])
-        .with_do_not(["Do not drive this unit through another entry or another way."]);
+        .with_do_not(["Do not drive this unit through another entry or another way."]))
+    }
+
+    /// A refusal on the unit's identity: only the identity query reached it, so nothing changed.
+    fn identity_refused(&self, outcome: Outcome) -> Acted {
+        let outcome = outcome.with("last_known_output", last_known_output(self.channel(), None));
         Acted {
             outcome: outcome.not_started(false),
             contact: Some(Contact::none("only the identity query was sent")),
