@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use super::{Context, Plan};
 use crate::config_edit::{
-    Applied, Change, Refused, Right, Rights, apply_agent_changes, classify, replace_failed,
+    Applied, Change, Refused, Right, Rights, apply_agent_changes, classify, layer_refusal,
+    replace_failed,
 };
 use crate::envelope::Outcome;
 use crate::policy::Action;
@@ -297,13 +298,12 @@ pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
         )
         .with("key", key)
         .with_next_step("Take keys and value shapes from project_config_describe (writable_keys, new_entry_patterns)."),
-        WriteError::Invalid(e) | WriteError::Current(e) => {
-            let mut outcome = Outcome::refused(tool, ErrorType::layer(e.error_type()), format!("{} Nothing was written.", e.summary()));
-            for (k, v) in e.details() {
-                outcome.set(&k, v);
-            }
-            outcome
-        }
+        WriteError::Invalid(e) | WriteError::Current(e) => layer_refusal(
+            tool,
+            e.error_type(),
+            format!("{} Nothing was written.", e.summary()),
+            e.details(),
+        ),
         WriteError::ChangedUnderneath => Outcome::refused(
             tool,
             ErrorType::ConfigChangedUnderneath,

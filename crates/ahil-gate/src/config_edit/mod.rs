@@ -15,7 +15,7 @@ pub use ratchet::{
     Applied, Change, Refused, Rights, apply_agent_changes, apply_operator_changes, config_surface,
     permission_surface,
 };
-pub use refusals::{config_refusal, replace_failed};
+pub use refusals::{config_refusal, layer_refusal, replace_failed};
 
 #[cfg(test)]
 mod ratchet_props;
