@@ -216,4 +216,32 @@ mod tests {
         assert_eq!(e.details()["value"], 3);
         assert!(!e.remediation().is_empty());
     }
+
+    #[test]
+    fn a_result_document_leads_with_who_answers_and_no_detail_displaces_it() {
+        let e = ConfigError::invalid(Refusal::new("bad").at("a.b").with("tool", "other"));
+        let doc = e.document(("tool", "agentic-hil grant".into()));
+        let keys: Vec<&str> = doc
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "ok",
+                "tool",
+                "error_type",
+                "summary",
+                "field",
+                "remediation"
+            ]
+        );
+        assert_eq!(doc["ok"], false);
+        assert_eq!(doc["tool"], "agentic-hil grant");
+        assert_eq!(doc["error_type"], "config_invalid");
+        assert_eq!(doc["field"], "a.b");
+        assert_eq!(doc["remediation"], serde_json::json!(e.remediation()));
+    }
 }
