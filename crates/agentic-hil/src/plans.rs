@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use ahil_config::plan::{DEFAULT_PLAN_PATH, Step, load_plan};
 use ahil_config::{Config, Environment};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 pub fn check(workspace: &Path, env: &Environment, plans: &[PathBuf], strict: bool) -> Value {
     let default = [PathBuf::from(DEFAULT_PLAN_PATH)];
@@ -128,18 +128,7 @@ fn check_one(workspace: &Path, plan: &Path, declared: Option<&Config>) -> Value 
             }
             doc
         }
-        Err(err) => {
-            let mut out = Map::new();
-            out.insert("ok".into(), Value::Bool(false));
-            out.insert("path".into(), plan.display().to_string().into());
-            out.insert("error_type".into(), err.error_type().into());
-            out.insert("summary".into(), err.summary().into());
-            for (key, value) in err.details() {
-                out.entry(key).or_insert(value);
-            }
-            out.insert("remediation".into(), json!(err.remediation()));
-            Value::Object(out)
-        }
+        Err(err) => err.document(("path", plan.display().to_string().into())),
     }
 }
 

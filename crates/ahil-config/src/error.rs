@@ -80,6 +80,21 @@ macro_rules! refusal_enum {
                 }
             }
 
+            /// The refusal as a result document of its own: `ok: false`, then `who` answers (a
+            /// tool, a path), the error and its details (none displacing `who`), the next steps.
+            pub fn document(&self, who: (&str, serde_json::Value)) -> serde_json::Value {
+                let mut doc = serde_json::Map::new();
+                doc.insert("ok".into(), false.into());
+                doc.insert(who.0.into(), who.1);
+                doc.insert("error_type".into(), self.error_type().into());
+                doc.insert("summary".into(), self.summary().into());
+                for (key, value) in self.details() {
+                    doc.entry(key).or_insert(value);
+                }
+                doc.insert("remediation".into(), self.remediation().into());
+                serde_json::Value::Object(doc)
+            }
+
             $crate::error::refusal_accessors!();
         }
     };
@@ -200,5 +215,33 @@ mod tests {
         assert_eq!(e.details()["field"], "a.b");
         assert_eq!(e.details()["value"], 3);
         assert!(!e.remediation().is_empty());
+    }
+
+    #[test]
+    fn a_result_document_leads_with_who_answers_and_no_detail_displaces_it() {
+        let e = ConfigError::invalid(Refusal::new("bad").at("a.b").with("tool", "other"));
+        let doc = e.document(("tool", "agentic-hil grant".into()));
+        let keys: Vec<&str> = doc
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "ok",
+                "tool",
+                "error_type",
+                "summary",
+                "field",
+                "remediation"
+            ]
+        );
+        assert_eq!(doc["ok"], false);
+        assert_eq!(doc["tool"], "agentic-hil grant");
+        assert_eq!(doc["error_type"], "config_invalid");
+        assert_eq!(doc["field"], "a.b");
+        assert_eq!(doc["remediation"], serde_json::json!(e.remediation()));
     }
 }

@@ -6,7 +6,6 @@
 //! was not found drives nothing), and a COM port is unbound while its `device` is null. A placeholder
 //! `target.controller` is reported but refuses nothing.
 
-use crate::ErrorType;
 use std::fs::{self, OpenOptions};
 use std::path::Path;
 use std::time::Duration;
@@ -16,6 +15,7 @@ use ahil_drivers::debugger_version;
 use serde_json::{Map, Value, json};
 
 use crate::actions::debugger_info::backend_of;
+use crate::config_edit::layer_refusal;
 use crate::envelope::Outcome;
 
 const TOOL: &str = "agentic_hil_doctor";
@@ -102,14 +102,9 @@ pub(crate) fn check(loaded: &LoadedConfig) -> Outcome {
 
 /// The doctor's answer when the configuration does not load: nothing is run.
 pub fn config_error(error: &ConfigError) -> Outcome {
-    let mut outcome = Outcome::refused(TOOL, ErrorType::layer(error.error_type()), error.summary());
-    if let Some(field) = error.field() {
-        outcome.set("field", field);
-    }
-    for (key, value) in error.details() {
-        outcome.set(&key, value);
-    }
-    outcome.with_remediation(error.remediation())
+    // The details lead with the error's `field` when it names one.
+    layer_refusal(TOOL, error.error_type(), error.summary(), error.details())
+        .with_remediation(error.remediation())
 }
 
 /// Run each pinned toolchain's `--version`, and ask pyOCD whether it knows the configured target;

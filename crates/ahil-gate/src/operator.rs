@@ -144,14 +144,5 @@ fn recorded(loaded: &LoadedConfig, tool: &str, args: &Value, mut answer: Value) 
 }
 
 fn config_refusal(tool: &str, err: &ConfigError) -> Value {
-    let mut doc = Map::new();
-    doc.insert("ok".into(), false.into());
-    doc.insert("tool".into(), tool.into());
-    doc.insert("error_type".into(), err.error_type().into());
-    doc.insert("summary".into(), err.summary().into());
-    for (key, value) in err.details() {
-        doc.entry(key).or_insert(value);
-    }
-    doc.insert("remediation".into(), json!(err.remediation()));
-    Value::Object(doc)
+    err.document(("tool", tool.into()))
 }

@@ -10,6 +10,7 @@ use ahil_config::{
 };
 use serde_json::{Map, Value, json};
 
+use crate::config_edit::layer_refusal;
 use crate::envelope::Outcome;
 use crate::fsio;
 
@@ -154,11 +155,8 @@ fn collect_grants(prefix: &str, value: &Value, out: &mut Map<String, Value>) {
 }
 
 fn refusal(err: &ConfigError) -> Outcome {
-    let mut outcome = Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.summary());
-    for (key, value) in err.details() {
-        outcome.set(&key, value);
-    }
-    outcome.with_remediation(err.remediation())
+    layer_refusal(TOOL, err.error_type(), err.summary(), err.details())
+        .with_remediation(err.remediation())
 }
 
 fn io_refusal(err: &std::io::Error) -> Outcome {

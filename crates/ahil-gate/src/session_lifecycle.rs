@@ -244,14 +244,6 @@ fn not_registered(tool: ToolId, log: &SessionLog) -> Acted {
     }
 }
 
-/// A registered session, as its stop sees it.
-pub trait Held {
-    /// Appends an audited event to the session's log.
-    fn log_event(&self, event: &Value) -> Result<(), AuditError>;
-    /// The session's hold on its device locks.
-    fn locks(&self) -> &SessionLocks;
-}
-
 /// Where sessions of one kind are registered.
 pub trait Registry {
     type Entry;
@@ -260,16 +252,17 @@ pub trait Registry {
     fn unregister(&self, key: &str);
 }
 
-/// A stop's end once the kind closed the device: the stop event, the hold given back, the session
-/// unregistered. Answers whether the stop event was written.
+/// A stop's end once the kind closed the device: the stop event in the session's `log`, its hold on
+/// `locks` given back, the session unregistered. Answers whether the stop event was written.
 pub fn end(
     registry: &impl Registry,
     key: &str,
-    session: &impl Held,
+    log: &SessionLog,
+    locks: &SessionLocks,
     event: &Value,
 ) -> Result<(), AuditError> {
-    let logged = session.log_event(event);
-    session.locks().release();
+    let logged = log.append(event);
+    locks.release();
     registry.unregister(key);
     logged
 }
@@ -282,4 +275,23 @@ pub fn with_event_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -
         outcome.set("audit_error", err.to_value());
     }
     outcome
+}
+
+/// A session write's answer, naming the session's log: a write that failed answers what it may
+/// have reached (`contact`); one that went out, whole or in part, reached the device and says
+/// whether its tx event was logged.
+pub fn write_answer(
+    sent: Result<Outcome, (Outcome, Contact)>,
+    logged: Result<(), AuditError>,
+    log: &SessionLog,
+) -> Acted {
+    let (mut outcome, contact) = match sent {
+        Ok(outcome) => (with_event_logged(outcome, logged), Contact::Made),
+        Err(failed) => failed,
+    };
+    outcome.log_path = Some(log.path.clone());
+    Acted {
+        outcome,
+        contact: Some(contact),
+    }
 }

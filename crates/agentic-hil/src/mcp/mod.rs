@@ -121,19 +121,7 @@ fn line_limit(max_upload_size_mb: u64) -> usize {
 }
 
 fn config_refusal(err: &ConfigError) -> Value {
-    let mut doc = Map::new();
-    doc.insert("ok".into(), Value::Bool(false));
-    doc.insert("tool".into(), "mcp_stdio".into());
-    doc.insert("error_type".into(), err.error_type().into());
-    doc.insert("summary".into(), err.summary().into());
-    for (key, value) in err.details() {
-        doc.entry(key).or_insert(value);
-    }
-    doc.insert(
-        "remediation".into(),
-        Value::Array(err.remediation().into_iter().map(Value::String).collect()),
-    );
-    Value::Object(doc)
+    err.document(("tool", "mcp_stdio".into()))
 }
 
 #[derive(Clone)]

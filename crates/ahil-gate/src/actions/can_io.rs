@@ -255,12 +255,18 @@ fn send(
         "ok": result.is_ok(),
         "error_type": result.as_ref().err().map(crate::can::Failure::error_type),
     }));
-    let mut outcome = match result {
-        Ok(adapter_result) => Outcome::ok(TOOL, "CAN frame sent.")
-            .with("bus_id", bus_id)
-            .with("adapter", session.adapter)
-            .with("frame", frame.to_json())
-            .with("adapter_result", Value::Object(adapter_result)),
+    let sent = match result {
+        Ok(adapter_result) => {
+            let mut outcome = Outcome::ok(TOOL, "CAN frame sent.")
+                .with("bus_id", bus_id)
+                .with("adapter", session.adapter)
+                .with("frame", frame.to_json())
+                .with("adapter_result", Value::Object(adapter_result));
+            if let Some(participant) = &session.participant {
+                outcome.set("participant", participant.clone());
+            }
+            Ok(outcome)
+        }
         Err(error) => {
             let contact = error.contact();
             let mut outcome = failure_refusal(TOOL, bus_id, &error).with("frame", frame.to_json());
@@ -276,19 +282,10 @@ fn send(
                     "Stop and restart the session if the adapter keeps failing.".into(),
                 ];
             }
-            return Acted {
-                outcome: outcome.with_log(&session.log.path),
-                contact: Some(contact),
-            };
+            Err((outcome, contact))
         }
     };
-    if let Some(participant) = &session.participant {
-        outcome.set("participant", participant.clone());
-    }
-    Acted {
-        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log.path),
-        contact: Some(Contact::Made),
-    }
+    session_lifecycle::write_answer(sent, logged, &session.log)
 }
 
 fn read(

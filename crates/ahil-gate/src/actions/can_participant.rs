@@ -250,7 +250,8 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
     let logged = session_lifecycle::end(
         sessions,
         &session.key,
-        session,
+        &session.log,
+        &session.locks,
         &json!({
             "event": "stop",
             "reason": "requested",

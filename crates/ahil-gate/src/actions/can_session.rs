@@ -452,7 +452,8 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
     let logged = session_lifecycle::end(
         sessions,
         bus_id,
-        &*session,
+        &session.log,
+        &session.locks,
         &json!({
             "event": "stop",
             "reason": "requested",

@@ -265,11 +265,11 @@ fn write(
         "text": encoding.decode(&payload[..written.min(payload.len())]),
         "requested": payload.len(),
     }));
-    let outcome = match result {
-        Ok(n) => Outcome::ok(TOOL, "Stimulus written to COM port.")
+    let sent = match result {
+        Ok(n) => Ok(Outcome::ok(TOOL, "Stimulus written to COM port.")
             .with("port_id", port_id)
             .with("bytes_written", n)
-            .with("data", data(payload, encoding)),
+            .with("data", data(payload, encoding))),
         Err(err) => {
             let mut outcome =
                 Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.to_string())
@@ -289,16 +289,10 @@ fn write(
                 outcome.cleanup_required = Some(true);
                 outcome.remediation = vec!["Stop and restart the session, then check the device's state before writing again.".into()];
             }
-            return Acted {
-                contact: Some(err.contact()),
-                outcome: outcome.with_log(&session.log_path),
-            };
+            Err((outcome, err.contact()))
         }
     };
-    Acted {
-        outcome: session_lifecycle::with_event_logged(outcome, logged).with_log(&session.log_path),
-        contact: Some(Contact::Made),
-    }
+    session_lifecycle::write_answer(sent, logged, &session.log)
 }
 
 fn read(
@@ -337,7 +331,7 @@ fn read(
     }
     outcome.meta = Some(untrusted_meta(port_id));
     Acted {
-        outcome: outcome.with_log(&session.log_path),
+        outcome: outcome.with_log(&session.log.path),
         contact: Some(none()),
     }
 }

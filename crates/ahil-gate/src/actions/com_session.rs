@@ -199,7 +199,7 @@ impl Start {
                         .with("already_active", true)
                         .with("session", existing.describe(true))
                         .with("identity", existing.identity.clone())
-                        .with_log(&existing.log_path),
+                        .with_log(&existing.log.path),
                     contact: Some(Contact::none(
                         "the open session was reused; nothing was sent",
                     )),
@@ -285,13 +285,11 @@ impl SessionKind for Opening {
             port_id: start.port_id.clone(),
             port,
             device: start.device.clone(),
-            log_name: begun.log.name,
-            log_path: begun.log.path.clone(),
+            log: begun.log,
             started_at: ahil_config::time::now_millis(),
             encoding: start.encoding,
             close_limit: start.close_limit,
             identity: identity.clone(),
-            audit: begun.log.audit,
             locks: begun.locks,
         };
         let session = start.sessions.register_opened(session, |refused| {
@@ -303,7 +301,7 @@ impl SessionKind for Opening {
                 .with("already_active", false)
                 .with("session", session.describe(true))
                 .with("identity", identity)
-                .with_log(&begun.log.path),
+                .with_log(&session.log.path),
             // Opening a tty drives its modem lines; on a real adapter that reaches the board.
             contact: Some(Contact::Made),
         })
@@ -388,21 +386,22 @@ pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
                 .with("port_id", port_id)
                 .with("session", session.describe(true))
                 .with_remediation(["The session is kept; call com_session_stop again to retry."])
-                .with_log(&session.log_path),
+                .with_log(&session.log.path),
             contact: Some(err.contact()),
         };
     }
     let logged = session_lifecycle::end(
         sessions,
         port_id,
-        &*session,
+        &session.log,
+        &session.locks,
         &json!({"event": "stop", "reason": "requested"}),
     );
     let outcome = Outcome::ok(TOOL, "COM port session stopped.")
         .with("port_id", port_id)
         .with("was_active", true)
         .with("session", session.describe(false))
-        .with_log(&session.log_path);
+        .with_log(&session.log.path);
     Acted {
         outcome: session_lifecycle::with_event_logged(outcome, logged),
         contact: Some(Contact::none("closing a port sends nothing")),

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use super::{Context, Plan};
 use crate::config_edit::generate::{Generated, discover, generate};
-use crate::config_edit::permission_surface;
+use crate::config_edit::{config_refusal, permission_surface};
 use crate::envelope::Outcome;
 use crate::policy::Action;
 
@@ -51,11 +51,11 @@ fn regenerate(ctx: &Context<'_>) -> Outcome {
 /// The first configuration of a workspace, written by an unprovisioned server.
 pub fn first_creation(workspace: &Path, env: &Environment) -> Outcome {
     if let Err(e) = check_workspace_not_home(workspace, env) {
-        return config_refusal(&e);
+        return config_refusal(TOOL, &e);
     }
     let location = match ConfigLocation::select(workspace, env) {
         Ok(location) => location,
-        Err(e) => return config_refusal(&e),
+        Err(e) => return config_refusal(TOOL, &e),
     };
     if location.path.exists() {
         return Outcome::refused(
@@ -79,7 +79,7 @@ pub fn first_creation(workspace: &Path, env: &Environment) -> Outcome {
     {
         // The file does not load in this environment: take it back rather than leave a broken one.
         let _ = std::fs::remove_file(&location.path);
-        return config_refusal(&e).with("rollback", json!({"attempted": true}));
+        return config_refusal(TOOL, &e).with("rollback", json!({"attempted": true}));
     }
     outcome
 }
@@ -102,7 +102,7 @@ fn create(
         &ahil_config::time::utc_now(),
     ) {
         Ok(g) => g,
-        Err(e) => return config_refusal(&e),
+        Err(e) => return config_refusal(TOOL, &e),
     };
     let Generated {
         document,
@@ -112,7 +112,7 @@ fn create(
     } = generated;
     let written = match write_generated(workspace, path, env, STAMP, &document) {
         Ok(w) => w,
-        Err(WriteError::Invalid(e) | WriteError::Current(e)) => return config_refusal(&e),
+        Err(WriteError::Invalid(e) | WriteError::Current(e)) => return config_refusal(TOOL, &e),
         Err(WriteError::Io(e)) => {
             return Outcome::refused(
                 TOOL,
@@ -188,12 +188,4 @@ fn create(
         .with("provenance", written.provenance)
         .with("next_steps", next_steps)
         .not_contacted()
-}
-
-fn config_refusal(e: &ahil_config::ConfigError) -> Outcome {
-    let mut outcome = Outcome::refused(TOOL, ErrorType::layer(e.error_type()), e.summary());
-    for (k, v) in e.details() {
-        outcome.set(&k, v);
-    }
-    outcome.with_remediation(e.remediation()).not_started(false)
 }

@@ -6,6 +6,7 @@ use crate::catalogue::ToolId;
 use serde_json::{Value, json};
 
 use super::{Acted, Context, Plan, Work};
+use crate::config_edit::layer_refusal;
 use crate::config_edit::reload::{NOT_RELOADED, RELOADED_SECTIONS, reload};
 use crate::envelope::Outcome;
 
@@ -32,15 +33,13 @@ fn run(ctx: &Context<'_>) -> Outcome {
     let reloaded = match reload(ctx.loaded, ctx.env, &ctx.description) {
         Ok(r) => r,
         Err(e) => {
-            let mut outcome = Outcome::refused(
+            return layer_refusal(
                 ctx.tool,
-                ErrorType::layer(e.error_type()),
+                e.error_type(),
                 format!("{} The description in force is unchanged.", e.summary()),
-            );
-            for (k, v) in e.details() {
-                outcome.set(&k, v);
-            }
-            return outcome.not_started(false);
+                e.details(),
+            )
+            .not_started(false);
         }
     };
     let loaded = &reloaded.loaded;

@@ -8,7 +8,10 @@ use ahil_config::write::{Stamp, WriteError, edit_config};
 use serde_json::{Value, json};
 
 use super::{Context, Plan};
-use crate::config_edit::{Applied, Change, Refused, Right, Rights, apply_agent_changes, classify};
+use crate::config_edit::{
+    Applied, Change, Refused, Right, Rights, apply_agent_changes, classify, layer_refusal,
+    replace_failed,
+};
 use crate::envelope::Outcome;
 use crate::policy::Action;
 
@@ -295,25 +298,19 @@ pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
         )
         .with("key", key)
         .with_next_step("Take keys and value shapes from project_config_describe (writable_keys, new_entry_patterns)."),
-        WriteError::Invalid(e) | WriteError::Current(e) => {
-            let mut outcome = Outcome::refused(tool, ErrorType::layer(e.error_type()), format!("{} Nothing was written.", e.summary()));
-            for (k, v) in e.details() {
-                outcome.set(&k, v);
-            }
-            outcome
-        }
+        WriteError::Invalid(e) | WriteError::Current(e) => layer_refusal(
+            tool,
+            e.error_type(),
+            format!("{} Nothing was written.", e.summary()),
+            e.details(),
+        ),
         WriteError::ChangedUnderneath => Outcome::refused(
             tool,
             ErrorType::ConfigChangedUnderneath,
             "The configuration file changed while this edit was being made; nothing was written.",
         )
         .with_next_step("Call project_config_describe to see the file as it is now, then send the change again."),
-        WriteError::Io(e) => Outcome::refused(
-            tool,
-            ErrorType::ConfigWriteFailed,
-            "The configuration file could not be replaced; it is unchanged.",
-        )
-        .with("error_class", format!("{:?}", e.kind())),
+        WriteError::Io(e) => replace_failed(tool, &e),
     };
     outcome.not_started(false)
 }

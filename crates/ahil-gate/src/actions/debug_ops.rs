@@ -169,7 +169,7 @@ fn logged(session: &Live, outcome: &mut Outcome) {
         "output": outcome.details.get("output"),
     });
     if session.log(&event) {
-        outcome.log_path = Some(session.log_path.clone());
+        outcome.log_path = Some(session.log.path.clone());
     } else {
         outcome.audit_ok = Some(false);
     }

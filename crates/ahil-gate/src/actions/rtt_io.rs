@@ -20,6 +20,7 @@ use crate::policy::Action;
 use crate::rtt::defmt::Decoding;
 use crate::rtt::{Session, untrusted_meta};
 use crate::serial::{Encoding, text};
+use crate::session_lifecycle;
 
 /// RTT carries bytes; text is taken and shown as UTF-8.
 const ENCODING: Encoding = Encoding::Utf8;
@@ -261,11 +262,11 @@ fn write(
         "text": ENCODING.decode(&payload[..written]),
         "requested": payload.len(),
     }));
-    let mut outcome = match result {
-        Ok(n) if n == payload.len() => Outcome::ok(TOOL, "Stimulus written to RTT channel.")
+    let sent = match result {
+        Ok(n) if n == payload.len() => Ok(Outcome::ok(TOOL, "Stimulus written to RTT channel.")
             .with("channel", channel.name.as_str())
             .with("bytes_written", n)
-            .with("data", data(payload, ENCODING)),
+            .with("data", data(payload, ENCODING))),
         Ok(n) => {
             let mut outcome = Outcome::refused(
                 TOOL,
@@ -285,7 +286,7 @@ fn write(
                 SideEffectStatus::NotStarted
             });
             outcome.retry_safe = Some(n == 0);
-            outcome
+            Ok(outcome)
         }
         Err(error) => {
             let mut outcome = Outcome::refused(
@@ -298,18 +299,8 @@ fn write(
             .with("bytes_requested", payload.len());
             outcome.side_effect_status = Some(SideEffectStatus::Unknown);
             outcome.retry_safe = Some(false);
-            return Acted {
-                outcome: outcome.with_log(&session.log.path),
-                contact: Some(Contact::Possible),
-            };
+            Err((outcome, Contact::Possible))
         }
     };
-    if let Err(err) = logged {
-        outcome.audit_ok = Some(false);
-        outcome.set("audit_error", err.to_value());
-    }
-    Acted {
-        outcome: outcome.with_log(&session.log.path),
-        contact: Some(Contact::Made),
-    }
+    session_lifecycle::write_answer(sent, logged, &session.log)
 }

@@ -544,7 +544,8 @@ pub fn stop(sessions: &Sessions, debugger: &str) -> Acted {
     let logged = session_lifecycle::end(
         sessions,
         debugger,
-        &*session,
+        &session.log,
+        &session.locks,
         &json!({"event": "stop", "reason": "requested"}),
     );
     let outcome = Outcome::ok(TOOL, "RTT session stopped.")

@@ -17,7 +17,7 @@ use super::{Acted, can_participant, can_session, com_session, debug, debug_ops, 
 use crate::audit::Audit;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
-use crate::session_lifecycle::{self, Held};
+use crate::session_lifecycle;
 use crate::testkit::Fixture;
 
 /// The step of a start that fails.
@@ -233,7 +233,7 @@ impl Case for Com {
     }
 
     fn registered(&self) -> Option<Vec<String>> {
-        self.sessions.get("uart").map(|s| s.locks().keys().to_vec())
+        self.sessions.get("uart").map(|s| s.locks.keys().to_vec())
     }
 
     fn stop(&self) {
@@ -315,7 +315,7 @@ impl Case for Can {
     }
 
     fn registered(&self) -> Option<Vec<String>> {
-        self.sessions.get("bus").map(|s| s.locks().keys().to_vec())
+        self.sessions.get("bus").map(|s| s.locks.keys().to_vec())
     }
 
     fn stop(&self) {
@@ -412,7 +412,7 @@ impl Case for Debug {
 
     fn registered(&self) -> Option<Vec<String>> {
         let live = self.sessions.get()?;
-        Some(crate::debug::lock(&live).locks().keys().to_vec())
+        Some(crate::debug::lock(&live).locks.keys().to_vec())
     }
 
     fn stop(&self) {
@@ -465,7 +465,7 @@ impl Case for Participant {
     fn registered(&self) -> Option<Vec<String>> {
         self.sessions
             .get("bus#tester")
-            .map(|s| s.locks().keys().to_vec())
+            .map(|s| s.locks.keys().to_vec())
     }
 }
 
@@ -564,9 +564,7 @@ impl Case for Rtt {
     }
 
     fn registered(&self) -> Option<Vec<String>> {
-        self.sessions
-            .get("board")
-            .map(|s| s.locks().keys().to_vec())
+        self.sessions.get("board").map(|s| s.locks.keys().to_vec())
     }
 
     fn stop(&self) {

@@ -222,16 +222,6 @@ impl Session {
     }
 }
 
-impl crate::session_lifecycle::Held for Session {
-    fn log_event(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
-        self.log(event)
-    }
-
-    fn locks(&self) -> &SessionLocks {
-        &self.locks
-    }
-}
-
 /// `_meta` for results that carry frames from the bus: data, never instructions.
 pub fn untrusted_meta(bus_id: &str) -> Value {
     json!({

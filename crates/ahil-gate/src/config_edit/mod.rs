@@ -7,6 +7,7 @@ pub mod identity;
 pub mod keys;
 pub mod operator;
 pub mod ratchet;
+pub mod refusals;
 pub mod reload;
 
 pub use keys::{KeyRule, Right, Section, classify};
@@ -14,6 +15,7 @@ pub use ratchet::{
     Applied, Change, Refused, Rights, apply_agent_changes, apply_operator_changes, config_surface,
     permission_surface,
 };
+pub use refusals::{config_refusal, layer_refusal, replace_failed};
 
 #[cfg(test)]
 mod ratchet_props;

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use super::keys::classify;
 use super::ratchet::{Change, Refused, apply_operator_changes, config_surface, permission_surface};
+use super::refusals::{config_refusal, replace_failed};
 use super::reload::{DescriptionSlot, NOT_RELOADED, reload};
 use crate::envelope::Outcome;
 use crate::ownership::Ownership;
@@ -118,15 +119,7 @@ pub fn set_permissions(
             .with_next_step("Run the command again; it reads the file afresh.")
             .not_started(true);
         }
-        Err(WriteError::Io(e)) => {
-            return Outcome::refused(
-                &tool,
-                ErrorType::ConfigWriteFailed,
-                "The configuration file could not be replaced; it is unchanged.",
-            )
-            .with("error_class", format!("{:?}", e.kind()))
-            .not_started(false);
-        }
+        Err(WriteError::Io(e)) => return replace_failed(&tool, &e).not_started(false),
     };
     let before = permission_surface(&before);
     let (mut moved, mut unchanged) = (Vec::new(), Vec::new());
@@ -291,14 +284,6 @@ pub fn preview_reload(workspace: &Path, env: &Environment) -> Outcome {
 /// A configuration that cannot be loaded, as a result document.
 pub fn config_error(tool: &str, e: &ConfigError) -> Value {
     config_refusal(tool, e).to_value()
-}
-
-fn config_refusal(tool: &str, e: &ConfigError) -> Outcome {
-    let mut outcome = Outcome::refused(tool, ErrorType::layer(e.error_type()), e.summary());
-    for (k, v) in e.details() {
-        outcome.set(&k, v);
-    }
-    outcome.with_remediation(e.remediation()).not_started(false)
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 
 use crate::artifacts::StagedArtifact;
 use crate::ownership::SessionLocks;
+use crate::session_lifecycle::SessionLog;
 
 /// The one session slot of a gate (one bound debugger).
 #[derive(Default)]
@@ -108,9 +109,7 @@ pub struct Live {
     /// The last stop object, once a stop was seen.
     pub stop: Option<Value>,
     /// The chained session log.
-    pub audit: crate::audit::Audit,
-    pub log_name: String,
-    pub log_path: String,
+    pub log: SessionLog,
     /// gdb's transcript, kept when gdb ends.
     pub gdb_transcript: Vec<String>,
     /// The debug server gdb talks to.
@@ -152,17 +151,7 @@ impl Live {
 
     /// Appends an audited event to the session log; false if it could not be written.
     pub fn log(&self, event: &Value) -> bool {
-        self.audit.append_event(&self.log_name, event).is_ok()
-    }
-}
-
-impl crate::session_lifecycle::Held for Live {
-    fn log_event(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
-        self.audit.append_event(&self.log_name, event).map(|_| ())
-    }
-
-    fn locks(&self) -> &SessionLocks {
-        &self.locks
+        self.log.append(event).is_ok()
     }
 }
 

@@ -19,6 +19,7 @@ use super::records::{Handle, RecordError, Registration, RunsDir};
 use super::report;
 use super::steps::{Done, Exec, Opened, Position, ProgressSink, record};
 use crate::Bench;
+use crate::config_edit::layer_refusal;
 use crate::envelope::{Outcome, overall_success};
 use crate::ownership::runs;
 
@@ -84,12 +85,12 @@ pub fn load(view: &View<'_>, plan_path: Option<&str>) -> Result<LoadedPlan, Box<
         PathBuf::from,
     );
     load_plan(workspace, &path).map_err(|err| {
-        let mut outcome = Outcome::refused(TOOL, ErrorType::layer(err.error_type()), err.summary());
-        for (key, value) in err.details() {
-            outcome.set(&key, value);
-        }
-        outcome.remediation = err.remediation();
-        Box::new(outcome.not_started(false))
+        let outcome = layer_refusal(TOOL, err.error_type(), err.summary(), err.details());
+        Box::new(
+            outcome
+                .with_remediation(err.remediation())
+                .not_started(false),
+        )
     })
 }
 

@@ -88,16 +88,6 @@ impl Session {
     }
 }
 
-impl crate::session_lifecycle::Held for Session {
-    fn log_event(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
-        self.log.append(event)
-    }
-
-    fn locks(&self) -> &SessionLocks {
-        &self.locks
-    }
-}
-
 /// A configured channel as results show it.
 pub fn channel_doc(channel: &RttChannel) -> Value {
     json!({

@@ -10,8 +10,8 @@ use std::time::Duration;
 use ahil_drivers::serial::Port;
 use serde_json::{Value, json};
 
-use crate::audit::Audit;
 use crate::ownership::SessionLocks;
+use crate::session_lifecycle::SessionLog;
 pub use text::Encoding;
 
 /// The COM sessions of one gate, by port id.
@@ -36,13 +36,11 @@ pub struct Session {
     pub port: Port,
     /// The device as the entry names it; the port itself has the node that name led to open.
     pub device: String,
-    pub log_name: String,
-    pub log_path: String,
+    pub log: SessionLog,
     pub started_at: String,
     pub encoding: Encoding,
     pub close_limit: Duration,
     pub identity: Value,
-    pub audit: Audit,
     /// The port's configured key and the host keys read when the session began; given back
     /// exactly as taken, whatever the link names by the end. Last, so the port closes first.
     pub locks: SessionLocks,
@@ -58,7 +56,7 @@ impl Session {
             "started_at": self.started_at,
             "rx_buffer_bytes": buffered,
             "overflow_bytes": overflow,
-            "log_path": self.log_path,
+            "log_path": self.log.path,
             "modem_lines": self.port.modem(),
         });
         if self.port.device() != self.device {
@@ -73,17 +71,7 @@ impl Session {
 
     /// Appends an audited event to the session log.
     pub fn log(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
-        self.audit.append_event(&self.log_name, event).map(|_| ())
-    }
-}
-
-impl crate::session_lifecycle::Held for Session {
-    fn log_event(&self, event: &Value) -> Result<(), crate::audit::AuditError> {
-        self.log(event)
-    }
-
-    fn locks(&self) -> &SessionLocks {
-        &self.locks
+        self.log.append(event)
     }
 }
 

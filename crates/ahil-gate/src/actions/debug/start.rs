@@ -250,9 +250,7 @@ impl SessionKind for Opening {
     fn register(self, device: Attached, begun: Begun) -> Option<Acted> {
         let live = Live {
             session_id: self.session_id,
-            audit: begun.log.audit,
-            log_name: begun.log.name,
-            log_path: begun.log.path,
+            log: begun.log,
             gdb_transcript: Vec::new(),
             mode: self.mode,
             started_at: ahil_config::time::now_millis(),
@@ -274,7 +272,7 @@ impl SessionKind for Opening {
             .with("artifact", live.elf.report().clone())
             .with("session", live.describe())
             .with("target_state", "halted");
-        outcome.log_path = Some(live.log_path.clone());
+        outcome.log_path = Some(live.log.path.clone());
         self.sessions.register(live).ok()?;
         Some(Acted {
             outcome,

@@ -126,7 +126,8 @@ pub(in crate::actions) fn stop_session(
     let logged = session_lifecycle::end(
         sessions,
         &session.session_id.clone(),
-        &*session,
+        &session.log,
+        &session.locks,
         &json!({
             "event": "stop",
             "halt_confirmed": true,
@@ -138,7 +139,7 @@ pub(in crate::actions) fn stop_session(
             "server_stderr_tail": server_output.as_ref().map(|t| t.stderr.clone()),
         }),
     );
-    let log_path = session.log_path.clone();
+    let log_path = session.log.path.clone();
     let described = session.describe();
     drop(guard);
     let mut outcome = Outcome::ok(tool, "Debug session stopped; the target is left halted.")

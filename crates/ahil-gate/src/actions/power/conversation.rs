@@ -293,21 +293,40 @@ impl Job {
         if on && let Some(refused) = self.stored_above_limit(&before, &[]) {
             return Ok(Self::queries_only(self.base(refused, seen, Some(channel))));
         }
+        let summary = format!(
+            "Switched the output of power supply '{}' channel {channel} {}; the state read back.",
+            self.supply_id,
+            on_off(on)
+        );
+        self.switch_and_confirm(
+            psu,
+            seen,
+            channel,
+            on,
+            summary,
+            ("was_on", before.output_on.into()),
+        )
+    }
+
+    /// An output change's last switch and its proof: the switch compared, then the channel read
+    /// back into the committed result `summary` describes, `extra` after the two states.
+    fn switch_and_confirm(
+        &self,
+        psu: &mut Rs3005p<ahil_drivers::psu::korad::SerialLink>,
+        seen: &mut Seen,
+        channel: u8,
+        on: bool,
+        summary: String,
+        (key, value): (&str, Value),
+    ) -> Result<Acted, PsuError> {
         if let Some(mismatch) = self.switch(psu, seen, channel, on)? {
             return Ok(mismatch);
         }
         let after = Self::read(psu, seen, channel)?;
-        let outcome = Outcome::ok(
-            &self.tool,
-            format!(
-                "Switched the output of power supply '{}' channel {channel} {}; the state read back.",
-                self.supply_id,
-                on_off(on)
-            ),
-        )
-        .with("requested", json!({"output_on": on}))
-        .with("read_back", json!({"output_on": after.output_on}))
-        .with("was_on", before.output_on);
+        let outcome = Outcome::ok(&self.tool, summary)
+            .with("requested", json!({"output_on": on}))
+            .with("read_back", json!({"output_on": after.output_on}))
+            .with(key, value);
         Ok(self.committed_with_reading(outcome, seen, channel, &after))
     }
 
@@ -360,22 +379,19 @@ impl Job {
             }
             std::thread::sleep(Duration::from_millis(20).min(until - std::time::Instant::now()));
         }
-        if let Some(mismatch) = self.switch(psu, seen, channel, true)? {
-            return Ok(mismatch);
-        }
-        let after = Self::read(psu, seen, channel)?;
-        let outcome = Outcome::ok(
-            &self.tool,
-            format!(
-                "Cycled power supply '{}' channel {channel}: off, {} s, on; each state read back.",
-                self.supply_id,
-                json_number(off.as_secs_f64())
-            ),
+        let summary = format!(
+            "Cycled power supply '{}' channel {channel}: off, {} s, on; each state read back.",
+            self.supply_id,
+            json_number(off.as_secs_f64())
+        );
+        self.switch_and_confirm(
+            psu,
+            seen,
+            channel,
+            true,
+            summary,
+            ("off_s", off.as_secs_f64().into()),
         )
-        .with("requested", json!({"output_on": true}))
-        .with("read_back", json!({"output_on": after.output_on}))
-        .with("off_s", off.as_secs_f64());
-        Ok(self.committed_with_reading(outcome, seen, channel, &after))
     }
 
     /// A write that took and was read back: every acting request ends here, with the reading that proves it.
@@ -450,7 +466,7 @@ impl Job {
     }
 
     pub(super) fn identity_unknown(&self, seen: &Seen) -> Acted {
-        let outcome = Outcome::refused(
+        self.identity_refused(Outcome::refused(
             &self.tool,
             ErrorType::PowerSupplyIdentityUnknown,
             format!(
@@ -462,20 +478,15 @@ impl Job {
         .with("supply_type", self.model.kind)
         .with("model", json!(seen.model))
         .with("firmware", json!(seen.firmware))
-        .with("last_known_output", last_known_output(self.channel(), None))
         .with_remediation([
             "Report `model` and `firmware` and stop.",
             "Check that the supply on this port is the type the configuration names.",
         ])
-        .with_do_not(["Do not change `type` to get the call through, and do not drive the supply another way."]);
-        Acted {
-            outcome: outcome.not_started(false),
-            contact: Some(Contact::none("only the identity query was sent")),
-        }
+        .with_do_not(["Do not change `type` to get the call through, and do not drive the supply another way."]))
     }
 
     pub(super) fn identity_mismatch(&self, seen: &Seen) -> Acted {
-        let outcome = Outcome::refused(
+        self.identity_refused(Outcome::refused(
             &self.tool,
             ErrorType::PowerSupplyIdentityMismatch,
             format!(
@@ -488,12 +499,16 @@ impl Job {
         .with("firmware", json!(seen.firmware))
         .with("expected_idn_serial", MASKED)
         .with("reported_idn_serial", MASKED)
-        .with("last_known_output", last_known_output(self.channel(), None))
         .with_remediation([
             "Check which supply is cabled to this port and connect the configured unit.",
             "If the unit was replaced on purpose, the operator writes its idn_serial and checks the limits still fit.",
         ])
-        .with_do_not(["Do not drive this unit through another entry or another way."]);
+        .with_do_not(["Do not drive this unit through another entry or another way."]))
+    }
+
+    /// A refusal on the unit's identity: only the identity query reached it, so nothing changed.
+    fn identity_refused(&self, outcome: Outcome) -> Acted {
+        let outcome = outcome.with("last_known_output", last_known_output(self.channel(), None));
         Acted {
             outcome: outcome.not_started(false),
             contact: Some(Contact::none("only the identity query was sent")),
