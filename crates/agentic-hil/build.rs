@@ -23,7 +23,7 @@ fn main() {
     for arg in link::release_link_args(&build) {
         println!("cargo:rustc-link-arg-bins={arg}");
     }
-    // `scripts/startup-order.sh` asks for the link map it reads the executed functions' names from.
+    // `scripts/startup-order.py` asks for the link map it reads the executed functions' names from.
     if let Ok(map) = std::env::var("AHIL_LINK_MAP") {
         println!("cargo:rustc-link-arg-bins=-Wl,-Map={map}");
     }
