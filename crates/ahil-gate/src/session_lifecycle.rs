@@ -278,17 +278,19 @@ pub fn with_event_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -
 }
 
 /// A session write's answer, naming the session's log: a write that failed answers what it may
-/// have reached (`contact`); one that went out, whole or in part, reached the device and says
-/// whether its tx event was logged.
+/// have reached (`contact`); one that went out reached the device. Either way it says whether its
+/// tx event was logged: a failed write can have sent part of its bytes, and that event is the
+/// evidence of what reached the device.
 pub fn write_answer(
     sent: Result<Outcome, (Outcome, Contact)>,
     logged: Result<(), AuditError>,
     log: &SessionLog,
 ) -> Acted {
-    let (mut outcome, contact) = match sent {
-        Ok(outcome) => (with_event_logged(outcome, logged), Contact::Made),
+    let (outcome, contact) = match sent {
+        Ok(outcome) => (outcome, Contact::Made),
         Err(failed) => failed,
     };
+    let mut outcome = with_event_logged(outcome, logged);
     outcome.log_path = Some(log.path.clone());
     Acted {
         outcome,

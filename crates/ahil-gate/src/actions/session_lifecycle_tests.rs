@@ -719,6 +719,49 @@ fn a_session_event_that_could_not_be_logged_marks_the_result_unaudited() {
 }
 
 #[test]
+fn a_write_that_failed_after_sending_part_of_its_bytes_says_its_tx_event_was_not_logged() {
+    // The tx event is the evidence of what reached the device, on a failed write as on a good one.
+    let world = World::new();
+    let log = session_lifecycle::SessionLog {
+        audit: world.audit.clone(),
+        name: "com-dut_uart.jsonl".into(),
+        path: ".agentic-hil/logs/com-dut_uart.jsonl".into(),
+    };
+    let lost = || crate::audit::AuditError::Io {
+        what: "<state_root>/logs/com-dut_uart.jsonl".into(),
+        class: "StorageFull".into(),
+        errno: Some(28),
+    };
+    let partial = || {
+        Outcome::refused(
+            "com_write",
+            crate::ErrorType::SerialWriteIncomplete,
+            "Only part of the bytes were written.",
+        )
+    };
+    let failed = session_lifecycle::write_answer(
+        Err((partial(), ahil_drivers::Contact::Made)),
+        Err(lost()),
+        &log,
+    );
+    assert_eq!(failed.outcome.audit_ok, Some(false));
+    assert_eq!(failed.outcome.details["audit_error"]["errno"], 28);
+    assert_eq!(
+        failed.outcome.error_type,
+        partial().error_type,
+        "the failure is kept"
+    );
+    assert!(matches!(failed.contact, Some(ahil_drivers::Contact::Made)));
+    let logged = session_lifecycle::write_answer(
+        Err((partial(), ahil_drivers::Contact::Made)),
+        Ok(()),
+        &log,
+    );
+    assert_eq!(logged.outcome.audit_ok, None);
+    assert_eq!(logged.outcome.log_path.as_deref(), Some(log.path.as_str()));
+}
+
+#[test]
 fn a_session_start_asks_for_writing_only_on_a_write_only_entry() {
     use crate::policy::Action;
     use ahil_config::IoPermissions;
