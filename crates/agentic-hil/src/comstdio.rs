@@ -26,6 +26,8 @@ pub struct Options<'a> {
     pub eof_idle_timeout_s: f64,
 }
 
+// Out of line: see `mcp::serve`.
+#[inline(never)]
 pub fn run(workspace: &Path, env: &Environment, options: &Options<'_>) -> ExitCode {
     let sink = Sink::for_environment(workspace, env);
     let (bench, sink) = match crate::logs::load_config(workspace, env) {

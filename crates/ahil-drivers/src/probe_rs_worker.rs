@@ -11,7 +11,10 @@ use serde_json::json;
 
 use crate::probe_rs::{Answer, Reached, Request};
 
-/// Run the worker with the arguments after the subcommand name; returns the exit code.
+/// Run the worker with the arguments after the subcommand name; returns the exit code. Out of line:
+/// inlined into the binary's command dispatch, its frame would be entered (and probed) by every
+/// command, the MCP server's start included.
+#[inline(never)]
 pub fn main(args: &[String]) -> i32 {
     let request = match parse_args(args) {
         Ok(request) => request,

@@ -23,6 +23,11 @@ const HEAD_BYTES: usize = 64 * 1024;
 /// The line buffer's capacity kept between lines.
 const KEEP_CAPACITY: usize = 1024 * 1024;
 
+/// How much of stdin, or of the server's answers, is moved at a time. Each buffer this sizes is
+/// resident at the `tools/list` answer (the peak of the process), so it is kept small; a long line
+/// only takes more reads.
+const CHUNK: usize = 16 * 1024;
+
 /// Answers written here that may wait for stdout before the reader stops reading.
 const ANSWER_QUEUE: usize = 64;
 
@@ -42,7 +47,8 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (server_in, pump_out) = tokio::io::duplex(PIPE_CAPACITY);
-    let (server_out, writer_in) = tokio::io::duplex(PIPE_CAPACITY);
+    // No more than the writer reads at a time: an answer waits in rmcp's buffer, not in a copy here.
+    let (server_out, writer_in) = tokio::io::duplex(CHUNK);
     let (refusals_tx, refusals_rx) = mpsc::channel(ANSWER_QUEUE);
     tokio::spawn(pump_requests(input, pump_out, refusals_tx, max_line));
     let writer = tokio::spawn(write_answers(writer_in, refusals_rx, output));
@@ -55,7 +61,7 @@ async fn pump_requests<R: AsyncRead + Unpin>(
     refusals: mpsc::Sender<Vec<u8>>,
     max_line: usize,
 ) {
-    let mut input = BufReader::with_capacity(64 * 1024, input);
+    let mut input = BufReader::with_capacity(CHUNK, input);
     let mut line = Vec::new();
     let mut lifecycle = Lifecycle::default();
     loop {
@@ -143,48 +149,72 @@ async fn read_bounded_line<R: AsyncRead + Unpin>(
     }
 }
 
+/// Copies the server's answers to stdout as they arrive, a piece at a time, so no answer is ever
+/// held whole here (the largest, `tools/list`, is over 100 KB and was copied twice more before it
+/// reached stdout). A refusal is written only between two lines, never inside one.
 async fn write_answers<W: AsyncWrite + Unpin>(
     mut from_server: tokio::io::DuplexStream,
     mut refusals: mpsc::Receiver<Vec<u8>>,
     mut output: W,
 ) {
-    let mut pending: Vec<u8> = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut chunk = vec![0u8; CHUNK];
+    // What of `chunk` is read and not yet written.
+    let mut held = 0..0;
+    let mut at_line_start = true;
     let mut refusals_open = true;
     loop {
-        tokio::select! {
-            // Refusals first: each was queued before the lines after it reached rmcp, so it
-            // reaches stdout before their answers.
-            biased;
-            refusal = refusals.recv(), if refusals_open => match refusal {
-                Some(line) => {
+        // Refusals first: each was queued before the lines after it reached rmcp, so it reaches
+        // stdout before their answers.
+        while at_line_start && refusals_open {
+            match refusals.try_recv() {
+                Ok(line) => {
                     if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
                         return;
                     }
                 }
-                None => refusals_open = false,
-            },
-            read = from_server.read(&mut chunk) => {
-                let n = read.unwrap_or_default();
-                if n == 0 {
-                    break;
-                }
-                pending.extend_from_slice(&chunk[..n]);
-                if let Some(last) = pending.iter().rposition(|b| *b == b'\n') {
-                    let rest = pending.split_off(last + 1);
-                    if output.write_all(&pending).await.is_err() || output.flush().await.is_err() {
-                        return;
-                    }
-                    pending = rest;
-                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => refusals_open = false,
             }
         }
+        if held.is_empty() {
+            tokio::select! {
+                biased;
+                refusal = refusals.recv(), if refusals_open && at_line_start => match refusal {
+                    Some(line) => {
+                        if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                            return;
+                        }
+                    }
+                    None => refusals_open = false,
+                },
+                read = from_server.read(&mut chunk) => match read.unwrap_or_default() {
+                    0 => break,
+                    n => held = 0..n,
+                },
+            }
+            continue;
+        }
+        // Up to the end of the line being written, so the refusals are looked at again between lines.
+        let rest = &chunk[held.clone()];
+        let end = rest
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(rest.len(), |at| at + 1);
+        if output.write_all(&rest[..end]).await.is_err() {
+            return;
+        }
+        at_line_start = rest[end - 1] == b'\n';
+        if at_line_start && output.flush().await.is_err() {
+            return;
+        }
+        held.start += end;
+    }
+    // A server that stopped inside a line: the refusals after it still arrive as lines of their own.
+    if !at_line_start {
+        let _ = output.write_all(b"\n").await;
     }
     while let Ok(line) = refusals.try_recv() {
         let _ = output.write_all(&line).await;
-    }
-    if !pending.is_empty() {
-        let _ = output.write_all(&pending).await;
     }
     let _ = output.flush().await;
 }
@@ -218,6 +248,36 @@ mod tests {
         assert!(
             text.contains("\"id\":\"long\""),
             "the id read from its start: {text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refusal_queued_inside_an_answer_waits_for_its_end_and_precedes_the_next() {
+        let (mut server, from_server) = tokio::io::duplex(1024);
+        let (refusals, queued) = mpsc::channel(4);
+        let (mut stdout, to_stdout) = tokio::io::duplex(1024);
+        let writer = tokio::spawn(write_answers(from_server, queued, to_stdout));
+        server.write_all(b"{\"id\":1,").await.expect("write");
+        let mut head = [0u8; 8];
+        stdout
+            .read_exact(&mut head)
+            .await
+            .expect("the answer's start");
+        refusals
+            .send(b"{\"id\":\"refused\"}\n".to_vec())
+            .await
+            .expect("queued");
+        server
+            .write_all(b"\"x\":0}\n{\"id\":2}\n")
+            .await
+            .expect("write");
+        drop((server, refusals));
+        let mut rest = String::new();
+        stdout.read_to_string(&mut rest).await.expect("read");
+        writer.await.expect("writer");
+        assert_eq!(
+            format!("{}{rest}", String::from_utf8_lossy(&head)),
+            "{\"id\":1,\"x\":0}\n{\"id\":\"refused\"}\n{\"id\":2}\n"
         );
     }
 }

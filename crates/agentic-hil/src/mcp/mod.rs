@@ -41,6 +41,9 @@ to see what the configuration allows.";
 /// term keeps room for a base64 firmware image once uploads arrive.
 const MIN_LINE_LIMIT: usize = 10 * 1024 * 1024;
 
+// Out of line, as every command `direct` runs: inlined, their locals add up in the one frame every
+// start enters, and a large frame is probed page by page (64 KiB of stack at the `tools/list` peak).
+#[inline(never)]
 pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
     let bench = match crate::logs::load_config(workspace, env) {
         Ok(loaded) => {
@@ -85,7 +88,7 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
         // The framing already enforces the limit; rmcp's own cap only has to sit above it.
         let transport = AsyncRwTransport::new_server(requests, answers)
             .with_max_line_length(limit.saturating_add(1024));
-        let running = server.serve(transport).await;
+        let running = Box::pin(server.serve(transport)).await;
         if let Ok(running) = running {
             let token = running.cancellation_token();
             tokio::select! {
@@ -98,7 +101,9 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
         // the kernel.
         timers.stop().await;
         let bench = slot.read().await.clone();
-        for closed in bench.shutdown().await {
+        // Boxed: inline, the gate's call pipeline would make this whole future (and the frame that
+        // starts it, probed page by page at start) tens of KiB larger.
+        for closed in Box::pin(bench.shutdown()).await {
             tracing::info!(tool = %closed.tool, ok = closed.ok, error_type = ?closed.error_type, "closed at shutdown");
         }
         // Every answer reaches stdout before the process ends.

@@ -56,6 +56,8 @@ pub fn buffer_text(buffer: &Buffer) -> String {
     out
 }
 
+// Out of line: see `mcp::serve`.
+#[inline(never)]
 pub fn run(workspace: &Path, env: &Environment, options: &Options) -> anyhow::Result<ExitCode> {
     if options.once {
         let (cols, rows) = terminal::size().unwrap_or((100, 30));
