@@ -297,3 +297,60 @@ pub fn write_answer(
         contact: Some(contact),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::Fixture;
+
+    #[test]
+    fn a_session_event_that_could_not_be_logged_marks_the_result_unaudited() {
+        let lost = AuditError::Io {
+            what: "<state_root>/logs/com_write.jsonl".into(),
+            class: "StorageFull".into(),
+            errno: Some(28),
+        };
+        let kept = with_event_logged(Outcome::ok("com_write", "Written."), Ok(()));
+        assert_eq!(kept.audit_ok, None);
+        assert!(kept.details.get("audit_error").is_none());
+        let marked = with_event_logged(Outcome::ok("com_write", "Written."), Err(lost));
+        assert_eq!(marked.audit_ok, Some(false));
+        assert_eq!(marked.details["audit_error"]["errno"], 28);
+    }
+
+    #[test]
+    fn a_write_that_failed_after_sending_part_of_its_bytes_says_its_tx_event_was_not_logged() {
+        // The tx event is the evidence of what reached the device, on a failed write as on a good one.
+        let fixture = Fixture::new();
+        fixture.write_config(&fixture.starter());
+        let log = SessionLog {
+            audit: Audit::for_config(&fixture.load()),
+            name: "com-dut_uart.jsonl".into(),
+            path: ".agentic-hil/logs/com-dut_uart.jsonl".into(),
+        };
+        let lost = || AuditError::Io {
+            what: "<state_root>/logs/com-dut_uart.jsonl".into(),
+            class: "StorageFull".into(),
+            errno: Some(28),
+        };
+        let partial = || {
+            Outcome::refused(
+                "com_write",
+                ErrorType::SerialWriteIncomplete,
+                "Only part of the bytes were written.",
+            )
+        };
+        let failed = write_answer(Err((partial(), Contact::Made)), Err(lost()), &log);
+        assert_eq!(failed.outcome.audit_ok, Some(false));
+        assert_eq!(failed.outcome.details["audit_error"]["errno"], 28);
+        assert_eq!(
+            failed.outcome.error_type,
+            partial().error_type,
+            "the failure is kept"
+        );
+        assert!(matches!(failed.contact, Some(Contact::Made)));
+        let logged = write_answer(Err((partial(), Contact::Made)), Ok(()), &log);
+        assert_eq!(logged.outcome.audit_ok, None);
+        assert_eq!(logged.outcome.log_path.as_deref(), Some(log.path.as_str()));
+    }
+}

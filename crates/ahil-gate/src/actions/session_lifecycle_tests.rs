@@ -15,7 +15,6 @@ use serde_json::Value;
 
 use super::{Acted, can_participant, can_session, com_session, debug, debug_ops, rtt_session};
 use crate::audit::Audit;
-use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
 use crate::session_lifecycle;
 use crate::testkit::Fixture;
@@ -700,65 +699,6 @@ fn a_debug_session_start_failing_at_any_step_leaves_no_lock_session_gdb_or_open_
 fn an_rtt_session_start_failing_at_any_step_leaves_no_lock_session_or_open_log() {
     fail_each(&UP_TO_OPEN, Rtt::new);
     fail_each(&[Step::Register], Rtt::running);
-}
-
-#[test]
-fn a_session_event_that_could_not_be_logged_marks_the_result_unaudited() {
-    let lost = crate::audit::AuditError::Io {
-        what: "<state_root>/logs/com_write.jsonl".into(),
-        class: "StorageFull".into(),
-        errno: Some(28),
-    };
-    let kept = session_lifecycle::with_event_logged(Outcome::ok("com_write", "Written."), Ok(()));
-    assert_eq!(kept.audit_ok, None);
-    assert!(kept.details.get("audit_error").is_none());
-    let marked =
-        session_lifecycle::with_event_logged(Outcome::ok("com_write", "Written."), Err(lost));
-    assert_eq!(marked.audit_ok, Some(false));
-    assert_eq!(marked.details["audit_error"]["errno"], 28);
-}
-
-#[test]
-fn a_write_that_failed_after_sending_part_of_its_bytes_says_its_tx_event_was_not_logged() {
-    // The tx event is the evidence of what reached the device, on a failed write as on a good one.
-    let world = World::new();
-    let log = session_lifecycle::SessionLog {
-        audit: world.audit.clone(),
-        name: "com-dut_uart.jsonl".into(),
-        path: ".agentic-hil/logs/com-dut_uart.jsonl".into(),
-    };
-    let lost = || crate::audit::AuditError::Io {
-        what: "<state_root>/logs/com-dut_uart.jsonl".into(),
-        class: "StorageFull".into(),
-        errno: Some(28),
-    };
-    let partial = || {
-        Outcome::refused(
-            "com_write",
-            crate::ErrorType::SerialWriteIncomplete,
-            "Only part of the bytes were written.",
-        )
-    };
-    let failed = session_lifecycle::write_answer(
-        Err((partial(), ahil_drivers::Contact::Made)),
-        Err(lost()),
-        &log,
-    );
-    assert_eq!(failed.outcome.audit_ok, Some(false));
-    assert_eq!(failed.outcome.details["audit_error"]["errno"], 28);
-    assert_eq!(
-        failed.outcome.error_type,
-        partial().error_type,
-        "the failure is kept"
-    );
-    assert!(matches!(failed.contact, Some(ahil_drivers::Contact::Made)));
-    let logged = session_lifecycle::write_answer(
-        Err((partial(), ahil_drivers::Contact::Made)),
-        Ok(()),
-        &log,
-    );
-    assert_eq!(logged.outcome.audit_ok, None);
-    assert_eq!(logged.outcome.log_path.as_deref(), Some(log.path.as_str()));
 }
 
 #[test]
