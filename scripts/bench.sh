@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 scripts/setup-debian.sh >/dev/null
 export AHIL_REFERENCE_BIN="${AHIL_REFERENCE_BIN:-$PWD/target/reference-venv/bin/agentic-hil}"
 cargo build --locked --release -q -p agentic-hil
+# Start-up and its memory are measured on this build, the one `cargo install` makes: `cargo bench`
+# rebuilds the binary with the dev-dependencies' features, which the start-up order does not match.
+mkdir -p target/bench-release
+cp target/release/agentic-hil target/bench-release/agentic-hil
+export AHIL_RELEASE_BIN="$PWD/target/bench-release/agentic-hil"
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 echo "# $(date -u +%FT%TZ) on $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"

@@ -25,7 +25,13 @@ struct Sample {
 }
 
 fn main() {
-    let ours = PathBuf::from(env!("CARGO_BIN_EXE_agentic-hil"));
+    // The binary a user installs: `cargo bench` builds its own with the dev-dependencies' features
+    // unified in, so other code and symbol names, which the start-up order file does not match.
+    // scripts/bench.sh keeps a copy of the plain release build and names it here.
+    let ours = std::env::var_os("AHIL_RELEASE_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_agentic-hil")),
+        PathBuf::from,
+    );
     let reference = reference_binary();
     let world = World::new(&ours);
 
