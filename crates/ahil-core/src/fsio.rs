@@ -58,6 +58,30 @@ pub fn write_view(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     replace_with(path, bytes, mode, false)
 }
 
+/// The largest record [`overwrite_small`] writes in place: one disk sector, which a device writes
+/// whole or not at all on power loss (ADR 0028). Anything larger is replaced by rename.
+pub const IN_PLACE_LIMIT: usize = 512;
+
+/// Overwrites the existing regular file `file` (opened for writing, its checks done by the caller)
+/// with `bytes` in place and syncs its data: one fdatasync, no temp file, no rename, so no directory
+/// sync. A kill cannot tear one `pwrite`; only a device that tears a sector on power loss could,
+/// and a record written so must be one whose readers refuse a torn copy (a digest sidecar).
+pub fn overwrite_small(file: &File, bytes: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    if bytes.len() > IN_PLACE_LIMIT {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a record written in place fits in one sector",
+        ));
+    }
+    file.write_all_at(bytes, 0)?;
+    if file.metadata()?.len() > bytes.len() as u64 {
+        file.set_len(bytes.len() as u64)?;
+    }
+    SYNCS.with(|n| n.set(n.get() + 1));
+    file.sync_data()
+}
+
 /// fsyncs `file`, counted for [`syncs_on_this_thread`].
 pub fn sync_file(file: &File) -> io::Result<()> {
     SYNCS.with(|n| n.set(n.get() + 1));

@@ -298,7 +298,8 @@ impl Audit {
             chain_sha256: chain_next(&sidecar.chain_sha256, line),
             bytes: sidecar.bytes + line.len() as u64,
         };
-        safe::write_atomic(root, &sidecar_path, next.to_document().as_bytes())
+        // In place, one fsync (ADR 0028): a torn sidecar is refused like one left behind its line.
+        safe::write_small(root, &sidecar_path, next.to_document().as_bytes())
     }
 
     /// Full-file mode (a debug-session snapshot): the canonical copy is replaced whole, the sidecar's
@@ -334,6 +335,7 @@ impl Audit {
         if !exists && !sidecar_exists {
             return None;
         }
+
         let corrupted = |why: String| {
             json!({
                 "canonical_log_present": exists,
@@ -342,6 +344,13 @@ impl Audit {
                 "canonical_fault": why,
                 "workspace_log_verified": false,
             })
+        };
+        // The writer's lock, shared: the line and its sidecar are read as one append left them,
+        // never between the two writes or within the sidecar's overwrite.
+        let lock_path = log.with_file_name(format!("{}.lock", safe_filename(&name)));
+        let _lock = match safe::lock_shared(root, &lock_path) {
+            Ok(lock) => lock,
+            Err(err) => return Some(corrupted(err.to_string())),
         };
         let bytes = match safe::read(root, &log) {
             Ok(Some(bytes)) => bytes,

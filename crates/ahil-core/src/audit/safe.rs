@@ -27,6 +27,11 @@ pub fn shown(base: &Path, path: &Path) -> String {
 /// where a directory is needed, and an existing final file that is not a single-link regular file.
 /// Components that do not exist yet are fine: they will be created without following links.
 pub fn check(base: &Path, path: &Path) -> Result<(), AuditError> {
+    walk(base, path).map(|_| ())
+}
+
+/// [`check`], answering the metadata of `path` when it exists.
+fn walk(base: &Path, path: &Path) -> Result<Option<fs::Metadata>, AuditError> {
     let rest = path
         .strip_prefix(base)
         .map_err(|_| AuditError::unsafe_path(base, path, "lies outside its base directory"))?;
@@ -41,7 +46,7 @@ pub fn check(base: &Path, path: &Path) -> Result<(), AuditError> {
     let mut is_last = parts.peek().is_none();
     loop {
         match fs::symlink_metadata(&current) {
-            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(AuditError::io(base, &current, &err)),
             Ok(meta) if meta.file_type().is_symlink() => {
                 return Err(AuditError::unsafe_path(
@@ -64,11 +69,12 @@ pub fn check(base: &Path, path: &Path) -> Result<(), AuditError> {
                     "is not a single-link regular file",
                 ));
             }
+            Ok(meta) if is_last => return Ok(Some(meta)),
             Ok(_) => {}
         }
         match parts.next() {
             Some(part) => current.push(part),
-            None => return Ok(()),
+            None => return Ok(None),
         }
         is_last = parts.peek().is_none();
     }
@@ -77,7 +83,10 @@ pub fn check(base: &Path, path: &Path) -> Result<(), AuditError> {
 /// Creates `dir` (0700) below `base` after checking the way there, then checks again so a link
 /// planted in between is still refused.
 pub fn ensure_dir(base: &Path, dir: &Path) -> Result<(), AuditError> {
-    check(base, dir)?;
+    // A directory already there, and no link on the way to it, needs nothing more.
+    if walk(base, dir)?.is_some_and(|meta| meta.is_dir()) {
+        return Ok(());
+    }
     fsio::create_dir_all_private(dir, 0o700).map_err(|err| AuditError::io(base, dir, &err))?;
     check(base, dir)
 }
@@ -91,6 +100,29 @@ pub fn write_atomic(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditE
     fsio::write_atomic(path, bytes, 0o600).map_err(|err| AuditError::io(base, path, &err))
 }
 
+/// Writes the small record `path` durably with one fsync: overwritten in place when it exists as a
+/// single-link regular file (ADR 0028), created by [`write_atomic`] when it does not (its new name
+/// needs the directory sync) or when `bytes` do not fit in one sector.
+pub fn write_small(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditError> {
+    if bytes.len() > fsio::IN_PLACE_LIMIT {
+        return write_atomic(base, path, bytes);
+    }
+    check(base, path)?;
+    let file = match OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            return write_atomic(base, path, bytes);
+        }
+        Err(err) => return Err(classify_open(base, path, &err)),
+    };
+    single_link(base, path, &file)?;
+    fsio::overwrite_small(&file, bytes).map_err(|err| AuditError::io(base, path, &err))
+}
+
 /// Replaces the workspace view `path` atomically without fsync (see [`fsio::write_view`]).
 pub fn write_view(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditError> {
     if let Some(dir) = path.parent() {
@@ -100,10 +132,31 @@ pub fn write_view(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditErr
     fsio::write_view(path, bytes, 0o600).map_err(|err| AuditError::io(base, path, &err))
 }
 
-/// Proves `dir` takes a new file: one is created (never following a link, never reusing a name)
-/// and removed. The probe is never kept, so it is not synced: syncing it would prove nothing more
-/// about the directory and costs two fsyncs on every audited call.
+/// Proves `dir` takes a new file: an unnamed one is created in it (`O_TMPFILE`) and dropped, so
+/// nothing is ever named, left behind by a kill, or synced. A filesystem without unnamed files
+/// gets a named probe, created (never following a link, never reusing a name) and removed. The
+/// caller has checked the way to `dir` ([`ensure_dir`]); a link planted at `dir` since is refused
+/// by `O_NOFOLLOW`.
 pub fn probe(base: &Path, dir: &Path) -> Result<(), AuditError> {
+    match OpenOptions::new()
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE | libc::O_NOFOLLOW)
+        .open(dir)
+    {
+        Ok(_) => Ok(()),
+        Err(err) if unnamed_files_unsupported(&err) => named_probe(base, dir),
+        Err(err) => Err(classify_open(base, dir, &err)),
+    }
+}
+
+/// `EOPNOTSUPP` (a filesystem without `O_TMPFILE`) or `EISDIR` (a kernel that reads the flag as
+/// `O_DIRECTORY` alone).
+fn unnamed_files_unsupported(err: &io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR))
+}
+
+fn named_probe(base: &Path, dir: &Path) -> Result<(), AuditError> {
     let probe = dir.join(format!(".audit-probe-{}", std::process::id()));
     check(base, &probe)?;
     // A probe a killed server left behind is ours to replace.
@@ -172,6 +225,15 @@ pub fn append_view(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditEr
 pub fn lock(base: &Path, path: &Path) -> Result<File, AuditError> {
     let file = open_append(base, path)?;
     file.lock()
+        .map_err(|err| AuditError::io(base, path, &err))?;
+    Ok(file)
+}
+
+/// Takes the shared advisory lock on `path` (created 0600), blocking; released on drop: a reader
+/// that must not see a write of the exclusive holder half done.
+pub fn lock_shared(base: &Path, path: &Path) -> Result<File, AuditError> {
+    let file = open_append(base, path)?;
+    file.lock_shared()
         .map_err(|err| AuditError::io(base, path, &err))?;
     Ok(file)
 }

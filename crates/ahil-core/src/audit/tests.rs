@@ -17,6 +17,9 @@ struct World {
     audit: Audit,
 }
 
+#[path = "sidecar_tests.rs"]
+mod sidecar;
+
 fn world() -> World {
     let root = tempfile::tempdir().expect("temp dir");
     let state = root.path().join("state");
@@ -303,6 +306,57 @@ fn swapping_any_audit_file_for_a_symlink_is_detected() {
         assert_eq!(evidence["canonical_log_corrupted"], true, "{target}");
         assert!(!evidence.to_string().contains(&*w.state.to_string_lossy()));
     }
+}
+
+/// A directory no new file can be made in, for as long as it lives: immutable for root (whom
+/// permissions do not stop), read-only for anyone else.
+struct Sealed(PathBuf);
+
+impl Sealed {
+    fn new(dir: &Path) -> Self {
+        use rustix::fs::{IFlags, ioctl_getflags, ioctl_setflags};
+        use std::os::unix::fs::PermissionsExt;
+        if rustix::process::geteuid().is_root() {
+            let handle = fs::File::open(dir).expect("open the directory");
+            let flags = ioctl_getflags(&handle).expect("this filesystem keeps inode flags");
+            ioctl_setflags(&handle, flags | IFlags::IMMUTABLE).expect("set immutable");
+        } else {
+            fs::set_permissions(dir, fs::Permissions::from_mode(0o500)).expect("read-only");
+        }
+        Self(dir.to_path_buf())
+    }
+}
+
+impl Drop for Sealed {
+    fn drop(&mut self) {
+        use rustix::fs::{IFlags, ioctl_getflags, ioctl_setflags};
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(handle) = fs::File::open(&self.0)
+            && let Ok(flags) = ioctl_getflags(&handle)
+        {
+            let _ = ioctl_setflags(&handle, flags - IFlags::IMMUTABLE);
+        }
+        let _ = fs::set_permissions(&self.0, fs::Permissions::from_mode(0o700));
+    }
+}
+
+#[test]
+fn readiness_fails_when_a_workspace_directory_takes_no_new_file_and_leaves_nothing_in_it() {
+    let w = world();
+    w.audit.readiness().expect("ready");
+    let reports = w.workspace.join(".agentic-hil/reports");
+    let listing = || fs::read_dir(&reports).expect("list").count();
+    assert_eq!(listing(), 0, "the probe leaves no file behind");
+    let sealed = Sealed::new(&reports);
+    let err = w.audit.readiness().expect_err("not ready");
+    let outcome = unavailable("flash_firmware", &err);
+    assert_eq!(outcome.error_type.as_deref(), Some("audit_unavailable"));
+    assert!(
+        !err.to_string().contains(&*w.workspace.to_string_lossy()),
+        "{err}"
+    );
+    drop(sealed);
+    w.audit.readiness().expect("ready again");
 }
 
 #[test]
@@ -663,8 +717,8 @@ fn an_audited_line_syncs_its_canonical_copy_and_sidecar_but_not_its_workspace_mi
     w.audit
         .append_event(LOG, &json!({"event": "tx", "n": 3}))
         .expect("append");
-    // The canonical line (1), its sidecar replaced (file and directory, 2); the mirror none.
-    assert_eq!(crate::fsio::syncs_on_this_thread() - before, 3);
+    // The canonical line (1), its sidecar overwritten in place (1, ADR 0028); the mirror none.
+    assert_eq!(crate::fsio::syncs_on_this_thread() - before, 2);
     let mirror = fs::read_to_string(w.mirror()).expect("mirror");
     assert_eq!(mirror.lines().count(), 4, "the mirror still gets the line");
     assert_eq!(w.evidence()["workspace_log_state"], "verified");
