@@ -306,36 +306,21 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
     }
 }
 
-/// A participant start on a bus whose broker cannot be reached from `home` (a broker directory
-/// that cannot be made fails the open), past its checks, for the lifecycle's tests.
+/// A start of `participant` on the bus `can:shared-adapter` whose broker is found from `home`
+/// (a broker directory that cannot be made fails the open), registered as `bus#tester`, past its
+/// checks, for the lifecycle's tests.
 #[cfg(test)]
 pub(super) fn test_kind(
     home: &std::path::Path,
+    participant: &str,
     lock_key: &str,
     audit: &Audit,
     ownership: &Arc<Ownership>,
     sessions: &Arc<Sessions>,
 ) -> impl SessionKind + use<> {
-    let place = home.to_path_buf();
     StartShared {
-        spec: BrokerSpec {
-            bus_id: "bus".to_owned(),
-            bus_key: "can:shared-adapter".to_owned(),
-            bus: ahil_config::CanBus::default(),
-            bridge: None,
-            kind: "socketcan".to_owned(),
-            config_version: 3,
-            home: place.clone(),
-            audit: AuditPlace {
-                config_path: place.join("config.yaml"),
-                workspace: place.clone(),
-                state_root: place,
-                reports_dir: "reports".to_owned(),
-                logs_dir: "logs".to_owned(),
-            },
-            first_attach_timeout_ms: 1000,
-        },
-        participant: "tester".to_owned(),
+        spec: test_spec(home),
+        participant: participant.to_owned(),
         session_key: "bus#tester".to_owned(),
         lock_key: lock_key.to_owned(),
         clear: false,
@@ -343,5 +328,36 @@ pub(super) fn test_kind(
         audit: audit.clone(),
         ownership: Arc::clone(ownership),
         sessions: Arc::clone(sessions),
+    }
+}
+
+/// Whether `participant` attaches to the broker found from `home` (and then detaches): nothing of
+/// an earlier start still holds its place on the bus.
+#[cfg(test)]
+pub(super) fn test_attaches(home: &std::path::Path, participant: &str) -> bool {
+    broker::client::attach(&test_spec(home), participant, Duration::from_millis(200))
+        .map(|attached| attached.detach())
+        .is_ok()
+}
+
+#[cfg(test)]
+fn test_spec(home: &std::path::Path) -> BrokerSpec {
+    let place = home.to_path_buf();
+    BrokerSpec {
+        bus_id: "bus".to_owned(),
+        bus_key: "can:shared-adapter".to_owned(),
+        bus: ahil_config::CanBus::default(),
+        bridge: None,
+        kind: "socketcan".to_owned(),
+        config_version: 3,
+        home: place.clone(),
+        audit: AuditPlace {
+            config_path: place.join("config.yaml"),
+            workspace: place.clone(),
+            state_root: place,
+            reports_dir: "reports".to_owned(),
+            logs_dir: "logs".to_owned(),
+        },
+        first_attach_timeout_ms: 1000,
     }
 }

@@ -430,11 +430,45 @@ impl Case for Debug {
     }
 }
 
-/// A participant of a shared bus whose broker cannot be reached: its home is a file.
+/// The shared bus the participant cases attach to.
+const SHARED_BUS: &str = "can:shared-adapter";
+
+/// A participant of a shared bus: `tester` under test, `monitor` the other. Its broker cannot be
+/// reached from `absent` (a file); from `home` one is reached only when the case serves one there.
 struct Participant {
     home: PathBuf,
     absent: PathBuf,
     sessions: Arc<crate::can::Sessions>,
+    brokered: bool,
+}
+
+impl Participant {
+    fn unreachable(world: &World) -> Self {
+        let absent = world.fixture.tools.join("home-is-a-file");
+        std::fs::write(&absent, b"").expect("a file where the home goes");
+        Self {
+            home: world.fixture.home.clone(),
+            absent,
+            sessions: Arc::default(),
+            brokered: false,
+        }
+    }
+
+    /// With a broker over a fake adapter serving `home`'s rendezvous from this process.
+    fn brokered(world: &World) -> Self {
+        crate::can::broker::fake_adapter_tests::serving_in_process(&world.fixture.home, SHARED_BUS);
+        Self {
+            brokered: true,
+            ..Self::unreachable(world)
+        }
+    }
+
+    fn participant(device: Device) -> &'static str {
+        match device {
+            Device::Other => "monitor",
+            Device::UnderTest | Device::Absent => "tester",
+        }
+    }
 }
 
 impl Case for Participant {
@@ -442,8 +476,8 @@ impl Case for Participant {
         "can participant"
     }
 
-    fn keys(&self, _: Device) -> Vec<String> {
-        vec!["can:shared-adapter#tester".to_owned()]
+    fn keys(&self, device: Device) -> Vec<String> {
+        vec![format!("{SHARED_BUS}#{}", Self::participant(device))]
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -453,6 +487,7 @@ impl Case for Participant {
         };
         let kind = can_participant::test_kind(
             home,
+            Self::participant(device),
             &self.keys(device)[0],
             &world.audit,
             &world.ours,
@@ -465,6 +500,18 @@ impl Case for Participant {
         self.sessions
             .get("bus#tester")
             .map(|s| s.locks.keys().to_vec())
+    }
+
+    fn stop(&self) {
+        let session = self.sessions.get("bus#tester").expect("a session to stop");
+        assert!(can_participant::stop(&self.sessions, &session).outcome.ok);
+    }
+
+    /// The participant under test attaches again: the failed start took itself off the broker. With
+    /// no broker nothing was ever attached.
+    fn reopens(&self) -> bool {
+        !self.brokered
+            || can_participant::test_attaches(&self.home, Self::participant(Device::UnderTest))
     }
 }
 
@@ -677,16 +724,9 @@ fn fail_each<C: Case>(steps: &[Step], case: impl Fn(&World) -> C) {
 }
 
 #[test]
-fn a_can_participant_start_failing_before_the_broker_leaves_no_lock_session_or_open_log() {
-    fail_each(&UP_TO_OPEN, |world| {
-        let absent = world.fixture.tools.join("home-is-a-file");
-        std::fs::write(&absent, b"").expect("a file where the home goes");
-        Participant {
-            home: world.fixture.home.clone(),
-            absent,
-            sessions: Arc::default(),
-        }
-    });
+fn a_can_participant_start_failing_at_any_step_leaves_no_lock_session_attachment_or_open_log() {
+    fail_each(&UP_TO_OPEN, Participant::unreachable);
+    fail_each(&[Step::Register], Participant::brokered);
 }
 
 #[test]

@@ -86,6 +86,31 @@ fn share(filter: &[(u64, u64)], writes: bool) -> CanShare {
 /// A broker over the fake on a bus with a writing `tester` (0x7E0–0x7EF) and a reading `monitor`
 /// (0x100 and 0x7E0), its pump running.
 fn broker(home: &Path, wire: &Arc<Mutex<Wire>>) -> Arc<Broker> {
+    let broker = Arc::new(built(home, wire, None));
+    std::thread::spawn({
+        let broker = Arc::clone(&broker);
+        move || broker.pump()
+    });
+    broker
+}
+
+/// The broker of [`broker`] for the bus `bus_key`, published at `home`'s rendezvous and serving
+/// there on threads of this process, as the `can-broker` child would: a participant's attach from
+/// `home` reaches it without starting a process (the session lifecycle's register step).
+pub(crate) fn serving_in_process(home: &Path, bus_key: &str) {
+    let broker = Arc::new(built(
+        home,
+        &Arc::new(Mutex::new(Wire::default())),
+        Some(bus_key),
+    ));
+    Rendezvous::new(home, bus_key)
+        .ensure()
+        .expect("the broker directory");
+    let listener = broker.publish().expect("the broker publishes its socket");
+    std::thread::spawn(move || broker.serve(listener));
+}
+
+fn built(home: &Path, wire: &Arc<Mutex<Wire>>, bus_key: Option<&str>) -> Broker {
     let mut shares = IndexMap::new();
     shares.insert("tester".to_owned(), share(&[(0x7E0, 0x7F0)], true));
     shares.insert(
@@ -110,7 +135,7 @@ fn broker(home: &Path, wire: &Arc<Mutex<Wire>>) -> Arc<Broker> {
     };
     let spec = BrokerSpec {
         bus_id: "shared".into(),
-        bus_key: bus.lock_key(),
+        bus_key: bus_key.map_or_else(|| bus.lock_key(), str::to_owned),
         bus,
         bridge: None,
         kind: "socketcan".into(),
@@ -137,13 +162,7 @@ fn broker(home: &Path, wire: &Arc<Mutex<Wire>>) -> Arc<Broker> {
         report: Map::new(),
     };
     let adapter = FakeAdapter(Arc::clone(wire));
-    let (broker, _) = Broker::over(spec, held, Box::new(adapter), &opened);
-    let broker = Arc::new(broker);
-    std::thread::spawn({
-        let broker = Arc::clone(&broker);
-        move || broker.pump()
-    });
-    broker
+    Broker::over(spec, held, Box::new(adapter), &opened).0
 }
 
 fn read_until(broker: &Broker, participant: &str, id: u32) -> Vec<u64> {

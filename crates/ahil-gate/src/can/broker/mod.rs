@@ -14,7 +14,7 @@
 
 pub mod client;
 #[cfg(test)]
-mod fake_adapter_tests;
+pub(crate) mod fake_adapter_tests;
 mod requests;
 pub mod server;
 pub mod wire;

@@ -252,7 +252,7 @@ impl Broker {
 
     /// Binds the socket and publishes the key and descriptor, in that order: a descriptor names a
     /// socket that already listens.
-    fn publish(&self) -> io::Result<UnixListener> {
+    pub(super) fn publish(&self) -> io::Result<UnixListener> {
         let socket = self.place.socket();
         if let Ok(meta) = fs::symlink_metadata(&socket)
             && meta.file_type().is_socket()
@@ -289,7 +289,7 @@ impl Broker {
         Ok(listener)
     }
 
-    fn serve(self: Arc<Self>, listener: UnixListener) -> i32 {
+    pub(super) fn serve(self: Arc<Self>, listener: UnixListener) -> i32 {
         std::thread::spawn({
             let broker = Arc::clone(&self);
             move || broker.pump()
