@@ -105,6 +105,39 @@ fn uploaded_bytes_are_stored_under_their_digest_and_the_same_bytes_give_the_same
 }
 
 #[test]
+fn a_second_upload_of_the_same_bytes_keeps_the_stored_copy_and_a_changed_copy_is_replaced() {
+    use std::os::unix::fs::MetadataExt;
+    let gate = gate(&[]);
+    let image = elf32(40, 4096);
+    let upload = || {
+        run(
+            &gate,
+            json!({"filename": "app.elf", "data_base64": b64(&image)}),
+        )
+    };
+    let first = upload();
+    assert_eq!(first["ok"], true, "{first}");
+    let id = first["artifact_id"].as_str().expect("id").to_owned();
+    let inode = || fs::metadata(stored(&gate, &id)).expect("stored").ino();
+    let kept = inode();
+    assert_eq!(upload()["ok"], true);
+    assert_eq!(inode(), kept, "the same bytes are not written again");
+    // The same size, one byte changed: no longer the bytes of this id, so they are written again.
+    let mut altered = image.clone();
+    altered[100] ^= 0xff;
+    fs::write(stored(&gate, &id), &altered).expect("alter");
+    let again = upload();
+    assert_eq!(again["ok"], true, "{again}");
+    assert_eq!(fs::read(stored(&gate, &id)).expect("stored"), image);
+    assert_ne!(inode(), kept, "a changed copy is replaced");
+    // A second name for the stored file: replaced, so the upload never writes through a link.
+    let other = gate.outside.join("second-name");
+    fs::hard_link(stored(&gate, &id), &other).expect("link");
+    assert_eq!(upload()["ok"], true);
+    assert_eq!(fs::metadata(stored(&gate, &id)).expect("stored").nlink(), 1);
+}
+
+#[test]
 fn an_image_path_is_validated_staged_and_stored_with_its_source() {
     let gate = gate(&[]);
     let image = elf32(243, 400);

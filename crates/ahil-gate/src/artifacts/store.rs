@@ -57,6 +57,8 @@ fn open_upload_dir(policy: &ArtifactPolicy) -> Result<OwnedFd, ArtifactRefusal> 
 }
 
 /// Store `bytes` as `<upload_directory>/<id>`, replacing an earlier upload of the same id atomically.
+/// A copy already there with exactly these bytes is kept and synced instead of written again (the
+/// id is their digest, so a second upload of one build is the common case); any other is replaced.
 pub fn store(policy: &ArtifactPolicy, id: &str, bytes: &[u8]) -> Result<(), ArtifactRefusal> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = open_upload_dir(policy)?;
@@ -65,6 +67,11 @@ pub fn store(policy: &ArtifactPolicy, id: &str, bytes: &[u8]) -> Result<(), Arti
             return Err(unsafe_destination(
                 "the destination is a symbolic link or not a regular file",
             ));
+        }
+        Ok(stat) if u64::try_from(stat.st_size).is_ok_and(|n| n == bytes.len() as u64) => {
+            if kept(&dir, id, bytes) {
+                return Ok(());
+            }
         }
         Ok(_) | Err(Errno::NOENT) => {}
         Err(error) => return Err(failed(error)),
@@ -94,6 +101,31 @@ pub fn store(policy: &ArtifactPolicy, id: &str, bytes: &[u8]) -> Result<(), Arti
         return Err(failed(error));
     }
     Ok(())
+}
+
+/// Whether the single-link regular file `id` holds exactly `bytes`, then made durable as it is (its
+/// data and its name): such a copy is what a new write would leave. Anything else, or any error,
+/// answers `false` and the copy is replaced as usual.
+fn kept(dir: &OwnedFd, id: &str, bytes: &[u8]) -> bool {
+    use std::io::Read;
+    let Ok(fd) = openat(
+        dir,
+        id,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    let mut file = File::from(fd);
+    let single = file
+        .metadata()
+        .is_ok_and(|meta| meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) == 1);
+    let mut held = Vec::with_capacity(bytes.len());
+    single
+        && file.read_to_end(&mut held).is_ok()
+        && held == bytes
+        && file.sync_all().is_ok()
+        && rustix::fs::fsync(dir).is_ok()
 }
 
 /// Remove a stored upload that failed its re-validation. Best effort: a leftover is refused again on
