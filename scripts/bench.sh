@@ -47,7 +47,6 @@ awk -F'\t' '
         what["labgrid_held_ms"] = "audited `com_write` on a labgrid place the run holds; floor: no `labgrid:` section (ms)"
         for (i = 1; i <= n; i++) {
             k = keys[i]; f = v[k ",floor"]; o = v[k ",ours"]; r = v[k ",reference"]
-            if (k == "upload_new_ms") f = v["upload_ms,floor"]
             rate = (k ~ /_fps$/)
             of = (f == "" || o == "" || o + 0 == 0) ? "-" : sprintf("%.1fx", rate ? f / o : o / f)
             ro = (r == "" || o == "" || o + 0 == 0 || r + 0 == 0) ? "-" : sprintf("%.1fx", rate ? o / r : r / o)

@@ -78,14 +78,18 @@ pub fn overwrite_small(file: &File, bytes: &[u8]) -> io::Result<()> {
     if file.metadata()?.len() > bytes.len() as u64 {
         file.set_len(bytes.len() as u64)?;
     }
-    SYNCS.with(|n| n.set(n.get() + 1));
+    count_sync();
     file.sync_data()
 }
 
 /// fsyncs `file`, counted for [`syncs_on_this_thread`].
 pub fn sync_file(file: &File) -> io::Result<()> {
-    SYNCS.with(|n| n.set(n.get() + 1));
+    count_sync();
     file.sync_all()
+}
+
+fn count_sync() {
+    SYNCS.with(|n| n.set(n.get() + 1));
 }
 
 thread_local! {

@@ -335,7 +335,6 @@ impl Audit {
         if !exists && !sidecar_exists {
             return None;
         }
-
         let corrupted = |why: String| {
             json!({
                 "canonical_log_present": exists,

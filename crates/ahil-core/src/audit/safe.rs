@@ -80,10 +80,9 @@ fn walk(base: &Path, path: &Path) -> Result<Option<fs::Metadata>, AuditError> {
     }
 }
 
-/// Creates `dir` (0700) below `base` after checking the way there, then checks again so a link
-/// planted in between is still refused.
+/// Checks the way to `dir` below `base`; a directory already there needs nothing more. Otherwise
+/// creates it (0700) and checks again, so a link planted in between is still refused.
 pub fn ensure_dir(base: &Path, dir: &Path) -> Result<(), AuditError> {
-    // A directory already there, and no link on the way to it, needs nothing more.
     if walk(base, dir)?.is_some_and(|meta| meta.is_dir()) {
         return Ok(());
     }
