@@ -286,3 +286,48 @@ fn giving_neither_form_fails_schema_validation() {
     let result = run(&gate, json!({"filename": "x.bin"}));
     assert_eq!(result["error_type"], "invalid_argument", "{result}");
 }
+
+/// fsyncs this thread makes while `f` runs.
+fn syncs_during<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let before = ahil_core::fsio::syncs_on_this_thread();
+    let value = f();
+    (value, ahil_core::fsio::syncs_on_this_thread() - before)
+}
+
+#[test]
+fn a_copy_this_process_made_durable_is_kept_without_a_sync_until_something_else_touches_it() {
+    use ahil_gate::artifacts::store;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let world = artifacts_support::World::new();
+    let policy = world.policy();
+    // Several of the pieces the comparison reads, so a difference past the first one is seen.
+    let image = elf32(40, 300 * 1024);
+    let id = format!("{}.elf", sha256_hex(&image));
+    let path = policy.upload_dir().join(&id);
+    let store = || store::store(&policy, &id, &image).expect("stored");
+    let ((), written) = syncs_during(store);
+    assert_eq!(written, 2, "a new copy: its data and its directory");
+    let inode = fs::metadata(&path).expect("stored").ino();
+    let ((), again) = syncs_during(store);
+    assert_eq!(again, 0, "the copy this process synced, untouched since");
+    assert_eq!(fs::metadata(&path).expect("stored").ino(), inode);
+    // Its mode set again (only its ctime moves): no longer known durable, so kept and synced.
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod");
+    let ((), touched) = syncs_during(store);
+    assert_eq!(touched, 2, "a copy touched since is synced as it is");
+    assert_eq!(fs::metadata(&path).expect("stored").ino(), inode);
+    let ((), settled) = syncs_during(store);
+    assert_eq!(settled, 0, "and known durable after that sync");
+    // The same bytes written again by someone else, in place: synced, not rewritten.
+    fs::write(&path, &image).expect("rewrite in place");
+    let ((), rewritten) = syncs_during(store);
+    assert_eq!(rewritten, 2);
+    assert_eq!(fs::metadata(&path).expect("stored").ino(), inode);
+    // One byte changed in the third piece: not these bytes, so replaced by a new copy.
+    let mut altered = image.clone();
+    altered[280 * 1024] ^= 0xff;
+    fs::write(&path, &altered).expect("alter");
+    store();
+    assert_eq!(fs::read(&path).expect("stored"), image);
+    assert_ne!(fs::metadata(&path).expect("stored").ino(), inode);
+}

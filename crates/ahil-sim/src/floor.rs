@@ -3,13 +3,14 @@
 //! `ahil-floor <mode>`; every mode answers one JSON-RPC line per line read on stdin.
 //!
 //! - `echo`: answers each request's id at once (start-up and a gate-only call);
-//! - `audited <dir>`: first makes, under `<dir>`, the durable writes an audited call's contract needs,
-//!   each once: the lease record before the act, the canonical log line and its chain digest, the
+//! - `audited <dir>`: first makes, under `<dir>`, the writes an audited call in a session makes, each
+//!   once: the lease record before the act, the canonical log line and its chain digest, the
 //!   trusted report state, the lease record after the act, the workspace log line and report view.
 //!   Records are replaced atomically (temp, fsync, rename, directory fsync), lines appended and
 //!   fsynced, the chain digest overwritten in place with one fdatasync (ADR 0028); the workspace
-//!   line and view, derived from durable canonical copies (ADR 0011), and the lease record of a
-//!   clean end (ADR 0018) are written without fsync: 6 fsyncs;
+//!   line and view, derived from durable canonical copies (ADR 0011), the lease record of a clean
+//!   end (ADR 0018) and that of a lease inside the session's (ADR 0030) are written without fsync:
+//!   4 fsyncs;
 //! - `pty <device>`: answers one line for every byte the pty device receives (a `com_read until`).
 
 use std::fs::{self, File, OpenOptions};
@@ -87,7 +88,7 @@ fn audited(dir: &Path) -> io::Result<()> {
     let report = vec![b'r'; 1800];
     let line = [vec![b'l'; 200], b"\n".to_vec()].concat();
     echo(|| {
-        replace(&dirs[0].join("lease.json"), &record)?;
+        replace_view(&dirs[0].join("lease.json"), &record)?;
         append(&dirs[1].join("log.jsonl"), &line)?;
         overwrite(&dirs[1].join("log.jsonl.digest"), &record[..120])?;
         replace(&dirs[2].join("report-state.json"), &report)?;

@@ -375,12 +375,7 @@ pub fn check_with(
         Some(known) if u64::try_from(known.bytes.len()).ok() == Some(opened.id.size) => {
             Ok(Some((known.bytes, known.sha256)))
         }
-        _ => open::read_limited(&opened.file, policy.max_bytes, opened.id.size).map(|read| {
-            read.map(|bytes| {
-                let sha256 = sha256_hex(&bytes);
-                (bytes, sha256)
-            })
-        }),
+        _ => open::read_hashed(&opened.file, policy.max_bytes, opened.id.size),
     };
     let (bytes, sha256) = match read {
         Ok(Some(read)) => read,

@@ -16,6 +16,7 @@ use std::path::Path;
 
 use rustix::fs::{Mode, OFlags, openat};
 use rustix::io::Errno;
+use sha2::{Digest, Sha256};
 
 /// The identity of an opened file, compared after the copy to detect a replacement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,14 +128,29 @@ pub fn identity(file: &File) -> io::Result<FileId> {
     file.metadata().map(|meta| FileId::of(&meta))
 }
 
-/// Reads at most `limit` bytes; `Ok(None)` when the file holds more (it grew past the limit).
-pub fn read_limited(file: &File, limit: u64, size_hint: u64) -> io::Result<Option<Vec<u8>>> {
-    let capacity = usize::try_from(size_hint.min(limit)).unwrap_or(0);
+/// Reads at most `limit` bytes and their SHA-256 (lowercase hex); `Ok(None)` when the file holds
+/// more (it grew past the limit). Each piece is hashed as soon as it is read, while it is still in
+/// the cache, instead of reading the whole image out of memory a second time (issue #27).
+pub fn read_hashed(
+    file: &File,
+    limit: u64,
+    size_hint: u64,
+) -> io::Result<Option<(Vec<u8>, String)>> {
+    const PIECE: u64 = 128 * 1024;
+    // One byte more than the size seen, so reading to the end never grows the buffer.
+    let capacity = usize::try_from(size_hint.min(limit).saturating_add(1)).unwrap_or(0);
     let mut bytes = Vec::with_capacity(capacity);
+    let mut hasher = Sha256::new();
     let mut reader = Read::take(file, limit.saturating_add(1));
-    reader.read_to_end(&mut bytes)?;
+    loop {
+        let start = bytes.len();
+        if Read::take(&mut reader, PIECE).read_to_end(&mut bytes)? == 0 {
+            break;
+        }
+        hasher.update(&bytes[start..]);
+    }
     if u64::try_from(bytes.len()).map_or(true, |n| n > limit) {
         return Ok(None);
     }
-    Ok(Some(bytes))
+    Ok(Some((bytes, ahil_config::digest::hex(&hasher.finalize()))))
 }

@@ -2,10 +2,12 @@
 //! workspace without following links, then a temp file and a rename, so a link planted at the
 //! directory or at the destination name can never redirect the write.
 
-use std::fs::File;
-use std::io::Write;
+use std::fs::{File, Metadata};
+use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, mkdirat, openat, renameat, statat, unlinkat};
 use rustix::io::Errno;
@@ -91,9 +93,11 @@ pub fn store(policy: &ArtifactPolicy, id: &str, bytes: &[u8]) -> Result<(), Arti
     let written = (|| {
         let mut file = File::from(fd);
         file.write_all(bytes)?;
-        file.sync_all()?;
+        crate::fsio::sync_file(&file)?;
         renameat(&dir, temp.as_str(), &dir, id)?;
-        rustix::fs::fsync(&dir)?;
+        sync_dir(&dir)?;
+        // After the rename, which moves the file's ctime: the stamp a later upload compares.
+        remember_durable(&file.metadata()?);
         Ok::<(), std::io::Error>(())
     })();
     if let Err(error) = written {
@@ -105,9 +109,9 @@ pub fn store(policy: &ArtifactPolicy, id: &str, bytes: &[u8]) -> Result<(), Arti
 
 /// Whether the single-link regular file `id` holds exactly `bytes`, then made durable as it is (its
 /// data and its name): such a copy is what a new write would leave. Anything else, or any error,
-/// answers `false` and the copy is replaced as usual.
+/// answers `false` and the copy is replaced as usual. A copy this process wrote or synced itself
+/// and that nothing has written or renamed since is durable already and is not synced again.
 fn kept(dir: &OwnedFd, id: &str, bytes: &[u8]) -> bool {
-    use std::io::Read;
     let Ok(fd) = openat(
         dir,
         id,
@@ -116,16 +120,93 @@ fn kept(dir: &OwnedFd, id: &str, bytes: &[u8]) -> bool {
     ) else {
         return false;
     };
-    let mut file = File::from(fd);
-    let single = file
-        .metadata()
-        .is_ok_and(|meta| meta.is_file() && std::os::unix::fs::MetadataExt::nlink(&meta) == 1);
-    let mut held = Vec::with_capacity(bytes.len());
-    single
-        && file.read_to_end(&mut held).is_ok()
-        && held == bytes
-        && file.sync_all().is_ok()
-        && rustix::fs::fsync(dir).is_ok()
+    let file = File::from(fd);
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    if !meta.is_file() || meta.nlink() != 1 || !holds(&file, bytes).unwrap_or(false) {
+        return false;
+    }
+    if is_durable(&meta) {
+        return true;
+    }
+    let synced = crate::fsio::sync_file(&file).and_then(|()| sync_dir(dir));
+    if synced.is_ok() {
+        remember_durable(&meta);
+    }
+    synced.is_ok()
+}
+
+/// Whether `file` holds exactly `bytes`, compared piece by piece through a buffer that stays in the
+/// cache rather than read whole into a second copy of the image (issue #27).
+fn holds(file: &File, bytes: &[u8]) -> io::Result<bool> {
+    let mut piece = vec![0_u8; 128 * 1024];
+    let mut reader = file;
+    let mut at = 0;
+    loop {
+        let n = match reader.read(&mut piece) {
+            Ok(0) => return Ok(at == bytes.len()),
+            Ok(n) => n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        let end = at + n;
+        if bytes.get(at..end) != piece.get(..n) {
+            return Ok(false);
+        }
+        at = end;
+    }
+}
+
+/// The upload directory's fsync, counted with the others (`fsio::syncs_on_this_thread`).
+fn sync_dir(dir: &OwnedFd) -> io::Result<()> {
+    crate::fsio::sync_file(&File::from(dir.try_clone()?))
+}
+
+/// A stored copy as it stood when this process made it durable. Any later write moves its mtime
+/// and ctime, a rename its ctime, and a replacement is another inode, so an equal stamp means the
+/// synced data and name are still the file's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &Metadata) -> Self {
+        Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// The copies this process made durable, newest last; a few are enough for one project's builds.
+static DURABLE: Mutex<Vec<Stamp>> = Mutex::new(Vec::new());
+const REMEMBERED: usize = 32;
+
+fn remember_durable(meta: &Metadata) {
+    let mut durable = DURABLE.lock().unwrap_or_else(PoisonError::into_inner);
+    let stamp = Stamp::of(meta);
+    durable.retain(|known| known.ino != stamp.ino || known.dev != stamp.dev);
+    if durable.len() == REMEMBERED {
+        durable.remove(0);
+    }
+    durable.push(stamp);
+}
+
+fn is_durable(meta: &Metadata) -> bool {
+    let stamp = Stamp::of(meta);
+    DURABLE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .contains(&stamp)
 }
 
 /// Remove a stored upload that failed its re-validation. Best effort: a leftover is refused again on

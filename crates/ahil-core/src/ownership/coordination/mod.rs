@@ -248,14 +248,18 @@ impl Coordinator {
             .filter(|r| !inner.leases.iter().any(|(_, held)| held.contains(r)))
             .cloned()
             .collect();
+        // A lease inside ours (a call in a session) takes no device the synced record lacks.
+        let nested =
+            marked.is_empty() && !inner.leases.is_empty() && self.nested_record_may_wait(&inner);
         inner.leases.push((id.clone(), resources.clone()));
-        // New markers and the project record, then one directory sync: all durable before the act.
+        // New markers and the project record, then one directory sync: all durable before the act
+        // (a nested lease's record excepted, `nested_record_may_wait`).
         let mut batch: Vec<(String, Value)> = marked
             .iter()
             .map(|r| self.marker(&inner, r, "active", Some(&id), None))
             .collect();
         batch.push(self.project_record(&inner, None));
-        let written = self.write_batch(&batch, false);
+        let written = self.write_batch(&batch, nested);
         if let Err(err) = written {
             inner.leases.retain(|(lease, _)| lease != &id);
             inner.drop_resources(&resources);
@@ -269,6 +273,30 @@ impl Coordinator {
             released_dead_owner,
             marked,
         })
+    }
+
+    /// Whether the project record of a lease taken inside the leases this process holds (every
+    /// resource already held by one of them) may be written without fsync (ADR 0030). What a
+    /// power loss can leave instead is a record synced since those leases were taken: `active`,
+    /// listing them and so every resource of the new lease, which the next start adopts as an
+    /// incident, the state a power loss mid-call leaves today. The one exception is a record
+    /// released on its dead owner's proof of no contact: a single lease whose last committed
+    /// report says nothing was started. So the record is synced as before whenever the report
+    /// state names one of our leases with `not_started` (a session start that found its session
+    /// already open), or cannot be read.
+    fn nested_record_may_wait(&self, inner: &Inner) -> bool {
+        let report = match files::read_json(&self.report_state) {
+            Ok(Some(mut state)) => state["last_report"].take(),
+            Ok(None) => return true,
+            Err(_) => return false,
+        };
+        let names_ours = report
+            .get("lease_id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| inner.leases.iter().any(|(held, _)| held == id));
+        let started =
+            report.get("side_effect_status").and_then(Value::as_str) != Some("not_started");
+        !names_ours || started
     }
 
     /// Ends `lease`. Standing reasons quarantine its resources under the project's incident;
@@ -698,15 +726,16 @@ impl Coordinator {
     /// that is not merely `active` or `released` (a quarantine, which other projects must see).
     /// An `active` or `released` marker decides nothing after a crash, so it is not synced.
     ///
-    /// At a lease's clean end (`ending`) even the project record is not synced when it says
-    /// `active` (other leases remain) or `released` (ADR 0018): what a power loss can keep instead
-    /// is the record the acquire synced, `active` with this lease listed, which quarantines the
-    /// same resources or more at the next start; an empty one is refused
-    /// `coordination_state_invalid`. Neither lets a device go unproven. A quarantine is synced.
-    fn write_batch(&self, records: &[(String, Value)], ending: bool) -> io::Result<()> {
+    /// At a lease's clean end, and at the start of a lease inside another (`unsynced`), even the
+    /// project record is not synced when it says `active` or `released` (ADRs 0018 and 0030):
+    /// what a power loss can keep instead is a record synced while the outer leases were held,
+    /// `active` with them listed, which quarantines the same resources or more at the next start;
+    /// an empty one is refused `coordination_state_invalid`. Neither lets a device go unproven. A
+    /// quarantine is synced.
+    fn write_batch(&self, records: &[(String, Value)], unsynced: bool) -> io::Result<()> {
         self.dirs.write_records(records, |resource, record| {
             let state = record.get("state").and_then(Value::as_str);
-            (resource == self.project_resource && !ending)
+            (resource == self.project_resource && !unsynced)
                 || !matches!(state, Some("active" | "released"))
         })
     }

@@ -399,3 +399,89 @@ fn a_lease_inside_another_on_the_same_device_leaves_that_devices_marker_untouche
     let released = ours.dirs.read_marker("com:/dev/ttyx").expect("readable");
     assert_eq!(released.expect("written")["state"], "released");
 }
+
+/// A session's lease and the report state its start committed (`status` its side effect), as
+/// a server holds them between calls.
+fn session_with_report(world: &testkit::Fixture, ours: &Coordinator, status: &str) -> Lease {
+    let session = ours
+        .acquire(&keys(&["com:/dev/ttyx"]), false)
+        .expect("free");
+    let state = ours.report_state.clone();
+    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
+    let report = json!({
+        "version": 1,
+        "last_report": {
+            "tool": "com_session_start", "lease_id": session.id, "lease_state": "active",
+            "side_effect_committed": status != "not_started", "side_effect_status": status,
+            "config_in_force": {"digest": world.load().digest},
+        },
+        "last_failure": null,
+    });
+    std::fs::write(&state, report.to_string()).expect("report state");
+    session
+}
+
+#[test]
+fn a_call_inside_a_session_takes_its_lease_without_a_sync_and_a_power_loss_still_quarantines() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    let session = session_with_report(&world, &ours, "committed");
+    // What the disk is sure to hold after a power loss: the record the session's start synced.
+    let path = ours.dirs.record_path(ours.project_resource());
+    let synced = std::fs::read(&path).expect("the session's record");
+    let (call, syncs) = syncs_during(|| {
+        ours.acquire(&keys(&["com:/dev/ttyx"]), false)
+            .expect("ours")
+    });
+    assert_eq!(
+        syncs, 0,
+        "the call's lease holds no device the synced record lacks"
+    );
+    let leases = project_record(&ours)["leases"].as_array().map(Vec::len);
+    assert_eq!(leases, Some(2), "the call is on record for a kill");
+    drop((call, session));
+    drop(ours);
+    std::fs::write(&path, &synced).expect("the unsynced record lost");
+    let next = Coordinator::new(&world.load(), "mcp");
+    let met = next
+        .acquire(&keys(&["com:/dev/ttyx"]), false)
+        .expect("not standing");
+    assert!(
+        met.released_dead_owner.is_none(),
+        "not released as untouched"
+    );
+    let incident = met.met.clone().expect("the device is not taken as proven");
+    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
+    assert_eq!(incident.resources, ["com:/dev/ttyx"]);
+    next.release(&met, &End::default());
+}
+
+#[test]
+fn a_call_inside_a_session_whose_last_report_could_prove_no_contact_syncs_its_lease() {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    // A start that found its session already open reports the session's lease, nothing started:
+    // a record listing the session alone would be released on it after a power loss.
+    let session = session_with_report(&world, &ours, "not_started");
+    let (call, syncs) = syncs_during(|| {
+        ours.acquire(&keys(&["com:/dev/ttyx"]), false)
+            .expect("ours")
+    });
+    assert_eq!(
+        syncs, 2,
+        "the record listing the call is durable before the act"
+    );
+    // Another device is no lease inside the session: synced whatever the report says.
+    let state = ours.report_state.clone();
+    std::fs::write(&state, b"{}").expect("no report yet");
+    let (other, syncs) = syncs_during(|| {
+        ours.acquire(&keys(&["com:/dev/ttyx", "probe:a"]), false)
+            .expect("ours")
+    });
+    assert_eq!(syncs, 2, "a new device is synced");
+    for lease in [other, call, session] {
+        ours.release(&lease, &End::default());
+    }
+}
