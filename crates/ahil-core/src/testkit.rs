@@ -92,3 +92,10 @@ pub const NULL_EXECUTABLE: &str = "    executable: null";
 pub fn executable_line(path: &Path) -> String {
     format!("    executable: \"{}\"", path.display())
 }
+
+/// What `f` answers, and the fsyncs this thread made through `fsio` while it ran.
+pub fn syncs_during<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    let before = crate::fsio::syncs_on_this_thread();
+    let value = f();
+    (value, crate::fsio::syncs_on_this_thread() - before)
+}

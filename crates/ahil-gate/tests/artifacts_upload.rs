@@ -287,15 +287,9 @@ fn giving_neither_form_fails_schema_validation() {
     assert_eq!(result["error_type"], "invalid_argument", "{result}");
 }
 
-/// fsyncs this thread makes while `f` runs.
-fn syncs_during<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    let before = ahil_core::fsio::syncs_on_this_thread();
-    let value = f();
-    (value, ahil_core::fsio::syncs_on_this_thread() - before)
-}
-
 #[test]
 fn a_copy_this_process_made_durable_is_kept_without_a_sync_until_something_else_touches_it() {
+    use ahil_core::testkit::syncs_during;
     use ahil_gate::artifacts::store;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let world = artifacts_support::World::new();

@@ -1,6 +1,6 @@
 use super::*;
 
-use crate::testkit;
+use crate::testkit::{self, syncs_during};
 
 fn keys(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
@@ -265,13 +265,6 @@ fn a_last_report_short_of_a_no_contact_proof_leaves_the_dead_owner_adopted_as_an
             "{case}"
         );
     }
-}
-
-/// fsyncs this thread makes while `f` runs.
-fn syncs_during<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    let before = crate::fsio::syncs_on_this_thread();
-    let value = f();
-    (value, crate::fsio::syncs_on_this_thread() - before)
 }
 
 #[test]
