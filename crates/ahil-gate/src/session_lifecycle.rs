@@ -267,6 +267,61 @@ pub fn end(
     logged
 }
 
+/// How a stop's answers name its session: the stop tool, the result's key for the session's id
+/// (`port_id`, `debugger`, `bus_id`) and the id.
+#[derive(Clone, Copy)]
+pub struct Stopping<'a> {
+    pub tool: ToolId,
+    pub key: &'static str,
+    pub id: &'a str,
+}
+
+impl<'a> Stopping<'a> {
+    pub fn new(tool: ToolId, key: &'static str, id: &'a str) -> Self {
+        Self { tool, key, id }
+    }
+
+    /// The answer when no session is open: `was_active: false`, nothing contacted.
+    pub fn not_active(self, summary: &str) -> Acted {
+        Acted {
+            outcome: Outcome::ok(self.tool, summary)
+                .with(self.key, self.id)
+                .with("was_active", false),
+            contact: Some(Contact::none("there was no session to stop")),
+        }
+    }
+
+    /// A stop whose kind closed its device and has nothing of its own to log: `end` with the
+    /// requested stop event, answered with the session as it was (`described`). `proof` says why
+    /// the close sent nothing.
+    pub fn stopped(
+        self,
+        summary: &str,
+        registry: &impl Registry,
+        log: &SessionLog,
+        locks: &SessionLocks,
+        described: Value,
+        proof: &'static str,
+    ) -> Acted {
+        let logged = end(
+            registry,
+            self.id,
+            log,
+            locks,
+            &json!({"event": "stop", "reason": "requested"}),
+        );
+        let mut outcome = Outcome::ok(self.tool, summary)
+            .with(self.key, self.id)
+            .with("was_active", true)
+            .with("session", described);
+        outcome.log_path = Some(log.path.clone());
+        Acted {
+            outcome: with_event_logged(outcome, logged),
+            contact: Some(Contact::none(proof)),
+        }
+    }
+}
+
 /// A session call's result with its log's fate: an event (a stop, a write) that could not be
 /// written is said, and the result is no longer fully audited.
 pub fn with_event_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -> Outcome {

@@ -194,29 +194,26 @@ mod tests {
         )
     }
 
+    /// The install a record with `key` and nothing extra names, and the arguments that redo it.
+    fn reinstall(key: &str) -> (CargoInstall, Vec<String>) {
+        let install = parse_crates2(&record(key, "")).expect("found");
+        let args = install.install_args(&install.source);
+        (install, args)
+    }
+
     #[test]
     fn a_registry_install_reinstalls_by_package_name() {
-        let install = parse_crates2(&record(
-            "agentic-hil 0.1.0 (registry+https://github.com/rust-lang/crates.io-index)",
-            "",
-        ))
-        .expect("found");
+        let (install, args) =
+            reinstall("agentic-hil 0.1.0 (registry+https://github.com/rust-lang/crates.io-index)");
         assert_eq!(install.source, Source::Registry);
-        assert_eq!(
-            install.install_args(&install.source),
-            ["install", "--locked", "agentic-hil"]
-        );
+        assert_eq!(args, ["install", "--locked", "agentic-hil"]);
     }
 
     #[test]
     fn a_path_install_reinstalls_from_its_directory() {
-        let install = parse_crates2(&record(
-            "agentic-hil 0.1.0 (path+file:///src/ahil/crates/agentic-hil)",
-            "",
-        ))
-        .expect("found");
+        let (_, args) = reinstall("agentic-hil 0.1.0 (path+file:///src/ahil/crates/agentic-hil)");
         assert_eq!(
-            install.install_args(&install.source),
+            args,
             [
                 "install",
                 "--locked",
@@ -228,13 +225,11 @@ mod tests {
 
     #[test]
     fn a_git_install_keeps_its_branch_and_drops_the_commit() {
-        let install = parse_crates2(&record(
+        let (_, args) = reinstall(
             "agentic-hil 0.1.0 (git+https://example.org/ahil.git?branch=stable#0123abcd)",
-            "",
-        ))
-        .expect("found");
+        );
         assert_eq!(
-            install.install_args(&install.source),
+            args,
             [
                 "install",
                 "--locked",

@@ -16,16 +16,7 @@ fn script(dir: &tempfile::TempDir, body: &str) -> PathBuf {
 }
 
 fn request(listen_only: bool) -> OpenRequest {
-    OpenRequest {
-        channel: "sim0".into(),
-        bitrate: 500_000,
-        fd: false,
-        data_bitrate: None,
-        receive_own_messages: false,
-        listen_only,
-        poll_interval: Duration::from_millis(10),
-        timeout: Duration::from_millis(500),
-    }
+    OpenRequest::classic("sim0", listen_only, Duration::from_millis(500))
 }
 
 #[test]

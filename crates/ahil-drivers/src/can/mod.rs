@@ -36,6 +36,24 @@ pub struct OpenRequest {
     pub timeout: Duration,
 }
 
+#[cfg(test)]
+impl OpenRequest {
+    /// A classic 500 kbit/s open of `channel` polled every 10 ms, own frames not echoed, for the
+    /// adapters' tests.
+    pub(crate) fn classic(channel: &str, listen_only: bool, timeout: Duration) -> Self {
+        Self {
+            channel: channel.into(),
+            bitrate: 500_000,
+            fd: false,
+            data_bitrate: None,
+            receive_own_messages: false,
+            listen_only,
+            poll_interval: Duration::from_millis(10),
+            timeout,
+        }
+    }
+}
+
 /// Which adapter to open.
 #[derive(Debug, Clone)]
 pub enum AdapterSpec {

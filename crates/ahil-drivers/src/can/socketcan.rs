@@ -246,16 +246,7 @@ mod tests {
     use super::*;
 
     fn request(listen_only: bool) -> OpenRequest {
-        OpenRequest {
-            channel: "can0".into(),
-            bitrate: 500_000,
-            fd: false,
-            data_bitrate: None,
-            receive_own_messages: false,
-            listen_only,
-            poll_interval: Duration::from_millis(10),
-            timeout: Duration::from_secs(1),
-        }
+        OpenRequest::classic("can0", listen_only, Duration::from_secs(1))
     }
 
     fn state(kind: &str, up: bool, ctrlmode: &[&str]) -> LinkState {

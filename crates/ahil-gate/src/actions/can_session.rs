@@ -20,7 +20,7 @@ use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
 use crate::policy::Action;
 use crate::serial::log_stamp;
-use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog, Stopping};
 
 /// How long a start waits for the adapter's backlog to reach the queue before it drains.
 const DRAIN_SETTLE: Duration = Duration::from_secs(1);
@@ -406,16 +406,12 @@ pub(super) fn safe_state_unconfirmed(summary: &str) -> Outcome {
 
 /// The stop of a session that is not open: `was_active: false`.
 pub(super) fn not_active(bus_id: &str, participant: Option<&str>) -> Acted {
-    let mut outcome = Outcome::ok(ToolId::CanSessionStop, "CAN bus session was not active.")
-        .with("bus_id", bus_id)
-        .with("was_active", false);
+    let mut acted = Stopping::new(ToolId::CanSessionStop, "bus_id", bus_id)
+        .not_active("CAN bus session was not active.");
     if let Some(name) = participant {
-        outcome.set("participant", name);
+        acted.outcome.set("participant", name);
     }
-    Acted {
-        outcome,
-        contact: Some(Contact::none("there was no session to stop")),
-    }
+    acted
 }
 
 /// Stops the session on `bus_id`: pump stopped, adapter closed, bridge reaped, lock released.

@@ -19,7 +19,7 @@ use crate::envelope::Outcome;
 use crate::ownership::{Ownership, device_keys};
 use crate::policy::Action;
 use crate::serial::{Encoding, Session, Sessions, identity, log_stamp, text::to_hex};
-use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog, Stopping};
 
 /// Generous: identity checks read sysfs and the open itself is quick.
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -372,13 +372,9 @@ fn open_refusal(port_id: &str, device: &str, err: &SerialError) -> Outcome {
 /// Stops the session on `port_id`: reader stopped, port closed, lock released, log closed.
 pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
     const TOOL: ToolId = ToolId::ComSessionStop;
+    let stopping = Stopping::new(TOOL, "port_id", port_id);
     let Some(session) = sessions.get(port_id) else {
-        return Acted {
-            outcome: Outcome::ok(TOOL, "COM port session was not active.")
-                .with("port_id", port_id)
-                .with("was_active", false),
-            contact: Some(Contact::none("there was no session to stop")),
-        };
+        return stopping.not_active("COM port session was not active.");
     };
     if let Err(err) = session.port.close(session.close_limit) {
         return Acted {
@@ -390,22 +386,14 @@ pub fn stop(sessions: &Sessions, port_id: &str) -> Acted {
             contact: Some(err.contact()),
         };
     }
-    let logged = session_lifecycle::end(
+    stopping.stopped(
+        "COM port session stopped.",
         sessions,
-        port_id,
         &session.log,
         &session.locks,
-        &json!({"event": "stop", "reason": "requested"}),
-    );
-    let outcome = Outcome::ok(TOOL, "COM port session stopped.")
-        .with("port_id", port_id)
-        .with("was_active", true)
-        .with("session", session.describe(false))
-        .with_log(&session.log.path);
-    Acted {
-        outcome: session_lifecycle::with_event_logged(outcome, logged),
-        contact: Some(Contact::none("closing a port sends nothing")),
-    }
+        session.describe(false),
+        "closing a port sends nothing",
+    )
 }
 
 /// Setting the envelope's `log_path` in a builder chain.

@@ -28,7 +28,7 @@ use crate::policy::{Action, Device};
 use crate::rtt::defmt::Decoding;
 use crate::rtt::{Session, Sessions, channel_doc};
 use crate::serial::{Encoding, log_stamp, text::to_hex};
-use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog, Stopping};
 use crate::snapshot::pinned_debugger_executable;
 
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -519,13 +519,9 @@ fn indexes(rtt: &Rtt, direction: RttDirection) -> Vec<u32> {
 /// Stops the session on `debugger`: poller stopped, lock released, log closed.
 pub fn stop(sessions: &Sessions, debugger: &str) -> Acted {
     const TOOL: ToolId = ToolId::RttSessionStop;
+    let stopping = Stopping::new(TOOL, "debugger", debugger);
     let Some(session) = sessions.get(debugger) else {
-        return Acted {
-            outcome: Outcome::ok(TOOL, "RTT session was not active.")
-                .with("debugger", debugger)
-                .with("was_active", false),
-            contact: Some(Contact::none("there was no session to stop")),
-        };
+        return stopping.not_active("RTT session was not active.");
     };
     if !session.link.close(session.close_limit) {
         return Acted {
@@ -541,20 +537,12 @@ pub fn stop(sessions: &Sessions, debugger: &str) -> Acted {
             contact: Some(Contact::none("stopping a poller sends nothing")),
         };
     }
-    let logged = session_lifecycle::end(
+    stopping.stopped(
+        "RTT session stopped.",
         sessions,
-        debugger,
         &session.log,
         &session.locks,
-        &json!({"event": "stop", "reason": "requested"}),
-    );
-    let outcome = Outcome::ok(TOOL, "RTT session stopped.")
-        .with("debugger", debugger)
-        .with("was_active", true)
-        .with("session", session.describe(false))
-        .with_log(&session.log.path);
-    Acted {
-        outcome: session_lifecycle::with_event_logged(outcome, logged),
-        contact: Some(Contact::none("stopping a poller sends nothing")),
-    }
+        session.describe(false),
+        "stopping a poller sends nothing",
+    )
 }

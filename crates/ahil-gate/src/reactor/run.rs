@@ -17,7 +17,7 @@ use super::View;
 use super::preflight;
 use super::records::{Handle, RecordError, Registration, RunsDir};
 use super::report;
-use super::steps::{Done, Exec, Opened, Position, ProgressSink, record};
+use super::steps::{Done, Exec, Position, ProgressSink, record};
 use crate::Bench;
 use crate::config_edit::layer_refusal;
 use crate::envelope::{Outcome, overall_success};
@@ -221,14 +221,7 @@ async fn drive(
         .unwrap_or(Value::Null);
     reg.set_state("running");
 
-    let mut exec = Exec {
-        bench,
-        reg,
-        opened: Opened::default(),
-        stopped: false,
-        progress: request.progress.clone(),
-        total_steps: plan.plan.steps.len(),
-    };
+    let mut exec = Exec::new(bench, reg, request.progress.clone(), plan.plan.steps.len());
     let mut steps: Vec<Value> = Vec::new();
     let mut failed: Option<(usize, Done)> = None;
     let mut stopped_after: Option<usize> = None;
@@ -238,15 +231,7 @@ async fn drive(
             break;
         }
         let clock = Instant::now();
-        let done = exec
-            .run(
-                step,
-                Position {
-                    step: i + 1,
-                    ..Position::default()
-                },
-            )
-            .await;
+        let done = exec.run(step, Position::top(i + 1)).await;
         steps.push(record(i + 1, step, &done, clock));
         if !done.ok {
             failed = Some((i + 1, done));

@@ -45,6 +45,16 @@ pub struct Position {
     pub nested_step: Option<usize>,
 }
 
+impl Position {
+    /// The plan's own step `step` (from 1), not one inside a repeat.
+    pub fn top(step: usize) -> Self {
+        Self {
+            step,
+            ..Self::default()
+        }
+    }
+}
+
 pub use crate::progress::ProgressSink;
 
 /// One step's outcome.
@@ -100,6 +110,25 @@ pub struct Exec<'a> {
 
 fn route_name(step: &Step) -> Option<String> {
     step.route().map(|r| r.name.clone())
+}
+
+impl<'a> Exec<'a> {
+    /// A plan of `total_steps` about to run: nothing opened yet, no stop seen.
+    pub fn new(
+        bench: &'a Bench,
+        reg: &'a mut Registration,
+        progress: Option<ProgressSink>,
+        total_steps: usize,
+    ) -> Self {
+        Self {
+            bench,
+            reg,
+            opened: Opened::default(),
+            stopped: false,
+            progress,
+            total_steps,
+        }
+    }
 }
 
 impl Exec<'_> {

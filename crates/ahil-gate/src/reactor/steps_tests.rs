@@ -27,24 +27,9 @@ async fn a_step_the_configuration_does_not_permit_is_refused_by_the_gate_even_wi
         b"version: 5\nsteps:\n - {action: reset, mode: halt}\n - {device: dut_uart, action: uart_write, text: x}\n",
     )
     .expect("the plan parses");
-    let mut exec = Exec {
-        bench: &bench,
-        reg: &mut reg,
-        opened: Opened::default(),
-        stopped: false,
-        progress: None,
-        total_steps: plan.steps.len(),
-    };
+    let mut exec = Exec::new(&bench, &mut reg, None, plan.steps.len());
     for (i, step) in plan.steps.iter().enumerate() {
-        let done = exec
-            .run(
-                step,
-                Position {
-                    step: i + 1,
-                    ..Position::default()
-                },
-            )
-            .await;
+        let done = exec.run(step, Position::top(i + 1)).await;
         assert!(!done.ok, "step {}: {}", i + 1, done.result);
         assert_eq!(
             done.error_type.as_deref(),
