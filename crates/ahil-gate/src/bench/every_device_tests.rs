@@ -9,10 +9,12 @@
 //! lease, no run) is observed.
 
 use std::fs::OpenOptions;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::fs::inotify;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -202,13 +204,14 @@ fn key(on: On, flag: &str) -> String {
     )
 }
 
-/// A FIFO standing in for a serial device: a thread blocks opening its write end, which returns
-/// as soon as anything opens it for reading, so even an open closed at once is seen.
+/// A FIFO standing in for a serial device, watched through inotify: the kernel queues the open
+/// event before the opener's `open` returns, so an open a call made is seen once the call has
+/// answered, however late the test runs. (A thread blocked opening the write end saw it only when
+/// it next ran, which a loaded machine can put after the assertion.)
 struct Watched {
     path: PathBuf,
-    opened: Arc<AtomicBool>,
-    stopping: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    events: OwnedFd,
+    seen: AtomicBool,
 }
 
 impl Watched {
@@ -221,46 +224,23 @@ impl Watched {
             0,
         )
         .expect("the FIFO is made");
-        let opened = Arc::new(AtomicBool::new(false));
-        let stopping = Arc::new(AtomicBool::new(false));
-        let thread = std::thread::spawn({
-            let (path, opened, stopping) = (path.clone(), opened.clone(), stopping.clone());
-            move || {
-                while let Ok(end) = OpenOptions::new().write(true).open(&path) {
-                    if stopping.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    opened.store(true, Ordering::SeqCst);
-                    drop(end);
-                    // Wait for the reader to go, so the next open waits for a new one.
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-            }
-        });
+        let events = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC)
+            .expect("an inotify instance");
+        inotify::add_watch(&events, &path, inotify::WatchFlags::OPEN).expect("the FIFO is watched");
         Self {
             path,
-            opened,
-            stopping,
-            thread: Some(thread),
+            events,
+            seen: AtomicBool::new(false),
         }
     }
 
+    /// Whether anything has opened the FIFO since it was made.
     fn opened(&self) -> bool {
-        self.opened.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Watched {
-    fn drop(&mut self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        // Our own read end wakes the watcher, which sees it is stopping.
-        let _wake = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&self.path);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
+        let mut buffer = [0_u8; 1024];
+        while rustix::io::read(&self.events, &mut buffer).is_ok_and(|n| n > 0) {
+            self.seen.store(true, Ordering::SeqCst);
         }
+        self.seen.load(Ordering::SeqCst)
     }
 }
 

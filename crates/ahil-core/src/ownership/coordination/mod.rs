@@ -252,8 +252,7 @@ impl Coordinator {
         let nested =
             marked.is_empty() && !inner.leases.is_empty() && self.nested_record_may_wait(&inner);
         inner.leases.push((id.clone(), resources.clone()));
-        // New markers and the project record, then one directory sync: all durable before the act
-        // (a nested lease's record excepted, `nested_record_may_wait`).
+        // New markers and the project record, then one directory sync: durable before the act.
         let mut batch: Vec<(String, Value)> = marked
             .iter()
             .map(|r| self.marker(&inner, r, "active", Some(&id), None))
@@ -275,28 +274,13 @@ impl Coordinator {
         })
     }
 
-    /// Whether the project record of a lease taken inside the leases this process holds (every
-    /// resource already held by one of them) may be written without fsync (ADR 0030). What a
-    /// power loss can leave instead is a record synced since those leases were taken: `active`,
-    /// listing them and so every resource of the new lease, which the next start adopts as an
-    /// incident, the state a power loss mid-call leaves today. The one exception is a record
-    /// released on its dead owner's proof of no contact: a single lease whose last committed
-    /// report says nothing was started. So the record is synced as before whenever the report
-    /// state names one of our leases with `not_started` (a session start that found its session
-    /// already open), or cannot be read.
+    /// Whether the record of a lease inside ours (every resource already held) may skip its
+    /// fsync (ADR 0030): a power loss can leave a record synced since the outer leases were
+    /// taken, listing every resource of this one, which the next start adopts as an incident,
+    /// unless the last report could release it as untouched (`records::may_prove_no_contact`).
     fn nested_record_may_wait(&self, inner: &Inner) -> bool {
-        let report = match files::read_json(&self.report_state) {
-            Ok(Some(mut state)) => state["last_report"].take(),
-            Ok(None) => return true,
-            Err(_) => return false,
-        };
-        let names_ours = report
-            .get("lease_id")
-            .and_then(Value::as_str)
-            .is_some_and(|id| inner.leases.iter().any(|(held, _)| held == id));
-        let started =
-            report.get("side_effect_status").and_then(Value::as_str) != Some("not_started");
-        !names_ours || started
+        let held = inner.leases.iter().map(|(id, _)| id.as_str());
+        !records::may_prove_no_contact(&self.report_state, held)
     }
 
     /// Ends `lease`. Standing reasons quarantine its resources under the project's incident;

@@ -213,3 +213,23 @@ pub fn no_contact_proof(record: &Value, report_state: &Path) -> Option<Value> {
         })
     })
 }
+
+/// Whether the report state could serve as a proof of no contact for one of the leases `held`
+/// (`no_contact_proof` reads no other report): its last report names one of them with
+/// `side_effect_status: not_started`, as a session start that found its session already open
+/// does. A report state that cannot be read answers yes, so the caller syncs.
+pub fn may_prove_no_contact<'a>(
+    report_state: &Path,
+    mut held: impl Iterator<Item = &'a str>,
+) -> bool {
+    let report = match read_json(report_state) {
+        Ok(Some(mut state)) => state["last_report"].take(),
+        Ok(None) => return false,
+        Err(_) => return true,
+    };
+    let names_held = report
+        .get("lease_id")
+        .and_then(Value::as_str)
+        .is_some_and(|id| held.any(|lease| lease == id));
+    names_held && report.get("side_effect_status").and_then(Value::as_str) == Some("not_started")
+}
