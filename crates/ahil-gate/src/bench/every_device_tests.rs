@@ -8,9 +8,7 @@
 //! A CAN bus names an interface that does not exist: there only the refusal before the claim (no
 //! lease, no run) is observed.
 
-use std::fs::OpenOptions;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
