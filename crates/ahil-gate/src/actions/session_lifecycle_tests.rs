@@ -785,4 +785,5 @@ fn a_read_waits_as_asked_within_its_ceiling_and_never_below_zero() {
     );
 }
 
+mod debug_stop;
 mod names;
