@@ -219,9 +219,7 @@ impl SessionKind for StartShared {
             log: begun.log,
             locks: begun.locks,
         };
-        let session = self
-            .sessions
-            .register_opened(session, |refused| refused.bus.discard())?;
+        let session = self.sessions.register_started(session)?;
         let drained = if self.clear { session.bus.drain() } else { 0 };
         Some(Acted {
             outcome: Outcome::ok(

@@ -287,9 +287,7 @@ impl SessionKind for Start {
             log: begun.log,
             locks: begun.locks,
         };
-        let session = self
-            .sessions
-            .register_opened(session, |refused| refused.bus.discard())?;
+        let session = self.sessions.register_started(session)?;
         Some(Acted {
             outcome: self.started(&session, &opened, drained),
             // The channel is on the bus now: in active mode the controller acknowledges frames.
