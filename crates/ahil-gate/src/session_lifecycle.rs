@@ -8,12 +8,13 @@
 //! ended, so no failure leaves a held device, a half-open session or a log claiming a session that
 //! does not exist.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ahil_config::IoPermissions;
 use ahil_drivers::Contact;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::ErrorType;
 use crate::actions::{Acted, DriverJob, Plan, Work};
@@ -22,6 +23,7 @@ use crate::catalogue::ToolId;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, SessionLocks};
 use crate::policy::{Action, Device};
+use crate::serial::log_stamp;
 
 /// What policy is asked to start a session on a COM port or CAN bus: reading, unless the entry
 /// grants only writing (version 1 grants reads separately), so a write-only device may still be
@@ -117,23 +119,56 @@ pub struct Begun {
     pub log: SessionLog,
 }
 
-/// One kind of session: how its device opens and how its session is registered.
+/// One kind of session: what names it, how its device opens and how its session is registered. A
+/// kind declares its names and its start event's fields; its claim and log are built from them here,
+/// so every kind's label, log name and start event keep one form.
 pub trait SessionKind: Sized {
     /// The open device (a port, a bus, a broker attachment, gdb and its server). Dropping it closes
     /// it and ends any child process it runs.
     type Device;
     /// The start tool that answers for this kind.
     const TOOL: ToolId;
+    /// What the holder records say a held device is busy with, before `:` and the session's id.
+    const CLAIM: &'static str;
+    /// Why nothing was contacted when the lock is refused.
+    const LOCK_REFUSED: &'static str;
+    /// The session log's name begins with this and a `-`.
+    const LOG_PREFIX: &'static str;
+    /// Why nothing was contacted when the log cannot be written.
+    const LOG_REFUSED: &'static str = "the session log could not be written, so nothing was opened";
+
+    /// The session's id in its claim's label and its log's name: the port, bus (a shared bus's
+    /// participant after a `#`) or debugger.
+    fn id(&self) -> Cow<'_, str>;
 
     /// The locks to claim.
-    fn claim(&self) -> Claim;
+    fn lock_keys(&self) -> Vec<String>;
+
+    /// What the start event says after `"event": "start"`, as an object.
+    fn start_fields(&self) -> Value;
+
+    /// The session log's name: the start's stamp keeps each session's log apart from the last one's
+    /// on the same device.
+    fn log_name(&self) -> String {
+        format!("{}-{}-{}.jsonl", Self::LOG_PREFIX, log_stamp(), self.id())
+    }
+
+    /// The locks to claim and what their refusal says.
+    fn claim(&self) -> Claim {
+        Claim::new(
+            self.lock_keys(),
+            format!("{}:{}", Self::CLAIM, self.id()),
+            Self::LOCK_REFUSED,
+        )
+    }
 
     /// The session log's name and its start event.
-    fn log_start(&self) -> (String, Value);
-
-    /// Why nothing was contacted when the log cannot be written.
-    fn log_refused(&self) -> &'static str {
-        "the session log could not be written, so nothing was opened"
+    fn log_start(&self) -> (String, Value) {
+        let mut event = Map::from_iter([("event".to_owned(), Value::from("start"))]);
+        if let Value::Object(fields) = self.start_fields() {
+            event.extend(fields);
+        }
+        (self.log_name(), Value::Object(event))
     }
 
     /// Opens the device (it may write to `log` as it goes). A refusal's `error_type` and summary go
@@ -164,7 +199,7 @@ pub fn start<K: SessionKind>(mut kind: K, ownership: &Arc<Ownership>, audit: &Au
         Err(NotOpened::Log(err)) => {
             return Acted {
                 outcome: unavailable(K::TOOL.name(), &err),
-                contact: Some(Contact::none(kind.log_refused())),
+                contact: Some(Contact::none(K::LOG_REFUSED)),
             };
         }
         Err(NotOpened::Device(refused)) => return *refused,

@@ -4,6 +4,7 @@
 
 use super::args::Args;
 use crate::catalogue::ToolId;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use crate::envelope::Outcome;
 use crate::ownership::Ownership;
 use crate::policy::Action;
 use crate::serial::log_stamp;
-use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, SessionKind, SessionLog};
 
 struct StartShared {
     spec: BrokerSpec,
@@ -137,27 +138,39 @@ impl StartShared {
 impl SessionKind for StartShared {
     type Device = Participant;
     const TOOL: ToolId = ToolId::CanSessionStart;
+    const CLAIM: &'static str = "can_session";
+    const LOCK_REFUSED: &'static str =
+        "the participant lock was refused before the broker was asked";
+    const LOG_PREFIX: &'static str = "can";
 
-    fn claim(&self) -> Claim {
-        Claim::new(
-            vec![self.lock_key.clone()],
-            format!("can_session:{}#{}", self.spec.bus_id, self.participant),
-            "the participant lock was refused before the broker was asked",
-        )
+    fn id(&self) -> Cow<'_, str> {
+        Cow::from(crate::can::session_key(
+            &self.spec.bus_id,
+            Some(&self.participant),
+        ))
     }
 
-    fn log_start(&self) -> (String, Value) {
-        let bus_id = &self.spec.bus_id;
-        (
-            format!("can-{}-{bus_id}-{}.jsonl", log_stamp(), self.participant),
-            json!({
-                "event": "start",
-                "bus_id": bus_id,
-                "participant": self.participant,
-                "adapter": self.spec.kind,
-                "channel": self.spec.bus.channel,
-                "listen_only": self.spec.bus.listen_only,
-            }),
+    fn lock_keys(&self) -> Vec<String> {
+        vec![self.lock_key.clone()]
+    }
+
+    fn start_fields(&self) -> Value {
+        json!({
+            "bus_id": self.spec.bus_id,
+            "participant": self.participant,
+            "adapter": self.spec.kind,
+            "channel": self.spec.bus.channel,
+            "listen_only": self.spec.bus.listen_only,
+        })
+    }
+
+    // A file name parts the bus and the participant with a dash, not the id's `#`.
+    fn log_name(&self) -> String {
+        let (bus_id, participant) = (&self.spec.bus_id, &self.participant);
+        format!(
+            "{}-{}-{bus_id}-{participant}.jsonl",
+            Self::LOG_PREFIX,
+            log_stamp()
         )
     }
 
@@ -206,9 +219,7 @@ impl SessionKind for StartShared {
             log: begun.log,
             locks: begun.locks,
         };
-        let session = self
-            .sessions
-            .register_opened(session, |refused| refused.bus.discard())?;
+        let session = self.sessions.register_started(session)?;
         let drained = if self.clear { session.bus.drain() } else { 0 };
         Some(Acted {
             outcome: Outcome::ok(

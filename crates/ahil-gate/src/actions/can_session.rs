@@ -4,6 +4,7 @@
 use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,8 +20,7 @@ use crate::can::{Failure, Link, Session, Sessions, adapter};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
 use crate::policy::Action;
-use crate::serial::log_stamp;
-use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog, Stopping};
+use crate::session_lifecycle::{self, Begun, SessionKind, SessionLog, Stopping};
 
 /// How long a start waits for the adapter's backlog to reach the queue before it drains.
 const DRAIN_SETTLE: Duration = Duration::from_secs(1);
@@ -224,28 +224,27 @@ struct Pumped {
 impl SessionKind for Start {
     type Device = Pumped;
     const TOOL: ToolId = ToolId::CanSessionStart;
+    const CLAIM: &'static str = "can_session";
+    const LOCK_REFUSED: &'static str = "the device lock was refused before the adapter was opened";
+    const LOG_PREFIX: &'static str = "can";
 
-    fn claim(&self) -> Claim {
-        Claim::new(
-            vec![self.lock_key.clone()],
-            format!("can_session:{}", self.bus_id),
-            "the device lock was refused before the adapter was opened",
-        )
+    fn id(&self) -> Cow<'_, str> {
+        Cow::from(&self.bus_id)
     }
 
-    fn log_start(&self) -> (String, Value) {
-        (
-            format!("can-{}-{}.jsonl", log_stamp(), self.bus_id),
-            json!({
-                "event": "start",
-                "bus_id": self.bus_id,
-                "adapter": self.kind,
-                "channel": self.request.channel,
-                "bitrate": self.request.bitrate,
-                "fd": self.request.fd,
-                "listen_only": self.request.listen_only,
-            }),
-        )
+    fn lock_keys(&self) -> Vec<String> {
+        vec![self.lock_key.clone()]
+    }
+
+    fn start_fields(&self) -> Value {
+        json!({
+            "bus_id": self.bus_id,
+            "adapter": self.kind,
+            "channel": self.request.channel,
+            "bitrate": self.request.bitrate,
+            "fd": self.request.fd,
+            "listen_only": self.request.listen_only,
+        })
     }
 
     fn open(&mut self, log: &SessionLog) -> Result<Pumped, Box<Acted>> {
@@ -288,9 +287,7 @@ impl SessionKind for Start {
             log: begun.log,
             locks: begun.locks,
         };
-        let session = self
-            .sessions
-            .register_opened(session, |refused| refused.bus.discard())?;
+        let session = self.sessions.register_started(session)?;
         Some(Acted {
             outcome: self.started(&session, &opened, drained),
             // The channel is on the bus now: in active mode the controller acknowledges frames.

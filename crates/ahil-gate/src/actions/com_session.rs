@@ -4,6 +4,7 @@
 use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,8 +19,8 @@ use crate::audit::Audit;
 use crate::envelope::Outcome;
 use crate::ownership::{Ownership, device_keys};
 use crate::policy::Action;
-use crate::serial::{Encoding, Session, Sessions, identity, log_stamp, text::to_hex};
-use crate::session_lifecycle::{self, Begun, Claim, SessionKind, SessionLog, Stopping};
+use crate::serial::{Encoding, Session, Sessions, identity, text::to_hex};
+use crate::session_lifecycle::{self, Begun, SessionKind, SessionLog, Stopping};
 
 /// Generous: identity checks read sysfs and the open itself is quick.
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -243,25 +244,22 @@ struct Opening {
 impl SessionKind for Opening {
     type Device = Port;
     const TOOL: ToolId = ToolId::ComSessionStart;
+    const CLAIM: &'static str = "com_session";
+    const LOCK_REFUSED: &'static str = "the device lock was refused before the port was opened";
+    const LOG_PREFIX: &'static str = "com";
+    const LOG_REFUSED: &'static str =
+        "the session log could not be written, so the port was not opened";
 
-    fn claim(&self) -> Claim {
-        Claim::new(
-            self.start.lock_keys.clone(),
-            format!("com_session:{}", self.start.port_id),
-            "the device lock was refused before the port was opened",
-        )
+    fn id(&self) -> Cow<'_, str> {
+        Cow::from(&self.start.port_id)
     }
 
-    fn log_start(&self) -> (String, Value) {
-        let start = &self.start;
-        (
-            format!("com-{}-{}.jsonl", log_stamp(), start.port_id),
-            json!({"event": "start", "port_id": start.port_id, "device": start.device}),
-        )
+    fn lock_keys(&self) -> Vec<String> {
+        self.start.lock_keys.clone()
     }
 
-    fn log_refused(&self) -> &'static str {
-        "the session log could not be written, so the port was not opened"
+    fn start_fields(&self) -> Value {
+        json!({"port_id": self.start.port_id, "device": self.start.device})
     }
 
     fn open(&mut self, log: &SessionLog) -> Result<Port, Box<Acted>> {

@@ -310,7 +310,7 @@ fn session_work<'a>(
                 debugger,
                 pinned_debugger_executable(ctx.loaded, name).as_deref(),
             ),
-            label: format!("debug_session:{name}"),
+            debugger: name.to_owned(),
             audit: crate::audit::Audit::for_config(ctx.loaded),
             ownership: Arc::clone(ctx.ownership),
             sessions,

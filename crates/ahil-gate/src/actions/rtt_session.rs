@@ -4,6 +4,7 @@
 //! (decision 0015), a probe-rs target's through its worker, OpenOCD's RTT through its own server
 //! (`rtt_reach.rs`); other backends answer `not_supported`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,8 +28,8 @@ use crate::ownership::runs::debugger_keys;
 use crate::policy::{Action, Device};
 use crate::rtt::defmt::Decoding;
 use crate::rtt::{Session, Sessions, channel_doc};
-use crate::serial::{Encoding, log_stamp, text::to_hex};
-use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog, Stopping};
+use crate::serial::{Encoding, text::to_hex};
+use crate::session_lifecycle::{self, Begun, Registry, SessionKind, SessionLog, Stopping};
 use crate::snapshot::pinned_debugger_executable;
 
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -389,21 +390,21 @@ pub(super) fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
 impl SessionKind for Opening {
     type Device = Link;
     const TOOL: ToolId = ToolId::RttSessionStart;
+    const CLAIM: &'static str = "rtt_session";
+    const LOCK_REFUSED: &'static str =
+        "the device lock was refused before the target's memory was read";
+    const LOG_PREFIX: &'static str = "rtt";
 
-    fn claim(&self) -> Claim {
-        Claim::new(
-            self.start.lock_keys.clone(),
-            format!("rtt_session:{}", self.start.debugger),
-            "the device lock was refused before the target's memory was read",
-        )
+    fn id(&self) -> Cow<'_, str> {
+        Cow::from(&self.start.debugger)
     }
 
-    fn log_start(&self) -> (String, Value) {
-        let start = &self.start;
-        (
-            format!("rtt-{}-{}.jsonl", log_stamp(), start.debugger),
-            json!({"event": "start", "debugger": start.debugger}),
-        )
+    fn lock_keys(&self) -> Vec<String> {
+        self.start.lock_keys.clone()
+    }
+
+    fn start_fields(&self) -> Value {
+        json!({"debugger": self.start.debugger})
     }
 
     fn open(&mut self, log: &SessionLog) -> Result<Link, Box<Acted>> {

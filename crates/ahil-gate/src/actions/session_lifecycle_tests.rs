@@ -784,3 +784,6 @@ fn a_read_waits_as_asked_within_its_ceiling_and_never_below_zero() {
         Duration::ZERO
     );
 }
+
+mod debug_stop;
+mod names;

@@ -152,6 +152,14 @@ impl Link {
     }
 }
 
+impl Sessions {
+    /// Registers the session a start just opened, direct or shared; one whose id another session
+    /// took meanwhile has its link discarded before the start answers.
+    pub fn register_started(&self, session: Session) -> Option<std::sync::Arc<Session>> {
+        self.register_opened(session, |refused| refused.bus.discard())
+    }
+}
+
 /// One open bus and what it holds.
 pub struct Session {
     /// Its [`session_key`].

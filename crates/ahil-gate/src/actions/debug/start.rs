@@ -5,9 +5,10 @@ use super::servers::{start_openocd, start_stlink};
 #[allow(clippy::wildcard_imports)]
 use super::*;
 use crate::debug::Loopback;
-use crate::session_lifecycle::{self, Begun, Claim, Registry, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, Registry, SessionKind, SessionLog};
 use ahil_drivers::openocd::gdbserver::GdbServer;
 use ahil_drivers::process::CancelFlag;
+use std::borrow::Cow;
 
 /// The debug server a session starts against.
 pub(super) enum ServerKind {
@@ -62,7 +63,8 @@ pub(super) struct Start {
     pub(super) mode: String,
     pub(super) timeout: Duration,
     pub(super) lock_keys: Vec<String>,
-    pub(super) label: String,
+    /// The debugger's name in the configuration.
+    pub(super) debugger: String,
     pub(super) audit: crate::audit::Audit,
     pub(super) ownership: Arc<Ownership>,
     pub(super) sessions: Arc<Sessions>,
@@ -152,7 +154,7 @@ impl Start {
             mode,
             timeout,
             lock_keys,
-            label,
+            debugger,
             audit,
             ownership,
             sessions,
@@ -171,7 +173,7 @@ impl Start {
             mode,
             timeout,
             lock_keys,
-            label,
+            debugger,
             sessions,
             staged,
             header,
@@ -192,7 +194,7 @@ struct Opening {
     mode: String,
     timeout: Duration,
     lock_keys: Vec<String>,
-    label: String,
+    debugger: String,
     sessions: Arc<Sessions>,
     staged: StagedArtifact,
     header: Vec<u8>,
@@ -211,30 +213,32 @@ struct Attached {
 impl SessionKind for Opening {
     type Device = Attached;
     const TOOL: ToolId = ToolId::DebugStartSession;
+    const CLAIM: &'static str = "debug_session";
+    const LOCK_REFUSED: &'static str = "the device lock was refused before gdb started";
+    const LOG_PREFIX: &'static str = "gdb";
+    const LOG_REFUSED: &'static str =
+        "the session log could not be written, so gdb was not started";
 
-    fn claim(&self) -> Claim {
-        Claim::new(
-            self.lock_keys.clone(),
-            self.label.clone(),
-            "the device lock was refused before gdb started",
-        )
+    fn id(&self) -> Cow<'_, str> {
+        Cow::from(&self.debugger)
     }
 
-    fn log_start(&self) -> (String, Value) {
-        (
-            format!("gdb-{}.jsonl", self.session_id),
-            json!({
-                "event": "start",
-                "session_id": self.session_id,
-                "mode": self.mode,
-                "backend": self.backend,
-                "artifact": {"path": self.staged.display_path(), "sha256": self.staged.sha256()},
-            }),
-        )
+    fn lock_keys(&self) -> Vec<String> {
+        self.lock_keys.clone()
     }
 
-    fn log_refused(&self) -> &'static str {
-        "the session log could not be written, so gdb was not started"
+    fn start_fields(&self) -> Value {
+        json!({
+            "session_id": self.session_id,
+            "mode": self.mode,
+            "backend": self.backend,
+            "artifact": {"path": self.staged.display_path(), "sha256": self.staged.sha256()},
+        })
+    }
+
+    // The log is named by the session's id, which already carries the start's stamp.
+    fn log_name(&self) -> String {
+        format!("{}-{}.jsonl", Self::LOG_PREFIX, self.session_id)
     }
 
     fn open(&mut self, log: &SessionLog) -> Result<Attached, Box<Acted>> {
@@ -399,7 +403,7 @@ pub(in crate::actions) fn test_kind(
         mode: "attach".to_owned(),
         timeout,
         lock_keys,
-        label: "debug_session:probe".to_owned(),
+        debugger: "probe".to_owned(),
         sessions: Arc::clone(sessions),
         staged,
         header: Vec::new(),

@@ -153,8 +153,5 @@ pub(in crate::actions) fn stop_session(
         .with("gdb_disconnected", disconnected)
         .with("session", described);
     outcome.log_path = Some(log_path);
-    if logged.is_err() {
-        outcome.audit_ok = Some(false);
-    }
-    made(outcome)
+    made(session_lifecycle::with_event_logged(outcome, logged))
 }
