@@ -488,3 +488,40 @@ async fn a_name_that_is_not_declared_is_refused_before_any_plan_or_lease() {
         assert!(outcome.lease_state.is_none(), "{name}");
     }
 }
+
+/// A plan refuses, as misrouted and before any work, every tool the dispatch binds elsewhere: no
+/// plan answers another plan's tool by falling through to one of its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_plan_refuses_each_tool_dispatched_to_another_plan() {
+    let fixture = Fixture::new();
+    let bench = bench_with(&fixture, &fixture.starter());
+    let args = json!({});
+    let serves = |plan: actions::PlanFn, tool: ToolId| {
+        tokio::task::block_in_place(|| {
+            with_context(&bench, tool, &args, |ctx| match plan(ctx) {
+                Err(refusal) => refusal.detail("misrouted").is_none(),
+                Ok(_) => true,
+            })
+        })
+        .expect("the starter configuration loads")
+    };
+    let plans: Vec<_> = catalogue::declarations()
+        .filter_map(|d| match actions::dispatch(d.id) {
+            Dispatch::Plan(plan) => Some((d.id, plan)),
+            Dispatch::Reactor => None,
+        })
+        .collect();
+    for &(own, plan) in &plans {
+        for &(other, other_plan) in &plans {
+            // Two tools share a plan exactly when each one's plan serves the other.
+            if serves(plan, other) {
+                assert!(
+                    serves(other_plan, own),
+                    "the plan of {} answers {} as if it were its own",
+                    own.name(),
+                    other.name()
+                );
+            }
+        }
+    }
+}

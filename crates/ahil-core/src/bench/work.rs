@@ -147,6 +147,24 @@ pub struct Acted {
     pub contact: Option<Contact>,
 }
 
+impl Acted {
+    /// Work that reached for a device, with what is known of the contact.
+    pub fn new(outcome: Outcome, contact: Contact) -> Self {
+        Self {
+            outcome,
+            contact: Some(contact),
+        }
+    }
+
+    /// Work that touched no device.
+    pub fn local(outcome: Outcome) -> Self {
+        Self {
+            outcome,
+            contact: None,
+        }
+    }
+}
+
 /// The answer to a name that is not a listed tool.
 pub fn unknown_tool(tool: &str) -> Outcome {
     Outcome::refused(

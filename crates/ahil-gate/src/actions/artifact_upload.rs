@@ -35,10 +35,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         // Two uploads of the same bytes write the same name: one at a time.
         also: Vec::new(),
         resources: vec!["artifacts:upload".to_owned()],
-        work: Work::Local(Box::new(move || Acted {
-            outcome: upload(ctx),
-            contact: None,
-        })),
+        work: Work::Local(Box::new(move || Acted::local(upload(ctx)))),
     })
 }
 

@@ -92,8 +92,5 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 }
 
 fn local(outcome: Outcome) -> Acted {
-    Acted {
-        outcome,
-        contact: None,
-    }
+    Acted::local(outcome)
 }

@@ -117,6 +117,7 @@ fn frame_of(tool: &str, args: &Value, fd: bool, max_bytes: usize) -> Result<Fram
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::CanSend, ToolId::CanRead])?;
     let entry = bus_entry(ctx)?;
     let (bus_id, bus) = (entry.bus_id, entry.bus);
     // Another participant of the bus is another session: one this server may not have started.
@@ -224,10 +225,10 @@ fn send(
 ) -> Acted {
     const TOOL: ToolId = ToolId::CanSend;
     let Some(session) = session else {
-        return Acted {
-            outcome: not_active(TOOL.name(), bus_id),
-            contact: Some(Contact::none("no session, so nothing was sent")),
-        };
+        return Acted::new(
+            not_active(TOOL.name(), bus_id),
+            Contact::none("no session, so nothing was sent"),
+        );
     };
     if let Some(outcome) = failed_session(TOOL, &session) {
         return Acted {

@@ -40,6 +40,7 @@ struct Start {
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
+    super::serves(ctx.tool, &[ToolId::CanSessionStart, ToolId::CanSessionStop])?;
     let entry = bus_entry(ctx)?;
     if entry.share.is_some() {
         return super::can_participant::plan(ctx, &entry);
@@ -249,10 +250,10 @@ impl SessionKind for Start {
 
     fn open(&mut self, log: &SessionLog) -> Result<Pumped, Box<Acted>> {
         let (adapter, opened) = can::open(&self.spec, &self.request).map_err(|error| {
-            Box::new(Acted {
-                outcome: open_refusal(&self.bus_id, &error).with_log(&log.path),
-                contact: Some(error.contact()),
-            })
+            Box::new(Acted::new(
+                open_refusal(&self.bus_id, &error).with_log(&log.path),
+                error.contact(),
+            ))
         })?;
         let bus = Bus::start(adapter, self.cap, self.request.poll_interval);
         let drained = if self.clear {

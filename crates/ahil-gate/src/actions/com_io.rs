@@ -245,10 +245,10 @@ fn write(
 ) -> Acted {
     const TOOL: ToolId = ToolId::ComWrite;
     let Some(session) = session.filter(|s| s.port.is_alive()) else {
-        return Acted {
-            outcome: not_active(TOOL.name(), port_id, None),
-            contact: Some(Contact::none("no session, so nothing was written")),
-        };
+        return Acted::new(
+            not_active(TOOL.name(), port_id, None),
+            Contact::none("no session, so nothing was written"),
+        );
     };
     let result = session.port.write(payload);
     let written = match &result {
@@ -306,17 +306,11 @@ fn read(
     const TOOL: ToolId = ToolId::ComRead;
     let none = || Contact::none("a read only takes bytes already received");
     let Some(session) = session else {
-        return Acted {
-            outcome: not_active(TOOL.name(), port_id, None),
-            contact: Some(none()),
-        };
+        return Acted::new(not_active(TOOL.name(), port_id, None), none());
     };
     let taken = session.port.read(max_bytes, wait, patterns);
     if taken.bytes.is_empty() && taken.reader_error.is_some() {
-        return Acted {
-            outcome: not_active(TOOL.name(), port_id, Some(&session)),
-            contact: Some(none()),
-        };
+        return Acted::new(not_active(TOOL.name(), port_id, Some(&session)), none());
     }
     let mut outcome = read_outcome(
         TOOL,
@@ -330,8 +324,5 @@ fn read(
         outcome.set("reader_error", reader_error(error));
     }
     outcome.meta = Some(untrusted_meta(port_id));
-    Acted {
-        outcome: outcome.with_log(&session.log.path),
-        contact: Some(none()),
-    }
+    Acted::new(outcome.with_log(&session.log.path), none())
 }

@@ -217,10 +217,10 @@ impl Start {
         ) {
             Ok(identity) => identity,
             Err(refusal) => {
-                return Acted {
-                    outcome: *refusal,
-                    contact: Some(Contact::none("the identity check only reads sysfs")),
-                };
+                return Acted::new(
+                    *refusal,
+                    Contact::none("the identity check only reads sysfs"),
+                );
             }
         };
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
@@ -266,10 +266,10 @@ impl SessionKind for Opening {
         let start = &self.start;
         let tap = rx_tap(&log.audit, &log.name, start.encoding);
         let port = Port::open(&start.options, Some(tap)).map_err(|err| {
-            Box::new(Acted {
-                outcome: open_refusal(&start.port_id, &start.device, &err).with_log(&log.path),
-                contact: Some(err.contact()),
-            })
+            Box::new(Acted::new(
+                open_refusal(&start.port_id, &start.device, &err).with_log(&log.path),
+                err.contact(),
+            ))
         })?;
         if start.clear {
             port.clear();

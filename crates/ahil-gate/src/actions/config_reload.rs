@@ -12,9 +12,8 @@ use crate::envelope::Outcome;
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::ProjectConfigReloadDescription])?;
-    Ok(Plan::read_state(Work::Local(Box::new(move || Acted {
-        outcome: run(ctx),
-        contact: None,
+    Ok(Plan::read_state(Work::Local(Box::new(move || {
+        Acted::local(run(ctx))
     }))))
 }
 

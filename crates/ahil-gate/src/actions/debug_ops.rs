@@ -177,17 +177,14 @@ fn logged(session: &Live, outcome: &mut Outcome) {
 
 /// An answer that touched no hardware.
 fn quiet(outcome: Outcome) -> Acted {
-    Acted {
+    Acted::new(
         outcome,
-        contact: Some(Contact::none("answered from the session's own record")),
-    }
+        Contact::none("answered from the session's own record"),
+    )
 }
 
 fn made(outcome: Outcome) -> Acted {
-    Acted {
-        outcome,
-        contact: Some(Contact::Made),
-    }
+    Acted::new(outcome, Contact::Made)
 }
 
 fn with_stop(mut outcome: Outcome, stop: Option<&Value>) -> Outcome {
@@ -241,10 +238,7 @@ fn mi_failure(tool: ToolId, session: &mut Live, command: &str, message: &str) ->
         ),
     )
     .with("session", session.describe());
-    Acted {
-        outcome,
-        contact: Some(Contact::Made),
-    }
+    Acted::new(outcome, Contact::Made)
 }
 
 /// One MI command; the reply or the failure text.

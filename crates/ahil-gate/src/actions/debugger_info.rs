@@ -86,9 +86,11 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         }
         (None, None) if debugger.kind == DebuggerType::Esptool => {
             let outcome = not_found(name, debugger);
-            Work::Local(Box::new(move || Acted {
-                outcome,
-                contact: Some(Contact::none("no executable is pinned, so nothing ran")),
+            Work::Local(Box::new(move || {
+                Acted::new(
+                    outcome,
+                    Contact::none("no executable is pinned, so nothing ran"),
+                )
             }))
         }
         (None, _) if debugger.kind == DebuggerType::ProbeRs => {
@@ -108,10 +110,10 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             let outcome = not_found(name, debugger);
             Work::Local(Box::new(move || {
                 let _ = backend;
-                Acted {
+                Acted::new(
                     outcome,
-                    contact: Some(Contact::none("no executable is pinned, so nothing ran")),
-                }
+                    Contact::none("no executable is pinned, so nothing ran"),
+                )
             }))
         }
         (Some(backend), Some(path)) => {
@@ -224,10 +226,7 @@ fn answer(
                 Backend::OpenOcd | Backend::Qemu | Backend::Esptool | Backend::ProbeRs => {}
             }
             outcome.set("version", report.version);
-            Acted {
-                outcome,
-                contact: Some(report.contact),
-            }
+            Acted::new(outcome, report.contact)
         }
         Err(error) => {
             let contact = error.contact();
@@ -261,10 +260,7 @@ fn answer(
             outcome = outcome.with_remediation([
                 "Run `agentic-hil doctor`: it repeats this check and shows what the toolchain printed.",
             ]);
-            Acted {
-                outcome,
-                contact: Some(contact),
-            }
+            Acted::new(outcome, contact)
         }
     }
 }

@@ -18,9 +18,8 @@ use crate::config_edit::keys::{
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::ProjectConfigDescribe])?;
-    Ok(Plan::read_state(Work::Local(Box::new(move || Acted {
-        outcome: describe(ctx),
-        contact: None,
+    Ok(Plan::read_state(Work::Local(Box::new(move || {
+        Acted::local(describe(ctx))
     }))))
 }
 

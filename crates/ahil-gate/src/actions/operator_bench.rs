@@ -22,19 +22,13 @@ const ADOPT_DEADLINE: Duration = Duration::from_mins(2);
 const BOOTSTRAP_DEADLINE: Duration = Duration::from_mins(1);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
-    super::serves(
-        ctx.tool,
-        &[
-            ToolId::AdoptHardware,
-            ToolId::DebuggerProbesBootstrap,
-            ToolId::Doctor,
-        ],
-    )?;
-    Ok(match ctx.tool {
-        ToolId::AdoptHardware => adopt(ctx),
-        ToolId::DebuggerProbesBootstrap => bootstrap_listing(ctx),
-        _ => doctor(ctx),
-    })
+    // Every tool this plan serves is named; any other is refused, never run as one of these.
+    match ctx.tool {
+        ToolId::AdoptHardware => Ok(adopt(ctx)),
+        ToolId::DebuggerProbesBootstrap => Ok(bootstrap_listing(ctx)),
+        ToolId::Doctor => Ok(doctor(ctx)),
+        other => Err(super::misrouted(other)),
+    }
 }
 
 /// The adoption reads and writes the whole bench's description, so it holds every device the
@@ -50,9 +44,10 @@ fn adopt<'a>(ctx: &'a Context<'a>) -> Plan<'a> {
     let tool = ctx.tool;
     let loaded = ctx.loaded.clone();
     let env = ctx.env.clone();
-    let run = move |_cancel| Acted {
-        outcome: crate::config_edit::operator::adopt_held(tool, &loaded, &env, &target, dry_run),
-        contact: None,
+    let run = move |_cancel| {
+        Acted::local(crate::config_edit::operator::adopt_held(
+            tool, &loaded, &env, &target, dry_run,
+        ))
     };
     Plan {
         // The operator's own command: no agent grant applies; the device locks are what protect it.
@@ -76,10 +71,8 @@ fn bootstrap_listing<'a>(ctx: &'a Context<'a>) -> Plan<'a> {
     let resources = crate::bootstrap::lister_key(&workspace, &env)
         .into_iter()
         .collect();
-    let run = move |_cancel| Acted {
-        outcome: crate::bootstrap::probes_without_config(&workspace, &env),
-        contact: None,
-    };
+    let run =
+        move |_cancel| Acted::local(crate::bootstrap::probes_without_config(&workspace, &env));
     Plan {
         resources,
         ..Plan::read_state(Work::Driver(DriverJob {
@@ -94,8 +87,7 @@ fn bootstrap_listing<'a>(ctx: &'a Context<'a>) -> Plan<'a> {
 /// timeout), so it claims no lock, as `sim status` does not.
 fn doctor<'a>(ctx: &'a Context<'a>) -> Plan<'a> {
     let loaded = ctx.loaded;
-    Plan::read_state(Work::Local(Box::new(move || Acted {
-        outcome: crate::doctor::check(loaded),
-        contact: None,
+    Plan::read_state(Work::Local(Box::new(move || {
+        Acted::local(crate::doctor::check(loaded))
     })))
 }

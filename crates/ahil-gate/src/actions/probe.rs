@@ -35,15 +35,6 @@ const DEFAULT_FLASH_BASE: u64 = 0x0800_0000;
 const MARGIN: Duration = Duration::from_secs(5);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
-    super::serves(
-        ctx.tool,
-        &[
-            ToolId::DebuggerProbesList,
-            ToolId::ProbeTarget,
-            ToolId::FlashFirmware,
-            ToolId::ResetTarget,
-        ],
-    )?;
     let tool = probe_tool(ctx.tool)?;
     let (name, debugger) = bound_debugger(ctx)?;
     let executable = pinned_debugger_executable(ctx.loaded, name);
@@ -389,10 +380,7 @@ pub(super) fn listed(mut outcome: Outcome, proof: &str) -> Acted {
     outcome.side_effect_committed = Some(false);
     outcome.side_effect_status = Some(SideEffectStatus::NotStarted);
     outcome.retry_safe = Some(true);
-    Acted {
-        outcome,
-        contact: Some(Contact::none(proof)),
-    }
+    Acted::new(outcome, Contact::none(proof))
 }
 
 fn list(probe: &QemuProbe, budget: &Budget) -> Acted {
@@ -623,10 +611,7 @@ fn failure(tool: ToolId, fallback: ErrorType, error: &DriverError) -> Acted {
             "The board's state is unknown: probe_target to see whether it answers, then flash or reset it again.",
         ]);
     }
-    Acted {
-        outcome,
-        contact: Some(contact),
-    }
+    Acted::new(outcome, contact)
 }
 
 fn detail(error: &DriverError) -> String {

@@ -129,19 +129,18 @@ impl PortCheck {
             &self.device,
             self.expected.as_ref(),
         );
-        verified.err().map(|refusal| Acted {
-            outcome: refusal.with("backend", "esptool"),
-            contact: Some(Contact::none("the identity check only reads sysfs")),
+        verified.err().map(|refusal| {
+            Acted::new(
+                refusal.with("backend", "esptool"),
+                Contact::none("the identity check only reads sysfs"),
+            )
         })
     }
 }
 
 fn local(outcome: Outcome, proof: &str) -> Work<'static> {
     let proof = proof.to_owned();
-    Work::Local(Box::new(move || Acted {
-        outcome,
-        contact: Some(Contact::none(proof)),
-    }))
+    Work::Local(Box::new(move || Acted::new(outcome, Contact::none(proof))))
 }
 
 /// An OpenOCD script given by absolute path must not live in the system temp dir, where any local
@@ -557,10 +556,7 @@ fn answer(
     if !done.warnings.is_empty() {
         outcome.set("backend_warnings", json!(done.warnings));
     }
-    Acted {
-        outcome,
-        contact: Some(Contact::Made),
-    }
+    Acted::new(outcome, Contact::Made)
 }
 
 /// The transcripts for a result: the private staging directory never appears in it.
@@ -628,15 +624,9 @@ pub(super) fn failed(
         outcome = outcome.not_started(false).with_next_step(
             "Ask the operator to set a probe_id that names exactly one connected probe.",
         );
-        return Acted {
-            outcome,
-            contact: None,
-        };
+        return Acted::local(outcome);
     }
-    Acted {
-        outcome,
-        contact: Some(contact),
-    }
+    Acted::new(outcome, contact)
 }
 
 #[cfg(test)]

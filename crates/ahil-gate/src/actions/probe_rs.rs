@@ -51,8 +51,5 @@ pub fn info() -> Acted {
         .with_remediation(["Rebuild agentic-hil with its default features (`probe-rs`)."])
         .not_contacted()
     };
-    Acted {
-        outcome,
-        contact: Some(Contact::none("nothing was started")),
-    }
+    Acted::new(outcome, Contact::none("nothing was started"))
 }

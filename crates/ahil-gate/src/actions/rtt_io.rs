@@ -155,10 +155,7 @@ fn read(
     const TOOL: ToolId = ToolId::RttRead;
     let none = || Contact::none("a read only takes bytes already polled");
     let Some((session, ring)) = session.and_then(|s| Some((s, s.link.ring(channel.index)?))) else {
-        return Acted {
-            outcome: not_active(TOOL, debugger),
-            contact: Some(none()),
-        };
+        return Acted::new(not_active(TOOL, debugger), none());
     };
     let deadline = std::time::Instant::now() + wait;
     if channel.format == RttFormat::Defmt
@@ -170,10 +167,7 @@ fn read(
         meta["agentic_hil/untrusted_content"]["fields"] =
             json!(["data.text", "data.hex", "frames"]);
         outcome.meta = Some(meta);
-        return Acted {
-            outcome: outcome.with_log(&session.log.path),
-            contact: Some(none()),
-        };
+        return Acted::new(outcome.with_log(&session.log.path), none());
     }
     let taken = ring.take(max_bytes, deadline, patterns);
     let mut outcome = read_outcome(
@@ -193,10 +187,7 @@ fn read(
         );
     }
     outcome.meta = Some(untrusted_meta(debugger, &channel.name));
-    Acted {
-        outcome: outcome.with_log(&session.log.path),
-        contact: Some(none()),
-    }
+    Acted::new(outcome.with_log(&session.log.path), none())
 }
 
 /// A defmt channel's read: `com_read`'s answer on the decoded lines, and the frames beside it.
@@ -247,10 +238,10 @@ fn write(
 ) -> Acted {
     const TOOL: ToolId = ToolId::RttWrite;
     let Some(session) = session else {
-        return Acted {
-            outcome: not_active(TOOL, debugger),
-            contact: Some(Contact::none("no session, so nothing was written")),
-        };
+        return Acted::new(
+            not_active(TOOL, debugger),
+            Contact::none("no session, so nothing was written"),
+        );
     };
     let result = session.link.write(channel.index, payload);
     let written = *result.as_ref().unwrap_or(&0);

@@ -200,10 +200,7 @@ impl Refusal<'_> {
         // safe only on a proof of none).
         let mut outcome = outcome;
         outcome.log_path = Some(log_path.to_owned());
-        Box::new(Acted {
-            outcome,
-            contact: Some(contact),
-        })
+        Box::new(Acted::new(outcome, contact))
     }
 }
 

@@ -81,9 +81,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         let doc = list(name, rtt, &sessions);
         // Not `local_plan`: the listing states its proof of no contact, so the agent reads
         // `target_contacted: false`.
-        return Ok(Plan::read_state(Work::Local(Box::new(move || Acted {
-            outcome: doc,
-            contact: Some(Contact::none("listing reads the configuration only")),
+        return Ok(Plan::read_state(Work::Local(Box::new(move || {
+            Acted::new(doc, Contact::none("listing reads the configuration only"))
         }))));
     }
     let executable = pinned_debugger_executable(ctx.loaded, name);
@@ -307,10 +306,10 @@ impl Start {
             let (bytes, source) = elf.take().unwrap_or_else(|| self.elf())?;
             let found = crate::rtt::elf::control_block(ToolId::RttSessionStart, &bytes, &source)
                 .map_err(|outcome| {
-                    Box::new(Acted {
-                        outcome: *outcome,
-                        contact: Some(Contact::none("the ELF was read before the target")),
-                    })
+                    Box::new(Acted::new(
+                        *outcome,
+                        Contact::none("the ELF was read before the target"),
+                    ))
                 })?;
             elf = Some(Ok((bytes, source)));
             found

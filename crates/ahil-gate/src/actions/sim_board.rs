@@ -66,10 +66,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 Contact::none("a status query reads the emulator's own state"),
             ),
         };
-        Acted {
-            outcome: Outcome::from_doc(tool.name(), doc.0),
-            contact: Some(doc.1),
-        }
+        Acted::new(Outcome::from_doc(tool.name(), doc.0), doc.1)
     };
     Ok(Plan {
         // The operator's own command: no agent grant applies; the device lock is what protects it.

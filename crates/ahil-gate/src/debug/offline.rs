@@ -128,10 +128,10 @@ impl Record {
 }
 
 fn quiet(outcome: Outcome) -> Box<Acted> {
-    Box::new(Acted {
+    Box::new(Acted::new(
         outcome,
-        contact: Some(Contact::none("answered before the probe was opened")),
-    })
+        Contact::none("answered before the probe was opened"),
+    ))
 }
 
 /// A C identifier or a `::`-qualified C++ name; nothing gdb would evaluate as an expression.
@@ -343,10 +343,7 @@ impl Read {
                 outcome.set(&key, value);
             }
         }
-        Acted {
-            outcome: read_only(outcome),
-            contact: Some(Contact::Made),
-        }
+        Acted::new(read_only(outcome), Contact::Made)
     }
 
     /// Address and size from gdb's debug info, else from the ELF's symbol table.

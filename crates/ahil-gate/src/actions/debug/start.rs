@@ -49,9 +49,8 @@ pub(super) struct Reached {
 pub(super) fn missing_program(elf: ArtifactUse, outcome: Outcome) -> Work<'static> {
     crate::actions::after_artifact(
         elf,
-        Work::Local(Box::new(move || Acted {
-            outcome,
-            contact: Some(Contact::none("nothing was started")),
+        Work::Local(Box::new(move || {
+            Acted::new(outcome, Contact::none("nothing was started"))
         })),
     )
 }
@@ -74,10 +73,7 @@ pub(super) struct Start {
 /// socket path be one gdb takes as a remote); OpenOCD and ST-LINK start under the lock.
 pub(super) fn pending_server(server: ServerKind, budget: &Budget) -> Result<Pending, Box<Acted>> {
     const TOOL: ToolId = ToolId::DebugStartSession;
-    let refused = |outcome: Outcome, why: &'static str| Acted {
-        outcome,
-        contact: Some(Contact::none(why)),
-    };
+    let refused = |outcome: Outcome, why: &'static str| Acted::new(outcome, Contact::none(why));
     let pending = match server {
         ServerKind::Qemu(probe) => match probe.open_gdb(budget) {
             Ok(target) => Pending::Board(Box::new(Reached {
@@ -278,10 +274,7 @@ impl SessionKind for Opening {
             .with("target_state", "halted");
         outcome.log_path = Some(live.log.path.clone());
         self.sessions.register(live).ok()?;
-        Some(Acted {
-            outcome,
-            contact: Some(Contact::Made),
-        })
+        Some(Acted::new(outcome, Contact::Made))
     }
 }
 
@@ -326,10 +319,7 @@ impl Opening {
             )
             .with("backend", self.backend);
             Box::new(match self.backend {
-                "qemu" => Acted {
-                    outcome,
-                    contact: Some(Contact::none("gdb did not start")),
-                },
+                "qemu" => Acted::new(outcome, Contact::none("gdb did not start")),
                 _ => progress.failed(outcome, false),
             })
         })?;

@@ -175,10 +175,10 @@ impl Job {
             .with("channels", json!(docs))
             .with("missing_limits", json!(missing))
             .with("writes_refused_reason", json!(refused_reason));
-        Ok(Acted {
+        Ok(Acted::new(
             outcome,
-            contact: Some(Contact::none("a status call sends only queries")),
-        })
+            Contact::none("a status call sends only queries"),
+        ))
     }
 
     /// A stored set point above its limit refuses switching on (and a set that leaves it there).
@@ -416,10 +416,7 @@ impl Job {
         outcome.side_effect_committed = Some(true);
         outcome.side_effect_status = Some(SideEffectStatus::Committed);
         outcome.retry_safe = Some(false);
-        Acted {
-            outcome,
-            contact: Some(Contact::Made),
-        }
+        Acted::new(outcome, Contact::Made)
     }
 
     /// A write that took, but not to the value asked: known to have changed the unit.
@@ -433,10 +430,7 @@ impl Job {
                 "A supply that does not hold what it was told is for the operator to look at.",
             ])
             .with_do_not(["Do not write an offset value to land on the request, and do not retry in a loop."]);
-        Acted {
-            outcome,
-            contact: Some(Contact::Made),
-        }
+        Acted::new(outcome, Contact::Made)
     }
 
     pub(super) fn queries_only(outcome: Outcome) -> Acted {
@@ -450,10 +444,7 @@ impl Job {
 
     pub(super) fn no_contact(&self, outcome: Outcome, proof: &str) -> Acted {
         let outcome = outcome.with("last_known_output", last_known_output(self.channel(), None));
-        Acted {
-            outcome: outcome.not_contacted(),
-            contact: Some(Contact::none(proof)),
-        }
+        Acted::new(outcome.not_contacted(), Contact::none(proof))
     }
 
     pub(super) fn channel(&self) -> Option<u8> {
@@ -509,10 +500,10 @@ impl Job {
     /// A refusal on the unit's identity: only the identity query reached it, so nothing changed.
     fn identity_refused(&self, outcome: Outcome) -> Acted {
         let outcome = outcome.with("last_known_output", last_known_output(self.channel(), None));
-        Acted {
-            outcome: outcome.not_started(false),
-            contact: Some(Contact::none("only the identity query was sent")),
-        }
+        Acted::new(
+            outcome.not_started(false),
+            Contact::none("only the identity query was sent"),
+        )
     }
 
     /// A conversation that ended without an answer: before any write nothing changed; after one
@@ -559,9 +550,6 @@ impl Job {
         if matches!(contact, Contact::None { .. }) {
             outcome = outcome.not_contacted();
         }
-        Acted {
-            outcome,
-            contact: Some(contact),
-        }
+        Acted::new(outcome, contact)
     }
 }
