@@ -361,10 +361,15 @@ impl<'a> Stopping<'a> {
 /// written is said, and the result is no longer fully audited.
 pub fn with_event_logged(mut outcome: Outcome, logged: Result<(), AuditError>) -> Outcome {
     if let Err(err) = logged {
-        outcome.audit_ok = Some(false);
-        outcome.set("audit_error", err.to_value());
+        mark_unlogged(&mut outcome, &err);
     }
     outcome
+}
+
+/// Marks a result whose session event could not be written: no longer fully audited, and why.
+pub fn mark_unlogged(outcome: &mut Outcome, err: &AuditError) {
+    outcome.audit_ok = Some(false);
+    outcome.set("audit_error", err.to_value());
 }
 
 /// A session write's answer, naming the session's log: a write that failed answers what it may

@@ -3,6 +3,7 @@
 use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
+use crate::session_lifecycle;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::Contact;
@@ -168,10 +169,9 @@ fn logged(session: &Live, outcome: &mut Outcome) {
         "hex": outcome.details.get("hex"),
         "output": outcome.details.get("output"),
     });
-    if session.log(&event) {
-        outcome.log_path = Some(session.log.path.clone());
-    } else {
-        outcome.audit_ok = Some(false);
+    match session.log(&event) {
+        Ok(()) => outcome.log_path = Some(session.log.path.clone()),
+        Err(err) => session_lifecycle::mark_unlogged(outcome, &err),
     }
 }
 

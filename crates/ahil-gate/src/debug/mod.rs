@@ -21,6 +21,7 @@ use ahil_drivers::qemu::qmp::Qmp;
 use serde_json::{Value, json};
 
 use crate::artifacts::StagedArtifact;
+use crate::audit::AuditError;
 use crate::ownership::SessionLocks;
 use crate::session_lifecycle::SessionLog;
 
@@ -149,9 +150,9 @@ impl Live {
         doc
     }
 
-    /// Appends an audited event to the session log; false if it could not be written.
-    pub fn log(&self, event: &Value) -> bool {
-        self.log.append(event).is_ok()
+    /// Appends an audited event to the session log.
+    pub fn log(&self, event: &Value) -> Result<(), AuditError> {
+        self.log.append(event)
     }
 }
 

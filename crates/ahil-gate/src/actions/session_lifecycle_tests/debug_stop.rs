@@ -73,3 +73,33 @@ fn a_debug_stop_whose_stop_event_could_not_be_logged_says_why_as_the_other_stops
     assert!(!case.sessions.is_active());
     assert!(SessionLocks::take(&Arc::clone(&world.theirs), keys, "next").is_ok());
 }
+
+#[test]
+fn a_debug_call_whose_event_could_not_be_logged_says_why_as_a_session_write_does() {
+    let world = World::new();
+    let case = Debug::new(&world);
+    let keys = vec!["probe:lifecycle-debugger".to_owned()];
+    let session = live(&world, &case, "gdb-debug-test.jsonl", keys);
+    assert!(case.sessions.register(session).is_ok(), "a free slot");
+    world.block_logs();
+    let limits = debug_ops::Limits {
+        max_dump: 0,
+        output: None,
+    };
+    let cleared = debug_ops::run(
+        ToolId::DebugClearBreakpoints,
+        &case.sessions,
+        &Value::Null,
+        Duration::from_secs(1),
+        &limits,
+        &ahil_drivers::process::CancelFlag::default(),
+    );
+    let outcome = &cleared.outcome;
+    assert_eq!(outcome.audit_ok, Some(false), "{:?}", outcome.summary);
+    let error = (outcome.details.get("audit_error")).expect("the call says why it is unaudited");
+    assert_eq!(error["error_type"], "audit_write_failed", "{error}");
+    assert!(
+        outcome.log_path.is_none(),
+        "a log that was not written is not named"
+    );
+}
