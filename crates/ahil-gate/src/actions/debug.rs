@@ -24,14 +24,14 @@ use ahil_drivers::qemu::QemuProbe;
 use serde_json::{Value, json};
 
 use super::debug_ops as ops;
-use super::debugger_info::bound_debugger;
+use super::debugger_info::{self, bound_debugger};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::artifacts::{ArtifactPolicy, ArtifactUse, Purpose, StagedArtifact};
 use crate::debug::{self, Live, Server, Sessions};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
 use crate::ownership::Ownership;
 use crate::ownership::runs::debugger_keys;
-use crate::policy::{Action, BreakpointAt, Device, DeviceUse, SymbolAllowlist};
+use crate::policy::{Action, BreakpointAt, DeviceUse, SymbolAllowlist};
 use crate::snapshot::pinned_debugger_executable;
 
 /// The gate's margin over the session's own waits.
@@ -91,10 +91,6 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         }
         _ => Action::DebugContain,
     };
-    let device = Some(Device::Debugger {
-        name,
-        grants: debugger.permissions,
-    });
     let also = if tool == ToolId::DebugStartSession {
         start_uses(ctx, name, debugger)
     } else {
@@ -136,7 +132,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     };
     Ok(Plan {
         action,
-        device,
+        device: Some(debugger_info::device(name, debugger)),
         also,
         resources,
         work,
@@ -146,10 +142,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 /// What a start does on its debugger beyond attaching: `reset_halt` resets the target, `load` also
 /// writes the ELF into flash; an `artifact_id` uses the upload store.
 fn start_uses<'a>(ctx: &Context<'_>, name: &'a str, debugger: &Debugger) -> Vec<DeviceUse<'a>> {
-    let device = Device::Debugger {
-        name,
-        grants: debugger.permissions,
-    };
+    let device = debugger_info::device(name, debugger);
     let mode = ctx.args.arg_str("mode");
     let mut uses = Vec::new();
     if matches!(mode, Some("reset_halt" | "load")) {

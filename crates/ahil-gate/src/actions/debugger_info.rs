@@ -38,6 +38,14 @@ fn not_found_type(kind: DebuggerType) -> &'static str {
     }
 }
 
+/// The debugger as the device a call touches.
+pub fn device<'a>(name: &'a str, debugger: &Debugger) -> Device<'a> {
+    Device::Debugger {
+        name,
+        grants: debugger.permissions,
+    }
+}
+
 /// The MCP surface drives exactly one probe; with none or several configured, none is bound.
 pub fn bound_debugger<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a Debugger), Box<Outcome>> {
     let config = &ctx.loaded.config;
@@ -69,10 +77,7 @@ pub fn bound_debugger<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a Debugger), 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     super::serves(ctx.tool, &[ToolId::DebuggerInfo])?;
     let (name, debugger) = bound_debugger(ctx)?;
-    let device = Some(Device::Debugger {
-        name,
-        grants: debugger.permissions,
-    });
+    let device = Some(device(name, debugger));
     let loaded = ctx.loaded;
     let executable = pinned_debugger_executable(loaded, name);
     let resources = vec![debugger.lock_key(executable.as_deref().and_then(|p| p.to_str()))];

@@ -122,10 +122,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             let exe = pinned_debugger_executable(ctx.loaded, name);
             resources.extend(debugger_keys(debugger, exe.as_deref()));
             if switches {
-                let board = Device::Debugger {
-                    name,
-                    grants: debugger.permissions,
-                };
+                let board = super::debugger_info::device(name, debugger);
                 also.push(DeviceUse::on(board, Action::PowerBoard));
             }
         }

@@ -20,13 +20,13 @@ use ahil_drivers::qemu::QemuProbe;
 use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
 
-use super::debugger_info::bound_debugger;
+use super::debugger_info::{self, bound_debugger};
 use super::flash_capture::{self, Capture};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::artifacts::{ArtifactPolicy, ArtifactUse, Format, Purpose, StagedArtifact};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::ownership::runs::claimed_keys;
-use crate::policy::{Action, Device, DeviceUse};
+use crate::policy::{Action, DeviceUse};
 use crate::snapshot::pinned_debugger_executable;
 
 /// Where a raw BIN goes when the entry names no `flash_address`: the STM32 flash base.
@@ -47,10 +47,6 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         ToolId::ResetTarget => Action::Reset,
         other => return Err(super::misrouted(other)),
     };
-    let device = Some(Device::Debugger {
-        name,
-        grants: debugger.permissions,
-    });
     let mut also = Vec::new();
     if tool == ToolId::FlashFirmware {
         also.extend(flash_capture::port_use(ctx));
@@ -116,7 +112,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     };
     Ok(Plan {
         action,
-        device,
+        device: Some(debugger_info::device(name, debugger)),
         also,
         resources,
         work,

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::com_io::{ReadRequest, data, read_outcome, read_request, write_payload};
 use super::com_session::WithLog;
-use super::rtt_session::{device, rtt_entry};
+use super::debugger_info::device;
+use super::rtt_session::rtt_entry;
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::ErrorType;
 use crate::catalogue::ToolId;

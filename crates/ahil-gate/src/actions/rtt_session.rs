@@ -14,7 +14,7 @@ use ahil_drivers::rtt::link::{Link, Locate, Options, Tap};
 use serde_json::{Value, json};
 
 use super::com_session::WithLog;
-use super::debugger_info::bound_debugger;
+use super::debugger_info::{bound_debugger, device};
 use super::rtt_reach::{Reach, reach};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::ErrorType;
@@ -25,7 +25,7 @@ use crate::debug::offline::Record;
 use crate::envelope::Outcome;
 use crate::ownership::Ownership;
 use crate::ownership::runs::debugger_keys;
-use crate::policy::{Action, Device};
+use crate::policy::Action;
 use crate::rtt::defmt::Decoding;
 use crate::rtt::{Session, Sessions, channel_doc};
 use crate::serial::{Encoding, text::to_hex};
@@ -56,14 +56,6 @@ pub(super) fn rtt_entry<'a>(
         ));
     };
     Ok((name, debugger, rtt))
-}
-
-/// The debugger as the device a call touches.
-pub(super) fn device<'a>(name: &'a str, debugger: &Debugger) -> Device<'a> {
-    Device::Debugger {
-        name,
-        grants: debugger.permissions,
-    }
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
