@@ -89,7 +89,10 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         ToolId::DebugSymbolInfo | ToolId::DebugSymbolValue | ToolId::DebugDumpSymbolIhex => {
             Action::SymbolRead { symbol, allowlist }
         }
-        _ => Action::DebugContain,
+        ToolId::DebugStopSession | ToolId::DebugClearBreakpoints | ToolId::DebugHalt => {
+            Action::DebugContain
+        }
+        other => return Err(super::misrouted(other)),
     };
     let also = if tool == ToolId::DebugStartSession {
         start_uses(ctx, name, debugger)

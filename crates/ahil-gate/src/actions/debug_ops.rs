@@ -150,10 +150,11 @@ pub fn run(
             logged(session, &mut acted.outcome);
             acted
         }
-        _ => {
+        ToolId::DebugStopSession => {
             drop(guard);
             stop_session(tool, sessions, args, timeout)
         }
+        other => quiet(*super::misrouted(other)),
     }
 }
 

@@ -299,7 +299,7 @@ fn qemu_work<'a>(call: Bound<'a>, resources: &mut Vec<String>) -> Result<Work<'a
                 reset(&probe, mode, &budget)
             })
         }
-        _ => {
+        ToolId::FlashFirmware => {
             let (image, args) = flash_args(call.ctx, resources)?;
             if let Some(capture) = &args.capture {
                 deadline += capture.wait();
@@ -316,6 +316,7 @@ fn qemu_work<'a>(call: Bound<'a>, resources: &mut Vec<String>) -> Result<Work<'a
                 recorded(acted, &record, &staged)
             }));
         }
+        other => return Err(super::misrouted(other)),
     };
     Ok(probe_job(
         call.tool,

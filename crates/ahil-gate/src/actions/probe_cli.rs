@@ -372,7 +372,7 @@ pub(super) fn work<'a>(
                 })
             })
         }
-        _ => {
+        ToolId::FlashFirmware => {
             let (image, args) = flash_args(ctx, resources)?;
             if let Some(capture) = &args.capture {
                 deadline += capture.wait();
@@ -395,6 +395,7 @@ pub(super) fn work<'a>(
                 )
             }));
         }
+        other => return Err(super::misrouted(other)),
     };
     Ok(super::probe::probe_job(
         tool,
