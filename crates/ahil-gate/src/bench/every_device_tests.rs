@@ -17,7 +17,7 @@ use rustix::fs::inotify;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::Bench;
+use crate::noting_backend_tests::NotingBackend;
 use crate::testkit::Fixture;
 
 /// Which configured entry a row's grant lives on.
@@ -248,21 +248,14 @@ struct World {
     // Dropped in this order: the watchers need their FIFOs, which go with the fixture.
     console: Watched,
     psu: Watched,
-    calls: PathBuf,
+    debugger: NotingBackend,
     fixture: Fixture,
 }
 
 impl World {
     fn new(version: u8, closed: &[(On, &str)]) -> Self {
         let fixture = Fixture::new();
-        let calls = fixture.tools.join("calls");
-        let exe = fixture.tool(
-            "openocd",
-            &format!(
-                "echo \"$*\" >> '{}'\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 1",
-                calls.display()
-            ),
-        );
+        let debugger = NotingBackend::new(&fixture, "openocd");
         let console = Watched::new(fixture.tools.join("console"));
         let psu = Watched::new(fixture.tools.join("psu"));
         let grants = |on: On| -> String {
@@ -309,7 +302,7 @@ impl World {
              artifacts:\n  allowed_roots: [fw]\n  allow_upload: {uploads}\n",
             ws = fixture.workspace.display(),
             state = ahil_config::default_state_root(&fixture.env).display(),
-            exe = exe.display(),
+            exe = debugger.exe.display(),
             dut = grants(On::Dut),
             console = console.path.display(),
             console_grants = grants(On::Console),
@@ -323,28 +316,18 @@ impl World {
         Self {
             console,
             psu,
-            calls,
+            debugger,
             fixture,
         }
     }
 
     /// Calls `tool` on a fresh gate; the fake's notes start empty (loading may ask its version).
     fn call(&self, tool: &str, args: Value) -> Value {
-        let bench = Bench::provisioned(self.fixture.load(), self.fixture.env.clone());
-        let _ = std::fs::remove_file(&self.calls);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        runtime.block_on(bench.call(tool, args)).to_value()
+        (self.debugger).call(&self.fixture, self.fixture.load(), tool, args)
     }
 
-    fn invoked(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.calls)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+    fn invoked(&self) -> String {
+        self.debugger.invoked()
     }
 }
 
@@ -400,13 +383,7 @@ fn refused_before_contact(row: &Touch, version: u8, others: &[(On, &'static str)
         doc["lease_id"].is_null() && doc["run"].is_null(),
         "{what}: claimed first: {doc}"
     );
-    assert_eq!(doc["target_contacted"], json!(false), "{what}: {doc}");
-    assert_eq!(doc["side_effect_status"], json!("not_started"), "{what}");
-    assert!(
-        world.invoked().is_empty(),
-        "{what}: the debugger ran: {:?}",
-        world.invoked()
-    );
+    world.debugger.assert_not_started(&doc, &what);
     assert!(!world.console.opened(), "{what}: the console was opened");
     assert!(!world.psu.opened(), "{what}: the supply's port was opened");
 }
