@@ -33,6 +33,27 @@ fn unprovisioned_bench(fixture: &Fixture) -> Bench {
     Bench::unprovisioned(fixture.workspace.clone(), why)
 }
 
+async fn debugger_info(bench: &Bench) -> Value {
+    bench.call("debugger_info", json!({})).await.to_value()
+}
+
+/// Asserts that each JSON pointer into `value` holds its value; `what` names the call.
+fn assert_holds(value: &Value, what: &str, expected: &[(&str, Value)]) {
+    for (pointer, want) in expected {
+        let got = value.pointer(pointer);
+        assert_eq!(got, Some(want), "{what}: {pointer} in {value}");
+    }
+}
+
+/// Asserts that the text at `pointer` in `value` mentions `part`.
+fn assert_mentions(value: &Value, pointer: &str, part: &str) {
+    let text = value.pointer(pointer).and_then(Value::as_str);
+    assert!(
+        text.is_some_and(|t| t.contains(part)),
+        "{pointer} names no {part}: {value}"
+    );
+}
+
 #[tokio::test]
 async fn every_listed_tool_refuses_without_a_configuration() {
     let fixture = Fixture::new();
@@ -40,20 +61,18 @@ async fn every_listed_tool_refuses_without_a_configuration() {
     assert!(!bench.is_provisioned());
     for spec in bench.tools() {
         let value = bench.call(&spec.name, json!({})).await.to_value();
-        assert_eq!(
-            value["error_type"], "config_file_not_found",
-            "{}",
-            spec.name
+        assert_holds(
+            &value,
+            &spec.name,
+            &[
+                ("/error_type", json!("config_file_not_found")),
+                ("/side_effect_status", json!("not_started")),
+                ("/hardware_state", json!("unchanged")),
+                ("/retry_safe", json!(false)),
+                ("/side_effect_committed", json!(false)),
+            ],
         );
-        assert!(
-            value["next_step"]
-                .as_str()
-                .is_some_and(|s| s.contains("agentic-hil init"))
-        );
-        assert_eq!(value["side_effect_status"], "not_started");
-        assert_eq!(value["hardware_state"], "unchanged");
-        assert_eq!(value["retry_safe"], false);
-        assert_eq!(value["side_effect_committed"], false);
+        assert_mentions(&value, "/next_step", "agentic-hil init");
     }
 }
 
@@ -90,12 +109,18 @@ async fn the_starter_entry_answers_debugger_not_found_without_contact() {
     let bench = bench_with(&fixture, &fixture.starter());
     let outcome = bench.call("debugger_info", json!({})).await;
     let value = outcome.to_value();
-    assert_eq!(value["error_type"], "debugger_not_found");
-    assert_eq!(value["backend_error_type"], "openocd_not_found");
-    assert_eq!(value["target_contacted"], false);
-    assert_eq!(value["retry_safe"], true);
+    assert_holds(
+        &value,
+        "debugger_info",
+        &[
+            ("/error_type", json!("debugger_not_found")),
+            ("/backend_error_type", json!("openocd_not_found")),
+            ("/target_contacted", json!(false)),
+            ("/retry_safe", json!(true)),
+            ("/config_status/state", json!("unchanged")),
+        ],
+    );
     assert!(!outcome.remediation.is_empty());
-    assert_eq!(value["config_status"]["state"], "unchanged");
     assert!(
         value["config_in_force"]["digest"]
             .as_str()
@@ -110,12 +135,18 @@ async fn debugger_info_reports_the_openocd_banner() {
     let outcome = bench.call("debugger_info", json!({})).await;
     assert!(crate::overall_success(&outcome), "{:?}", outcome.to_value());
     let value = outcome.to_value();
-    assert_eq!(value["backend"], "openocd");
-    assert_eq!(value["version"], "Open On-Chip Debugger 0.12.0");
+    assert_holds(
+        &value,
+        "debugger_info",
+        &[
+            ("/backend", json!("openocd")),
+            ("/version", json!("Open On-Chip Debugger 0.12.0")),
+            ("/summary", json!("OpenOCD is available.")),
+            ("/target_contacted", json!(false)),
+            ("/config_status/state", json!("unchanged")),
+        ],
+    );
     assert_eq!(value["probe_id"], Value::Null);
-    assert_eq!(value["summary"], "OpenOCD is available.");
-    assert_eq!(value["target_contacted"], false);
-    assert_eq!(value["config_status"]["state"], "unchanged");
     assert!(
         value["executable"]
             .as_str()
@@ -127,23 +158,14 @@ async fn debugger_info_reports_the_openocd_banner() {
 #[tokio::test]
 async fn pyocd_answers_carry_the_target_type_and_stlink_answers_the_interface() {
     let fixture = Fixture::new();
-    let value = bench_with_tool(&fixture, "pyocd", "echo 0.36.0")
-        .call("debugger_info", json!({}))
-        .await
-        .to_value();
+    let value = debugger_info(&bench_with_tool(&fixture, "pyocd", "echo 0.36.0")).await;
     assert_eq!(
         (value["version"].clone(), value["target_type"].clone()),
         (json!("0.36.0"), Value::Null)
     );
     let fixture = Fixture::new();
-    let value = bench_with_tool(
-        &fixture,
-        "stlink",
-        "echo 'STM32CubeProgrammer version: 2.16.0'",
-    )
-    .call("debugger_info", json!({}))
-    .await
-    .to_value();
+    let stlink = "echo 'STM32CubeProgrammer version: 2.16.0'";
+    let value = debugger_info(&bench_with_tool(&fixture, "stlink", stlink)).await;
     assert_eq!(value["version"], "STM32CubeProgrammer 2.16.0");
     assert_eq!(value["interface"], "SWD");
 }
@@ -158,27 +180,27 @@ async fn a_hanging_toolchain_times_out_and_is_retry_safe() {
     ]);
     let bench = bench_with(&fixture, &text);
     let started = Instant::now();
-    let value = bench.call("debugger_info", json!({})).await.to_value();
+    let value = debugger_info(&bench).await;
     assert!(started.elapsed() < Duration::from_secs(5));
-    assert_eq!(value["error_type"], "timeout");
-    assert_eq!(value["target_contacted"], false);
-    assert_eq!(value["retry_safe"], true);
+    assert_holds(
+        &value,
+        "debugger_info",
+        &[
+            ("/error_type", json!("timeout")),
+            ("/target_contacted", json!(false)),
+            ("/retry_safe", json!(true)),
+        ],
+    );
 }
 
 #[tokio::test]
 async fn a_failing_version_check_is_a_debugger_error_with_the_backends_words() {
     let fixture = Fixture::new();
-    let value = bench_with_tool(&fixture, "openocd", "echo 'Error: no libusb' >&2\nexit 3")
-        .call("debugger_info", json!({}))
-        .await
-        .to_value();
+    let failing = "echo 'Error: no libusb' >&2\nexit 3";
+    let value = debugger_info(&bench_with_tool(&fixture, "openocd", failing)).await;
     assert_eq!(value["error_type"], "debugger_error");
     assert_eq!(value["backend_error_type"], "unknown_debugger_error");
-    assert!(
-        value["backend_error"]
-            .as_str()
-            .is_some_and(|e| e.contains("no libusb"))
-    );
+    assert_mentions(&value, "/backend_error", "no libusb");
 }
 
 #[tokio::test]
@@ -199,10 +221,7 @@ async fn two_debuggers_leave_none_bound() {
         second.trim_end(),
         &starter[end..]
     );
-    let value = bench_with(&fixture, &text)
-        .call("debugger_info", json!({}))
-        .await
-        .to_value();
+    let value = debugger_info(&bench_with(&fixture, &text)).await;
     assert_eq!(value["error_type"], "not_supported");
     assert_eq!(value["configured_debuggers"], json!(["dut", "dut2"]));
     assert_eq!(value["retry_safe"], false);
@@ -220,18 +239,20 @@ async fn a_version_one_file_needs_allow_probe_for_debugger_info() {
             "      allow_probe: false\n      allow_flash: true",
         ),
     ]);
-    let value = bench_with(&fixture, &text)
-        .call("debugger_info", json!({}))
-        .await
-        .to_value();
-    assert_eq!(value["error_type"], "permission_denied");
-    assert_eq!(value["permission"], "debuggers.dut.permissions.allow_probe");
-    assert!(
-        value["next_step"]
-            .as_str()
-            .is_some_and(|s| s.contains("agentic-hil grant"))
+    let value = debugger_info(&bench_with(&fixture, &text)).await;
+    assert_holds(
+        &value,
+        "debugger_info",
+        &[
+            ("/error_type", json!("permission_denied")),
+            (
+                "/permission",
+                json!("debuggers.dut.permissions.allow_probe"),
+            ),
+            ("/config_status/state", json!("unchanged")),
+        ],
     );
-    assert_eq!(value["config_status"]["state"], "unchanged");
+    assert_mentions(&value, "/next_step", "agentic-hil grant");
 }
 
 #[tokio::test]

@@ -2,6 +2,8 @@ use super::*;
 use crate::testkit::{Fixture, NULL_EXECUTABLE, executable_line};
 
 const OPENOCD_BANNER: &str = "echo 'Open On-Chip Debugger 0.12.0' >&2";
+/// The version the doctor reads from the banner.
+const OPENOCD_VERSION: &str = "Open On-Chip Debugger 0.12.0";
 
 fn verdict(fixture: &Fixture, text: &str) -> Value {
     fixture.write_config(text);
@@ -13,6 +15,17 @@ fn finding<'v>(value: &'v Value, name: &str) -> &'v Value {
         .as_array()
         .and_then(|all| all.iter().find(|f| f["name"] == name))
         .unwrap_or_else(|| panic!("no {name} finding in {value}"))
+}
+
+/// The verdict on the starter with each `(from, to)` line edit.
+fn verdict_on_starter_with(fixture: &Fixture, edits: &[(&str, &str)]) -> Value {
+    verdict(fixture, &fixture.starter_with(edits))
+}
+
+/// The verdict on the starter whose debugger is pinned to a program `name` running `script`.
+fn verdict_pinned_to(fixture: &Fixture, name: &str, script: &str) -> Value {
+    let exe = fixture.tool(name, script);
+    verdict_on_starter_with(fixture, &[(NULL_EXECUTABLE, &executable_line(&exe))])
 }
 
 #[test]
@@ -49,11 +62,7 @@ fn the_generated_starter_is_unbound_and_unusable() {
 #[test]
 fn a_pinned_executable_binds_the_bench_despite_the_placeholder_controller() {
     let fixture = Fixture::new();
-    let exe = fixture.tool("openocd-fake", OPENOCD_BANNER);
-    let value = verdict(
-        &fixture,
-        &fixture.starter_with(&[(NULL_EXECUTABLE, &executable_line(&exe))]),
-    );
+    let value = verdict_pinned_to(&fixture, "openocd-fake", OPENOCD_BANNER);
     assert_eq!(value["ok"], true, "{value}");
     assert_eq!(finding(&value, "bench_binding")["ok"], true);
     assert!(
@@ -64,55 +73,62 @@ fn a_pinned_executable_binds_the_bench_despite_the_placeholder_controller() {
     );
     assert_eq!(
         value["debuggers"]["dut"]["check"]["version"],
-        "Open On-Chip Debugger 0.12.0"
+        OPENOCD_VERSION
     );
+}
+
+/// The starter's debugger given a probe id.
+const PROBE_ID: (&str, &str) = ("    probe_id: null", "    probe_id: \"066DFF123\"");
+
+/// An entry without an executable whose program the doctor finds on PATH: the entry's edit, the
+/// program (name, script) and the version its check reports.
+type Autodetected = (
+    &'static str,
+    (&'static str, &'static str),
+    (&'static str, &'static str),
+    &'static str,
+);
+
+#[rustfmt::skip]
+const AUTODETECTED: &[Autodetected] = &[
+    ("a probe id", PROBE_ID, ("openocd", OPENOCD_BANNER), OPENOCD_VERSION),
+    ("a changed OpenOCD script", ("interface_cfg: \"interface/stlink.cfg\"", "interface_cfg: \"interface/cmsis-dap.cfg\""), ("openocd", OPENOCD_BANNER), OPENOCD_VERSION),
+    ("a pyOCD entry", ("    type: \"openocd\"", "    type: \"pyocd\""), ("pyocd", "echo 0.36.0"), "0.36.0"),
+    ("an ST-Link entry", ("    type: \"openocd\"", "    type: \"stlink\""), ("STM32_Programmer_CLI", "echo 'STM32CubeProgrammer version: 2.16.0'"), "STM32CubeProgrammer 2.16.0"),
+];
+
+#[test]
+fn an_entry_with_a_probe_id_a_changed_script_or_another_type_autodetects_its_program_on_path() {
+    for &(label, edit, (name, script), version) in AUTODETECTED {
+        let fixture = Fixture::new();
+        fixture.tool(name, script);
+        let value = verdict_on_starter_with(&fixture, &[edit]);
+        assert_eq!(value["ok"], true, "{label}: {value}");
+        assert_eq!(
+            value["debuggers"]["dut"]["check"]["version"], version,
+            "{label}"
+        );
+    }
 }
 
 #[test]
 fn a_probe_id_alone_does_not_bind_when_no_openocd_is_found() {
     let fixture = Fixture::new();
-    let value = verdict(
-        &fixture,
-        &fixture.starter_with(&[("    probe_id: null", "    probe_id: \"066DFF123\"")]),
-    );
+    let value = verdict_on_starter_with(&fixture, &[PROBE_ID]);
     assert_eq!(value["ok"], false);
     assert_eq!(value["unhealthy"], json!(["bench_binding"]));
 }
 
 #[test]
-fn a_probe_id_makes_the_entry_autodetect_openocd_on_path() {
-    let fixture = Fixture::new();
-    fixture.tool("openocd", OPENOCD_BANNER);
-    let value = verdict(
-        &fixture,
-        &fixture.starter_with(&[("    probe_id: null", "    probe_id: \"066DFF123\"")]),
-    );
-    assert_eq!(value["ok"], true, "{value}");
-}
-
-#[test]
 fn a_real_controller_alone_leaves_the_bench_unbound() {
     let fixture = Fixture::new();
-    let value = verdict(
-        &fixture,
-        &fixture.starter_with(&[(
-            "  controller: \"unknown-controller\"",
-            "  controller: \"STM32F446RE\"",
-        )]),
+    let real_controller = (
+        "  controller: \"unknown-controller\"",
+        "  controller: \"STM32F446RE\"",
     );
+    let value = verdict_on_starter_with(&fixture, &[real_controller]);
     assert_eq!(value["unhealthy"], json!(["bench_binding"]));
     assert_eq!(finding(&value, "bench_binding")["placeholders"], json!([]));
-}
-
-#[test]
-fn a_pyocd_entry_without_an_executable_autodetects_pyocd() {
-    let fixture = Fixture::new();
-    fixture.tool("pyocd", "echo 0.36.0");
-    let value = verdict(
-        &fixture,
-        &fixture.starter_with(&[("    type: \"openocd\"", "    type: \"pyocd\"")]),
-    );
-    assert_eq!(value["ok"], true, "{value}");
 }
 
 #[test]
@@ -129,11 +145,7 @@ fn a_configuration_without_debuggers_is_bound() {
 #[test]
 fn a_failing_toolchain_makes_the_debuggers_finding_unhealthy() {
     let fixture = Fixture::new();
-    let exe = fixture.tool("openocd-bad", "echo boom >&2\nexit 3");
-    let value = verdict(
-        &fixture,
-        &fixture.starter_with(&[(NULL_EXECUTABLE, &executable_line(&exe))]),
-    );
+    let value = verdict_pinned_to(&fixture, "openocd-bad", "echo boom >&2\nexit 3");
     assert_eq!(value["unhealthy"], json!(["debuggers"]));
     assert_eq!(
         value["debuggers"]["dut"]["check"]["error_type"],
@@ -160,42 +172,10 @@ fn an_unwritable_state_root_is_unhealthy() {
 }
 
 #[test]
-fn a_changed_openocd_script_makes_the_entry_autodetect_openocd_on_path() {
-    let fixture = Fixture::new();
-    fixture.tool("openocd", OPENOCD_BANNER);
-    let value = verdict(
-        &fixture,
-        &fixture.starter_with(&[(
-            "interface_cfg: \"interface/stlink.cfg\"",
-            "interface_cfg: \"interface/cmsis-dap.cfg\"",
-        )]),
-    );
-    assert_eq!(value["ok"], true, "{value}");
-}
-
-#[test]
-fn an_stlink_entry_without_an_executable_autodetects_the_programmer_cli() {
-    let fixture = Fixture::new();
-    fixture.tool(
-        "STM32_Programmer_CLI",
-        "echo 'STM32CubeProgrammer version: 2.16.0'",
-    );
-    let value = verdict(
-        &fixture,
-        &fixture.starter_with(&[("    type: \"openocd\"", "    type: \"stlink\"")]),
-    );
-    assert_eq!(value["ok"], true, "{value}");
-    assert_eq!(
-        value["debuggers"]["dut"]["check"]["version"],
-        "STM32CubeProgrammer 2.16.0"
-    );
-}
-
-#[test]
 fn a_renamed_starter_entry_is_still_unbound() {
     let fixture = Fixture::new();
     fixture.tool("openocd", OPENOCD_BANNER);
-    let value = verdict(&fixture, &fixture.starter_with(&[("  dut:", "  board:")]));
+    let value = verdict_on_starter_with(&fixture, &[("  dut:", "  board:")]);
     assert_eq!(
         finding(&value, "bench_binding")["unbound"][0]["entries"],
         json!(["board"])

@@ -48,6 +48,10 @@ mod every_device_tests;
 #[path = "bench/staging_tests.rs"]
 mod staging_tests;
 
+#[cfg(test)]
+#[path = "bench/noting_backend_tests.rs"]
+mod noting_backend_tests;
+
 /// How the binary's own children (cargo, an upgrade candidate) are started: the pinned-program check
 /// and the child environment, and nothing else of the drivers' runner.
 pub mod child {

@@ -423,16 +423,21 @@ mod tests {
         assert_eq!(value_schema(&schema, "debuggers.dut.nothing"), json!({}));
     }
 
-    #[test]
-    fn description_keys_come_before_permission_keys_and_flags_are_sorted() {
+    /// The keys described for a file of `version` with one debugger, `dut`.
+    fn dut_keys(version: u8) -> Vec<String> {
         let mut config = Config {
-            version: 3,
+            version,
             ..Config::default()
         };
         config
             .debuggers
             .insert("dut".into(), ahil_config::Debugger::default());
-        let keys: Vec<String> = key_rules(&config).into_iter().map(|r| r.key).collect();
+        key_rules(&config).into_iter().map(|r| r.key).collect()
+    }
+
+    #[test]
+    fn description_keys_come_before_permission_keys_and_flags_are_sorted() {
+        let keys = dut_keys(3);
         let first_permission = keys
             .iter()
             .position(|k| k == "permissions.allow_config_description_write");
@@ -453,14 +458,7 @@ mod tests {
 
     #[test]
     fn version_one_files_also_list_the_read_grants() {
-        let mut config = Config {
-            version: 1,
-            ..Config::default()
-        };
-        config
-            .debuggers
-            .insert("dut".into(), ahil_config::Debugger::default());
-        let keys: Vec<String> = key_rules(&config).into_iter().map(|r| r.key).collect();
+        let keys = dut_keys(1);
         assert!(keys.contains(&"debuggers.dut.permissions.allow_probe".to_owned()));
     }
 }

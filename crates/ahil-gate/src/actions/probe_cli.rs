@@ -634,55 +634,66 @@ pub(super) fn failed(
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_class_a_cli_backend_can_report_is_in_the_error_catalogue() {
-        for class in [
-            "openocd_not_found",
-            "probe_not_found",
-            "adapter_not_found",
-            "target_not_detected",
-            "interface_config_not_found",
-            "command_rejected_before_init",
-            "probe_unconfirmed",
-            "flash_unconfirmed",
-            "flash_erase_failed",
-            "verify_failed",
-            "reset_unconfirmed",
-            "memory_read_unconfirmed",
-            "target_type_invalid",
-            "probe_discovery_failed",
-            "timeout",
-            "unknown_debugger_error",
-        ] {
-            let public = ahil_drivers::probe_cli::public(class).0;
-            assert!(
-                crate::audit::errors::lookup(public).is_some(),
-                "{class} -> {public} has no catalogue entry"
-            );
-        }
-    }
+    /// A CLI driver, how it words a class for the public, and the classes it can report.
+    type Classes = (
+        &'static str,
+        fn(&'static str) -> ahil_drivers::probe_cli::Wording,
+        &'static [&'static str],
+    );
+
+    const CLASSES: [Classes; 2] = [
+        (
+            "a CLI backend",
+            ahil_drivers::probe_cli::public,
+            &[
+                "openocd_not_found",
+                "probe_not_found",
+                "adapter_not_found",
+                "target_not_detected",
+                "interface_config_not_found",
+                "command_rejected_before_init",
+                "probe_unconfirmed",
+                "flash_unconfirmed",
+                "flash_erase_failed",
+                "verify_failed",
+                "reset_unconfirmed",
+                "memory_read_unconfirmed",
+                "target_type_invalid",
+                "probe_discovery_failed",
+                "timeout",
+                "unknown_debugger_error",
+            ],
+        ),
+        (
+            "esptool",
+            ahil_drivers::esptool::public,
+            &[
+                "esptool_not_found",
+                "esptool_version_unsupported",
+                "port_open_failed",
+                "chip_mismatch",
+                "target_not_detected",
+                "verify_failed",
+                "flash_failed",
+                "flash_unconfirmed",
+                "probe_unconfirmed",
+                "reset_unconfirmed",
+                "timeout",
+                "unknown_debugger_error",
+            ],
+        ),
+    ];
 
     #[test]
-    fn every_class_esptool_can_report_is_in_the_error_catalogue() {
-        for class in [
-            "esptool_not_found",
-            "esptool_version_unsupported",
-            "port_open_failed",
-            "chip_mismatch",
-            "target_not_detected",
-            "verify_failed",
-            "flash_failed",
-            "flash_unconfirmed",
-            "probe_unconfirmed",
-            "reset_unconfirmed",
-            "timeout",
-            "unknown_debugger_error",
-        ] {
-            let public = ahil_drivers::esptool::public(class).0;
-            assert!(
-                crate::audit::errors::lookup(public).is_some(),
-                "{class} -> {public} has no catalogue entry"
-            );
+    fn every_class_a_cli_backend_or_esptool_can_report_is_in_the_error_catalogue() {
+        for (driver, public, classes) in CLASSES {
+            for &class in classes {
+                let public = public(class).0;
+                assert!(
+                    crate::audit::errors::lookup(public).is_some(),
+                    "{driver}: {class} -> {public} has no catalogue entry"
+                );
+            }
         }
     }
 

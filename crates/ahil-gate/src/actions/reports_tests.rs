@@ -28,10 +28,20 @@ fn write(audit: &Audit, value: Value) {
         .expect("report written");
 }
 
-#[test]
-fn both_tools_answer_report_not_found_before_anything_is_recorded() {
+/// An audit in a fresh directory (which lives as long as the returned handle) with `reports`
+/// written in order.
+fn audit_with(reports: &[Value]) -> (tempfile::TempDir, Audit) {
     let dir = tempfile::tempdir().expect("temp dir");
     let audit = audit(dir.path());
+    for report in reports {
+        write(&audit, report.clone());
+    }
+    (dir, audit)
+}
+
+#[test]
+fn both_tools_answer_report_not_found_before_anything_is_recorded() {
+    let (_dir, audit) = audit_with(&[]);
     for outcome in [get_last_report(&audit), classify_last_error(&audit)] {
         assert_eq!(outcome.error_type.as_deref(), Some("report_not_found"));
         assert!(!outcome.ok);
@@ -40,12 +50,9 @@ fn both_tools_answer_report_not_found_before_anything_is_recorded() {
 
 #[test]
 fn the_last_report_comes_from_the_trusted_copy_not_the_workspace_file() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let audit = audit(dir.path());
-    write(
-        &audit,
+    let (dir, audit) = audit_with(&[
         json!({"ok": true, "tool": "reset_target", "summary": "reset", "finished_at": "2026-01-01T00:00:01.000Z"}),
-    );
+    ]);
     let mirror = dir.path().join("ws/.agentic-hil/reports/last-report.json");
     fs::write(
         &mirror,
@@ -66,8 +73,7 @@ fn the_last_report_comes_from_the_trusted_copy_not_the_workspace_file() {
 
 #[test]
 fn a_report_with_a_chained_log_carries_canonical_audit() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let audit = audit(dir.path());
+    let (_dir, audit) = audit_with(&[]);
     let log = "com-1-dut.jsonl";
     audit
         .append_event(log, &json!({"event": "start"}))
@@ -90,18 +96,12 @@ fn a_report_with_a_chained_log_carries_canonical_audit() {
 
 #[test]
 fn the_last_failure_is_kept_through_later_successes() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let audit = audit(dir.path());
-    write(
-        &audit,
+    let (_dir, audit) = audit_with(&[
         json!({"ok": false, "tool": "probe_target", "error_type": "debugger_error",
         "target_error_type": "target_not_detected", "summary": "no target", "likely_causes": ["a", "b"],
         "backend_error_type": "openocd_error"}),
-    );
-    write(
-        &audit,
         json!({"ok": true, "tool": "reset_target", "summary": "reset"}),
-    );
+    ]);
     let outcome = classify_last_error(&audit);
     assert!(outcome.ok);
     assert_eq!(outcome.error_type.as_deref(), Some("target_not_detected"));
@@ -123,13 +123,10 @@ fn the_last_failure_is_kept_through_later_successes() {
 
 #[test]
 fn a_flash_whose_recovery_reset_failed_is_blamed_on_the_reset() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let audit = audit(dir.path());
-    write(
-        &audit,
+    let (_dir, audit) = audit_with(&[
         json!({"ok": false, "tool": "flash_firmware", "error_type": "reset_failed",
         "summary": "flashed, reset failed", "recovery": {"reset": {"ok": false}}}),
-    );
+    ]);
     assert_eq!(
         classify_last_error(&audit)
             .detail("source_tool")
@@ -140,12 +137,9 @@ fn a_flash_whose_recovery_reset_failed_is_blamed_on_the_reset() {
 
 #[test]
 fn a_failure_without_an_error_type_is_classified_by_its_audit() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let audit = audit(dir.path());
-    write(
-        &audit,
+    let (_dir, audit) = audit_with(&[
         json!({"ok": true, "tool": "com_read", "summary": "read", "audit_ok": false}),
-    );
+    ]);
     assert_eq!(
         classify_last_error(&audit).error_type.as_deref(),
         Some("audit_failed")
@@ -162,8 +156,7 @@ fn a_failure_without_an_error_type_is_classified_by_its_audit() {
 
 #[test]
 fn a_damaged_report_state_is_a_refusal_naming_the_repair() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let audit = audit(dir.path());
+    let (dir, audit) = audit_with(&[]);
     let reports = audit.project_dir().join("reports");
     fs::create_dir_all(&reports).expect("dir");
     fs::write(reports.join("report-state.json"), "{").expect("damage");

@@ -160,7 +160,13 @@ fn children_named(comm: &str) -> usize {
 /// One session kind as the table drives it.
 trait Case {
     fn name(&self) -> &'static str;
-    fn keys(&self, device: Device) -> Vec<String>;
+    /// The lock key of the device under test and the other's.
+    fn lock_keys(&self) -> [String; 2];
+    /// The locks a start on `device` takes.
+    fn keys(&self, device: Device) -> Vec<String> {
+        let [under_test, other] = self.lock_keys();
+        vec![device.pick(&under_test, &other).clone()]
+    }
     fn start(&self, world: &World, device: Device) -> Acted;
     /// The locks of the session registered under the table's id, if one is.
     fn registered(&self) -> Option<Vec<String>>;
@@ -211,12 +217,8 @@ impl Case for Com {
         "com"
     }
 
-    fn keys(&self, device: Device) -> Vec<String> {
-        let device = match device {
-            Device::Absent => Device::UnderTest,
-            other => other,
-        };
-        vec![format!("com:{}", self.device(device))]
+    fn lock_keys(&self) -> [String; 2] {
+        [Device::UnderTest, Device::Other].map(|device| format!("com:{}", self.device(device)))
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -293,8 +295,8 @@ impl Case for Can {
         "can"
     }
 
-    fn keys(&self, device: Device) -> Vec<String> {
-        vec![device.pick("can:adapter", "can:other-adapter").to_owned()]
+    fn lock_keys(&self) -> [String; 2] {
+        ["can:adapter", "can:other-adapter"].map(String::from)
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -383,12 +385,8 @@ impl Case for Debug {
         "debug"
     }
 
-    fn keys(&self, device: Device) -> Vec<String> {
-        vec![
-            device
-                .pick("probe:lifecycle-debugger", "probe:lifecycle-other-debugger")
-                .to_owned(),
-        ]
+    fn lock_keys(&self) -> [String; 2] {
+        ["probe:lifecycle-debugger", "probe:lifecycle-other-debugger"].map(String::from)
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -476,8 +474,8 @@ impl Case for Participant {
         "can participant"
     }
 
-    fn keys(&self, device: Device) -> Vec<String> {
-        vec![format!("{SHARED_BUS}#{}", Self::participant(device))]
+    fn lock_keys(&self) -> [String; 2] {
+        [Device::UnderTest, Device::Other].map(|d| format!("{SHARED_BUS}#{}", Self::participant(d)))
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -590,12 +588,8 @@ impl Case for Rtt {
         "rtt"
     }
 
-    fn keys(&self, device: Device) -> Vec<String> {
-        vec![
-            device
-                .pick("probe:lifecycle-board", "probe:lifecycle-other-board")
-                .to_owned(),
-        ]
+    fn lock_keys(&self) -> [String; 2] {
+        ["probe:lifecycle-board", "probe:lifecycle-other-board"].map(String::from)
     }
 
     fn start(&self, world: &World, device: Device) -> Acted {
@@ -615,6 +609,14 @@ impl Case for Rtt {
 
     fn stop(&self) {
         assert!(rtt_session::stop(&self.sessions, "board").outcome.ok);
+    }
+}
+
+/// Each of `steps` failing in a world of its own, with the case `case` makes there.
+fn fail_each<C: Case>(steps: &[Step], case: impl Fn(&World) -> C) {
+    for &step in steps {
+        let world = World::new();
+        fail_at(&world, &case(&world), step);
     }
 }
 
@@ -700,27 +702,12 @@ fn fail_at(world: &World, case: &dyn Case, step: Step) {
 
 #[test]
 fn a_com_session_start_failing_at_any_step_leaves_no_lock_session_or_open_log() {
-    for step in STEPS {
-        let world = World::new();
-        fail_at(&world, &Com::new(), step);
-    }
+    fail_each(&STEPS, |_| Com::new());
 }
 
 #[test]
 fn a_can_session_start_failing_at_any_step_leaves_no_lock_session_child_or_open_log() {
-    for step in STEPS {
-        let world = World::new();
-        let case = Can::new(&world);
-        fail_at(&world, &case, step);
-    }
-}
-
-/// Each of `steps` failing in a world of its own, with the case `case` makes there.
-fn fail_each<C: Case>(steps: &[Step], case: impl Fn(&World) -> C) {
-    for &step in steps {
-        let world = World::new();
-        fail_at(&world, &case(&world), step);
-    }
+    fail_each(&STEPS, Can::new);
 }
 
 #[test]

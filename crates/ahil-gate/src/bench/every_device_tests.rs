@@ -17,7 +17,7 @@ use rustix::fs::inotify;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::Bench;
+use crate::noting_backend_tests::NotingBackend;
 use crate::testkit::Fixture;
 
 /// Which configured entry a row's grant lives on.
@@ -55,127 +55,92 @@ const V3: &[u8] = &[3];
 /// One device a tool touches and a grant it needs there: (tool, arguments, entry, flag, versions in
 /// which the flag is needed). The lead replaces this with the per-tool declarations (issue #24
 /// item 1); it is kept here, in one place, until then.
-type Touch = (&'static str, fn() -> Value, On, &'static str, &'static [u8]);
+type Touch = (&'static str, &'static str, On, &'static str, &'static [u8]);
 
-fn flash() -> Value {
-    json!({"image_path": "fw/fw.elf", "reset_after_flash": false})
+/// A row's arguments, which it names as JSON text.
+fn parsed(args: &str) -> Value {
+    serde_json::from_str(args).expect("a row's arguments are JSON")
 }
-fn flash_reset() -> Value {
-    json!({"image_path": "fw/fw.elf", "reset_after_flash": true})
-}
-fn flash_capture() -> Value {
-    json!({"image_path": "fw/fw.elf", "reset_after_flash": true,
-           "capture": {"port_id": "console", "until": "boot ok", "wait_timeout_s": 0.2}})
-}
-fn flash_rtt_capture() -> Value {
-    json!({"image_path": "fw/fw.elf", "reset_after_flash": true,
-           "capture": {"rtt_channel": "terminal", "until": "rtt boot", "wait_timeout_s": 0.2}})
-}
-fn flash_upload() -> Value {
-    json!({"artifact_id": format!("{}.elf", "a".repeat(64)), "reset_after_flash": false})
-}
-fn nothing() -> Value {
-    json!({})
-}
-fn reset() -> Value {
-    json!({"mode": "run"})
-}
-fn start_reset_halt() -> Value {
-    json!({"image_path": "fw/fw.elf", "mode": "reset_halt"})
-}
-fn start_load() -> Value {
-    json!({"image_path": "fw/fw.elf", "mode": "load"})
-}
-fn start_upload() -> Value {
-    json!({"artifact_id": format!("{}.elf", "a".repeat(64)), "mode": "attach"})
-}
-fn breakpoint() -> Value {
-    json!({"location": {"function": "main"}})
-}
-fn symbol() -> Value {
-    json!({"symbol": "counter"})
-}
-fn dump() -> Value {
-    json!({"symbol": "counter", "output_path": "out/counter.hex"})
-}
-fn session() -> Value {
-    json!({"port_id": "console"})
-}
-fn write() -> Value {
-    json!({"port_id": "console", "text": "x"})
-}
-fn rtt_read() -> Value {
-    json!({"channel": "terminal"})
-}
-fn rtt_write() -> Value {
-    json!({"channel": "terminal_in", "text": "x"})
-}
-fn can_read() -> Value {
-    json!({"bus_id": "bus"})
-}
-fn can_send() -> Value {
-    json!({"bus_id": "bus", "frame_id": 291, "data_hex": "01"})
-}
-fn set() -> Value {
-    json!({"supply_id": "bench", "channel": 1, "voltage_v": 3.3})
-}
-fn output() -> Value {
-    json!({"supply_id": "bench", "channel": 1, "on": true})
-}
-fn cycle() -> Value {
-    json!({"supply_id": "bench", "channel": 1, "off_s": 0.5})
-}
+
+// The rows' arguments. An uploaded artifact is named by an id (a digest and its extension) that no
+// upload is behind.
+const FLASH: &str = r#"{"image_path": "fw/fw.elf", "reset_after_flash": false}"#;
+const FLASH_RESET: &str = r#"{"image_path": "fw/fw.elf", "reset_after_flash": true}"#;
+const FLASH_CAPTURE: &str = r#"{"image_path": "fw/fw.elf", "reset_after_flash": true,
+    "capture": {"port_id": "console", "until": "boot ok", "wait_timeout_s": 0.2}}"#;
+const FLASH_RTT_CAPTURE: &str = r#"{"image_path": "fw/fw.elf", "reset_after_flash": true,
+    "capture": {"rtt_channel": "terminal", "until": "rtt boot", "wait_timeout_s": 0.2}}"#;
+const FLASH_UPLOAD: &str = r#"{"reset_after_flash": false,
+    "artifact_id": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.elf"}"#;
+const NOTHING: &str = "{}";
+const RESET: &str = r#"{"mode": "run"}"#;
+const START_RESET_HALT: &str = r#"{"image_path": "fw/fw.elf", "mode": "reset_halt"}"#;
+const START_LOAD: &str = r#"{"image_path": "fw/fw.elf", "mode": "load"}"#;
+const START_UPLOAD: &str = r#"{"mode": "attach",
+    "artifact_id": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.elf"}"#;
+const BREAKPOINT: &str = r#"{"location": {"function": "main"}}"#;
+const SYMBOL: &str = r#"{"symbol": "counter"}"#;
+const DUMP: &str = r#"{"symbol": "counter", "output_path": "out/counter.hex"}"#;
+const SESSION: &str = r#"{"port_id": "console"}"#;
+const WRITE: &str = r#"{"port_id": "console", "text": "x"}"#;
+const RTT_READ: &str = r#"{"channel": "terminal"}"#;
+const RTT_WRITE: &str = r#"{"channel": "terminal_in", "text": "x"}"#;
+const CAN_READ: &str = r#"{"bus_id": "bus"}"#;
+const CAN_SEND: &str = r#"{"bus_id": "bus", "frame_id": 291, "data_hex": "01"}"#;
+const SET: &str = r#"{"supply_id": "bench", "channel": 1, "voltage_v": 3.3}"#;
+const OUTPUT: &str = r#"{"supply_id": "bench", "channel": 1, "on": true}"#;
+const CYCLE: &str = r#"{"supply_id": "bench", "channel": 1, "off_s": 0.5}"#;
 
 #[rustfmt::skip]
 const TOUCHES: &[Touch] = &[
-    ("debugger_info", nothing, On::Dut, "allow_probe", V1),
-    ("debugger_probes_list", nothing, On::Dut, "allow_probe", V1),
-    ("probe_target", nothing, On::Dut, "allow_probe", V1),
-    ("flash_firmware", flash, On::Dut, "allow_flash", ANY),
-    ("flash_firmware", flash_reset, On::Dut, "allow_flash", ANY),
-    ("flash_firmware", flash_reset, On::Dut, "allow_reset", ANY),
-    ("flash_firmware", flash_capture, On::Dut, "allow_flash", ANY),
-    ("flash_firmware", flash_capture, On::Dut, "allow_reset", ANY),
-    ("flash_firmware", flash_capture, On::Console, "allow_read", V1),
-    ("flash_firmware", flash_rtt_capture, On::Dut, "allow_flash", ANY),
-    ("flash_firmware", flash_rtt_capture, On::Dut, "allow_reset", ANY),
-    ("flash_firmware", flash_rtt_capture, On::Dut, "allow_probe", V1),
-    ("flash_firmware", flash_upload, On::Dut, "allow_flash", ANY),
-    ("flash_firmware", flash_upload, On::Uploads, "allow_upload", ANY),
-    ("reset_target", reset, On::Dut, "allow_reset", ANY),
-    ("debug_start_session", start_reset_halt, On::Dut, "allow_probe", V1),
-    ("debug_start_session", start_reset_halt, On::Dut, "allow_reset", ANY),
-    ("debug_start_session", start_load, On::Dut, "allow_probe", V1),
-    ("debug_start_session", start_load, On::Dut, "allow_reset", ANY),
-    ("debug_start_session", start_load, On::Dut, "allow_flash", ANY),
-    ("debug_start_session", start_upload, On::Dut, "allow_probe", V1),
-    ("debug_start_session", start_upload, On::Uploads, "allow_upload", ANY),
-    ("debug_get_session_status", nothing, On::Dut, "allow_probe", V1),
-    ("debug_set_breakpoint", breakpoint, On::Dut, "allow_probe", V1),
-    ("debug_list_breakpoints", nothing, On::Dut, "allow_probe", V1),
-    ("debug_continue", nothing, On::Dut, "allow_probe", V1),
-    ("debug_continue", nothing, On::Dut, "allow_debug_execution", ANY),
-    ("debug_get_stop_reason", nothing, On::Dut, "allow_probe", V1),
-    ("debug_symbol_info", symbol, On::Dut, "allow_probe", V1),
-    ("debug_symbol_value", symbol, On::Dut, "allow_probe", V1),
-    ("debug_dump_symbol_ihex", dump, On::Dut, "allow_probe", V1),
+    ("debugger_info", NOTHING, On::Dut, "allow_probe", V1),
+    ("debugger_probes_list", NOTHING, On::Dut, "allow_probe", V1),
+    ("probe_target", NOTHING, On::Dut, "allow_probe", V1),
+    ("flash_firmware", FLASH, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", FLASH_RESET, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", FLASH_RESET, On::Dut, "allow_reset", ANY),
+    ("flash_firmware", FLASH_CAPTURE, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", FLASH_CAPTURE, On::Dut, "allow_reset", ANY),
+    ("flash_firmware", FLASH_CAPTURE, On::Console, "allow_read", V1),
+    ("flash_firmware", FLASH_RTT_CAPTURE, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", FLASH_RTT_CAPTURE, On::Dut, "allow_reset", ANY),
+    ("flash_firmware", FLASH_RTT_CAPTURE, On::Dut, "allow_probe", V1),
+    ("flash_firmware", FLASH_UPLOAD, On::Dut, "allow_flash", ANY),
+    ("flash_firmware", FLASH_UPLOAD, On::Uploads, "allow_upload", ANY),
+    ("reset_target", RESET, On::Dut, "allow_reset", ANY),
+    ("debug_start_session", START_RESET_HALT, On::Dut, "allow_probe", V1),
+    ("debug_start_session", START_RESET_HALT, On::Dut, "allow_reset", ANY),
+    ("debug_start_session", START_LOAD, On::Dut, "allow_probe", V1),
+    ("debug_start_session", START_LOAD, On::Dut, "allow_reset", ANY),
+    ("debug_start_session", START_LOAD, On::Dut, "allow_flash", ANY),
+    ("debug_start_session", START_UPLOAD, On::Dut, "allow_probe", V1),
+    ("debug_start_session", START_UPLOAD, On::Uploads, "allow_upload", ANY),
+    ("debug_get_session_status", NOTHING, On::Dut, "allow_probe", V1),
+    ("debug_set_breakpoint", BREAKPOINT, On::Dut, "allow_probe", V1),
+    ("debug_list_breakpoints", NOTHING, On::Dut, "allow_probe", V1),
+    ("debug_continue", NOTHING, On::Dut, "allow_probe", V1),
+    ("debug_continue", NOTHING, On::Dut, "allow_debug_execution", ANY),
+    ("debug_get_stop_reason", NOTHING, On::Dut, "allow_probe", V1),
+    ("debug_symbol_info", SYMBOL, On::Dut, "allow_probe", V1),
+    ("debug_symbol_value", SYMBOL, On::Dut, "allow_probe", V1),
+    ("debug_dump_symbol_ihex", DUMP, On::Dut, "allow_probe", V1),
     // A session opens a write-only port (or bus) too: its row closes the declared alternative
     // (`allow_write`) with the read grant.
-    ("com_session_start", session, On::Console, "allow_read", V1),
-    ("com_read", session, On::Console, "allow_read", V1),
-    ("com_write", write, On::Console, "allow_write", ANY),
-    ("can_session_start", can_read, On::Bus, "allow_read", V1),
-    ("can_read", can_read, On::Bus, "allow_read", V1),
-    ("can_send", can_send, On::Bus, "allow_write", ANY),
-    ("rtt_session_start", nothing, On::Dut, "allow_probe", V1),
-    ("rtt_read", rtt_read, On::Dut, "allow_probe", V1),
-    ("rtt_write", rtt_write, On::Dut, "allow_probe", V1),
-    ("rtt_write", rtt_write, On::Dut, "allow_rtt_write", ANY),
-    ("power_supply_set", set, On::Bench, "allow_set", V3),
-    ("power_supply_output", output, On::Bench, "allow_output", V3),
-    ("power_supply_output", output, On::Dut, "allow_reset", V3),
-    ("power_supply_cycle", cycle, On::Bench, "allow_output", V3),
-    ("power_supply_cycle", cycle, On::Dut, "allow_reset", V3),
+    ("com_session_start", SESSION, On::Console, "allow_read", V1),
+    ("com_read", SESSION, On::Console, "allow_read", V1),
+    ("com_write", WRITE, On::Console, "allow_write", ANY),
+    ("can_session_start", CAN_READ, On::Bus, "allow_read", V1),
+    ("can_read", CAN_READ, On::Bus, "allow_read", V1),
+    ("can_send", CAN_SEND, On::Bus, "allow_write", ANY),
+    ("rtt_session_start", NOTHING, On::Dut, "allow_probe", V1),
+    ("rtt_read", RTT_READ, On::Dut, "allow_probe", V1),
+    ("rtt_write", RTT_WRITE, On::Dut, "allow_probe", V1),
+    ("rtt_write", RTT_WRITE, On::Dut, "allow_rtt_write", ANY),
+    ("power_supply_set", SET, On::Bench, "allow_set", V3),
+    ("power_supply_output", OUTPUT, On::Bench, "allow_output", V3),
+    ("power_supply_output", OUTPUT, On::Dut, "allow_reset", V3),
+    ("power_supply_cycle", CYCLE, On::Bench, "allow_output", V3),
+    ("power_supply_cycle", CYCLE, On::Dut, "allow_reset", V3),
 ];
 
 /// Every grant a row can close, as (entry, flag, versions in which the file may name it).
@@ -248,21 +213,14 @@ struct World {
     // Dropped in this order: the watchers need their FIFOs, which go with the fixture.
     console: Watched,
     psu: Watched,
-    calls: PathBuf,
+    debugger: NotingBackend,
     fixture: Fixture,
 }
 
 impl World {
     fn new(version: u8, closed: &[(On, &str)]) -> Self {
         let fixture = Fixture::new();
-        let calls = fixture.tools.join("calls");
-        let exe = fixture.tool(
-            "openocd",
-            &format!(
-                "echo \"$*\" >> '{}'\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 1",
-                calls.display()
-            ),
-        );
+        let debugger = NotingBackend::new(&fixture, "openocd");
         let console = Watched::new(fixture.tools.join("console"));
         let psu = Watched::new(fixture.tools.join("psu"));
         let grants = |on: On| -> String {
@@ -309,7 +267,7 @@ impl World {
              artifacts:\n  allowed_roots: [fw]\n  allow_upload: {uploads}\n",
             ws = fixture.workspace.display(),
             state = ahil_config::default_state_root(&fixture.env).display(),
-            exe = exe.display(),
+            exe = debugger.exe.display(),
             dut = grants(On::Dut),
             console = console.path.display(),
             console_grants = grants(On::Console),
@@ -323,36 +281,27 @@ impl World {
         Self {
             console,
             psu,
-            calls,
+            debugger,
             fixture,
         }
     }
 
     /// Calls `tool` on a fresh gate; the fake's notes start empty (loading may ask its version).
-    fn call(&self, tool: &str, args: Value) -> Value {
-        let bench = Bench::provisioned(self.fixture.load(), self.fixture.env.clone());
-        let _ = std::fs::remove_file(&self.calls);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        runtime.block_on(bench.call(tool, args)).to_value()
+    fn call(&self, tool: &str, args: &str) -> Value {
+        let args = parsed(args);
+        (self.debugger).call(&self.fixture, self.fixture.load(), tool, args)
     }
 
-    fn invoked(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.calls)
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+    fn invoked(&self) -> String {
+        self.debugger.invoked()
     }
 }
 
 /// The grants `tool` with `args` needs in `version`, by the table.
-fn needs(tool: &str, args: fn() -> Value, version: u8) -> Vec<String> {
+fn needs(tool: &str, args: &str, version: u8) -> Vec<String> {
     TOUCHES
         .iter()
-        .filter(|(t, a, _, _, versions)| *t == tool && a() == args() && versions.contains(&version))
+        .filter(|(t, a, _, _, versions)| *t == tool && *a == args && versions.contains(&version))
         .map(|(_, _, on, flag, _)| key(*on, flag))
         .collect()
 }
@@ -374,8 +323,8 @@ fn refused_before_contact(row: &Touch, version: u8, others: &[(On, &'static str)
     closed.extend(alternative(tool, flag).map(|or| (on, or)));
     closed.extend_from_slice(others);
     let world = World::new(version, &closed);
-    let doc = world.call(tool, args());
-    let what = format!("{tool} {} v{version} without {}", args(), key(on, flag));
+    let doc = world.call(tool, args);
+    let what = format!("{tool} {args} v{version} without {}", key(on, flag));
     assert_eq!(
         doc["error_type"],
         json!("permission_denied"),
@@ -400,13 +349,7 @@ fn refused_before_contact(row: &Touch, version: u8, others: &[(On, &'static str)
         doc["lease_id"].is_null() && doc["run"].is_null(),
         "{what}: claimed first: {doc}"
     );
-    assert_eq!(doc["target_contacted"], json!(false), "{what}: {doc}");
-    assert_eq!(doc["side_effect_status"], json!("not_started"), "{what}");
-    assert!(
-        world.invoked().is_empty(),
-        "{what}: the debugger ran: {:?}",
-        world.invoked()
-    );
+    world.debugger.assert_not_started(&doc, &what);
     assert!(!world.console.opened(), "{what}: the console was opened");
     assert!(!world.psu.opened(), "{what}: the supply's port was opened");
 }
@@ -425,7 +368,7 @@ fn a_capture_on_a_port_without_read_is_refused_before_the_flash() {
     let row = TOUCHES
         .iter()
         .find(|(tool, args, on, _, _)| {
-            *tool == "flash_firmware" && args().get("capture").is_some() && *on == On::Console
+            *tool == "flash_firmware" && parsed(args).get("capture").is_some() && *on == On::Console
         })
         .expect("the table lists the capture's port");
     refused_before_contact(row, 1, &[]);
@@ -437,7 +380,7 @@ fn a_capture_on_rtt_without_the_rtt_read_grant_is_refused_before_the_flash() {
         .iter()
         .find(|(tool, args, _, flag, _)| {
             *tool == "flash_firmware"
-                && args()["capture"].get("rtt_channel").is_some()
+                && parsed(args)["capture"].get("rtt_channel").is_some()
                 && *flag == "allow_probe"
         })
         .expect("the table lists the capture's read of the debugger");
@@ -460,7 +403,7 @@ fn a_capture_on_rtt_of_a_debugger_without_an_rtt_section_is_refused_before_the_f
         world
             .fixture
             .write_config(&format!("{}{}", &text[..start], &text[end..]));
-        let doc = world.call("flash_firmware", flash_rtt_capture());
+        let doc = world.call("flash_firmware", FLASH_RTT_CAPTURE);
         assert_eq!(
             doc["error_type"],
             json!("rtt_not_configured"),
@@ -490,16 +433,16 @@ fn a_power_switch_is_refused_while_a_board_it_powers_may_not_be_reset() {
 fn with_every_grant_the_same_calls_reach_the_debugger_and_open_the_port() {
     // The observations above are only worth something if they see a call that does go ahead.
     let world = World::new(3, &[]);
-    let doc = world.call("flash_firmware", flash());
+    let doc = world.call("flash_firmware", FLASH);
     assert!(!world.invoked().is_empty(), "the fake notes a flash: {doc}");
     let world = World::new(1, &[]);
-    world.call("com_session_start", session());
+    world.call("com_session_start", SESSION);
     assert!(
         world.console.opened(),
         "the watcher sees a session open its port"
     );
     let world = World::new(1, &[]);
-    let doc = world.call("flash_firmware", flash_capture());
+    let doc = world.call("flash_firmware", FLASH_CAPTURE);
     assert!(
         world.console.opened(),
         "the watcher sees a capture open its port: {doc}"

@@ -7,12 +7,12 @@
 //! (counted per workspace by `artifacts::counted`) and reaches the backend only as the staged copy.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::Bench;
 use crate::artifacts::counted;
+use crate::noting_backend_tests::NotingBackend;
 use crate::testkit::Fixture;
 
 /// A tool that names an artifact, how it is called with `image_path`, and the backends it stages
@@ -45,8 +45,7 @@ const BAD: &[Bad] = &[
 /// One bench with one debugger `dut` of `kind`, whose programs (the backend, gdb) are one fake that
 /// notes every invocation.
 struct World {
-    calls: PathBuf,
-    exe: PathBuf,
+    backend: NotingBackend,
     kind: String,
     fixture: Fixture,
 }
@@ -54,14 +53,8 @@ struct World {
 impl World {
     fn new(kind: &str) -> Self {
         let fixture = Fixture::new();
-        let calls = fixture.tools.join("calls");
-        let exe = fixture.tool(
-            "backend",
-            &format!(
-                "echo \"$*\" >> '{}'\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 1",
-                calls.display()
-            ),
-        );
+        let backend = NotingBackend::new(&fixture, "backend");
+        let exe = &backend.exe;
         let extra = match kind {
             "openocd" => {
                 "    interface_cfg: interface/stlink.cfg\n    target_cfg: target/stm32f4x.cfg\n"
@@ -101,8 +94,7 @@ impl World {
         std::fs::copy(built.join("ahil-fw-v1.hex"), fw.join("fw.hex")).expect("firmware");
         std::fs::write(fw.join("garbage.elf"), b"not an elf at all").expect("garbage");
         Self {
-            calls,
-            exe,
+            backend,
             kind: kind.to_owned(),
             fixture,
         }
@@ -113,7 +105,7 @@ impl World {
         let mut loaded = self.fixture.load();
         if self.kind == "probe-rs" {
             let fake = ahil_config::ExecutableState::Pinned {
-                path: self.exe.clone(),
+                path: self.backend.exe.clone(),
             };
             loaded.executables.debuggers.insert("dut".into(), fake);
         }
@@ -122,17 +114,11 @@ impl World {
 
     /// Calls `tool` on a fresh gate; the fake's notes start empty (loading may ask its version).
     fn call(&self, tool: &str, args: Value) -> Value {
-        let bench = Bench::provisioned(self.loaded(), self.fixture.env.clone());
-        let _ = std::fs::remove_file(&self.calls);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("a runtime");
-        runtime.block_on(bench.call(tool, args)).to_value()
+        (self.backend).call(&self.fixture, self.loaded(), tool, args)
     }
 
     fn invoked(&self) -> String {
-        std::fs::read_to_string(&self.calls).unwrap_or_default()
+        self.backend.invoked()
     }
 
     fn stagings(&self) -> usize {
@@ -153,13 +139,7 @@ fn a_bad_artifact_is_refused_before_any_backend_runs_on_every_backend() {
                 let before = world.stagings();
                 let doc = world.call(tool, args(image));
                 assert_eq!(doc["error_type"], json!(error_type), "{what}: {doc}");
-                assert_eq!(doc["target_contacted"], json!(false), "{what}: {doc}");
-                assert_eq!(doc["side_effect_status"], json!("not_started"), "{what}");
-                assert!(
-                    world.invoked().is_empty(),
-                    "{what}: ran {}",
-                    world.invoked()
-                );
+                world.backend.assert_not_started(&doc, &what);
                 assert!(
                     world.stagings() - before <= 1,
                     "{what}: staged {} times",
@@ -215,16 +195,12 @@ fn an_image_is_checked_before_a_missing_program_is_reported_on_every_backend() {
             };
             loaded.executables.debuggers.insert("dut".into(), unbound);
             loaded.executables.gdb = None;
-            let bench = Bench::provisioned(loaded, world.fixture.env.clone());
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime");
             for (image, expected) in [
                 ("fw/missing.elf", "artifact_not_found"),
                 ("fw/fw.elf", "debugger_not_found"),
             ] {
-                let doc = runtime.block_on(bench.call(tool, args(image))).to_value();
+                let loaded = loaded.clone();
+                let doc = (world.backend).call(&world.fixture, loaded, tool, args(image));
                 let what = format!("{tool} on {backend} with {image}");
                 assert_eq!(doc["error_type"], json!(expected), "{what}: {doc}");
                 assert_eq!(doc["target_contacted"], json!(false), "{what}: {doc}");

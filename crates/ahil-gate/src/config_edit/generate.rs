@@ -391,32 +391,45 @@ mod tests {
         }
     }
 
+    /// What a generation for workspace `/w`, state root `/s` makes of `found`.
+    fn generated(found: &Discovery, known: Option<&Config>, disk: Option<&Config>) -> Generated {
+        generate(Path::new("/w"), Path::new("/s"), found, known, disk, "t").expect("generated")
+    }
+
+    /// The starter file for workspace `/w`, state root `/s`, as the server knows it.
+    fn starter() -> Config {
+        ahil_config::parse_config(render_init_config(Path::new("/w"), Path::new("/s")).as_bytes())
+            .expect("template")
+    }
+
+    /// Whether each JSON pointer into `document` holds its value.
+    fn assert_holds(document: &Value, expected: &[(&str, Value)]) {
+        for (pointer, value) in expected {
+            assert_eq!(document.pointer(pointer), Some(value), "{pointer}");
+        }
+    }
+
     #[test]
     fn a_found_board_becomes_a_qemu_probe_and_a_uart_with_the_interlocked_pair_false() {
-        let g = generate(Path::new("/w"), Path::new("/s"), &board(), None, None, "t")
-            .expect("generated");
+        let g = generated(&board(), None, None);
         assert!(!g.skeleton);
         let d = &g.document;
-        assert_eq!(d["debuggers"]["board"]["type"], json!("qemu"));
-        assert_eq!(
-            d["debuggers"]["board"]["permissions"]["allow_mass_erase"],
-            json!(false)
-        );
-        assert_eq!(
-            d["debuggers"]["board"]["permissions"]["allow_raw_debugger_commands"],
-            json!(false)
-        );
-        assert_eq!(
-            d["debuggers"]["board"]["permissions"]["allow_flash"],
-            json!(true)
-        );
-        assert_eq!(
-            d["com_ports"]["board_uart"]["device"],
-            json!("/s/sim/board/uart")
-        );
-        assert_eq!(
-            d["com_ports"]["board_uart"]["resource_id"],
-            json!("sim-board-uart")
+        assert_holds(
+            d,
+            &[
+                ("/debuggers/board/type", json!("qemu")),
+                (
+                    "/debuggers/board/permissions/allow_mass_erase",
+                    json!(false),
+                ),
+                (
+                    "/debuggers/board/permissions/allow_raw_debugger_commands",
+                    json!(false),
+                ),
+                ("/debuggers/board/permissions/allow_flash", json!(true)),
+                ("/com_ports/board_uart/device", json!("/s/sim/board/uart")),
+                ("/com_ports/board_uart/resource_id", json!("sim-board-uart")),
+            ],
         );
         assert!(
             d["debuggers"]["board"]["permissions"]
@@ -427,69 +440,45 @@ mod tests {
 
     #[test]
     fn known_entries_keep_their_grants_and_unknown_ones_are_dropped() {
-        let mut known = ahil_config::parse_config(
-            render_init_config(Path::new("/w"), Path::new("/s")).as_bytes(),
-        )
-        .expect("template");
+        let mut known = starter();
         let mut entry = known.debuggers["dut"].clone();
         entry.permissions.allow_flash = false;
         known.debuggers.insert("board".into(), entry);
         known.permissions.allow_recover = false;
         let mut disk = known.clone();
         disk.debug.allow_all_symbols = false;
-        let g = generate(
-            Path::new("/w"),
-            Path::new("/s"),
-            &board(),
-            Some(&known),
-            Some(&disk),
-            "t",
-        )
-        .expect("generated");
-        let d = &g.document;
-        assert_eq!(
-            d["debuggers"]["board"]["permissions"]["allow_flash"],
-            json!(false)
-        );
-        assert_eq!(d["permissions"]["allow_recover"], json!(false));
-        assert_eq!(
-            d["debug"]["allow_all_symbols"],
-            json!(false),
-            "closed on disk since"
+        let g = generated(&board(), Some(&known), Some(&disk));
+        assert_holds(
+            &g.document,
+            &[
+                ("/debuggers/board/permissions/allow_flash", json!(false)),
+                ("/permissions/allow_recover", json!(false)),
+                // Closed on disk since.
+                ("/debug/allow_all_symbols", json!(false)),
+            ],
         );
         assert_eq!(g.dropped_entries, ["debuggers.dut"]);
     }
 
     #[test]
     fn a_regeneration_grants_no_device_the_server_did_not_know() {
-        let known = ahil_config::parse_config(
-            render_init_config(Path::new("/w"), Path::new("/s")).as_bytes(),
-        )
-        .expect("template");
-        let g = generate(
-            Path::new("/w"),
-            Path::new("/s"),
-            &board(),
-            Some(&known),
-            Some(&known),
-            "t",
-        )
-        .expect("generated");
-        let d = &g.document;
+        let known = starter();
+        let g = generated(&board(), Some(&known), Some(&known));
         assert_eq!(
             g.closed_entries,
             ["debuggers.board", "com_ports.board_uart"]
         );
-        assert_eq!(
-            d["debuggers"]["board"]["permissions"]["allow_flash"],
-            json!(false)
+        assert_holds(
+            &g.document,
+            &[
+                ("/debuggers/board/permissions/allow_flash", json!(false)),
+                (
+                    "/com_ports/board_uart/permissions/allow_write",
+                    json!(false),
+                ),
+            ],
         );
-        assert_eq!(
-            d["com_ports"]["board_uart"]["permissions"]["allow_write"],
-            json!(false)
-        );
-        let first = generate(Path::new("/w"), Path::new("/s"), &board(), None, None, "t")
-            .expect("generated");
+        let first = generated(&board(), None, None);
         assert!(
             first.closed_entries.is_empty(),
             "a first file is the operator's starter"
@@ -498,15 +487,7 @@ mod tests {
 
     #[test]
     fn nothing_found_gives_the_starter_skeleton() {
-        let g = generate(
-            Path::new("/w"),
-            Path::new("/s"),
-            &Discovery::default(),
-            None,
-            None,
-            "t",
-        )
-        .expect("generated");
+        let g = generated(&Discovery::default(), None, None);
         assert!(g.skeleton);
         assert!(g.document["debuggers"].get("dut").is_some());
     }

@@ -316,25 +316,20 @@ mod tests {
 
     #[test]
     fn description_and_permission_keys_are_told_apart() {
-        assert_eq!(
-            classify("target.name", 3).map(|r| r.right),
-            Ok(Right::Description)
-        );
-        assert_eq!(
-            classify("debuggers.dut.probe_id", 3).map(|r| r.right),
-            Ok(Right::Description)
-        );
+        for (key, right) in [
+            ("target.name", Right::Description),
+            ("debuggers.dut.probe_id", Right::Description),
+            (
+                "com_ports.dut.uart.permissions.allow_write",
+                Right::Permissions,
+            ),
+            ("permissions.allow_recover", Right::Permissions),
+            ("artifacts.allow_upload", Right::Permissions),
+        ] {
+            assert_eq!(classify(key, 3).map(|r| r.right), Ok(right), "{key}");
+        }
         let flag = classify("com_ports.dut.uart.permissions.allow_write", 3).expect("known");
-        assert_eq!(flag.right, Right::Permissions);
         assert_eq!(flag.entry, Some((Section::ComPorts, "dut.uart".to_owned())));
-        assert_eq!(
-            classify("permissions.allow_recover", 3).map(|r| r.right),
-            Ok(Right::Permissions)
-        );
-        assert_eq!(
-            classify("artifacts.allow_upload", 3).map(|r| r.right),
-            Ok(Right::Permissions)
-        );
     }
 
     #[test]

@@ -325,11 +325,25 @@ mod tests {
         programs: false,
     };
 
+    /// The grants `doc` opens and closes.
+    const FLASH: &str = "debuggers.dut.permissions.allow_flash";
+    const MASS_ERASE: &str = "debuggers.dut.permissions.allow_mass_erase";
+
     fn change(key: &str, value: Value) -> Change {
         Change {
             key: key.into(),
             value,
         }
+    }
+
+    /// An agent's write of `value` to `key` into a version 3 document `d`, with `rights`.
+    fn agent_sets(
+        d: &mut Value,
+        rights: Rights,
+        key: &str,
+        value: Value,
+    ) -> Result<Applied, Refused> {
+        apply_agent_changes(d, 3, rights, &[change(key, value)])
     }
 
     /// The request itself is judged, not only the resulting file: `true` written over a grant
@@ -338,19 +352,11 @@ mod tests {
     fn a_permission_key_takes_only_false_even_over_a_grant_already_true() {
         for value in [json!(true), json!("false"), json!(0)] {
             let mut d = doc();
-            let refused = apply_agent_changes(
-                &mut d,
-                3,
-                OPEN,
-                &[change(
-                    "debuggers.dut.permissions.allow_flash",
-                    value.clone(),
-                )],
-            );
+            let refused = agent_sets(&mut d, OPEN, FLASH, value.clone());
             assert_eq!(
                 refused,
                 Err(Refused::Widening {
-                    keys: vec!["debuggers.dut.permissions.allow_flash".into()]
+                    keys: vec![FLASH.into()]
                 }),
                 "{value}"
             );
@@ -361,37 +367,16 @@ mod tests {
     #[test]
     fn a_permission_can_be_closed_but_never_opened_by_an_agent() {
         let mut d = doc();
-        let applied = apply_agent_changes(
-            &mut d,
-            3,
-            OPEN,
-            &[change(
-                "debuggers.dut.permissions.allow_flash",
-                json!(false),
-            )],
-        )
-        .expect("narrowing is allowed");
+        let applied = agent_sets(&mut d, OPEN, FLASH, json!(false)).expect("narrowing is allowed");
         assert_eq!(
             applied.permissions_changed,
-            [(
-                "debuggers.dut.permissions.allow_flash".to_owned(),
-                true,
-                false
-            )]
+            [(FLASH.to_owned(), true, false)]
         );
-        let refused = apply_agent_changes(
-            &mut d,
-            3,
-            OPEN,
-            &[change(
-                "debuggers.dut.permissions.allow_mass_erase",
-                json!(true),
-            )],
-        );
+        let refused = agent_sets(&mut d, OPEN, MASS_ERASE, json!(true));
         assert_eq!(
             refused,
             Err(Refused::Widening {
-                keys: vec!["debuggers.dut.permissions.allow_mass_erase".into()]
+                keys: vec![MASS_ERASE.into()]
             })
         );
     }
@@ -405,7 +390,7 @@ mod tests {
             programs: false,
         };
         assert_eq!(
-            apply_agent_changes(&mut d, 3, closed, &[change("target.name", json!("b"))]),
+            agent_sets(&mut d, closed, "target.name", json!("b")),
             Err(Refused::Denied {
                 right: Right::Description,
                 keys: vec!["target.name".into()]
@@ -417,12 +402,7 @@ mod tests {
             programs: false,
         };
         assert!(matches!(
-            apply_agent_changes(
-                &mut d,
-                3,
-                frozen,
-                &[change("permissions.allow_recover", json!(false))]
-            ),
+            agent_sets(&mut d, frozen, "permissions.allow_recover", json!(false)),
             Err(Refused::Denied {
                 right: Right::Permissions,
                 ..
@@ -434,11 +414,11 @@ mod tests {
     #[test]
     fn a_key_under_a_new_name_creates_the_entry_with_every_grant_false() {
         let mut d = doc();
-        let applied = apply_agent_changes(
+        let applied = agent_sets(
             &mut d,
-            3,
             OPEN,
-            &[change("com_ports.uart.1.device", json!("/dev/ttyACM0"))],
+            "com_ports.uart.1.device",
+            json!("/dev/ttyACM0"),
         )
         .expect("applied");
         assert_eq!(applied.created_entries, ["com_ports.uart.1"]);
@@ -453,7 +433,7 @@ mod tests {
         for key in ["debuggers.dut.executable", "debug.gdb_executable"] {
             let mut d = doc();
             assert_eq!(
-                apply_agent_changes(&mut d, 3, OPEN, &[change(key, json!("/usr/bin/env"))]),
+                agent_sets(&mut d, OPEN, key, json!("/usr/bin/env")),
                 Err(Refused::OperatorOnly {
                     keys: vec![key.to_owned()]
                 }),
@@ -466,14 +446,11 @@ mod tests {
             ..OPEN
         };
         let mut d = doc();
-        apply_agent_changes(
+        agent_sets(
             &mut d,
-            3,
             operator,
-            &[change(
-                "debuggers.dut.executable",
-                json!("/usr/bin/openocd"),
-            )],
+            "debuggers.dut.executable",
+            json!("/usr/bin/openocd"),
         )
         .expect("the operator's adoption may name the program");
     }
@@ -482,13 +459,8 @@ mod tests {
     fn an_entry_pointed_at_another_device_loses_every_grant() {
         let mut d = doc();
         d["debuggers"]["dut"]["probe_id"] = json!("A");
-        let applied = apply_agent_changes(
-            &mut d,
-            3,
-            OPEN,
-            &[change("debuggers.dut.probe_id", json!("B"))],
-        )
-        .expect("applied");
+        let applied =
+            agent_sets(&mut d, OPEN, "debuggers.dut.probe_id", json!("B")).expect("applied");
         assert_eq!(applied.redirected_entries, ["debuggers.dut"]);
         assert_eq!(
             d["debuggers"]["dut"]["permissions"]["allow_flash"],
@@ -496,11 +468,11 @@ mod tests {
         );
         let mut same = doc();
         same["debuggers"]["dut"]["probe_id"] = json!("A");
-        let applied = apply_agent_changes(
+        let applied = agent_sets(
             &mut same,
-            3,
             OPEN,
-            &[change("debuggers.dut.connect_mode", json!("under_reset"))],
+            "debuggers.dut.connect_mode",
+            json!("under_reset"),
         )
         .expect("applied");
         assert!(applied.redirected_entries.is_empty());
@@ -522,7 +494,7 @@ mod tests {
             Err(Refused::Invalid { .. })
         ));
         assert!(matches!(
-            apply_agent_changes(&mut d, 3, OPEN, &[change("state_root", json!("/x"))]),
+            agent_sets(&mut d, OPEN, "state_root", json!("/x")),
             Err(Refused::Invalid { .. })
         ));
     }
@@ -530,19 +502,9 @@ mod tests {
     #[test]
     fn the_operator_may_open_a_permission() {
         let mut d = doc();
-        let applied = apply_operator_changes(
-            &mut d,
-            3,
-            &[change(
-                "debuggers.dut.permissions.allow_mass_erase",
-                json!(true),
-            )],
-        )
-        .expect("granted");
-        assert_eq!(
-            applied.changed,
-            ["debuggers.dut.permissions.allow_mass_erase"]
-        );
+        let applied =
+            apply_operator_changes(&mut d, 3, &[change(MASS_ERASE, json!(true))]).expect("granted");
+        assert_eq!(applied.changed, [MASS_ERASE]);
         assert!(apply_operator_changes(&mut d, 3, &[change("target.name", json!(true))]).is_err());
     }
 }

@@ -213,38 +213,40 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn until_ends_the_read_with_the_line_that_matched() {
-        let q = ready(&["boot", "tick 1", "tick 2"]);
-        assert_eq!(
-            choose(&q, 1000, &["tick 1".into()], false),
-            Some((2, Some(true)))
-        );
-    }
+    /// `choose` on a queue of lines, with max_bytes, the until patterns and whether the read is out
+    /// of time: the lines it ends the read with and whether until matched, or None to wait on.
+    type Choice = (
+        &'static str,
+        &'static [&'static str],
+        usize,
+        &'static [&'static str],
+        bool,
+        Option<(usize, Option<bool>)>,
+    );
 
-    #[test]
-    fn until_waits_while_no_line_matches_and_max_bytes_is_not_reached() {
-        let q = ready(&["boot", "tick 1"]);
-        assert_eq!(choose(&q, 1000, &["tick 9".into()], false), None);
-        assert_eq!(
-            choose(&q, 1000, &["tick 9".into()], true),
-            Some((2, Some(false)))
-        );
-    }
-
-    #[test]
-    fn max_bytes_caps_the_lines_but_never_splits_the_first() {
-        let q = ready(&["a long first line", "b"]);
-        assert_eq!(choose(&q, 4, &[], false), Some((1, None)));
-        assert_eq!(choose(&q, 1000, &[], false), Some((2, None)));
+    #[rustfmt::skip]
+    const CHOICES: &[Choice] = &[
+        ("match ends it", &["boot", "tick 1", "tick 2"], 1000, &["tick 1"], false, Some((2, Some(true)))),
+        ("no match waits", &["boot", "tick 1"], 1000, &["tick 9"], false, None),
+        ("no match, out of time", &["boot", "tick 1"], 1000, &["tick 9"], true, Some((2, Some(false)))),
+        ("first line over max_bytes", &["a long first line", "b"], 4, &[], false, Some((1, None))),
+        ("all fit", &["a long first line", "b"], 1000, &[], false, Some((2, None))),
         // A match past max_bytes is not reached: the read ends at the cap, unmatched.
-        assert_eq!(choose(&q, 4, &["b".into()], false), Some((1, Some(false))));
-    }
+        ("match past max_bytes", &["a long first line", "b"], 4, &["b"], false, Some((1, Some(false)))),
+        ("no frame waits", &[], 10, &[], false, None),
+        ("no frame, out of time", &[], 10, &[], true, Some((0, None))),
+    ];
 
     #[test]
-    fn without_until_a_read_waits_for_a_frame_until_its_deadline() {
-        let q = ready(&[]);
-        assert_eq!(choose(&q, 10, &[], false), None);
-        assert_eq!(choose(&q, 10, &[], true), Some((0, None)));
+    fn a_read_ends_at_a_match_or_max_bytes_never_splitting_the_first_line_else_at_its_deadline() {
+        for &(label, lines, max_bytes, until, out_of_time, chosen) in CHOICES {
+            let until: Vec<String> = until.iter().map(|p| (*p).to_owned()).collect();
+            let q = ready(lines);
+            assert_eq!(
+                choose(&q, max_bytes, &until, out_of_time),
+                chosen,
+                "{label}"
+            );
+        }
     }
 }
