@@ -15,12 +15,7 @@ fn budget() -> Budget {
 }
 
 fn bin(reset: bool) -> FlashRequest {
-    FlashRequest {
-        image: PathBuf::from("/s/app.bin"),
-        format: ImageFormat::Bin { base: 0x10000 },
-        verify: true,
-        reset: reset.then_some(ResetMode::Run),
-    }
+    fake::flash_request("/s/app.bin", ImageFormat::Bin { base: 0x10000 }, reset)
 }
 
 fn fake_with(scenario: &str) -> (tempfile::TempDir, Esptool) {
@@ -131,12 +126,7 @@ fn a_flash_leaves_the_chip_in_its_bootloader_unless_a_reset_is_asked_for() {
 #[test]
 fn a_hex_image_carries_its_own_addresses() {
     let (dir, probe) = fake_with("ok");
-    let request = FlashRequest {
-        image: PathBuf::from("/s/app.hex"),
-        format: ImageFormat::Hex,
-        verify: true,
-        reset: None,
-    };
+    let request = fake::flash_request("/s/app.hex", ImageFormat::Hex, false);
     probe.flash(&request, &budget()).expect("flash");
     let call = &fake::calls(dir.path())[1];
     assert_eq!(call[call.len() - 2..], ["0x0", "/s/app.hex"]);
@@ -145,12 +135,7 @@ fn a_hex_image_carries_its_own_addresses() {
 #[test]
 fn an_elf_image_is_refused_before_esptool_runs() {
     let (dir, probe) = fake_with("ok");
-    let request = FlashRequest {
-        image: PathBuf::from("/s/app.elf"),
-        format: ImageFormat::Elf,
-        verify: true,
-        reset: None,
-    };
+    let request = fake::flash_request("/s/app.elf", ImageFormat::Elf, false);
     let failed = fake::classified(probe.flash(&request, &budget()).expect_err("elf"));
     assert_eq!(failed.error_type, "invalid_argument");
     assert!(matches!(failed.contact, Contact::None { .. }));
@@ -288,13 +273,7 @@ fn a_hung_connect_times_out_and_its_process_group_is_gone() {
     let failed = fake::classified(probe.probe(&budget()).expect_err("hang"));
     assert_eq!(failed.error_type, "timeout");
     assert_eq!(failed.contact, Contact::Possible);
-    let pid: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
-        .expect("child pid")
-        .trim()
-        .parse()
-        .expect("pid");
-    assert!(!fake::alive(pid));
-    assert!(fake::group_members(pid).is_empty());
+    fake::assert_reaped(dir.path(), &["child.pid"]);
 }
 
 #[test]

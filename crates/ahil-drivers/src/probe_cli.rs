@@ -655,12 +655,13 @@ mod tests {
 /// The scripted fake CLIs of `ahil-sim`, installed into a private directory per test.
 #[cfg(test)]
 pub(crate) mod fake {
+    use std::ffi::OsString;
     use std::path::{Path, PathBuf};
     use std::time::Duration;
 
-    use super::CliSettings;
+    use super::{CliProbe, CliSettings, CliSuccess};
     use crate::error::{Classified, DriverError};
-    use crate::probe::{FlashRequest, ImageFormat, ResetMode};
+    use crate::probe::{Budget, FlashRequest, ImageFormat, ResetMode};
 
     /// The classified failure inside `error`; anything else fails the test.
     pub fn classified(error: DriverError) -> Box<Classified> {
@@ -678,6 +679,73 @@ pub(crate) mod fake {
             verify: true,
             reset: reset.then_some(ResetMode::Run),
         }
+    }
+
+    /// A verified flash of `/s/fw.elf` with no reset after, under a minute's budget: the flash
+    /// most failure scenarios answer.
+    pub fn flash_elf(probe: &impl CliProbe) -> Result<CliSuccess, DriverError> {
+        probe.flash(
+            &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+            &Budget::new(Duration::from_mins(1)),
+        )
+    }
+
+    /// A fake installed under a tool's name, and the backend a test drives over it.
+    pub struct Fake<P> {
+        /// `openocd.py`, `pyocd.py`, `STM32_Programmer_CLI.py` or `esptool.py`.
+        pub name: &'static str,
+        pub backend: fn(&Path) -> P,
+    }
+
+    impl<P> Fake<P> {
+        /// What `act` fails with on the backend over the fake playing `scenario`.
+        pub fn failure_on<T: std::fmt::Debug>(
+            &self,
+            scenario: &str,
+            act: impl FnOnce(&P) -> Result<T, DriverError>,
+        ) -> Box<Classified> {
+            let (_dir, exe) = install(self.name, scenario);
+            classified(act(&(self.backend)(&exe)).expect_err(scenario))
+        }
+    }
+
+    /// An argument list as text, for comparing with literals.
+    pub fn strings(argv: &[OsString]) -> Vec<String> {
+        argv.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// A `/bin/sh` script `name` in `dir` running `body`, executable.
+    pub fn executable(dir: &Path, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt as _;
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path
+    }
+
+    /// The pid a fake wrote to `file`.
+    pub fn read_pid(file: &Path) -> i32 {
+        std::fs::read_to_string(file)
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+            .trim()
+            .parse()
+            .expect("a pid")
+    }
+
+    /// Checks that every process whose pid a hung fake wrote to `pid_files` in `dir` is gone, and
+    /// with them the process group the first of them led.
+    pub fn assert_reaped(dir: &Path, pid_files: &[&str]) {
+        for file in pid_files {
+            let pid = read_pid(&dir.join(file));
+            assert!(!alive(pid), "{file} {pid} survived");
+        }
+        let leader = read_pid(&dir.join(pid_files[0]));
+        assert!(
+            group_members(leader).is_empty(),
+            "the process group {leader} is gone"
+        );
     }
 
     /// The fake script in the source tree.

@@ -1,14 +1,19 @@
 use super::*;
 use crate::probe_cli::fake;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn target() -> TargetRef {
+/// `chip` over SWD through `probe` (any probe when `None`).
+fn swd(chip: &str, probe: Option<&str>) -> TargetRef {
     TargetRef {
-        chip: "STM32F405RGTx".into(),
-        probe: Some("0669FF".into()),
+        chip: chip.into(),
+        probe: probe.map(Into::into),
         protocol: "swd".into(),
     }
+}
+
+fn target() -> TargetRef {
+    swd("STM32F405RGTx", Some("0669FF"))
 }
 
 #[test]
@@ -71,22 +76,14 @@ fn a_reply_cut_short_has_no_answer() {
 
 fn backend(worker: PathBuf, timeout: Duration) -> ProbeRs {
     ProbeRs::new(
-        CliSettings {
-            executable: worker,
-            probe_id: None,
-            timeout,
-        },
+        fake::settings(&worker, None, timeout),
         Some("STM32F405RGTx"),
         "swd",
     )
 }
 
 fn script(dir: &std::path::Path, body: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("worker");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    path
+    fake::executable(dir, "worker", body)
 }
 
 #[test]
@@ -141,11 +138,11 @@ fn a_worker_past_its_deadline_is_killed_and_reported_as_a_timeout() {
 #[test]
 fn an_entry_without_a_chip_is_refused_before_the_worker_starts() {
     let probe = ProbeRs::new(
-        CliSettings {
-            executable: PathBuf::from("/nonexistent/worker"),
-            probe_id: None,
-            timeout: Duration::from_secs(1),
-        },
+        fake::settings(
+            Path::new("/nonexistent/worker"),
+            None,
+            Duration::from_secs(1),
+        ),
         None,
         "swd",
     );
@@ -187,11 +184,7 @@ mod native {
     #[test]
     fn an_unknown_chip_is_refused_before_any_probe_is_opened() {
         let answer = run(&Request::Probe {
-            target: TargetRef {
-                chip: "NOT_A_CHIP_9000".into(),
-                probe: None,
-                protocol: "swd".into(),
-            },
+            target: swd("NOT_A_CHIP_9000", None),
         });
         assert!(!answer.ok);
         assert_eq!(answer.class.as_deref(), Some("target_type_invalid"));
@@ -201,11 +194,7 @@ mod native {
     #[test]
     fn a_probe_serial_that_is_absent_is_adapter_not_found_with_no_contact() {
         let answer = run(&Request::Reset {
-            target: TargetRef {
-                chip: "STM32F405RGTx".into(),
-                probe: Some("NO-SUCH-SERIAL".into()),
-                protocol: "swd".into(),
-            },
+            target: swd("STM32F405RGTx", Some("NO-SUCH-SERIAL")),
             mode: "run".into(),
         });
         assert!(!answer.ok);
@@ -221,11 +210,7 @@ mod native {
     }
 
     fn nrf51() -> TargetRef {
-        TargetRef {
-            chip: "nrf51822_xxAC".into(),
-            probe: None,
-            protocol: "swd".into(),
-        }
+        swd("nrf51822_xxAC", None)
     }
 
     #[test]
@@ -267,11 +252,7 @@ mod native {
 
     #[test]
     fn the_fake_probe_attaches_and_reports_the_core_state() {
-        let answer = crate::probe_rs_worker::with_fake_probe(&TargetRef {
-            chip: "nrf51822_xxAC".into(),
-            probe: None,
-            protocol: "swd".into(),
-        });
+        let answer = crate::probe_rs_worker::with_fake_probe(&nrf51());
         assert!(answer.ok, "{answer:?}");
         assert!(answer.data["core_state"].is_string());
     }

@@ -1,8 +1,14 @@
 use super::*;
+use crate::probe_cli::fake::executable;
 
 /// Live members of group `pgid` right now: the runner promises none once it returns.
 fn survivors(pgid: i32) -> Vec<i32> {
     group_members(pgid).expect("/proc is readable")
+}
+
+/// `script` run by `sh -c` under `deadline`.
+fn sh(script: &str, deadline: Duration) -> Finished {
+    run(&Command::new(SHELL).args(["-c", script]).deadline(deadline)).expect("sh runs")
 }
 
 #[test]
@@ -24,10 +30,7 @@ fn a_zero_exit_is_success() {
 #[test]
 fn a_child_killed_at_the_deadline_leaves_no_process_of_its_group_alive() {
     let started = Instant::now();
-    let finished = run(&Command::new(SHELL)
-        .args(["-c", "sleep 30 & sleep 30"])
-        .deadline(Duration::from_millis(300)))
-    .expect("sh runs");
+    let finished = sh("sleep 30 & sleep 30", Duration::from_millis(300));
     assert_eq!(finished.exit, Exit::TimedOut);
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -38,10 +41,10 @@ fn a_child_killed_at_the_deadline_leaves_no_process_of_its_group_alive() {
 
 #[test]
 fn background_children_of_a_clean_exit_are_killed_with_the_group() {
-    let finished = run(&Command::new(SHELL)
-        .args(["-c", "sleep 30 >/dev/null 2>&1 & echo started"])
-        .deadline(Duration::from_secs(10)))
-    .expect("sh runs");
+    let finished = sh(
+        "sleep 30 >/dev/null 2>&1 & echo started",
+        Duration::from_secs(10),
+    );
     assert_eq!(finished.exit, Exit::Code(0));
     assert_eq!(survivors(finished.pgid), Vec::<i32>::new());
 }
@@ -49,10 +52,7 @@ fn background_children_of_a_clean_exit_are_killed_with_the_group() {
 #[test]
 fn a_background_child_holding_the_pipe_does_not_hang_the_runner() {
     let started = Instant::now();
-    let finished = run(&Command::new(SHELL)
-        .args(["-c", "sleep 30 & echo early"])
-        .deadline(Duration::from_secs(10)))
-    .expect("sh runs");
+    let finished = sh("sleep 30 & echo early", Duration::from_secs(10));
     assert_eq!(finished.exit, Exit::Code(0));
     assert_eq!(finished.stdout_text(), "early\n");
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -60,10 +60,7 @@ fn a_background_child_holding_the_pipe_does_not_hang_the_runner() {
 
 #[test]
 fn the_direct_child_is_reaped_not_left_a_zombie() {
-    let finished = run(&Command::new(SHELL)
-        .args(["-c", "sleep 30"])
-        .deadline(Duration::from_millis(100)))
-    .expect("sh runs");
+    let finished = sh("sleep 30", Duration::from_millis(100));
     assert!(
         !Path::new(&format!("/proc/{}", finished.pgid)).exists(),
         "leader left as a zombie"
@@ -132,15 +129,6 @@ fn a_program_named_without_an_absolute_path_is_refused_before_anything_runs() {
         error.to_string().contains("absolute pinned path"),
         "{error}"
     );
-}
-
-/// A `/bin/sh` script `name` in `dir` running `body`, executable.
-fn executable(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let script = dir.join(name);
-    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).expect("script");
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    script
 }
 
 #[test]

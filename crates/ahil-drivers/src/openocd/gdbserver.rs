@@ -312,24 +312,14 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::probe_cli::CliSettings;
+    use crate::probe_cli::fake::{self, strings};
 
     fn openocd(probe_id: Option<&str>, executable: PathBuf) -> OpenOcd {
         OpenOcd::new(
-            CliSettings {
-                executable,
-                probe_id: probe_id.map(str::to_owned),
-                timeout: Duration::from_secs(5),
-            },
+            fake::settings(&executable, probe_id, Duration::from_secs(5)),
             "interface/stlink.cfg",
             "target/stm32f4x.cfg",
         )
-    }
-
-    fn strings(argv: &[OsString]) -> Vec<String> {
-        argv.iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
     }
 
     #[test]
@@ -372,18 +362,14 @@ mod tests {
         assert!(TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok());
     }
 
-    fn script(dir: &std::path::Path, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt as _;
-        let path = dir.join("openocd");
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("mode");
-        path
-    }
-
     #[test]
     fn a_server_that_exits_before_its_port_opens_is_reported_with_its_words() {
         let dir = tempfile::tempdir().expect("dir");
-        let exe = script(dir.path(), "echo 'Error: open failed' >&2; exit 1");
+        let exe = fake::executable(
+            dir.path(),
+            "openocd",
+            "echo 'Error: open failed' >&2; exit 1",
+        );
         let error = openocd(None, exe)
             .start_gdb_server(false, Duration::from_secs(5), None)
             .err()
@@ -401,8 +387,9 @@ mod tests {
     /// the server runs; checks it was refused as not ready and is gone.
     fn never_ready(limit: Duration, cancel: Option<&CancelFlag>) {
         let dir = tempfile::tempdir().expect("dir");
-        let exe = script(
+        let exe = fake::executable(
             dir.path(),
+            "openocd",
             "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30",
         );
         if let Some(cancel) = cancel.cloned() {
@@ -419,17 +406,8 @@ mod tests {
             .err()
             .expect("no server");
         assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
-        let pid: i32 = std::fs::read_to_string(dir.path().join("pid"))
-            .expect("pid")
-            .trim()
-            .parse()
-            .expect("number");
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists()
-                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .is_ok_and(|s| s.contains(") Z")),
-            "the server is gone"
-        );
+        let pid = fake::read_pid(&dir.path().join("pid"));
+        assert!(!fake::alive(pid), "the server is gone");
     }
 
     #[test]
