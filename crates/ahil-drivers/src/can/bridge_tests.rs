@@ -1,4 +1,3 @@
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -9,14 +8,20 @@ const CLOSE_OK: &str =
     r#"{"id":2,"result":{"ok":true,"protocol_version":2,"safe_state_confirmed":true}}"#;
 
 fn script(dir: &tempfile::TempDir, body: &str) -> PathBuf {
-    let path = dir.path().join("bridge.sh");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write the script");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    path
+    crate::probe_cli::fake::executable(dir.path(), "bridge.sh", body)
 }
 
 fn request(listen_only: bool) -> OpenRequest {
     OpenRequest::classic("sim0", listen_only, Duration::from_millis(500))
+}
+
+/// How an open of a bridge running `body` is refused.
+fn refusal(body: &str, listen_only: bool) -> CanError {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exe = script(&dir, body);
+    Bridge::open(&exe, &request(listen_only))
+        .err()
+        .expect("refused")
 }
 
 #[test]
@@ -37,56 +42,46 @@ fn an_open_skips_noise_lines_and_a_close_confirms_the_safe_state_and_reaps() {
 
 #[test]
 fn a_listen_only_open_without_the_echo_is_refused_after_closing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(
-        &dir,
+    let error = refusal(
         &format!(
             "read l; echo '{}'; read l; echo '{CLOSE_OK}'",
             r#"{"id":1,"result":{"ok":true,"protocol_version":2}}"#
         ),
+        true,
     );
-    let error = Bridge::open(&exe, &request(true)).err().expect("refused");
     assert_eq!(error.error_type(), "can_listen_only_unconfirmed");
 }
 
 #[test]
 fn an_open_answer_with_another_protocol_version_is_refused() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(
-        &dir,
+    let error = refusal(
         r#"read l; echo '{"id":1,"result":{"ok":true,"protocol_version":1}}'; read l"#,
+        false,
     );
-    let error = Bridge::open(&exe, &request(false)).err().expect("refused");
     assert_eq!(error.error_type(), "can_adapter_protocol_unsupported");
 }
 
 #[test]
 fn a_silent_bridge_times_out_and_is_killed() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(&dir, "exec sleep 30");
     let started = Instant::now();
-    let error = Bridge::open(&exe, &request(false)).err().expect("refused");
+    let error = refusal("exec sleep 30", false);
     assert_eq!(error.error_type(), "can_adapter_timeout");
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[test]
 fn a_bridge_that_dies_reports_its_last_stderr_line() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(&dir, "read l; echo 'no adapter attached' >&2; exit 3");
-    let error = Bridge::open(&exe, &request(false)).err().expect("refused");
+    let error = refusal("read l; echo 'no adapter attached' >&2; exit 3", false);
     assert_eq!(error.error_type(), "can_adapter_process_exited");
     assert!(error.to_string().contains("no adapter attached"), "{error}");
 }
 
 #[test]
 fn a_bridge_refusal_keeps_its_own_error_type_and_says_whether_the_channel_was_open() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(
-        &dir,
+    let error = refusal(
         r#"read l; echo '{"id":1,"error":{"error_type":"can_channel_not_available","summary":"no such channel","channel_open":false}}'"#,
+        false,
     );
-    let error = Bridge::open(&exe, &request(false)).err().expect("refused");
     assert_eq!(error.public_error_type(), "can_channel_not_available");
     assert!(matches!(error.contact(), crate::Contact::None { .. }));
 }
@@ -141,11 +136,7 @@ fn a_helper_the_bridge_forked_is_killed_with_it_and_the_group_is_verified_empty(
         ),
     );
     let (bridge, _) = Bridge::open(&exe, &request(true)).expect("opens");
-    let helper: i32 = std::fs::read_to_string(&pidfile)
-        .expect("the helper pid")
-        .trim()
-        .parse()
-        .expect("a pid");
+    let helper = crate::probe_cli::fake::read_pid(&pidfile);
     let closed = bridge.close();
     assert!(closed.safe_state_confirmed && closed.process_reaped);
     let stat = std::fs::read_to_string(format!("/proc/{helper}/stat")).unwrap_or_default();
