@@ -661,6 +661,7 @@ pub(crate) mod fake {
 
     use super::{CliProbe, CliSettings, CliSuccess};
     use crate::error::{Classified, DriverError};
+    use crate::openocd::gdbserver::ServerError;
     use crate::probe::{Budget, FlashRequest, ImageFormat, ResetMode};
 
     /// The classified failure inside `error`; anything else fails the test.
@@ -716,13 +717,27 @@ pub(crate) mod fake {
             .collect()
     }
 
-    /// A `/bin/sh` script `name` in `dir` running `body`, executable.
-    pub fn executable(dir: &Path, name: &str, body: &str) -> PathBuf {
+    /// A `/bin/sh` script `name` running `body`, executable, alone in a new temporary directory.
+    pub fn install_sh(name: &str, body: &str) -> (tempfile::TempDir, PathBuf) {
         use std::os::unix::fs::PermissionsExt as _;
-        let path = dir.join(name);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(name);
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        path
+        (dir, path)
+    }
+
+    /// A gdb server `name` that writes its pid to `pid` beside itself and never opens its port.
+    pub fn install_server_never_ready(name: &str) -> (tempfile::TempDir, PathBuf) {
+        install_sh(name, "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30")
+    }
+
+    /// Checks that a start of the server [`install_server_never_ready`] put in `dir` was refused
+    /// as not ready, and that the server is gone.
+    pub fn assert_not_ready_and_gone(error: &ServerError, dir: &Path) {
+        assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
+        let pid = read_pid(&dir.join("pid"));
+        assert!(!alive(pid), "the server {pid} is gone");
     }
 
     /// The pid a fake wrote to `file`.

@@ -82,15 +82,14 @@ fn backend(worker: PathBuf, timeout: Duration) -> ProbeRs {
     )
 }
 
-fn script(dir: &std::path::Path, body: &str) -> PathBuf {
-    fake::executable(dir, "worker", body)
+/// A worker running `body`, and the directory it is alone in.
+fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
+    fake::install_sh("worker", body)
 }
 
 #[test]
 fn a_worker_that_finds_no_probe_fails_with_no_contact() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(
-        dir.path(),
+    let (_dir, worker) = script(
         r#"echo '{"ok":false,"class":"adapter_not_found","reached":"none","message":"no debug probe was found on USB"}'; exit 1"#,
     );
     let error = fake::classified(
@@ -108,8 +107,7 @@ fn a_worker_that_finds_no_probe_fails_with_no_contact() {
 
 #[test]
 fn a_worker_that_dies_without_an_answer_is_a_crash_with_possible_contact() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(dir.path(), r#"echo '{"stage":"attach"}'; kill -ABRT $$"#);
+    let (_dir, worker) = script(r#"echo '{"stage":"attach"}'; kill -ABRT $$"#);
     let error = fake::classified(
         backend(worker, Duration::from_secs(10))
             .reset(ResetMode::Run, &Budget::new(Duration::from_secs(10)))
@@ -122,8 +120,7 @@ fn a_worker_that_dies_without_an_answer_is_a_crash_with_possible_contact() {
 
 #[test]
 fn a_worker_past_its_deadline_is_killed_and_reported_as_a_timeout() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(dir.path(), "sleep 30");
+    let (_dir, worker) = script("sleep 30");
     let started = std::time::Instant::now();
     let error = fake::classified(
         backend(worker, Duration::from_millis(300))
@@ -157,9 +154,7 @@ fn an_entry_without_a_chip_is_refused_before_the_worker_starts() {
 
 #[test]
 fn listing_through_the_worker_reports_serials() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(
-        dir.path(),
+    let (_dir, worker) = script(
         r#"echo '{"ok":true,"message":"1 probe(s) found","data":{"complete":true,"probes":[{"serial":"0669FF","description":"STLink V2-1"}]}}'"#,
     );
     let listing = backend(worker, Duration::from_secs(10))
@@ -260,9 +255,7 @@ mod native {
 
 #[test]
 fn the_workers_stages_are_heard_while_it_runs_and_once_each() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(
-        dir.path(),
+    let (_dir, worker) = script(
         r#"echo '{"stage":"attach"}'; sleep 1; echo '{"ok":true,"message":"halted","data":{"core":"halted"}}'"#,
     );
     let started = std::time::Instant::now();
@@ -290,9 +283,7 @@ fn the_workers_stages_are_heard_while_it_runs_and_once_each() {
 
 #[test]
 fn a_memory_read_returns_exactly_the_bytes_asked_for() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(
-        dir.path(),
+    let (_dir, worker) = script(
         r#"echo '{"ok":true,"message":"read 4 byte(s)","data":{"address":536870912,"bytes":[1,2,3,4]}}'"#,
     );
     let probe = backend(worker, Duration::from_secs(10));

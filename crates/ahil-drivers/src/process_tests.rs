@@ -1,5 +1,5 @@
 use super::*;
-use crate::probe_cli::fake::executable;
+use crate::probe_cli::fake::install_sh;
 
 /// Live members of group `pgid` right now: the runner promises none once it returns.
 fn survivors(pgid: i32) -> Vec<i32> {
@@ -133,8 +133,7 @@ fn a_program_named_without_an_absolute_path_is_refused_before_anything_runs() {
 
 #[test]
 fn a_script_runs_by_its_own_path_and_names_its_interpreter_itself() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let script = executable(dir.path(), "fake_tool.py", "echo \"argv0=$0\"");
+    let (_dir, script) = install_sh("fake_tool.py", "echo \"argv0=$0\"");
     let finished = run(&Command::new(&script)).expect("the script runs");
     assert_eq!(
         finished.stdout_text().trim(),
@@ -144,12 +143,7 @@ fn a_script_runs_by_its_own_path_and_names_its_interpreter_itself() {
 
 #[test]
 fn a_piped_tool_runs_in_its_own_directory_and_leads_its_own_process_group() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let script = executable(
-        dir.path(),
-        "tool.sh",
-        "pwd -P\necho $$\ncut -d' ' -f5 /proc/$$/stat",
-    );
+    let (dir, script) = install_sh("tool.sh", "pwd -P\necho $$\ncut -d' ' -f5 /proc/$$/stat");
     let mut command = piped_tool(&script, Stdio::null()).expect("an absolute path is accepted");
     let output = spawn_retrying_busy_text(&mut command)
         .expect("the script runs")

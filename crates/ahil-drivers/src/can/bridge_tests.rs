@@ -7,8 +7,9 @@ const OPEN_OK: &str = r#"{"id":1,"result":{"ok":true,"protocol_version":2,"liste
 const CLOSE_OK: &str =
     r#"{"id":2,"result":{"ok":true,"protocol_version":2,"safe_state_confirmed":true}}"#;
 
-fn script(dir: &tempfile::TempDir, body: &str) -> PathBuf {
-    crate::probe_cli::fake::executable(dir.path(), "bridge.sh", body)
+/// A bridge running `body`, and the directory it is alone in.
+fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
+    crate::probe_cli::fake::install_sh("bridge.sh", body)
 }
 
 fn request(listen_only: bool) -> OpenRequest {
@@ -17,8 +18,7 @@ fn request(listen_only: bool) -> OpenRequest {
 
 /// How an open of a bridge running `body` is refused.
 fn refusal(body: &str, listen_only: bool) -> CanError {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(&dir, body);
+    let (_dir, exe) = script(body);
     Bridge::open(&exe, &request(listen_only))
         .err()
         .expect("refused")
@@ -26,13 +26,9 @@ fn refusal(body: &str, listen_only: bool) -> CanError {
 
 #[test]
 fn an_open_skips_noise_lines_and_a_close_confirms_the_safe_state_and_reaps() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(
-        &dir,
-        &format!(
-            "read l; echo 'not json'; echo '[1]'; echo '{OPEN_OK}'; read l; echo '{CLOSE_OK}'; sleep 30"
-        ),
-    );
+    let (_dir, exe) = script(&format!(
+        "read l; echo 'not json'; echo '[1]'; echo '{OPEN_OK}'; read l; echo '{CLOSE_OK}'; sleep 30"
+    ));
     let (bridge, opened) = Bridge::open(&exe, &request(true)).expect("opens");
     assert!(opened.listen_only_confirmed);
     assert_eq!(opened.backend, "process");
@@ -96,17 +92,13 @@ fn a_missing_executable_fails_to_start() {
 
 #[test]
 fn a_send_is_answered_while_a_read_waits_at_a_concurrent_bridge() {
-    let dir = tempfile::tempdir().expect("tempdir");
     // Answers the send (id 3) at once, then the read (id 2) it received first.
-    let exe = script(
-        &dir,
-        &format!(
-            "read l; echo '{}'; read l; read l; echo '{}'; sleep 0.5; echo '{}'; read l",
-            r#"{"id":1,"result":{"ok":true,"protocol_version":2}}"#,
-            r#"{"id":3,"result":{"ok":true}}"#,
-            r#"{"id":2,"result":{"ok":true,"frames":[]}}"#,
-        ),
-    );
+    let (_dir, exe) = script(&format!(
+        "read l; echo '{}'; read l; read l; echo '{}'; sleep 0.5; echo '{}'; read l",
+        r#"{"id":1,"result":{"ok":true,"protocol_version":2}}"#,
+        r#"{"id":3,"result":{"ok":true}}"#,
+        r#"{"id":2,"result":{"ok":true,"frames":[]}}"#,
+    ));
     let (bridge, _) = Bridge::open(&exe, &request(false)).expect("opens");
     let bridge = std::sync::Arc::new(bridge);
     let reader = std::thread::spawn({
@@ -126,17 +118,11 @@ fn a_send_is_answered_while_a_read_waits_at_a_concurrent_bridge() {
 
 #[test]
 fn a_helper_the_bridge_forked_is_killed_with_it_and_the_group_is_verified_empty() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let pidfile = dir.path().join("helper.pid");
-    let exe = script(
-        &dir,
-        &format!(
-            "sleep 60 & echo $! > '{}'; read l; echo '{OPEN_OK}'; read l; echo '{CLOSE_OK}'; sleep 60",
-            pidfile.display()
-        ),
-    );
+    let (dir, exe) = script(&format!(
+        "sleep 60 & echo $! > \"$(dirname \"$0\")/helper.pid\"; read l; echo '{OPEN_OK}'; read l; echo '{CLOSE_OK}'; sleep 60"
+    ));
     let (bridge, _) = Bridge::open(&exe, &request(true)).expect("opens");
-    let helper = crate::probe_cli::fake::read_pid(&pidfile);
+    let helper = crate::probe_cli::fake::read_pid(&dir.path().join("helper.pid"));
     let closed = bridge.close();
     assert!(closed.safe_state_confirmed && closed.process_reaped);
     let stat = std::fs::read_to_string(format!("/proc/{helper}/stat")).unwrap_or_default();

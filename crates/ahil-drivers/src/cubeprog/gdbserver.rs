@@ -146,18 +146,11 @@ mod tests {
 
     #[test]
     fn a_server_that_never_opens_its_port_is_killed_at_the_limit() {
-        let dir = tempfile::tempdir().expect("dir");
-        let exe = fake::executable(
-            dir.path(),
-            "ST-LINK_gdbserver",
-            "echo $$ > \"$(dirname \"$0\")/pid\"\nexec sleep 30",
-        );
+        let (dir, exe) = fake::install_server_never_ready("ST-LINK_gdbserver");
         let error = StlinkGdbServer::new(exe, None, None, true)
             .start(Duration::from_millis(300), None)
             .err()
             .expect("no server");
-        assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
-        let pid = fake::read_pid(&dir.path().join("pid"));
-        assert!(!fake::alive(pid), "the server is gone");
+        fake::assert_not_ready_and_gone(&error, dir.path());
     }
 }

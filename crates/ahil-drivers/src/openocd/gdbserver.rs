@@ -364,12 +364,7 @@ mod tests {
 
     #[test]
     fn a_server_that_exits_before_its_port_opens_is_reported_with_its_words() {
-        let dir = tempfile::tempdir().expect("dir");
-        let exe = fake::executable(
-            dir.path(),
-            "openocd",
-            "echo 'Error: open failed' >&2; exit 1",
-        );
+        let (_dir, exe) = fake::install_sh("openocd", "echo 'Error: open failed' >&2; exit 1");
         let error = openocd(None, exe)
             .start_gdb_server(false, Duration::from_secs(5), None)
             .err()
@@ -386,12 +381,7 @@ mod tests {
     /// Starts a server that never opens its port, waiting up to `limit`, with `cancel` raised once
     /// the server runs; checks it was refused as not ready and is gone.
     fn never_ready(limit: Duration, cancel: Option<&CancelFlag>) {
-        let dir = tempfile::tempdir().expect("dir");
-        let exe = fake::executable(
-            dir.path(),
-            "openocd",
-            "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30",
-        );
+        let (dir, exe) = fake::install_server_never_ready("openocd");
         if let Some(cancel) = cancel.cloned() {
             let pid_file = dir.path().join("pid");
             thread::spawn(move || {
@@ -405,9 +395,7 @@ mod tests {
             .start_gdb_server(false, limit, cancel)
             .err()
             .expect("no server");
-        assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
-        let pid = fake::read_pid(&dir.path().join("pid"));
-        assert!(!fake::alive(pid), "the server is gone");
+        fake::assert_not_ready_and_gone(&error, dir.path());
     }
 
     #[test]
