@@ -88,19 +88,15 @@ fn every_action_uses_its_connect_mode_and_serial() {
 
 #[test]
 fn a_missing_success_sentence_leaves_the_result_unconfirmed() {
-    let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "unconfirmed");
-    let probe = backend(&exe, None, ConnectMode::Hotplug);
-    let read = fake::classified(probe.probe(&budget()).expect_err("unconfirmed"));
+    let read = FAKE.failure_on("unconfirmed", |probe| probe.probe(&budget()));
     assert_eq!(read.error_type, "target_state_unconfirmed");
     assert_eq!(
         read.details["operation_result"]["matched_success_text"],
         serde_json::json!(["ST-LINK SN"])
     );
-    let reset = fake::classified(
-        probe
-            .reset(ResetMode::Run, &budget())
-            .expect_err("unconfirmed"),
-    );
+    let reset = FAKE.failure_on("unconfirmed", |probe| {
+        probe.reset(ResetMode::Run, &budget())
+    });
     assert_eq!(
         (reset.error_type, reset.backend_error_type),
         ("reset_failed", "reset_unconfirmed")
@@ -123,13 +119,7 @@ fn no_st_link_is_adapter_not_found_without_contact() {
 
 #[test]
 fn an_absent_target_proves_no_contact_only_for_the_probe() {
-    let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "no-target");
-    let probe = backend(&exe, None, ConnectMode::Hotplug);
-    let read = fake::classified(probe.probe(&budget()).expect_err("absent"));
-    assert_eq!(read.error_type, "target_not_detected");
-    assert!(matches!(read.contact, Contact::None { .. }));
-    let write = fake::classified(probe.reset(ResetMode::Halt, &budget()).expect_err("absent"));
-    assert_eq!(write.contact, Contact::Possible);
+    FAKE.assert_absent_target("no-target", |probe| probe.reset(ResetMode::Halt, &budget()));
 }
 
 #[test]

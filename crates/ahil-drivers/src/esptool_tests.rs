@@ -24,6 +24,16 @@ fn fake_with(scenario: &str) -> (tempfile::TempDir, Esptool) {
     (dir, probe)
 }
 
+/// What `act` fails with when it is refused before esptool runs at all.
+fn refused_before_esptool_runs<T: std::fmt::Debug>(
+    act: impl FnOnce(&Esptool) -> Result<T, DriverError>,
+) -> Box<Classified> {
+    let (dir, probe) = fake_with("ok");
+    let failed = fake::classified(act(&probe).expect_err("refused"));
+    assert!(fake::calls(dir.path()).is_empty(), "esptool ran");
+    failed
+}
+
 #[test]
 fn versions_are_read_from_both_spellings_of_the_banner() {
     assert_eq!(
@@ -134,12 +144,10 @@ fn a_hex_image_carries_its_own_addresses() {
 
 #[test]
 fn an_elf_image_is_refused_before_esptool_runs() {
-    let (dir, probe) = fake_with("ok");
     let request = fake::flash_request("/s/app.elf", ImageFormat::Elf, false);
-    let failed = fake::classified(probe.flash(&request, &budget()).expect_err("elf"));
+    let failed = refused_before_esptool_runs(|probe| probe.flash(&request, &budget()));
     assert_eq!(failed.error_type, "invalid_argument");
     assert!(matches!(failed.contact, Contact::None { .. }));
-    assert!(fake::calls(dir.path()).is_empty());
 }
 
 #[test]
@@ -251,19 +259,15 @@ fn a_reset_without_its_line_is_reset_failed() {
 
 #[test]
 fn reset_init_is_not_supported() {
-    let (dir, probe) = fake_with("ok");
-    let failed = fake::classified(probe.reset(ResetMode::Init, &budget()).expect_err("init"));
+    let failed = refused_before_esptool_runs(|probe| probe.reset(ResetMode::Init, &budget()));
     assert_eq!(failed.error_type, "not_supported");
-    assert!(fake::calls(dir.path()).is_empty());
 }
 
 #[test]
 fn listing_probes_is_not_supported_and_names_the_port() {
-    let (dir, probe) = fake_with("ok");
-    let failed = fake::classified(probe.list_probes(&budget()).expect_err("list"));
+    let failed = refused_before_esptool_runs(|probe| probe.list_probes(&budget()));
     assert_eq!(failed.error_type, "not_supported");
     assert_eq!(failed.details["com_port_device"], PORT);
-    assert!(fake::calls(dir.path()).is_empty());
 }
 
 #[test]

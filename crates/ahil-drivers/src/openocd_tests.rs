@@ -143,24 +143,16 @@ fn a_command_rejected_before_init_is_named() {
 
 #[test]
 fn an_absent_target_proves_no_contact_only_for_the_read_only_probe() {
-    let (_dir, exe) = fake::install("openocd.py", "target-absent");
-    let probe = backend(&exe, None, Duration::from_secs(10));
-    let read = fake::classified(probe.probe(&budget()).expect_err("absent"));
-    assert_eq!(read.error_type, "target_not_detected");
-    assert!(matches!(read.contact, Contact::None { .. }));
-    let write = fake::classified(fake::flash_elf(&probe).expect_err("absent"));
+    let write = FAKE.assert_absent_target("target-absent", fake::flash_elf);
     assert_eq!(write.error_type, "target_not_detected");
-    assert_eq!(write.contact, Contact::Possible);
 }
 
 #[test]
 fn exit_zero_without_markers_is_unconfirmed() {
-    let (_dir, exe) = fake::install("openocd.py", "no-marker");
-    let probe = backend(&exe, None, Duration::from_secs(10));
-    let read = fake::classified(probe.probe(&budget()).expect_err("unconfirmed"));
+    let read = FAKE.failure_on("no-marker", |probe| probe.probe(&budget()));
     assert_eq!(read.error_type, "target_state_unconfirmed");
     assert_eq!(read.details["operation_result"]["confirmed"], false);
-    let write = fake::classified(fake::flash_elf(&probe).expect_err("unconfirmed"));
+    let write = FAKE.failure_on("no-marker", fake::flash_elf);
     assert_eq!(
         (write.error_type, write.backend_error_type),
         ("flash_failed", "flash_unconfirmed")
@@ -269,35 +261,32 @@ mod real {
         exe
     }
 
-    fn real(exe: &Path, interface: &str, target: &str) -> OpenOcd {
+    fn real(interface: &str, target: &str) -> OpenOcd {
         OpenOcd::new(
-            fake::settings(exe, None, Duration::from_secs(20)),
+            fake::settings(&openocd(), None, Duration::from_secs(20)),
             interface,
             target,
         )
     }
 
+    /// What a probe of the STM32F4 through `interface` fails with.
+    fn probe_failure(interface: &str) -> Box<Classified> {
+        fake::classified(
+            real(interface, "target/stm32f4x.cfg")
+                .probe(&budget())
+                .expect_err(interface),
+        )
+    }
+
     #[test]
     fn real_openocd_reports_its_version() {
-        let exe = openocd();
-        let report =
-            crate::debugger_version(crate::Backend::OpenOcd, &exe, Duration::from_secs(10), None)
-                .expect("version");
-        assert!(
-            report.version.starts_with("Open On-Chip Debugger"),
-            "{}",
-            report.version
-        );
+        let version = fake::version_of(crate::Backend::OpenOcd, &openocd());
+        assert!(version.starts_with("Open On-Chip Debugger"), "{version}");
     }
 
     #[test]
     fn real_openocd_without_a_probe_is_adapter_not_found_without_contact() {
-        let exe = openocd();
-        let failed = fake::classified(
-            real(&exe, "interface/stlink.cfg", "target/stm32f4x.cfg")
-                .probe(&budget())
-                .expect_err("no probe here"),
-        );
+        let failed = probe_failure("interface/stlink.cfg");
         assert_eq!(failed.error_type, "adapter_not_found");
         assert!(matches!(failed.contact, Contact::None { .. }));
         assert!(failed.transcripts[0].stderr.contains("open failed"));
@@ -305,19 +294,12 @@ mod real {
 
     #[test]
     fn real_openocd_with_a_missing_script_is_a_config_error() {
-        let exe = openocd();
-        let failed = fake::classified(
-            real(&exe, "interface/no-such-adapter.cfg", "target/stm32f4x.cfg")
-                .probe(&budget())
-                .expect_err("bad script"),
-        );
-        assert_config_not_found(&failed);
+        assert_config_not_found(&probe_failure("interface/no-such-adapter.cfg"));
     }
 
     #[test]
     fn real_openocd_runs_the_marker_script_on_the_dummy_adapter() {
-        let exe = openocd();
-        let done = real(&exe, "interface/dummy.cfg", "target/swj-dp.tcl")
+        let done = real("interface/dummy.cfg", "target/swj-dp.tcl")
             .probe(&budget())
             .expect("the dummy adapter reaches both markers");
         assert_eq!(done.matched_success_text.len(), 2);

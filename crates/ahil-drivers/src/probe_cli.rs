@@ -660,7 +660,7 @@ pub(crate) mod fake {
     use std::time::Duration;
 
     use super::{CliProbe, CliSettings, CliSuccess};
-    use crate::error::{Classified, DriverError};
+    use crate::error::{Classified, Contact, DriverError};
     use crate::openocd::gdbserver::ServerError;
     use crate::probe::{Budget, FlashRequest, ImageFormat, ResetMode};
 
@@ -707,6 +707,26 @@ pub(crate) mod fake {
         ) -> Box<Classified> {
             let (_dir, exe) = install(self.name, scenario);
             classified(act(&(self.backend)(&exe)).expect_err(scenario))
+        }
+    }
+
+    impl<P: CliProbe> Fake<P> {
+        /// Checks that with the target absent (the fake playing `scenario`) the read-only probe
+        /// fails as `target_not_detected` and proves no contact, while `write`, which may have
+        /// reached the target, cannot; returns what `write` failed with.
+        pub fn assert_absent_target<T: std::fmt::Debug>(
+            &self,
+            scenario: &str,
+            write: impl FnOnce(&P) -> Result<T, DriverError>,
+        ) -> Box<Classified> {
+            let read = self.failure_on(scenario, |probe| {
+                probe.probe(&Budget::new(Duration::from_mins(1)))
+            });
+            assert_eq!(read.error_type, "target_not_detected");
+            assert!(matches!(read.contact, Contact::None { .. }), "{read:?}");
+            let written = self.failure_on(scenario, write);
+            assert_eq!(written.contact, Contact::Possible);
+            written
         }
     }
 
@@ -761,6 +781,13 @@ pub(crate) mod fake {
             group_members(leader).is_empty(),
             "the process group {leader} is gone"
         );
+    }
+
+    /// The version `exe` reports as `backend`'s tool, asked with ten seconds to answer.
+    pub fn version_of(backend: crate::Backend, exe: &Path) -> String {
+        crate::debugger_version(backend, exe, Duration::from_secs(10), None)
+            .expect("version")
+            .version
     }
 
     /// The fake script in the source tree.
