@@ -169,24 +169,6 @@ impl Options {
             .map(|index| (*index, Ring::new(self.ring_bytes)))
             .collect()
     }
-
-    /// A scan of `size` bytes from `start` for the block, with up and down channel 0, rings of
-    /// `ring_bytes` and a poll every `interval`: what the link tests ask for.
-    #[cfg(test)]
-    pub(crate) fn scan_channel_zero(
-        start: u32,
-        size: u32,
-        ring_bytes: usize,
-        interval: Duration,
-    ) -> Self {
-        Self {
-            locate: Locate::Scan { start, size },
-            up: vec![0],
-            down: vec![0],
-            ring_bytes,
-            interval,
-        }
-    }
 }
 
 impl Link {
@@ -330,5 +312,25 @@ impl Link {
 impl Drop for Link {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+impl Options {
+    /// A scan of `size` bytes from `start` for the block, with up and down channel 0, rings of
+    /// `ring_bytes` and a poll every `interval`: what the link tests ask for.
+    pub(crate) fn scan_channel_zero(
+        start: u32,
+        size: u32,
+        ring_bytes: usize,
+        interval: Duration,
+    ) -> Self {
+        Self {
+            locate: Locate::Scan { start, size },
+            up: vec![0],
+            down: vec![0],
+            ring_bytes,
+            interval,
+        }
     }
 }
