@@ -74,9 +74,9 @@ fn a_reply_cut_short_has_no_answer() {
     assert!(reply.answer.is_none());
 }
 
-fn backend(worker: PathBuf, timeout: Duration) -> ProbeRs {
+fn backend(worker: &Path, timeout: Duration) -> ProbeRs {
     ProbeRs::new(
-        fake::settings(&worker, None, timeout),
+        fake::settings(worker, None, timeout),
         Some("STM32F405RGTx"),
         "swd",
     )
@@ -93,7 +93,7 @@ fn a_worker_that_finds_no_probe_fails_with_no_contact() {
         r#"echo '{"ok":false,"class":"adapter_not_found","reached":"none","message":"no debug probe was found on USB"}'; exit 1"#,
     );
     let error = fake::classified(
-        backend(worker, Duration::from_secs(10))
+        backend(&worker, Duration::from_secs(10))
             .probe(&Budget::new(Duration::from_secs(10)))
             .expect_err("no probe"),
     );
@@ -109,7 +109,7 @@ fn a_worker_that_finds_no_probe_fails_with_no_contact() {
 fn a_worker_that_dies_without_an_answer_is_a_crash_with_possible_contact() {
     let (_dir, worker) = script(r#"echo '{"stage":"attach"}'; kill -ABRT $$"#);
     let error = fake::classified(
-        backend(worker, Duration::from_secs(10))
+        backend(&worker, Duration::from_secs(10))
             .reset(ResetMode::Run, &Budget::new(Duration::from_secs(10)))
             .expect_err("crash"),
     );
@@ -123,7 +123,7 @@ fn a_worker_past_its_deadline_is_killed_and_reported_as_a_timeout() {
     let (_dir, worker) = script("sleep 30");
     let started = std::time::Instant::now();
     let error = fake::classified(
-        backend(worker, Duration::from_millis(300))
+        backend(&worker, Duration::from_millis(300))
             .probe(&Budget::new(Duration::from_secs(10)))
             .expect_err("timeout"),
     );
@@ -157,7 +157,7 @@ fn listing_through_the_worker_reports_serials() {
     let (_dir, worker) = script(
         r#"echo '{"ok":true,"message":"1 probe(s) found","data":{"complete":true,"probes":[{"serial":"0669FF","description":"STLink V2-1"}]}}'"#,
     );
-    let listing = backend(worker, Duration::from_secs(10))
+    let listing = backend(&worker, Duration::from_secs(10))
         .list_probes(&Budget::new(Duration::from_secs(10)))
         .expect("listing");
     assert_eq!(listing.probes.len(), 1);
@@ -269,7 +269,7 @@ fn the_workers_stages_are_heard_while_it_runs_and_once_each() {
                 .push((stage.to_owned(), started.elapsed()));
         })
     });
-    backend(worker, Duration::from_secs(10))
+    backend(&worker, Duration::from_secs(10))
         .probe(&budget)
         .expect("the scripted worker answers");
     let heard = heard.lock().expect("heard").clone();
@@ -286,7 +286,7 @@ fn a_memory_read_returns_exactly_the_bytes_asked_for() {
     let (_dir, worker) = script(
         r#"echo '{"ok":true,"message":"read 4 byte(s)","data":{"address":536870912,"bytes":[1,2,3,4]}}'"#,
     );
-    let probe = backend(worker, Duration::from_secs(10));
+    let probe = backend(&worker, Duration::from_secs(10));
     let budget = Budget::new(Duration::from_secs(10));
     assert_eq!(
         probe.read_memory(0x2000_0000, 4, &budget).expect("read"),

@@ -309,14 +309,14 @@ impl Drop for GdbServer {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
+    use std::path::Path;
 
     use super::*;
     use crate::probe_cli::fake::{self, strings};
 
-    fn openocd(probe_id: Option<&str>, executable: PathBuf) -> OpenOcd {
+    fn openocd(probe_id: Option<&str>, executable: &Path) -> OpenOcd {
         OpenOcd::new(
-            fake::settings(&executable, probe_id, Duration::from_secs(5)),
+            fake::settings(executable, probe_id, Duration::from_secs(5)),
             "interface/stlink.cfg",
             "target/stm32f4x.cfg",
         )
@@ -324,7 +324,7 @@ mod tests {
 
     #[test]
     fn an_attach_serves_gdb_on_the_loopback_port_with_the_other_servers_off() {
-        let argv = openocd(None, PathBuf::from("openocd")).gdb_server_argv(40123, false);
+        let argv = openocd(None, Path::new("openocd")).gdb_server_argv(40123, false);
         assert_eq!(
             strings(&argv),
             [
@@ -348,7 +348,7 @@ mod tests {
 
     #[test]
     fn a_reset_halt_start_names_the_probe_and_resets_into_halt() {
-        let argv = openocd(Some("066DFF535254"), PathBuf::from("openocd")).gdb_server_argv(1, true);
+        let argv = openocd(Some("066DFF535254"), Path::new("openocd")).gdb_server_argv(1, true);
         let argv = strings(&argv);
         assert_eq!(argv[2..4], ["-c", "adapter serial 066DFF535254"]);
         assert_eq!(argv.last().map(String::as_str), Some("init; reset halt"));
@@ -365,7 +365,7 @@ mod tests {
     #[test]
     fn a_server_that_exits_before_its_port_opens_is_reported_with_its_words() {
         let (_dir, exe) = fake::install_sh("openocd", "echo 'Error: open failed' >&2; exit 1");
-        let error = openocd(None, exe)
+        let error = openocd(None, &exe)
             .start_gdb_server(false, Duration::from_secs(5), None)
             .err()
             .expect("no server");
@@ -391,7 +391,7 @@ mod tests {
                 cancel.cancel();
             });
         }
-        let error = openocd(None, exe)
+        let error = openocd(None, &exe)
             .start_gdb_server(false, limit, cancel)
             .err()
             .expect("no server");

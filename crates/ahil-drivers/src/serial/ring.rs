@@ -247,15 +247,14 @@ mod tests {
     #[test]
     fn a_pattern_not_found_within_max_bytes_returns_the_bytes_so_far_at_the_deadline() {
         // (case, bytes pushed, max_bytes, pattern, bytes taken)
-        let cases: [(&str, &[u8], usize, &[u8], &[u8]); 2] = [
-            ("never sent", b"partial", 64, b"never", b"partial"),
-            ("beyond max_bytes", b"0123456789ok", 4, b"ok", b"0123"),
-        ];
-        for (case, pushed, max_bytes, pattern, expected) in cases {
+        for (case, pushed, max_bytes, pattern, expected) in [
+            ("never sent", "partial", 64, "never", "partial"),
+            ("beyond max_bytes", "0123456789ok", 4, "ok", "0123"),
+        ] {
             let ring = Ring::new(64);
-            ring.push(pushed);
-            let taken = ring.take(max_bytes, soon(), &[pattern.to_vec()]);
-            assert_eq!(taken.bytes, expected, "{case}");
+            ring.push(pushed.as_bytes());
+            let taken = ring.take(max_bytes, soon(), &[pattern.as_bytes().to_vec()]);
+            assert_eq!(taken.bytes, expected.as_bytes(), "{case}");
             assert_eq!(taken.matched, Some(false), "{case}");
         }
     }
