@@ -16,6 +16,12 @@ fn budget() -> Budget {
     Budget::new(Duration::from_mins(1))
 }
 
+/// The fake STM32CubeProgrammer, with no probe id, connecting hot-plug.
+const FAKE: fake::Fake<CubeProg> = fake::Fake {
+    name: "STM32_Programmer_CLI.py",
+    backend: |exe| backend(exe, None, ConnectMode::Hotplug),
+};
+
 #[test]
 fn serials_are_read_from_the_probe_list() {
     let text = "ST-Link Probe 0 :\n   ST-LINK SN  : 066DFF535254\n   ST-LINK FW  : V2J45\nSTLINK SN: abc\nST-LINK SN  : 066DFF535254\n";
@@ -82,19 +88,15 @@ fn every_action_uses_its_connect_mode_and_serial() {
 
 #[test]
 fn a_missing_success_sentence_leaves_the_result_unconfirmed() {
-    let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "unconfirmed");
-    let probe = backend(&exe, None, ConnectMode::Hotplug);
-    let read = fake::classified(probe.probe(&budget()).expect_err("unconfirmed"));
+    let read = FAKE.failure_on("unconfirmed", |probe| probe.probe(&budget()));
     assert_eq!(read.error_type, "target_state_unconfirmed");
     assert_eq!(
         read.details["operation_result"]["matched_success_text"],
         serde_json::json!(["ST-LINK SN"])
     );
-    let reset = fake::classified(
-        probe
-            .reset(ResetMode::Run, &budget())
-            .expect_err("unconfirmed"),
-    );
+    let reset = FAKE.failure_on("unconfirmed", |probe| {
+        probe.reset(ResetMode::Run, &budget())
+    });
     assert_eq!(
         (reset.error_type, reset.backend_error_type),
         ("reset_failed", "reset_unconfirmed")
@@ -105,12 +107,7 @@ fn a_missing_success_sentence_leaves_the_result_unconfirmed() {
 fn no_st_link_is_adapter_not_found_without_contact() {
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "no-probe");
     let failed = fake::classified(
-        backend(&exe, None, ConnectMode::Hotplug)
-            .flash(
-                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                &budget(),
-            )
-            .expect_err("no probe"),
+        fake::flash_elf(&backend(&exe, None, ConnectMode::Hotplug)).expect_err("no probe"),
     );
     assert_eq!(failed.error_type, "adapter_not_found");
     assert!(matches!(failed.contact, Contact::None { .. }));
@@ -122,13 +119,7 @@ fn no_st_link_is_adapter_not_found_without_contact() {
 
 #[test]
 fn an_absent_target_proves_no_contact_only_for_the_probe() {
-    let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "no-target");
-    let probe = backend(&exe, None, ConnectMode::Hotplug);
-    let read = fake::classified(probe.probe(&budget()).expect_err("absent"));
-    assert_eq!(read.error_type, "target_not_detected");
-    assert!(matches!(read.contact, Contact::None { .. }));
-    let write = fake::classified(probe.reset(ResetMode::Halt, &budget()).expect_err("absent"));
-    assert_eq!(write.contact, Contact::Possible);
+    FAKE.assert_absent_target("no-target", |probe| probe.reset(ResetMode::Halt, &budget()));
 }
 
 #[test]
@@ -137,15 +128,7 @@ fn an_erase_refusal_is_read_for_how_far_the_programmer_got() {
         ("erase-refused", "erase_refused_effect_unconfirmed"),
         ("erase-underway", "flash_change_underway"),
     ] {
-        let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", scenario);
-        let failed = fake::classified(
-            backend(&exe, None, ConnectMode::Hotplug)
-                .flash(
-                    &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                    &budget(),
-                )
-                .expect_err(scenario),
-        );
+        let failed = FAKE.failure_on(scenario, fake::flash_elf);
         assert_eq!(failed.error_type, "flash_erase_failed", "{scenario}");
         assert_eq!(failed.details["erase_abort_point"]["reading"], reading);
         assert_eq!(failed.details["programmer_output"]["returncode"], 1);
@@ -159,26 +142,15 @@ fn an_erase_refusal_is_read_for_how_far_the_programmer_got() {
 
 #[test]
 fn a_verify_failure_is_classified() {
-    let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "verify-fail");
-    let failed = fake::classified(
-        backend(&exe, None, ConnectMode::Hotplug)
-            .flash(
-                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                &budget(),
-            )
-            .expect_err("verify"),
+    assert_eq!(
+        FAKE.failure_on("verify-fail", fake::flash_elf).error_type,
+        "verify_failed"
     );
-    assert_eq!(failed.error_type, "verify_failed");
 }
 
 #[test]
 fn a_listing_without_serials_or_a_no_probe_sentence_is_a_discovery_failure() {
-    let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "bad-list");
-    let failed = fake::classified(
-        backend(&exe, None, ConnectMode::Hotplug)
-            .list_probes(&budget())
-            .expect_err("bad"),
-    );
+    let failed = FAKE.failure_on("bad-list", |probe| probe.list_probes(&budget()));
     assert_eq!(failed.error_type, "probe_discovery_failed");
     let (_dir, exe) = fake::install("STM32_Programmer_CLI.py", "ok");
     let listing = backend(&exe, None, ConnectMode::Hotplug)
@@ -197,23 +169,7 @@ fn a_hung_programmer_is_killed_with_its_grandchild() {
     );
     let failed = fake::classified(probe.reset(ResetMode::Run, &budget()).expect_err("hang"));
     assert_eq!(failed.error_type, "timeout");
-    for file in ["child.pid", "grandchild.pid"] {
-        let pid: i32 = std::fs::read_to_string(dir.path().join(file))
-            .expect("pid")
-            .trim()
-            .parse()
-            .expect("pid");
-        assert!(!fake::alive(pid), "{file} survived");
-    }
-    let leader: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("pid");
-    assert!(
-        fake::group_members(leader).is_empty(),
-        "the process group {leader} is gone"
-    );
+    fake::assert_reaped(dir.path(), &["child.pid", "grandchild.pid"]);
 }
 
 #[test]

@@ -15,18 +15,23 @@ fn budget() -> Budget {
 }
 
 fn bin(reset: bool) -> FlashRequest {
-    FlashRequest {
-        image: PathBuf::from("/s/app.bin"),
-        format: ImageFormat::Bin { base: 0x10000 },
-        verify: true,
-        reset: reset.then_some(ResetMode::Run),
-    }
+    fake::flash_request("/s/app.bin", ImageFormat::Bin { base: 0x10000 }, reset)
 }
 
 fn fake_with(scenario: &str) -> (tempfile::TempDir, Esptool) {
     let (dir, exe) = fake::install("esptool.py", scenario);
     let probe = backend(&exe, None, Duration::from_secs(20));
     (dir, probe)
+}
+
+/// What `act` fails with when it is refused before esptool runs at all.
+fn refused_before_esptool_runs<T: std::fmt::Debug>(
+    act: impl FnOnce(&Esptool) -> Result<T, DriverError>,
+) -> Box<Classified> {
+    let (dir, probe) = fake_with("ok");
+    let failed = fake::classified(act(&probe).expect_err("refused"));
+    assert!(fake::calls(dir.path()).is_empty(), "esptool ran");
+    failed
 }
 
 #[test]
@@ -131,12 +136,7 @@ fn a_flash_leaves_the_chip_in_its_bootloader_unless_a_reset_is_asked_for() {
 #[test]
 fn a_hex_image_carries_its_own_addresses() {
     let (dir, probe) = fake_with("ok");
-    let request = FlashRequest {
-        image: PathBuf::from("/s/app.hex"),
-        format: ImageFormat::Hex,
-        verify: true,
-        reset: None,
-    };
+    let request = fake::flash_request("/s/app.hex", ImageFormat::Hex, false);
     probe.flash(&request, &budget()).expect("flash");
     let call = &fake::calls(dir.path())[1];
     assert_eq!(call[call.len() - 2..], ["0x0", "/s/app.hex"]);
@@ -144,17 +144,10 @@ fn a_hex_image_carries_its_own_addresses() {
 
 #[test]
 fn an_elf_image_is_refused_before_esptool_runs() {
-    let (dir, probe) = fake_with("ok");
-    let request = FlashRequest {
-        image: PathBuf::from("/s/app.elf"),
-        format: ImageFormat::Elf,
-        verify: true,
-        reset: None,
-    };
-    let failed = fake::classified(probe.flash(&request, &budget()).expect_err("elf"));
+    let request = fake::flash_request("/s/app.elf", ImageFormat::Elf, false);
+    let failed = refused_before_esptool_runs(|probe| probe.flash(&request, &budget()));
     assert_eq!(failed.error_type, "invalid_argument");
     assert!(matches!(failed.contact, Contact::None { .. }));
-    assert!(fake::calls(dir.path()).is_empty());
 }
 
 #[test]
@@ -266,19 +259,15 @@ fn a_reset_without_its_line_is_reset_failed() {
 
 #[test]
 fn reset_init_is_not_supported() {
-    let (dir, probe) = fake_with("ok");
-    let failed = fake::classified(probe.reset(ResetMode::Init, &budget()).expect_err("init"));
+    let failed = refused_before_esptool_runs(|probe| probe.reset(ResetMode::Init, &budget()));
     assert_eq!(failed.error_type, "not_supported");
-    assert!(fake::calls(dir.path()).is_empty());
 }
 
 #[test]
 fn listing_probes_is_not_supported_and_names_the_port() {
-    let (dir, probe) = fake_with("ok");
-    let failed = fake::classified(probe.list_probes(&budget()).expect_err("list"));
+    let failed = refused_before_esptool_runs(|probe| probe.list_probes(&budget()));
     assert_eq!(failed.error_type, "not_supported");
     assert_eq!(failed.details["com_port_device"], PORT);
-    assert!(fake::calls(dir.path()).is_empty());
 }
 
 #[test]
@@ -288,13 +277,7 @@ fn a_hung_connect_times_out_and_its_process_group_is_gone() {
     let failed = fake::classified(probe.probe(&budget()).expect_err("hang"));
     assert_eq!(failed.error_type, "timeout");
     assert_eq!(failed.contact, Contact::Possible);
-    let pid: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
-        .expect("child pid")
-        .trim()
-        .parse()
-        .expect("pid");
-    assert!(!fake::alive(pid));
-    assert!(fake::group_members(pid).is_empty());
+    fake::assert_reaped(dir.path(), &["child.pid"]);
 }
 
 #[test]

@@ -16,6 +16,12 @@ fn budget() -> Budget {
     Budget::new(Duration::from_secs(30))
 }
 
+/// The fake OpenOCD, with no probe id and ten seconds a call.
+const FAKE: fake::Fake<OpenOcd> = fake::Fake {
+    name: "openocd.py",
+    backend: |exe| backend(exe, None, Duration::from_secs(10)),
+};
+
 #[test]
 fn the_command_line_names_scripts_serial_and_disables_every_server() {
     let probe = backend(
@@ -23,13 +29,8 @@ fn the_command_line_names_scripts_serial_and_disables_every_server() {
         Some("0670FF"),
         Duration::from_secs(5),
     );
-    let argv: Vec<String> = probe
-        .argv("targets")
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
     assert_eq!(
-        argv,
+        fake::strings(&probe.argv("targets")),
         [
             "-f",
             "interface/stlink.cfg",
@@ -110,15 +111,7 @@ fn failure_words_before_the_result_marker_are_warnings_not_failures() {
 
 #[test]
 fn open_failed_is_an_adapter_not_found_with_proof_of_no_contact() {
-    let (_dir, exe) = fake::install("openocd.py", "no-probe");
-    let failed = fake::classified(
-        backend(&exe, None, Duration::from_secs(10))
-            .flash(
-                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                &budget(),
-            )
-            .expect_err("no probe"),
-    );
+    let failed = FAKE.failure_on("no-probe", fake::flash_elf);
     assert_eq!(failed.error_type, "adapter_not_found");
     assert!(matches!(failed.contact, Contact::None { .. }));
     assert!(!failed.likely_causes.is_empty());
@@ -126,12 +119,12 @@ fn open_failed_is_an_adapter_not_found_with_proof_of_no_contact() {
 
 #[test]
 fn a_missing_interface_script_is_a_config_error_without_contact() {
-    let (_dir, exe) = fake::install("openocd.py", "bad-interface");
-    let failed = fake::classified(
-        backend(&exe, None, Duration::from_secs(10))
-            .probe(&budget())
-            .expect_err("bad script"),
-    );
+    let failed = FAKE.failure_on("bad-interface", |probe| probe.probe(&budget()));
+    assert_config_not_found(&failed);
+}
+
+/// A missing interface script, as the fake and the real OpenOCD report it.
+fn assert_config_not_found(failed: &Classified) {
     assert_eq!(failed.error_type, "debugger_config_not_found");
     assert_eq!(failed.backend_error_type, "interface_config_not_found");
     assert!(matches!(failed.contact, Contact::None { .. }));
@@ -139,12 +132,7 @@ fn a_missing_interface_script_is_a_config_error_without_contact() {
 
 #[test]
 fn a_command_rejected_before_init_is_named() {
-    let (_dir, exe) = fake::install("openocd.py", "rejected");
-    let failed = fake::classified(
-        backend(&exe, None, Duration::from_secs(10))
-            .reset(ResetMode::Init, &budget())
-            .expect_err("rejected"),
-    );
+    let failed = FAKE.failure_on("rejected", |probe| probe.reset(ResetMode::Init, &budget()));
     assert_eq!(failed.error_type, "debugger_command_rejected");
     assert_eq!(
         failed.details["rejected_commands"],
@@ -155,38 +143,16 @@ fn a_command_rejected_before_init_is_named() {
 
 #[test]
 fn an_absent_target_proves_no_contact_only_for_the_read_only_probe() {
-    let (_dir, exe) = fake::install("openocd.py", "target-absent");
-    let probe = backend(&exe, None, Duration::from_secs(10));
-    let read = fake::classified(probe.probe(&budget()).expect_err("absent"));
-    assert_eq!(read.error_type, "target_not_detected");
-    assert!(matches!(read.contact, Contact::None { .. }));
-    let write = fake::classified(
-        probe
-            .flash(
-                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                &budget(),
-            )
-            .expect_err("absent"),
-    );
+    let write = FAKE.assert_absent_target("target-absent", fake::flash_elf);
     assert_eq!(write.error_type, "target_not_detected");
-    assert_eq!(write.contact, Contact::Possible);
 }
 
 #[test]
 fn exit_zero_without_markers_is_unconfirmed() {
-    let (_dir, exe) = fake::install("openocd.py", "no-marker");
-    let probe = backend(&exe, None, Duration::from_secs(10));
-    let read = fake::classified(probe.probe(&budget()).expect_err("unconfirmed"));
+    let read = FAKE.failure_on("no-marker", |probe| probe.probe(&budget()));
     assert_eq!(read.error_type, "target_state_unconfirmed");
     assert_eq!(read.details["operation_result"]["confirmed"], false);
-    let write = fake::classified(
-        probe
-            .flash(
-                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                &budget(),
-            )
-            .expect_err("unconfirmed"),
-    );
+    let write = FAKE.failure_on("no-marker", fake::flash_elf);
     assert_eq!(
         (write.error_type, write.backend_error_type),
         ("flash_failed", "flash_unconfirmed")
@@ -219,15 +185,7 @@ fn verify_erase_and_reset_failures_after_init_are_classified_with_contact() {
 
 #[test]
 fn an_erase_refusal_keeps_the_whole_capture_and_never_proves_no_contact() {
-    let (_dir, exe) = fake::install("openocd.py", "flash-fail");
-    let failed = fake::classified(
-        backend(&exe, None, Duration::from_secs(10))
-            .flash(
-                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                &budget(),
-            )
-            .expect_err("erase"),
-    );
+    let failed = FAKE.failure_on("flash-fail", fake::flash_elf);
     assert_eq!(failed.error_type, "flash_erase_failed");
     assert!(
         failed.details["programmer_output"]["stderr"]
@@ -242,34 +200,13 @@ fn a_hang_is_killed_at_the_timeout_with_its_grandchild() {
     let (dir, exe) = fake::install("openocd.py", "fork-hang");
     let clock = Instant::now();
     let failed = fake::classified(
-        backend(&exe, None, Duration::from_secs(3))
-            .flash(
-                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                &budget(),
-            )
-            .expect_err("hang"),
+        fake::flash_elf(&backend(&exe, None, Duration::from_secs(3))).expect_err("hang"),
     );
     assert!(clock.elapsed() < Duration::from_secs(10));
     assert_eq!(failed.error_type, "timeout");
     assert_eq!(failed.contact, Contact::Possible);
     assert!(failed.transcripts[0].timed_out);
-    for file in ["child.pid", "grandchild.pid"] {
-        let pid: i32 = std::fs::read_to_string(dir.path().join(file))
-            .expect("pid file")
-            .trim()
-            .parse()
-            .expect("pid");
-        assert!(!fake::alive(pid), "{file} {pid} survived");
-    }
-    let leader: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("pid");
-    assert!(
-        fake::group_members(leader).is_empty(),
-        "the process group {leader} is gone"
-    );
+    fake::assert_reaped(dir.path(), &["child.pid", "grandchild.pid"]);
 }
 
 #[test]
@@ -324,35 +261,32 @@ mod real {
         exe
     }
 
-    fn real(exe: &Path, interface: &str, target: &str) -> OpenOcd {
+    fn real(interface: &str, target: &str) -> OpenOcd {
         OpenOcd::new(
-            fake::settings(exe, None, Duration::from_secs(20)),
+            fake::settings(&openocd(), None, Duration::from_secs(20)),
             interface,
             target,
         )
     }
 
+    /// What a probe of the STM32F4 through `interface` fails with.
+    fn probe_failure(interface: &str) -> Box<Classified> {
+        fake::classified(
+            real(interface, "target/stm32f4x.cfg")
+                .probe(&budget())
+                .expect_err(interface),
+        )
+    }
+
     #[test]
     fn real_openocd_reports_its_version() {
-        let exe = openocd();
-        let report =
-            crate::debugger_version(crate::Backend::OpenOcd, &exe, Duration::from_secs(10), None)
-                .expect("version");
-        assert!(
-            report.version.starts_with("Open On-Chip Debugger"),
-            "{}",
-            report.version
-        );
+        let version = fake::version_of(crate::Backend::OpenOcd, &openocd());
+        assert!(version.starts_with("Open On-Chip Debugger"), "{version}");
     }
 
     #[test]
     fn real_openocd_without_a_probe_is_adapter_not_found_without_contact() {
-        let exe = openocd();
-        let failed = fake::classified(
-            real(&exe, "interface/stlink.cfg", "target/stm32f4x.cfg")
-                .probe(&budget())
-                .expect_err("no probe here"),
-        );
+        let failed = probe_failure("interface/stlink.cfg");
         assert_eq!(failed.error_type, "adapter_not_found");
         assert!(matches!(failed.contact, Contact::None { .. }));
         assert!(failed.transcripts[0].stderr.contains("open failed"));
@@ -360,21 +294,12 @@ mod real {
 
     #[test]
     fn real_openocd_with_a_missing_script_is_a_config_error() {
-        let exe = openocd();
-        let failed = fake::classified(
-            real(&exe, "interface/no-such-adapter.cfg", "target/stm32f4x.cfg")
-                .probe(&budget())
-                .expect_err("bad script"),
-        );
-        assert_eq!(failed.error_type, "debugger_config_not_found");
-        assert_eq!(failed.backend_error_type, "interface_config_not_found");
-        assert!(matches!(failed.contact, Contact::None { .. }));
+        assert_config_not_found(&probe_failure("interface/no-such-adapter.cfg"));
     }
 
     #[test]
     fn real_openocd_runs_the_marker_script_on_the_dummy_adapter() {
-        let exe = openocd();
-        let done = real(&exe, "interface/dummy.cfg", "target/swj-dp.tcl")
+        let done = real("interface/dummy.cfg", "target/swj-dp.tcl")
             .probe(&budget())
             .expect("the dummy adapter reaches both markers");
         assert_eq!(done.matched_success_text.len(), 2);

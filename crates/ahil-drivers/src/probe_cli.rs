@@ -520,147 +520,20 @@ pub fn read(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ran(exit: Exit, stdout: &str) -> Ran {
-        Ran {
-            transcript: Transcript {
-                stdout: stdout.into(),
-                ..Transcript::default()
-            },
-            exit,
-        }
-    }
-
-    #[test]
-    fn a_run_reads_clean_only_on_exit_zero_without_a_class_or_failure_words() {
-        let read = |exit, stdout: &str, class| {
-            super::read(ran(exit, stdout), stdout, class, false, "proof").expect("no timeout")
-        };
-        assert!(matches!(
-            read(Exit::Code(0), "done", "unknown_debugger_error"),
-            Reading::Clean(_)
-        ));
-        for (exit, stdout, class) in [
-            (Exit::Code(1), "done", "unknown_debugger_error"),
-            (Exit::Code(0), "Error: no probe", "unknown_debugger_error"),
-            (Exit::Code(0), "done", "probe_not_found"),
-        ] {
-            assert!(
-                matches!(
-                    read(exit, stdout, class),
-                    Reading::Failed(_, Contact::Possible)
-                ),
-                "{stdout} / {class}"
-            );
-        }
-    }
-
-    #[test]
-    fn every_cli_backend_is_named_as_the_configuration_spells_its_type() {
-        let settings = || fake::settings(Path::new("/bin/false"), None, Duration::from_secs(1));
-        let backends: [(Box<dyn CliProbe>, &str, &str); 5] = [
-            (
-                Box::new(crate::openocd::OpenOcd::new(settings(), "i.cfg", "t.cfg")),
-                "openocd",
-                "OpenOCD",
-            ),
-            (
-                Box::new(crate::pyocd::PyOcd::new(settings(), None)),
-                "pyocd",
-                "pyOCD",
-            ),
-            (
-                Box::new(crate::cubeprog::CubeProg::new(
-                    settings(),
-                    "SWD",
-                    crate::cubeprog::ConnectMode::Hotplug,
-                )),
-                "stlink",
-                "STM32CubeProgrammer",
-            ),
-            (
-                Box::new(crate::esptool::Esptool::new(settings(), "/dev/null", None)),
-                "esptool",
-                "esptool",
-            ),
-            (
-                Box::new(crate::probe_rs::ProbeRs::new(settings(), None, "swd")),
-                "probe-rs",
-                "probe-rs",
-            ),
-        ];
-        for (backend, name, product) in backends {
-            assert_eq!((backend.backend(), backend.product()), (name, product));
-        }
-    }
-
-    #[test]
-    fn a_timed_out_run_fails_with_the_contact_the_backend_proved() {
-        let Err(DriverError::Classified(failed)) = read(
-            ran(Exit::TimedOut, ""),
-            "",
-            "probe_not_found",
-            true,
-            "no probe opened",
-        ) else {
-            panic!("a timeout is a failure");
-        };
-        assert_eq!(failed.backend_error_type, "timeout");
-        assert!(matches!(failed.contact, Contact::None { .. }));
-    }
-
-    #[test]
-    fn failure_words_are_found_case_insensitively() {
-        assert!(contains_failure_text("Error: open failed"));
-        assert!(contains_failure_text("Verify MISMATCH at 0x0"));
-        assert!(!contains_failure_text("Info : clock speed 2000 kHz"));
-    }
-
-    #[test]
-    fn the_group_check_sees_a_live_group_and_not_a_reaped_one() {
-        use std::os::unix::process::CommandExt;
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .expect("sleep runs");
-        let pgid = i32::try_from(child.id()).expect("pid");
-        assert_eq!(fake::group_members(pgid), [pgid]);
-        child.kill().expect("kill");
-        child.wait().expect("reap");
-        assert!(fake::group_members(pgid).is_empty());
-    }
-
-    #[test]
-    fn every_backend_class_maps_to_a_public_error_type() {
-        for (class, public_type) in [
-            ("pyocd_not_found", "debugger_not_found"),
-            ("probe_not_found", "adapter_not_found"),
-            ("interface_config_not_found", "debugger_config_not_found"),
-            ("command_rejected_before_init", "debugger_command_rejected"),
-            ("probe_unconfirmed", "target_state_unconfirmed"),
-            ("flash_unconfirmed", "flash_failed"),
-            ("reset_unconfirmed", "reset_failed"),
-            ("memory_read_unconfirmed", "memory_read_failed"),
-            ("verify_failed", "verify_failed"),
-            ("something_else", "unknown_debugger_error"),
-        ] {
-            assert_eq!(public(class).0, public_type, "{class}");
-        }
-    }
-}
+#[path = "probe_cli_tests.rs"]
+mod tests;
 
 /// The scripted fake CLIs of `ahil-sim`, installed into a private directory per test.
 #[cfg(test)]
 pub(crate) mod fake {
+    use std::ffi::OsString;
     use std::path::{Path, PathBuf};
     use std::time::Duration;
 
-    use super::CliSettings;
-    use crate::error::{Classified, DriverError};
-    use crate::probe::{FlashRequest, ImageFormat, ResetMode};
+    use super::{CliProbe, CliSettings, CliSuccess};
+    use crate::error::{Classified, Contact, DriverError};
+    use crate::openocd::gdbserver::ServerError;
+    use crate::probe::{Budget, FlashRequest, ImageFormat, ResetMode};
 
     /// The classified failure inside `error`; anything else fails the test.
     pub fn classified(error: DriverError) -> Box<Classified> {
@@ -678,6 +551,114 @@ pub(crate) mod fake {
             verify: true,
             reset: reset.then_some(ResetMode::Run),
         }
+    }
+
+    /// A verified flash of `/s/fw.elf` with no reset after, under a minute's budget: the flash
+    /// most failure scenarios answer.
+    pub fn flash_elf(probe: &impl CliProbe) -> Result<CliSuccess, DriverError> {
+        probe.flash(
+            &flash_request("/s/fw.elf", ImageFormat::Elf, false),
+            &Budget::new(Duration::from_mins(1)),
+        )
+    }
+
+    /// A fake installed under a tool's name, and the backend a test drives over it.
+    pub struct Fake<P> {
+        /// `openocd.py`, `pyocd.py`, `STM32_Programmer_CLI.py` or `esptool.py`.
+        pub name: &'static str,
+        pub backend: fn(&Path) -> P,
+    }
+
+    impl<P> Fake<P> {
+        /// What `act` fails with on the backend over the fake playing `scenario`.
+        pub fn failure_on<T: std::fmt::Debug>(
+            &self,
+            scenario: &str,
+            act: impl FnOnce(&P) -> Result<T, DriverError>,
+        ) -> Box<Classified> {
+            let (_dir, exe) = install(self.name, scenario);
+            classified(act(&(self.backend)(&exe)).expect_err(scenario))
+        }
+    }
+
+    impl<P: CliProbe> Fake<P> {
+        /// Checks that with the target absent (the fake playing `scenario`) the read-only probe
+        /// fails as `target_not_detected` and proves no contact, while `write`, which may have
+        /// reached the target, cannot; returns what `write` failed with.
+        pub fn assert_absent_target<T: std::fmt::Debug>(
+            &self,
+            scenario: &str,
+            write: impl FnOnce(&P) -> Result<T, DriverError>,
+        ) -> Box<Classified> {
+            let read = self.failure_on(scenario, |probe| {
+                probe.probe(&Budget::new(Duration::from_mins(1)))
+            });
+            assert_eq!(read.error_type, "target_not_detected");
+            assert!(matches!(read.contact, Contact::None { .. }), "{read:?}");
+            let written = self.failure_on(scenario, write);
+            assert_eq!(written.contact, Contact::Possible);
+            written
+        }
+    }
+
+    /// An argument list as text, for comparing with literals.
+    pub fn strings(argv: &[OsString]) -> Vec<String> {
+        argv.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// A `/bin/sh` script `name` running `body`, executable, alone in a new temporary directory.
+    pub fn install_sh(name: &str, body: &str) -> (tempfile::TempDir, PathBuf) {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        (dir, path)
+    }
+
+    /// A gdb server `name` that writes its pid to `pid` beside itself and never opens its port.
+    pub fn install_server_never_ready(name: &str) -> (tempfile::TempDir, PathBuf) {
+        install_sh(name, "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30")
+    }
+
+    /// Checks that a start of the server [`install_server_never_ready`] put in `dir` was refused
+    /// as not ready, and that the server is gone.
+    pub fn assert_not_ready_and_gone(error: &ServerError, dir: &Path) {
+        assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
+        let pid = read_pid(&dir.join("pid"));
+        assert!(!alive(pid), "the server {pid} is gone");
+    }
+
+    /// The pid a fake wrote to `file`.
+    pub fn read_pid(file: &Path) -> i32 {
+        std::fs::read_to_string(file)
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+            .trim()
+            .parse()
+            .expect("a pid")
+    }
+
+    /// Checks that every process whose pid a hung fake wrote to `pid_files` in `dir` is gone, and
+    /// with them the process group the first of them led.
+    pub fn assert_reaped(dir: &Path, pid_files: &[&str]) {
+        for file in pid_files {
+            let pid = read_pid(&dir.join(file));
+            assert!(!alive(pid), "{file} {pid} survived");
+        }
+        let leader = read_pid(&dir.join(pid_files[0]));
+        assert!(
+            group_members(leader).is_empty(),
+            "the process group {leader} is gone"
+        );
+    }
+
+    /// The version `exe` reports as `backend`'s tool, asked with ten seconds to answer.
+    pub fn version_of(backend: crate::Backend, exe: &Path) -> String {
+        crate::debugger_version(backend, exe, Duration::from_secs(10), None)
+            .expect("version")
+            .version
     }
 
     /// The fake script in the source tree.

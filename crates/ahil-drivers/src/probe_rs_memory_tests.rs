@@ -2,7 +2,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use super::*;
-use crate::rtt::link::{Link, Locate, Options};
+use crate::rtt::link::{Link, Options};
 
 const RAM: u32 = 0x2000_0000;
 
@@ -193,16 +193,7 @@ fn an_rtt_link_over_the_probe_rs_worker_reads_the_up_channel_and_publishes_rdoff
         Duration::from_secs(5),
         Duration::from_millis(800),
     );
-    let options = Options {
-        locate: Locate::Scan {
-            start: RAM,
-            size: 0x400,
-        },
-        up: vec![0],
-        down: vec![0],
-        ring_bytes: 4096,
-        interval: Duration::from_millis(10),
-    };
+    let options = Options::scan_channel_zero(RAM, 0x400, 4096, Duration::from_millis(10));
     let link = Link::start(opener, &options, None).expect("the block is found");
     assert_eq!(link.address(), RAM + 0x100);
     let ring = link.ring(0).expect("up 0");

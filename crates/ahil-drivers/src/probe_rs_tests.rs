@@ -1,14 +1,19 @@
 use super::*;
 use crate::probe_cli::fake;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn target() -> TargetRef {
+/// `chip` over SWD through `probe` (any probe when `None`).
+fn swd(chip: &str, probe: Option<&str>) -> TargetRef {
     TargetRef {
-        chip: "STM32F405RGTx".into(),
-        probe: Some("0669FF".into()),
+        chip: chip.into(),
+        probe: probe.map(Into::into),
         protocol: "swd".into(),
     }
+}
+
+fn target() -> TargetRef {
+    swd("STM32F405RGTx", Some("0669FF"))
 }
 
 #[test]
@@ -69,35 +74,26 @@ fn a_reply_cut_short_has_no_answer() {
     assert!(reply.answer.is_none());
 }
 
-fn backend(worker: PathBuf, timeout: Duration) -> ProbeRs {
+fn backend(worker: &Path, timeout: Duration) -> ProbeRs {
     ProbeRs::new(
-        CliSettings {
-            executable: worker,
-            probe_id: None,
-            timeout,
-        },
+        fake::settings(worker, None, timeout),
         Some("STM32F405RGTx"),
         "swd",
     )
 }
 
-fn script(dir: &std::path::Path, body: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("worker");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    path
+/// A worker running `body`, and the directory it is alone in.
+fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
+    fake::install_sh("worker", body)
 }
 
 #[test]
 fn a_worker_that_finds_no_probe_fails_with_no_contact() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(
-        dir.path(),
+    let (_dir, worker) = script(
         r#"echo '{"ok":false,"class":"adapter_not_found","reached":"none","message":"no debug probe was found on USB"}'; exit 1"#,
     );
     let error = fake::classified(
-        backend(worker, Duration::from_secs(10))
+        backend(&worker, Duration::from_secs(10))
             .probe(&Budget::new(Duration::from_secs(10)))
             .expect_err("no probe"),
     );
@@ -111,10 +107,9 @@ fn a_worker_that_finds_no_probe_fails_with_no_contact() {
 
 #[test]
 fn a_worker_that_dies_without_an_answer_is_a_crash_with_possible_contact() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(dir.path(), r#"echo '{"stage":"attach"}'; kill -ABRT $$"#);
+    let (_dir, worker) = script(r#"echo '{"stage":"attach"}'; kill -ABRT $$"#);
     let error = fake::classified(
-        backend(worker, Duration::from_secs(10))
+        backend(&worker, Duration::from_secs(10))
             .reset(ResetMode::Run, &Budget::new(Duration::from_secs(10)))
             .expect_err("crash"),
     );
@@ -125,11 +120,10 @@ fn a_worker_that_dies_without_an_answer_is_a_crash_with_possible_contact() {
 
 #[test]
 fn a_worker_past_its_deadline_is_killed_and_reported_as_a_timeout() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(dir.path(), "sleep 30");
+    let (_dir, worker) = script("sleep 30");
     let started = std::time::Instant::now();
     let error = fake::classified(
-        backend(worker, Duration::from_millis(300))
+        backend(&worker, Duration::from_millis(300))
             .probe(&Budget::new(Duration::from_secs(10)))
             .expect_err("timeout"),
     );
@@ -141,11 +135,11 @@ fn a_worker_past_its_deadline_is_killed_and_reported_as_a_timeout() {
 #[test]
 fn an_entry_without_a_chip_is_refused_before_the_worker_starts() {
     let probe = ProbeRs::new(
-        CliSettings {
-            executable: PathBuf::from("/nonexistent/worker"),
-            probe_id: None,
-            timeout: Duration::from_secs(1),
-        },
+        fake::settings(
+            Path::new("/nonexistent/worker"),
+            None,
+            Duration::from_secs(1),
+        ),
         None,
         "swd",
     );
@@ -160,12 +154,10 @@ fn an_entry_without_a_chip_is_refused_before_the_worker_starts() {
 
 #[test]
 fn listing_through_the_worker_reports_serials() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(
-        dir.path(),
+    let (_dir, worker) = script(
         r#"echo '{"ok":true,"message":"1 probe(s) found","data":{"complete":true,"probes":[{"serial":"0669FF","description":"STLink V2-1"}]}}'"#,
     );
-    let listing = backend(worker, Duration::from_secs(10))
+    let listing = backend(&worker, Duration::from_secs(10))
         .list_probes(&Budget::new(Duration::from_secs(10)))
         .expect("listing");
     assert_eq!(listing.probes.len(), 1);
@@ -187,11 +179,7 @@ mod native {
     #[test]
     fn an_unknown_chip_is_refused_before_any_probe_is_opened() {
         let answer = run(&Request::Probe {
-            target: TargetRef {
-                chip: "NOT_A_CHIP_9000".into(),
-                probe: None,
-                protocol: "swd".into(),
-            },
+            target: swd("NOT_A_CHIP_9000", None),
         });
         assert!(!answer.ok);
         assert_eq!(answer.class.as_deref(), Some("target_type_invalid"));
@@ -201,11 +189,7 @@ mod native {
     #[test]
     fn a_probe_serial_that_is_absent_is_adapter_not_found_with_no_contact() {
         let answer = run(&Request::Reset {
-            target: TargetRef {
-                chip: "STM32F405RGTx".into(),
-                probe: Some("NO-SUCH-SERIAL".into()),
-                protocol: "swd".into(),
-            },
+            target: swd("STM32F405RGTx", Some("NO-SUCH-SERIAL")),
             mode: "run".into(),
         });
         assert!(!answer.ok);
@@ -221,11 +205,7 @@ mod native {
     }
 
     fn nrf51() -> TargetRef {
-        TargetRef {
-            chip: "nrf51822_xxAC".into(),
-            probe: None,
-            protocol: "swd".into(),
-        }
+        swd("nrf51822_xxAC", None)
     }
 
     #[test]
@@ -267,11 +247,7 @@ mod native {
 
     #[test]
     fn the_fake_probe_attaches_and_reports_the_core_state() {
-        let answer = crate::probe_rs_worker::with_fake_probe(&TargetRef {
-            chip: "nrf51822_xxAC".into(),
-            probe: None,
-            protocol: "swd".into(),
-        });
+        let answer = crate::probe_rs_worker::with_fake_probe(&nrf51());
         assert!(answer.ok, "{answer:?}");
         assert!(answer.data["core_state"].is_string());
     }
@@ -279,9 +255,7 @@ mod native {
 
 #[test]
 fn the_workers_stages_are_heard_while_it_runs_and_once_each() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(
-        dir.path(),
+    let (_dir, worker) = script(
         r#"echo '{"stage":"attach"}'; sleep 1; echo '{"ok":true,"message":"halted","data":{"core":"halted"}}'"#,
     );
     let started = std::time::Instant::now();
@@ -295,7 +269,7 @@ fn the_workers_stages_are_heard_while_it_runs_and_once_each() {
                 .push((stage.to_owned(), started.elapsed()));
         })
     });
-    backend(worker, Duration::from_secs(10))
+    backend(&worker, Duration::from_secs(10))
         .probe(&budget)
         .expect("the scripted worker answers");
     let heard = heard.lock().expect("heard").clone();
@@ -309,12 +283,10 @@ fn the_workers_stages_are_heard_while_it_runs_and_once_each() {
 
 #[test]
 fn a_memory_read_returns_exactly_the_bytes_asked_for() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let worker = script(
-        dir.path(),
+    let (_dir, worker) = script(
         r#"echo '{"ok":true,"message":"read 4 byte(s)","data":{"address":536870912,"bytes":[1,2,3,4]}}'"#,
     );
-    let probe = backend(worker, Duration::from_secs(10));
+    let probe = backend(&worker, Duration::from_secs(10));
     let budget = Budget::new(Duration::from_secs(10));
     assert_eq!(
         probe.read_memory(0x2000_0000, 4, &budget).expect("read"),

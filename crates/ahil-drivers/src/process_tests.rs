@@ -1,8 +1,14 @@
 use super::*;
+use crate::probe_cli::fake::install_sh;
 
 /// Live members of group `pgid` right now: the runner promises none once it returns.
 fn survivors(pgid: i32) -> Vec<i32> {
     group_members(pgid).expect("/proc is readable")
+}
+
+/// `script` run by `sh -c` under `deadline`.
+fn sh(script: &str, deadline: Duration) -> Finished {
+    run(&Command::new(SHELL).args(["-c", script]).deadline(deadline)).expect("sh runs")
 }
 
 #[test]
@@ -24,10 +30,7 @@ fn a_zero_exit_is_success() {
 #[test]
 fn a_child_killed_at_the_deadline_leaves_no_process_of_its_group_alive() {
     let started = Instant::now();
-    let finished = run(&Command::new(SHELL)
-        .args(["-c", "sleep 30 & sleep 30"])
-        .deadline(Duration::from_millis(300)))
-    .expect("sh runs");
+    let finished = sh("sleep 30 & sleep 30", Duration::from_millis(300));
     assert_eq!(finished.exit, Exit::TimedOut);
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -38,10 +41,10 @@ fn a_child_killed_at_the_deadline_leaves_no_process_of_its_group_alive() {
 
 #[test]
 fn background_children_of_a_clean_exit_are_killed_with_the_group() {
-    let finished = run(&Command::new(SHELL)
-        .args(["-c", "sleep 30 >/dev/null 2>&1 & echo started"])
-        .deadline(Duration::from_secs(10)))
-    .expect("sh runs");
+    let finished = sh(
+        "sleep 30 >/dev/null 2>&1 & echo started",
+        Duration::from_secs(10),
+    );
     assert_eq!(finished.exit, Exit::Code(0));
     assert_eq!(survivors(finished.pgid), Vec::<i32>::new());
 }
@@ -49,10 +52,7 @@ fn background_children_of_a_clean_exit_are_killed_with_the_group() {
 #[test]
 fn a_background_child_holding_the_pipe_does_not_hang_the_runner() {
     let started = Instant::now();
-    let finished = run(&Command::new(SHELL)
-        .args(["-c", "sleep 30 & echo early"])
-        .deadline(Duration::from_secs(10)))
-    .expect("sh runs");
+    let finished = sh("sleep 30 & echo early", Duration::from_secs(10));
     assert_eq!(finished.exit, Exit::Code(0));
     assert_eq!(finished.stdout_text(), "early\n");
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -60,10 +60,7 @@ fn a_background_child_holding_the_pipe_does_not_hang_the_runner() {
 
 #[test]
 fn the_direct_child_is_reaped_not_left_a_zombie() {
-    let finished = run(&Command::new(SHELL)
-        .args(["-c", "sleep 30"])
-        .deadline(Duration::from_millis(100)))
-    .expect("sh runs");
+    let finished = sh("sleep 30", Duration::from_millis(100));
     assert!(
         !Path::new(&format!("/proc/{}", finished.pgid)).exists(),
         "leader left as a zombie"
@@ -134,19 +131,9 @@ fn a_program_named_without_an_absolute_path_is_refused_before_anything_runs() {
     );
 }
 
-/// A `/bin/sh` script `name` in `dir` running `body`, executable.
-fn executable(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let script = dir.join(name);
-    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).expect("script");
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    script
-}
-
 #[test]
 fn a_script_runs_by_its_own_path_and_names_its_interpreter_itself() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let script = executable(dir.path(), "fake_tool.py", "echo \"argv0=$0\"");
+    let (_dir, script) = install_sh("fake_tool.py", "echo \"argv0=$0\"");
     let finished = run(&Command::new(&script)).expect("the script runs");
     assert_eq!(
         finished.stdout_text().trim(),
@@ -156,12 +143,7 @@ fn a_script_runs_by_its_own_path_and_names_its_interpreter_itself() {
 
 #[test]
 fn a_piped_tool_runs_in_its_own_directory_and_leads_its_own_process_group() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let script = executable(
-        dir.path(),
-        "tool.sh",
-        "pwd -P\necho $$\ncut -d' ' -f5 /proc/$$/stat",
-    );
+    let (dir, script) = install_sh("tool.sh", "pwd -P\necho $$\ncut -d' ' -f5 /proc/$$/stat");
     let mut command = piped_tool(&script, Stdio::null()).expect("an absolute path is accepted");
     let output = spawn_retrying_busy_text(&mut command)
         .expect("the script runs")

@@ -15,6 +15,12 @@ fn budget() -> Budget {
     Budget::new(Duration::from_mins(1))
 }
 
+/// The fake pyOCD, with no probe id or target type.
+const FAKE: fake::Fake<PyOcd> = fake::Fake {
+    name: "pyocd.py",
+    backend: |exe| backend(exe, None, None),
+};
+
 #[test]
 fn a_probe_id_is_resolved_to_one_full_uid() {
     let uids = vec![
@@ -147,12 +153,7 @@ fn a_probe_another_debugger_also_selects_is_refused() {
 fn an_unknown_target_type_carries_pack_install_commands() {
     let (_dir, exe) = fake::install("pyocd.py", "target-invalid");
     let failed = fake::classified(
-        backend(&exe, None, Some("nosuchchip"))
-            .flash(
-                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                &budget(),
-            )
-            .expect_err("target type"),
+        fake::flash_elf(&backend(&exe, None, Some("nosuchchip"))).expect_err("target type"),
     );
     assert_eq!(failed.error_type, "target_type_invalid");
     assert!(matches!(failed.contact, Contact::None { .. }));
@@ -190,33 +191,19 @@ fn an_unexplained_failure_checks_the_target_type_against_pyocds_list() {
 
 #[test]
 fn an_unresponsive_target_proves_no_contact_only_for_the_probe() {
-    let (_dir, exe) = fake::install("pyocd.py", "not-connected");
-    let read = fake::classified(
-        backend(&exe, None, None)
-            .probe(&budget())
-            .expect_err("absent"),
-    );
-    assert_eq!(read.error_type, "target_not_detected");
-    assert!(matches!(read.contact, Contact::None { .. }));
-    let write = fake::classified(
-        backend(&exe, None, None)
-            .reset(ResetMode::Run, &budget())
-            .expect_err("absent"),
-    );
-    assert_eq!(write.contact, Contact::Possible);
+    FAKE.assert_absent_target("not-connected", |probe| {
+        probe.reset(ResetMode::Run, &budget())
+    });
 }
 
 #[test]
 fn a_failed_post_flash_reset_says_the_image_was_written() {
-    let (_dir, exe) = fake::install("pyocd.py", "reset-fail");
-    let failed = fake::classified(
-        backend(&exe, None, None)
-            .flash(
-                &fake::flash_request("/s/fw.elf", ImageFormat::Elf, true),
-                &budget(),
-            )
-            .expect_err("reset"),
-    );
+    let failed = FAKE.failure_on("reset-fail", |probe| {
+        probe.flash(
+            &fake::flash_request("/s/fw.elf", ImageFormat::Elf, true),
+            &budget(),
+        )
+    });
     assert_eq!(failed.error_type, "reset_failed");
     assert_eq!(failed.contact, Contact::Made);
     assert_eq!(failed.details["image_written"], true);
@@ -226,27 +213,14 @@ fn a_failed_post_flash_reset_says_the_image_was_written() {
 #[test]
 fn verify_failure_and_failure_words_on_exit_zero_fail_the_flash() {
     for (scenario, expected) in [("verify-fail", "verify_failed"), ("noisy", "flash_failed")] {
-        let (_dir, exe) = fake::install("pyocd.py", scenario);
-        let failed = fake::classified(
-            backend(&exe, None, None)
-                .flash(
-                    &fake::flash_request("/s/fw.elf", ImageFormat::Elf, false),
-                    &budget(),
-                )
-                .expect_err(scenario),
-        );
+        let failed = FAKE.failure_on(scenario, fake::flash_elf);
         assert_eq!(failed.error_type, expected, "{scenario}");
     }
 }
 
 #[test]
 fn a_listing_that_is_not_json_is_a_discovery_failure() {
-    let (_dir, exe) = fake::install("pyocd.py", "bad-json");
-    let failed = fake::classified(
-        backend(&exe, None, None)
-            .list_probes(&budget())
-            .expect_err("bad json"),
-    );
+    let failed = FAKE.failure_on("bad-json", |probe| probe.list_probes(&budget()));
     assert_eq!(failed.error_type, "probe_discovery_failed");
 }
 
@@ -270,23 +244,7 @@ fn a_hung_pyocd_is_killed_with_its_grandchild() {
     let probe = PyOcd::new(fake::settings(&exe, None, Duration::from_secs(3)), None);
     let failed = fake::classified(probe.probe(&budget()).expect_err("hang"));
     assert_eq!(failed.error_type, "timeout");
-    for file in ["child.pid", "grandchild.pid"] {
-        let pid: i32 = std::fs::read_to_string(dir.path().join(file))
-            .expect("pid")
-            .trim()
-            .parse()
-            .expect("pid");
-        assert!(!fake::alive(pid), "{file} survived");
-    }
-    let leader: i32 = std::fs::read_to_string(dir.path().join("child.pid"))
-        .expect("pid")
-        .trim()
-        .parse()
-        .expect("pid");
-    assert!(
-        fake::group_members(leader).is_empty(),
-        "the process group {leader} is gone"
-    );
+    fake::assert_reaped(dir.path(), &["child.pid", "grandchild.pid"]);
 }
 
 /// The real pyOCD from `target/pyocd-venv`, where installed.
@@ -304,11 +262,7 @@ mod real {
 
     #[test]
     fn real_pyocd_reports_its_version() {
-        let exe = pyocd();
-        let report =
-            crate::debugger_version(crate::Backend::PyOcd, &exe, Duration::from_secs(10), None)
-                .expect("version");
-        assert_eq!(report.version, "0.46.0");
+        assert_eq!(fake::version_of(crate::Backend::PyOcd, &pyocd()), "0.46.0");
     }
 
     #[test]

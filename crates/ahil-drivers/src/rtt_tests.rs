@@ -221,22 +221,13 @@ fn a_link_started_by_a_deadline_finds_a_block_the_target_builds_after_the_first_
     use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
 
-    use link::{Link, Locate, Options};
+    use link::{Link, Options};
 
     let mut ram = target(64);
     // Just reset: the firmware has not written the block's id yet.
     ram.write(BLOCK, &[0; 10]).unwrap();
     let ram = Arc::new(Mutex::new(ram));
-    let options = Options {
-        locate: Locate::Scan {
-            start: BASE,
-            size: 0x1000,
-        },
-        up: vec![0],
-        down: vec![0],
-        ring_bytes: 256,
-        interval: Duration::from_millis(5),
-    };
+    let options = Options::scan_channel_zero(BASE, 0x1000, 256, Duration::from_millis(5));
     let opener = || -> link::Opener {
         let ram = Arc::clone(&ram);
         Box::new(move || Ok(Box::new(Changing(Arc::clone(&ram))) as Box<dyn Memory + Send>))

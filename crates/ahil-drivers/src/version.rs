@@ -162,22 +162,12 @@ pub fn version_line(backend: Backend, stdout: &str, stderr: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::probe_cli::fake::install_sh;
     use std::fs;
-    use std::os::unix::fs::PermissionsExt;
-    use std::path::PathBuf;
-
-    fn fake(dir: &Path, name: &str, body: &str) -> PathBuf {
-        let path = dir.join(name);
-        fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("temp dir is writable");
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod in temp dir");
-        path
-    }
 
     #[test]
     fn openocd_reports_the_banner_it_prints_on_stderr() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let exe = fake(
-            dir.path(),
+        let (_dir, exe) = install_sh(
             "openocd",
             "echo 'Open On-Chip Debugger 0.12.0' >&2\necho 'Licensed under GNU GPL v2' >&2",
         );
@@ -231,8 +221,7 @@ mod tests {
 
     #[test]
     fn a_hanging_executable_times_out_with_proof_of_no_contact() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let exe = fake(dir.path(), "openocd", "sleep 30");
+        let (_dir, exe) = install_sh("openocd", "sleep 30");
         let started = std::time::Instant::now();
         let error = debugger_version(Backend::OpenOcd, &exe, Duration::from_millis(300), None)
             .expect_err("must time out");
@@ -243,8 +232,7 @@ mod tests {
 
     #[test]
     fn the_version_check_never_waits_longer_than_ten_seconds() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let exe = fake(dir.path(), "openocd", "sleep 30");
+        let (_dir, exe) = install_sh("openocd", "sleep 30");
         let cancel = CancelFlag::default();
         // Cancel after a moment so the test is quick; the limit reported is still the cap.
         let trigger = cancel.clone();
@@ -279,8 +267,7 @@ mod tests {
 
     #[test]
     fn a_non_zero_exit_is_a_debugger_error_without_contact() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let exe = fake(dir.path(), "openocd", "echo boom >&2\nexit 3");
+        let (_dir, exe) = install_sh("openocd", "echo boom >&2\nexit 3");
         let error = debugger_version(Backend::OpenOcd, &exe, Duration::from_secs(5), None)
             .expect_err("fails");
         assert_eq!(error.error_type(), "debugger_error");

@@ -356,17 +356,21 @@ mod tests {
         json!({"id": 1, "method": "open", "params": {"channel": "sim0", "listen_only": listen_only}})
     }
 
+    /// An open, a send of frame `frame_id` carrying `data_hex`, then a read of up to `max_frames`
+    /// that does not wait.
+    fn send_then_read(frame_id: u32, data_hex: &str, max_frames: u32) -> Vec<Value> {
+        vec![
+            open(false),
+            json!({"id": 2, "method": "send", "params": {"frame": {"id": frame_id, "data_hex": data_hex}}}),
+            json!({"id": 3, "method": "read", "params": {"max_frames": max_frames, "wait_timeout_s": 0}}),
+        ]
+    }
+
     #[test]
     fn the_ecu_answers_a_request_on_its_response_id() {
-        let (code, answers) = exchange(
-            Mode::Normal,
-            &[
-                open(false),
-                json!({"id": 2, "method": "send", "params": {"frame": {"id": 0x7e0, "data_hex": "1001"}}}),
-                json!({"id": 3, "method": "read", "params": {"max_frames": 10, "wait_timeout_s": 0}}),
-                json!({"id": 4, "method": "close", "params": {}}),
-            ],
-        );
+        let mut lines = send_then_read(0x7e0, "1001", 10);
+        lines.push(json!({"id": 4, "method": "close", "params": {}}));
+        let (code, answers) = exchange(Mode::Normal, &lines);
         assert_eq!(code, 0);
         assert_eq!(answers[0]["result"]["protocol_version"], 2);
         assert_eq!(
@@ -386,14 +390,7 @@ mod tests {
 
     #[test]
     fn a_burst_trigger_queues_that_many_numbered_frames() {
-        let (_, answers) = exchange(
-            Mode::Normal,
-            &[
-                open(false),
-                json!({"id": 2, "method": "send", "params": {"frame": {"id": 0x7df, "data_hex": "0005"}}}),
-                json!({"id": 3, "method": "read", "params": {"max_frames": 100, "wait_timeout_s": 0}}),
-            ],
-        );
+        let (_, answers) = exchange(Mode::Normal, &send_then_read(0x7df, "0005", 100));
         let frames = answers[2]["result"]["frames"].as_array().expect("frames");
         assert_eq!(frames.len(), 5);
         assert_eq!(frames[4]["data_hex"], "00000004");

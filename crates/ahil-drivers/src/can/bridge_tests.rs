@@ -1,4 +1,3 @@
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -8,26 +7,28 @@ const OPEN_OK: &str = r#"{"id":1,"result":{"ok":true,"protocol_version":2,"liste
 const CLOSE_OK: &str =
     r#"{"id":2,"result":{"ok":true,"protocol_version":2,"safe_state_confirmed":true}}"#;
 
-fn script(dir: &tempfile::TempDir, body: &str) -> PathBuf {
-    let path = dir.path().join("bridge.sh");
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write the script");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    path
+/// A bridge running `body`, and the directory it is alone in.
+fn script(body: &str) -> (tempfile::TempDir, PathBuf) {
+    crate::probe_cli::fake::install_sh("bridge.sh", body)
 }
 
 fn request(listen_only: bool) -> OpenRequest {
     OpenRequest::classic("sim0", listen_only, Duration::from_millis(500))
 }
 
+/// How an open of a bridge running `body` is refused.
+fn refusal(body: &str, listen_only: bool) -> CanError {
+    let (_dir, exe) = script(body);
+    Bridge::open(&exe, &request(listen_only))
+        .err()
+        .expect("refused")
+}
+
 #[test]
 fn an_open_skips_noise_lines_and_a_close_confirms_the_safe_state_and_reaps() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(
-        &dir,
-        &format!(
-            "read l; echo 'not json'; echo '[1]'; echo '{OPEN_OK}'; read l; echo '{CLOSE_OK}'; sleep 30"
-        ),
-    );
+    let (_dir, exe) = script(&format!(
+        "read l; echo 'not json'; echo '[1]'; echo '{OPEN_OK}'; read l; echo '{CLOSE_OK}'; sleep 30"
+    ));
     let (bridge, opened) = Bridge::open(&exe, &request(true)).expect("opens");
     assert!(opened.listen_only_confirmed);
     assert_eq!(opened.backend, "process");
@@ -37,56 +38,46 @@ fn an_open_skips_noise_lines_and_a_close_confirms_the_safe_state_and_reaps() {
 
 #[test]
 fn a_listen_only_open_without_the_echo_is_refused_after_closing() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(
-        &dir,
+    let error = refusal(
         &format!(
             "read l; echo '{}'; read l; echo '{CLOSE_OK}'",
             r#"{"id":1,"result":{"ok":true,"protocol_version":2}}"#
         ),
+        true,
     );
-    let error = Bridge::open(&exe, &request(true)).err().expect("refused");
     assert_eq!(error.error_type(), "can_listen_only_unconfirmed");
 }
 
 #[test]
 fn an_open_answer_with_another_protocol_version_is_refused() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(
-        &dir,
+    let error = refusal(
         r#"read l; echo '{"id":1,"result":{"ok":true,"protocol_version":1}}'; read l"#,
+        false,
     );
-    let error = Bridge::open(&exe, &request(false)).err().expect("refused");
     assert_eq!(error.error_type(), "can_adapter_protocol_unsupported");
 }
 
 #[test]
 fn a_silent_bridge_times_out_and_is_killed() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(&dir, "exec sleep 30");
     let started = Instant::now();
-    let error = Bridge::open(&exe, &request(false)).err().expect("refused");
+    let error = refusal("exec sleep 30", false);
     assert_eq!(error.error_type(), "can_adapter_timeout");
     assert!(started.elapsed() < Duration::from_secs(10));
 }
 
 #[test]
 fn a_bridge_that_dies_reports_its_last_stderr_line() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(&dir, "read l; echo 'no adapter attached' >&2; exit 3");
-    let error = Bridge::open(&exe, &request(false)).err().expect("refused");
+    let error = refusal("read l; echo 'no adapter attached' >&2; exit 3", false);
     assert_eq!(error.error_type(), "can_adapter_process_exited");
     assert!(error.to_string().contains("no adapter attached"), "{error}");
 }
 
 #[test]
 fn a_bridge_refusal_keeps_its_own_error_type_and_says_whether_the_channel_was_open() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let exe = script(
-        &dir,
+    let error = refusal(
         r#"read l; echo '{"id":1,"error":{"error_type":"can_channel_not_available","summary":"no such channel","channel_open":false}}'"#,
+        false,
     );
-    let error = Bridge::open(&exe, &request(false)).err().expect("refused");
     assert_eq!(error.public_error_type(), "can_channel_not_available");
     assert!(matches!(error.contact(), crate::Contact::None { .. }));
 }
@@ -101,17 +92,13 @@ fn a_missing_executable_fails_to_start() {
 
 #[test]
 fn a_send_is_answered_while_a_read_waits_at_a_concurrent_bridge() {
-    let dir = tempfile::tempdir().expect("tempdir");
     // Answers the send (id 3) at once, then the read (id 2) it received first.
-    let exe = script(
-        &dir,
-        &format!(
-            "read l; echo '{}'; read l; read l; echo '{}'; sleep 0.5; echo '{}'; read l",
-            r#"{"id":1,"result":{"ok":true,"protocol_version":2}}"#,
-            r#"{"id":3,"result":{"ok":true}}"#,
-            r#"{"id":2,"result":{"ok":true,"frames":[]}}"#,
-        ),
-    );
+    let (_dir, exe) = script(&format!(
+        "read l; echo '{}'; read l; read l; echo '{}'; sleep 0.5; echo '{}'; read l",
+        r#"{"id":1,"result":{"ok":true,"protocol_version":2}}"#,
+        r#"{"id":3,"result":{"ok":true}}"#,
+        r#"{"id":2,"result":{"ok":true,"frames":[]}}"#,
+    ));
     let (bridge, _) = Bridge::open(&exe, &request(false)).expect("opens");
     let bridge = std::sync::Arc::new(bridge);
     let reader = std::thread::spawn({
@@ -131,21 +118,11 @@ fn a_send_is_answered_while_a_read_waits_at_a_concurrent_bridge() {
 
 #[test]
 fn a_helper_the_bridge_forked_is_killed_with_it_and_the_group_is_verified_empty() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let pidfile = dir.path().join("helper.pid");
-    let exe = script(
-        &dir,
-        &format!(
-            "sleep 60 & echo $! > '{}'; read l; echo '{OPEN_OK}'; read l; echo '{CLOSE_OK}'; sleep 60",
-            pidfile.display()
-        ),
-    );
+    let (dir, exe) = script(&format!(
+        "sleep 60 & echo $! > \"$(dirname \"$0\")/helper.pid\"; read l; echo '{OPEN_OK}'; read l; echo '{CLOSE_OK}'; sleep 60"
+    ));
     let (bridge, _) = Bridge::open(&exe, &request(true)).expect("opens");
-    let helper: i32 = std::fs::read_to_string(&pidfile)
-        .expect("the helper pid")
-        .trim()
-        .parse()
-        .expect("a pid");
+    let helper = crate::probe_cli::fake::read_pid(&dir.path().join("helper.pid"));
     let closed = bridge.close();
     assert!(closed.safe_state_confirmed && closed.process_reaped);
     let stat = std::fs::read_to_string(format!("/proc/{helper}/stat")).unwrap_or_default();

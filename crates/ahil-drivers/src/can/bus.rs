@@ -303,6 +303,10 @@ mod tests {
         Frame::new(u64::from(id), false, false, vec![]).expect("valid id")
     }
 
+    fn ids(frames: &[Frame]) -> Vec<u32> {
+        frames.iter().map(|f| f.id).collect()
+    }
+
     fn settle(bus: &Bus, received: u64) {
         let until = Instant::now() + Duration::from_secs(5);
         while bus.levels().2 < received && Instant::now() < until {
@@ -343,12 +347,9 @@ mod tests {
     fn frames_are_handed_out_once_in_arrival_order() {
         let (bus, _feed) = fed_bus(16, 3);
         let first = bus.take(2, Duration::ZERO, &[]);
-        assert_eq!(
-            first.frames.iter().map(|f| f.id).collect::<Vec<_>>(),
-            [1, 2]
-        );
+        assert_eq!(ids(&first.frames), [1, 2]);
         let second = bus.take(10, Duration::ZERO, &[]);
-        assert_eq!(second.frames.iter().map(|f| f.id).collect::<Vec<_>>(), [3]);
+        assert_eq!(ids(&second.frames), [3]);
         assert!(bus.take(10, Duration::ZERO, &[]).frames.is_empty());
         assert!(bus.close().safe_state_confirmed);
     }
@@ -357,10 +358,7 @@ mod tests {
     fn a_full_queue_drops_the_oldest_frames_and_counts_them() {
         let (bus, _feed) = fed_bus(4, 10);
         let taken = bus.take(100, Duration::ZERO, &[]);
-        assert_eq!(
-            taken.frames.iter().map(|f| f.id).collect::<Vec<_>>(),
-            [7, 8, 9, 10]
-        );
+        assert_eq!(ids(&taken.frames), [7, 8, 9, 10]);
         assert_eq!(taken.dropped_total, 6);
         bus.close();
     }
@@ -380,10 +378,7 @@ mod tests {
         let taken = bus.take(100, Duration::from_secs(10), &[0x7e8]);
         assert!(taken.matched);
         assert!(started.elapsed() < Duration::from_secs(5));
-        assert_eq!(
-            taken.frames.iter().map(|f| f.id).collect::<Vec<_>>(),
-            [1, 0x7e8]
-        );
+        assert_eq!(ids(&taken.frames), [1, 0x7e8]);
         let _tx = feeder.join().expect("feeder");
         bus.close();
     }

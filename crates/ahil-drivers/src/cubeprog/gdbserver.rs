@@ -92,12 +92,7 @@ pub fn classify_exit(output: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn strings(argv: &[OsString]) -> Vec<String> {
-        argv.iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
-    }
+    use crate::probe_cli::fake::{self, strings};
 
     #[test]
     fn the_server_serves_the_reserved_port_with_the_programmers_directory_and_the_probe() {
@@ -151,26 +146,11 @@ mod tests {
 
     #[test]
     fn a_server_that_never_opens_its_port_is_killed_at_the_limit() {
-        use std::os::unix::fs::PermissionsExt as _;
-        let dir = tempfile::tempdir().expect("dir");
-        let exe = dir.path().join("ST-LINK_gdbserver");
-        std::fs::write(
-            &exe,
-            "#!/bin/sh\necho $$ > \"$(dirname \"$0\")/pid\"\nexec sleep 30\n",
-        )
-        .expect("script");
-        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).expect("mode");
+        let (dir, exe) = fake::install_server_never_ready("ST-LINK_gdbserver");
         let error = StlinkGdbServer::new(exe, None, None, true)
             .start(Duration::from_millis(300), None)
             .err()
             .expect("no server");
-        assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
-        let pid = std::fs::read_to_string(dir.path().join("pid")).expect("pid");
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-        assert!(
-            stat.is_empty() || stat.contains(") Z"),
-            "the server is gone: {stat}"
-        );
+        fake::assert_not_ready_and_gone(&error, dir.path());
     }
 }

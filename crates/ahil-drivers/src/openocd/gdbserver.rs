@@ -309,32 +309,22 @@ impl Drop for GdbServer {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
+    use std::path::Path;
 
     use super::*;
-    use crate::probe_cli::CliSettings;
+    use crate::probe_cli::fake::{self, strings};
 
-    fn openocd(probe_id: Option<&str>, executable: PathBuf) -> OpenOcd {
+    fn openocd(probe_id: Option<&str>, executable: &Path) -> OpenOcd {
         OpenOcd::new(
-            CliSettings {
-                executable,
-                probe_id: probe_id.map(str::to_owned),
-                timeout: Duration::from_secs(5),
-            },
+            fake::settings(executable, probe_id, Duration::from_secs(5)),
             "interface/stlink.cfg",
             "target/stm32f4x.cfg",
         )
     }
 
-    fn strings(argv: &[OsString]) -> Vec<String> {
-        argv.iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect()
-    }
-
     #[test]
     fn an_attach_serves_gdb_on_the_loopback_port_with_the_other_servers_off() {
-        let argv = openocd(None, PathBuf::from("openocd")).gdb_server_argv(40123, false);
+        let argv = openocd(None, Path::new("openocd")).gdb_server_argv(40123, false);
         assert_eq!(
             strings(&argv),
             [
@@ -358,7 +348,7 @@ mod tests {
 
     #[test]
     fn a_reset_halt_start_names_the_probe_and_resets_into_halt() {
-        let argv = openocd(Some("066DFF535254"), PathBuf::from("openocd")).gdb_server_argv(1, true);
+        let argv = openocd(Some("066DFF535254"), Path::new("openocd")).gdb_server_argv(1, true);
         let argv = strings(&argv);
         assert_eq!(argv[2..4], ["-c", "adapter serial 066DFF535254"]);
         assert_eq!(argv.last().map(String::as_str), Some("init; reset halt"));
@@ -372,19 +362,10 @@ mod tests {
         assert!(TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok());
     }
 
-    fn script(dir: &std::path::Path, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt as _;
-        let path = dir.join("openocd");
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("script");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("mode");
-        path
-    }
-
     #[test]
     fn a_server_that_exits_before_its_port_opens_is_reported_with_its_words() {
-        let dir = tempfile::tempdir().expect("dir");
-        let exe = script(dir.path(), "echo 'Error: open failed' >&2; exit 1");
-        let error = openocd(None, exe)
+        let (_dir, exe) = fake::install_sh("openocd", "echo 'Error: open failed' >&2; exit 1");
+        let error = openocd(None, &exe)
             .start_gdb_server(false, Duration::from_secs(5), None)
             .err()
             .expect("no server");
@@ -400,11 +381,7 @@ mod tests {
     /// Starts a server that never opens its port, waiting up to `limit`, with `cancel` raised once
     /// the server runs; checks it was refused as not ready and is gone.
     fn never_ready(limit: Duration, cancel: Option<&CancelFlag>) {
-        let dir = tempfile::tempdir().expect("dir");
-        let exe = script(
-            dir.path(),
-            "echo $$ > \"$(dirname \"$0\")/pid\"; exec sleep 30",
-        );
+        let (dir, exe) = fake::install_server_never_ready("openocd");
         if let Some(cancel) = cancel.cloned() {
             let pid_file = dir.path().join("pid");
             thread::spawn(move || {
@@ -414,22 +391,11 @@ mod tests {
                 cancel.cancel();
             });
         }
-        let error = openocd(None, exe)
+        let error = openocd(None, &exe)
             .start_gdb_server(false, limit, cancel)
             .err()
             .expect("no server");
-        assert!(matches!(error, ServerError::NotReady(..)), "{error:?}");
-        let pid: i32 = std::fs::read_to_string(dir.path().join("pid"))
-            .expect("pid")
-            .trim()
-            .parse()
-            .expect("number");
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists()
-                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .is_ok_and(|s| s.contains(") Z")),
-            "the server is gone"
-        );
+        fake::assert_not_ready_and_gone(&error, dir.path());
     }
 
     #[test]

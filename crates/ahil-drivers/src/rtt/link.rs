@@ -314,3 +314,23 @@ impl Drop for Link {
         self.shared.stop.store(true, Ordering::Release);
     }
 }
+
+#[cfg(test)]
+impl Options {
+    /// A scan of `size` bytes from `start` for the block, with up and down channel 0, rings of
+    /// `ring_bytes` and a poll every `interval`: what the link tests ask for.
+    pub(crate) fn scan_channel_zero(
+        start: u32,
+        size: u32,
+        ring_bytes: usize,
+        interval: Duration,
+    ) -> Self {
+        Self {
+            locate: Locate::Scan { start, size },
+            up: vec![0],
+            down: vec![0],
+            ring_bytes,
+            interval,
+        }
+    }
+}

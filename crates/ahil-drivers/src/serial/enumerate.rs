@@ -115,11 +115,15 @@ mod tests {
 
     #[test]
     fn only_numbered_tty_s_names_are_legacy_stubs() {
-        assert!(is_legacy_stub("/dev/ttyS0"));
-        assert!(is_legacy_stub("/dev/ttyS31"));
-        assert!(!is_legacy_stub("/dev/ttyUSB0"));
-        assert!(!is_legacy_stub("/dev/ttyS"));
-        assert!(!is_legacy_stub("/dev/ttySAC0"));
+        for (name, stub) in [
+            ("/dev/ttyS0", true),
+            ("/dev/ttyS31", true),
+            ("/dev/ttyUSB0", false),
+            ("/dev/ttyS", false),
+            ("/dev/ttySAC0", false),
+        ] {
+            assert_eq!(is_legacy_stub(name), stub, "{name}");
+        }
     }
 
     #[test]

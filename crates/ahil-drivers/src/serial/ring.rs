@@ -245,20 +245,17 @@ mod tests {
     }
 
     #[test]
-    fn an_unmatched_pattern_returns_the_bytes_so_far_at_the_deadline() {
-        let ring = Ring::new(64);
-        ring.push(b"partial");
-        let taken = ring.take(64, soon(), &[b"never".to_vec()]);
-        assert_eq!(taken.bytes, b"partial");
-        assert_eq!(taken.matched, Some(false));
-    }
-
-    #[test]
-    fn a_match_beyond_max_bytes_does_not_count() {
-        let ring = Ring::new(64);
-        ring.push(b"0123456789ok");
-        let taken = ring.take(4, soon(), &[b"ok".to_vec()]);
-        assert_eq!(taken.bytes, b"0123");
-        assert_eq!(taken.matched, Some(false));
+    fn a_pattern_not_found_within_max_bytes_returns_the_bytes_so_far_at_the_deadline() {
+        // (case, bytes pushed, max_bytes, pattern, bytes taken)
+        for (case, pushed, max_bytes, pattern, expected) in [
+            ("never sent", "partial", 64, "never", "partial"),
+            ("beyond max_bytes", "0123456789ok", 4, "ok", "0123"),
+        ] {
+            let ring = Ring::new(64);
+            ring.push(pushed.as_bytes());
+            let taken = ring.take(max_bytes, soon(), &[pattern.as_bytes().to_vec()]);
+            assert_eq!(taken.bytes, expected.as_bytes(), "{case}");
+            assert_eq!(taken.matched, Some(false), "{case}");
+        }
     }
 }

@@ -137,6 +137,19 @@ def openocd(case):
     return 2
 
 
+# The pyocd scenarios that end with one line on stderr and exit 1: the subcommand or first word of
+# `--command` the line answers (None: any call), and the line.
+PYOCD_FAILURES = {
+    "target-invalid": (None, "0000600 C Target type nosuchchip not recognized. Use 'pyocd list --targets' to see "
+                             "currently available target types. See <https://pyocd.io/docs/target_support.html> "
+                             "for how to install additional target support. [__main__]"),
+    "odd-failure": (None, "0000500 C 'NoneType' object has no attribute 'memory_map' [__main__]"),
+    "not-connected": (None, "0000712 C Error connecting to target: no ACK received. [__main__]"),
+    "verify-fail": ("flash", "0001200 E Flash verify failed at 0x08000100 [__main__]"),
+    "reset-fail": ("reset", "0000800 E reset failed: target did not respond [__main__]"),
+}
+
+
 def pyocd(case):
     if ARGS == ["--version"]:
         out("0.46.0")
@@ -165,22 +178,8 @@ def pyocd(case):
     if case == "no-probe":
         out("No connected debug probes")
         return 3 if sub == "commander" else 1
-    if case == "target-invalid":
-        err("0000600 C Target type nosuchchip not recognized. Use 'pyocd list --targets' to see currently "
-            "available target types. See <https://pyocd.io/docs/target_support.html> for how to install "
-            "additional target support. [__main__]")
-        return 1
-    if case == "odd-failure":
-        err("0000500 C 'NoneType' object has no attribute 'memory_map' [__main__]")
-        return 1
-    if case == "not-connected":
-        err("0000712 C Error connecting to target: no ACK received. [__main__]")
-        return 1
-    if case == "verify-fail" and sub == "flash":
-        err("0001200 E Flash verify failed at 0x08000100 [__main__]")
-        return 1
-    if case == "reset-fail" and command.startswith("reset"):
-        err("0000800 E reset failed: target did not respond [__main__]")
+    if case in PYOCD_FAILURES and PYOCD_FAILURES[case][0] in (None, sub, command.split(" ")[0]):
+        err(PYOCD_FAILURES[case][1])
         return 1
     if case == "noisy" and sub == "flash":
         out("[==================================================] 100%")
@@ -217,6 +216,12 @@ STLINK_ENDINGS = {
 }
 
 
+# What `-l` prints: the one probe the fake has, unless the scenario says otherwise.
+STLINK_LISTING = ["=====  STLink Interface  =====", "-------- Connected ST-LINK Probes List --------",
+                  "ST-Link Probe 0 :", "   ST-LINK SN  : 066DFF535254887767184038", "   ST-LINK FW  : V2J45M31"]
+STLINK_LISTINGS = {"no-probe": ["No ST-Link detected!"], "bad-list": ["garbage"]}
+
+
 def stlink(case):
     if ARGS == ["--version"]:
         out("      -------------------------------------------------------------------")
@@ -225,17 +230,8 @@ def stlink(case):
         out("STM32CubeProgrammer version: 2.17.0 ")
         return 0
     if "-l" in ARGS:
-        if case == "no-probe":
-            out("No ST-Link detected!")
-            return 0
-        if case == "bad-list":
-            out("garbage")
-            return 0
-        out("=====  STLink Interface  =====")
-        out("-------- Connected ST-LINK Probes List --------")
-        out("ST-Link Probe 0 :")
-        out("   ST-LINK SN  : 066DFF535254887767184038")
-        out("   ST-LINK FW  : V2J45M31")
+        for line in STLINK_LISTINGS.get(case, STLINK_LISTING):
+            out(line)
         return 0
     if case in STLINK_ENDINGS and STLINK_ENDINGS[case][0] in ARGS + [None]:
         _, lines, code = STLINK_ENDINGS[case]
