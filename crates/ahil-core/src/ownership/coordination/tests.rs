@@ -14,6 +14,50 @@ fn project_record(coordinator: &Coordinator) -> Value {
         .expect("written")
 }
 
+/// A workspace with the starter configuration, and an MCP server's coordinator over it.
+fn started() -> (testkit::Fixture, Coordinator) {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    (world, ours)
+}
+
+/// The report state a server leaves once `tool` answered on `lease`, its side effect `status`
+/// (committed unless `not_started`) under the configuration of `digest`.
+fn report_state(tool: &str, lease: &Lease, status: &str, digest: &str) -> Value {
+    json!({
+        "version": 1,
+        "last_report": {
+            "tool": tool, "lease_id": lease.id, "lease_state": "active",
+            "side_effect_committed": status != "not_started", "side_effect_status": status,
+            "config_in_force": {"digest": digest},
+        },
+        "last_failure": null,
+    })
+}
+
+fn write_report_state(coordinator: &Coordinator, report: &Value) {
+    let state = &coordinator.report_state;
+    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
+    std::fs::write(state, report.to_string()).expect("report state");
+}
+
+/// The lease `next` takes of `resource` whose owner vanished, and the incident it met there: the
+/// lost lease's device adopted, never released as untouched.
+fn adopted(next: &Coordinator, resource: &str) -> (Lease, Incident) {
+    let met = next
+        .acquire(&keys(&[resource]), false)
+        .expect("not standing");
+    assert!(
+        met.released_dead_owner.is_none(),
+        "not released as untouched"
+    );
+    let incident = met.met.clone().expect("the device is not taken as proven");
+    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
+    assert_eq!(incident.resources, [resource]);
+    (met, incident)
+}
+
 #[test]
 fn an_incident_adds_only_the_reasons_and_resources_it_does_not_list_yet() {
     let mut incident = Incident::new(keys(&["a", "b"]), keys(&["probe:x"]));
@@ -24,9 +68,7 @@ fn an_incident_adds_only_the_reasons_and_resources_it_does_not_list_yet() {
 
 #[test]
 fn a_clean_lease_leaves_the_project_released_and_the_lock_free() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (world, ours) = started();
     let lease = ours.acquire(&keys(&["probe:a"]), false).expect("free");
     assert_eq!(project_record(&ours)["state"], "active");
     assert_eq!(project_record(&ours)["leases"][0]["lease_id"], lease.id);
@@ -42,9 +84,7 @@ fn a_clean_lease_leaves_the_project_released_and_the_lock_free() {
 
 #[test]
 fn a_second_process_is_refused_while_a_lease_is_held() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (world, ours) = started();
     let theirs = Coordinator::new(&world.load(), "mcp");
     let lease = ours.acquire(&keys(&["probe:a"]), false).expect("free");
     assert!(matches!(
@@ -56,20 +96,13 @@ fn a_second_process_is_refused_while_a_lease_is_held() {
 
 #[test]
 fn an_owner_that_vanished_mid_call_is_adopted_as_an_incident() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let dead = Coordinator::new(&world.load(), "mcp");
+    let (world, dead) = started();
     let lease = dead.acquire(&keys(&["probe:a"]), false).expect("free");
     // Dropping without release is what the kernel does for a killed process: the lock goes, the
     // record stays `active`.
     drop(dead);
     let next = Coordinator::new(&world.load(), "mcp");
-    let met = next
-        .acquire(&keys(&["probe:a"]), false)
-        .expect("not standing");
-    let incident = met.met.clone().expect("adopted");
-    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
-    assert_eq!(incident.resources, ["probe:a"]);
+    let (met, incident) = adopted(&next, "probe:a");
     assert_ne!(met.id, lease.id);
     next.settle(&incident, &Settled::StoodDown).expect("ledger");
     next.release(&met, &End::default());
@@ -83,9 +116,7 @@ fn an_owner_that_vanished_mid_call_is_adopted_as_an_incident() {
 
 #[test]
 fn an_audit_broken_lease_stands_until_the_operator_recovers_it() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (world, ours) = started();
     let lease = ours
         .acquire(&keys(&["com:/dev/ttyx"]), false)
         .expect("free");
@@ -138,43 +169,21 @@ fn an_audit_broken_lease_stands_until_the_operator_recovers_it() {
 
 #[test]
 fn a_dead_owner_whose_last_report_proves_no_contact_is_released_without_an_incident() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let loaded = world.load();
-    let dead = Coordinator::new(&loaded, "mcp");
-    let lease = dead.acquire(&keys(&["probe:a"]), false).expect("free");
-    let state = dead.report_state.clone();
-    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
-    let report = json!({
-        "version": 1,
-        "last_report": {
-            "tool": "probe_target", "lease_id": lease.id, "lease_state": "active",
-            "side_effect_committed": false, "side_effect_status": "not_started",
-            "config_in_force": {"digest": loaded.digest},
-        },
-        "last_failure": null,
-    });
-    std::fs::write(&state, report.to_string()).expect("write");
-    drop(dead);
-    let next = Coordinator::new(&loaded, "mcp");
-    let met = next.acquire(&keys(&["probe:a"]), false).expect("free");
+    let met = dead_owner_met(|_, _| {});
     assert!(met.met.is_none(), "no incident");
     assert_eq!(
         met.released_dead_owner.as_ref().expect("released")["reason"],
         "released_dead_owner_no_contact"
     );
-    next.release(&met, &End::default());
 }
 
 #[test]
 fn a_device_in_another_projects_incident_is_refused() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
+    let (world, ours) = started();
     // The same configuration used from a second workspace is a second project on one state root.
     let mut other = world.load();
     other.workspace = world.home.join("second-ws");
     std::fs::create_dir_all(&other.workspace).expect("dir");
-    let ours = Coordinator::new(&world.load(), "mcp");
     let lease = ours.acquire(&keys(&["probe:shared"]), false).expect("free");
     ours.release(
         &lease,
@@ -193,39 +202,25 @@ fn a_device_in_another_projects_incident_is_refused() {
 /// proves no contact once `edit` has had its say over that report and the project record;
 /// returns what the next process met.
 fn dead_owner_met(edit: impl FnOnce(&mut Value, &mut Value)) -> Lease {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let loaded = world.load();
-    let dead = Coordinator::new(&loaded, "mcp");
+    let (world, dead) = started();
     let lease = dead.acquire(&keys(&["probe:a"]), false).expect("free");
-    let mut report = json!({
-        "version": 1,
-        "last_report": {
-            "tool": "probe_target", "lease_id": lease.id, "lease_state": "active",
-            "side_effect_committed": false, "side_effect_status": "not_started",
-            "config_in_force": {"digest": loaded.digest},
-        },
-        "last_failure": null,
-    });
+    let mut report = report_state("probe_target", &lease, "not_started", &world.load().digest);
     let mut record = project_record(&dead);
     edit(&mut report["last_report"], &mut record);
     dead.dirs
         .write_records(&[(dead.project_resource().to_owned(), record)], |_, _| true)
         .expect("record");
-    let state = dead.report_state.clone();
-    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
-    std::fs::write(&state, report.to_string()).expect("write");
+    write_report_state(&dead, &report);
     drop(dead);
-    Coordinator::new(&loaded, "mcp")
+    Coordinator::new(&world.load(), "mcp")
         .acquire(&keys(&["probe:a"]), false)
         .expect("not standing")
 }
 
 #[test]
 fn a_last_report_short_of_a_no_contact_proof_leaves_the_dead_owner_adopted_as_an_incident() {
+    // Unedited, the report is a proof (the test above): each edit alone takes that away.
     type Edit = fn(&mut Value, &mut Value);
-    let untouched = dead_owner_met(|_, _| {});
-    assert!(untouched.met.is_none(), "the unedited report is a proof");
     let cases: [(&str, Edit); 9] = [
         ("another lease's report", |r, _| {
             r["lease_id"] = "0000".into();
@@ -269,9 +264,7 @@ fn a_last_report_short_of_a_no_contact_proof_leaves_the_dead_owner_adopted_as_an
 
 #[test]
 fn a_lease_syncs_its_project_record_when_taken_and_nothing_when_it_ends_cleanly() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (_world, ours) = started();
     let resources = keys(&["com:/dev/ttyx", "probe:a", "probe:b"]);
     // The first acquire also creates the coordination directories; measure a second lease.
     let warm = ours.acquire(&resources, false).expect("free");
@@ -294,9 +287,7 @@ fn a_lease_syncs_its_project_record_when_taken_and_nothing_when_it_ends_cleanly(
 
 #[test]
 fn a_clean_end_that_a_power_loss_took_back_quarantines_what_the_lease_held() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (world, ours) = started();
     let lease = ours.acquire(&keys(&["probe:a"]), false).expect("free");
     // What the disk is sure to hold after a power loss: the record the acquire synced.
     let path = ours.dirs.record_path(ours.project_resource());
@@ -305,20 +296,13 @@ fn a_clean_end_that_a_power_loss_took_back_quarantines_what_the_lease_held() {
     drop(ours);
     std::fs::write(&path, &synced).expect("the unsynced end lost");
     let next = Coordinator::new(&world.load(), "mcp");
-    let met = next
-        .acquire(&keys(&["probe:a"]), false)
-        .expect("not standing");
-    let incident = met.met.clone().expect("the device is not taken as proven");
-    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
-    assert_eq!(incident.resources, ["probe:a"]);
+    let (met, _) = adopted(&next, "probe:a");
     next.release(&met, &End::default());
 }
 
 #[test]
 fn a_quarantine_syncs_every_marker_it_writes() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (_world, ours) = started();
     let lease = ours
         .acquire(&keys(&["probe:a", "probe:b"]), false)
         .expect("free");
@@ -335,9 +319,7 @@ fn a_quarantine_syncs_every_marker_it_writes() {
 
 #[test]
 fn an_empty_marker_such_as_a_power_loss_can_leave_is_no_record_and_the_device_leases() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (_world, ours) = started();
     ours.dirs.ensure().expect("dirs");
     std::fs::write(ours.dirs.record_path("probe:a"), b"").expect("empty marker");
     let lease = ours.acquire(&keys(&["probe:a"]), false).expect("leases");
@@ -346,9 +328,7 @@ fn an_empty_marker_such_as_a_power_loss_can_leave_is_no_record_and_the_device_le
 
 #[test]
 fn an_empty_project_record_is_never_taken_for_no_record() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (_world, ours) = started();
     ours.dirs.ensure().expect("dirs");
     let project = ours.project_resource().to_owned();
     std::fs::write(ours.dirs.record_path(&project), b"").expect("empty record");
@@ -360,9 +340,7 @@ fn an_empty_project_record_is_never_taken_for_no_record() {
 
 #[test]
 fn a_lease_inside_another_on_the_same_device_leaves_that_devices_marker_untouched() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (_world, ours) = started();
     let session = ours
         .acquire(&keys(&["com:/dev/ttyx"]), false)
         .expect("free");
@@ -399,26 +377,14 @@ fn session_with_report(world: &testkit::Fixture, ours: &Coordinator, status: &st
     let session = ours
         .acquire(&keys(&["com:/dev/ttyx"]), false)
         .expect("free");
-    let state = ours.report_state.clone();
-    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
-    let report = json!({
-        "version": 1,
-        "last_report": {
-            "tool": "com_session_start", "lease_id": session.id, "lease_state": "active",
-            "side_effect_committed": status != "not_started", "side_effect_status": status,
-            "config_in_force": {"digest": world.load().digest},
-        },
-        "last_failure": null,
-    });
-    std::fs::write(&state, report.to_string()).expect("report state");
+    let report = report_state("com_session_start", &session, status, &world.load().digest);
+    write_report_state(ours, &report);
     session
 }
 
 #[test]
 fn a_call_inside_a_session_takes_its_lease_without_a_sync_and_a_power_loss_still_quarantines() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (world, ours) = started();
     let session = session_with_report(&world, &ours, "committed");
     // What the disk is sure to hold after a power loss: the record the session's start synced.
     let path = ours.dirs.record_path(ours.project_resource());
@@ -437,24 +403,13 @@ fn a_call_inside_a_session_takes_its_lease_without_a_sync_and_a_power_loss_still
     drop(ours);
     std::fs::write(&path, &synced).expect("the unsynced record lost");
     let next = Coordinator::new(&world.load(), "mcp");
-    let met = next
-        .acquire(&keys(&["com:/dev/ttyx"]), false)
-        .expect("not standing");
-    assert!(
-        met.released_dead_owner.is_none(),
-        "not released as untouched"
-    );
-    let incident = met.met.clone().expect("the device is not taken as proven");
-    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
-    assert_eq!(incident.resources, ["com:/dev/ttyx"]);
+    let (met, _) = adopted(&next, "com:/dev/ttyx");
     next.release(&met, &End::default());
 }
 
 #[test]
 fn a_call_inside_a_session_whose_last_report_could_prove_no_contact_syncs_its_lease() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (world, ours) = started();
     // A start that found its session already open reports the session's lease, nothing started:
     // a record listing the session alone would be released on it after a power loss.
     let session = session_with_report(&world, &ours, "not_started");
@@ -467,8 +422,7 @@ fn a_call_inside_a_session_whose_last_report_could_prove_no_contact_syncs_its_le
         "the record listing the call is durable before the act"
     );
     // Another device is no lease inside the session: synced whatever the report says.
-    let state = ours.report_state.clone();
-    std::fs::write(&state, b"{}").expect("no report yet");
+    std::fs::write(&ours.report_state, b"{}").expect("no report yet");
     let (other, syncs) = syncs_during(|| {
         ours.acquire(&keys(&["com:/dev/ttyx", "probe:a"]), false)
             .expect("ours")
