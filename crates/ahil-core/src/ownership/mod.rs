@@ -204,7 +204,7 @@ mod tests {
     }
 
     /// Two MCP servers over one HOME's device locks.
-    fn two_processes() -> (tempfile::TempDir, Arc<Ownership>, Arc<Ownership>) {
+    pub(super) fn two_processes() -> (tempfile::TempDir, Arc<Ownership>, Arc<Ownership>) {
         let home = tempfile::tempdir().expect("home");
         let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
         let theirs = Arc::new(Ownership::for_process(home.path(), "mcp"));
