@@ -234,14 +234,11 @@ fn every_action_in_every_version_needs_exactly_the_grants_the_table_names() {
 #[test]
 fn flash_is_refused_while_raw_debugger_commands_or_mass_erase_are_allowed() {
     type Open = fn(&mut DebuggerGrants);
+    // One interlock a line, so the table reads as one.
+    #[rustfmt::skip]
     let cases: [(&str, Open); 2] = [
-        (
-            "debuggers.dut.permissions.allow_raw_debugger_commands",
-            |g| g.allow_raw_debugger_commands = true,
-        ),
-        ("debuggers.dut.permissions.allow_mass_erase", |g| {
-            g.allow_mass_erase = true
-        }),
+        ("debuggers.dut.permissions.allow_raw_debugger_commands", |g| g.allow_raw_debugger_commands = true),
+        ("debuggers.dut.permissions.allow_mass_erase", |g| g.allow_mass_erase = true),
     ];
     for (flag, open_interlock) in cases {
         let mut grants = open();

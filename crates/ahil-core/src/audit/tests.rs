@@ -66,8 +66,8 @@ impl World {
         text.lines().count()
     }
     /// `event` appended to the test log as an audited line.
-    fn append(&self, event: Value) -> Result<String, AuditError> {
-        self.audit.append_event(LOG, &event)
+    fn append(&self, event: &Value) -> Result<String, AuditError> {
+        self.audit.append_event(LOG, event)
     }
     /// A line the port received, to the mirror alone.
     fn passive_rx(&self) {
@@ -77,7 +77,7 @@ impl World {
     }
     fn three_events(&self) {
         for (i, event) in ["start", "tx", "stop"].into_iter().enumerate() {
-            self.append(json!({"event": event, "n": i, "time": "2026-11-29T20:49:48.254Z"}))
+            self.append(&json!({"event": event, "n": i, "time": "2026-11-29T20:49:48.254Z"}))
                 .expect("append");
         }
     }
@@ -152,9 +152,9 @@ fn appends_chain_each_line_onto_the_previous_digest_and_mirror_it() {
 #[test]
 fn passive_lines_in_the_mirror_are_tolerated() {
     let w = world();
-    w.append(json!({"event": "start"})).expect("append");
+    w.append(&json!({"event": "start"})).expect("append");
     w.passive_rx();
-    w.append(json!({"event": "stop"})).expect("append");
+    w.append(&json!({"event": "stop"})).expect("append");
     assert_eq!(w.evidence()["workspace_log_state"], "verified");
 }
 
@@ -258,7 +258,7 @@ fn a_tampered_canonical_log_refuses_further_appends() {
     World::edit_lines(&w.canonical(), |l| {
         l.pop();
     });
-    let err = w.append(json!({"event": "x"})).expect_err("refused");
+    let err = w.append(&json!({"event": "x"})).expect_err("refused");
     assert_eq!(err.error_type(), ErrorType::CoordinationStateInvalid);
     assert_eq!(w.mirror_lines(), 3);
 }
@@ -275,7 +275,9 @@ fn swapping_any_audit_file_for_a_symlink_is_detected() {
     assert_eq!(w.evidence()["workspace_log_state"], "unsafe");
     assert_eq!(w.evidence()["workspace_log_verified"], false);
     assert_eq!(
-        w.append(json!({"e": 1})).expect_err("refused").error_type(),
+        w.append(&json!({"e": 1}))
+            .expect_err("refused")
+            .error_type(),
         ErrorType::UnsafeConfiguredPath
     );
 
@@ -589,7 +591,7 @@ fn a_kill_between_canonical_and_mirror_log_writes_loses_no_record_and_shows_the_
     assert_eq!(evidence["workspace_log_state"], "behind");
     assert_eq!(evidence["workspace_log_verified"], false);
     // The trail goes on: the next append chains onto the surviving record.
-    w.append(json!({"event": "stop"})).expect("append");
+    w.append(&json!({"event": "stop"})).expect("append");
     assert_eq!(w.evidence()["log_sequence"], 5);
 }
 
@@ -699,7 +701,7 @@ fn a_snapshot_written_whole_verifies_and_an_edited_copy_does_not() {
 fn an_audited_line_syncs_its_canonical_copy_and_sidecar_but_not_its_workspace_mirror() {
     let w = world();
     w.three_events();
-    let (appended, syncs) = syncs_during(|| w.append(json!({"event": "tx", "n": 3})));
+    let (appended, syncs) = syncs_during(|| w.append(&json!({"event": "tx", "n": 3})));
     appended.expect("append");
     // The canonical line (1), its sidecar overwritten in place (1, ADR 0028); the mirror none.
     assert_eq!(syncs, 2);

@@ -64,7 +64,7 @@ fn synced_record(ours: &Coordinator) -> (PathBuf, Vec<u8>) {
 fn assert_power_loss_adopts(
     world: &testkit::Fixture,
     ours: Coordinator,
-    synced: (PathBuf, Vec<u8>),
+    synced: &(PathBuf, Vec<u8>),
     resource: &str,
 ) {
     drop(ours);
@@ -77,7 +77,7 @@ fn assert_power_loss_adopts(
 /// The lease `next` takes of `resource` whose owner vanished, and the incident it met there: the
 /// lost lease's device adopted, never released as untouched.
 fn adopted(next: &Coordinator, resource: &str) -> (Lease, Incident) {
-    let met = granted(&next, &[resource], "not standing");
+    let met = granted(next, &[resource], "not standing");
     assert!(
         met.released_dead_owner.is_none(),
         "not released as untouched"
@@ -304,7 +304,7 @@ fn a_clean_end_that_a_power_loss_took_back_quarantines_what_the_lease_held() {
     // The record the acquire synced; the clean end's write was never synced.
     let synced = synced_record(&ours);
     ours.release(&lease, &End::default());
-    assert_power_loss_adopts(&world, ours, synced, "probe:a");
+    assert_power_loss_adopts(&world, ours, &synced, "probe:a");
 }
 
 #[test]
@@ -373,7 +373,7 @@ fn a_lease_inside_another_on_the_same_device_leaves_that_devices_marker_untouche
 /// A session's lease and the report state its start committed (`status` its side effect), as
 /// a server holds them between calls.
 fn session_with_report(world: &testkit::Fixture, ours: &Coordinator, status: &str) -> Lease {
-    let session = granted(&ours, &["com:/dev/ttyx"], "free");
+    let session = granted(ours, &["com:/dev/ttyx"], "free");
     let report = report_state("com_session_start", &session, status, &world.load().digest);
     write_report_state(ours, &report);
     session
@@ -393,7 +393,7 @@ fn a_call_inside_a_session_takes_its_lease_without_a_sync_and_a_power_loss_still
     let leases = project_record(&ours)["leases"].as_array().map(Vec::len);
     assert_eq!(leases, Some(2), "the call is on record for a kill");
     drop((call, session));
-    assert_power_loss_adopts(&world, ours, synced, "com:/dev/ttyx");
+    assert_power_loss_adopts(&world, ours, &synced, "com:/dev/ttyx");
 }
 
 #[test]
