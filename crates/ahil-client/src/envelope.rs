@@ -24,6 +24,12 @@ impl Envelope {
         Self { doc, is_error }
     }
 
+    /// A tool's answer, not a protocol error, as the tests write one.
+    #[cfg(test)]
+    pub(crate) fn answer(doc: Value) -> Self {
+        Self::new(doc, false)
+    }
+
     pub fn ok(&self) -> bool {
         self.doc.get("ok") == Some(&Value::Bool(true))
     }
@@ -110,13 +116,9 @@ mod tests {
 
     use super::*;
 
-    fn envelope(doc: Value) -> Envelope {
-        Envelope::new(doc, false)
-    }
-
     #[test]
     fn an_ok_envelope_with_nothing_pending_succeeds() {
-        let doc = envelope(
+        let doc = Envelope::answer(
             json!({"ok": true, "tool": "probe_target", "lease_state": "released",
             "side_effect_status": "committed", "hardware_state": "changed"}),
         );
@@ -141,7 +143,7 @@ mod tests {
         ] {
             let mut doc = json!({"ok": true});
             doc[field] = value.clone();
-            let doc = envelope(doc);
+            let doc = Envelope::answer(doc);
             assert!(!doc.overall_success(), "{field}={value}");
             assert_eq!(
                 doc.failed_success_check().map(SuccessCheck::name),
@@ -153,20 +155,21 @@ mod tests {
     #[test]
     fn a_missing_ok_is_not_success() {
         assert_eq!(
-            envelope(json!({"tool": "x"})).failed_success_check(),
+            Envelope::answer(json!({"tool": "x"})).failed_success_check(),
             Some(SuccessCheck::Ok)
         );
     }
 
     #[test]
     fn the_first_failing_check_in_order_is_the_one_named() {
-        let doc = envelope(json!({"ok": true, "hardware_state": "unknown", "quarantined": true}));
+        let doc =
+            Envelope::answer(json!({"ok": true, "hardware_state": "unknown", "quarantined": true}));
         assert_eq!(doc.failed_success_check(), Some(SuccessCheck::Quarantined));
     }
 
     #[test]
     fn indexing_a_missing_field_gives_null() {
-        let doc = envelope(json!({"ok": true, "data": {"text": "boot ok"}}));
+        let doc = Envelope::answer(json!({"ok": true, "data": {"text": "boot ok"}}));
         assert_eq!(doc["data"]["text"], "boot ok");
         assert_eq!(doc["absent"], Value::Null);
     }

@@ -115,15 +115,15 @@ mod tests {
 
     use super::*;
 
-    fn answer(doc: Value) -> Envelope {
-        Envelope::new(doc, false)
-    }
-
     #[test]
     fn a_started_session_is_remembered_with_its_stop_and_forgotten_once_stopped() {
         let mut sessions = Sessions::default();
         let port = json!({"port_id": "uart", "clear_buffer": false});
-        sessions.observe("com_session_start", &port, &answer(json!({"ok": true})));
+        sessions.observe(
+            "com_session_start",
+            &port,
+            &Envelope::answer(json!({"ok": true})),
+        );
         assert_eq!(
             sessions.open()[0].describe(),
             "com_session_stop(port_id=\"uart\")"
@@ -131,21 +131,25 @@ mod tests {
         sessions.observe(
             "com_session_stop",
             &json!({"port_id": "other"}),
-            &answer(json!({"ok": true})),
+            &Envelope::answer(json!({"ok": true})),
         );
         assert_eq!(
             sessions.open().len(),
             1,
             "another port's stop ends nothing here"
         );
-        sessions.observe("com_session_stop", &port, &answer(json!({"ok": true})));
+        sessions.observe(
+            "com_session_stop",
+            &port,
+            &Envelope::answer(json!({"ok": true})),
+        );
         assert!(sessions.open().is_empty());
     }
 
     #[test]
     fn a_refused_start_that_sent_nothing_leaves_nothing_to_end() {
         let mut sessions = Sessions::default();
-        let refused = answer(json!({"ok": false, "error_type": "permission_denied",
+        let refused = Envelope::answer(json!({"ok": false, "error_type": "permission_denied",
             "side_effect_status": "not_started"}));
         sessions.observe(
             "debug_start_session",
@@ -158,12 +162,12 @@ mod tests {
     #[test]
     fn a_start_with_an_unknown_effect_is_ended_and_not_active_then_counts_as_ended() {
         let mut sessions = Sessions::default();
-        let unknown = answer(json!({"ok": false, "side_effect_status": "unknown"}));
+        let unknown = Envelope::answer(json!({"ok": false, "side_effect_status": "unknown"}));
         sessions.observe("debug_start_session", &json!({}), &unknown);
         let open = sessions.take();
         assert_eq!(open.len(), 1);
         assert!(!open[0].confirmed);
-        let not_active = answer(json!({"ok": false, "error_type": "session_not_active"}));
+        let not_active = Envelope::answer(json!({"ok": false, "error_type": "session_not_active"}));
         assert_eq!(open[0].verdict(&not_active), Ok(()));
     }
 
@@ -179,7 +183,7 @@ mod tests {
             json!({"ok": true, "cleanup_required": true, "summary": "pending"}),
             json!({"ok": false, "error_type": "session_not_active", "summary": "gone"}),
         ] {
-            let verdict = open.verdict(&answer(stopped.clone()));
+            let verdict = open.verdict(&Envelope::answer(stopped.clone()));
             assert!(verdict.is_err(), "{stopped}");
             assert!(
                 verdict

@@ -185,27 +185,27 @@ refusal_enum! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::PlanError;
 
+    // One variant a line, so the table reads as one.
+    #[rustfmt::skip]
     #[test]
-    fn every_variant_maps_to_its_public_name() {
+    fn every_variant_of_every_refusal_enum_maps_to_its_public_name() {
         let r = || Refusal::new("x");
-        assert_eq!(ConfigError::invalid(r()).error_type(), "config_invalid");
-        assert_eq!(
-            ConfigError::not_found(r()).error_type(),
-            "config_file_not_found"
-        );
-        assert_eq!(
-            ConfigError::unreadable(r()).error_type(),
-            "config_unreadable"
-        );
-        assert_eq!(
-            ConfigError::unsafe_path(r()).error_type(),
-            "unsafe_configured_path"
-        );
-        assert_eq!(
-            ConfigError::workspace_is_home(r()).error_type(),
-            "workspace_is_home"
-        );
+        let cases = [
+            (ConfigError::invalid(r()).error_type(), "config_invalid"),
+            (ConfigError::not_found(r()).error_type(), "config_file_not_found"),
+            (ConfigError::unreadable(r()).error_type(), "config_unreadable"),
+            (ConfigError::unsafe_path(r()).error_type(), "unsafe_configured_path"),
+            (ConfigError::workspace_is_home(r()).error_type(), "workspace_is_home"),
+            (PlanError::invalid(r()).error_type(), "test_config_invalid"),
+            (PlanError::not_found(r()).error_type(), "test_config_not_found"),
+            (PlanError::unreadable(r()).error_type(), "test_config_unreadable"),
+            (PlanError::unsafe_path(r()).error_type(), "unsafe_configured_path"),
+        ];
+        for (named, name) in cases {
+            assert_eq!(named, name);
+        }
     }
 
     #[test]

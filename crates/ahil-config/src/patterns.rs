@@ -85,36 +85,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_allow_dots_dashes_and_underscores_only() {
-        assert!(Pattern::Name.matches("dut_1.a-b"));
-        assert!(!Pattern::Name.matches("my dut"));
-        assert!(!Pattern::Name.matches("a:b"));
-        assert!(!Pattern::Name.matches(""));
-        assert!(!Pattern::Name.matches("dut\n"));
-    }
-
-    #[test]
-    fn ids_also_allow_colons() {
-        assert!(Pattern::Id.matches("stlink:066AFF"));
-        assert!(!Pattern::Id.matches("a/b"));
-    }
-
-    #[test]
-    fn flash_addresses_are_lowercase_0x_hex_or_decimal() {
-        assert!(Pattern::FlashAddress.matches("0x08000000"));
-        assert!(Pattern::FlashAddress.matches("134217728"));
-        assert!(!Pattern::FlashAddress.matches("0X0800"));
-        assert!(!Pattern::FlashAddress.matches("0x"));
-        assert!(!Pattern::FlashAddress.matches("0x8000000g"));
-    }
-
-    #[test]
-    fn symbols_may_be_namespace_qualified() {
-        assert!(Pattern::Symbol.matches("main"));
-        assert!(Pattern::Symbol.matches("ns::Type::member_1"));
-        assert!(!Pattern::Symbol.matches("1main"));
-        assert!(!Pattern::Symbol.matches("a::"));
-        assert!(!Pattern::Symbol.matches("a:::b"));
+    fn each_pattern_takes_exactly_the_texts_its_rule_allows() {
+        use Pattern::{Channel, FlashAddress, Id, Name, Symbol};
+        let cases = [
+            // Names allow dots, dashes and underscores only.
+            (Name, "dut_1.a-b", true),
+            (Name, "my dut", false),
+            (Name, "a:b", false),
+            (Name, "", false),
+            (Name, "dut\n", false),
+            // Ids also allow colons.
+            (Id, "stlink:066AFF", true),
+            (Id, "a/b", false),
+            // Flash addresses are lowercase 0x hex or decimal.
+            (FlashAddress, "0x08000000", true),
+            (FlashAddress, "134217728", true),
+            (FlashAddress, "0X0800", false),
+            (FlashAddress, "0x", false),
+            (FlashAddress, "0x8000000g", false),
+            // Symbols may be namespace-qualified.
+            (Symbol, "main", true),
+            (Symbol, "ns::Type::member_1", true),
+            (Symbol, "1main", false),
+            (Symbol, "a::", false),
+            (Symbol, "a:::b", false),
+            // Channels count from one.
+            (Channel, "1", true),
+            (Channel, "10", true),
+            (Channel, "0", false),
+            (Channel, "01", false),
+        ];
+        for (pattern, text, matches) in cases {
+            assert_eq!(pattern.matches(text), matches, "{pattern:?} {text:?}");
+        }
     }
 
     #[test]
@@ -124,13 +127,5 @@ mod tests {
         assert_eq!(parse_usb_hex("374b"), Some(0x374b));
         assert_eq!(parse_usb_hex("04831"), None);
         assert_eq!(parse_usb_hex(""), None);
-    }
-
-    #[test]
-    fn channels_count_from_one() {
-        assert!(Pattern::Channel.matches("1"));
-        assert!(Pattern::Channel.matches("10"));
-        assert!(!Pattern::Channel.matches("0"));
-        assert!(!Pattern::Channel.matches("01"));
     }
 }

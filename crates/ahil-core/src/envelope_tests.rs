@@ -18,52 +18,29 @@ fn ok_false_fails_the_first_check() {
     assert_eq!(failed_success_check(&outcome), Some(SuccessCheck::Ok));
 }
 
+// One flag a line, so the table reads as one.
+#[rustfmt::skip]
 #[test]
-fn target_ok_false_fails_even_when_ok() {
-    let mut outcome = green();
-    outcome.target_ok = Some(false);
-    assert_eq!(failed_success_check(&outcome), Some(SuccessCheck::TargetOk));
-    outcome.target_ok = Some(true);
-    assert!(overall_success(&outcome));
-}
-
-#[test]
-fn a_failed_audit_fails() {
-    let mut outcome = green();
-    outcome.audit_ok = Some(false);
-    assert_eq!(failed_success_check(&outcome), Some(SuccessCheck::AuditOk));
-}
-
-#[test]
-fn a_failed_cleanup_fails() {
-    let mut outcome = green();
-    outcome.cleanup_ok = Some(false);
-    assert_eq!(
-        failed_success_check(&outcome),
-        Some(SuccessCheck::CleanupOk)
-    );
-}
-
-#[test]
-fn required_cleanup_fails() {
-    let mut outcome = green();
-    outcome.cleanup_required = Some(true);
-    assert_eq!(
-        failed_success_check(&outcome),
-        Some(SuccessCheck::CleanupRequired)
-    );
-    outcome.cleanup_required = Some(false);
-    assert!(overall_success(&outcome));
-}
-
-#[test]
-fn a_quarantine_fails() {
-    let mut outcome = green();
-    outcome.quarantined = Some(true);
-    assert_eq!(
-        failed_success_check(&outcome),
-        Some(SuccessCheck::Quarantined)
-    );
+fn a_flag_that_fails_a_result_is_named_as_its_check_and_its_passing_value_passes() {
+    use HardwareState::{Unchanged, Unknown};
+    type Edit = fn(&mut Outcome);
+    let cases: [(SuccessCheck, Edit, Option<Edit>); 6] = [
+        (SuccessCheck::TargetOk, |o| o.target_ok = Some(false), Some(|o| o.target_ok = Some(true))),
+        (SuccessCheck::AuditOk, |o| o.audit_ok = Some(false), None),
+        (SuccessCheck::CleanupOk, |o| o.cleanup_ok = Some(false), None),
+        (SuccessCheck::CleanupRequired, |o| o.cleanup_required = Some(true), Some(|o| o.cleanup_required = Some(false))),
+        (SuccessCheck::Quarantined, |o| o.quarantined = Some(true), None),
+        (SuccessCheck::HardwareState, |o| o.hardware_state = Some(Unknown), Some(|o| o.hardware_state = Some(Unchanged))),
+    ];
+    for (check, failing, passing) in cases {
+        let mut outcome = green();
+        failing(&mut outcome);
+        assert_eq!(failed_success_check(&outcome), Some(check), "{check:?}");
+        if let Some(passing) = passing {
+            passing(&mut outcome);
+            assert!(overall_success(&outcome), "{check:?} passing");
+        }
+    }
 }
 
 #[test]
@@ -99,18 +76,6 @@ fn unknown_or_partial_effects_fail() {
         outcome.side_effect_status = Some(status);
         assert_eq!(overall_success(&outcome), passes, "{status:?}");
     }
-}
-
-#[test]
-fn unknown_hardware_state_fails() {
-    let mut outcome = green();
-    outcome.hardware_state = Some(HardwareState::Unknown);
-    assert_eq!(
-        failed_success_check(&outcome),
-        Some(SuccessCheck::HardwareState)
-    );
-    outcome.hardware_state = Some(HardwareState::Unchanged);
-    assert!(overall_success(&outcome));
 }
 
 #[test]
@@ -177,12 +142,9 @@ fn marked(mut outcome: Outcome) -> (Option<bool>, Option<SideEffectStatus>, Opti
     )
 }
 
-#[test]
-fn a_successful_effect_is_committed_and_not_retry_safe() {
-    assert_eq!(
-        marked(Outcome::ok("flash_firmware", "done")),
-        (Some(true), Some(SideEffectStatus::Committed), Some(false))
-    );
+fn with_commit(mut outcome: Outcome, committed: bool) -> Outcome {
+    outcome.side_effect_committed = Some(committed);
+    outcome
 }
 
 #[test]
@@ -192,85 +154,28 @@ fn a_target_that_stopped_abnormally_still_committed_the_effect() {
     assert_eq!(marked(outcome).1, Some(SideEffectStatus::Committed));
 }
 
+// One outcome a line, so the table reads as one.
+#[rustfmt::skip]
 #[test]
-fn refusals_before_any_effect_are_not_started_and_retry_safe() {
-    for error in [
-        "permission_denied",
-        "invalid_argument",
-        "not_supported",
-        "resource_busy",
-        "artifact_not_found",
-    ] {
-        assert_eq!(
-            marked(Outcome::refused(
-                "reset_target",
-                ErrorType::layer(error),
-                "no"
-            )),
-            (Some(false), Some(SideEffectStatus::NotStarted), Some(true)),
-            "{error}"
-        );
+fn an_outcome_is_marked_committed_not_started_partial_or_unknown_as_its_effect_went() {
+    use SideEffectStatus::{Committed, NotStarted, Partial, Unknown};
+    let refused = |tool, error| Outcome::refused(tool, error, "no");
+    let not_started = (Some(false), Some(NotStarted), Some(true));
+    let cases = [
+        ("a successful effect", Outcome::ok("flash_firmware", "done"), (Some(true), Some(Committed), Some(false))),
+        ("a refusal by permission", refused("reset_target", ErrorType::layer("permission_denied")), not_started),
+        ("a refusal of an argument", refused("reset_target", ErrorType::layer("invalid_argument")), not_started),
+        ("a refusal as unsupported", refused("reset_target", ErrorType::layer("not_supported")), not_started),
+        ("a refusal as busy", refused("reset_target", ErrorType::layer("resource_busy")), not_started),
+        ("a refusal of no artifact", refused("reset_target", ErrorType::layer("artifact_not_found")), not_started),
+        ("a quarantine refusal", refused("reset_target", ErrorType::ResourceQuarantined), (Some(false), Some(NotStarted), Some(false))),
+        ("an explicit no commit", with_commit(refused("com_write", ErrorType::SerialWriteFailed), false), not_started),
+        ("an explicit commit on failure", with_commit(refused("com_write", ErrorType::SerialWriteIncomplete), true), (Some(true), Some(Partial), Some(false))),
+        ("any other failure", refused("flash_firmware", ErrorType::Timeout), (None, Some(Unknown), Some(false))),
+        ("an existing status", refused("flash_firmware", ErrorType::DebuggerNotFound).not_contacted(), not_started),
+        ("a tool without effects", Outcome::ok("debugger_info", "fine"), (None, None, None)),
+    ];
+    for (case, outcome, expected) in cases {
+        assert_eq!(marked(outcome), expected, "{case}");
     }
-}
-
-#[test]
-fn a_quarantine_refusal_is_not_started_but_not_retry_safe() {
-    assert_eq!(
-        marked(Outcome::refused(
-            "reset_target",
-            ErrorType::ResourceQuarantined,
-            "no"
-        )),
-        (Some(false), Some(SideEffectStatus::NotStarted), Some(false))
-    );
-}
-
-#[test]
-fn an_explicit_no_commit_is_not_started() {
-    let mut outcome = Outcome::refused("com_write", ErrorType::SerialWriteFailed, "no");
-    outcome.side_effect_committed = Some(false);
-    assert_eq!(
-        marked(outcome),
-        (Some(false), Some(SideEffectStatus::NotStarted), Some(true))
-    );
-}
-
-#[test]
-fn an_explicit_commit_on_failure_is_partial() {
-    let mut outcome = Outcome::refused("com_write", ErrorType::SerialWriteIncomplete, "no");
-    outcome.side_effect_committed = Some(true);
-    assert_eq!(
-        marked(outcome),
-        (Some(true), Some(SideEffectStatus::Partial), Some(false))
-    );
-}
-
-#[test]
-fn any_other_failure_is_unknown() {
-    assert_eq!(
-        marked(Outcome::refused(
-            "flash_firmware",
-            ErrorType::Timeout,
-            "slow"
-        )),
-        (None, Some(SideEffectStatus::Unknown), Some(false))
-    );
-}
-
-#[test]
-fn an_existing_status_is_left_alone() {
-    let outcome =
-        Outcome::refused("flash_firmware", ErrorType::DebuggerNotFound, "x").not_contacted();
-    assert_eq!(
-        marked(outcome),
-        (Some(false), Some(SideEffectStatus::NotStarted), Some(true))
-    );
-}
-
-#[test]
-fn tools_without_effects_are_not_marked() {
-    assert_eq!(
-        marked(Outcome::ok("debugger_info", "fine")),
-        (None, None, None)
-    );
 }

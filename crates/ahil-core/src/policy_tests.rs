@@ -132,148 +132,69 @@ const ANY: &[u8] = &[1, 2, 3];
 /// A grant and the config versions in which closing it refuses the action.
 type Need = (&'static str, &'static [u8]);
 
+// One action a line, so the table reads as one.
+#[rustfmt::skip]
 fn table() -> Vec<(Action<'static>, Kind, Vec<Need>)> {
     let probe = ("debuggers.dut.permissions.allow_probe", V1);
+    let flash = ("debuggers.dut.permissions.allow_flash", ANY);
+    let reset = ("debuggers.dut.permissions.allow_reset", ANY);
+    let execution = ("debuggers.dut.permissions.allow_debug_execution", ANY);
+    let rtt_write = ("debuggers.dut.permissions.allow_rtt_write", ANY);
+    let read = ("ports.dut.permissions.allow_read", V1);
+    let write = ("ports.dut.permissions.allow_write", ANY);
+    let set = ("power_supplies.dut.permissions.allow_set", ANY);
+    let output = ("power_supplies.dut.permissions.allow_output", ANY);
+    let description = ("permissions.allow_config_description_write", ANY);
+    let permissions = ("permissions.allow_config_permissions_write", ANY);
+    let config = ("permissions.allow_config_write", ANY);
+    let recover = ("permissions.allow_recover", ANY);
+    let upgrade = ("permissions.allow_upgrade", ANY);
+    let line = Action::DebugBreakpoint {
+        at: BreakpointAt::Line,
+        allowlist: ALL_SYMBOLS,
+    };
+    let symbol = Action::SymbolRead {
+        symbol: "counter",
+        allowlist: ALL_SYMBOLS,
+    };
+    let upload = Action::ArtifactUpload { allow_upload: true };
+    let uploaded = Action::UploadedArtifact { allow_upload: true };
     vec![
         (Action::DebuggerVersion, Kind::Debugger, vec![probe]),
         (Action::ProbeList, Kind::Debugger, vec![probe]),
         (Action::ProbeTarget, Kind::Debugger, vec![probe]),
-        (
-            Action::Flash { reset_after: false },
-            Kind::Debugger,
-            vec![("debuggers.dut.permissions.allow_flash", ANY)],
-        ),
-        (
-            Action::Flash { reset_after: true },
-            Kind::Debugger,
-            vec![
-                ("debuggers.dut.permissions.allow_flash", ANY),
-                ("debuggers.dut.permissions.allow_reset", ANY),
-            ],
-        ),
-        (
-            Action::Reset,
-            Kind::Debugger,
-            vec![("debuggers.dut.permissions.allow_reset", ANY)],
-        ),
+        (Action::Flash { reset_after: false }, Kind::Debugger, vec![flash]),
+        (Action::Flash { reset_after: true }, Kind::Debugger, vec![flash, reset]),
+        (Action::Reset, Kind::Debugger, vec![reset]),
         (Action::DebugSessionStart, Kind::Debugger, vec![probe]),
         (Action::DebugInspect, Kind::Debugger, vec![probe]),
-        (
-            Action::DebugBreakpoint {
-                at: BreakpointAt::Line,
-                allowlist: ALL_SYMBOLS,
-            },
-            Kind::Debugger,
-            vec![probe],
-        ),
-        (
-            Action::DebugContinue,
-            Kind::Debugger,
-            vec![
-                probe,
-                ("debuggers.dut.permissions.allow_debug_execution", ANY),
-            ],
-        ),
+        (line, Kind::Debugger, vec![probe]),
+        (Action::DebugContinue, Kind::Debugger, vec![probe, execution]),
         (Action::DebugContain, Kind::Debugger, vec![]),
-        (
-            Action::SymbolRead {
-                symbol: "counter",
-                allowlist: ALL_SYMBOLS,
-            },
-            Kind::Debugger,
-            vec![probe],
-        ),
-        (
-            Action::ComRead,
-            Kind::Com,
-            vec![("ports.dut.permissions.allow_read", V1)],
-        ),
-        (
-            Action::ComWrite,
-            Kind::Com,
-            vec![("ports.dut.permissions.allow_write", ANY)],
-        ),
+        (symbol, Kind::Debugger, vec![probe]),
+        (Action::ComRead, Kind::Com, vec![read]),
+        (Action::ComWrite, Kind::Com, vec![write]),
         (Action::ComStop, Kind::Com, vec![]),
         (Action::RttRead, Kind::Debugger, vec![probe]),
-        (
-            Action::RttWrite,
-            Kind::Debugger,
-            vec![probe, ("debuggers.dut.permissions.allow_rtt_write", ANY)],
-        ),
+        (Action::RttWrite, Kind::Debugger, vec![probe, rtt_write]),
         (Action::RttStop, Kind::Debugger, vec![]),
-        (
-            Action::CanRead,
-            Kind::Can,
-            vec![("ports.dut.permissions.allow_read", V1)],
-        ),
-        (
-            Action::CanWrite,
-            Kind::Can,
-            vec![("ports.dut.permissions.allow_write", ANY)],
-        ),
+        (Action::CanRead, Kind::Can, vec![read]),
+        (Action::CanWrite, Kind::Can, vec![write]),
         (Action::CanStop, Kind::Can, vec![]),
         (Action::SupplyRead, Kind::Supply, vec![]),
-        (
-            Action::SupplySet,
-            Kind::Supply,
-            vec![("power_supplies.dut.permissions.allow_set", ANY)],
-        ),
-        (
-            Action::SupplyOutput,
-            Kind::Supply,
-            vec![("power_supplies.dut.permissions.allow_output", ANY)],
-        ),
-        (
-            Action::PowerBoard,
-            Kind::Debugger,
-            vec![("debuggers.dut.permissions.allow_reset", ANY)],
-        ),
-        (
-            Action::ArtifactUpload { allow_upload: true },
-            Kind::Project,
-            vec![],
-        ),
-        (
-            Action::UploadedArtifact { allow_upload: true },
-            Kind::Project,
-            vec![],
-        ),
+        (Action::SupplySet, Kind::Supply, vec![set]),
+        (Action::SupplyOutput, Kind::Supply, vec![output]),
+        (Action::PowerBoard, Kind::Debugger, vec![reset]),
+        (upload, Kind::Project, vec![]),
+        (uploaded, Kind::Project, vec![]),
         (Action::ReadState, Kind::Project, vec![]),
-        (
-            Action::ConfigSetDescription,
-            Kind::Project,
-            vec![("permissions.allow_config_description_write", ANY)],
-        ),
-        (
-            Action::ConfigSetPermission,
-            Kind::Project,
-            vec![("permissions.allow_config_permissions_write", ANY)],
-        ),
-        (
-            Action::ConfigCreate,
-            Kind::Project,
-            vec![("permissions.allow_config_write", ANY)],
-        ),
-        (
-            Action::ConfigAdoptHardware { apply: false },
-            Kind::Project,
-            vec![],
-        ),
-        (
-            Action::ConfigAdoptHardware { apply: true },
-            Kind::Project,
-            vec![("permissions.allow_config_description_write", ANY)],
-        ),
-        (
-            Action::Recover,
-            Kind::Project,
-            vec![("permissions.allow_recover", ANY)],
-        ),
-        (
-            Action::Upgrade,
-            Kind::Project,
-            vec![("permissions.allow_upgrade", ANY)],
-        ),
+        (Action::ConfigSetDescription, Kind::Project, vec![description]),
+        (Action::ConfigSetPermission, Kind::Project, vec![permissions]),
+        (Action::ConfigCreate, Kind::Project, vec![config]),
+        (Action::ConfigAdoptHardware { apply: false }, Kind::Project, vec![]),
+        (Action::ConfigAdoptHardware { apply: true }, Kind::Project, vec![description]),
+        (Action::Recover, Kind::Project, vec![recover]),
+        (Action::Upgrade, Kind::Project, vec![upgrade]),
     ]
 }
 
@@ -311,40 +232,24 @@ fn every_action_in_every_version_needs_exactly_the_grants_the_table_names() {
 }
 
 #[test]
-fn flash_is_refused_while_raw_debugger_commands_are_allowed() {
-    let mut grants = open();
-    grants.debugger.allow_raw_debugger_commands = true;
-    for version in [1, 2, 3] {
-        let refusal = decide(
-            version,
-            &grants,
-            Kind::Debugger,
-            &Action::Flash { reset_after: false },
-        )
-        .expect_err("interlock");
-        assert_eq!(
-            refusal.permission.as_deref(),
-            Some("debuggers.dut.permissions.allow_raw_debugger_commands")
-        );
+fn flash_is_refused_while_raw_debugger_commands_or_mass_erase_are_allowed() {
+    type Open = fn(&mut DebuggerGrants);
+    // One interlock a line, so the table reads as one.
+    #[rustfmt::skip]
+    let cases: [(&str, Open); 2] = [
+        ("debuggers.dut.permissions.allow_raw_debugger_commands", |g| g.allow_raw_debugger_commands = true),
+        ("debuggers.dut.permissions.allow_mass_erase", |g| g.allow_mass_erase = true),
+    ];
+    for (flag, open_interlock) in cases {
+        let mut grants = open();
+        open_interlock(&mut grants.debugger);
+        for version in [1, 2, 3] {
+            let flash = Action::Flash { reset_after: false };
+            let refusal = decide(version, &grants, Kind::Debugger, &flash).expect_err(flag);
+            assert_eq!(refusal.error_type, "permission_denied", "{flag} v{version}");
+            assert_eq!(refusal.permission.as_deref(), Some(flag), "v{version}");
+        }
     }
-}
-
-#[test]
-fn flash_is_refused_while_mass_erase_is_allowed() {
-    let mut grants = open();
-    grants.debugger.allow_mass_erase = true;
-    let refusal = decide(
-        3,
-        &grants,
-        Kind::Debugger,
-        &Action::Flash { reset_after: false },
-    )
-    .expect_err("interlock");
-    assert_eq!(refusal.error_type, "permission_denied");
-    assert_eq!(
-        refusal.permission.as_deref(),
-        Some("debuggers.dut.permissions.allow_mass_erase")
-    );
 }
 
 #[test]
@@ -391,20 +296,26 @@ fn containment_is_never_refused_even_with_every_grant_closed() {
 }
 
 #[test]
-fn an_upload_needs_artifacts_allow_upload() {
-    let refusal = decide(
-        3,
-        &open(),
-        Kind::Project,
-        &Action::ArtifactUpload {
+fn an_upload_and_flashing_by_artifact_id_need_artifacts_allow_upload() {
+    for action in [
+        Action::ArtifactUpload {
             allow_upload: false,
         },
-    )
-    .expect_err("upload closed");
-    assert_eq!(
-        refusal.permission.as_deref(),
-        Some("artifacts.allow_upload")
-    );
+        Action::UploadedArtifact {
+            allow_upload: false,
+        },
+    ] {
+        let refusal = decide(3, &open(), Kind::Project, &action).expect_err("uploads closed");
+        assert_eq!(
+            refusal.permission.as_deref(),
+            Some("artifacts.allow_upload"),
+            "{action:?}"
+        );
+        assert_eq!(
+            refusal.device, None,
+            "{action:?}: the upload store is no device"
+        );
+    }
 }
 
 #[test]
@@ -509,24 +420,6 @@ fn a_refusal_names_the_full_key_of_the_entry() {
             .summary
             .contains("debuggers.dut.permissions.allow_probe")
     );
-}
-
-#[test]
-fn flashing_by_artifact_id_needs_artifacts_allow_upload() {
-    let refusal = decide(
-        3,
-        &open(),
-        Kind::Project,
-        &Action::UploadedArtifact {
-            allow_upload: false,
-        },
-    )
-    .expect_err("uploads closed");
-    assert_eq!(
-        refusal.permission.as_deref(),
-        Some("artifacts.allow_upload")
-    );
-    assert_eq!(refusal.device, None, "the upload store is no device");
 }
 
 #[test]

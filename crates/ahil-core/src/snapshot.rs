@@ -74,34 +74,18 @@ mod tests {
 
     #[test]
     fn paths_under_the_state_root_or_config_dir_are_never_shown_absolute() {
-        let ws = Path::new("/w");
         let cfg = Path::new("/home/u/.config/agentic-hil/projects/w-1");
         let state = Path::new("/home/u/.local/state/agentic-hil");
-        assert_eq!(
-            display_path(
-                Path::new("/home/u/.local/state/agentic-hil/x/y"),
-                ws,
-                Some(cfg),
-                state
-            ),
-            "<state_root>/x/y"
-        );
-        assert_eq!(
-            display_path(
-                &cfg.join(".agentic-hil-disabled-executable"),
-                ws,
-                Some(cfg),
-                state
-            ),
-            "<config_dir>/.agentic-hil-disabled-executable"
-        );
-        assert_eq!(
-            display_path(Path::new("/w/build/fw.elf"), ws, Some(cfg), state),
-            "build/fw.elf"
-        );
-        assert_eq!(
-            display_path(Path::new("/usr/bin/openocd"), ws, Some(cfg), state),
-            "/usr/bin/openocd"
-        );
+        let in_state = state.join("x/y");
+        let in_config = cfg.join(".agentic-hil-disabled-executable");
+        let cases = [
+            (in_state.as_path(), "<state_root>/x/y"),
+            (&in_config, "<config_dir>/.agentic-hil-disabled-executable"),
+            (Path::new("/w/build/fw.elf"), "build/fw.elf"),
+            (Path::new("/usr/bin/openocd"), "/usr/bin/openocd"),
+        ];
+        for (path, shown) in cases {
+            assert_eq!(display_path(path, Path::new("/w"), Some(cfg), state), shown);
+        }
     }
 }

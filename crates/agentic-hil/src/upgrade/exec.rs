@@ -87,6 +87,22 @@ fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// `/bin/sh -c script`, killed at `deadline`.
+    fn shell(script: &str, deadline: Duration) -> Ran {
+        run_with_deadline(
+            pinned(std::path::Path::new("/bin/sh")).args(["-c", script]),
+            deadline,
+        )
+        .expect("sh starts")
+    }
+
+    fn finished(ran: Ran) -> Output {
+        let Ran::Finished(out) = ran else {
+            panic!("the shell exits by itself")
+        };
+        out
+    }
+
     #[test]
     fn a_child_past_its_deadline_is_killed_and_reported_timed_out() {
         let started = Instant::now();
@@ -104,11 +120,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let pid_file = dir.path().join("grandchild.pid");
         let script = format!("sleep 30 & echo $! > '{}'; wait", pid_file.display());
-        let ran = run_with_deadline(
-            pinned(std::path::Path::new("/bin/sh")).args(["-c", &script]),
-            Duration::from_millis(500),
-        )
-        .expect("sh starts");
+        let ran = shell(&script, Duration::from_millis(500));
         assert!(matches!(ran, Ran::TimedOut));
         let pid = std::fs::read_to_string(&pid_file).expect("the grandchild's pid");
         let stat = format!("/proc/{}/stat", pid.trim());
@@ -129,14 +141,10 @@ mod tests {
     #[test]
     fn a_grandchild_holding_the_pipes_does_not_hold_the_answer() {
         let started = Instant::now();
-        let ran = run_with_deadline(
-            pinned(std::path::Path::new("/bin/sh")).args(["-c", "echo done; sleep 4 & exit 0"]),
+        let out = finished(shell(
+            "echo done; sleep 4 & exit 0",
             Duration::from_secs(20),
-        )
-        .expect("sh starts");
-        let Ran::Finished(out) = ran else {
-            panic!("the shell exits by itself")
-        };
+        ));
         assert!(out.status.success());
         assert!(
             started.elapsed() < Duration::from_secs(4),
@@ -146,14 +154,10 @@ mod tests {
 
     #[test]
     fn output_and_status_are_captured() {
-        let ran = run_with_deadline(
-            pinned(std::path::Path::new("/bin/sh")).args(["-c", "echo out; echo err >&2; exit 3"]),
+        let out = finished(shell(
+            "echo out; echo err >&2; exit 3",
             Duration::from_secs(20),
-        )
-        .expect("sh starts");
-        let Ran::Finished(out) = ran else {
-            panic!("finished")
-        };
+        ));
         assert_eq!(out.status.code(), Some(3));
         assert_eq!(out.stdout, b"out\n");
         assert_eq!(out.stderr, b"err\n");

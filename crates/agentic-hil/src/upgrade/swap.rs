@@ -120,10 +120,18 @@ pub fn place(mut staged: Staged, target: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A directory holding the installed binary's path `target` and a new build beside it.
+    fn installation() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let target = dir.path().join("agentic-hil");
+        let new = dir.path().join("incoming");
+        std::fs::write(&new, b"new").expect("new");
+        (dir, target, new)
+    }
+
     #[test]
     fn a_second_lock_on_one_installation_is_refused_with_the_holders_pid() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let exe = dir.path().join("agentic-hil");
+        let (_dir, exe, _) = installation();
         let _held = lock(&exe).ok().expect("first lock");
         match lock(&exe) {
             Err(LockError::Held(pid)) => assert_eq!(pid, Some(std::process::id())),
@@ -133,11 +141,8 @@ mod tests {
 
     #[test]
     fn placing_a_staged_copy_replaces_the_target_and_leaves_nothing_beside_it() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let target = dir.path().join("agentic-hil");
-        let new = dir.path().join("incoming");
+        let (dir, target, new) = installation();
         std::fs::write(&target, b"old").expect("old");
-        std::fs::write(&new, b"new").expect("new");
         let before = identity(&target);
         let staged = stage(&new, &target).expect("staged");
         place(staged, &target).expect("placed");
@@ -152,10 +157,7 @@ mod tests {
 
     #[test]
     fn a_staged_copy_that_is_not_placed_is_removed() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let target = dir.path().join("agentic-hil");
-        let new = dir.path().join("incoming");
-        std::fs::write(&new, b"new").expect("new");
+        let (_dir, target, new) = installation();
         let staged = stage(&new, &target).expect("staged");
         let path = staged.path().to_path_buf();
         assert!(path.exists());

@@ -252,6 +252,26 @@ mod tests {
         assert_eq!(text, expected, "the {name} frame changed");
     }
 
+    /// `view` with `actions` at the fixed moment the snapshots show, against `snapshots/<name>.txt`.
+    fn assert_frame(name: &str, view: &BenchView, actions: &[Action], width: u16, height: u16) {
+        let screen = Screen {
+            view,
+            actions,
+            at: "2026-11-30T10:15:03.000Z",
+        };
+        assert_snapshot(name, &rendered(&screen, width, height));
+    }
+
+    /// An action that finished two seconds before the frame's moment.
+    fn action(tool: &str, verdict: &str, summary: &str) -> Action {
+        Action {
+            finished_at: "2026-11-30T10:14:58.001Z".into(),
+            tool: tool.into(),
+            verdict: verdict.into(),
+            summary: summary.into(),
+        }
+    }
+
     fn hold(resource: &str, holder: Option<&str>) -> Hold {
         Hold {
             resource: resource.to_owned(),
@@ -274,12 +294,7 @@ mod tests {
             },
             ..BenchView::default()
         };
-        let screen = Screen {
-            view: &view,
-            actions: &[],
-            at: "2026-11-30T10:15:03.000Z",
-        };
-        assert_snapshot("idle", &rendered(&screen, 100, 20));
+        assert_frame("idle", &view, &[], 100, 20);
     }
 
     #[test]
@@ -305,18 +320,8 @@ mod tests {
             }],
             problem: None,
         };
-        let actions = [Action {
-            finished_at: "2026-11-30T10:14:58.001Z".into(),
-            tool: "com_session_start".into(),
-            verdict: "ok".into(),
-            summary: "COM session started.".into(),
-        }];
-        let screen = Screen {
-            view: &view,
-            actions: &actions,
-            at: "2026-11-30T10:15:03.000Z",
-        };
-        assert_snapshot("flashing", &rendered(&screen, 100, 24));
+        let actions = [action("com_session_start", "ok", "COM session started.")];
+        assert_frame("flashing", &view, &actions, 100, 24);
     }
 
     #[test]
@@ -336,18 +341,12 @@ mod tests {
             },
             ..BenchView::default()
         };
-        let actions = [Action {
-            finished_at: "2026-11-30T10:14:58.001Z".into(),
-            tool: "flash_firmware".into(),
-            verdict: "audit_failed_after_action".into(),
-            summary: "Flashed, but its report could not be written.".into(),
-        }];
-        let screen = Screen {
-            view: &view,
-            actions: &actions,
-            at: "2026-11-30T10:15:03.000Z",
-        };
-        assert_snapshot("incident", &rendered(&screen, 100, 20));
+        let actions = [action(
+            "flash_firmware",
+            "audit_failed_after_action",
+            "Flashed, but its report could not be written.",
+        )];
+        assert_frame("incident", &view, &actions, 100, 20);
     }
 
     #[test]
@@ -357,11 +356,6 @@ mod tests {
             problem: Some("config_file_not_found: No configuration for this workspace.".into()),
             ..BenchView::default()
         };
-        let screen = Screen {
-            view: &view,
-            actions: &[],
-            at: "2026-11-30T10:15:03.000Z",
-        };
-        assert_snapshot("unconfigured", &rendered(&screen, 80, 5));
+        assert_frame("unconfigured", &view, &[], 80, 5);
     }
 }

@@ -50,24 +50,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_variant_maps_to_its_public_name() {
-        let r = || Refusal::new("x");
-        assert_eq!(PlanError::invalid(r()).error_type(), "test_config_invalid");
-        assert_eq!(
-            PlanError::not_found(r()).error_type(),
-            "test_config_not_found"
-        );
-        assert_eq!(
-            PlanError::unreadable(r()).error_type(),
-            "test_config_unreadable"
-        );
-        assert_eq!(
-            PlanError::unsafe_path(r()).error_type(),
-            "unsafe_configured_path"
-        );
-    }
-
-    #[test]
     fn a_config_refusal_keeps_its_kind_and_details_but_not_its_advice() {
         let e = ConfigError::NotFound(Box::new(Refusal::new("c").with("path", "p")));
         let p = PlanError::from_config(&e, "No plan.");

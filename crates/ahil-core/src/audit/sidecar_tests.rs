@@ -15,9 +15,7 @@ use crate::audit::safe;
 fn a_sidecar_is_overwritten_in_place_and_its_first_copy_is_created_by_rename() {
     use std::os::unix::fs::MetadataExt;
     let w = world();
-    w.audit
-        .append_event(LOG, &json!({"event": "start"}))
-        .expect("first append");
+    w.append(&json!({"event": "start"})).expect("first append");
     let inode = || fs::metadata(w.sidecar()).expect("sidecar").ino();
     let first = inode();
     w.three_events();
@@ -40,8 +38,7 @@ fn a_torn_sidecar_is_refused_like_one_left_behind_its_line() {
     fs::write(w.sidecar(), &whole[..whole.len() / 2]).expect("tear");
     assert_eq!(w.evidence()["canonical_log_corrupted"], true);
     let err = w
-        .audit
-        .append_event(LOG, &json!({"event": "after"}))
+        .append(&json!({"event": "after"}))
         .expect_err("no record chains onto a torn sidecar");
     assert_eq!(err.error_type(), ErrorType::CoordinationStateInvalid);
     assert_eq!(

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::chain::{GENESIS, chain_next};
 use super::*;
+use crate::testkit::syncs_during;
 
 struct World {
     _root: tempfile::TempDir,
@@ -60,13 +61,23 @@ impl World {
     fn mirror(&self) -> PathBuf {
         self.workspace.join(".agentic-hil/logs").join(LOG)
     }
+    fn mirror_lines(&self) -> usize {
+        let text = fs::read_to_string(self.mirror()).expect("mirror");
+        text.lines().count()
+    }
+    /// `event` appended to the test log as an audited line.
+    fn append(&self, event: &Value) -> Result<String, AuditError> {
+        self.audit.append_event(LOG, event)
+    }
+    /// A line the port received, to the mirror alone.
+    fn passive_rx(&self) {
+        self.audit
+            .append_passive(LOG, &json!({"direction": "rx", "text": "boot"}))
+            .expect("passive");
+    }
     fn three_events(&self) {
         for (i, event) in ["start", "tx", "stop"].into_iter().enumerate() {
-            self.audit
-                .append_event(
-                    LOG,
-                    &json!({"event": event, "n": i, "time": "2026-11-29T20:49:48.254Z"}),
-                )
+            self.append(&json!({"event": event, "n": i, "time": "2026-11-29T20:49:48.254Z"}))
                 .expect("append");
         }
     }
@@ -141,15 +152,9 @@ fn appends_chain_each_line_onto_the_previous_digest_and_mirror_it() {
 #[test]
 fn passive_lines_in_the_mirror_are_tolerated() {
     let w = world();
-    w.audit
-        .append_event(LOG, &json!({"event": "start"}))
-        .expect("append");
-    w.audit
-        .append_passive(LOG, &json!({"direction": "rx", "text": "boot"}))
-        .expect("passive");
-    w.audit
-        .append_event(LOG, &json!({"event": "stop"}))
-        .expect("append");
+    w.append(&json!({"event": "start"})).expect("append");
+    w.passive_rx();
+    w.append(&json!({"event": "stop"})).expect("append");
     assert_eq!(w.evidence()["workspace_log_state"], "verified");
 }
 
@@ -157,13 +162,9 @@ fn passive_lines_in_the_mirror_are_tolerated() {
 fn a_passive_line_reaches_the_mirror_without_an_fsync() {
     let w = world();
     w.three_events();
-    let before = crate::fsio::syncs_on_this_thread();
-    w.audit
-        .append_passive(LOG, &json!({"direction": "rx", "text": "boot"}))
-        .expect("passive");
-    assert_eq!(crate::fsio::syncs_on_this_thread() - before, 0);
-    let mirror = fs::read_to_string(w.mirror()).expect("mirror");
-    assert_eq!(mirror.lines().count(), 4, "the mirror still gets the line");
+    let ((), syncs) = syncs_during(|| w.passive_rx());
+    assert_eq!(syncs, 0);
+    assert_eq!(w.mirror_lines(), 4, "the mirror still gets the line");
     assert_eq!(w.evidence()["workspace_log_state"], "verified");
 }
 
@@ -257,18 +258,9 @@ fn a_tampered_canonical_log_refuses_further_appends() {
     World::edit_lines(&w.canonical(), |l| {
         l.pop();
     });
-    let err = w
-        .audit
-        .append_event(LOG, &json!({"event": "x"}))
-        .expect_err("refused");
+    let err = w.append(&json!({"event": "x"})).expect_err("refused");
     assert_eq!(err.error_type(), ErrorType::CoordinationStateInvalid);
-    assert_eq!(
-        fs::read_to_string(w.mirror())
-            .expect("mirror")
-            .lines()
-            .count(),
-        3
-    );
+    assert_eq!(w.mirror_lines(), 3);
 }
 
 #[test]
@@ -283,8 +275,7 @@ fn swapping_any_audit_file_for_a_symlink_is_detected() {
     assert_eq!(w.evidence()["workspace_log_state"], "unsafe");
     assert_eq!(w.evidence()["workspace_log_verified"], false);
     assert_eq!(
-        w.audit
-            .append_event(LOG, &json!({"e": 1}))
+        w.append(&json!({"e": 1}))
             .expect_err("refused")
             .error_type(),
         ErrorType::UnsafeConfiguredPath
@@ -600,9 +591,7 @@ fn a_kill_between_canonical_and_mirror_log_writes_loses_no_record_and_shows_the_
     assert_eq!(evidence["workspace_log_state"], "behind");
     assert_eq!(evidence["workspace_log_verified"], false);
     // The trail goes on: the next append chains onto the surviving record.
-    w.audit
-        .append_event(LOG, &json!({"event": "stop"}))
-        .expect("append");
+    w.append(&json!({"event": "stop"})).expect("append");
     assert_eq!(w.evidence()["log_sequence"], 5);
 }
 
@@ -633,8 +622,7 @@ fn a_kill_mid_append_between_the_line_and_its_sidecar_is_refused_on_restart_not_
         .append_event(LOG, &json!({"event": "after"}))
         .expect_err("no record chains onto an unsealed line");
     assert_eq!(err.error_type(), ErrorType::CoordinationStateInvalid);
-    let mirror = fs::read_to_string(w.mirror()).expect("mirror");
-    assert_eq!(mirror.lines().count(), 3, "nothing reached the mirror");
+    assert_eq!(w.mirror_lines(), 3, "nothing reached the mirror");
 }
 
 #[test]
@@ -713,14 +701,11 @@ fn a_snapshot_written_whole_verifies_and_an_edited_copy_does_not() {
 fn an_audited_line_syncs_its_canonical_copy_and_sidecar_but_not_its_workspace_mirror() {
     let w = world();
     w.three_events();
-    let before = crate::fsio::syncs_on_this_thread();
-    w.audit
-        .append_event(LOG, &json!({"event": "tx", "n": 3}))
-        .expect("append");
+    let (appended, syncs) = syncs_during(|| w.append(&json!({"event": "tx", "n": 3})));
+    appended.expect("append");
     // The canonical line (1), its sidecar overwritten in place (1, ADR 0028); the mirror none.
-    assert_eq!(crate::fsio::syncs_on_this_thread() - before, 2);
-    let mirror = fs::read_to_string(w.mirror()).expect("mirror");
-    assert_eq!(mirror.lines().count(), 4, "the mirror still gets the line");
+    assert_eq!(syncs, 2);
+    assert_eq!(w.mirror_lines(), 4, "the mirror still gets the line");
     assert_eq!(w.evidence()["workspace_log_state"], "verified");
 }
 
@@ -736,13 +721,11 @@ fn reported_once() -> World {
 #[test]
 fn a_report_syncs_its_canonical_state_but_not_the_workspace_views() {
     let w = reported_once();
-    let before = crate::fsio::syncs_on_this_thread();
     let mut second = report("reset_target", true, "2026-01-01T00:00:02.000Z");
-    w.audit
-        .write_report(&mut second, &Value::Null)
-        .expect("write");
+    let (written, syncs) = syncs_during(|| w.audit.write_report(&mut second, &Value::Null));
+    written.expect("write");
     // report-state.json replaced (file and directory); last-report.json without fsync.
-    assert_eq!(crate::fsio::syncs_on_this_thread() - before, 2);
+    assert_eq!(syncs, 2);
     let state = report::load_state(&w.audit).expect("state");
     assert_eq!(
         w.audit

@@ -2,9 +2,9 @@ use std::os::unix::fs::symlink;
 
 use super::*;
 
-fn port(device: &str) -> ComPort {
+fn port(device: impl AsRef<Path>) -> ComPort {
     ComPort {
-        device: Some(device.to_owned()),
+        device: Some(device.as_ref().to_str().expect("utf-8").to_owned()),
         ..ComPort::default()
     }
 }
@@ -26,15 +26,29 @@ fn dir() -> (tempfile::TempDir, PathBuf) {
     (tmp, root)
 }
 
+/// A device node `node` in `root` and a link `link` there naming it.
+fn node_and_link(root: &Path, node: &str, link: &str) -> (PathBuf, PathBuf) {
+    let (node, link) = (root.join(node), root.join(link));
+    fs::write(&node, b"").expect("node");
+    symlink(&node, &link).expect("link");
+    (node, link)
+}
+
+fn assert_resolves(name: &Path, node: &Path) {
+    assert_eq!(
+        host_device_name(name.to_str().expect("utf-8")),
+        node.display().to_string(),
+        "{}",
+        name.display()
+    );
+}
+
 #[test]
 fn a_link_and_the_node_it_names_share_the_node_key() {
     let (_tmp, root) = dir();
-    let node = root.join("ttyACM0");
-    fs::write(&node, b"").expect("node");
-    let link = root.join("by-id-link");
-    symlink(&node, &link).expect("link");
-    let by_link = port(link.to_str().expect("utf-8"));
-    let by_node = port(node.to_str().expect("utf-8"));
+    let (node, link) = node_and_link(&root, "ttyACM0", "by-id-link");
+    let by_link = port(&link);
+    let by_node = port(&node);
     let node_key = format!("com:{}", node.display());
     assert_eq!(by_node.lock_key("b"), node_key, "the reference's own key");
     assert_eq!(
@@ -55,11 +69,7 @@ fn a_chain_of_relative_links_resolves_to_the_node_the_kernel_opens() {
     fs::write(root.join("dev/pts/7"), b"").expect("node");
     symlink("../../dev/pts/7", root.join("links/deeper/second")).expect("second");
     symlink("deeper/second", root.join("links/first")).expect("first");
-    let first = root.join("links/first");
-    assert_eq!(
-        host_device_name(first.to_str().expect("utf-8")),
-        root.join("dev/pts/7").display().to_string()
-    );
+    assert_resolves(&root.join("links/first"), &root.join("dev/pts/7"));
 }
 
 #[test]
@@ -68,10 +78,7 @@ fn a_link_whose_node_is_not_there_yet_resolves_as_far_as_it_goes() {
     let link = root.join("replugged");
     symlink("gone/ttyUSB3", &link).expect("dangling link");
     // Python's non-strict realpath gives the same, so the reference locks the same name.
-    assert_eq!(
-        host_device_name(link.to_str().expect("utf-8")),
-        root.join("gone/ttyUSB3").display().to_string()
-    );
+    assert_resolves(&link, &root.join("gone/ttyUSB3"));
 }
 
 #[test]
@@ -80,10 +87,7 @@ fn a_link_loop_is_taken_as_written_instead_of_hanging_the_claim() {
     symlink(root.join("b"), root.join("a")).expect("a");
     symlink(root.join("a"), root.join("b")).expect("b");
     // Python's realpath stops where it meets the loop and gives this same name.
-    assert_eq!(
-        host_device_name(root.join("a").to_str().expect("utf-8")),
-        root.join("a").display().to_string()
-    );
+    assert_resolves(&root.join("a"), &root.join("a"));
 }
 
 #[test]
@@ -101,7 +105,7 @@ fn two_spellings_of_one_character_device_share_its_device_number_key() {
     let (_tmp, root) = dir();
     let link = root.join("null-link");
     symlink("/dev/null", &link).expect("link");
-    let keys = port_host_keys(&port(link.to_str().expect("utf-8")), "u", &Nodes::default());
+    let keys = port_host_keys(&port(&link), "u", &Nodes::default());
     let meta = fs::metadata("/dev/null").expect("/dev/null");
     let number = format!(
         "com:char:{}:{}",
@@ -115,16 +119,13 @@ fn two_spellings_of_one_character_device_share_its_device_number_key() {
 #[test]
 fn a_port_known_by_its_adapter_serial_still_collides_with_one_naming_its_device() {
     let (_tmp, root) = dir();
-    let node = root.join("ttyACM1");
-    fs::write(&node, b"").expect("node");
-    let link = root.join("stlink-if02");
-    symlink(&node, &link).expect("link");
+    let (node, link) = node_and_link(&root, "ttyACM1", "stlink-if02");
     let by_serial = ComPort {
         serial_number: Some("0669FF".into()),
-        ..port(link.to_str().expect("utf-8"))
+        ..port(&link)
     };
     assert_eq!(by_serial.lock_key("a"), "com:serial:0669ff");
-    let by_node = port(node.to_str().expect("utf-8"));
+    let by_node = port(&node);
     assert!(!shared(&held(&by_serial, "a"), &held(&by_node, "b")).is_empty());
 }
 
@@ -136,14 +137,9 @@ fn an_unbound_port_has_no_host_keys() {
 #[test]
 fn host_keys_follow_only_the_ports_a_claim_names() {
     let (_tmp, root) = dir();
-    let node = root.join("ttyUSB0");
-    fs::write(&node, b"").expect("node");
-    let link = root.join("link");
-    symlink(&node, &link).expect("link");
+    let (node, link) = node_and_link(&root, "ttyUSB0", "link");
     let mut config = Config::default();
-    config
-        .com_ports
-        .insert("claimed".into(), port(link.to_str().expect("utf-8")));
+    config.com_ports.insert("claimed".into(), port(&link));
     config
         .com_ports
         .insert("other".into(), port("/dev/ttyOther9"));
@@ -169,9 +165,7 @@ fn a_claim_and_its_open_read_one_resolution_even_when_the_link_moves_in_between(
     let link = root.join("uart");
     symlink(&first, &link).expect("link");
     let mut config = Config::default();
-    config
-        .com_ports
-        .insert("uart".into(), port(link.to_str().expect("utf-8")));
+    config.com_ports.insert("uart".into(), port(&link));
     let nodes = Nodes::resolve(&config);
     fs::remove_file(&link).expect("unlink");
     symlink(&second, &link).expect("the link now names another node");

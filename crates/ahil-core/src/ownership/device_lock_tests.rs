@@ -1,4 +1,5 @@
 use super::*;
+use crate::testkit::syncs_during;
 
 fn locks(home: &Path, frontend: &str) -> DeviceLocks {
     DeviceLocks::new(LockRoot::for_home(home), Owner::this_process(frontend))
@@ -6,6 +7,29 @@ fn locks(home: &Path, frontend: &str) -> DeviceLocks {
 
 fn names(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Two owners in one HOME: an MCP server and one of `second`.
+fn two_owners(second: &str) -> (tempfile::TempDir, DeviceLocks, DeviceLocks) {
+    let home = tempfile::tempdir().expect("home");
+    let first = locks(home.path(), "mcp");
+    let second = locks(home.path(), second);
+    (home, first, second)
+}
+
+/// `owner` taking `keys` at once, without waiting for a holder to let go.
+fn take(owner: &DeviceLocks, keys: &[&str]) -> Result<Acquired, Box<Busy>> {
+    owner.acquire(&names(keys), Duration::ZERO)
+}
+
+fn assert_holder_states(owner: &DeviceLocks, devices: &[String], state: &str) {
+    for device in devices {
+        assert_eq!(
+            owner.read_holder(device).expect("record")["state"],
+            json!(state),
+            "{device}"
+        );
+    }
 }
 
 #[test]
@@ -22,15 +46,9 @@ fn lock_files_are_named_by_the_sha256_of_the_resource() {
 
 #[test]
 fn a_second_owner_is_refused_naming_the_holder() {
-    let home = tempfile::tempdir().expect("home");
-    let first = locks(home.path(), "mcp");
-    let second = locks(home.path(), "operator-cli");
-    first
-        .acquire(&names(&["probe:abc"]), Duration::ZERO)
-        .expect("free device");
-    let busy = second
-        .acquire(&names(&["probe:abc"]), Duration::ZERO)
-        .expect_err("held by the first owner");
+    let (_home, first, second) = two_owners("operator-cli");
+    take(&first, &["probe:abc"]).expect("free device");
+    let busy = take(&second, &["probe:abc"]).expect_err("held by the first owner");
     assert_eq!(busy.resource, "probe:abc");
     let holder = busy.holder.clone().expect("holder record read");
     assert_eq!(holder["owner_id"], json!(first.owner().owner_id));
@@ -43,13 +61,10 @@ fn a_second_owner_is_refused_naming_the_holder() {
 
 #[test]
 fn release_frees_the_device_and_says_so_in_the_holder_record() {
-    let home = tempfile::tempdir().expect("home");
-    let first = locks(home.path(), "mcp");
-    let second = locks(home.path(), "mcp");
-    let keys = names(&["com:serial:abc"]);
-    first.acquire(&keys, Duration::ZERO).expect("free");
-    first.release(&keys);
-    let taken = second.acquire(&keys, Duration::ZERO).expect("freed");
+    let (_home, first, second) = two_owners("mcp");
+    take(&first, &["com:serial:abc"]).expect("free");
+    first.release(&names(&["com:serial:abc"]));
+    let taken = take(&second, &["com:serial:abc"]).expect("freed");
     assert!(
         taken.reclaimed.is_empty(),
         "a clean release is not a reclaim"
@@ -58,48 +73,33 @@ fn release_frees_the_device_and_says_so_in_the_holder_record() {
 
 #[test]
 fn re_acquiring_counts_holds_and_the_last_release_frees() {
-    let home = tempfile::tempdir().expect("home");
-    let owner = locks(home.path(), "mcp");
-    let other = locks(home.path(), "mcp");
+    let (_home, owner, other) = two_owners("mcp");
     let keys = names(&["probe:abc"]);
-    owner.acquire(&keys, Duration::ZERO).expect("first hold");
-    owner
-        .acquire(&keys, Duration::ZERO)
-        .expect("second hold by the same owner");
+    take(&owner, &["probe:abc"]).expect("first hold");
+    take(&owner, &["probe:abc"]).expect("second hold by the same owner");
     owner.release(&keys);
-    assert!(
-        other.acquire(&keys, Duration::ZERO).is_err(),
-        "one hold remains"
-    );
+    assert!(take(&other, &["probe:abc"]).is_err(), "one hold remains");
     owner.release(&keys);
-    assert!(other.acquire(&keys, Duration::ZERO).is_ok());
+    assert!(take(&other, &["probe:abc"]).is_ok());
 }
 
 #[test]
 fn acquisition_is_all_or_nothing() {
-    let home = tempfile::tempdir().expect("home");
-    let a = locks(home.path(), "mcp");
-    let b = locks(home.path(), "mcp");
-    b.acquire(&names(&["probe:two"]), Duration::ZERO)
-        .expect("b holds two");
-    let busy = a
-        .acquire(&names(&["probe:one", "probe:two"]), Duration::ZERO)
-        .expect_err("two is held");
+    let (home, a, b) = two_owners("mcp");
+    take(&b, &["probe:two"]).expect("b holds two");
+    let busy = take(&a, &["probe:one", "probe:two"]).expect_err("two is held");
     assert_eq!(busy.resource, "probe:two");
     assert!(a.held().is_empty(), "probe:one was given back");
     let c = locks(home.path(), "mcp");
-    c.acquire(&names(&["probe:one"]), Duration::ZERO)
-        .expect("probe:one is free again");
+    take(&c, &["probe:one"]).expect("probe:one is free again");
 }
 
 #[test]
 fn non_physical_names_take_no_machine_wide_lock() {
-    let home = tempfile::tempdir().expect("home");
-    let a = locks(home.path(), "mcp");
-    let b = locks(home.path(), "mcp");
-    let keys = names(&["debugger-discovery:all", "project:abc"]);
-    a.acquire(&keys, Duration::ZERO).expect("nothing physical");
-    b.acquire(&keys, Duration::ZERO).expect("nothing physical");
+    let (_home, a, b) = two_owners("mcp");
+    let keys = ["debugger-discovery:all", "project:abc"];
+    take(&a, &keys).expect("nothing physical");
+    take(&b, &keys).expect("nothing physical");
     assert!(a.held().is_empty());
 }
 
@@ -134,9 +134,7 @@ fn a_symlinked_lock_directory_is_refused() {
         home.path().join(".agentic-hil/device-locks"),
     )
     .expect("plant symlink");
-    let busy = locks(home.path(), "mcp")
-        .acquire(&names(&["probe:abc"]), Duration::ZERO)
-        .expect_err("refused");
+    let busy = take(&locks(home.path(), "mcp"), &["probe:abc"]).expect_err("refused");
     assert!(busy.error_class.is_some());
     assert_eq!(
         fs::read_dir(elsewhere.path()).expect("list").count(),
@@ -160,17 +158,14 @@ fn dropping_the_owner_releases_everything() {
 
 #[test]
 fn a_released_lock_is_free_while_another_descriptor_still_shares_its_file() {
-    let home = tempfile::tempdir().expect("home");
-    let first = locks(home.path(), "mcp");
-    let second = locks(home.path(), "operator-cli");
-    let keys = names(&["probe:abc"]);
-    first.acquire(&keys, Duration::ZERO).expect("free device");
+    let (_home, first, second) = two_owners("operator-cli");
+    take(&first, &["probe:abc"]).expect("free device");
     // What a child forked by another thread holds until its exec: the same open lock file.
     let shared = first
         .shared_file("probe:abc")
         .expect("the held lock's file");
-    first.release(&keys);
-    let taken = second.acquire(&keys, Duration::ZERO);
+    first.release(&names(&["probe:abc"]));
+    let taken = take(&second, &["probe:abc"]);
     drop(shared);
     taken.expect("the released device is free while its file is still shared");
 }
@@ -180,25 +175,11 @@ fn taking_and_giving_back_several_devices_syncs_each_holder_record_and_their_dir
     let home = tempfile::tempdir().expect("home");
     let owner = locks(home.path(), "mcp");
     let devices = names(&["com:uart0", "physical:/dev/ttyACM0", "probe:abc"]);
-    let before = fsio::syncs_on_this_thread();
-    owner
-        .acquire(&devices, Duration::ZERO)
-        .expect("free devices");
-    let taken = fsio::syncs_on_this_thread() - before;
-    assert_eq!(taken, 3 + 1, "three records, one directory");
-    for device in &devices {
-        assert_eq!(
-            owner.read_holder(device).expect("record")["state"],
-            json!("held")
-        );
-    }
-    let before = fsio::syncs_on_this_thread();
-    owner.release(&devices);
-    assert_eq!(fsio::syncs_on_this_thread() - before, 3 + 1);
-    for device in &devices {
-        assert_eq!(
-            owner.read_holder(device).expect("record")["state"],
-            json!("released")
-        );
-    }
+    let (taken, syncs) = syncs_during(|| owner.acquire(&devices, Duration::ZERO));
+    taken.expect("free devices");
+    assert_eq!(syncs, 3 + 1, "three records, one directory");
+    assert_holder_states(&owner, &devices, "held");
+    let ((), syncs) = syncs_during(|| owner.release(&devices));
+    assert_eq!(syncs, 3 + 1);
+    assert_holder_states(&owner, &devices, "released");
 }

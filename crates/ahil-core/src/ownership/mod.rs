@@ -203,55 +203,74 @@ mod tests {
         list.iter().map(|s| (*s).to_owned()).collect()
     }
 
-    #[test]
-    fn a_call_without_a_run_holds_its_device_only_for_the_call() {
+    /// Two MCP servers over one HOME's device locks.
+    pub(super) fn two_processes() -> (tempfile::TempDir, Arc<Ownership>, Arc<Ownership>) {
         let home = tempfile::tempdir().expect("home");
         let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
         let theirs = Arc::new(Ownership::for_process(home.path(), "mcp"));
-        let hold = ours
-            .claim_for_call(
-                "reset_target",
-                &keys(&["debugger-discovery:all", "probe:a"]),
-                &[],
-            )
-            .expect("free");
+        (home, ours, theirs)
+    }
+
+    fn start_run(ours: &Ownership, key: &str) {
+        let started = ours.runs.start(
+            &ours.locks,
+            "bench_run_start",
+            vec![device(key)],
+            None,
+            Duration::ZERO,
+        );
+        assert!(started.ok);
+    }
+
+    /// `owner` calling `tool` on the devices of `names`, which resolve to the nodes `nodes`.
+    fn claim(
+        owner: &Arc<Ownership>,
+        tool: &str,
+        names: &[&str],
+        nodes: &[&str],
+    ) -> Result<DeviceHold, Box<Outcome>> {
+        owner.claim_for_call(tool, &keys(names), &keys(nodes))
+    }
+
+    /// The refusal `claimed` must be, of `error_type`, `why` it must.
+    fn refused(
+        claimed: Result<DeviceHold, Box<Outcome>>,
+        error_type: &str,
+        why: &str,
+    ) -> Box<Outcome> {
+        let refusal = claimed.err().expect(why);
+        assert_eq!(refusal.error_type.as_deref(), Some(error_type), "{why}");
+        refusal
+    }
+
+    #[test]
+    fn a_call_without_a_run_holds_its_device_only_for_the_call() {
+        let (_home, ours, theirs) = two_processes();
+        let names = ["debugger-discovery:all", "probe:a"];
+        let hold = claim(&ours, "reset_target", &names, &[]).expect("free");
         assert_eq!(
             hold.implicit_run("reset_target").expect("implicit")["declared_devices"],
             json!(["probe:a"])
         );
-        let busy = theirs
-            .claim_for_call("reset_target", &keys(&["probe:a"]), &[])
-            .err()
-            .expect("held during the call");
-        assert_eq!(busy.error_type.as_deref(), Some("device_busy"));
+        let busy = refused(
+            claim(&theirs, "reset_target", &["probe:a"], &[]),
+            "device_busy",
+            "held during the call",
+        );
         assert!(
             busy.summary.contains("implicit:reset_target"),
             "{}",
             busy.summary
         );
         drop(hold);
-        assert!(
-            theirs
-                .claim_for_call("reset_target", &keys(&["probe:a"]), &[])
-                .is_ok()
-        );
+        assert!(claim(&theirs, "reset_target", &["probe:a"], &[]).is_ok());
     }
 
     #[test]
     fn inside_a_run_a_call_borrows_declared_devices_and_is_refused_others() {
-        let home = tempfile::tempdir().expect("home");
-        let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
-        let started = ours.runs.start(
-            &ours.locks,
-            "bench_run_start",
-            vec![device("probe:a")],
-            None,
-            Duration::ZERO,
-        );
-        assert!(started.ok);
-        let hold = ours
-            .claim_for_call("reset_target", &keys(&["probe:a"]), &[])
-            .expect("declared");
+        let (_home, ours, _) = two_processes();
+        start_run(&ours, "probe:a");
+        let hold = claim(&ours, "reset_target", &["probe:a"], &[]).expect("declared");
         assert!(
             hold.implicit_run("reset_target").is_none(),
             "borrowed from the run"
@@ -262,62 +281,41 @@ mod tests {
             keys(&["probe:a"]),
             "the run still holds it"
         );
-        let refused = ours
-            .claim_for_call("reset_target", &keys(&["probe:b"]), &[])
-            .err()
-            .expect("not declared");
-        assert_eq!(refused.error_type.as_deref(), Some("undeclared_device"));
+        refused(
+            claim(&ours, "reset_target", &["probe:b"], &[]),
+            "undeclared_device",
+            "not declared",
+        );
     }
 
     #[test]
     fn a_call_without_a_run_also_holds_the_node_its_device_name_resolves_to() {
-        let home = tempfile::tempdir().expect("home");
-        let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
-        let theirs = Arc::new(Ownership::for_process(home.path(), "mcp"));
-        let hold = ours
-            .claim_for_call(
-                "com_write",
-                &keys(&["com:/links/uart"]),
-                &keys(&["com:/dev/pts/7"]),
-            )
-            .expect("free");
+        let (_home, ours, theirs) = two_processes();
+        let nodes = ["com:/dev/pts/7"];
+        let hold = claim(&ours, "com_write", &["com:/links/uart"], &nodes).expect("free");
         assert_eq!(
             hold.implicit_run("com_write").expect("implicit")["declared_devices"],
             json!(["com:/links/uart"]),
             "people see the configured spelling"
         );
-        let busy = theirs
-            .claim_for_call("com_write", &keys(&["com:/dev/pts/7"]), &[])
-            .err()
-            .expect("the node is held by the link's claim");
-        assert_eq!(busy.error_type.as_deref(), Some("device_busy"));
+        refused(
+            claim(&theirs, "com_write", &["com:/dev/pts/7"], &[]),
+            "device_busy",
+            "the node is held by the link's claim",
+        );
     }
 
     #[test]
     fn inside_a_run_a_call_still_takes_the_node_its_link_names_now() {
-        let home = tempfile::tempdir().expect("home");
-        let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
-        let theirs = Arc::new(Ownership::for_process(home.path(), "mcp"));
-        let started = ours.runs.start(
-            &ours.locks,
-            "bench_run_start",
-            vec![device("com:/links/uart")],
-            None,
-            Duration::ZERO,
-        );
-        assert!(started.ok);
+        let (_home, ours, theirs) = two_processes();
+        start_run(&ours, "com:/links/uart");
         // The link has moved to a node another owner holds since the run began.
-        let _theirs = theirs
-            .claim_for_call("com_write", &keys(&["com:/dev/pts/9"]), &[])
-            .expect("free");
-        let refused = ours
-            .claim_for_call(
-                "com_write",
-                &keys(&["com:/links/uart"]),
-                &keys(&["com:/dev/pts/9"]),
-            )
-            .err()
-            .expect("the run's declaration does not cover a node someone else holds");
-        assert_eq!(refused.error_type.as_deref(), Some("device_busy"));
+        let _theirs = claim(&theirs, "com_write", &["com:/dev/pts/9"], &[]).expect("free");
+        let nodes = ["com:/dev/pts/9"];
+        refused(
+            claim(&ours, "com_write", &["com:/links/uart"], &nodes),
+            "device_busy",
+            "the run's declaration does not cover a node someone else holds",
+        );
     }
 }

@@ -526,7 +526,10 @@ mod tests {
 
     const UART: &str = "com_ports:\n  dut_uart:\n    device: \"/dev/serial/by-id/usb-ST_STLINK_0669-if02\"\n    serial_number: \"0669FF\"\n";
 
-    fn bench(fx: &Fixture) -> LoadedConfig {
+    /// A workspace whose configuration names one openocd probe and one UART, and that
+    /// configuration loaded.
+    fn bench() -> (Fixture, LoadedConfig) {
+        let fx = Fixture::new();
         let openocd = fx.tool("openocd", "exit 0");
         let text = fx
             .starter_with(&[
@@ -535,21 +538,42 @@ mod tests {
             ])
             .replacen("com_ports: {}\n", UART, 1);
         fx.write_config(&text);
-        fx.load()
+        let loaded = fx.load();
+        (fx, loaded)
     }
 
     fn locks(fx: &Fixture) -> DeviceLocks {
         DeviceLocks::new(LockRoot::for_home(&fx.home), Owner::this_process("mcp"))
     }
 
-    fn selectors(value: &Value) -> Vec<Value> {
-        value.as_array().cloned().unwrap_or_default()
+    /// What `bench_run_start` resolves `selectors`, a JSON array, to.
+    fn resolved(
+        loaded: &LoadedConfig,
+        selectors: &Value,
+    ) -> Result<Vec<DeclaredDevice>, Box<Outcome>> {
+        let selectors = selectors.as_array().cloned().unwrap_or_default();
+        resolve(loaded, "bench_run_start", &selectors)
+    }
+
+    /// `slot` starting a run of `devices` through `locks`, not waiting for a device held.
+    fn start(
+        slot: &RunSlot,
+        locks: &DeviceLocks,
+        devices: &[DeclaredDevice],
+        label: Option<&str>,
+    ) -> Outcome {
+        slot.start(
+            locks,
+            "bench_run_start",
+            devices.to_vec(),
+            label,
+            Duration::ZERO,
+        )
     }
 
     #[test]
     fn an_esptool_debugger_claims_its_com_ports_key_and_no_toolchain_key() {
-        let fx = Fixture::new();
-        let loaded = bench(&fx);
+        let (_fx, loaded) = bench();
         let mut config = loaded.config.clone();
         let esp = config.debuggers.values_mut().next().expect("a debugger");
         esp.kind = ahil_config::DebuggerType::Esptool;
@@ -567,14 +591,8 @@ mod tests {
 
     #[test]
     fn a_debugger_selector_without_id_names_the_only_debugger() {
-        let fx = Fixture::new();
-        let loaded = bench(&fx);
-        let devices = resolve(
-            &loaded,
-            "bench_run_start",
-            &selectors(&json!([{"kind": "debugger"}])),
-        )
-        .expect("resolves");
+        let (_fx, loaded) = bench();
+        let devices = resolved(&loaded, &json!([{"kind": "debugger"}])).expect("resolves");
         assert_eq!(devices[0].id, "dut");
         assert_eq!(devices[0].lock_key, "probe:abc1");
         assert_eq!(devices[0].identity_source, "probe_id");
@@ -582,14 +600,9 @@ mod tests {
 
     #[test]
     fn an_unknown_entry_is_refused_before_any_lock_is_taken() {
-        let fx = Fixture::new();
-        let loaded = bench(&fx);
-        let refusal = resolve(
-            &loaded,
-            "bench_run_start",
-            &selectors(&json!([{"kind": "debugger"}, {"kind": "uart", "id": "nope"}])),
-        )
-        .expect_err("nope is not configured");
+        let (_fx, loaded) = bench();
+        let selectors = json!([{"kind": "debugger"}, {"kind": "uart", "id": "nope"}]);
+        let refusal = resolved(&loaded, &selectors).expect_err("nope is not configured");
         assert_eq!(refusal.error_type.as_deref(), Some("unknown_device"));
         assert_eq!(
             refusal.to_value()["configured_devices"],
@@ -599,37 +612,20 @@ mod tests {
 
     #[test]
     fn a_run_holds_its_devices_until_it_stops() {
-        let fx = Fixture::new();
-        let loaded = bench(&fx);
-        let devices = resolve(
-            &loaded,
-            "bench_run_start",
-            &selectors(&json!([{"kind": "debugger"}, {"kind": "uart", "id": "dut_uart"}])),
-        )
-        .expect("resolves");
+        let (fx, loaded) = bench();
+        let selectors = json!([{"kind": "debugger"}, {"kind": "uart", "id": "dut_uart"}]);
+        let devices = resolved(&loaded, &selectors).expect("resolves");
         let mine = locks(&fx);
         let theirs = locks(&fx);
         let slot = RunSlot::default();
-        let started = slot.start(
-            &mine,
-            "bench_run_start",
-            devices.clone(),
-            Some("t1"),
-            Duration::ZERO,
-        );
+        let started = start(&slot, &mine, &devices, Some("t1"));
         assert!(started.ok, "{}", started.to_value());
         assert_eq!(
             started.to_value()["declared_devices"],
             json!(["com:serial:0669ff", "probe:abc1"])
         );
         let other = RunSlot::default();
-        let refused = other.start(
-            &theirs,
-            "bench_run_start",
-            devices.clone(),
-            None,
-            Duration::ZERO,
-        );
+        let refused = start(&other, &theirs, &devices, None);
         assert_eq!(refused.error_type.as_deref(), Some("device_busy"));
         assert!(
             refused.summary.contains("running t1"),
@@ -637,30 +633,18 @@ mod tests {
             refused.summary
         );
 
-        let again = slot.start(
-            &mine,
-            "bench_run_start",
-            devices.clone(),
-            None,
-            Duration::ZERO,
-        );
+        let again = start(&slot, &mine, &devices, None);
         assert_eq!(again.error_type.as_deref(), Some("run_already_active"));
 
         let stopped = slot.stop(&mine, "bench_run_stop", |_| Vec::new());
         assert_eq!(stopped.to_value()["run_was_active"], json!(true));
-        assert!(
-            other
-                .start(&theirs, "bench_run_start", devices, None, Duration::ZERO)
-                .ok
-        );
+        assert!(start(&other, &theirs, &devices, None).ok);
     }
 
     #[test]
     fn a_run_covers_only_what_it_declared() {
-        let fx = Fixture::new();
-        let loaded = bench(&fx);
-        let devices =
-            resolve(&loaded, "t", &selectors(&json!([{"kind": "debugger"}]))).expect("resolves");
+        let (_fx, loaded) = bench();
+        let devices = resolved(&loaded, &json!([{"kind": "debugger"}])).expect("resolves");
         let run = Run {
             label: None,
             started_at: String::new(),

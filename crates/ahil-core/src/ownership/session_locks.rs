@@ -65,10 +65,7 @@ impl Drop for SessionLocks {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ownership(home: &std::path::Path) -> Arc<Ownership> {
-        Arc::new(Ownership::for_process(home, "mcp"))
-    }
+    use crate::ownership::tests::two_processes;
 
     fn keys() -> Vec<String> {
         vec!["com:/dev/ttyS9".to_owned()]
@@ -76,9 +73,7 @@ mod tests {
 
     #[test]
     fn a_dropped_guard_frees_its_devices() {
-        let home = tempfile::tempdir().expect("home");
-        let ours = ownership(home.path());
-        let theirs = ownership(home.path());
+        let (_home, ours, theirs) = two_processes();
         let guard = SessionLocks::take(&ours, keys(), "com_session:uart").expect("free");
         assert!(
             SessionLocks::take(&theirs, keys(), "other").is_err(),
@@ -90,9 +85,7 @@ mod tests {
 
     #[test]
     fn release_gives_the_hold_back_once_even_with_another_hold_of_the_same_key() {
-        let home = tempfile::tempdir().expect("home");
-        let ours = ownership(home.path());
-        let theirs = ownership(home.path());
+        let (_home, ours, theirs) = two_processes();
         // The same process may hold a key twice (a call's claim beside the session's hold).
         let call = SessionLocks::take(&ours, keys(), "call").expect("free");
         let session = SessionLocks::take(&ours, keys(), "session").expect("re-entrant");

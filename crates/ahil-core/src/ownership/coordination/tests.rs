@@ -14,6 +14,80 @@ fn project_record(coordinator: &Coordinator) -> Value {
         .expect("written")
 }
 
+/// A workspace with the starter configuration, and an MCP server's coordinator over it.
+fn started() -> (testkit::Fixture, Coordinator) {
+    let world = testkit::Fixture::new();
+    world.write_config(&world.starter());
+    let ours = Coordinator::new(&world.load(), "mcp");
+    (world, ours)
+}
+
+/// The report state a server leaves once `tool` answered on `lease`, its side effect `status`
+/// (committed unless `not_started`) under the configuration of `digest`.
+fn report_state(tool: &str, lease: &Lease, status: &str, digest: &str) -> Value {
+    json!({
+        "version": 1,
+        "last_report": {
+            "tool": tool, "lease_id": lease.id, "lease_state": "active",
+            "side_effect_committed": status != "not_started", "side_effect_status": status,
+            "config_in_force": {"digest": digest},
+        },
+        "last_failure": null,
+    })
+}
+
+fn write_report_state(coordinator: &Coordinator, report: &Value) {
+    let state = &coordinator.report_state;
+    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
+    std::fs::write(state, report.to_string()).expect("report state");
+}
+
+/// The lease `ours` is granted of `resources` outside containment, `why` it must be.
+fn granted(ours: &Coordinator, resources: &[&str], why: &str) -> Lease {
+    ours.acquire(&keys(resources), false).expect(why)
+}
+
+/// The lease `ours` takes of `resources`, and the fsyncs that took.
+fn acquire_counting_syncs(ours: &Coordinator, resources: &[&str]) -> (Lease, u64) {
+    syncs_during(|| granted(ours, resources, "ours"))
+}
+
+/// The project record as the disk is sure to hold it after a power loss: its bytes now, synced.
+fn synced_record(ours: &Coordinator) -> (PathBuf, Vec<u8>) {
+    let path = ours.dirs.record_path(ours.project_resource());
+    let bytes = std::fs::read(&path).expect("a synced record");
+    (path, bytes)
+}
+
+/// `ours` killed and the power lost, taking the project record back to `synced`: the next
+/// process meets `resource` as an incident, never as released.
+fn assert_power_loss_adopts(
+    world: &testkit::Fixture,
+    ours: Coordinator,
+    synced: &(PathBuf, Vec<u8>),
+    resource: &str,
+) {
+    drop(ours);
+    std::fs::write(&synced.0, &synced.1).expect("the unsynced writes lost");
+    let next = Coordinator::new(&world.load(), "mcp");
+    let (met, _) = adopted(&next, resource);
+    next.release(&met, &End::default());
+}
+
+/// The lease `next` takes of `resource` whose owner vanished, and the incident it met there: the
+/// lost lease's device adopted, never released as untouched.
+fn adopted(next: &Coordinator, resource: &str) -> (Lease, Incident) {
+    let met = granted(next, &[resource], "not standing");
+    assert!(
+        met.released_dead_owner.is_none(),
+        "not released as untouched"
+    );
+    let incident = met.met.clone().expect("the device is not taken as proven");
+    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
+    assert_eq!(incident.resources, [resource]);
+    (met, incident)
+}
+
 #[test]
 fn an_incident_adds_only_the_reasons_and_resources_it_does_not_list_yet() {
     let mut incident = Incident::new(keys(&["a", "b"]), keys(&["probe:x"]));
@@ -24,10 +98,8 @@ fn an_incident_adds_only_the_reasons_and_resources_it_does_not_list_yet() {
 
 #[test]
 fn a_clean_lease_leaves_the_project_released_and_the_lock_free() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
-    let lease = ours.acquire(&keys(&["probe:a"]), false).expect("free");
+    let (world, ours) = started();
+    let lease = granted(&ours, &["probe:a"], "free");
     assert_eq!(project_record(&ours)["state"], "active");
     assert_eq!(project_record(&ours)["leases"][0]["lease_id"], lease.id);
     let status = ours.release(&lease, &End::default());
@@ -42,11 +114,9 @@ fn a_clean_lease_leaves_the_project_released_and_the_lock_free() {
 
 #[test]
 fn a_second_process_is_refused_while_a_lease_is_held() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (world, ours) = started();
     let theirs = Coordinator::new(&world.load(), "mcp");
-    let lease = ours.acquire(&keys(&["probe:a"]), false).expect("free");
+    let lease = granted(&ours, &["probe:a"], "free");
     assert!(matches!(
         theirs.acquire(&keys(&["probe:b"]), false),
         Err(Refused::Busy)
@@ -56,20 +126,13 @@ fn a_second_process_is_refused_while_a_lease_is_held() {
 
 #[test]
 fn an_owner_that_vanished_mid_call_is_adopted_as_an_incident() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let dead = Coordinator::new(&world.load(), "mcp");
-    let lease = dead.acquire(&keys(&["probe:a"]), false).expect("free");
+    let (world, dead) = started();
+    let lease = granted(&dead, &["probe:a"], "free");
     // Dropping without release is what the kernel does for a killed process: the lock goes, the
     // record stays `active`.
     drop(dead);
     let next = Coordinator::new(&world.load(), "mcp");
-    let met = next
-        .acquire(&keys(&["probe:a"]), false)
-        .expect("not standing");
-    let incident = met.met.clone().expect("adopted");
-    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
-    assert_eq!(incident.resources, ["probe:a"]);
+    let (met, incident) = adopted(&next, "probe:a");
     assert_ne!(met.id, lease.id);
     next.settle(&incident, &Settled::StoodDown).expect("ledger");
     next.release(&met, &End::default());
@@ -83,12 +146,8 @@ fn an_owner_that_vanished_mid_call_is_adopted_as_an_incident() {
 
 #[test]
 fn an_audit_broken_lease_stands_until_the_operator_recovers_it() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
-    let lease = ours
-        .acquire(&keys(&["com:/dev/ttyx"]), false)
-        .expect("free");
+    let (world, ours) = started();
+    let lease = granted(&ours, &["com:/dev/ttyx"], "free");
     let status = ours.release(
         &lease,
         &End {
@@ -138,44 +197,22 @@ fn an_audit_broken_lease_stands_until_the_operator_recovers_it() {
 
 #[test]
 fn a_dead_owner_whose_last_report_proves_no_contact_is_released_without_an_incident() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let loaded = world.load();
-    let dead = Coordinator::new(&loaded, "mcp");
-    let lease = dead.acquire(&keys(&["probe:a"]), false).expect("free");
-    let state = dead.report_state.clone();
-    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
-    let report = json!({
-        "version": 1,
-        "last_report": {
-            "tool": "probe_target", "lease_id": lease.id, "lease_state": "active",
-            "side_effect_committed": false, "side_effect_status": "not_started",
-            "config_in_force": {"digest": loaded.digest},
-        },
-        "last_failure": null,
-    });
-    std::fs::write(&state, report.to_string()).expect("write");
-    drop(dead);
-    let next = Coordinator::new(&loaded, "mcp");
-    let met = next.acquire(&keys(&["probe:a"]), false).expect("free");
+    let met = dead_owner_met(|_, _| {});
     assert!(met.met.is_none(), "no incident");
     assert_eq!(
         met.released_dead_owner.as_ref().expect("released")["reason"],
         "released_dead_owner_no_contact"
     );
-    next.release(&met, &End::default());
 }
 
 #[test]
 fn a_device_in_another_projects_incident_is_refused() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
+    let (world, ours) = started();
     // The same configuration used from a second workspace is a second project on one state root.
     let mut other = world.load();
     other.workspace = world.home.join("second-ws");
     std::fs::create_dir_all(&other.workspace).expect("dir");
-    let ours = Coordinator::new(&world.load(), "mcp");
-    let lease = ours.acquire(&keys(&["probe:shared"]), false).expect("free");
+    let lease = granted(&ours, &["probe:shared"], "free");
     ours.release(
         &lease,
         &End {
@@ -193,67 +230,37 @@ fn a_device_in_another_projects_incident_is_refused() {
 /// proves no contact once `edit` has had its say over that report and the project record;
 /// returns what the next process met.
 fn dead_owner_met(edit: impl FnOnce(&mut Value, &mut Value)) -> Lease {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let loaded = world.load();
-    let dead = Coordinator::new(&loaded, "mcp");
-    let lease = dead.acquire(&keys(&["probe:a"]), false).expect("free");
-    let mut report = json!({
-        "version": 1,
-        "last_report": {
-            "tool": "probe_target", "lease_id": lease.id, "lease_state": "active",
-            "side_effect_committed": false, "side_effect_status": "not_started",
-            "config_in_force": {"digest": loaded.digest},
-        },
-        "last_failure": null,
-    });
+    let (world, dead) = started();
+    let lease = granted(&dead, &["probe:a"], "free");
+    let mut report = report_state("probe_target", &lease, "not_started", &world.load().digest);
     let mut record = project_record(&dead);
     edit(&mut report["last_report"], &mut record);
     dead.dirs
         .write_records(&[(dead.project_resource().to_owned(), record)], |_, _| true)
         .expect("record");
-    let state = dead.report_state.clone();
-    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
-    std::fs::write(&state, report.to_string()).expect("write");
+    write_report_state(&dead, &report);
     drop(dead);
-    Coordinator::new(&loaded, "mcp")
+    Coordinator::new(&world.load(), "mcp")
         .acquire(&keys(&["probe:a"]), false)
         .expect("not standing")
 }
 
 #[test]
 fn a_last_report_short_of_a_no_contact_proof_leaves_the_dead_owner_adopted_as_an_incident() {
+    // Unedited, the report is a proof (the test above): each edit alone takes that away.
     type Edit = fn(&mut Value, &mut Value);
-    let untouched = dead_owner_met(|_, _| {});
-    assert!(untouched.met.is_none(), "the unedited report is a proof");
+    // One edit a line, so the table reads as one.
+    #[rustfmt::skip]
     let cases: [(&str, Edit); 9] = [
-        ("another lease's report", |r, _| {
-            r["lease_id"] = "0000".into();
-        }),
-        ("a report of a released lease", |r, _| {
-            r["lease_state"] = "released".into();
-        }),
-        ("a tool that proves nothing", |r, _| {
-            r["tool"] = "com_write".into();
-        }),
-        ("a committed side effect", |r, _| {
-            r["side_effect_committed"] = true.into();
-        }),
-        ("a side effect in progress", |r, _| {
-            r["side_effect_status"] = "started".into();
-        }),
-        ("a first contact", |r, _| {
-            r["first_contact_at"] = "2026-01-01T00:00:00Z".into();
-        }),
-        ("a broken audit", |r, _| {
-            r["audit_ok"] = false.into();
-        }),
-        ("another configuration", |r, _| {
-            r["config_in_force"]["digest"] = "sha256:00".into();
-        }),
-        ("a record already quarantined", |_, record| {
-            record["quarantine_id"] = "feedfeedfeedfeed".into();
-        }),
+        ("another lease's report", |r, _| r["lease_id"] = "0000".into()),
+        ("a report of a released lease", |r, _| r["lease_state"] = "released".into()),
+        ("a tool that proves nothing", |r, _| r["tool"] = "com_write".into()),
+        ("a committed side effect", |r, _| r["side_effect_committed"] = true.into()),
+        ("a side effect in progress", |r, _| r["side_effect_status"] = "started".into()),
+        ("a first contact", |r, _| r["first_contact_at"] = "2026-01-01T00:00:00Z".into()),
+        ("a broken audit", |r, _| r["audit_ok"] = false.into()),
+        ("another configuration", |r, _| r["config_in_force"]["digest"] = "sha256:00".into()),
+        ("a record already quarantined", |_, record| record["quarantine_id"] = "feedfeedfeedfeed".into()),
     ];
     for (case, edit) in cases {
         let met = dead_owner_met(edit);
@@ -269,9 +276,7 @@ fn a_last_report_short_of_a_no_contact_proof_leaves_the_dead_owner_adopted_as_an
 
 #[test]
 fn a_lease_syncs_its_project_record_when_taken_and_nothing_when_it_ends_cleanly() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (_world, ours) = started();
     let resources = keys(&["com:/dev/ttyx", "probe:a", "probe:b"]);
     // The first acquire also creates the coordination directories; measure a second lease.
     let warm = ours.acquire(&resources, false).expect("free");
@@ -294,34 +299,18 @@ fn a_lease_syncs_its_project_record_when_taken_and_nothing_when_it_ends_cleanly(
 
 #[test]
 fn a_clean_end_that_a_power_loss_took_back_quarantines_what_the_lease_held() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
-    let lease = ours.acquire(&keys(&["probe:a"]), false).expect("free");
-    // What the disk is sure to hold after a power loss: the record the acquire synced.
-    let path = ours.dirs.record_path(ours.project_resource());
-    let synced = std::fs::read(&path).expect("acquired record");
+    let (world, ours) = started();
+    let lease = granted(&ours, &["probe:a"], "free");
+    // The record the acquire synced; the clean end's write was never synced.
+    let synced = synced_record(&ours);
     ours.release(&lease, &End::default());
-    drop(ours);
-    std::fs::write(&path, &synced).expect("the unsynced end lost");
-    let next = Coordinator::new(&world.load(), "mcp");
-    let met = next
-        .acquire(&keys(&["probe:a"]), false)
-        .expect("not standing");
-    let incident = met.met.clone().expect("the device is not taken as proven");
-    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
-    assert_eq!(incident.resources, ["probe:a"]);
-    next.release(&met, &End::default());
+    assert_power_loss_adopts(&world, ours, &synced, "probe:a");
 }
 
 #[test]
 fn a_quarantine_syncs_every_marker_it_writes() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
-    let lease = ours
-        .acquire(&keys(&["probe:a", "probe:b"]), false)
-        .expect("free");
+    let (_world, ours) = started();
+    let lease = granted(&ours, &["probe:a", "probe:b"], "free");
     let end = End {
         standing_reasons: vec!["audit_broken".into()],
     };
@@ -335,20 +324,16 @@ fn a_quarantine_syncs_every_marker_it_writes() {
 
 #[test]
 fn an_empty_marker_such_as_a_power_loss_can_leave_is_no_record_and_the_device_leases() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (_world, ours) = started();
     ours.dirs.ensure().expect("dirs");
     std::fs::write(ours.dirs.record_path("probe:a"), b"").expect("empty marker");
-    let lease = ours.acquire(&keys(&["probe:a"]), false).expect("leases");
+    let lease = granted(&ours, &["probe:a"], "leases");
     ours.release(&lease, &End::default());
 }
 
 #[test]
 fn an_empty_project_record_is_never_taken_for_no_record() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (_world, ours) = started();
     ours.dirs.ensure().expect("dirs");
     let project = ours.project_resource().to_owned();
     std::fs::write(ours.dirs.record_path(&project), b"").expect("empty record");
@@ -360,17 +345,11 @@ fn an_empty_project_record_is_never_taken_for_no_record() {
 
 #[test]
 fn a_lease_inside_another_on_the_same_device_leaves_that_devices_marker_untouched() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
-    let session = ours
-        .acquire(&keys(&["com:/dev/ttyx"]), false)
-        .expect("free");
+    let (_world, ours) = started();
+    let session = granted(&ours, &["com:/dev/ttyx"], "free");
     let marker = ours.dirs.record_path("com:/dev/ttyx");
     let before = std::fs::read(&marker).expect("the session's marker");
-    let call = ours
-        .acquire(&keys(&["com:/dev/ttyx", "probe:a"]), false)
-        .expect("ours");
+    let call = granted(&ours, &["com:/dev/ttyx", "probe:a"], "ours");
     let during = std::fs::read(&marker).expect("marker");
     ours.release(&call, &End::default());
     let after = std::fs::read(&marker).expect("marker");
@@ -382,9 +361,7 @@ fn a_lease_inside_another_on_the_same_device_leaves_that_devices_marker_untouche
     let probe = ours.dirs.read_marker("probe:a").expect("readable");
     assert_eq!(probe.expect("written")["state"], "released");
     // The session ending after a call that outlived it: the call's marker is handed on, then released.
-    let call = ours
-        .acquire(&keys(&["com:/dev/ttyx"]), false)
-        .expect("ours");
+    let call = granted(&ours, &["com:/dev/ttyx"], "ours");
     ours.release(&session, &End::default());
     let held = ours.dirs.read_marker("com:/dev/ttyx").expect("readable");
     assert_eq!(held.expect("written")["state"], "active");
@@ -396,37 +373,19 @@ fn a_lease_inside_another_on_the_same_device_leaves_that_devices_marker_untouche
 /// A session's lease and the report state its start committed (`status` its side effect), as
 /// a server holds them between calls.
 fn session_with_report(world: &testkit::Fixture, ours: &Coordinator, status: &str) -> Lease {
-    let session = ours
-        .acquire(&keys(&["com:/dev/ttyx"]), false)
-        .expect("free");
-    let state = ours.report_state.clone();
-    std::fs::create_dir_all(state.parent().expect("dir")).expect("dir");
-    let report = json!({
-        "version": 1,
-        "last_report": {
-            "tool": "com_session_start", "lease_id": session.id, "lease_state": "active",
-            "side_effect_committed": status != "not_started", "side_effect_status": status,
-            "config_in_force": {"digest": world.load().digest},
-        },
-        "last_failure": null,
-    });
-    std::fs::write(&state, report.to_string()).expect("report state");
+    let session = granted(ours, &["com:/dev/ttyx"], "free");
+    let report = report_state("com_session_start", &session, status, &world.load().digest);
+    write_report_state(ours, &report);
     session
 }
 
 #[test]
 fn a_call_inside_a_session_takes_its_lease_without_a_sync_and_a_power_loss_still_quarantines() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (world, ours) = started();
     let session = session_with_report(&world, &ours, "committed");
-    // What the disk is sure to hold after a power loss: the record the session's start synced.
-    let path = ours.dirs.record_path(ours.project_resource());
-    let synced = std::fs::read(&path).expect("the session's record");
-    let (call, syncs) = syncs_during(|| {
-        ours.acquire(&keys(&["com:/dev/ttyx"]), false)
-            .expect("ours")
-    });
+    // The record the session's start synced.
+    let synced = synced_record(&ours);
+    let (call, syncs) = acquire_counting_syncs(&ours, &["com:/dev/ttyx"]);
     assert_eq!(
         syncs, 0,
         "the call's lease holds no device the synced record lacks"
@@ -434,45 +393,23 @@ fn a_call_inside_a_session_takes_its_lease_without_a_sync_and_a_power_loss_still
     let leases = project_record(&ours)["leases"].as_array().map(Vec::len);
     assert_eq!(leases, Some(2), "the call is on record for a kill");
     drop((call, session));
-    drop(ours);
-    std::fs::write(&path, &synced).expect("the unsynced record lost");
-    let next = Coordinator::new(&world.load(), "mcp");
-    let met = next
-        .acquire(&keys(&["com:/dev/ttyx"]), false)
-        .expect("not standing");
-    assert!(
-        met.released_dead_owner.is_none(),
-        "not released as untouched"
-    );
-    let incident = met.met.clone().expect("the device is not taken as proven");
-    assert_eq!(incident.reasons, ["owner_process_exited_without_release"]);
-    assert_eq!(incident.resources, ["com:/dev/ttyx"]);
-    next.release(&met, &End::default());
+    assert_power_loss_adopts(&world, ours, &synced, "com:/dev/ttyx");
 }
 
 #[test]
 fn a_call_inside_a_session_whose_last_report_could_prove_no_contact_syncs_its_lease() {
-    let world = testkit::Fixture::new();
-    world.write_config(&world.starter());
-    let ours = Coordinator::new(&world.load(), "mcp");
+    let (world, ours) = started();
     // A start that found its session already open reports the session's lease, nothing started:
     // a record listing the session alone would be released on it after a power loss.
     let session = session_with_report(&world, &ours, "not_started");
-    let (call, syncs) = syncs_during(|| {
-        ours.acquire(&keys(&["com:/dev/ttyx"]), false)
-            .expect("ours")
-    });
+    let (call, syncs) = acquire_counting_syncs(&ours, &["com:/dev/ttyx"]);
     assert_eq!(
         syncs, 2,
         "the record listing the call is durable before the act"
     );
     // Another device is no lease inside the session: synced whatever the report says.
-    let state = ours.report_state.clone();
-    std::fs::write(&state, b"{}").expect("no report yet");
-    let (other, syncs) = syncs_during(|| {
-        ours.acquire(&keys(&["com:/dev/ttyx", "probe:a"]), false)
-            .expect("ours")
-    });
+    std::fs::write(&ours.report_state, b"{}").expect("no report yet");
+    let (other, syncs) = acquire_counting_syncs(&ours, &["com:/dev/ttyx", "probe:a"]);
     assert_eq!(syncs, 2, "a new device is synced");
     for lease in [other, call, session] {
         ours.release(&lease, &End::default());
