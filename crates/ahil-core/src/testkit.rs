@@ -99,3 +99,20 @@ pub fn syncs_during<T>(f: impl FnOnce() -> T) -> (T, u64) {
     let value = f();
     (value, crate::fsio::syncs_on_this_thread() - before)
 }
+
+/// Every file below `dir` (following no order), at any depth, that `keep` takes; an unreadable
+/// directory counts as empty.
+pub fn files_under(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return found;
+    };
+    for path in entries.flatten().map(|entry| entry.path()) {
+        if path.is_dir() {
+            found.extend(files_under(&path, keep));
+        } else if keep(&path) {
+            found.push(path);
+        }
+    }
+    found
+}

@@ -95,32 +95,21 @@ impl World {
 
     /// Every session log line file (canonical copies in HOME, mirrors in the workspace).
     fn session_logs(&self) -> Vec<PathBuf> {
-        let mut found = Vec::new();
-        for root in [&self.fixture.home, &self.fixture.workspace] {
-            walk(root, &mut found);
-        }
-        found
+        [&self.fixture.home, &self.fixture.workspace]
+            .into_iter()
+            .flat_map(|root| ahil_core::testkit::files_under(root, &is_session_log))
+            .collect()
     }
 }
 
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            walk(&path, found);
-        } else if path.extension().is_some_and(|ext| ext == "jsonl")
-            && path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                ["com-", "can-", "gdb-", "rtt-"]
-                    .iter()
-                    .any(|k| n.starts_with(k))
-            })
-        {
-            found.push(path);
-        }
-    }
+/// A session log: `com-`, `can-`, `gdb-` or `rtt-`, a `.jsonl` file.
+fn is_session_log(path: &Path) -> bool {
+    path.extension().is_some_and(|ext| ext == "jsonl")
+        && path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            ["com-", "can-", "gdb-", "rtt-"]
+                .iter()
+                .any(|k| n.starts_with(k))
+        })
 }
 
 /// The events of a log that claim a session is open: a start with no later end.

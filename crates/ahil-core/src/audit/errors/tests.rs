@@ -6,20 +6,12 @@ use regex_automata::meta::Regex;
 
 use super::*;
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            sources(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs")
+/// A crate's Rust sources, without its `_tests.rs` files.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    crate::testkit::files_under(dir, &|path| {
+        path.extension().is_some_and(|e| e == "rs")
             && !path.to_string_lossy().ends_with("_tests.rs")
-        {
-            out.push(path);
-        }
-    }
+    })
 }
 
 /// The code before the file's unit-test module: tests plant made-up error types on purpose.
@@ -49,7 +41,7 @@ fn emitted_error_types() -> BTreeSet<String> {
         .expect("the crates directory is readable")
         .flatten()
     {
-        sources(&krate.path().join("src"), &mut files);
+        files.extend(sources(&krate.path().join("src")));
     }
     assert!(files.len() > 20, "the scan found the sources");
     let call = Regex::new(r#"\b(?:refused|refusal|tool_error)\(\s*[^,()]*,\s*"([a-z][a-z0-9_]*)""#)
