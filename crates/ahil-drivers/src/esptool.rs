@@ -93,6 +93,22 @@ pub fn classify(output: &str, flashing: bool) -> &'static str {
     "unknown_debugger_error"
 }
 
+/// Every class this backend reports; `public` words each one.
+pub const CLASSES: [&str; 12] = [
+    "esptool_not_found",
+    "esptool_version_unsupported",
+    "port_open_failed",
+    "chip_mismatch",
+    "target_not_detected",
+    "verify_failed",
+    "flash_failed",
+    "flash_unconfirmed",
+    "probe_unconfirmed",
+    "reset_unconfirmed",
+    "timeout",
+    "unknown_debugger_error",
+];
+
 /// The published meaning of an esptool class: public `error_type`, summary, likely causes.
 pub fn public(class: &'static str) -> probe_cli::Wording {
     match class {
@@ -177,6 +193,11 @@ pub fn public(class: &'static str) -> probe_cli::Wording {
 }
 
 fn failure(class: &'static str, contact: Contact, transcripts: Vec<Transcript>) -> DriverError {
+    // The tests that word and catalogue each class go by the list.
+    debug_assert!(
+        CLASSES.contains(&class),
+        "{class} is not in esptool::CLASSES"
+    );
     DriverError::Classified(probe_cli::worded_failure(
         class,
         public(class),

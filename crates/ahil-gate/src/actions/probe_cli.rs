@@ -667,20 +667,7 @@ mod tests {
         (
             "esptool",
             ahil_drivers::esptool::public,
-            &[
-                "esptool_not_found",
-                "esptool_version_unsupported",
-                "port_open_failed",
-                "chip_mismatch",
-                "target_not_detected",
-                "verify_failed",
-                "flash_failed",
-                "flash_unconfirmed",
-                "probe_unconfirmed",
-                "reset_unconfirmed",
-                "timeout",
-                "unknown_debugger_error",
-            ],
+            &ahil_drivers::esptool::CLASSES,
         ),
     ];
 
