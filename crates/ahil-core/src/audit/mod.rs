@@ -25,6 +25,7 @@ mod record;
 pub mod redact;
 pub mod report;
 pub mod safe;
+mod shapes;
 pub mod sink;
 
 pub use chain::{ChainFault, MirrorVerdict, Sidecar, verify_chain, verify_mirror};
