@@ -115,7 +115,8 @@ pub fn redact_text(text: &str) -> String {
     mask_assignments(&text)
 }
 
-/// `scheme://user:SECRET@host` → `scheme://user:[redacted]@host`.
+/// `scheme://user:SECRET@host` → `scheme://user:[redacted]@host`; `scheme://SECRET@host` →
+/// `scheme://[redacted]@host`.
 fn mask_userinfo(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -139,10 +140,10 @@ fn mask_userinfo(text: &str) -> String {
             .find(|c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\''))
             .unwrap_or(rest.len());
         let authority = &rest[..authority_end];
-        if let Some(at_sign) = authority.rfind('@')
-            && let Some(colon) = authority[..at_sign].find(':')
-        {
-            out.push_str(&authority[..=colon]);
+        if let Some(at_sign) = authority.rfind('@') {
+            // Without a colon the user name is the credential (`https://<token>@host`).
+            let keep = authority[..at_sign].find(':').map_or(0, |colon| colon + 1);
+            out.push_str(&authority[..keep]);
             out.push_str(MASK);
             out.push_str(&authority[at_sign..]);
             rest = &rest[authority_end..];
@@ -450,6 +451,10 @@ mod tests {
         assert_eq!(
             redact_text("see http://example.com:80/a@b"),
             "see http://example.com:80/a@b"
+        );
+        assert_eq!(
+            redact_text("clone https://ghtoken123@example.com/r.git"),
+            "clone https://[redacted]@example.com/r.git"
         );
     }
 
