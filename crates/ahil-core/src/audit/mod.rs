@@ -27,11 +27,13 @@ pub mod report;
 pub mod safe;
 mod shapes;
 pub mod sink;
+pub mod stream;
 
 pub use chain::{ChainFault, MirrorVerdict, Sidecar, verify_chain, verify_mirror};
 pub use record::{audit_broken_hook, record, unavailable};
 pub use redact::{redact, redact_text};
 pub use sink::{Scrubbed, Sink};
+pub use stream::StreamMask;
 
 /// Why the audit trail could not be read or written. Messages name files relative to their base
 /// directory, never by absolute path.

@@ -148,7 +148,11 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 pub(super) fn rx_tap(audit: &Audit, log_name: &str, encoding: Encoding) -> RxTap {
     let audit = audit.clone();
     let log_name = log_name.to_owned();
+    // The reader's chunks split lines wherever the device paused: each is masked in the context
+    // of the stream before it, so the mirror shows no credential in pieces.
+    let mut mask = crate::audit::StreamMask::default();
     Box::new(move |bytes: &[u8]| {
+        let shown = mask.next(bytes);
         // Passive lines only reach the workspace mirror; a failed append loses log text, never
         // received bytes (they are in the ring already).
         let _ = audit.append_passive(
@@ -157,8 +161,8 @@ pub(super) fn rx_tap(audit: &Audit, log_name: &str, encoding: Encoding) -> RxTap
                 "direction": "rx",
                 "time": ahil_config::time::now_millis(),
                 "bytes": bytes.len(),
-                "hex": to_hex(bytes),
-                "text": encoding.decode(bytes),
+                "hex": to_hex(&shown),
+                "text": encoding.decode(&shown),
             }),
         );
     })
@@ -288,6 +292,7 @@ impl SessionKind for Opening {
             encoding: start.encoding,
             close_limit: start.close_limit,
             identity: identity.clone(),
+            shown: std::sync::Mutex::default(),
             locks: begun.locks,
         };
         let session = start.sessions.register_opened(session, |refused| {

@@ -171,11 +171,18 @@ fn read(
         return Acted::new(outcome.with_log(&session.log.path), none());
     }
     let taken = ring.take(max_bytes, deadline, patterns);
+    let shown = session
+        .shown
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .entry(channel.index)
+        .or_default()
+        .next(&taken.bytes);
     let mut outcome = read_outcome(
         TOOL,
         ("channel", &channel.name),
         "RTT channel",
-        &taken,
+        (&taken, &shown),
         patterns,
         ENCODING,
     )

@@ -360,8 +360,18 @@ pub(super) fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
         .filter(|c| c.direction == RttDirection::Up)
         .map(|c| (c.index, c.name.clone()))
         .collect();
+    // Each channel's chunks are masked in the context of that channel's stream, as a COM
+    // session's are.
+    let masks: std::sync::Mutex<std::collections::HashMap<u32, crate::audit::StreamMask>> =
+        std::sync::Mutex::default();
     Box::new(move |index, bytes| {
         let channel = names.iter().find(|(i, _)| *i == index).map(|(_, n)| n);
+        let shown = masks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(index)
+            .or_default()
+            .next(bytes);
         // Passive lines reach the workspace mirror only; a failed append loses log text, never
         // received bytes (they are in the ring already).
         let _ = audit.append_passive(
@@ -371,8 +381,8 @@ pub(super) fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
                 "channel": channel,
                 "time": ahil_config::time::now_millis(),
                 "bytes": bytes.len(),
-                "hex": to_hex(bytes),
-                "text": Encoding::Utf8.decode(bytes),
+                "hex": to_hex(&shown),
+                "text": Encoding::Utf8.decode(&shown),
             }),
         );
     })
@@ -441,6 +451,7 @@ impl SessionKind for Opening {
             log: begun.log.clone(),
             started_at: ahil_config::time::now_millis(),
             close_limit: CLOSE_LIMIT,
+            shown: std::sync::Mutex::default(),
             locks: begun.locks,
         });
         let _ = session.log.append(&json!({

@@ -1,0 +1,86 @@
+//! Black-box: device output leaves the gate in pieces (a `com_read` takes as few bytes as it is
+//! asked for; the session log's mirror records the reader's chunks where the device paused), and
+//! a credential the device prints is masked in the stream, not only within one piece: read one
+//! byte at a time or logged in two chunks, it shows as `[redacted]`, never its bytes in a row.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::World;
+use support::raw::{EchoBoard, configure_uart};
+
+/// What the board echoes of the typed credential (it answers in upper case).
+const SECRET: &str = "DEVSECRET";
+
+/// The `text` of the session log mirror's received chunks, joined.
+fn logged_rx(world: &World) -> String {
+    let logs = world.workspace.join(".agentic-hil/logs");
+    let mut joined = String::new();
+    for entry in std::fs::read_dir(&logs).expect("the logs directory") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        if !name.is_some_and(|n| n.starts_with("com-") && n.ends_with(".jsonl")) {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path).expect("the log").lines() {
+            let record: Value = serde_json::from_str(line).expect("a JSON line");
+            let record = record.get("event").unwrap_or(&record);
+            if record["direction"] == "rx" {
+                joined.push_str(record["text"].as_str().unwrap_or_default());
+            }
+        }
+    }
+    joined
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
+    let world = World::new();
+    let board = EchoBoard::start();
+    configure_uart(&world, &board.device);
+    let client = support::connect(&world).await;
+    let port = json!({"port_id": "uart0", "clear_buffer": true});
+    support::ok(&client, "com_session_start", port).await;
+    // Two writes with a pause: the board echoes two chunks, the credential cut between them.
+    for text in ["boot\npassword=dev", "secret ok\n"] {
+        support::ok(
+            &client,
+            "com_write",
+            json!({"port_id": "uart0", "text": text}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let mut shown = String::new();
+    let mut hex = String::new();
+    for _ in 0..80 {
+        let doc = support::ok(
+            &client,
+            "com_read",
+            json!({"port_id": "uart0", "max_bytes": 1, "wait_timeout_s": 0.2}),
+        )
+        .await;
+        let text = doc["data"]["text"].as_str().unwrap_or_default();
+        shown.push_str(text);
+        hex.push_str(doc["data"]["hex"].as_str().unwrap_or_default());
+        if shown.ends_with("OK\n") {
+            break;
+        }
+    }
+    support::ok(&client, "com_session_stop", json!({"port_id": "uart0"})).await;
+    client.cancel().await.expect("client closes");
+    assert_eq!(
+        shown, "BOOT\nPASSWORD=[redacted] OK\n",
+        "read a byte at a time"
+    );
+    // The hex, two characters a byte, spells the masked text too.
+    let shown_hex: String = shown.bytes().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, shown_hex);
+    let logged = logged_rx(&world);
+    assert!(
+        !logged.contains(&SECRET[3..]) && logged.contains("PASSWORD=[redacted] OK"),
+        "the mirror shows the received stream masked: {logged:?}"
+    );
+}
