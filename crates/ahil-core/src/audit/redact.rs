@@ -65,7 +65,8 @@ pub fn redact(value: &Value) -> Value {
                     } else {
                         redact(item)
                     };
-                    (key.clone(), item)
+                    // A key can be a value too: a map by lock key or device names a URL.
+                    (redact_text(key), item)
                 })
                 .collect();
             mask_device_hex(map, &mut clean);
@@ -439,6 +440,15 @@ mod tests {
             json!({"a": {"api_key": "[redacted]", "DB_PASSWORD": "[redacted]", "tokens": "kept",
                          "mytoken": "kept", "clientSecret": "[redacted]",
                          "AWS_SECRET_ACCESS_KEY": "[redacted]", "lock_key": "kept"}})
+        );
+    }
+
+    #[test]
+    fn a_key_that_carries_a_credential_is_masked_like_a_value() {
+        let doc = json!({"holds": {"com:rfc2217://ci:pw@h:9": {"held": true}, "com:uart0": 1}});
+        assert_eq!(
+            redact(&doc),
+            json!({"holds": {"com:rfc2217://ci:[redacted]@h:9": {"held": true}, "com:uart0": 1}})
         );
     }
 
