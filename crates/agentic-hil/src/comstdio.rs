@@ -203,18 +203,17 @@ impl Lines {
 fn scrub_lines(sink: &Sink, bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     for line in bytes.split_inclusive(|b| *b == b'\n') {
-        match std::str::from_utf8(line) {
-            Ok(text) => out.extend_from_slice(sink.scrub_text(text).as_bytes()),
+        if let Ok(text) = std::str::from_utf8(line) {
+            out.extend_from_slice(sink.scrub_text(text).as_bytes());
+        } else {
             // A stray byte does not hide a credential: the step reads the line one character a
             // byte (Latin-1), and every byte it did not mask goes out as it came.
-            Err(_) => {
-                let text: String = line.iter().map(|&b| char::from(b)).collect();
-                out.extend(
-                    sink.scrub_text(&text)
-                        .chars()
-                        .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?')),
-                );
-            }
+            let text: String = line.iter().map(|&b| char::from(b)).collect();
+            out.extend(
+                sink.scrub_text(&text)
+                    .chars()
+                    .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?')),
+            );
         }
     }
     out

@@ -21,7 +21,8 @@ fn logged_rx(world: &World) -> String {
     for entry in std::fs::read_dir(&logs).expect("the logs directory") {
         let path = entry.expect("entry").path();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        if !name.is_some_and(|n| n.starts_with("com-") && n.ends_with(".jsonl")) {
+        let is_jsonl = path.extension().is_some_and(|e| e == "jsonl");
+        if !(is_jsonl && name.is_some_and(|n| n.starts_with("com-"))) {
             continue;
         }
         for line in std::fs::read_to_string(&path).expect("the log").lines() {
@@ -76,7 +77,11 @@ async fn a_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
         "read a byte at a time"
     );
     // The hex, two characters a byte, spells the masked text too.
-    let shown_hex: String = shown.bytes().map(|b| format!("{b:02x}")).collect();
+    let shown_hex = shown.bytes().fold(String::new(), |mut hex, b| {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{b:02x}");
+        hex
+    });
     assert_eq!(hex, shown_hex);
     let logged = logged_rx(&world);
     assert!(
