@@ -31,7 +31,16 @@ const SECRET_WORDS: &[&str] = &[
     "private_key",
     "credential",
     "credentials",
+    "signing_key",
+    "encryption_key",
+    "master_key",
+    "session_key",
+    "signature",
+    "sig",
 ];
+/// Words that are a secret's name only after a prefix: `DB_PASS`, `MYSQL_PWD`, but not a test
+/// count's `pass=3` or a shell's `PWD=/dir`.
+const PREFIXED_SECRET_WORDS: &[&str] = &["pass", "pwd"];
 /// `(?:^|_)(?:token|secret|…)$`, case-insensitive; a camelCase word boundary also counts as `_`,
 /// so `accessToken` and `PassWD` are secret while `mytoken` and `tokens` are not.
 pub fn is_secret_key(key: &str) -> bool {
@@ -48,6 +57,9 @@ pub fn is_secret_key(key: &str) -> bool {
         SECRET_WORDS.iter().any(|word| {
             key.strip_suffix(word)
                 .is_some_and(|rest| rest.is_empty() || rest.ends_with('_'))
+        }) || PREFIXED_SECRET_WORDS.iter().any(|word| {
+            key.strip_suffix(word)
+                .is_some_and(|rest| rest.len() > 1 && rest.ends_with('_'))
         })
     };
     secret(&key.to_ascii_lowercase()) || secret(&snake)

@@ -337,6 +337,14 @@ mod tests {
             "GET /cb?code=1&access_token=[redacted]&x=2",
         ),
         ("X-Api-Key: k3y-v4lue", "X-Api-Key: [redacted]"),
+        (
+            "DB_PASS=x1 MYSQL_PWD=y2",
+            "DB_PASS=[redacted] MYSQL_PWD=[redacted]",
+        ),
+        (
+            "GET /o?X-Amz-Credential=AK%2F1&X-Amz-Signature=ab12&sig=cd34",
+            "GET /o?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]&sig=[redacted]",
+        ),
         // Flags whose value is the next word.
         (
             "run --password hunter2 --speed 4000",
@@ -414,6 +422,7 @@ mod tests {
         "std::vector a == b, x::y, token_count=3 tokens=4",
         "AKIA is a prefix; AKIAIOSFODNN7EXAMPLEX is too long",
         "cookie jar: empty",
+        "tests pass=3 fail=0; PWD=/work/fw bypass=1 sigma=2",
     ];
 
     #[test]
