@@ -122,6 +122,7 @@ pub fn redact_text(text: &str) -> String {
     let text = mask_userinfo(&text);
     let text = shapes::mask_bare_userinfo(&text);
     let text = mask_authorization(&text);
+    let text = shapes::mask_bare_bearer(&text);
     let text = shapes::mask_cookies(&text);
     let text = shapes::mask_issued_tokens(&text);
     let text = shapes::mask_secret_flags(&text);

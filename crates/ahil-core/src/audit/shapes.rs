@@ -265,6 +265,40 @@ pub(super) fn mask_cookies(text: &str) -> String {
     out
 }
 
+/// `Bearer <credential>` outside an `Authorization` header (`-H "X-Auth: Bearer …"`, a log's
+/// "using Bearer …"): the word after it when it reads as a credential, not as prose
+/// ("the bearer token").
+pub(super) fn mask_bare_bearer(text: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(found) = lower[from..].find("bearer ") {
+        let at = from + found;
+        from = at + "bearer ".len();
+        if at > 0 && is_name_byte(bytes[at - 1]) || at < copied {
+            continue;
+        }
+        let cred = from + bytes[from..].iter().take_while(|b| **b == b' ').count();
+        let end = text[cred..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';' | ')'))
+            .map_or(text.len(), |n| cred + n);
+        let word = &text[cred..end];
+        let credential = word.len() >= 8
+            && word != MASK
+            && word.bytes().skip(1).any(|b| !b.is_ascii_lowercase());
+        if credential {
+            out.push_str(&text[copied..cred]);
+            out.push_str(MASK);
+            copied = end;
+            from = end;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
 /// `--password VALUE`, `--api-key 'VALUE'`: a secret-named long flag whose value is the next word.
 pub(super) fn mask_secret_flags(text: &str) -> String {
     let bytes = text.as_bytes();
@@ -363,6 +397,10 @@ mod tests {
         ("authorization: dXNlcjpwYXNz", "authorization: [redacted]"),
         ("Cookie: session=abc; id=2\nx", "Cookie: [redacted]\nx"),
         ("Set-Cookie: sid=abc", "Set-Cookie: [redacted]"),
+        (
+            "curl -H \"X-Auth: Bearer abc.DEF-123\" url",
+            "curl -H \"X-Auth: Bearer [redacted]\" url",
+        ),
         // Issued tokens, by their prefix and length.
         ("key AKIAIOSFODNN7EXAMPLE.", "key [redacted]."),
         (
@@ -422,6 +460,7 @@ mod tests {
         "std::vector a == b, x::y, token_count=3 tokens=4",
         "AKIA is a prefix; AKIAIOSFODNN7EXAMPLEX is too long",
         "cookie jar: empty",
+        "the bearer token expired; Bearer credentials are refreshed",
         "tests pass=3 fail=0; PWD=/work/fw bypass=1 sigma=2",
     ];
 
