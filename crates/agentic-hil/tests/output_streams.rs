@@ -1,7 +1,9 @@
 //! Black-box: device output leaves the gate in pieces (a `com_read` takes as few bytes as it is
 //! asked for; the session log's mirror records the reader's chunks where the device paused), and
 //! a credential the device prints is masked in the stream, not only within one piece: read one
-//! byte at a time or logged in two chunks, it shows as `[redacted]`, never its bytes in a row.
+//! byte at a time or logged in two chunks, it shows as `[redacted]`, never its bytes in a row,
+//! and a token whose shape is only known once whole (a key id, `user:pass@host`) is held back
+//! by a cut read until it is.
 
 mod support;
 
@@ -45,7 +47,11 @@ async fn a_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
     let port = json!({"port_id": "uart0", "clear_buffer": true});
     support::ok(&client, "com_session_start", port).await;
     // Two writes with a pause: the board echoes two chunks, the credential cut between them.
-    for text in ["boot\npassword=dev", "secret ok\n"] {
+    for text in [
+        "boot\npassword=dev",
+        "secret ok\n",
+        "id akiakeyidsecret12345 scp ci:devsecret@host:/x done\n",
+    ] {
         support::ok(
             &client,
             "com_write",
@@ -56,7 +62,7 @@ async fn a_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
     }
     let mut shown = String::new();
     let mut hex = String::new();
-    for _ in 0..80 {
+    for _ in 0..200 {
         let doc = support::ok(
             &client,
             "com_read",
@@ -66,14 +72,15 @@ async fn a_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
         let text = doc["data"]["text"].as_str().unwrap_or_default();
         shown.push_str(text);
         hex.push_str(doc["data"]["hex"].as_str().unwrap_or_default());
-        if shown.ends_with("OK\n") {
+        if shown.ends_with("DONE\n") {
             break;
         }
     }
     support::ok(&client, "com_session_stop", json!({"port_id": "uart0"})).await;
     client.cancel().await.expect("client closes");
+    // A key id or `user:pass@host` is only a credential once whole: its bytes wait until it is.
     assert_eq!(
-        shown, "BOOT\nPASSWORD=[redacted] OK\n",
+        shown, "BOOT\nPASSWORD=[redacted] OK\nID [redacted] SCP CI:[redacted]@HOST:/X DONE\n",
         "read a byte at a time"
     );
     // The hex, two characters a byte, spells the masked text too.
@@ -85,7 +92,9 @@ async fn a_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
     assert_eq!(hex, shown_hex);
     let logged = logged_rx(&world);
     assert!(
-        !logged.contains(&SECRET[3..]) && logged.contains("PASSWORD=[redacted] OK"),
+        !logged.contains(&SECRET[3..])
+            && !logged.contains("KEYID")
+            && logged.contains("PASSWORD=[redacted] OK"),
         "the mirror shows the received stream masked: {logged:?}"
     );
 }

@@ -9,43 +9,63 @@ use super::redact::redact_text;
 /// still be in view at its last body line.
 const CONTEXT_BYTES: usize = 8 * 1024;
 
+/// The longest unfinished word a cut read holds back: past it the word goes out as it reads.
+const MAX_HELD: usize = 512;
+
 /// The recent output of one stream, one character a byte (Latin-1), so any encoding and any
 /// stray byte reads the same to the masker and every unmasked byte goes out as it came.
 #[derive(Debug, Default)]
 pub struct StreamMask {
     seen: String,
-    /// `seen` after the content pass, kept so each piece costs one pass.
-    masked: String,
+    /// The masked text shown so far, in the same window as `seen`: what a new piece is compared
+    /// with, so each piece costs one pass.
+    shown: String,
 }
 
 impl StreamMask {
     /// `piece`, masked as it reads after everything before it: the part of the masked whole that
-    /// differs from the masked history. A shape that only becomes a credential with this piece
-    /// (a URL's `@`) is masked from where the history and the whole first differ.
+    /// differs from what was shown. A shape that only becomes a credential with this piece (a
+    /// URL's `@`) is masked from where the shown text and the whole first differ.
     pub fn next(&mut self, piece: &[u8]) -> Vec<u8> {
-        if piece.is_empty() {
-            return Vec::new();
-        }
+        self.next_cut(piece, false)
+    }
+
+    /// As [`StreamMask::next`]; when `cut` (the reader asked for fewer bytes than were waiting),
+    /// the unfinished last word is held back until more of it is read, so a caller cannot take a
+    /// token (`AKIA…`, `user:pass@host`) a few bytes at a time before its shape is complete.
+    pub fn next_cut(&mut self, piece: &[u8], cut: bool) -> Vec<u8> {
         self.seen.extend(piece.iter().map(|&b| char::from(b)));
-        let after = redact_text(&self.seen);
+        let mut after = redact_text(&self.seen);
         let common = self
-            .masked
+            .shown
             .char_indices()
             .zip(after.chars())
             .find(|((_, a), b)| a != b)
-            .map_or(self.masked.len().min(after.len()), |((at, _), _)| at);
-        let shown: Vec<u8> = after[common..]
+            .map_or(self.shown.len().min(after.len()), |((at, _), _)| at);
+        let mut end = after.len();
+        if cut {
+            let word = after[common..]
+                .rfind(|c: char| c.is_ascii_whitespace())
+                .map_or(common, |at| common + at + 1);
+            if after.len() - word <= MAX_HELD {
+                end = word;
+            }
+        }
+        let shown: Vec<u8> = after[common..end]
             .chars()
             .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
             .collect();
-        self.masked = after;
-        if self.seen.len() > 2 * CONTEXT_BYTES {
+        let held = end < after.len();
+        after.truncate(end);
+        self.shown = after;
+        if !held && self.seen.len() > 2 * CONTEXT_BYTES {
             self.forget_old();
         }
         shown
     }
 
-    /// Keeps about the last [`CONTEXT_BYTES`], from a line start where there is one.
+    /// Keeps about the last [`CONTEXT_BYTES`], from a line start where there is one. Only called
+    /// with nothing held back, so the shown text is the masked window.
     fn forget_old(&mut self) {
         let mut cut = self.seen.len() - CONTEXT_BYTES;
         while !self.seen.is_char_boundary(cut) {
@@ -55,7 +75,7 @@ impl StreamMask {
             .find('\n')
             .map_or(cut, |line| cut + line + 1);
         self.seen.drain(..cut);
-        self.masked = redact_text(&self.seen);
+        self.shown = redact_text(&self.seen);
     }
 }
 
@@ -94,6 +114,23 @@ mod tests {
             pieces(&mut mask, &[b"fetch https://bob:hunter2", b"@host/x\n"]),
             b"fetch https://bob:hunter2[redacted]@host/x\n"
         );
+    }
+
+    #[test]
+    fn a_cut_read_holds_back_an_unfinished_word_until_its_shape_is_known() {
+        let text = b"id AKIAIOSFODNN7EXAMPLE scp bob:hunter2@host:/x done\n";
+        let mut mask = StreamMask::default();
+        let mut shown = Vec::new();
+        for (n, b) in text.iter().enumerate() {
+            shown.extend(mask.next_cut(&[*b], n + 1 < text.len()));
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&shown),
+            "id [redacted] scp bob:[redacted]@host:/x done\n"
+        );
+        // An uncut read, or the last piece of a cut one, shows everything it has.
+        assert_eq!(mask.next_cut(b"tail", true), b"");
+        assert_eq!(mask.next_cut(b"", false), b"tail");
     }
 
     #[test]

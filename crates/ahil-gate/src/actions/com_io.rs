@@ -203,6 +203,13 @@ pub(super) fn read_request(
     })
 }
 
+/// What a read that took `taken` shows of its stream: masked in context, and with its last word
+/// held back while more bytes wait than the read asked for (its shape may not be complete yet).
+pub(super) fn shown(mask: &mut crate::audit::StreamMask, taken: &Taken) -> Vec<u8> {
+    let cut = taken.remaining > 0 && taken.matched != Some(true);
+    mask.next_cut(&taken.bytes, cut)
+}
+
 /// The answer to a read that took `taken`: `com_read`'s fields, which `rtt_read` shares. `id` is the
 /// (key, value) naming what was read, `what` its kind in the summary ("COM port"); `shown` is the
 /// taken bytes as the stream's [`crate::audit::StreamMask`] masked them.
@@ -313,11 +320,13 @@ fn read(
     if taken.bytes.is_empty() && taken.reader_error.is_some() {
         return Acted::new(not_active(TOOL.name(), port_id, Some(&session)), none());
     }
-    let shown = session
-        .shown
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .next(&taken.bytes);
+    let shown = shown(
+        &mut session
+            .shown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+        &taken,
+    );
     let mut outcome = read_outcome(
         TOOL,
         ("port_id", port_id),
