@@ -431,6 +431,12 @@ mod tests {
             "-----BEGIN OPENSSH PRIVATE KEY-----\n[redacted]\n-----END OPENSSH PRIVATE KEY-----\n",
         ),
         (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----",
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n[redacted]\n-----END PGP PRIVATE KEY BLOCK-----",
+        ),
+        ("password:hunter2", "password:[redacted]"),
+        ("Password = 'hunter 2' ok", "Password = '[redacted]' ok"),
+        (
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEow (cut)",
             "-----BEGIN RSA PRIVATE KEY-----\n[redacted]",
         ),
@@ -460,6 +466,10 @@ mod tests {
         "std::vector a == b, x::y, token_count=3 tokens=4",
         "AKIA is a prefix; AKIAIOSFODNN7EXAMPLEX is too long",
         "cookie jar: empty",
+        "Info : Listening on port 3333 for gdb connections",
+        "Info : flash size = 1024 KiB; adapter speed: 2000 kHz",
+        "0x08000000: 00 20 00 20 c1 01 00 08",
+        "key: value, lock_key: com:/dev/ttyACM0, tokens: 12, max_tokens=64",
         "the bearer token expired; Bearer credentials are refreshed",
         "tests pass=3 fail=0; PWD=/work/fw bypass=1 sigma=2",
     ];
