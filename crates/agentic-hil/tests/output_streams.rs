@@ -16,7 +16,7 @@ use support::raw::{EchoBoard, configure_uart};
 /// What the board echoes of the typed credential (it answers in upper case).
 const SECRET: &str = "DEVSECRET";
 
-/// The `text` of the session log mirror's received chunks, joined.
+/// The `text` of the session log mirror's received chunks, joined; none may follow its stop.
 fn logged_rx(world: &World) -> String {
     let logs = world.workspace.join(".agentic-hil/logs");
     let mut joined = String::new();
@@ -29,7 +29,13 @@ fn logged_rx(world: &World) -> String {
         }
         for line in std::fs::read_to_string(&path).expect("the log").lines() {
             let record: Value = serde_json::from_str(line).expect("a JSON line");
-            let record = record.get("event").unwrap_or(&record);
+            assert!(
+                !joined.ends_with("<stop>"),
+                "a received chunk is logged after the stop: {record}"
+            );
+            if record["event"] == "stop" {
+                joined.push_str("<stop>");
+            }
             if record["direction"] == "rx" {
                 joined.push_str(record["text"].as_str().unwrap_or_default());
             }
@@ -46,11 +52,14 @@ async fn a_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
     let client = support::connect(&world).await;
     let port = json!({"port_id": "uart0", "clear_buffer": true});
     support::ok(&client, "com_session_start", port).await;
-    // Two writes with a pause: the board echoes two chunks, the credential cut between them.
+    // Writes with a pause between: the board echoes a chunk each, credentials cut between them,
+    // and a last word with no end.
     for text in [
         "boot\npassword=dev",
         "secret ok\n",
-        "id akiakeyidsecret12345 scp ci:devsecret@host:/x done\n",
+        "id akiakeyidsec",
+        "ret12345 scp ci:devsecret@host:/x done\n",
+        "prompt>",
     ] {
         support::ok(
             &client,
@@ -94,7 +103,8 @@ async fn a_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
     assert!(
         !logged.contains(&SECRET[3..])
             && !logged.contains("KEYID")
-            && logged.contains("PASSWORD=[redacted] OK"),
+            && logged.contains("PASSWORD=[redacted] OK")
+            && logged.ends_with("DONE\nPROMPT><stop>"),
         "the mirror shows the received stream masked: {logged:?}"
     );
 }
