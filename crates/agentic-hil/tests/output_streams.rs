@@ -12,19 +12,21 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::World;
 use support::raw::{EchoBoard, configure_uart};
+use support::sim_board::{SimBoard, sim_world};
 
 /// What the board echoes of the typed credential (it answers in upper case).
 const SECRET: &str = "DEVSECRET";
 
-/// The `text` of the session log mirror's received chunks, joined; none may follow its stop.
-fn logged_rx(world: &World) -> String {
+/// The `text` of the `prefix` session log mirror's received chunks, joined; none may follow its
+/// stop.
+fn logged_rx(world: &World, prefix: &str) -> String {
     let logs = world.workspace.join(".agentic-hil/logs");
     let mut joined = String::new();
     for entry in std::fs::read_dir(&logs).expect("the logs directory") {
         let path = entry.expect("entry").path();
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let is_jsonl = path.extension().is_some_and(|e| e == "jsonl");
-        if !(is_jsonl && name.is_some_and(|n| n.starts_with("com-"))) {
+        if !(is_jsonl && name.is_some_and(|n| n.starts_with(prefix))) {
             continue;
         }
         for line in std::fs::read_to_string(&path).expect("the log").lines() {
@@ -99,12 +101,69 @@ async fn a_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
         hex
     });
     assert_eq!(hex, shown_hex);
-    let logged = logged_rx(&world);
+    let logged = logged_rx(&world, "com-");
     assert!(
         !logged.contains(&SECRET[3..])
             && !logged.contains("KEYID")
             && logged.contains("PASSWORD=[redacted] OK")
             && logged.ends_with("DONE\nPROMPT><stop>"),
+        "the mirror shows the received stream masked: {logged:?}"
+    );
+}
+
+/// The firmware echoes RTT down channel 0 to up channel 0 as the bytes arrive, between its tick
+/// lines: a credential written in two pieces comes back in two chunks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rtt_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked() {
+    let world = sim_world(
+        "  board:\n    type: qemu\n    timeout_s: 10\n    rtt:\n\
+         \x20     scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
+         \x20       - {name: terminal, direction: up, index: 0}\n\
+         \x20       - {name: terminal_in, direction: down, index: 0}\n\
+         \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
+         \x20     allow_rtt_write: true\n",
+        "",
+        &["ahil-fw-v1.elf"],
+    );
+    let _board = SimBoard::start(&world);
+    let client = support::connect(&world).await;
+    support::ok(&client, "rtt_session_start", json!({})).await;
+    // Just after a tick line, so the next one (200 ms on) falls after the two pieces.
+    let tick = json!({"channel": "terminal", "until": "rtt tick 2\n", "wait_timeout_s": 10});
+    support::ok(&client, "rtt_read", tick).await;
+    for text in ["password=rttsecret ok id AKIAKEYIDSEC", "RET12345 done\n"] {
+        support::ok(
+            &client,
+            "rtt_write",
+            json!({"channel": "terminal_in", "text": text}),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    let mut shown = String::new();
+    for _ in 0..600 {
+        let doc = support::ok(
+            &client,
+            "rtt_read",
+            json!({"channel": "terminal", "max_bytes": 1, "wait_timeout_s": 0.5}),
+        )
+        .await;
+        shown.push_str(doc["data"]["text"].as_str().unwrap_or_default());
+        if shown.contains(" done\n") {
+            break;
+        }
+    }
+    support::ok(&client, "rtt_session_stop", json!({})).await;
+    client.cancel().await.expect("client closes");
+    assert!(
+        shown.ends_with("password=[redacted] ok id [redacted] done\n"),
+        "read a byte at a time: {shown:?}"
+    );
+    let logged = logged_rx(&world, "rtt-");
+    assert!(
+        !logged.contains("rttsec")
+            && !logged.contains("KEYIDSEC")
+            && logged.contains("password=[redacted] ok id [redacted] done\n"),
         "the mirror shows the received stream masked: {logged:?}"
     );
 }
