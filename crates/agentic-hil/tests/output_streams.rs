@@ -153,6 +153,12 @@ async fn an_rtt_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked()
             break;
         }
     }
+    // A last word with no end, just before the stop: logged as the link ends.
+    let tick = json!({"channel": "terminal", "until": "tick", "wait_timeout_s": 10});
+    support::ok(&client, "rtt_read", tick).await;
+    let prompt = json!({"channel": "terminal_in", "text": "prompt>"});
+    support::ok(&client, "rtt_write", prompt).await;
+    tokio::time::sleep(Duration::from_millis(40)).await;
     support::ok(&client, "rtt_session_stop", json!({})).await;
     client.cancel().await.expect("client closes");
     assert!(
@@ -163,7 +169,8 @@ async fn an_rtt_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked()
     assert!(
         !logged.contains("rttsec")
             && !logged.contains("KEYIDSEC")
-            && logged.contains("password=[redacted] ok id [redacted] done\n"),
+            && logged.contains("password=[redacted] ok id [redacted] done\n")
+            && logged.contains("prompt>"),
         "the mirror shows the received stream masked: {logged:?}"
     );
 }
