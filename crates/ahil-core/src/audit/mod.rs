@@ -8,7 +8,8 @@
 //! * [`chain`]: hash-chained JSONL logs with a digest sidecar, and their verification.
 //! * [`report`]: one report per audited call, the trusted report state, and its repair.
 //! * [`sink`]: the one output step every sink's writer requires ([`Scrubbed`]).
-//! * [`redact`]: its redaction half.
+//! * [`redact`]: its redaction half (`shapes`: the credential shapes it knows by form).
+//! * [`stream`]: the same pass for device output that leaves in pieces (reads, log chunks).
 //! * [`errors`]: the error catalogue.
 
 use crate::ErrorType;

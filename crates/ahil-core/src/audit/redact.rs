@@ -3,7 +3,7 @@
 //! Secret-named keys lose their value entirely. Every string, at any depth, gets a content pass
 //! that masks only the secret span: URL userinfo passwords, `Authorization` credentials,
 //! secret-named assignments (`=` or `:`, quoted or not) and query parameters, and the shapes in
-//! [`super::shapes`] (private keys, issued tokens, cookies, `user:pass@host`, `--password X`). A
+//! `super::shapes` (private keys, issued tokens, cookies, `user:pass@host`, `--password X`). A
 //! backend's words reach results under many keys (`backend_message`, `summary`, a transcript),
 //! and a configuration value can carry a URL with a password, so the pass goes by content, not by
 //! a list of keys. Every other byte is left as it was.

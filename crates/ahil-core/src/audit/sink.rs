@@ -7,7 +7,9 @@
 //! is none of an agent's business, and a workspace mirror is an agent's to read.
 //!
 //! Writers of a sink take a [`Scrubbed`], which only [`Sink::scrub`] makes, so a new sink that
-//! forgets the step does not compile.
+//! forgets the step does not compile. Device output that leaves in pieces (a `com_read` of a few
+//! bytes, the reader's log chunks) is first masked as a stream ([`super::StreamMask`]): one piece
+//! alone cannot show that it is half a credential.
 
 use std::path::{Path, PathBuf};
 
