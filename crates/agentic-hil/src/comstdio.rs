@@ -203,9 +203,17 @@ impl Lines {
 fn scrub_lines(sink: &Sink, bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
     for line in bytes.split_inclusive(|b| *b == b'\n') {
-        match std::str::from_utf8(line) {
-            Ok(text) => out.extend_from_slice(sink.scrub_text(text).as_bytes()),
-            Err(_) => out.extend_from_slice(line),
+        if let Ok(text) = std::str::from_utf8(line) {
+            out.extend_from_slice(sink.scrub_text(text).as_bytes());
+        } else {
+            // A stray byte does not hide a credential: the step reads the line one character a
+            // byte (Latin-1), and every byte it did not mask goes out as it came.
+            let text: String = line.iter().map(|&b| char::from(b)).collect();
+            out.extend(
+                sink.scrub_text(&text)
+                    .chars()
+                    .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?')),
+            );
         }
     }
     out
@@ -256,12 +264,13 @@ mod tests {
     }
 
     #[test]
-    fn bytes_that_are_not_text_are_shown_as_they_came() {
+    fn bytes_that_are_not_text_are_shown_as_they_came_but_for_a_credential() {
         let sink = Sink::new(None);
         let mut lines = Lines::default();
         assert_eq!(
-            lines.push(&sink, b"\xff\xfe token=1\n"),
-            b"\xff\xfe token=1\n"
+            lines.push(&sink, b"\xff\xfe token=hunter2 \xc3\xa9\xfe\n"),
+            b"\xff\xfe token=[redacted] \xc3\xa9\xfe\n"
         );
+        assert_eq!(lines.push(&sink, b"\x00\x80 ok\n"), b"\x00\x80 ok\n");
     }
 }

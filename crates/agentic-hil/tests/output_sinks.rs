@@ -1,6 +1,7 @@
 //! Black-box, end to end: every byte that leaves the gate passes one output step. Secrets are
 //! planted in the server's environment, in a backend's printed output (a scripted openocd that
-//! says `password=…`, a URL with a password and a bearer token) and in a configuration value (a
+//! says `password=…`, a URL with a password, a bearer token, `token: …`, a JSON `"api_key"`, an
+//! AWS key id, `user:pass@host`, `--password …`, a token as a URL's user) and in a configuration value (a
 //! COM port whose device is a URL with a password); then every tool is called through MCP, the
 //! operator commands run with and without `--json`, com-stdio and `watch --once` run, and no
 //! secret and no absolute HOME, state-root or configuration path may appear in any MCP result,
@@ -25,6 +26,15 @@ const SECRETS: &[&str] = &[
     "ENVSECRET",
     "PROXYSECRET",
     "CFGSECRET",
+    "TOKSECRET",
+    "JSONSECRET",
+    "KEYIDSECRET",
+    "PEMSECRET",
+    "BARESECRET",
+    "FLAGSECRET",
+    "COOKIESECRET",
+    "USERTOKSECRET",
+    "AWSENVSECRET",
     // Typed into com-stdio and echoed back in upper case by the board.
     "devsecret",
     "DEVSECRET",
@@ -34,6 +44,7 @@ const SECRETS: &[&str] = &[
 const PLANTED_ENV: &[(&str, &str)] = &[
     ("GITHUB_TOKEN", "ENVSECRET"),
     ("HTTPS_PROXY", "http://ci:PROXYSECRET@proxy.example:3128"),
+    ("AWS_SECRET_ACCESS_KEY", "AWSENVSECRET"),
 ];
 
 /// An openocd that first says what a leaky real tool says (and what its environment holds), then
@@ -46,7 +57,15 @@ sys.stderr.flush()
 say("Info : fetching https://ci:URLSECRET@mirror.example/board.cfg")
 say("Info : login password=BACKENDSECRET")
 say("Info : sent Authorization: Bearer BEARERSECRET")
-for key in ("GITHUB_TOKEN", "HTTPS_PROXY"):
+say("Info : token: TOKSECRET")
+say('Info : config {"api_key": "JSONSECRET", "speed": 4000}')
+say("Info : key id AKIAKEYIDSECRET12345 in use")
+say("Info : key -----BEGIN PRIVATE KEY-----\nPEMSECRET\n-----END PRIVATE KEY-----")
+say("Info : scp ci:BARESECRET@fw.example:/board.cfg")
+say("Info : helper --password FLAGSECRET --speed 4000")
+say("Info : Cookie: sid=COOKIESECRET")
+say("Info : clone https://USERTOKSECRET@git.example/cfg.git")
+for key in ("GITHUB_TOKEN", "HTTPS_PROXY", "AWS_SECRET_ACCESS_KEY"):
     if key in os.environ:
         say("Info : %s=%s" % (key, os.environ[key]))
 sys.stderr.flush()
@@ -56,7 +75,10 @@ try:
     runpy.run_path(os.path.join(here, "openocd_fake.py"), run_name="__main__")
 finally:
     if failing:
-        say("Error: login refused for password=BACKENDSECRET (Authorization: Bearer BEARERSECRET)")
+        say("Error: login refused for password=BACKENDSECRET (Authorization: Bearer BEARERSECRET)"
+            " token: TOKSECRET {\"api_key\": \"JSONSECRET\"} key AKIAKEYIDSECRET12345"
+            " scp ci:BARESECRET@fw.example:/b.cfg --password FLAGSECRET"
+            " https://USERTOKSECRET@git.example/c.git")
         sys.stderr.flush()
 "#;
 
@@ -268,6 +290,9 @@ async fn no_planted_secret_or_private_directory_reaches_any_sink() {
         "password=[redacted]",
         "https://ci:[redacted]@mirror.example",
         "Bearer [redacted]",
+        "token: [redacted]",
+        "--password [redacted]",
+        "ci:[redacted]@fw.example",
         "rfc2217://ci:[redacted]@127.0.0.1:9",
         "~/tools/openocd.py",
     ] {

@@ -106,31 +106,80 @@ fn observed(workspace: &Path, env: &Environment) -> BenchView {
     scrubbed(observe(workspace, env), &sink)
 }
 
+/// Every string of the view, field by field: the patterns name each field, so a field added to
+/// the view does not compile here until it is scrubbed too.
 fn scrubbed(mut view: BenchView, sink: &Sink) -> BenchView {
+    use ahil_gate::observe::{Hold, Incident, Lease, Session};
     let text = |s: &mut String| *s = sink.scrub_text(s);
     let opt = |s: &mut Option<String>| {
         if let Some(s) = s {
             *s = sink.scrub_text(s);
         }
     };
-    text(&mut view.workspace);
-    opt(&mut view.problem);
-    for hold in &mut view.holds {
-        text(&mut hold.resource);
-        opt(&mut hold.holder);
-        opt(&mut hold.label);
+    let BenchView {
+        workspace,
+        problem,
+        holds,
+        lease,
+        actions,
+        sessions,
+        places,
+    } = &mut view;
+    text(workspace);
+    opt(problem);
+    for Hold {
+        resource,
+        held: _,
+        holder,
+        label,
+        since,
+    } in holds
+    {
+        text(resource);
+        opt(holder);
+        opt(label);
+        opt(since);
     }
-    opt(&mut view.lease.owner);
-    if let Some(incident) = &mut view.lease.incident {
-        incident.reasons.iter_mut().for_each(text);
+    let Lease {
+        owner_active: _,
+        state,
+        owner,
+        incident,
+    } = lease;
+    opt(state);
+    opt(owner);
+    if let Some(Incident {
+        state,
+        quarantine_id,
+        reasons,
+    }) = incident
+    {
+        text(state);
+        opt(quarantine_id);
+        reasons.iter_mut().for_each(text);
     }
-    for action in &mut view.actions {
-        text(&mut action.summary);
+    for Action {
+        finished_at,
+        tool,
+        verdict,
+        summary,
+    } in actions
+    {
+        text(finished_at);
+        text(tool);
+        text(verdict);
+        text(summary);
     }
-    view.places.iter_mut().for_each(text);
-    for session in &mut view.sessions {
-        text(&mut session.log);
-        session.lines.iter_mut().for_each(text);
+    places.iter_mut().for_each(text);
+    for Session {
+        port_id,
+        log,
+        lines,
+    } in sessions
+    {
+        text(port_id);
+        text(log);
+        lines.iter_mut().for_each(text);
     }
     view
 }
@@ -200,8 +249,17 @@ mod tests {
             summary: "wrote /home/u/x with token=abc".into(),
             ..action("T1", "flash_firmware")
         });
+        view.lease.state = Some("token=abc".into());
+        view.sessions.push(ahil_gate::observe::Session {
+            port_id: "uart0".into(),
+            log: "/home/u/x.jsonl".into(),
+            lines: vec!["password=hunter2".into()],
+        });
         let view = scrubbed(view, &sink);
         assert_eq!(view.actions[0].summary, "wrote ~/x with token=[redacted]");
+        assert_eq!(view.lease.state.as_deref(), Some("token=[redacted]"));
+        assert_eq!(view.sessions[0].log, "~/x.jsonl");
+        assert_eq!(view.sessions[0].lines, ["password=[redacted]"]);
     }
 
     #[test]

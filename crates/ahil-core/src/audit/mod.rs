@@ -8,7 +8,8 @@
 //! * [`chain`]: hash-chained JSONL logs with a digest sidecar, and their verification.
 //! * [`report`]: one report per audited call, the trusted report state, and its repair.
 //! * [`sink`]: the one output step every sink's writer requires ([`Scrubbed`]).
-//! * [`redact`]: its redaction half.
+//! * [`redact`]: its redaction half (`shapes`: the credential shapes it knows by form).
+//! * [`stream`]: the same pass for device output that leaves in pieces (reads, log chunks).
 //! * [`errors`]: the error catalogue.
 
 use crate::ErrorType;
@@ -25,12 +26,15 @@ mod record;
 pub mod redact;
 pub mod report;
 pub mod safe;
+mod shapes;
 pub mod sink;
+pub mod stream;
 
 pub use chain::{ChainFault, MirrorVerdict, Sidecar, verify_chain, verify_mirror};
 pub use record::{audit_broken_hook, record, unavailable};
 pub use redact::{redact, redact_text};
 pub use sink::{Scrubbed, Sink};
+pub use stream::StreamMask;
 
 /// Why the audit trail could not be read or written. Messages name files relative to their base
 /// directory, never by absolute path.

@@ -1,29 +1,68 @@
 //! The redaction half of the one output step ([`super::sink::Sink::scrub`]).
 //!
 //! Secret-named keys lose their value entirely. Every string, at any depth, gets a content pass
-//! that masks only the secret span: URL userinfo passwords, `Authorization: Bearer|Basic`
-//! credentials, and secret-named assignments or query parameters. A backend's words reach results
-//! under many keys (`backend_message`, `summary`, a transcript), and a configuration value can
-//! carry a URL with a password, so the pass goes by content, not by a list of keys. Every other
-//! byte is left as it was.
+//! that masks only the secret span: URL userinfo passwords, `Authorization` credentials,
+//! secret-named assignments (`=` or `:`, quoted or not) and query parameters, and the shapes in
+//! `super::shapes` (private keys, issued tokens, cookies, `user:pass@host`, `--password X`). A
+//! backend's words reach results under many keys (`backend_message`, `summary`, a transcript),
+//! and a configuration value can carry a URL with a password, so the pass goes by content, not by
+//! a list of keys. Every other byte is left as it was.
 
 use serde_json::Value;
 
+use super::shapes;
 use crate::text::{Encoding, to_hex};
 
 /// What a masked value becomes.
 pub const MASK: &str = "[redacted]";
 
 const SECRET_WORDS: &[&str] = &[
-    "token", "secret", "password", "passwd", "apikey", "api_key", "authkey", "auth_key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "apikey",
+    "api_key",
+    "authkey",
+    "auth_key",
+    "access_key",
+    "secret_key",
+    "private_key",
+    "credential",
+    "credentials",
+    "signing_key",
+    "encryption_key",
+    "master_key",
+    "session_key",
+    "signature",
+    "sig",
 ];
-/// `(?:^|_)(?:token|secret|…)$`, case-insensitive.
+/// Words that are a secret's name only after a prefix: `DB_PASS`, `MYSQL_PWD`, but not a test
+/// count's `pass=3` or a shell's `PWD=/dir`.
+const PREFIXED_SECRET_WORDS: &[&str] = &["pass", "pwd"];
+/// `(?:^|_)(?:token|secret|…)$`, case-insensitive; a camelCase word boundary also counts as `_`,
+/// so `accessToken` and `PassWD` are secret while `mytoken` and `tokens` are not.
 pub fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    SECRET_WORDS.iter().any(|word| {
-        key.strip_suffix(word)
-            .is_some_and(|rest| rest.is_empty() || rest.ends_with('_'))
-    })
+    let mut snake = String::with_capacity(key.len() + 4);
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if c.is_ascii_uppercase() && prev_lower {
+            snake.push('_');
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        snake.push(c.to_ascii_lowercase());
+    }
+    let secret = |key: &str| {
+        SECRET_WORDS.iter().any(|word| {
+            key.strip_suffix(word)
+                .is_some_and(|rest| rest.is_empty() || rest.ends_with('_'))
+        }) || PREFIXED_SECRET_WORDS.iter().any(|word| {
+            key.strip_suffix(word)
+                .is_some_and(|rest| rest.len() > 1 && rest.ends_with('_'))
+        })
+    };
+    secret(&key.to_ascii_lowercase()) || secret(&snake)
 }
 
 /// A redacted copy of `value`.
@@ -38,7 +77,8 @@ pub fn redact(value: &Value) -> Value {
                     } else {
                         redact(item)
                     };
-                    (key.clone(), item)
+                    // A key can be a value too: a map by lock key or device names a URL.
+                    (redact_text(key), item)
                 })
                 .collect();
             mask_device_hex(map, &mut clean);
@@ -75,14 +115,22 @@ fn mask_device_hex(
     clean.insert("hex".into(), Value::String(hex));
 }
 
-/// The content pass over one string.
+/// The content pass over one string. Each step masks its own shape and leaves `[redacted]` as
+/// it found it, so the pass is idempotent.
 pub fn redact_text(text: &str) -> String {
-    let text = mask_userinfo(text);
+    let text = shapes::mask_private_keys(text);
+    let text = mask_userinfo(&text);
+    let text = shapes::mask_bare_userinfo(&text);
     let text = mask_authorization(&text);
+    let text = shapes::mask_bare_bearer(&text);
+    let text = shapes::mask_cookies(&text);
+    let text = shapes::mask_issued_tokens(&text);
+    let text = shapes::mask_secret_flags(&text);
     mask_assignments(&text)
 }
 
-/// `scheme://user:SECRET@host` → `scheme://user:[redacted]@host`.
+/// `scheme://user:SECRET@host` → `scheme://user:[redacted]@host`; `scheme://SECRET@host` →
+/// `scheme://[redacted]@host`.
 fn mask_userinfo(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -106,10 +154,10 @@ fn mask_userinfo(text: &str) -> String {
             .find(|c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\''))
             .unwrap_or(rest.len());
         let authority = &rest[..authority_end];
-        if let Some(at_sign) = authority.rfind('@')
-            && let Some(colon) = authority[..at_sign].find(':')
-        {
-            out.push_str(&authority[..=colon]);
+        if let Some(at_sign) = authority.rfind('@') {
+            // Without a colon the user name is the credential (`https://<token>@host`).
+            let keep = authority[..at_sign].find(':').map_or(0, |colon| colon + 1);
+            out.push_str(&authority[..keep]);
             out.push_str(MASK);
             out.push_str(&authority[at_sign..]);
             rest = &rest[authority_end..];
@@ -117,6 +165,72 @@ fn mask_userinfo(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Schemes whose credential is one token (RFC 7235 token68).
+const TOKEN_SCHEMES: &[&str] = &[
+    "bearer",
+    "basic",
+    "token",
+    "apikey",
+    "api-key",
+    "key",
+    "dpop",
+    "negotiate",
+    "ntlm",
+    "sso",
+];
+/// Schemes whose credential is a list of parameters, any of which may be the secret.
+const PARAM_SCHEMES: &[&str] = &[
+    "digest",
+    "aws4-hmac-sha256",
+    "oauth",
+    "hoba",
+    "mutual",
+    "gnap",
+    "vapid",
+    "scram-sha-1",
+    "scram-sha-256",
+];
+
+/// The credential's span in an `Authorization` value starting at `at` (`lower` is `text`
+/// lowercased): after a token scheme, one word; after a parameter scheme, the rest of the line (or
+/// the value's closing quote); with no scheme, the value itself when it looks like a credential rather than a word.
+fn credential_span(text: &str, lower: &str, at: usize) -> (usize, usize) {
+    let quote = lower[..at]
+        .bytes()
+        .next_back()
+        .filter(|b| matches!(b, b'"' | b'\''));
+    let word_end = |from: usize| {
+        lower[from..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';'))
+            .map_or(lower.len(), |n| from + n)
+    };
+    let scheme_end = word_end(at);
+    let scheme = &lower[at..scheme_end];
+    let cred = scheme_end
+        + lower[scheme_end..]
+            .bytes()
+            .take_while(|b| *b == b' ')
+            .count();
+    if cred > scheme_end && TOKEN_SCHEMES.contains(&scheme) {
+        return (cred, word_end(cred));
+    }
+    if cred > scheme_end && PARAM_SCHEMES.contains(&scheme) {
+        let end = lower[cred..]
+            .find(|c: char| c == '\n' || c == '\r' || quote.is_some_and(|q| c == char::from(q)))
+            .map_or(lower.len(), |n| cred + n);
+        return (cred, end);
+    }
+    // A word such as `required` or `Denied` is prose; a credential mixes cases, digits or symbols.
+    let word = &text[at..scheme_end];
+    let looks_secret =
+        word.len() >= 8 && word.bytes().skip(1).any(|b| !b.is_ascii_lowercase()) && word != MASK;
+    if looks_secret {
+        (at, scheme_end)
+    } else {
+        (at, at)
+    }
 }
 
 /// `Authorization: Bearer <cred>` (optionally quoted) → the credential masked, the scheme kept.
@@ -143,23 +257,7 @@ fn mask_authorization(text: &str) -> String {
         while i < bytes.len() && matches!(bytes[i], b' ' | b'"' | b'\'') {
             i += 1;
         }
-        let scheme_len = if lower[i..].starts_with("bearer") {
-            6
-        } else if lower[i..].starts_with("basic") {
-            5
-        } else {
-            continue;
-        };
-        let mut cred = i + scheme_len;
-        if !lower[cred..].starts_with(' ') {
-            continue;
-        }
-        while cred < bytes.len() && bytes[cred] == b' ' {
-            cred += 1;
-        }
-        let end = lower[cred..]
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';'))
-            .map_or(lower.len(), |n| cred + n);
+        let (cred, end) = credential_span(text, &lower, i);
         if end > cred {
             out.push_str(&text[copied..cred]);
             out.push_str(MASK);
@@ -171,50 +269,52 @@ fn mask_authorization(text: &str) -> String {
     out
 }
 
-fn is_name_byte(b: u8) -> bool {
+pub(super) fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')
 }
 
 /// A name whose tail is a secret word on a word boundary: `DB_PASSWORD`, `--api-key`, `token`.
-fn is_secret_name(name: &str) -> bool {
-    let name = name
-        .trim_start_matches('-')
-        .to_ascii_lowercase()
-        .replace('-', "_");
+pub(super) fn is_secret_name(name: &str) -> bool {
+    let name = name.trim_start_matches('-').replace('-', "_");
     let name = name.rsplit('.').next().unwrap_or_default();
     is_secret_key(name)
 }
 
-/// Secret-named `name=value`: in a query (`?`/`&` before the name) the value runs to whitespace,
-/// `&`, `#` or a quote; elsewhere it is a shell word (quotes, escapes), and a wholly quoted value
-/// keeps its quotes.
+/// Secret-named `name=value` and `name: value`, the name optionally quoted (`"password": "…"`
+/// inside a string) and the separator optionally spaced. A quoted value is masked inside its
+/// quotes; in a query (`?`/`&` before the name) the value runs to whitespace, `&`, `#` or a quote;
+/// after `name=` it is a shell word (quotes, escapes); after `name:` it is one word.
 fn mask_assignments(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] != b'=' {
+        let Some((start, value_start)) =
+            assignment_at(text, i).filter(|(start, _)| *start >= copied)
+        else {
             i += 1;
             continue;
-        }
-        let mut start = i;
-        while start > 0 && is_name_byte(bytes[start - 1]) {
-            start -= 1;
-        }
-        if start == i || start < copied || !is_secret_name(&text[start..i]) {
-            i += 1;
+        };
+        if text[value_start..].starts_with(MASK) {
+            i = value_start + MASK.len();
             continue;
         }
         let query = start > 0 && matches!(bytes[start - 1], b'?' | b'&');
-        let value_start = i + 1;
-        let (mask_start, mask_end, resume) = if query {
+        let (mask_start, mask_end, resume) = if let Some(span) = quoted_value(bytes, value_start) {
+            span
+        } else if query {
             let end = text[value_start..]
                 .find(|c: char| c.is_whitespace() || matches!(c, '&' | '#' | '"' | '\''))
                 .map_or(text.len(), |n| value_start + n);
             (value_start, end, end)
-        } else {
+        } else if bytes[i] == b'=' && value_start == i + 1 {
             shell_word(bytes, value_start)
+        } else {
+            let end = text[value_start..]
+                .find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '}' | ']' | ')'))
+                .map_or(text.len(), |n| value_start + n);
+            (value_start, end, end)
         };
         if mask_end > mask_start {
             out.push_str(&text[copied..mask_start]);
@@ -227,9 +327,85 @@ fn mask_assignments(text: &str) -> String {
     out
 }
 
+/// When `text[sep]` is the `=` or `:` of a secret-named assignment: where its name starts and
+/// where its value does. `==`, `::` and `://` are not assignments.
+fn assignment_at(text: &str, sep: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let b = *bytes.get(sep)?;
+    if !matches!(b, b'=' | b':') || bytes.get(sep + 1) == Some(&b) {
+        return None;
+    }
+    if b == b':' && bytes[sep + 1..].starts_with(b"//") || sep > 0 && bytes[sep - 1] == b {
+        return None;
+    }
+    // Go's `token := value` names its value like `=` does.
+    let mut name_end = if b == b'=' && sep > 0 && bytes[sep - 1] == b':' {
+        sep - 1
+    } else {
+        sep
+    };
+    if b == b':' && bytes.get(sep + 1) == Some(&b'=') {
+        return None;
+    }
+    while name_end > 0 && matches!(bytes[name_end - 1], b' ' | b'\t') {
+        name_end -= 1;
+    }
+    if name_end > 0 && matches!(bytes[name_end - 1], b'"' | b'\'') {
+        name_end -= 1;
+        if name_end > 0 && bytes[name_end - 1] == b'\\' {
+            name_end -= 1;
+        }
+    }
+    let mut start = name_end;
+    while start > 0 && is_name_byte(bytes[start - 1]) {
+        start -= 1;
+    }
+    if start == name_end || !is_secret_name(&text[start..name_end]) {
+        return None;
+    }
+    // Userinfo (`scheme://token:…@`) is the URL pass's.
+    if b == b':' && text[..start].ends_with("//") {
+        return None;
+    }
+    let value = sep
+        + 1
+        + bytes[sep + 1..]
+            .iter()
+            .take_while(|c| matches!(c, b' ' | b'\t'))
+            .count();
+    (value < bytes.len() && !matches!(bytes[value], b'\n' | b'\r')).then_some((start, value))
+}
+
+/// A value that is one quoted string (`"…"`, `'…'`, or JSON-escaped `\"…\"`) followed by the end
+/// of the word: the span inside the quotes. An unterminated quote is masked to the end of the line,
+/// quote and all.
+fn quoted_value(bytes: &[u8], at: usize) -> Option<(usize, usize, usize)> {
+    let escaped = bytes[at] == b'\\';
+    let open = at + usize::from(escaped);
+    let quote = *bytes.get(open).filter(|q| matches!(q, b'"' | b'\''))?;
+    let inner = open + 1;
+    let mut i = inner;
+    while i < bytes.len() && bytes[i] != b'\n' {
+        let close = bytes[i] == quote && (!escaped || bytes[i - 1] == b'\\');
+        if close {
+            let inner_end = i - usize::from(escaped);
+            let after = i + 1;
+            let ends = bytes
+                .get(after)
+                .is_none_or(|c| c.is_ascii_whitespace() || b",;}])&\\".contains(c));
+            return ends.then_some((inner, inner_end, after));
+        }
+        if bytes[i] == b'\\' && !escaped && quote == b'"' {
+            i += 1;
+        }
+        i += 1;
+    }
+    Some((at, i.min(bytes.len()), i.min(bytes.len())))
+}
+
 /// The span of a shell word starting at `at`: `(mask_start, mask_end, word_end)`. A value that is one
 /// quoted string keeps its quotes; an unterminated quote runs to the end of the line.
-fn shell_word(bytes: &[u8], at: usize) -> (usize, usize, usize) {
+pub(super) fn shell_word(bytes: &[u8], at: usize) -> (usize, usize, usize) {
     let mut i = at;
     let mut quote: Option<u8> = None;
     let mut segments = 0;
@@ -270,11 +446,22 @@ mod tests {
 
     #[test]
     fn secret_named_keys_lose_their_value_at_any_depth() {
-        let doc =
-            json!({"a": {"api_key": 5, "DB_PASSWORD": ["x"], "tokens": "kept", "mytoken": "kept"}});
+        let doc = json!({"a": {"api_key": 5, "DB_PASSWORD": ["x"], "tokens": "kept", "mytoken": "kept",
+                         "clientSecret": "x", "AWS_SECRET_ACCESS_KEY": "y", "lock_key": "kept"}});
         assert_eq!(
             redact(&doc),
-            json!({"a": {"api_key": "[redacted]", "DB_PASSWORD": "[redacted]", "tokens": "kept", "mytoken": "kept"}})
+            json!({"a": {"api_key": "[redacted]", "DB_PASSWORD": "[redacted]", "tokens": "kept",
+                         "mytoken": "kept", "clientSecret": "[redacted]",
+                         "AWS_SECRET_ACCESS_KEY": "[redacted]", "lock_key": "kept"}})
+        );
+    }
+
+    #[test]
+    fn a_key_that_carries_a_credential_is_masked_like_a_value() {
+        let doc = json!({"holds": {"com:rfc2217://ci:pw@h:9": {"held": true}, "com:uart0": 1}});
+        assert_eq!(
+            redact(&doc),
+            json!({"holds": {"com:rfc2217://ci:[redacted]@h:9": {"held": true}, "com:uart0": 1}})
         );
     }
 
@@ -287,6 +474,10 @@ mod tests {
         assert_eq!(
             redact_text("see http://example.com:80/a@b"),
             "see http://example.com:80/a@b"
+        );
+        assert_eq!(
+            redact_text("clone https://ghtoken123@example.com/r.git"),
+            "clone https://[redacted]@example.com/r.git"
         );
     }
 

@@ -7,7 +7,9 @@
 //! is none of an agent's business, and a workspace mirror is an agent's to read.
 //!
 //! Writers of a sink take a [`Scrubbed`], which only [`Sink::scrub`] makes, so a new sink that
-//! forgets the step does not compile.
+//! forgets the step does not compile. Device output that leaves in pieces (a `com_read` of a few
+//! bytes, the reader's log chunks) is first masked as a stream ([`super::StreamMask`]): one piece
+//! alone cannot show that it is half a credential.
 
 use std::path::{Path, PathBuf};
 
@@ -147,7 +149,9 @@ fn replace_root(text: &str, root: &str, placeholder: &str) -> String {
     while let Some(at) = rest.find(root) {
         let before = rest[..at].chars().next_back();
         let after = rest[at + root.len()..].chars().next();
-        let starts = before.is_none_or(|c| !continues_name(c) && c != '/');
+        // A `file://` URL's path starts after the scheme's slashes.
+        let starts =
+            before.is_none_or(|c| !continues_name(c) && c != '/') || rest[..at].ends_with("://");
         let ends = after.is_none_or(|c| !continues_name(c));
         out.push_str(&rest[..at]);
         if starts && ends {
@@ -182,6 +186,7 @@ mod tests {
             "b": "/home/u/.local/state/agentic-hil",
             "c": "edit /home/u/.config/agentic-hil/p-1/config.yaml, then /home/u/tools/fake",
             "d": "/home/u",
+            "e": "file:///home/u/.config/agentic-hil/p-1/board.cfg",
         });
         assert_eq!(
             sink().scrub(&doc).into_value(),
@@ -190,6 +195,7 @@ mod tests {
                 "b": "<state_root>",
                 "c": "edit <config_dir>/config.yaml, then ~/tools/fake",
                 "d": "~",
+                "e": "file://<config_dir>/board.cfg",
             })
         );
     }

@@ -104,7 +104,9 @@ struct Shared {
     rings: Vec<(u32, Ring)>,
     last_error: Mutex<Option<String>>,
     polls: AtomicU64,
-    tap: Option<Tap>,
+    /// Taken out and dropped when the link closes: a tap may hold the end of a stream back and
+    /// write it when dropped, before the caller logs the session's end.
+    tap: Mutex<Option<Tap>>,
 }
 
 impl Shared {
@@ -118,7 +120,12 @@ impl Shared {
             let taken = self.source().read_up(*index, cap);
             match taken {
                 Ok(bytes) if !bytes.is_empty() => {
-                    if let Some(tap) = &self.tap {
+                    if let Some(tap) = self
+                        .tap
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .as_ref()
+                    {
                         tap(*index, &bytes);
                     }
                     ring.push(&bytes);
@@ -206,7 +213,7 @@ impl Link {
             rings: options.rings(),
             last_error: Mutex::new(None),
             polls: AtomicU64::new(0),
-            tap,
+            tap: Mutex::new(tap),
         });
         shared.poll();
         let poller = Arc::clone(&shared);
@@ -304,6 +311,13 @@ impl Link {
             .is_none_or(|(_, ring)| ring.wait_done(deadline));
         if ended && crate::worker::join(&self.thread) {
             self.shared.source().close();
+            drop(
+                self.shared
+                    .tap
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(),
+            );
         }
         ended
     }

@@ -203,13 +203,21 @@ pub(super) fn read_request(
     })
 }
 
+/// What a read that took `taken` shows of its stream: masked in context, and with its last word
+/// held back while more bytes wait than the read asked for (its shape may not be complete yet).
+pub(super) fn shown(mask: &mut crate::audit::StreamMask, taken: &Taken) -> Vec<u8> {
+    let cut = taken.remaining > 0 && taken.matched != Some(true);
+    mask.next_cut(&taken.bytes, cut)
+}
+
 /// The answer to a read that took `taken`: `com_read`'s fields, which `rtt_read` shares. `id` is the
-/// (key, value) naming what was read, `what` its kind in the summary ("COM port").
+/// (key, value) naming what was read, `what` its kind in the summary ("COM port"); `shown` is the
+/// taken bytes as the stream's [`crate::audit::StreamMask`] masked them.
 pub(super) fn read_outcome(
     tool: ToolId,
     id: (&str, &str),
     what: &str,
-    taken: &Taken,
+    (taken, shown): (&Taken, &[u8]),
     patterns: &[Vec<u8>],
     encoding: Encoding,
 ) -> Outcome {
@@ -223,7 +231,7 @@ pub(super) fn read_outcome(
         .with("bytes_read", taken.bytes.len())
         .with("buffer_remaining_bytes", taken.remaining)
         .with("overflow_bytes", taken.overflow)
-        .with("data", data(&taken.bytes, encoding));
+        .with("data", data(shown, encoding));
     if let Some(matched) = taken.matched {
         outcome.set("until_matched", matched);
         if matched && let Some(pattern) = patterns.iter().find(|p| taken.bytes.ends_with(p)) {
@@ -312,11 +320,18 @@ fn read(
     if taken.bytes.is_empty() && taken.reader_error.is_some() {
         return Acted::new(not_active(TOOL.name(), port_id, Some(&session)), none());
     }
+    let shown = shown(
+        &mut session
+            .shown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+        &taken,
+    );
     let mut outcome = read_outcome(
         TOOL,
         ("port_id", port_id),
         "COM port",
-        &taken,
+        (&taken, &shown),
         patterns,
         encoding,
     );

@@ -146,22 +146,55 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
 
 /// The reader's tap that logs each received chunk to `log_name`, for a COM session and a capture.
 pub(super) fn rx_tap(audit: &Audit, log_name: &str, encoding: Encoding) -> RxTap {
-    let audit = audit.clone();
-    let log_name = log_name.to_owned();
+    let mut log = RxLog {
+        audit: audit.clone(),
+        log_name: log_name.to_owned(),
+        encoding,
+        mask: crate::audit::StreamMask::default(),
+    };
     Box::new(move |bytes: &[u8]| {
+        // The reader's chunks split lines wherever the device paused: each is masked in the
+        // context of the stream before it, and its unfinished last word waits for the next chunk
+        // (a key id or `user:pass@host` is a credential only once whole), so the mirror shows no
+        // credential in pieces.
+        let shown = log.mask.next_cut(bytes, true);
+        log.append(bytes.len(), &shown);
+    })
+}
+
+/// A received stream's passive log: what the tap holds between chunks.
+struct RxLog {
+    audit: Audit,
+    log_name: String,
+    encoding: Encoding,
+    mask: crate::audit::StreamMask,
+}
+
+impl RxLog {
+    fn append(&self, bytes: usize, shown: &[u8]) {
         // Passive lines only reach the workspace mirror; a failed append loses log text, never
         // received bytes (they are in the ring already).
-        let _ = audit.append_passive(
-            &log_name,
+        let _ = self.audit.append_passive(
+            &self.log_name,
             &json!({
                 "direction": "rx",
                 "time": ahil_config::time::now_millis(),
-                "bytes": bytes.len(),
-                "hex": to_hex(bytes),
-                "text": encoding.decode(bytes),
+                "bytes": bytes,
+                "hex": to_hex(shown),
+                "text": self.encoding.decode(shown),
             }),
         );
-    })
+    }
+}
+
+impl Drop for RxLog {
+    /// The reader is done: the word still held back is logged as it reads.
+    fn drop(&mut self) {
+        let rest = self.mask.next(b"");
+        if !rest.is_empty() {
+            self.append(0, &rest);
+        }
+    }
 }
 
 /// How the serial driver opens `port` at `node`, the node its name resolved to when the call was
@@ -288,6 +321,7 @@ impl SessionKind for Opening {
             encoding: start.encoding,
             close_limit: start.close_limit,
             identity: identity.clone(),
+            shown: std::sync::Mutex::default(),
             locks: begun.locks,
         };
         let session = start.sessions.register_opened(session, |refused| {

@@ -9,7 +9,7 @@ use ahil_drivers::Contact;
 use ahil_drivers::serial::Ring;
 use serde_json::{Value, json};
 
-use super::com_io::{ReadRequest, data, read_outcome, read_request, write_payload};
+use super::com_io::{ReadRequest, data, read_outcome, read_request, shown, write_payload};
 use super::com_session::WithLog;
 use super::debugger_info::device;
 use super::rtt_session::rtt_entry;
@@ -171,11 +171,20 @@ fn read(
         return Acted::new(outcome.with_log(&session.log.path), none());
     }
     let taken = ring.take(max_bytes, deadline, patterns);
+    let shown = shown(
+        session
+            .shown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(channel.index)
+            .or_default(),
+        &taken,
+    );
     let mut outcome = read_outcome(
         TOOL,
         ("channel", &channel.name),
         "RTT channel",
-        &taken,
+        (&taken, &shown),
         patterns,
         ENCODING,
     )

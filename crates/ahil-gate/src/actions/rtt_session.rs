@@ -5,7 +5,8 @@
 //! (`rtt_reach.rs`); other backends answer `not_supported`.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use ahil_config::{Debugger, DebuggerType, Rtt, RttDirection, RttFormat, parse_address};
@@ -19,7 +20,7 @@ use super::rtt_reach::{Reach, reach};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::ErrorType;
 use crate::artifacts::{ArtifactPolicy, ArtifactUse, Purpose, StagedArtifact};
-use crate::audit::Audit;
+use crate::audit::{Audit, StreamMask};
 use crate::catalogue::ToolId;
 use crate::debug::offline::Record;
 use crate::envelope::Outcome;
@@ -353,29 +354,69 @@ struct Opening {
 
 /// The up channels' chunks, logged passively with their channel's name.
 pub(super) fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
-    let (audit, name) = (log.audit.clone(), log.name.clone());
-    let names: Vec<(u32, String)> = rtt
-        .channels
-        .iter()
-        .filter(|c| c.direction == RttDirection::Up)
-        .map(|c| (c.index, c.name.clone()))
-        .collect();
+    let log = RxLog {
+        audit: log.audit.clone(),
+        name: log.name.clone(),
+        names: rtt
+            .channels
+            .iter()
+            .filter(|c| c.direction == RttDirection::Up)
+            .map(|c| (c.index, c.name.clone()))
+            .collect(),
+        masks: Mutex::default(),
+    };
     Box::new(move |index, bytes| {
-        let channel = names.iter().find(|(i, _)| *i == index).map(|(_, n)| n);
+        // Each channel's chunks are masked in the context of that channel's stream, and a
+        // chunk's unfinished last word waits for the next, as a COM session's log does.
+        let shown = log
+            .masks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(index)
+            .or_default()
+            .next_cut(bytes, true);
+        log.append(index, bytes.len(), &shown);
+    })
+}
+
+/// The up channels' passive log: what the tap holds between chunks.
+struct RxLog {
+    audit: Audit,
+    name: String,
+    names: Vec<(u32, String)>,
+    masks: Mutex<HashMap<u32, StreamMask>>,
+}
+
+impl RxLog {
+    fn append(&self, index: u32, bytes: usize, shown: &[u8]) {
+        let channel = self.names.iter().find(|(i, _)| *i == index).map(|(_, n)| n);
         // Passive lines reach the workspace mirror only; a failed append loses log text, never
         // received bytes (they are in the ring already).
-        let _ = audit.append_passive(
-            &name,
+        let _ = self.audit.append_passive(
+            &self.name,
             &json!({
                 "direction": "rx",
                 "channel": channel,
                 "time": ahil_config::time::now_millis(),
-                "bytes": bytes.len(),
-                "hex": to_hex(bytes),
-                "text": Encoding::Utf8.decode(bytes),
+                "bytes": bytes,
+                "hex": to_hex(shown),
+                "text": Encoding::Utf8.decode(shown),
             }),
         );
-    })
+    }
+}
+
+impl Drop for RxLog {
+    /// The link is done: each channel's word still held back is logged as it reads.
+    fn drop(&mut self) {
+        let masks = std::mem::take(self.masks.get_mut().unwrap_or_else(PoisonError::into_inner));
+        for (index, mut mask) in masks {
+            let rest = mask.next(b"");
+            if !rest.is_empty() {
+                self.append(index, 0, &rest);
+            }
+        }
+    }
 }
 
 impl SessionKind for Opening {
@@ -441,6 +482,7 @@ impl SessionKind for Opening {
             log: begun.log.clone(),
             started_at: ahil_config::time::now_millis(),
             close_limit: CLOSE_LIMIT,
+            shown: std::sync::Mutex::default(),
             locks: begun.locks,
         });
         let _ = session.log.append(&json!({
