@@ -124,6 +124,21 @@ const ISSUED: &[Issued] = &[
     },
 ];
 
+/// Whether an unfinished `word` could still grow into a credential only known once whole: a user
+/// and password before an `@` (the word has a `:` or `@`), an issued token or a JSON Web Token
+/// (the word and a known prefix begin alike). Every other shape is keyed by earlier text
+/// (`password=`, `Bearer`), so its bytes are masked as they arrive.
+pub(super) fn may_become_credential(word: &str) -> bool {
+    let begins_alike = |prefix: &str| word.starts_with(prefix) || prefix.starts_with(word);
+    !word.is_empty()
+        && (word.contains([':', '@'])
+            || ISSUED
+                .iter()
+                .flat_map(|issued| issued.prefixes)
+                .any(|prefix| begins_alike(prefix))
+            || begins_alike("eyJ"))
+}
+
 /// The length of an issued token starting at `at`, if one does.
 fn issued_at(bytes: &[u8], at: usize) -> Option<usize> {
     let ends_word = |end: usize| end >= bytes.len() || !alnum_under(bytes[end]);
@@ -339,6 +354,7 @@ pub(super) fn mask_secret_flags(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::may_become_credential;
     use crate::audit::redact_text;
 
     /// Every shape, through the whole content pass: what goes in, what comes out.
@@ -473,6 +489,26 @@ mod tests {
         "the bearer token expired; Bearer credentials are refreshed",
         "tests pass=3 fail=0; PWD=/work/fw bypass=1 sigma=2",
     ];
+
+    #[test]
+    fn only_a_word_that_could_still_grow_into_a_whole_shape_may_become_a_credential() {
+        for word in [
+            "A",
+            "AKI",
+            "AKIAIOSF",
+            "gh",
+            "ghp_0123",
+            "eyJhbGci",
+            "bob:",
+            "bob:hunter",
+            "x@",
+        ] {
+            assert!(may_become_credential(word), "{word}");
+        }
+        for word in ["", "hello", "wor", "AKX", "ghz", "OK", "0x20000000"] {
+            assert!(!may_become_credential(word), "{word}");
+        }
+    }
 
     #[test]
     fn text_that_only_resembles_a_credential_is_kept() {

@@ -4,6 +4,7 @@
 //! read one byte at a time, shows `[redacted]` rather than the credential's bytes one by one.
 
 use super::redact::redact_text;
+use super::shapes::may_become_credential;
 
 /// How much earlier output a piece is read against: enough for a private-key block's header to
 /// still be in view at its last body line.
@@ -31,8 +32,9 @@ impl StreamMask {
     }
 
     /// As [`StreamMask::next`]; when `cut` (the reader asked for fewer bytes than were waiting),
-    /// the unfinished last word is held back until more of it is read, so a caller cannot take a
-    /// token (`AKIA…`, `user:pass@host`) a few bytes at a time before its shape is complete.
+    /// an unfinished last word that could still become a credential is held back until more of it
+    /// is read, so a caller cannot take a token (`AKIA…`, `user:pass@host`) a few bytes at a time
+    /// before its shape is complete. Any other text goes out as the read takes it.
     pub fn next_cut(&mut self, piece: &[u8], cut: bool) -> Vec<u8> {
         self.seen.extend(piece.iter().map(|&b| char::from(b)));
         let mut after = redact_text(&self.seen);
@@ -44,11 +46,11 @@ impl StreamMask {
             .map_or(self.shown.len().min(after.len()), |((at, _), _)| at);
         let mut end = after.len();
         if cut {
-            let word = after[common..]
+            let word = after
                 .rfind(|c: char| c.is_ascii_whitespace())
-                .map_or(common, |at| common + at + 1);
-            if after.len() - word <= MAX_HELD {
-                end = word;
+                .map_or(0, |at| at + 1);
+            if after.len() - word <= MAX_HELD && may_become_credential(&after[word..]) {
+                end = word.max(common);
             }
         }
         let shown: Vec<u8> = after[common..end]
@@ -129,8 +131,19 @@ mod tests {
             "id [redacted] scp bob:[redacted]@host:/x done\n"
         );
         // An uncut read, or the last piece of a cut one, shows everything it has.
-        assert_eq!(mask.next_cut(b"tail", true), b"");
-        assert_eq!(mask.next_cut(b"", false), b"tail");
+        assert_eq!(mask.next_cut(b"ghp_ab", true), b"");
+        assert_eq!(mask.next_cut(b"", false), b"ghp_ab");
+    }
+
+    #[test]
+    fn a_cut_read_gives_every_byte_of_a_word_that_cannot_become_a_credential() {
+        let mut mask = StreamMask::default();
+        // `max_bytes: 5` of `hello world`: the five bytes, as an unmasked read gives them.
+        assert_eq!(mask.next_cut(b"hello", true), b"hello");
+        assert_eq!(mask.next_cut(b" wor", true), b" wor");
+        // A time has a `:` and waits for its word to end; then all of it goes out.
+        assert_eq!(mask.next_cut(b"ld 12:3", true), b"ld ");
+        assert_eq!(mask.next_cut(b"0 ok", false), b"12:30 ok");
     }
 
     #[test]
