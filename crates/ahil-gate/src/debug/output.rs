@@ -3,11 +3,21 @@
 //! the way, so an agent cannot aim the dump at a file outside the project.
 
 use crate::ErrorType;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{
+    AtFlags, FileType, Mode, OFlags, fsync, mkdirat, openat, renameat, statat, unlinkat,
+};
+use rustix::io::Errno;
 
 use ahil_config::Config;
 
 use crate::artifacts::lexical;
+use crate::artifacts::open::{self, OpenError};
 use crate::envelope::Outcome;
 
 /// A checked output path.
@@ -72,30 +82,154 @@ impl Output {
     /// Creates the missing folders and replaces the file atomically, refusing a link anywhere below the
     /// workspace on the way.
     pub fn write(&self, text: &str) -> Result<(), String> {
+        self.write_with(text, || {})
+    }
+
+    /// [`Output::write`], running `between` after the folders are opened and before the file is
+    /// written (tests swap a folder for a link there). Every folder below the workspace is opened
+    /// relative to the one above it without following a link, and the file is written and renamed
+    /// relative to the last one: a folder the agent swaps for a link after the walk cannot redirect
+    /// the write out of the workspace, as a second walk by path could.
+    fn write_with(&self, text: &str, between: impl FnOnce()) -> Result<(), String> {
         let relative = self
             .path
             .strip_prefix(&self.workspace)
             .map_err(|_| "the path left the workspace".to_owned())?;
-        let mut at = self.workspace.clone();
-        for component in relative.components() {
-            at.push(component);
-            match std::fs::symlink_metadata(&at) {
-                Ok(meta) if meta.file_type().is_symlink() => {
-                    return Err(format!(
-                        "`{}` is a link",
-                        at.strip_prefix(&self.workspace).unwrap_or(&at).display()
-                    ));
-                }
-                Ok(_) => {}
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    if at != self.path {
-                        std::fs::create_dir(&at).map_err(|e| e.kind().to_string())?;
+        let names: Vec<String> = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let Some((name, folders)) = names.split_last() else {
+            return Err("the path names the workspace itself".to_owned());
+        };
+        let mut dir = open::open_dir(&self.workspace).map_err(|e| opened(&e, ""))?;
+        let mut at = PathBuf::new();
+        for folder in folders {
+            at.push(folder);
+            let shown = at.display().to_string();
+            let next = match open::open_subdir(&dir, folder) {
+                Err(OpenError::NotFound) => {
+                    match mkdirat(&dir, folder.as_str(), Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(error) => return Err(io::Error::from(error).kind().to_string()),
                     }
+                    open::open_subdir(&dir, folder)
                 }
-                Err(error) => return Err(error.kind().to_string()),
-            }
+                other => other,
+            };
+            dir = next.map_err(|e| opened(&e, &shown))?;
         }
-        crate::fsio::write_atomic(&self.path, text.as_bytes(), 0o644)
-            .map_err(|e| e.kind().to_string())
+        between();
+        // The rename would replace a link, never follow it; it is refused as the folders' are.
+        if statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
+        {
+            return Err(format!("`{}` is a link", relative.display()));
+        }
+        replace_in(&dir, name, text.as_bytes()).map_err(|e| e.kind().to_string())
+    }
+}
+
+/// What a failed walk says: the folder that is a link, or what the kernel said.
+fn opened(error: &OpenError, shown: &str) -> String {
+    match error {
+        OpenError::Unsafe(_) => format!("`{shown}` is a link"),
+        OpenError::NotFound => "a folder vanished while it was created".to_owned(),
+        OpenError::Io(error) => error.kind().to_string(),
+    }
+}
+
+/// Replaces `name` in `dir` with `bytes` through a new temp file and a rename, both relative to
+/// `dir`; nothing of the path is looked up again.
+fn replace_in(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let temp = format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    let fd = openat(
+        dir,
+        temp.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )?;
+    let written = (|| {
+        let mut file = File::from(fd);
+        file.write_all(bytes)?;
+        crate::fsio::sync_file(&file)?;
+        renameat(dir, temp.as_str(), dir, name)?;
+        fsync(dir)?;
+        Ok::<(), io::Error>(())
+    })();
+    if written.is_err() {
+        let _ = unlinkat(dir, temp.as_str(), AtFlags::empty());
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workspace with `fw/out/` and a folder outside it, and the output `fw/out/dump.hex`.
+    fn world() -> (tempfile::TempDir, PathBuf, PathBuf, Output) {
+        let root = tempfile::tempdir().expect("temp dir");
+        let workspace = root.path().join("ws");
+        let outside = root.path().join("outside");
+        std::fs::create_dir_all(workspace.join("fw/out")).expect("fw/out");
+        std::fs::create_dir(&outside).expect("outside");
+        let output = Output {
+            path: workspace.join("fw/out/dump.hex"),
+            display: "fw/out/dump.hex".to_owned(),
+            workspace: workspace.clone(),
+        };
+        (root, workspace, outside, output)
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_after_the_walk_never_leads_the_write_outside() {
+        let (_root, workspace, outside, output) = world();
+        let written = output.write_with(":00000001FF\n", || {
+            std::fs::rename(workspace.join("fw/out"), workspace.join("fw/moved")).expect("move");
+            std::os::unix::fs::symlink(&outside, workspace.join("fw/out")).expect("link");
+        });
+        assert_eq!(written, Ok(()));
+        assert!(
+            std::fs::read_dir(&outside)
+                .expect("outside")
+                .next()
+                .is_none(),
+            "the dump was written outside the workspace"
+        );
+        let kept = std::fs::read_to_string(workspace.join("fw/moved/dump.hex")).expect("dump");
+        assert_eq!(kept, ":00000001FF\n");
+    }
+
+    #[test]
+    fn a_link_on_the_way_or_at_the_name_is_refused_and_nothing_is_written_outside() {
+        for (link, target) in [("fw/out", ""), ("fw/out/dump.hex", "dump.hex")] {
+            let (_root, workspace, outside, output) = world();
+            let at = workspace.join(link);
+            let _ = std::fs::remove_dir(&at);
+            std::os::unix::fs::symlink(outside.join(target), &at).expect("link");
+            let refused = output.write(":00000001FF\n").expect_err(link);
+            assert!(refused.contains("is a link"), "{link}: {refused}");
+            assert!(
+                std::fs::read_dir(&outside)
+                    .expect("outside")
+                    .next()
+                    .is_none(),
+                "{link}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_folders_are_created_inside_the_workspace() {
+        let (_root, workspace, _outside, mut output) = world();
+        output.path = workspace.join("fw/new/deeper/dump.hex");
+        output.write("x").expect("written");
+        assert_eq!(std::fs::read_to_string(&output.path).expect("dump"), "x");
     }
 }
