@@ -3,21 +3,12 @@
 //! the way, so an agent cannot aim the dump at a file outside the project.
 
 use crate::ErrorType;
-use std::fs::File;
-use std::io::{self, Write};
-use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use rustix::fs::{
-    AtFlags, FileType, Mode, OFlags, fsync, mkdirat, openat, renameat, statat, unlinkat,
-};
-use rustix::io::Errno;
 
 use ahil_config::Config;
 
 use crate::artifacts::lexical;
-use crate::artifacts::open::{self, OpenError};
+use crate::artifacts::open;
 use crate::envelope::Outcome;
 
 /// A checked output path.
@@ -86,86 +77,15 @@ impl Output {
     }
 
     /// [`Output::write`], running `between` after the folders are opened and before the file is
-    /// written (tests swap a folder for a link there). Every folder below the workspace is opened
-    /// relative to the one above it without following a link, and the file is written and renamed
-    /// relative to the last one: a folder the agent swaps for a link after the walk cannot redirect
-    /// the write out of the workspace, as a second walk by path could.
+    /// written (tests swap a folder for a link there).
     fn write_with(&self, text: &str, between: impl FnOnce()) -> Result<(), String> {
         let relative = self
             .path
             .strip_prefix(&self.workspace)
             .map_err(|_| "the path left the workspace".to_owned())?;
-        let names: Vec<String> = relative
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        let Some((name, folders)) = names.split_last() else {
-            return Err("the path names the workspace itself".to_owned());
-        };
-        let mut dir = open::open_dir(&self.workspace).map_err(|e| opened(&e, ""))?;
-        let mut at = PathBuf::new();
-        for folder in folders {
-            at.push(folder);
-            let shown = at.display().to_string();
-            let next = match open::open_subdir(&dir, folder) {
-                Err(OpenError::NotFound) => {
-                    match mkdirat(&dir, folder.as_str(), Mode::from_raw_mode(0o777)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
-                        Err(error) => return Err(io::Error::from(error).kind().to_string()),
-                    }
-                    open::open_subdir(&dir, folder)
-                }
-                other => other,
-            };
-            dir = next.map_err(|e| opened(&e, &shown))?;
-        }
-        between();
-        // The rename would replace a link, never follow it; it is refused as the folders' are.
-        if statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
-            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
-        {
-            return Err(format!("`{}` is a link", relative.display()));
-        }
-        replace_in(&dir, name, text.as_bytes()).map_err(|e| e.kind().to_string())
+        open::write_beneath(&self.workspace, relative, text.as_bytes(), between)
+            .map_err(|e| e.to_string())
     }
-}
-
-/// What a failed walk says: the folder that is a link, or what the kernel said.
-fn opened(error: &OpenError, shown: &str) -> String {
-    match error {
-        OpenError::Unsafe(_) => format!("`{shown}` is a link"),
-        OpenError::NotFound => "a folder vanished while it was created".to_owned(),
-        OpenError::Io(error) => error.kind().to_string(),
-    }
-}
-
-/// Replaces `name` in `dir` with `bytes` through a new temp file and a rename, both relative to
-/// `dir`; nothing of the path is looked up again.
-fn replace_in(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let temp = format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let fd = openat(
-        dir,
-        temp.as_str(),
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o644),
-    )?;
-    let written = (|| {
-        let mut file = File::from(fd);
-        file.write_all(bytes)?;
-        crate::fsio::sync_file(&file)?;
-        renameat(dir, temp.as_str(), dir, name)?;
-        fsync(dir)?;
-        Ok::<(), io::Error>(())
-    })();
-    if written.is_err() {
-        let _ = unlinkat(dir, temp.as_str(), AtFlags::empty());
-    }
-    written
 }
 
 #[cfg(test)]
