@@ -143,6 +143,47 @@ fn replace_with(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Resu
     result
 }
 
+/// [`write_atomic`]'s temp file and rename (and with `durable` its file fsync) relative to the open
+/// directory `dir`, so nothing of a path is looked up again; the caller syncs `dir`
+/// ([`sync_dir_fd`]) when the new name must be durable.
+pub fn replace_at(
+    dir: &std::os::fd::OwnedFd,
+    name: &std::ffi::OsStr,
+    bytes: &[u8],
+    mode: u32,
+    durable: bool,
+) -> io::Result<()> {
+    use rustix::fs::{AtFlags, Mode, OFlags, openat, renameat, unlinkat};
+    let mut temp = std::ffi::OsString::from(".");
+    temp.push(name);
+    temp.push(format!(".tmp-{}-{}", std::process::id(), unique_suffix()));
+    let fd = openat(
+        dir,
+        temp.as_os_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )?;
+    let result = (|| {
+        let mut file = File::from(fd);
+        file.write_all(bytes)?;
+        if durable {
+            sync_file(&file)?;
+        }
+        renameat(dir, temp.as_os_str(), dir, name)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = unlinkat(dir, temp.as_os_str(), AtFlags::empty());
+    }
+    result
+}
+
+/// fsyncs the open directory `dir`, counted as [`sync_file`] is.
+pub fn sync_dir_fd(dir: &std::os::fd::OwnedFd) -> io::Result<()> {
+    count_sync();
+    rustix::fs::fsync(dir).map_err(io::Error::from)
+}
+
 /// Creates `dir` and its missing parents with `mode` (0700 for private state).
 pub fn create_dir_all_private(dir: &Path, mode: u32) -> io::Result<()> {
     fs::DirBuilder::new().recursive(true).mode(mode).create(dir)
