@@ -9,15 +9,12 @@
 //! live outside the roots).
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustix::fs::{
-    AtFlags, FileType, Mode, OFlags, fsync, mkdirat, openat, renameat, statat, unlinkat,
-};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, mkdirat, openat, statat};
 use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
@@ -225,34 +222,7 @@ pub fn write_beneath(
     {
         return Err(WriteError::Link(relative.display().to_string()));
     }
-    replace_in(&dir, name, bytes).map_err(WriteError::Io)
-}
-
-/// Replaces `name` in `dir` with `bytes` through a new temp file and a rename, both relative to
-/// `dir`; nothing of the path is looked up again.
-fn replace_in(dir: &OwnedFd, name: &str, bytes: &[u8]) -> io::Result<()> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let temp = format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
-    let fd = openat(
-        dir,
-        temp.as_str(),
-        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o644),
-    )?;
-    let written = (|| {
-        let mut file = File::from(fd);
-        file.write_all(bytes)?;
-        crate::fsio::sync_file(&file)?;
-        renameat(dir, temp.as_str(), dir, name)?;
-        fsync(dir)?;
-        Ok::<(), io::Error>(())
-    })();
-    if written.is_err() {
-        let _ = unlinkat(dir, temp.as_str(), AtFlags::empty());
-    }
-    written
+    crate::fsio::replace_at(&dir, name.as_ref(), bytes, 0o644, true)
+        .and_then(|()| crate::fsio::sync_dir_fd(&dir))
+        .map_err(WriteError::Io)
 }
