@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use ahil_config::Environment;
+use ahil_gate::artifacts::open::{WriteError, write_beneath};
 use ahil_gate::audit::{self, Audit};
 use ahil_gate::fsio;
 use serde_json::{Map, Value, json};
@@ -196,6 +197,53 @@ fn markdown(summary: &Value) -> String {
     md
 }
 
+/// Where run-evidence writes. A directory inside the workspace is the agent's to shape (a folder on
+/// the way may be a link it planted), so files there are written beneath the workspace without
+/// following a link; a directory the operator named elsewhere is written by its path.
+struct Out<'a> {
+    workspace: &'a Path,
+    dir: PathBuf,
+}
+
+impl<'a> Out<'a> {
+    fn new(workspace: &'a Path, out_dir: &Path) -> Self {
+        Self {
+            workspace,
+            dir: ahil_gate::artifacts::lexical(workspace, out_dir),
+        }
+    }
+
+    /// Replaces `rel` (below the output directory) with `bytes`, creating folders on the way.
+    fn write(&self, rel: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+        let path = self.dir.join(rel);
+        match path.strip_prefix(self.workspace) {
+            Ok(inside) => write_beneath(self.workspace, inside, bytes, || {}),
+            Err(_) => path
+                .parent()
+                .map_or(Ok(()), |dir| fsio::create_dir_all_private(dir, 0o755))
+                .and_then(|()| fsio::write_atomic(&path, bytes, 0o644))
+                .map_err(WriteError::Io),
+        }
+    }
+}
+
+/// The refusal of a write to the output directory: a link in the workspace, or what the kernel said.
+fn out_refusal(err: &WriteError, what: &str) -> Value {
+    const TOOL: &str = "run_evidence";
+    match err {
+        WriteError::Link(at) => refusal(
+            TOOL,
+            "unsafe_configured_path",
+            format!("{what}: `{at}` in the workspace is a symbolic link."),
+        ),
+        WriteError::Io(err) => refusal(
+            TOOL,
+            "output_write_failed",
+            format!("{what} ({:?}).", err.kind()),
+        ),
+    }
+}
+
 /// `agentic-hil run-evidence --report PATH --out DIR`: `run-summary.json`, `job-summary.md` and
 /// byte-for-byte copies of the logs the report names, for a CI job. Needs no configuration.
 pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Value {
@@ -239,18 +287,7 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
             format!("`{shown}` is not a report this program wrote (no `tool` and `ok`)."),
         );
     }
-    let out = workspace.join(out_dir);
-    let logs_dir = out.join("logs");
-    if let Err(err) = fsio::create_dir_all_private(&logs_dir, 0o755) {
-        return refusal(
-            TOOL,
-            "output_write_failed",
-            format!(
-                "The output directory could not be created ({:?}).",
-                err.kind()
-            ),
-        );
-    }
+    let out = Out::new(workspace, out_dir);
     let mut named = Vec::new();
     log_paths(&report, &mut named);
     let mut copied = Vec::new();
@@ -266,7 +303,7 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         );
         match audit::safe::read(workspace, &source) {
-            Ok(Some(log)) if fsio::write_atomic(&logs_dir.join(&name), &log, 0o644).is_ok() => {
+            Ok(Some(log)) if out.write(&Path::new("logs").join(&name), &log).is_ok() => {
                 copied.push(Value::String(name));
             }
             _ => missing.push(Value::String(rel)),
@@ -301,18 +338,14 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
         .scrub(&strip_identities(&Value::Object(summary), workspace))
         .into_value();
     let md = markdown(&summary);
-    let written = fsio::write_atomic(
-        &out.join("run-summary.json"),
-        audit::json::document(&summary).as_bytes(),
-        0o644,
-    )
-    .and_then(|()| fsio::write_atomic(&out.join("job-summary.md"), md.as_bytes(), 0o644));
+    let written = out
+        .write(
+            Path::new("run-summary.json"),
+            audit::json::document(&summary).as_bytes(),
+        )
+        .and_then(|()| out.write(Path::new("job-summary.md"), md.as_bytes()));
     if let Err(err) = written {
-        return refusal(
-            TOOL,
-            "output_write_failed",
-            format!("The summaries could not be written ({:?}).", err.kind()),
-        );
+        return out_refusal(&err, "The summaries could not be written");
     }
     if let Some(step_summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
         use std::io::Write;
@@ -364,6 +397,23 @@ mod tests {
             md.contains("FAIL") && md.contains("uart_expect_timeout"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn run_evidence_writes_nothing_through_a_link_planted_in_the_workspace() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let outside = tempfile::tempdir().expect("outside");
+        let ws = dir.path();
+        std::fs::write(
+            ws.join("run.json"),
+            r#"{"ok": true, "tool": "test_reactor"}"#,
+        )
+        .expect("report");
+        std::os::unix::fs::symlink(outside.path(), ws.join("evidence")).expect("link");
+        let doc = run_evidence(ws, Path::new("run.json"), Path::new("evidence"));
+        let there: Vec<_> = std::fs::read_dir(outside.path()).expect("list").collect();
+        assert!(there.is_empty(), "written outside the workspace: {there:?}");
+        assert_eq!(doc["error_type"], "unsafe_configured_path", "{doc}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Parsing a document and loading the authoritative configuration of a workspace.
 
 use crate::digest::hex;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
