@@ -17,7 +17,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path};
 
-use rustix::fs::{AtFlags, CWD, Mode, OFlags, mkdirat, openat, unlinkat};
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, mkdirat, openat, statat, unlinkat};
 use rustix::io::Errno;
 
 use super::AuditError;
@@ -136,7 +136,17 @@ fn open_dir_beneath(base: &Path, dir: &Path, create: bool) -> Result<Option<Owne
             Err(Errno::NOENT) => return Ok(None),
             other => other,
         };
-        fd = next.map_err(|errno| classify_open(base, &at, &errno.into()))?;
+        fd = next.map_err(|errno| {
+            // `O_DIRECTORY` answers a link with ENOTDIR before `O_NOFOLLOW` can say ELOOP.
+            let link = errno == Errno::NOTDIR
+                && statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
+            if link {
+                AuditError::unsafe_path(base, &at, "is a symbolic link")
+            } else {
+                classify_open(base, &at, &errno.into())
+            }
+        })?;
     }
     Ok(Some(fd))
 }
@@ -366,13 +376,10 @@ pub fn size(base: &Path, path: &Path) -> Result<u64, AuditError> {
     }
 }
 
-/// `ELOOP` from `O_NOFOLLOW` means a link was planted after the check; `ENOTDIR` on the way, that
-/// something else was.
+/// `ELOOP` from `O_NOFOLLOW` means a link was planted after the check.
 fn classify_open(base: &Path, path: &Path, err: &io::Error) -> AuditError {
     if err.raw_os_error() == Some(libc::ELOOP) {
         AuditError::unsafe_path(base, path, "is a symbolic link")
-    } else if err.raw_os_error() == Some(libc::ENOTDIR) {
-        AuditError::unsafe_path(base, path, "is not a directory")
     } else {
         AuditError::io(base, path, err)
     }
