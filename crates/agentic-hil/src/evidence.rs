@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use ahil_config::Environment;
-use ahil_gate::artifacts::open::{WriteError, write_beneath};
 use ahil_gate::audit::{self, Audit};
 use ahil_gate::fsio;
+use ahil_gate::fsio::{WriteError, write_beneath};
 use serde_json::{Map, Value, json};
 
 fn refusal(tool: &str, error_type: &str, summary: impl Into<String>) -> Value {
@@ -209,7 +209,7 @@ impl<'a> Out<'a> {
     fn new(workspace: &'a Path, out_dir: &Path) -> Self {
         Self {
             workspace,
-            dir: ahil_gate::artifacts::lexical(workspace, out_dir),
+            dir: lexical(workspace, out_dir),
         }
     }
 
@@ -225,6 +225,21 @@ impl<'a> Out<'a> {
                 .map_err(WriteError::Io),
         }
     }
+}
+
+/// `path` joined onto `base` when relative, with `.` and `..` folded away without touching the disk.
+fn lexical(base: &Path, path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for component in base.join(path).components() {
+        match component {
+            Component::Normal(name) => out.push(name),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
 }
 
 /// The refusal of a write to the output directory: a link in the workspace, or what the kernel said.

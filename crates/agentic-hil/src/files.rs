@@ -88,9 +88,7 @@ fn write_output_with(
     text.push('\n');
     between();
     let relative = target.strip_prefix(workspace).unwrap_or(&target);
-    if let Err(err) =
-        ahil_gate::artifacts::open::write_beneath(workspace, relative, text.as_bytes(), || {})
-    {
+    if let Err(err) = ahil_gate::fsio::write_beneath(workspace, relative, text.as_bytes(), || {}) {
         return Ok(refusal(
             &tool,
             "unsafe_configured_path",

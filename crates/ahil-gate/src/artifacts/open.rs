@@ -12,9 +12,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags, mkdirat, openat, statat};
+use rustix::fs::{Mode, OFlags, openat};
 use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 
@@ -153,76 +153,4 @@ pub fn read_hashed(
         return Ok(None);
     }
     Ok(Some((bytes, ahil_config::digest::hex(&hasher.finalize()))))
-}
-
-/// Why [`write_beneath`] wrote nothing.
-#[derive(Debug)]
-pub enum WriteError {
-    /// A folder on the way, or the name itself, is a symbolic link (the workspace-relative path).
-    Link(String),
-    /// Anything else the kernel said.
-    Io(io::Error),
-}
-
-impl std::fmt::Display for WriteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Link(at) => write!(f, "`{at}` is a link"),
-            Self::Io(error) => write!(f, "{}", error.kind()),
-        }
-    }
-}
-
-/// Replaces the file `relative` beneath the operator's `workspace` with `bytes` (0644), creating
-/// missing folders (0755), and runs `between` after the folders are opened (tests swap a folder
-/// for a link there). Every folder is opened relative to the one above it without following a
-/// link, and the file is written to a temp name and renamed relative to the last one, so a folder
-/// the agent swaps for a link after any check cannot lead the write out of the workspace, as a
-/// write by path could. A link on the way, or at the name, is refused.
-pub fn write_beneath(
-    workspace: &Path,
-    relative: &Path,
-    bytes: &[u8],
-    between: impl FnOnce(),
-) -> Result<(), WriteError> {
-    let names: Vec<String> = relative
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    let Some((name, folders)) = names.split_last() else {
-        return Err(WriteError::Io(io::Error::other(
-            "the path names the workspace itself",
-        )));
-    };
-    let walked = |error: OpenError, at: &Path| match error {
-        OpenError::Unsafe(_) => WriteError::Link(at.display().to_string()),
-        OpenError::NotFound => WriteError::Io(io::ErrorKind::NotFound.into()),
-        OpenError::Io(error) => WriteError::Io(error),
-    };
-    let mut dir = open_dir(workspace).map_err(|e| walked(e, Path::new("")))?;
-    let mut at = PathBuf::new();
-    for folder in folders {
-        at.push(folder);
-        let next = match open_subdir(&dir, folder) {
-            Err(OpenError::NotFound) => {
-                match mkdirat(&dir, folder.as_str(), Mode::from_raw_mode(0o755)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(error) => return Err(WriteError::Io(error.into())),
-                }
-                open_subdir(&dir, folder)
-            }
-            other => other,
-        };
-        dir = next.map_err(|e| walked(e, &at))?;
-    }
-    between();
-    // The rename would replace a link, never follow it; it is refused as the folders' are.
-    if statat(&dir, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
-        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
-    {
-        return Err(WriteError::Link(relative.display().to_string()));
-    }
-    crate::fsio::replace_at(&dir, name.as_ref(), bytes, 0o644, true)
-        .and_then(|()| crate::fsio::sync_dir_fd(&dir))
-        .map_err(WriteError::Io)
 }

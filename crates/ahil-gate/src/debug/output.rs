@@ -8,7 +8,6 @@ use std::path::{Component, Path, PathBuf};
 use ahil_config::Config;
 
 use crate::artifacts::lexical;
-use crate::artifacts::open;
 use crate::envelope::Outcome;
 
 /// A checked output path.
@@ -83,7 +82,7 @@ impl Output {
             .path
             .strip_prefix(&self.workspace)
             .map_err(|_| "the path left the workspace".to_owned())?;
-        open::write_beneath(&self.workspace, relative, text.as_bytes(), between)
+        crate::fsio::write_beneath(&self.workspace, relative, text.as_bytes(), between)
             .map_err(|e| e.to_string())
     }
 }

@@ -9,8 +9,8 @@ use serde_json::{Map, Value, json};
 use super::View;
 use super::junit;
 use super::steps::Exec;
-use crate::artifacts::open::WriteError;
 use crate::envelope::Outcome;
+use crate::fsio::WriteError;
 
 /// The recovery a failed run gets (a stopped run gets none), while the run still holds its
 /// devices and after its sessions were closed: as the recovery policy allows, a reset into halt and a
@@ -165,7 +165,7 @@ pub fn write_junit(view: &View<'_>, outcome: &mut Outcome, target: &Path, planne
     // The workspace is the agent's: a folder on the way may be a link it planted (or swaps in
     // while the run goes on), so the file is written beneath the workspace without following one.
     let relative = Path::new(&shown);
-    match crate::artifacts::open::write_beneath(workspace, relative, doc.as_bytes(), || {}) {
+    match crate::fsio::write_beneath(workspace, relative, doc.as_bytes(), || {}) {
         Ok(()) => outcome.set("junit_xml", shown),
         Err(WriteError::Link(at)) => outcome.set(
             "junit_xml_error",
