@@ -227,6 +227,21 @@ impl<'a> Out<'a> {
     }
 }
 
+/// The report's bytes. One inside the workspace is the agent's file: read without following a
+/// link and only as a single-link regular file, so a link to a file outside or a FIFO (which would
+/// hold the CI job forever) is refused; one the operator named elsewhere is read by its path.
+fn read_report(workspace: &Path, report_path: &Path) -> std::io::Result<Vec<u8>> {
+    let path = lexical(workspace, report_path);
+    if !path.starts_with(workspace) {
+        return std::fs::read(path);
+    }
+    match audit::safe::read(workspace, &path) {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
+        Err(err) => Err(std::io::Error::other(err.to_string())),
+    }
+}
+
 /// `path` joined onto `base` when relative, with `.` and `..` folded away without touching the disk.
 fn lexical(base: &Path, path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
@@ -266,7 +281,7 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
     let shown = report_path
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let bytes = match std::fs::read(workspace.join(report_path)) {
+    let bytes = match read_report(workspace, report_path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return refusal(
@@ -429,6 +444,41 @@ mod tests {
         let there: Vec<_> = std::fs::read_dir(outside.path()).expect("list").collect();
         assert!(there.is_empty(), "written outside the workspace: {there:?}");
         assert_eq!(doc["error_type"], "unsafe_configured_path", "{doc}");
+    }
+
+    #[test]
+    fn a_report_that_is_a_fifo_or_a_link_out_of_the_workspace_is_refused_at_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let outside = tempfile::tempdir().expect("outside");
+        let ws = dir.path().to_path_buf();
+        let secret = outside.path().join("secret.json");
+        std::fs::write(
+            &secret,
+            r#"{"ok": true, "tool": "secret", "summary": "s3cr3t"}"#,
+        )
+        .expect("outside report");
+        std::os::unix::fs::symlink(&secret, ws.join("linked.json")).expect("link");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &ws.join("fifo.json"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .expect("fifo");
+        for name in ["linked.json", "fifo.json"] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let at = ws.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(run_evidence(&at, Path::new(name), Path::new("evidence")));
+            });
+            let Ok(doc) = rx.recv_timeout(std::time::Duration::from_secs(5)) else {
+                let _ = std::fs::OpenOptions::new().write(true).open(ws.join(name));
+                panic!("{name}: run-evidence hung on the report");
+            };
+            assert_eq!(doc["error_type"], "run_report_unreadable", "{name}: {doc}");
+            assert!(!ws.join("evidence").exists(), "{name}: {doc}");
+        }
     }
 
     #[test]

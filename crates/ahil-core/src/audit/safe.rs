@@ -201,7 +201,8 @@ pub fn write_atomic(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditE
 }
 
 /// Opens the existing `path` beneath `base` with `flags` and no link followed; `None` when it (or
-/// a directory on the way) does not exist.
+/// a directory on the way) does not exist. Non-blocking, so a FIFO swapped in after the checks is
+/// opened at once (and refused as no regular file) instead of waiting for a peer forever.
 fn open_existing(base: &Path, path: &Path, flags: OFlags) -> Result<Option<File>, AuditError> {
     let Some((dir, name)) = parent_beneath(base, path, false)? else {
         return Ok(None);
@@ -209,7 +210,7 @@ fn open_existing(base: &Path, path: &Path, flags: OFlags) -> Result<Option<File>
     match openat(
         &dir,
         name,
-        flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::empty(),
     ) {
         Ok(fd) => Ok(Some(File::from(fd))),
@@ -356,6 +357,7 @@ pub fn lock_shared(base: &Path, path: &Path) -> Result<File, AuditError> {
 /// Reads `path` without following a link; `None` when it does not exist.
 pub fn read(base: &Path, path: &Path) -> Result<Option<Vec<u8>>, AuditError> {
     check(base, path)?;
+    after_check();
     let Some(mut file) = open_existing(base, path, OFlags::RDONLY)? else {
         return Ok(None);
     };
@@ -411,6 +413,37 @@ pub(super) mod tests {
             }));
         });
         (root, outside)
+    }
+
+    #[test]
+    fn a_fifo_swapped_in_after_the_check_is_refused_by_a_read_without_waiting() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let path = root.path().join("report.json");
+        fs::write(&path, b"{}").expect("report");
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let (base, read_path) = (root.path().to_path_buf(), path.clone());
+        // The hook is the reading thread's own: it runs between the check and the open.
+        std::thread::spawn(move || {
+            let swapped = read_path.clone();
+            AFTER_CHECK.with(|hook| {
+                *hook.borrow_mut() = Some(Box::new(move || {
+                    fs::remove_file(&swapped).expect("remove");
+                    rustix::fs::mknodat(CWD, &swapped, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0)
+                        .expect("fifo");
+                }));
+            });
+            let _ = done_tx.send(read(&base, &read_path).is_err());
+        });
+        let answered = done_rx.recv_timeout(std::time::Duration::from_secs(5));
+        if answered.is_err() {
+            // Release the reader blocked on the FIFO before failing.
+            let _ = fs::OpenOptions::new().write(true).open(&path);
+        }
+        assert_eq!(
+            answered,
+            Ok(true),
+            "the read hung on the FIFO or accepted it"
+        );
     }
 
     #[test]
