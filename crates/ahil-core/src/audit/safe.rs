@@ -296,7 +296,14 @@ fn open_append(base: &Path, path: &Path) -> Result<File, AuditError> {
     let fd = openat(
         &dir,
         name,
-        OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        // Non-blocking: a FIFO swapped in after the checks fails the open (no reader) or is
+        // refused below, instead of holding this thread until a reader comes.
+        OFlags::WRONLY
+            | OFlags::APPEND
+            | OFlags::CREATE
+            | OFlags::NOFOLLOW
+            | OFlags::NONBLOCK
+            | OFlags::CLOEXEC,
         Mode::RUSR | Mode::WUSR,
     )
     .map_err(|errno| classify_open(base, path, &errno.into()))?;
@@ -416,34 +423,40 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn a_fifo_swapped_in_after_the_check_is_refused_by_a_read_without_waiting() {
-        let root = tempfile::tempdir().expect("temp dir");
-        let path = root.path().join("report.json");
-        fs::write(&path, b"{}").expect("report");
-        let (done_tx, done_rx) = std::sync::mpsc::channel();
-        let (base, read_path) = (root.path().to_path_buf(), path.clone());
-        // The hook is the reading thread's own: it runs between the check and the open.
-        std::thread::spawn(move || {
-            let swapped = read_path.clone();
-            AFTER_CHECK.with(|hook| {
-                *hook.borrow_mut() = Some(Box::new(move || {
-                    fs::remove_file(&swapped).expect("remove");
-                    rustix::fs::mknodat(CWD, &swapped, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0)
-                        .expect("fifo");
-                }));
+    fn a_fifo_swapped_in_after_the_check_is_refused_by_a_read_or_a_write_without_waiting() {
+        type Use = fn(&Path, &Path) -> bool;
+        let uses: [(&str, Use); 3] = [
+            ("read", |base, path| read(base, path).is_err()),
+            ("append", |base, path| append(base, path, b"x").is_err()),
+            ("write_small", |base, path| {
+                write_small(base, path, b"x").is_err()
+            }),
+        ];
+        for (what, refused) in uses {
+            let root = tempfile::tempdir().expect("temp dir");
+            let path = root.path().join("log.jsonl");
+            fs::write(&path, b"{}\n").expect("log");
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            let (base, at) = (root.path().to_path_buf(), path.clone());
+            // The hook is the thread's own: it runs between the check and the open.
+            std::thread::spawn(move || {
+                let swapped = at.clone();
+                AFTER_CHECK.with(|hook| {
+                    *hook.borrow_mut() = Some(Box::new(move || {
+                        fs::remove_file(&swapped).expect("remove");
+                        let mode = Mode::RUSR | Mode::WUSR;
+                        rustix::fs::mknodat(CWD, &swapped, FileType::Fifo, mode, 0).expect("fifo");
+                    }));
+                });
+                let _ = done_tx.send(refused(&base, &at));
             });
-            let _ = done_tx.send(read(&base, &read_path).is_err());
-        });
-        let answered = done_rx.recv_timeout(std::time::Duration::from_secs(5));
-        if answered.is_err() {
-            // Release the reader blocked on the FIFO before failing.
-            let _ = fs::OpenOptions::new().write(true).open(&path);
+            let answered = done_rx.recv_timeout(std::time::Duration::from_secs(5));
+            if answered.is_err() {
+                // Release the thread blocked on the FIFO before failing.
+                drop(fs::OpenOptions::new().read(true).write(true).open(&path));
+            }
+            assert_eq!(answered, Ok(true), "{what} hung on the FIFO or accepted it");
         }
-        assert_eq!(
-            answered,
-            Ok(true),
-            "the read hung on the FIFO or accepted it"
-        );
     }
 
     #[test]
