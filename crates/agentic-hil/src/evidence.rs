@@ -460,7 +460,7 @@ mod tests {
         std::os::unix::fs::symlink(&secret, ws.join("linked.json")).expect("link");
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &ws.join("fifo.json"),
+            ws.join("fifo.json"),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
             0,
