@@ -31,6 +31,14 @@ fn refused(tool: &str, summary: &str) -> Box<Outcome> {
 /// Checks `text` against the configuration's rules; touches no file.
 pub fn check(tool: &str, config: &Config, text: &str) -> Result<Output, Box<Outcome>> {
     let given = Path::new(text);
+    // A newline or an escape in a file name would forge lines and colours wherever the name is
+    // shown (a terminal's listing, a CI log); no dump needs one.
+    if text.chars().any(char::is_control) {
+        return Err(refused(
+            tool,
+            "output_path may not contain control characters.",
+        ));
+    }
     if given.components().any(|c| c == Component::ParentDir) {
         return Err(refused(tool, "output_path may not contain a `..` segment."));
     }
@@ -140,6 +148,25 @@ mod tests {
                     .next()
                     .is_none(),
                 "{link}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_output_path_with_a_control_character_is_refused_before_any_file_is_touched() {
+        let (_root, workspace, _outside, _output) = world();
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "workspace_root": workspace,
+            "state_root": "/nonexistent-state",
+            "artifacts": {"allowed_roots": ["fw"]},
+        }))
+        .expect("a config");
+        assert!(check("debug_dump_symbol_ihex", &config, "fw/ab.hex").is_ok());
+        for text in ["fw/a\nb.hex", "fw/a\u{1b}[2Jb.hex", "fw/a\rb.hex"] {
+            let refused = check("debug_dump_symbol_ihex", &config, text).expect_err(text);
+            assert_eq!(
+                refused.error_type.as_deref(),
+                Some("output_validation_failed")
             );
         }
     }
