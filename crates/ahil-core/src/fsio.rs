@@ -221,7 +221,10 @@ pub fn write_beneath(
         .components()
         .map(|c| match c {
             std::path::Component::Normal(name) => Ok(name),
-            _ => Err(WriteError::Link(relative.display().to_string())),
+            _ => Err(WriteError::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the path is not a plain relative path",
+            ))),
         })
         .collect::<Result<_, _>>()?;
     let Some((name, folders)) = names.split_last() else {
