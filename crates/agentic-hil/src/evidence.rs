@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 use ahil_config::Environment;
 use ahil_gate::audit::{self, Audit};
 use ahil_gate::fsio;
+use ahil_gate::fsio::{WriteError, write_beneath};
 use serde_json::{Map, Value, json};
 
 fn refusal(tool: &str, error_type: &str, summary: impl Into<String>) -> Value {
@@ -196,6 +197,83 @@ fn markdown(summary: &Value) -> String {
     md
 }
 
+/// Where run-evidence writes. A directory inside the workspace is the agent's to shape (a folder on
+/// the way may be a link it planted), so files there are written beneath the workspace without
+/// following a link; a directory the operator named elsewhere is written by its path.
+struct Out<'a> {
+    workspace: &'a Path,
+    dir: PathBuf,
+}
+
+impl<'a> Out<'a> {
+    fn new(workspace: &'a Path, out_dir: &Path) -> Self {
+        Self {
+            workspace,
+            dir: lexical(workspace, out_dir),
+        }
+    }
+
+    /// Replaces `rel` (below the output directory) with `bytes`, creating folders on the way.
+    fn write(&self, rel: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+        let path = self.dir.join(rel);
+        match path.strip_prefix(self.workspace) {
+            Ok(inside) => write_beneath(self.workspace, inside, bytes, || {}),
+            Err(_) => path
+                .parent()
+                .map_or(Ok(()), |dir| fsio::create_dir_all_private(dir, 0o755))
+                .and_then(|()| fsio::write_atomic(&path, bytes, 0o644))
+                .map_err(WriteError::Io),
+        }
+    }
+}
+
+/// The report's bytes. One inside the workspace is the agent's file: read without following a
+/// link and only as a single-link regular file, so a link to a file outside or a FIFO (which would
+/// hold the CI job forever) is refused; one the operator named elsewhere is read by its path.
+fn read_report(workspace: &Path, report_path: &Path) -> std::io::Result<Vec<u8>> {
+    let path = lexical(workspace, report_path);
+    if !path.starts_with(workspace) {
+        return std::fs::read(path);
+    }
+    match audit::safe::read(workspace, &path) {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
+        Err(err) => Err(std::io::Error::other(err.to_string())),
+    }
+}
+
+/// `path` joined onto `base` when relative, with `.` and `..` folded away without touching the disk.
+fn lexical(base: &Path, path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for component in base.join(path).components() {
+        match component {
+            Component::Normal(name) => out.push(name),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// The refusal of a write to the output directory: a link in the workspace, or what the kernel said.
+fn out_refusal(err: &WriteError, what: &str) -> Value {
+    const TOOL: &str = "run_evidence";
+    match err {
+        WriteError::Link(at) => refusal(
+            TOOL,
+            "unsafe_configured_path",
+            format!("{what}: `{at}` in the workspace is a symbolic link."),
+        ),
+        WriteError::Io(err) => refusal(
+            TOOL,
+            "output_write_failed",
+            format!("{what} ({:?}).", err.kind()),
+        ),
+    }
+}
+
 /// `agentic-hil run-evidence --report PATH --out DIR`: `run-summary.json`, `job-summary.md` and
 /// byte-for-byte copies of the logs the report names, for a CI job. Needs no configuration.
 pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Value {
@@ -203,7 +281,7 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
     let shown = report_path
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    let bytes = match std::fs::read(workspace.join(report_path)) {
+    let bytes = match read_report(workspace, report_path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return refusal(
@@ -239,18 +317,7 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
             format!("`{shown}` is not a report this program wrote (no `tool` and `ok`)."),
         );
     }
-    let out = workspace.join(out_dir);
-    let logs_dir = out.join("logs");
-    if let Err(err) = fsio::create_dir_all_private(&logs_dir, 0o755) {
-        return refusal(
-            TOOL,
-            "output_write_failed",
-            format!(
-                "The output directory could not be created ({:?}).",
-                err.kind()
-            ),
-        );
-    }
+    let out = Out::new(workspace, out_dir);
     let mut named = Vec::new();
     log_paths(&report, &mut named);
     let mut copied = Vec::new();
@@ -266,7 +333,7 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         );
         match audit::safe::read(workspace, &source) {
-            Ok(Some(log)) if fsio::write_atomic(&logs_dir.join(&name), &log, 0o644).is_ok() => {
+            Ok(Some(log)) if out.write(&Path::new("logs").join(&name), &log).is_ok() => {
                 copied.push(Value::String(name));
             }
             _ => missing.push(Value::String(rel)),
@@ -301,18 +368,14 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
         .scrub(&strip_identities(&Value::Object(summary), workspace))
         .into_value();
     let md = markdown(&summary);
-    let written = fsio::write_atomic(
-        &out.join("run-summary.json"),
-        audit::json::document(&summary).as_bytes(),
-        0o644,
-    )
-    .and_then(|()| fsio::write_atomic(&out.join("job-summary.md"), md.as_bytes(), 0o644));
+    let written = out
+        .write(
+            Path::new("run-summary.json"),
+            audit::json::document(&summary).as_bytes(),
+        )
+        .and_then(|()| out.write(Path::new("job-summary.md"), md.as_bytes()));
     if let Err(err) = written {
-        return refusal(
-            TOOL,
-            "output_write_failed",
-            format!("The summaries could not be written ({:?}).", err.kind()),
-        );
+        return out_refusal(&err, "The summaries could not be written");
     }
     if let Some(step_summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
         use std::io::Write;
@@ -364,6 +427,58 @@ mod tests {
             md.contains("FAIL") && md.contains("uart_expect_timeout"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn run_evidence_writes_nothing_through_a_link_planted_in_the_workspace() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let outside = tempfile::tempdir().expect("outside");
+        let ws = dir.path();
+        std::fs::write(
+            ws.join("run.json"),
+            r#"{"ok": true, "tool": "test_reactor"}"#,
+        )
+        .expect("report");
+        std::os::unix::fs::symlink(outside.path(), ws.join("evidence")).expect("link");
+        let doc = run_evidence(ws, Path::new("run.json"), Path::new("evidence"));
+        let there: Vec<_> = std::fs::read_dir(outside.path()).expect("list").collect();
+        assert!(there.is_empty(), "written outside the workspace: {there:?}");
+        assert_eq!(doc["error_type"], "unsafe_configured_path", "{doc}");
+    }
+
+    #[test]
+    fn a_report_that_is_a_fifo_or_a_link_out_of_the_workspace_is_refused_at_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let outside = tempfile::tempdir().expect("outside");
+        let ws = dir.path().to_path_buf();
+        let secret = outside.path().join("secret.json");
+        std::fs::write(
+            &secret,
+            r#"{"ok": true, "tool": "secret", "summary": "s3cr3t"}"#,
+        )
+        .expect("outside report");
+        std::os::unix::fs::symlink(&secret, ws.join("linked.json")).expect("link");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            ws.join("fifo.json"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .expect("fifo");
+        for name in ["linked.json", "fifo.json"] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let at = ws.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(run_evidence(&at, Path::new(name), Path::new("evidence")));
+            });
+            let Ok(doc) = rx.recv_timeout(std::time::Duration::from_secs(5)) else {
+                let _ = std::fs::OpenOptions::new().write(true).open(ws.join(name));
+                panic!("{name}: run-evidence hung on the report");
+            };
+            assert_eq!(doc["error_type"], "run_report_unreadable", "{name}: {doc}");
+            assert!(!ws.join("evidence").exists(), "{name}: {doc}");
+        }
     }
 
     #[test]

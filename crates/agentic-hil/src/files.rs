@@ -45,6 +45,19 @@ pub fn write_output(
     force: bool,
     what: &str,
 ) -> anyhow::Result<Value> {
+    write_output_with(workspace, output, document, (force, what), || {})
+}
+
+/// [`write_output`], running `between` after the checks and before the write (a test swaps a
+/// folder for a link there): the checks name what is wrong, the write itself goes beneath the
+/// workspace without following a link, so a folder swapped in after them cannot redirect it.
+fn write_output_with(
+    workspace: &Path,
+    output: &Path,
+    document: &Value,
+    (force, what): (bool, &str),
+    between: impl FnOnce(),
+) -> anyhow::Result<Value> {
     let tool = what.to_string();
     let Some(target) = inside_workspace(workspace, output) else {
         return Ok(refusal(
@@ -73,7 +86,16 @@ pub fn write_output(
     }
     let mut text = serde_json::to_string_pretty(document)?;
     text.push('\n');
-    ahil_gate::fsio::write_atomic(&target, text.as_bytes(), 0o644)?;
+    between();
+    let relative = target.strip_prefix(workspace).unwrap_or(&target);
+    if let Err(err) = ahil_gate::fsio::write_beneath(workspace, relative, text.as_bytes(), || {}) {
+        return Ok(refusal(
+            &tool,
+            "unsafe_configured_path",
+            &format!("{shown} was not written: {err}."),
+            "Name a path whose directories are real directories.",
+        ));
+    }
     Ok(json!({
         "ok": true,
         "tool": tool,
@@ -151,6 +173,28 @@ mod tests {
             inside_workspace(ws, Path::new("docs/../schema.json")),
             Some(PathBuf::from("/w/project/schema.json"))
         );
+    }
+
+    #[test]
+    fn a_folder_swapped_for_a_link_after_the_checks_never_leads_the_write_outside() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let outside = tempfile::tempdir().expect("outside");
+        let ws = root.path();
+        std::fs::create_dir(ws.join("docs")).expect("docs");
+        let doc = write_output_with(
+            ws,
+            Path::new("docs/schema.json"),
+            &json!({}),
+            (false, "schema"),
+            || {
+                std::fs::rename(ws.join("docs"), ws.join("moved")).expect("move");
+                std::os::unix::fs::symlink(outside.path(), ws.join("docs")).expect("link");
+            },
+        )
+        .expect("an answer");
+        let there: Vec<_> = std::fs::read_dir(outside.path()).expect("list").collect();
+        assert!(there.is_empty(), "written outside the workspace: {there:?}");
+        assert_eq!(doc["error_type"], "unsafe_configured_path", "{doc}");
     }
 
     #[test]

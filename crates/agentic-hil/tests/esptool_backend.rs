@@ -179,7 +179,7 @@ async fn esptool_probes_flashes_and_resets_through_the_configured_port() {
         .expect("write-flash");
     assert_eq!(bin[at + 1..at + 3], ["--no-progress", "0x10000"]);
     assert!(
-        bin[at + 3].ends_with("app.bin")
+        bin[at + 3].ends_with("/image.bin")
             && !bin[at + 3].contains(&*bench.world.workspace.to_string_lossy()),
         "esptool writes the staged copy, not the workspace file: {bin:?}"
     );

@@ -19,6 +19,7 @@ const REGISTRY_KEY: &str =
 /// Answers what `upgrade` asks cargo. Markers in `$CARGO_HOME` choose how `install` behaves.
 const FAKE_CARGO: &str = r#"#!/bin/sh
 echo "$*" >> "$CARGO_HOME/calls.log"
+pwd >> "$CARGO_HOME/cwd.log"
 case "$1" in
   install)
     if [ "$2" = "--list" ]; then printf 'agentic-hil v0.1.0:\n    agentic-hil\n'; exit 0; fi
@@ -201,6 +202,25 @@ fn the_upgrade_runs_the_cargo_beside_its_install_record_never_the_one_path_or_ca
         install.cargo_calls()
     );
     assert_eq!(install.installed_version(), format!("agentic-hil {NEWER}"));
+}
+
+#[test]
+fn cargo_runs_in_its_install_root_never_in_the_workspace_where_a_cargo_config_could_steer_it() {
+    let install = CargoInstall::new();
+    let dot_cargo = install.world.workspace.join(".cargo");
+    std::fs::create_dir_all(&dot_cargo).expect(".cargo");
+    std::fs::write(
+        dot_cargo.join("config.toml"),
+        "[registry]\nglobal-credential-providers = [\"cargo:token-from-stdout /bin/false\"]\n",
+    )
+    .expect("config");
+    let doc = install.upgrade(&[]);
+    assert_eq!(doc["ok"], json!(true), "{doc}");
+    let cwd = std::fs::read_to_string(install.cargo_home.join("cwd.log")).expect("cargo ran");
+    let root = install.cargo_home.canonicalize().expect("root");
+    for line in cwd.lines() {
+        assert_eq!(Path::new(line), root, "cargo ran in {line}");
+    }
 }
 
 #[test]

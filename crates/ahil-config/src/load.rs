@@ -1,11 +1,12 @@
 //! Parsing a document and loading the authoritative configuration of a workspace.
 
 use crate::digest::hex;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use rustix::fs::OFlags;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -266,10 +267,23 @@ pub(crate) fn read_config_bytes(path: &Path, shown: &str) -> Result<Vec<u8>, Con
                 .fix("Copy the file to a fresh one instead of linking it."),
         ));
     }
-    let mut f = File::open(path).map_err(|e| read_error(&e, shown))?;
+    after_check();
+    // A FIFO swapped in after the check is opened without waiting for a writer (a plan lives in the
+    // agent's workspace, which it can change at any moment), a link without being followed; the
+    // identity check below refuses either.
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOFOLLOW).bits().cast_signed())
+        .open(path)
+        .map_err(|e| read_error(&e, shown))?;
     let after = f.metadata().map_err(|e| read_error(&e, shown))?;
-    // The file we opened must be the one we inspected; otherwise it was swapped in between.
-    if after.dev() != before.dev() || after.ino() != before.ino() {
+    // The file we opened must be the one we inspected; otherwise it was swapped in between. A
+    // swapped-in file can reuse the freed inode number, so what was opened is judged itself too.
+    if after.dev() != before.dev()
+        || after.ino() != before.ino()
+        || !after.is_file()
+        || after.nlink() != 1
+    {
         return Err(ConfigError::unsafe_path(
             Refusal::new("The configuration file changed while it was being opened.")
                 .with("path", shown.to_owned()),
@@ -477,5 +491,63 @@ fn with_path(e: ConfigError, shown: &str) -> ConfigError {
         ConfigError::Unreadable(r) => ConfigError::Unreadable(add(r)),
         ConfigError::UnsafePath(r) => ConfigError::UnsafePath(add(r)),
         ConfigError::WorkspaceIsHome(r) => ConfigError::WorkspaceIsHome(add(r)),
+    }
+}
+
+/// Where [`read_config_bytes`]'s checks by path end and its open begins (a test swaps the file
+/// there).
+fn after_check() {
+    #[cfg(test)]
+    tests::AFTER_CHECK.with(|hook| {
+        if let Some(hook) = hook.borrow_mut().take() {
+            hook();
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    thread_local! {
+        pub(super) static AFTER_CHECK: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);
+    }
+
+    #[test]
+    fn a_fifo_swapped_in_after_the_check_is_refused_without_waiting_for_a_writer() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("plan.yaml");
+        fs::write(&path, "version: 5\n").expect("plan");
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        let read = path.clone();
+        // The hook is the reading thread's own: it runs between the check and the open.
+        std::thread::spawn(move || {
+            let swapped = read.clone();
+            AFTER_CHECK.with(|hook| {
+                *hook.borrow_mut() = Some(Box::new(move || {
+                    fs::remove_file(&swapped).expect("remove");
+                    rustix::fs::mknodat(
+                        rustix::fs::CWD,
+                        &swapped,
+                        rustix::fs::FileType::Fifo,
+                        rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+                        0,
+                    )
+                    .expect("fifo");
+                }));
+            });
+            let _ = done_tx.send(read_config_bytes(&read, "plan.yaml").is_err());
+        });
+        let answered = done_rx.recv_timeout(std::time::Duration::from_secs(5));
+        if answered.is_err() {
+            // Release the reader blocked on the FIFO before failing.
+            let _ = fs::OpenOptions::new().write(true).open(&path);
+        }
+        assert_eq!(
+            answered,
+            Ok(true),
+            "the read hung on the FIFO or accepted it"
+        );
     }
 }

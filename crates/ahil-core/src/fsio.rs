@@ -143,6 +143,132 @@ fn replace_with(path: &Path, bytes: &[u8], mode: u32, durable: bool) -> io::Resu
     result
 }
 
+/// [`write_atomic`]'s temp file and rename (and with `durable` its file fsync) relative to the open
+/// directory `dir`, so nothing of a path is looked up again; the caller syncs `dir`
+/// ([`sync_dir_fd`]) when the new name must be durable.
+pub fn replace_at(
+    dir: &std::os::fd::OwnedFd,
+    name: &std::ffi::OsStr,
+    bytes: &[u8],
+    mode: u32,
+    durable: bool,
+) -> io::Result<()> {
+    use rustix::fs::{AtFlags, Mode, OFlags, openat, renameat, unlinkat};
+    let mut temp = std::ffi::OsString::from(".");
+    temp.push(name);
+    temp.push(format!(".tmp-{}-{}", std::process::id(), unique_suffix()));
+    let fd = openat(
+        dir,
+        temp.as_os_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )?;
+    let result = (|| {
+        let mut file = File::from(fd);
+        file.write_all(bytes)?;
+        if durable {
+            sync_file(&file)?;
+        }
+        renameat(dir, temp.as_os_str(), dir, name)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = unlinkat(dir, temp.as_os_str(), AtFlags::empty());
+    }
+    result
+}
+
+/// fsyncs the open directory `dir`, counted as [`sync_file`] is.
+pub fn sync_dir_fd(dir: &std::os::fd::OwnedFd) -> io::Result<()> {
+    count_sync();
+    rustix::fs::fsync(dir).map_err(io::Error::from)
+}
+
+/// Why [`write_beneath`] wrote nothing.
+#[derive(Debug)]
+pub enum WriteError {
+    /// A folder on the way, or the name itself, is a symbolic link (the base-relative path).
+    Link(String),
+    /// Anything else the kernel said.
+    Io(io::Error),
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Link(at) => write!(f, "`{at}` is a link"),
+            Self::Io(error) => write!(f, "{:?}", error.kind()),
+        }
+    }
+}
+
+/// Replaces the file `relative` beneath the operator's directory `base` (a workspace) with `bytes`
+/// (0644), creating missing folders (0755), and runs `between` after the folders are opened (tests
+/// swap a folder for a link there). Every folder is opened relative to the one above it without
+/// following a link, and the file is written to a temp name and renamed relative to the last one,
+/// so a folder the agent swaps for a link after any check cannot lead the write out of `base`, as
+/// a write by path could. A link on the way, or at the name, is refused.
+pub fn write_beneath(
+    base: &Path,
+    relative: &Path,
+    bytes: &[u8],
+    between: impl FnOnce(),
+) -> Result<(), WriteError> {
+    use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, mkdirat, openat, statat};
+    use rustix::io::Errno;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let names: Vec<&std::ffi::OsStr> = relative
+        .components()
+        .map(|c| match c {
+            std::path::Component::Normal(name) => Ok(name),
+            _ => Err(WriteError::Io(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the path is not a plain relative path",
+            ))),
+        })
+        .collect::<Result<_, _>>()?;
+    let Some((name, folders)) = names.split_last() else {
+        return Err(WriteError::Io(io::Error::other("the path names no file")));
+    };
+    let is_link = |dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr| {
+        statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink)
+    };
+    // The base is the operator's, opened as it is named.
+    let mut dir = openat(CWD, base, flags & !OFlags::NOFOLLOW, Mode::empty())
+        .map_err(|e| WriteError::Io(e.into()))?;
+    let mut at = PathBuf::new();
+    for folder in folders {
+        at.push(folder);
+        let next = match openat(&dir, *folder, flags, Mode::empty()) {
+            Err(Errno::NOENT) => {
+                match mkdirat(&dir, *folder, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(errno) => return Err(WriteError::Io(errno.into())),
+                }
+                openat(&dir, *folder, flags, Mode::empty())
+            }
+            other => other,
+        };
+        dir = match next {
+            Ok(next) => next,
+            // `O_DIRECTORY` answers a link with ENOTDIR before `O_NOFOLLOW` can say ELOOP.
+            Err(Errno::LOOP | Errno::NOTDIR) if is_link(&dir, folder) => {
+                return Err(WriteError::Link(at.display().to_string()));
+            }
+            Err(errno) => return Err(WriteError::Io(errno.into())),
+        };
+    }
+    between();
+    // The rename would replace a link, never follow it; it is refused as the folders' are.
+    if is_link(&dir, name) {
+        return Err(WriteError::Link(relative.display().to_string()));
+    }
+    replace_at(&dir, name, bytes, 0o644, true)
+        .and_then(|()| sync_dir_fd(&dir))
+        .map_err(WriteError::Io)
+}
+
 /// Creates `dir` and its missing parents with `mode` (0700 for private state).
 pub fn create_dir_all_private(dir: &Path, mode: u32) -> io::Result<()> {
     fs::DirBuilder::new().recursive(true).mode(mode).create(dir)

@@ -280,6 +280,20 @@ impl Esptool {
         flashing: bool,
         budget: &Budget,
     ) -> Result<CliSuccess, DriverError> {
+        // pyserial opens `socket://`, `rfc2217://` and other URLs as ports: a port that is no
+        // absolute device path (an agent may set a com_ports device) would send the image over
+        // the network. Refused before esptool runs.
+        if !self.port.starts_with('/') {
+            return Err(DriverError::Classified(Box::new(Classified {
+                error_type: "invalid_argument",
+                backend_error_type: "invalid_argument",
+                summary: "esptool's port must be a device's absolute path; pyserial would open any other name as a URL.".into(),
+                likely_causes: Vec::new(),
+                contact: Contact::none("refused before esptool ran"),
+                transcripts: Vec::new(),
+                details: Map::new(),
+            })));
+        }
         let version = self.check_version(budget)?;
         let ran = self.run(args, budget)?;
         let output = ran.output();

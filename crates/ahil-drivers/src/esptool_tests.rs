@@ -143,6 +143,27 @@ fn a_hex_image_carries_its_own_addresses() {
 }
 
 #[test]
+fn a_port_pyserial_would_open_as_a_url_is_refused_before_esptool_runs() {
+    for port in [
+        "socket://203.0.113.9:4000",
+        "rfc2217://h:1",
+        "loop://",
+        "ttyUSB0",
+    ] {
+        let (dir, exe) = fake::install("esptool.py", "ok");
+        let probe = Esptool::new(
+            fake::settings(&exe, None, Duration::from_secs(20)),
+            port,
+            None,
+        );
+        let failed = fake::classified(probe.flash(&bin(false), &budget()).expect_err(port));
+        assert_eq!(failed.error_type, "invalid_argument", "{port}");
+        assert!(matches!(failed.contact, Contact::None { .. }), "{port}");
+        assert!(fake::calls(dir.path()).is_empty(), "{port}: esptool ran");
+    }
+}
+
+#[test]
 fn an_elf_image_is_refused_before_esptool_runs() {
     let request = fake::flash_request("/s/app.elf", ImageFormat::Elf, false);
     let failed = refused_before_esptool_runs(|probe| probe.flash(&request, &budget()));

@@ -165,6 +165,26 @@ pub fn tcl_quote(path: &Path) -> String {
     out
 }
 
+/// OpenOCD's `program` wraps its file name in braces and `eval`s it (`set filename \{$filename\}`
+/// in startup.tcl), so quoting cannot make every path safe: a `}` ends the braces and the rest runs
+/// as Tcl, `exec` included; a `{` or `\` unbalances them. Such a path is refused before OpenOCD
+/// runs (the gate stages under names without them; this keeps any other caller safe too).
+fn refuse_unsafe_image_path(image: &Path) -> Result<(), DriverError> {
+    let text = image.to_string_lossy();
+    if !text.contains(['{', '}', '\\']) && !text.chars().any(char::is_control) {
+        return Ok(());
+    }
+    Err(DriverError::Classified(Box::new(Classified {
+        error_type: "invalid_argument",
+        backend_error_type: "invalid_argument",
+        summary: "OpenOCD evaluates an image path as Tcl; a path with a brace, a backslash or a control character is not given to it.".into(),
+        likely_causes: Vec::new(),
+        contact: Contact::none("refused before OpenOCD ran"),
+        transcripts: Vec::new(),
+        details: serde_json::Map::new(),
+    })))
+}
+
 /// Commands OpenOCD refused before `init` that we sent (`invalid command name "reset"`).
 pub fn rejected_before_init(output: &str, script: &str) -> Vec<String> {
     let sent: Vec<String> = script
@@ -325,6 +345,7 @@ impl DebugProbe for OpenOcd {
     }
 
     fn flash(&self, request: &FlashRequest, budget: &Budget) -> Result<CliSuccess, DriverError> {
+        refuse_unsafe_image_path(&request.image)?;
         let mut action = format!("program {} verify", tcl_quote(&request.image));
         if request.reset.is_some() {
             action.push_str(" reset");

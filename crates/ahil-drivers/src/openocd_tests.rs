@@ -59,6 +59,29 @@ fn image_paths_are_escaped_for_tcl() {
 }
 
 #[test]
+fn an_image_path_that_would_leave_programs_braces_is_refused_before_openocd_runs() {
+    let (dir, exe) = fake::install("openocd.py", "ok");
+    for image in [
+        "/s/a} [exec touch pwned] {b.elf",
+        "/s/a{b.elf",
+        "/s/a\\}.elf",
+        "/s/a\nb.elf",
+    ] {
+        let failed = fake::classified(
+            backend(&exe, None, Duration::from_secs(10))
+                .flash(
+                    &fake::flash_request(image, ImageFormat::Elf, false),
+                    &budget(),
+                )
+                .expect_err(image),
+        );
+        assert_eq!(failed.error_type, "invalid_argument", "{image}");
+        assert!(matches!(failed.contact, Contact::None { .. }), "{image}");
+    }
+    assert!(fake::calls(dir.path()).is_empty(), "OpenOCD ran");
+}
+
+#[test]
 fn a_probe_succeeds_only_with_both_markers_and_sends_the_marker_script() {
     let (dir, exe) = fake::install("openocd.py", "ok");
     let done = backend(&exe, None, Duration::from_secs(10))
@@ -295,6 +318,35 @@ mod real {
     #[test]
     fn real_openocd_with_a_missing_script_is_a_config_error() {
         assert_config_not_found(&probe_failure("interface/no-such-adapter.cfg"));
+    }
+
+    #[test]
+    fn real_openocd_never_evaluates_an_image_path_as_tcl() {
+        // `program` evals its file name inside braces once `reset init` passes; the stub target
+        // lets it pass on the dummy adapter, as a real board's does.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let stub = dir.path().join("stub-target.tcl");
+        std::fs::write(
+            &stub,
+            "source [find target/swj-dp.tcl]\nproc reset {args} {}\n",
+        )
+        .expect("stub");
+        let marker = dir.path().join("evaluated");
+        let image = format!(
+            "{}/a}} [exec touch {}] {{b.elf",
+            dir.path().display(),
+            marker.display()
+        );
+        let probe = real("interface/dummy.cfg", &stub.display().to_string());
+        let answer = probe.flash(
+            &fake::flash_request(&image, ImageFormat::Elf, false),
+            &budget(),
+        );
+        assert!(!marker.exists(), "OpenOCD ran the image path's Tcl");
+        assert_eq!(
+            fake::classified(answer.expect_err("refused")).error_type,
+            "invalid_argument"
+        );
     }
 
     #[test]

@@ -269,8 +269,24 @@ fn actions(audit: &Audit) -> Vec<Action> {
 
 /// The last `TAIL_BYTES` of a file, from its first whole line.
 fn tail(path: &Path) -> Option<String> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // The log mirror lies in the agent's workspace: a FIFO put there would hold `watch` forever
+    // and a link would show another file's tail, so only a regular file is read, opened
+    // non-blocking without following a link.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(
+            (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW)
+                .bits()
+                .cast_signed(),
+        )
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let len = meta.len();
     let start = len.saturating_sub(TAIL_BYTES);
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut bytes = Vec::new();
@@ -374,6 +390,32 @@ fn sessions(loaded: &LoadedConfig, audit: &Audit, holds: &[Hold]) -> Vec<Session
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_that_is_a_fifo_or_a_link_shows_no_tail_and_never_blocks() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "rx private\n").expect("secret");
+        let link = dir.path().join("com-9-uart.jsonl");
+        std::os::unix::fs::symlink(&secret, &link).expect("link");
+        let fifo = dir.path().join("com-8-uart.jsonl");
+        let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, mode, 0)
+            .expect("fifo");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (at_link, at_fifo) = (link.clone(), fifo.clone());
+        std::thread::spawn(move || {
+            let _ = tx.send((tail(&at_link), tail(&at_fifo)));
+        });
+        let Ok(tails) = rx.recv_timeout(std::time::Duration::from_secs(5)) else {
+            drop(std::fs::OpenOptions::new().write(true).open(&fifo));
+            panic!("the tail of a FIFO blocked");
+        };
+        assert_eq!(tails, (None, None));
+        let plain = dir.path().join("com-7-uart.jsonl");
+        std::fs::write(&plain, "line\n").expect("log");
+        assert_eq!(tail(&plain).as_deref(), Some("line\n"));
+    }
 
     #[test]
     fn session_text_is_joined_across_reads_and_cut_at_line_ends() {

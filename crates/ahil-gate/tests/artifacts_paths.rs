@@ -561,6 +561,33 @@ fn a_valid_image_is_staged_privately_and_the_copy_is_removed_on_drop() {
 }
 
 #[test]
+fn a_staged_copy_is_named_by_the_server_whatever_the_agent_named_the_image() {
+    // Backends read the staged path again as code (OpenOCD's `program` evals it inside braces,
+    // gdb's `file` splits it at spaces and takes `-` as an option): only a plain extension of the
+    // agent's name may reach one.
+    let world = World::new();
+    let policy = world.policy();
+    for (name, staged_as) in [
+        ("a} [exec touch pwned] {b.elf", "image.elf"),
+        ("-readnow $(id) `id`; x'\"{.ELF", "image.ELF"),
+        ("app.elf", "image.elf"),
+    ] {
+        let path = format!("build/{name}");
+        world.put(&path, &good_elf());
+        let staged = artifacts::resolve(&policy, &world.stager, ArtifactRef::Path(&path))
+            .unwrap_or_else(|refused| panic!("{name}: {:?}", refused.error));
+        let dir = staged.path().parent().expect("a staging directory");
+        assert_eq!(dir.parent(), Some(world.stager.root()), "{name}");
+        assert_eq!(staged.path().file_name().unwrap(), staged_as, "{name}");
+        assert_eq!(
+            staged.display_path(),
+            path,
+            "people still see the agent's name"
+        );
+    }
+}
+
+#[test]
 fn an_uppercase_elf_extension_is_accepted_like_the_reference() {
     let world = World::new();
     world.put("build/APP.ELF", &good_elf());

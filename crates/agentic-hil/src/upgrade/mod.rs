@@ -450,13 +450,20 @@ type CargoCommand<'a> = dyn Fn(&[String]) -> Command + 'a;
 
 /// The pinned `cargo` with the child environment, and what cargo needs to act on this install and
 /// no other: `CARGO_HOME` is the install root (where it installs and keeps its record), and its
-/// PATH is the root's `bin` (rustup's proxies, the toolchain) before the system's directories.
+/// PATH is the root's `bin` (rustup's proxies, the toolchain) before the system's directories. It
+/// runs in the install root: cargo reads `.cargo/config.toml` from its working directory up (a
+/// `cargo search` would take the workspace's registry, credential provider or proxy), and the
+/// server runs in the agent's workspace.
 fn cargo_command(program: &Path, root: &Path, args: &[String]) -> Command {
     let mut command = exec::pinned(program);
     let mut path = root.join("bin").into_os_string();
     path.push(":");
     path.push(ahil_gate::child::CHILD_PATH);
-    command.env("CARGO_HOME", root).env("PATH", path).args(args);
+    command
+        .env("CARGO_HOME", root)
+        .env("PATH", path)
+        .current_dir(root)
+        .args(args);
     command
 }
 

@@ -451,3 +451,36 @@ fn a_recovery_that_cannot_reset_the_board_says_it_failed_at_reset_halt_and_why()
         "the failed call's error_type is named: {summary}"
     );
 }
+
+#[test]
+fn a_junit_path_through_a_link_in_the_workspace_writes_nothing_outside_it() {
+    // CI names the JUnit path, but the workspace is the agent's: a folder on the way may be a link
+    // it planted, which would otherwise carry the XML over any file the operator can write.
+    let world = world();
+    let outside = tempfile::tempdir().expect("a folder outside the workspace");
+    std::os::unix::fs::symlink(outside.path(), world.workspace.join("out")).expect("link");
+    let plan = write_plan(
+        &world,
+        "no-board.yaml",
+        "version: 5\nname: no-board\nsteps:\n - {device: board, action: reset, mode: run}\n",
+    );
+    let out = world.run(&[
+        "test-reactor",
+        "--test-config",
+        &plan,
+        "--junit-xml",
+        "out/junit.xml",
+        "--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let written: Vec<_> = std::fs::read_dir(outside.path())
+        .expect("outside")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(written.is_empty(), "written outside: {written:?}: {doc}");
+    assert_eq!(
+        doc["junit_xml_error"]["error_type"], "output_validation_failed",
+        "{doc}"
+    );
+    assert!(doc.get("junit_xml").is_none(), "{doc}");
+}

@@ -2,12 +2,23 @@
 //! every component from the trusted base down is checked for symlinks, files must be single-link
 //! regular files, writes are atomic and appends are `O_APPEND | O_NOFOLLOW` with fsync.
 //!
+//! The checks by path name what is wrong; the writes do not trust them. Each write walks from the
+//! base again one directory at a time with `openat(O_NOFOLLOW)` and creates, renames and opens its
+//! file relative to the last directory it opened, so a directory the agent swaps for a link after
+//! the checks (the workspace is its to change at any moment) is refused by the kernel, never
+//! followed out of the base.
+//!
 //! Errors name the file relative to its base, never the absolute path.
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::OsStr;
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path};
+
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, mkdirat, openat, statat, unlinkat};
+use rustix::io::Errno;
 
 use super::AuditError;
 use crate::fsio;
@@ -81,22 +92,131 @@ fn walk(base: &Path, path: &Path) -> Result<Option<fs::Metadata>, AuditError> {
 }
 
 /// Checks the way to `dir` below `base`; a directory already there needs nothing more. Otherwise
-/// creates it (0700) and checks again, so a link planted in between is still refused.
+/// creates it (0700) without following a link and checks again.
 pub fn ensure_dir(base: &Path, dir: &Path) -> Result<(), AuditError> {
     if walk(base, dir)?.is_some_and(|meta| meta.is_dir()) {
         return Ok(());
     }
-    fsio::create_dir_all_private(dir, 0o700).map_err(|err| AuditError::io(base, dir, &err))?;
+    open_dir_beneath(base, dir, true)?;
     check(base, dir)
 }
 
-/// Replaces `path` atomically (temp, fsync, rename, directory fsync).
-pub fn write_atomic(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditError> {
+/// Opens `dir` (`base` or below it) from `base` one component at a time without following a link,
+/// creating (0700) what is missing when `create`; `None` when a component is missing otherwise.
+fn open_dir_beneath(base: &Path, dir: &Path, create: bool) -> Result<Option<OwnedFd>, AuditError> {
+    let rest = dir
+        .strip_prefix(base)
+        .map_err(|_| AuditError::unsafe_path(base, dir, "lies outside its base directory"))?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut fd = match openat(CWD, base, flags, Mode::empty()) {
+        // The base and the directories above it are the operator's: created by path.
+        Err(Errno::NOENT) if create => {
+            fsio::create_dir_all_private(base, 0o700)
+                .map_err(|err| AuditError::io(base, base, &err))?;
+            openat(CWD, base, flags, Mode::empty())
+        }
+        Err(Errno::NOENT) => return Ok(None),
+        other => other,
+    }
+    .map_err(|errno| classify_open(base, base, &errno.into()))?;
+    let mut at = base.to_path_buf();
+    for part in rest.components() {
+        let Component::Normal(name) = part else {
+            return Err(AuditError::unsafe_path(base, dir, "is not a plain path"));
+        };
+        at.push(name);
+        let next = match openat(&fd, name, flags, Mode::empty()) {
+            Err(Errno::NOENT) if create => {
+                match mkdirat(&fd, name, Mode::RWXU) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(errno) => return Err(AuditError::io(base, &at, &errno.into())),
+                }
+                openat(&fd, name, flags, Mode::empty())
+            }
+            Err(Errno::NOENT) => return Ok(None),
+            other => other,
+        };
+        fd = next.map_err(|errno| {
+            // `O_DIRECTORY` answers a link with ENOTDIR before `O_NOFOLLOW` can say ELOOP.
+            let link = errno == Errno::NOTDIR
+                && statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
+            if link {
+                AuditError::unsafe_path(base, &at, "is a symbolic link")
+            } else {
+                classify_open(base, &at, &errno.into())
+            }
+        })?;
+    }
+    Ok(Some(fd))
+}
+
+/// The directory holding `path`, opened as [`open_dir_beneath`] opens it, and the file's name.
+fn parent_beneath<'p>(
+    base: &Path,
+    path: &'p Path,
+    create: bool,
+) -> Result<Option<(OwnedFd, &'p OsStr)>, AuditError> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(AuditError::unsafe_path(base, path, "is not a plain path"));
+    };
+    Ok(open_dir_beneath(base, dir, create)?.map(|fd| (fd, name)))
+}
+
+/// Where the checks by path end and the writes by descriptor begin (a test swaps a directory for a
+/// link here).
+fn after_check() {
+    #[cfg(test)]
+    tests::AFTER_CHECK.with(|hook| {
+        if let Some(hook) = hook.borrow_mut().take() {
+            hook();
+        }
+    });
+}
+
+/// Replaces `path` atomically (temp, fsync, rename, directory fsync) and with `durable` false
+/// without either fsync, beneath `base` whatever a directory on the way became since the checks.
+fn replace(base: &Path, path: &Path, bytes: &[u8], durable: bool) -> Result<(), AuditError> {
     if let Some(dir) = path.parent() {
         ensure_dir(base, dir)?;
     }
     check(base, path)?;
-    fsio::write_atomic(path, bytes, 0o600).map_err(|err| AuditError::io(base, path, &err))
+    after_check();
+    let (dir, name) = parent_beneath(base, path, true)?
+        .ok_or_else(|| AuditError::io(base, path, &io::ErrorKind::NotFound.into()))?;
+    fsio::replace_at(&dir, name, bytes, 0o600, durable)
+        .and_then(|()| {
+            if durable {
+                fsio::sync_dir_fd(&dir)
+            } else {
+                Ok(())
+            }
+        })
+        .map_err(|err| classify_open(base, path, &err))
+}
+
+/// Replaces `path` atomically (temp, fsync, rename, directory fsync).
+pub fn write_atomic(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditError> {
+    replace(base, path, bytes, true)
+}
+
+/// Opens the existing `path` beneath `base` with `flags` and no link followed; `None` when it (or
+/// a directory on the way) does not exist. Non-blocking, so a FIFO swapped in after the checks is
+/// opened at once (and refused as no regular file) instead of waiting for a peer forever.
+fn open_existing(base: &Path, path: &Path, flags: OFlags) -> Result<Option<File>, AuditError> {
+    let Some((dir, name)) = parent_beneath(base, path, false)? else {
+        return Ok(None);
+    };
+    match openat(
+        &dir,
+        name,
+        flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(Errno::NOENT) => Ok(None),
+        Err(errno) => Err(classify_open(base, path, &errno.into())),
+    }
 }
 
 /// Writes the small record `path` durably with one fsync: overwritten in place when it exists as a
@@ -107,16 +227,9 @@ pub fn write_small(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditEr
         return write_atomic(base, path, bytes);
     }
     check(base, path)?;
-    let file = match OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
-            return write_atomic(base, path, bytes);
-        }
-        Err(err) => return Err(classify_open(base, path, &err)),
+    after_check();
+    let Some(file) = open_existing(base, path, OFlags::WRONLY)? else {
+        return write_atomic(base, path, bytes);
     };
     single_link(base, path, &file)?;
     fsio::overwrite_small(&file, bytes).map_err(|err| AuditError::io(base, path, &err))
@@ -124,11 +237,7 @@ pub fn write_small(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditEr
 
 /// Replaces the workspace view `path` atomically without fsync (see [`fsio::write_view`]).
 pub fn write_view(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditError> {
-    if let Some(dir) = path.parent() {
-        ensure_dir(base, dir)?;
-    }
-    check(base, path)?;
-    fsio::write_view(path, bytes, 0o600).map_err(|err| AuditError::io(base, path, &err))
+    replace(base, path, bytes, false)
 }
 
 /// Proves `dir` takes a new file: an unnamed one is created in it (`O_TMPFILE`) and dropped, so
@@ -137,15 +246,17 @@ pub fn write_view(base: &Path, path: &Path, bytes: &[u8]) -> Result<(), AuditErr
 /// caller has checked the way to `dir` ([`ensure_dir`]); a link planted at `dir` since is refused
 /// by `O_NOFOLLOW`.
 pub fn probe(base: &Path, dir: &Path) -> Result<(), AuditError> {
-    match OpenOptions::new()
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_TMPFILE | libc::O_NOFOLLOW)
-        .open(dir)
-    {
+    let fd = open_dir_beneath(base, dir, false)?
+        .ok_or_else(|| AuditError::io(base, dir, &io::ErrorKind::NotFound.into()))?;
+    match openat(
+        &fd,
+        ".",
+        OFlags::WRONLY | OFlags::TMPFILE | OFlags::CLOEXEC,
+        Mode::RUSR | Mode::WUSR,
+    ) {
         Ok(_) => Ok(()),
-        Err(err) if unnamed_files_unsupported(&err) => named_probe(base, dir),
-        Err(err) => Err(classify_open(base, dir, &err)),
+        Err(errno) if unnamed_files_unsupported(&errno.into()) => named_probe(base, dir, &fd),
+        Err(errno) => Err(classify_open(base, dir, &errno.into())),
     }
 }
 
@@ -155,19 +266,21 @@ fn unnamed_files_unsupported(err: &io::Error) -> bool {
     matches!(err.raw_os_error(), Some(libc::EOPNOTSUPP | libc::EISDIR))
 }
 
-fn named_probe(base: &Path, dir: &Path) -> Result<(), AuditError> {
-    let probe = dir.join(format!(".audit-probe-{}", std::process::id()));
+fn named_probe(base: &Path, dir: &Path, fd: &OwnedFd) -> Result<(), AuditError> {
+    let name = format!(".audit-probe-{}", std::process::id());
+    let probe = dir.join(&name);
     check(base, &probe)?;
     // A probe a killed server left behind is ours to replace.
-    let _ = fs::remove_file(&probe);
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&probe)
-        .map_err(|err| classify_open(base, &probe, &err))?;
-    fs::remove_file(&probe).map_err(|err| AuditError::io(base, &probe, &err))
+    let _ = unlinkat(fd, name.as_str(), AtFlags::empty());
+    openat(
+        fd,
+        name.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::RUSR | Mode::WUSR,
+    )
+    .map_err(|errno| classify_open(base, &probe, &errno.into()))?;
+    unlinkat(fd, name.as_str(), AtFlags::empty())
+        .map_err(|errno| AuditError::io(base, &probe, &errno.into()))
 }
 
 /// Opens `path` for appending without following a final link, and refuses anything but a
@@ -177,13 +290,24 @@ fn open_append(base: &Path, path: &Path) -> Result<File, AuditError> {
         ensure_dir(base, dir)?;
     }
     check(base, path)?;
-    let file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .map_err(|err| classify_open(base, path, &err))?;
+    after_check();
+    let (dir, name) = parent_beneath(base, path, true)?
+        .ok_or_else(|| AuditError::io(base, path, &io::ErrorKind::NotFound.into()))?;
+    let fd = openat(
+        &dir,
+        name,
+        // Non-blocking: a FIFO swapped in after the checks fails the open (no reader) or is
+        // refused below, instead of holding this thread until a reader comes.
+        OFlags::WRONLY
+            | OFlags::APPEND
+            | OFlags::CREATE
+            | OFlags::NOFOLLOW
+            | OFlags::NONBLOCK
+            | OFlags::CLOEXEC,
+        Mode::RUSR | Mode::WUSR,
+    )
+    .map_err(|errno| classify_open(base, path, &errno.into()))?;
+    let file = File::from(fd);
     single_link(base, path, &file)?;
     Ok(file)
 }
@@ -240,14 +364,9 @@ pub fn lock_shared(base: &Path, path: &Path) -> Result<File, AuditError> {
 /// Reads `path` without following a link; `None` when it does not exist.
 pub fn read(base: &Path, path: &Path) -> Result<Option<Vec<u8>>, AuditError> {
     check(base, path)?;
-    let mut file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => return Err(classify_open(base, path, &err)),
+    after_check();
+    let Some(mut file) = open_existing(base, path, OFlags::RDONLY)? else {
+        return Ok(None);
     };
     single_link(base, path, &file)?;
     let mut bytes = Vec::new();
@@ -276,10 +395,89 @@ fn classify_open(base: &Path, path: &Path, err: &io::Error) -> AuditError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::ErrorType;
+    use std::cell::RefCell;
     use std::os::unix::fs::symlink;
+
+    thread_local! {
+        /// Run once by the next write on this thread between its checks and its write.
+        pub(super) static AFTER_CHECK: RefCell<Option<Box<dyn FnOnce()>>> = RefCell::new(None);
+    }
+
+    /// A base with `reports/` in it, a directory outside it, and a hook that swaps `reports` for a
+    /// link to the outside after the next write's checks.
+    fn swapped_after_the_check() -> (tempfile::TempDir, tempfile::TempDir) {
+        let root = tempfile::tempdir().expect("temp dir");
+        let outside = tempfile::tempdir().expect("temp dir");
+        fs::create_dir(root.path().join("reports")).expect("reports");
+        let (at, to) = (root.path().to_path_buf(), outside.path().to_path_buf());
+        AFTER_CHECK.with(|hook| {
+            *hook.borrow_mut() = Some(Box::new(move || {
+                fs::rename(at.join("reports"), at.join("moved")).expect("move");
+                symlink(&to, at.join("reports")).expect("link");
+            }));
+        });
+        (root, outside)
+    }
+
+    #[test]
+    fn a_fifo_swapped_in_after_the_check_is_refused_by_a_read_or_a_write_without_waiting() {
+        type Use = fn(&Path, &Path) -> bool;
+        let uses: [(&str, Use); 3] = [
+            ("read", |base, path| read(base, path).is_err()),
+            ("append", |base, path| append(base, path, b"x").is_err()),
+            ("write_small", |base, path| {
+                write_small(base, path, b"x").is_err()
+            }),
+        ];
+        for (what, refused) in uses {
+            let root = tempfile::tempdir().expect("temp dir");
+            let path = root.path().join("log.jsonl");
+            fs::write(&path, b"{}\n").expect("log");
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            let (base, at) = (root.path().to_path_buf(), path.clone());
+            // The hook is the thread's own: it runs between the check and the open.
+            std::thread::spawn(move || {
+                let swapped = at.clone();
+                AFTER_CHECK.with(|hook| {
+                    *hook.borrow_mut() = Some(Box::new(move || {
+                        fs::remove_file(&swapped).expect("remove");
+                        let mode = Mode::RUSR | Mode::WUSR;
+                        rustix::fs::mknodat(CWD, &swapped, FileType::Fifo, mode, 0).expect("fifo");
+                    }));
+                });
+                let _ = done_tx.send(refused(&base, &at));
+            });
+            let answered = done_rx.recv_timeout(std::time::Duration::from_secs(5));
+            if answered.is_err() {
+                // Release the thread blocked on the FIFO before failing.
+                drop(fs::OpenOptions::new().read(true).write(true).open(&path));
+            }
+            assert_eq!(answered, Ok(true), "{what} hung on the FIFO or accepted it");
+        }
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_after_the_check_is_refused_by_every_write() {
+        type Write = fn(&Path, &Path, &[u8]) -> Result<(), AuditError>;
+        let writes: [(&str, Write); 4] = [
+            ("write_atomic", write_atomic),
+            ("write_view", write_view),
+            ("write_small", write_small),
+            ("append", append),
+        ];
+        for (what, write) in writes {
+            let (root, outside) = swapped_after_the_check();
+            let path = root.path().join("reports/x.json");
+            let written = write(root.path(), &path, b"{}");
+            let there: Vec<_> = fs::read_dir(outside.path()).expect("list").collect();
+            assert!(there.is_empty(), "{what} wrote outside its base: {there:?}");
+            let err = written.expect_err(what);
+            assert_eq!(err.error_type(), ErrorType::UnsafeConfiguredPath, "{what}");
+        }
+    }
 
     #[test]
     fn a_symlinked_directory_on_the_way_is_refused() {

@@ -65,6 +65,18 @@ impl StlinkGdbServer {
         limit: Duration,
         cancel: Option<&crate::process::CancelFlag>,
     ) -> Result<GdbServer, ServerError> {
+        // The serial follows `-i` as its own argument, and the server reads a word starting with
+        // `-` as its next option (`-f` names a log file); no probe's serial starts so.
+        if self
+            .probe_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with('-'))
+        {
+            return Err(ServerError::Spawn(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "probe_id starts with `-`, which ST-LINK_gdbserver would read as an option",
+            )));
+        }
         gdbserver::spawn_unless(&self.executable, |port| self.argv(port), limit, cancel)
     }
 }
@@ -142,6 +154,17 @@ mod tests {
             classify_exit("Error in initializing ST-LINK device.\nReason: ST-LINK DLL error."),
             "probe_server_open_failed"
         );
+    }
+
+    #[test]
+    fn a_probe_id_the_server_would_read_as_an_option_never_starts_it() {
+        let (dir, exe) = fake::install_server_never_ready("ST-LINK_gdbserver");
+        let error = StlinkGdbServer::new(exe, None, Some("-f"), true)
+            .start(Duration::from_millis(300), None)
+            .err()
+            .expect("no server");
+        assert!(matches!(error, ServerError::Spawn(_)), "{error}");
+        assert!(!dir.path().join("pid").exists(), "the server ran");
     }
 
     #[test]

@@ -180,7 +180,12 @@ pub fn location(arg: Option<&Value>) -> Option<(String, bool)> {
             {
                 return Some((symbol.to_owned(), false));
             }
+            // gdb's MI reads an argument starting with `-` as an option of -break-insert, even
+            // quoted, and fails the call as a debugger error after the session was reached.
             let file = map.get("file")?.as_str()?;
+            if file.starts_with('-') {
+                return None;
+            }
             let line = map.get("line")?.as_u64()?;
             Some((format!("{file}:{line}"), true))
         }
@@ -372,6 +377,15 @@ mod tests {
             Outcome::refused("debug_start_session", ErrorType::DebuggerError, "x"),
             timed_out,
         )
+    }
+
+    #[test]
+    fn a_breakpoint_file_gdb_would_read_as_an_option_is_no_location() {
+        let at = |file: &str| location(Some(&serde_json::json!({"file": file, "line": 5})));
+        assert_eq!(at("src/main.c"), Some(("src/main.c:5".to_owned(), true)));
+        for file in ["-t", "-source", "--", "-c"] {
+            assert_eq!(at(file), None, "{file}");
+        }
     }
 
     #[test]

@@ -107,7 +107,7 @@ impl Stager {
             .create(&dir)
             .map_err(|e| staging(e.to_string()))?;
         let staged = StagedArtifact {
-            path: dir.join(&checked.file_name),
+            path: dir.join(staged_name(&checked.file_name)),
             dir,
             sha256: checked.sha256.clone(),
             size: u64::try_from(checked.bytes.len()).unwrap_or(u64::MAX),
@@ -139,6 +139,22 @@ impl Stager {
             return Err(changed("the file's content differs from the checked bytes"));
         }
         Ok(staged)
+    }
+}
+
+/// The name of a staged copy: `image`, with the agent's extension when it is plain ASCII letters and
+/// digits (programmers pick a format by it). Nothing else of the agent's name reaches a backend,
+/// because some read the path again as code: OpenOCD's `program` wraps it in braces and `eval`s it,
+/// so a `}` in a file name would run the rest as Tcl (`exec` included); gdb's `file` splits it at
+/// spaces and reads a leading `-` as an option.
+fn staged_name(file_name: &str) -> String {
+    match Path::new(file_name).extension().and_then(|e| e.to_str()) {
+        Some(ext)
+            if (1..=16).contains(&ext.len()) && ext.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            format!("image.{ext}")
+        }
+        _ => "image".to_owned(),
     }
 }
 
@@ -330,6 +346,23 @@ mod tests {
         assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
         assert!(elsewhere.path().join("keep").is_file());
         assert!(unrelated.is_dir());
+    }
+
+    #[test]
+    fn a_staged_name_keeps_only_a_plain_extension_of_the_agents() {
+        for (name, staged) in [
+            ("fw.elf", "image.elf"),
+            ("fw.HEX", "image.HEX"),
+            ("fw", "image"),
+            (".elf", "image"),
+            ("fw.e}lf", "image"),
+            ("fw.el f", "image"),
+            ("fw.elf;", "image"),
+            ("fw.", "image"),
+            ("fw.abcdefghijklmnopq", "image"),
+        ] {
+            assert_eq!(staged_name(name), staged, "{name}");
+        }
     }
 
     #[test]

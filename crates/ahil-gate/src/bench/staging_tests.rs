@@ -183,6 +183,37 @@ fn a_flash_on_a_cli_backend_hands_the_staged_copy_to_the_program() {
 }
 
 #[test]
+fn no_character_of_the_agents_file_name_but_its_extension_reaches_a_backend() {
+    // OpenOCD evals the image path inside braces: this name would run `exec` there.
+    let name = "a} [exec touch pwned] {b.elf";
+    for (tool, args, backends) in USES {
+        for backend in *backends {
+            let world = World::new(backend);
+            let fw = world.fixture.workspace.join("fw");
+            std::fs::copy(fw.join("fw.elf"), fw.join(name)).expect("a copy");
+            let doc = world.call(tool, args(&format!("fw/{name}")));
+            let invoked = world.invoked();
+            assert!(
+                !invoked.contains("exec touch"),
+                "{tool} on {backend}: {invoked}: {doc}"
+            );
+        }
+    }
+    let world = World::new("openocd");
+    let fw = world.fixture.workspace.join("fw");
+    std::fs::copy(fw.join("fw.elf"), fw.join(name)).expect("a copy");
+    world.call(
+        "flash_firmware",
+        json!({"image_path": format!("fw/{name}")}),
+    );
+    assert!(
+        world.invoked().contains("/image.elf\" verify"),
+        "{}",
+        world.invoked()
+    );
+}
+
+#[test]
 fn an_image_is_checked_before_a_missing_program_is_reported_on_every_backend() {
     use ahil_config::ExecutableState;
 

@@ -10,7 +10,7 @@ use super::View;
 use super::junit;
 use super::steps::Exec;
 use crate::envelope::Outcome;
-use crate::fsio;
+use crate::fsio::WriteError;
 
 /// The recovery a failed run gets (a stopped run gets none), while the run still holds its
 /// devices and after its sessions were closed: as the recovery policy allows, a reset into halt and a
@@ -162,13 +162,16 @@ pub fn write_junit(view: &View<'_>, outcome: &mut Outcome, target: &Path, planne
     // CI publishes the XML: step summaries pass the same output step as the reports.
     let scrubbed = view.audit.sink().scrub(&outcome.to_value());
     let doc = junit::document(scrubbed.as_value(), planned);
-    let written = path
-        .parent()
-        .map_or(Ok(()), |dir| fsio::create_dir_all_private(dir, 0o755))
-        .and_then(|()| fsio::write_atomic(&path, doc.as_bytes(), 0o644));
-    match written {
+    // The workspace is the agent's: a folder on the way may be a link it planted (or swaps in
+    // while the run goes on), so the file is written beneath the workspace without following one.
+    let relative = Path::new(&shown);
+    match crate::fsio::write_beneath(workspace, relative, doc.as_bytes(), || {}) {
         Ok(()) => outcome.set("junit_xml", shown),
-        Err(err) => outcome.set(
+        Err(WriteError::Link(at)) => outcome.set(
+            "junit_xml_error",
+            json!({"error_type": "output_validation_failed", "summary": format!("The JUnit XML was not written: `{at}` in the workspace is a symbolic link.")}),
+        ),
+        Err(WriteError::Io(err)) => outcome.set(
             "junit_xml_error",
             json!({"error_type": "audit_write_failed", "summary": format!("The JUnit XML could not be written ({:?}).", err.kind())}),
         ),
