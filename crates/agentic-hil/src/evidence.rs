@@ -4,7 +4,7 @@ use ahil_gate::ErrorType;
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
-use ahil_config::Environment;
+use ahil_config::{Environment, absolute_lexical};
 use ahil_gate::audit::{self, Audit};
 use ahil_gate::fsio;
 use ahil_gate::fsio::{WriteError, write_beneath};
@@ -209,7 +209,7 @@ impl<'a> Out<'a> {
     fn new(workspace: &'a Path, out_dir: &Path) -> Self {
         Self {
             workspace,
-            dir: lexical(workspace, out_dir),
+            dir: absolute_lexical(out_dir, workspace),
         }
     }
 
@@ -231,7 +231,7 @@ impl<'a> Out<'a> {
 /// link and only as a single-link regular file, so a link to a file outside or a FIFO (which would
 /// hold the CI job forever) is refused; one the operator named elsewhere is read by its path.
 fn read_report(workspace: &Path, report_path: &Path) -> std::io::Result<Vec<u8>> {
-    let path = lexical(workspace, report_path);
+    let path = absolute_lexical(report_path, workspace);
     if !path.starts_with(workspace) {
         return std::fs::read(path);
     }
@@ -240,21 +240,6 @@ fn read_report(workspace: &Path, report_path: &Path) -> std::io::Result<Vec<u8>>
         Ok(None) => Err(std::io::ErrorKind::NotFound.into()),
         Err(err) => Err(std::io::Error::other(err.to_string())),
     }
-}
-
-/// `path` joined onto `base` when relative, with `.` and `..` folded away without touching the disk.
-fn lexical(base: &Path, path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for component in base.join(path).components() {
-        match component {
-            Component::Normal(name) => out.push(name),
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
 }
 
 /// The refusal of a write to the output directory: a link in the workspace, or what the kernel said.

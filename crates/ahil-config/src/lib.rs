@@ -39,6 +39,7 @@ pub use load::{
     LoadedConfig, admit, digest_bytes, load_authoritative, load_config_file, parse_config,
 };
 pub use model::*;
+pub use paths::absolute_lexical;
 pub use pin::{ExecutableState, PinnedExecutables, autodetect_tool};
 pub use schema::config_json_schema;
 pub use status::{ConfigInForce, ConfigStatus, FileState};

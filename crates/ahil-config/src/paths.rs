@@ -34,7 +34,7 @@ pub(crate) fn normalize(p: &Path) -> PathBuf {
 }
 
 /// Absolute without following links: joined onto `base` when relative, then folded.
-pub(crate) fn absolute_lexical(p: &Path, base: &Path) -> PathBuf {
+pub fn absolute_lexical(p: &Path, base: &Path) -> PathBuf {
     if p.is_absolute() {
         normalize(p)
     } else {

@@ -236,8 +236,7 @@ fn credential_span(text: &str, lower: &str, at: usize) -> (usize, usize) {
 /// `Authorization: Bearer <cred>` (optionally quoted) → the credential masked, the scheme kept.
 fn mask_authorization(text: &str) -> String {
     let lower = text.to_ascii_lowercase();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
+    let mut masked = Masked::new(text);
     let mut from = 0;
     while let Some(found) = lower[from..].find("authorization") {
         let start = from + found + "authorization".len();
@@ -259,14 +258,46 @@ fn mask_authorization(text: &str) -> String {
         }
         let (cred, end) = credential_span(text, &lower, i);
         if end > cred {
-            out.push_str(&text[copied..cred]);
-            out.push_str(MASK);
-            copied = end;
+            masked.mask(cred, end);
             from = end;
         }
     }
-    out.push_str(&text[copied..]);
-    out
+    masked.finish()
+}
+
+/// A masked copy of a text, built left to right: each span handed to [`Masked::mask`], in order,
+/// becomes [`MASK`] and the rest is copied as it was.
+pub(super) struct Masked<'a> {
+    text: &'a str,
+    out: String,
+    copied: usize,
+}
+
+impl<'a> Masked<'a> {
+    pub(super) fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            out: String::with_capacity(text.len()),
+            copied: 0,
+        }
+    }
+
+    /// Where the text not yet copied begins: a span starting before it overlaps one masked.
+    pub(super) fn copied(&self) -> usize {
+        self.copied
+    }
+
+    /// Masks `text[start..end]`.
+    pub(super) fn mask(&mut self, start: usize, end: usize) {
+        self.out.push_str(&self.text[self.copied..start]);
+        self.out.push_str(MASK);
+        self.copied = end;
+    }
+
+    pub(super) fn finish(mut self) -> String {
+        self.out.push_str(&self.text[self.copied..]);
+        self.out
+    }
 }
 
 pub(super) fn is_name_byte(b: u8) -> bool {
@@ -286,12 +317,11 @@ pub(super) fn is_secret_name(name: &str) -> bool {
 /// after `name=` it is a shell word (quotes, escapes); after `name:` it is one word.
 fn mask_assignments(text: &str) -> String {
     let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
+    let mut masked = Masked::new(text);
     let mut i = 0;
     while i < bytes.len() {
         let Some((start, value_start)) =
-            assignment_at(text, i).filter(|(start, _)| *start >= copied)
+            assignment_at(text, i).filter(|(start, _)| *start >= masked.copied())
         else {
             i += 1;
             continue;
@@ -317,14 +347,11 @@ fn mask_assignments(text: &str) -> String {
             (value_start, end, end)
         };
         if mask_end > mask_start {
-            out.push_str(&text[copied..mask_start]);
-            out.push_str(MASK);
-            copied = mask_end;
+            masked.mask(mask_start, mask_end);
         }
         i = resume.max(i + 1);
     }
-    out.push_str(&text[copied..]);
-    out
+    masked.finish()
 }
 
 /// When `text[sep]` is the `=` or `:` of a secret-named assignment: where its name starts and

@@ -174,16 +174,23 @@ fn after_check() {
     });
 }
 
-/// Replaces `path` atomically (temp, fsync, rename, directory fsync) and with `durable` false
-/// without either fsync, beneath `base` whatever a directory on the way became since the checks.
-fn replace(base: &Path, path: &Path, bytes: &[u8], durable: bool) -> Result<(), AuditError> {
+/// The directory `path` is to be written in, created and checked beneath `base`, then opened from
+/// `base` without following links, with the file name to act on relative to it: whatever a
+/// directory on the way became after the checks, the write stays beneath `base`.
+fn checked_parent<'p>(base: &Path, path: &'p Path) -> Result<(OwnedFd, &'p OsStr), AuditError> {
     if let Some(dir) = path.parent() {
         ensure_dir(base, dir)?;
     }
     check(base, path)?;
     after_check();
-    let (dir, name) = parent_beneath(base, path, true)?
-        .ok_or_else(|| AuditError::io(base, path, &io::ErrorKind::NotFound.into()))?;
+    parent_beneath(base, path, true)?
+        .ok_or_else(|| AuditError::io(base, path, &io::ErrorKind::NotFound.into()))
+}
+
+/// Replaces `path` atomically (temp, fsync, rename, directory fsync) and with `durable` false
+/// without either fsync, beneath `base` whatever a directory on the way became since the checks.
+fn replace(base: &Path, path: &Path, bytes: &[u8], durable: bool) -> Result<(), AuditError> {
+    let (dir, name) = checked_parent(base, path)?;
     fsio::replace_at(&dir, name, bytes, 0o600, durable)
         .and_then(|()| {
             if durable {
@@ -286,13 +293,7 @@ fn named_probe(base: &Path, dir: &Path, fd: &OwnedFd) -> Result<(), AuditError> 
 /// Opens `path` for appending without following a final link, and refuses anything but a
 /// single-link regular file (a hard link could point the append at another file).
 fn open_append(base: &Path, path: &Path) -> Result<File, AuditError> {
-    if let Some(dir) = path.parent() {
-        ensure_dir(base, dir)?;
-    }
-    check(base, path)?;
-    after_check();
-    let (dir, name) = parent_beneath(base, path, true)?
-        .ok_or_else(|| AuditError::io(base, path, &io::ErrorKind::NotFound.into()))?;
+    let (dir, name) = checked_parent(base, path)?;
     let fd = openat(
         &dir,
         name,

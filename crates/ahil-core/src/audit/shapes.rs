@@ -4,7 +4,7 @@
 //! scheme, cookies, and secret-named command-line flags given as `--password VALUE`. Each masks the
 //! secret span alone, so a hex dump, a digest or a port name next to it stays as it was.
 
-use super::redact::{MASK, is_name_byte, is_secret_name};
+use super::redact::{MASK, Masked, is_name_byte, is_secret_name};
 
 /// The body of a `-----BEGIN … PRIVATE KEY-----` block, up to its END line (or the end of the
 /// text, when a capture cut it short). The armour lines stay, so a reader sees what was there.
@@ -182,22 +182,18 @@ fn jwt_at(bytes: &[u8], at: usize) -> Option<usize> {
 /// Issued tokens, wherever a word starts with one.
 pub(super) fn mask_issued_tokens(text: &str) -> String {
     let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
+    let mut masked = Masked::new(text);
     let mut i = 0;
     while i < bytes.len() {
         let starts_word = i == 0 || !alnum_under(bytes[i - 1]);
         if let Some(len) = starts_word.then(|| issued_at(bytes, i)).flatten() {
-            out.push_str(&text[copied..i]);
-            out.push_str(MASK);
-            copied = i + len;
-            i = copied;
+            masked.mask(i, i + len);
+            i += len;
         } else {
             i += 1;
         }
     }
-    out.push_str(&text[copied..]);
-    out
+    masked.finish()
 }
 
 /// Bytes that end a bare `user:password@host` word.
@@ -212,8 +208,7 @@ fn ends_bare_word(c: char) -> bool {
 /// `user:SECRET@host` without a scheme (scp, proxies, connection strings) → `user:[redacted]@host`.
 /// The user is a plain name, so `mailto:` and times are not mistaken for one.
 pub(super) fn mask_bare_userinfo(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
+    let mut masked = Masked::new(text);
     let mut start = 0;
     for (end, _) in text
         .char_indices()
@@ -241,13 +236,10 @@ pub(super) fn mask_bare_userinfo(text: &str) -> String {
             })
             && !user.eq_ignore_ascii_case("mailto");
         if host_ok && user_ok && at > colon + 1 {
-            out.push_str(&text[copied..=(word_start + colon)]);
-            out.push_str(MASK);
-            copied = word_start + at;
+            masked.mask(word_start + colon + 1, word_start + at);
         }
     }
-    out.push_str(&text[copied..]);
-    out
+    masked.finish()
 }
 
 /// `Cookie:` and `Set-Cookie:` header values: a session cookie is a credential whatever it is
@@ -255,14 +247,13 @@ pub(super) fn mask_bare_userinfo(text: &str) -> String {
 pub(super) fn mask_cookies(text: &str) -> String {
     let lower = text.to_ascii_lowercase();
     let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
+    let mut masked = Masked::new(text);
     let mut from = 0;
     while let Some(found) = lower[from..].find("cookie:") {
         let at = from + found;
         from = at + "cookie:".len();
         let named = at == 0 || !is_name_byte(bytes[at - 1]) || lower[..at].ends_with("set-");
-        if !named || at < copied {
+        if !named || at < masked.copied() {
             continue;
         }
         let value = from + bytes[from..].iter().take_while(|b| **b == b' ').count();
@@ -270,14 +261,11 @@ pub(super) fn mask_cookies(text: &str) -> String {
             .find(['\n', '\r', '"', '\''])
             .map_or(text.len(), |n| value + n);
         if end > value {
-            out.push_str(&text[copied..value]);
-            out.push_str(MASK);
-            copied = end;
+            masked.mask(value, end);
             from = end;
         }
     }
-    out.push_str(&text[copied..]);
-    out
+    masked.finish()
 }
 
 /// `Bearer <credential>` outside an `Authorization` header (`-H "X-Auth: Bearer …"`, a log's
@@ -286,13 +274,12 @@ pub(super) fn mask_cookies(text: &str) -> String {
 pub(super) fn mask_bare_bearer(text: &str) -> String {
     let lower = text.to_ascii_lowercase();
     let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
+    let mut masked = Masked::new(text);
     let mut from = 0;
     while let Some(found) = lower[from..].find("bearer ") {
         let at = from + found;
         from = at + "bearer ".len();
-        if at > 0 && is_name_byte(bytes[at - 1]) || at < copied {
+        if at > 0 && is_name_byte(bytes[at - 1]) || at < masked.copied() {
             continue;
         }
         let cred = from + bytes[from..].iter().take_while(|b| **b == b' ').count();
@@ -304,21 +291,17 @@ pub(super) fn mask_bare_bearer(text: &str) -> String {
             && word != MASK
             && word.bytes().skip(1).any(|b| !b.is_ascii_lowercase());
         if credential {
-            out.push_str(&text[copied..cred]);
-            out.push_str(MASK);
-            copied = end;
+            masked.mask(cred, end);
             from = end;
         }
     }
-    out.push_str(&text[copied..]);
-    out
+    masked.finish()
 }
 
 /// `--password VALUE`, `--api-key 'VALUE'`: a secret-named long flag whose value is the next word.
 pub(super) fn mask_secret_flags(text: &str) -> String {
     let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
+    let mut masked = Masked::new(text);
     let mut from = 0;
     while let Some(found) = text[from..].find("--") {
         let at = from + found;
@@ -342,14 +325,11 @@ pub(super) fn mask_secret_flags(text: &str) -> String {
         }
         let (mask_start, mask_end, resume) = super::redact::shell_word(bytes, value);
         if mask_end > mask_start {
-            out.push_str(&text[copied..mask_start]);
-            out.push_str(MASK);
-            copied = mask_end;
+            masked.mask(mask_start, mask_end);
         }
         from = resume.max(from);
     }
-    out.push_str(&text[copied..]);
-    out
+    masked.finish()
 }
 
 #[cfg(test)]

@@ -17,9 +17,9 @@ mod stage;
 pub mod store;
 mod uses;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use ahil_config::{Config, Validation};
+use ahil_config::{Config, Validation, absolute_lexical};
 use serde_json::{Map, Value, json};
 
 pub use error::{ArtifactError, ArtifactRefusal};
@@ -53,39 +53,18 @@ pub struct ArtifactPolicy {
     validation: Validation,
 }
 
-/// Absolute (joined onto `base` when relative) and folded without touching the disk. `..` never
-/// climbs above the root.
-pub fn lexical(base: &Path, path: &Path) -> PathBuf {
-    let joined = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        base.join(path)
-    };
-    let mut out = PathBuf::from("/");
-    for component in joined.components() {
-        match component {
-            Component::Normal(name) => out.push(name),
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
-}
-
 impl ArtifactPolicy {
     /// Freeze the `artifacts:` and `validation:` sections of `config`.
     pub fn from_config(config: &Config) -> Self {
-        let workspace = lexical(Path::new("/"), &config.workspace_root);
+        let workspace = absolute_lexical(&config.workspace_root, Path::new("/"));
         let artifacts = &config.artifacts;
         Self {
             roots: artifacts
                 .allowed_roots
                 .iter()
-                .map(|root| lexical(&workspace, Path::new(root)))
+                .map(|root| absolute_lexical(Path::new(root), &workspace))
                 .collect(),
-            upload_dir: lexical(&workspace, Path::new(&artifacts.upload_directory)),
+            upload_dir: absolute_lexical(Path::new(&artifacts.upload_directory), &workspace),
             extensions: artifacts
                 .allowed_extensions
                 .iter()
@@ -310,7 +289,7 @@ pub fn check_with(
     }
     let traversal = raw.split(['/', '\\']).any(|segment| segment == "..");
     checks.set("path_traversal_safe", !traversal);
-    let resolved = lexical(&policy.workspace, Path::new(&raw));
+    let resolved = absolute_lexical(Path::new(&raw), &policy.workspace);
     let within = resolved.starts_with(&policy.workspace);
     let in_root = policy.roots.iter().any(|root| resolved.starts_with(root))
         || (policy.allow_upload && resolved.starts_with(&policy.upload_dir));

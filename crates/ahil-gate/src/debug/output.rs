@@ -7,8 +7,8 @@ use std::path::{Component, Path, PathBuf};
 
 use ahil_config::Config;
 
-use crate::artifacts::lexical;
 use crate::envelope::Outcome;
+use ahil_config::absolute_lexical;
 
 /// A checked output path.
 #[derive(Debug, Clone)]
@@ -49,8 +49,8 @@ pub fn check(tool: &str, config: &Config, text: &str) -> Result<Output, Box<Outc
     if !matches!(extension.as_deref(), Some("hex" | "ihex")) {
         return Err(refused(tool, "output_path must end .hex or .ihex."));
     }
-    let workspace = lexical(Path::new("/"), &config.workspace_root);
-    let path = lexical(&workspace, given);
+    let workspace = absolute_lexical(&config.workspace_root, Path::new("/"));
+    let path = absolute_lexical(given, &workspace);
     if !path.starts_with(&workspace) || path == workspace {
         return Err(refused(tool, "output_path must lie inside the workspace."));
     }
@@ -59,7 +59,7 @@ pub fn check(tool: &str, config: &Config, text: &str) -> Result<Output, Box<Outc
             .artifacts
             .allowed_roots
             .iter()
-            .any(|root| path.starts_with(lexical(&workspace, Path::new(root))))
+            .any(|root| path.starts_with(absolute_lexical(Path::new(root), &workspace)))
     {
         return Err(refused(
             tool,

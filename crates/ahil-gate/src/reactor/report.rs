@@ -148,7 +148,7 @@ pub fn canonical_path(view: &View<'_>, handle: &str) -> String {
 /// Writes the JUnit XML to `target` (workspace-relative or absolute inside the workspace).
 pub fn write_junit(view: &View<'_>, outcome: &mut Outcome, target: &Path, planned: &[&str]) {
     let workspace = &view.loaded().workspace;
-    let path = crate::artifacts::lexical(workspace, target);
+    let path = ahil_config::absolute_lexical(target, workspace);
     let shown = path
         .strip_prefix(workspace)
         .map(|p| p.display().to_string());
