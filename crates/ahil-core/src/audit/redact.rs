@@ -8,6 +8,8 @@
 //! and a configuration value can carry a URL with a password, so the pass goes by content, not by
 //! a list of keys. Every other byte is left as it was.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::shapes;
@@ -118,20 +120,45 @@ fn mask_device_hex(
 /// The content pass over one string. Each step masks its own shape and leaves `[redacted]` as
 /// it found it, so the pass is idempotent.
 pub fn redact_text(text: &str) -> String {
-    let text = shapes::mask_private_keys(text);
-    let text = mask_userinfo(&text);
-    let text = shapes::mask_bare_userinfo(&text);
-    let text = mask_authorization(&text);
-    let text = shapes::mask_bare_bearer(&text);
-    let text = shapes::mask_cookies(&text);
-    let text = shapes::mask_issued_tokens(&text);
-    let text = shapes::mask_secret_flags(&text);
-    mask_assignments(&text)
+    let mut text = Cow::Borrowed(text);
+    for pass in PASSES {
+        // Most strings hold no credential: a pass that masked nothing hands its input back.
+        if let Cow::Owned(masked) = pass(&text) {
+            text = Cow::Owned(masked);
+        }
+    }
+    text.into_owned()
+}
+
+/// One step of the content pass: its input as it was when it masked nothing.
+type Pass = for<'t> fn(&'t str) -> Cow<'t, str>;
+
+const PASSES: [Pass; 9] = [
+    shapes::mask_private_keys,
+    mask_userinfo,
+    shapes::mask_bare_userinfo,
+    mask_authorization,
+    shapes::mask_bare_bearer,
+    shapes::mask_cookies,
+    shapes::mask_issued_tokens,
+    shapes::mask_secret_flags,
+    mask_assignments,
+];
+
+/// Whether `text` holds `needle` (ASCII, lower case) in any case, before a pass copies the text
+/// to lower case to find it.
+pub(super) fn contains_ignore_case(text: &str, needle: &str) -> bool {
+    text.as_bytes()
+        .windows(needle.len())
+        .any(|window| window.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 /// `scheme://user:SECRET@host` → `scheme://user:[redacted]@host`; `scheme://SECRET@host` →
 /// `scheme://[redacted]@host`.
-fn mask_userinfo(text: &str) -> String {
+fn mask_userinfo(text: &str) -> Cow<'_, str> {
+    if !text.contains("://") {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {
@@ -164,7 +191,7 @@ fn mask_userinfo(text: &str) -> String {
         }
     }
     out.push_str(rest);
-    out
+    Cow::Owned(out)
 }
 
 /// Schemes whose credential is one token (RFC 7235 token68).
@@ -234,7 +261,10 @@ fn credential_span(text: &str, lower: &str, at: usize) -> (usize, usize) {
 }
 
 /// `Authorization: Bearer <cred>` (optionally quoted) → the credential masked, the scheme kept.
-fn mask_authorization(text: &str) -> String {
+fn mask_authorization(text: &str) -> Cow<'_, str> {
+    if !contains_ignore_case(text, "authorization") {
+        return Cow::Borrowed(text);
+    }
     let lower = text.to_ascii_lowercase();
     let mut masked = Masked::new(text);
     let mut from = 0;
@@ -277,7 +307,7 @@ impl<'a> Masked<'a> {
     pub(super) fn new(text: &'a str) -> Self {
         Self {
             text,
-            out: String::with_capacity(text.len()),
+            out: String::new(),
             copied: 0,
         }
     }
@@ -289,14 +319,21 @@ impl<'a> Masked<'a> {
 
     /// Masks `text[start..end]`.
     pub(super) fn mask(&mut self, start: usize, end: usize) {
+        if self.out.capacity() == 0 {
+            self.out.reserve(self.text.len());
+        }
         self.out.push_str(&self.text[self.copied..start]);
         self.out.push_str(MASK);
         self.copied = end;
     }
 
-    pub(super) fn finish(mut self) -> String {
+    /// The masked copy, or the text itself when nothing was masked.
+    pub(super) fn finish(mut self) -> Cow<'a, str> {
+        if self.out.capacity() == 0 {
+            return Cow::Borrowed(self.text);
+        }
         self.out.push_str(&self.text[self.copied..]);
-        self.out
+        Cow::Owned(self.out)
     }
 }
 
@@ -315,7 +352,7 @@ pub(super) fn is_secret_name(name: &str) -> bool {
 /// inside a string) and the separator optionally spaced. A quoted value is masked inside its
 /// quotes; in a query (`?`/`&` before the name) the value runs to whitespace, `&`, `#` or a quote;
 /// after `name=` it is a shell word (quotes, escapes); after `name:` it is one word.
-fn mask_assignments(text: &str) -> String {
+fn mask_assignments(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut masked = Masked::new(text);
     let mut i = 0;

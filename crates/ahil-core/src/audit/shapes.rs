@@ -4,11 +4,16 @@
 //! scheme, cookies, and secret-named command-line flags given as `--password VALUE`. Each masks the
 //! secret span alone, so a hex dump, a digest or a port name next to it stays as it was.
 
-use super::redact::{MASK, Masked, is_name_byte, is_secret_name};
+use std::borrow::Cow;
+
+use super::redact::{MASK, Masked, contains_ignore_case, is_name_byte, is_secret_name};
 
 /// The body of a `-----BEGIN … PRIVATE KEY-----` block, up to its END line (or the end of the
 /// text, when a capture cut it short). The armour lines stay, so a reader sees what was there.
-pub(super) fn mask_private_keys(text: &str) -> String {
+pub(super) fn mask_private_keys(text: &str) -> Cow<'_, str> {
+    if !text.contains("-----BEGIN ") {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("-----BEGIN ") {
@@ -37,7 +42,7 @@ pub(super) fn mask_private_keys(text: &str) -> String {
         rest = &rest[body_end..];
     }
     out.push_str(rest);
-    out
+    Cow::Owned(out)
 }
 
 /// A token issuer's prefix, the bytes its body may hold and the body's least length.
@@ -180,7 +185,7 @@ fn jwt_at(bytes: &[u8], at: usize) -> Option<usize> {
 }
 
 /// Issued tokens, wherever a word starts with one.
-pub(super) fn mask_issued_tokens(text: &str) -> String {
+pub(super) fn mask_issued_tokens(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut masked = Masked::new(text);
     let mut i = 0;
@@ -207,7 +212,7 @@ fn ends_bare_word(c: char) -> bool {
 
 /// `user:SECRET@host` without a scheme (scp, proxies, connection strings) → `user:[redacted]@host`.
 /// The user is a plain name, so `mailto:` and times are not mistaken for one.
-pub(super) fn mask_bare_userinfo(text: &str) -> String {
+pub(super) fn mask_bare_userinfo(text: &str) -> Cow<'_, str> {
     let mut masked = Masked::new(text);
     let mut start = 0;
     for (end, _) in text
@@ -244,7 +249,10 @@ pub(super) fn mask_bare_userinfo(text: &str) -> String {
 
 /// `Cookie:` and `Set-Cookie:` header values: a session cookie is a credential whatever it is
 /// named. The value runs to the end of the line or a closing quote.
-pub(super) fn mask_cookies(text: &str) -> String {
+pub(super) fn mask_cookies(text: &str) -> Cow<'_, str> {
+    if !contains_ignore_case(text, "cookie:") {
+        return Cow::Borrowed(text);
+    }
     let lower = text.to_ascii_lowercase();
     let bytes = text.as_bytes();
     let mut masked = Masked::new(text);
@@ -271,7 +279,10 @@ pub(super) fn mask_cookies(text: &str) -> String {
 /// `Bearer <credential>` outside an `Authorization` header (`-H "X-Auth: Bearer …"`, a log's
 /// "using Bearer …"): the word after it when it reads as a credential, not as prose
 /// ("the bearer token").
-pub(super) fn mask_bare_bearer(text: &str) -> String {
+pub(super) fn mask_bare_bearer(text: &str) -> Cow<'_, str> {
+    if !contains_ignore_case(text, "bearer ") {
+        return Cow::Borrowed(text);
+    }
     let lower = text.to_ascii_lowercase();
     let bytes = text.as_bytes();
     let mut masked = Masked::new(text);
@@ -299,7 +310,7 @@ pub(super) fn mask_bare_bearer(text: &str) -> String {
 }
 
 /// `--password VALUE`, `--api-key 'VALUE'`: a secret-named long flag whose value is the next word.
-pub(super) fn mask_secret_flags(text: &str) -> String {
+pub(super) fn mask_secret_flags(text: &str) -> Cow<'_, str> {
     let bytes = text.as_bytes();
     let mut masked = Masked::new(text);
     let mut from = 0;
