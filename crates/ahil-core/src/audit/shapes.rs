@@ -247,53 +247,67 @@ pub(super) fn mask_bare_userinfo(text: &str) -> Cow<'_, str> {
     masked.finish()
 }
 
-/// `Cookie:` and `Set-Cookie:` header values: a session cookie is a credential whatever it is
-/// named. The value runs to the end of the line or a closing quote.
-pub(super) fn mask_cookies(text: &str) -> Cow<'_, str> {
-    if !contains_ignore_case(text, "cookie:") {
+/// The value after each case-blind `word` (ASCII, lower case) that `value` accepts, masked: `value`
+/// gets the text, its lower-case copy, where the word starts and where it ends, and answers the
+/// span to mask. Scanning resumes after a masked span, so a value is never masked twice.
+fn mask_after_word<'t>(
+    text: &'t str,
+    word: &str,
+    value: impl Fn(&str, &str, usize, usize) -> Option<(usize, usize)>,
+) -> Cow<'t, str> {
+    if !contains_ignore_case(text, word) {
         return Cow::Borrowed(text);
     }
     let lower = text.to_ascii_lowercase();
-    let bytes = text.as_bytes();
     let mut masked = Masked::new(text);
     let mut from = 0;
-    while let Some(found) = lower[from..].find("cookie:") {
+    while let Some(found) = lower[from..].find(word) {
         let at = from + found;
-        from = at + "cookie:".len();
-        let named = at == 0 || !is_name_byte(bytes[at - 1]) || lower[..at].ends_with("set-");
-        if !named || at < masked.copied() {
+        from = at + word.len();
+        if at < masked.copied() {
             continue;
         }
-        let value = from + bytes[from..].iter().take_while(|b| **b == b' ').count();
-        let end = text[value..]
-            .find(['\n', '\r', '"', '\''])
-            .map_or(text.len(), |n| value + n);
-        if end > value {
-            masked.mask(value, end);
+        if let Some((start, end)) = value(text, &lower, at, from).filter(|(s, e)| e > s) {
+            masked.mask(start, end);
             from = end;
         }
     }
     masked.finish()
 }
 
+/// Where the spaces after `from` end.
+fn past_spaces(text: &str, from: usize) -> usize {
+    from + text.as_bytes()[from..]
+        .iter()
+        .take_while(|b| **b == b' ')
+        .count()
+}
+
+/// `Cookie:` and `Set-Cookie:` header values: a session cookie is a credential whatever it is
+/// named. The value runs to the end of the line or a closing quote.
+pub(super) fn mask_cookies(text: &str) -> Cow<'_, str> {
+    mask_after_word(text, "cookie:", |text, lower, at, after| {
+        let bytes = text.as_bytes();
+        let named = at == 0 || !is_name_byte(bytes[at - 1]) || lower[..at].ends_with("set-");
+        named.then(|| {
+            let value = past_spaces(text, after);
+            let end = text[value..]
+                .find(['\n', '\r', '"', '\''])
+                .map_or(text.len(), |n| value + n);
+            (value, end)
+        })
+    })
+}
+
 /// `Bearer <credential>` outside an `Authorization` header (`-H "X-Auth: Bearer …"`, a log's
 /// "using Bearer …"): the word after it when it reads as a credential, not as prose
 /// ("the bearer token").
 pub(super) fn mask_bare_bearer(text: &str) -> Cow<'_, str> {
-    if !contains_ignore_case(text, "bearer ") {
-        return Cow::Borrowed(text);
-    }
-    let lower = text.to_ascii_lowercase();
-    let bytes = text.as_bytes();
-    let mut masked = Masked::new(text);
-    let mut from = 0;
-    while let Some(found) = lower[from..].find("bearer ") {
-        let at = from + found;
-        from = at + "bearer ".len();
-        if at > 0 && is_name_byte(bytes[at - 1]) || at < masked.copied() {
-            continue;
+    mask_after_word(text, "bearer ", |text, _, at, after| {
+        if at > 0 && is_name_byte(text.as_bytes()[at - 1]) {
+            return None;
         }
-        let cred = from + bytes[from..].iter().take_while(|b| **b == b' ').count();
+        let cred = past_spaces(text, after);
         let end = text[cred..]
             .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';' | ')'))
             .map_or(text.len(), |n| cred + n);
@@ -301,12 +315,8 @@ pub(super) fn mask_bare_bearer(text: &str) -> Cow<'_, str> {
         let credential = word.len() >= 8
             && word != MASK
             && word.bytes().skip(1).any(|b| !b.is_ascii_lowercase());
-        if credential {
-            masked.mask(cred, end);
-            from = end;
-        }
-    }
-    masked.finish()
+        credential.then_some((cred, end))
+    })
 }
 
 /// `--password VALUE`, `--api-key 'VALUE'`: a secret-named long flag whose value is the next word.
