@@ -11,6 +11,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use ahil_config::{Environment, LoadedConfig};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::actions::lease::configured_devices;
@@ -19,7 +20,7 @@ use crate::ownership::coordination::{Coordinator, Dirs};
 use crate::ownership::{KernelLocks, LockRoot};
 
 /// One configured device and whoever holds it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hold {
     pub resource: String,
     /// `None` when the kernel's lock table cannot be read.
@@ -31,7 +32,7 @@ pub struct Hold {
 }
 
 /// This configuration's lease record.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Lease {
     pub owner_active: Option<bool>,
     /// The record's `state` (`active`, `released`, `cleanup_required`, `quarantined`, …).
@@ -40,7 +41,7 @@ pub struct Lease {
     pub incident: Option<Incident>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Incident {
     pub state: String,
     pub quarantine_id: Option<String>,
@@ -48,7 +49,7 @@ pub struct Incident {
 }
 
 /// An audited call, as its report recorded it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Action {
     pub finished_at: String,
     pub tool: String,
@@ -58,7 +59,7 @@ pub struct Action {
 }
 
 /// The end of an open COM session log.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {
     pub port_id: String,
     /// Workspace-relative.
@@ -66,7 +67,7 @@ pub struct Session {
     pub lines: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct BenchView {
     pub workspace: String,
     /// Why there is nothing else to show (no configuration, …).

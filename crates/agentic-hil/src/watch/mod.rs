@@ -106,82 +106,15 @@ fn observed(workspace: &Path, env: &Environment) -> BenchView {
     scrubbed(observe(workspace, env), &sink)
 }
 
-/// Every string of the view, field by field: the patterns name each field, so a field added to
-/// the view does not compile here until it is scrubbed too.
-fn scrubbed(mut view: BenchView, sink: &Sink) -> BenchView {
-    use ahil_gate::observe::{Hold, Incident, Lease, Session};
-    let text = |s: &mut String| *s = sink.scrub_text(s);
-    let opt = |s: &mut Option<String>| {
-        if let Some(s) = s {
-            *s = sink.scrub_text(s);
-        }
-    };
-    let BenchView {
-        workspace,
-        problem,
-        holds,
-        lease,
-        actions,
-        sessions,
-        places,
-    } = &mut view;
-    text(workspace);
-    opt(problem);
-    for Hold {
-        resource,
-        held: _,
-        holder,
-        label,
-        since,
-    } in holds
-    {
-        text(resource);
-        opt(holder);
-        opt(label);
-        opt(since);
-    }
-    let Lease {
-        owner_active: _,
-        state,
-        owner,
-        incident,
-    } = lease;
-    opt(state);
-    opt(owner);
-    if let Some(Incident {
-        state,
-        quarantine_id,
-        reasons,
-    }) = incident
-    {
-        text(state);
-        opt(quarantine_id);
-        reasons.iter_mut().for_each(text);
-    }
-    for Action {
-        finished_at,
-        tool,
-        verdict,
-        summary,
-    } in actions
-    {
-        text(finished_at);
-        text(tool);
-        text(verdict);
-        text(summary);
-    }
-    places.iter_mut().for_each(text);
-    for Session {
-        port_id,
-        log,
-        lines,
-    } in sessions
-    {
-        text(port_id);
-        text(log);
-        lines.iter_mut().for_each(text);
-    }
-    view
+/// Every string of the view through the sink, by way of its JSON form: a field added to the view
+/// is scrubbed without being named here. A view that does not come back whole is not shown.
+fn scrubbed(view: BenchView, sink: &Sink) -> BenchView {
+    serde_json::to_value(&view)
+        .and_then(|value| serde_json::from_value(sink.scrub(&value).into_value()))
+        .unwrap_or_else(|_| BenchView {
+            problem: Some("The bench view could not be scrubbed, so it is not shown.".into()),
+            ..BenchView::default()
+        })
 }
 
 /// Puts the terminal back however the loop ends (error or panic included).
@@ -260,6 +193,57 @@ mod tests {
         assert_eq!(view.lease.state.as_deref(), Some("token=[redacted]"));
         assert_eq!(view.sessions[0].log, "~/x.jsonl");
         assert_eq!(view.sessions[0].lines, ["password=[redacted]"]);
+    }
+
+    #[test]
+    fn no_string_of_the_view_reaches_the_screen_unscrubbed() {
+        use ahil_gate::observe::{Hold, Incident, Session};
+        let planted = "token=abc in /home/u/x";
+        let text = || planted.to_owned();
+        let view = BenchView {
+            workspace: text(),
+            problem: Some(text()),
+            holds: vec![Hold {
+                resource: text(),
+                held: Some(true),
+                holder: Some(text()),
+                label: Some(text()),
+                since: Some(text()),
+            }],
+            lease: ahil_gate::observe::Lease {
+                owner_active: Some(true),
+                state: Some(text()),
+                owner: Some(text()),
+                incident: Some(Incident {
+                    state: text(),
+                    quarantine_id: Some(text()),
+                    reasons: vec![text()],
+                }),
+            },
+            actions: vec![Action {
+                finished_at: text(),
+                tool: text(),
+                verdict: text(),
+                summary: text(),
+            }],
+            sessions: vec![Session {
+                port_id: text(),
+                log: text(),
+                lines: vec![text()],
+            }],
+            places: vec![text()],
+        };
+        let shown =
+            serde_json::to_string(&scrubbed(view, &Sink::new(Some(Path::new("/home/u"))))).unwrap();
+        assert!(
+            !shown.contains("abc") && !shown.contains("/home/u"),
+            "{shown}"
+        );
+        assert_eq!(
+            shown.matches("token=[redacted] in ~/x").count(),
+            19,
+            "{shown}"
+        );
     }
 
     #[test]

@@ -105,66 +105,70 @@ pub fn verify(
         Ok(ports) => judge(expected, device, &ports, &mut identity),
         Err(err) => {
             // The status leads the error, as it always has (the map keeps insertion order).
-            identity.insert("status".into(), json!(BACKEND_UNAVAILABLE.status));
+            identity.insert("status".into(), json!(Finding::BackendUnavailable.status()));
             identity.insert("backend_error".into(), json!(err.to_string()));
-            Some(&BACKEND_UNAVAILABLE)
+            Some(Finding::BackendUnavailable)
         }
     };
     let Some(finding) = finding else {
         identity.insert("status".into(), json!("confirmed"));
         return Ok(Value::Object(identity));
     };
-    identity.insert("status".into(), json!(finding.status));
+    identity.insert("status".into(), json!(finding.status()));
     Err(refusal(tool, port_id, finding, identity))
 }
 
-/// Why a declared port was not confirmed: one row per way the check can end.
-struct Finding {
-    mismatch: bool,
-    status: &'static str,
-    summary: &'static str,
+/// Why a declared port was not confirmed: one variant per way the check can end.
+#[derive(Clone, Copy)]
+enum Finding {
+    BackendUnavailable,
+    NotEnumerated,
+    SerialUnknown,
+    OtherSerial,
+    UsbIdsUnknown,
+    OtherUsbIds,
 }
 
 impl Finding {
-    const fn unverified(status: &'static str, summary: &'static str) -> Self {
-        Self {
-            mismatch: false,
-            status,
-            summary,
+    /// Whether the host showed another adapter than the entry names (rather than too little to tell).
+    fn is_mismatch(self) -> bool {
+        matches!(self, Self::OtherSerial | Self::OtherUsbIds)
+    }
+
+    /// The identity record's `status`.
+    fn status(self) -> &'static str {
+        match self {
+            Self::BackendUnavailable => "backend_unavailable",
+            Self::NotEnumerated => "port_not_enumerated",
+            Self::SerialUnknown => "serial_unknown",
+            Self::UsbIdsUnknown => "usb_ids_unknown",
+            Self::OtherSerial | Self::OtherUsbIds => "mismatch",
         }
     }
 
-    const fn mismatch(summary: &'static str) -> Self {
-        Self {
-            mismatch: true,
-            status: "mismatch",
-            summary,
+    fn summary(self) -> &'static str {
+        match self {
+            Self::BackendUnavailable => {
+                "The host's serial ports could not be listed, so the adapter's identity is unknown."
+            }
+            Self::NotEnumerated => {
+                "The configured device is not among the host's serial ports, so its identity cannot be checked."
+            }
+            Self::SerialUnknown => {
+                "The host reports no serial number for the configured device, so it cannot be matched."
+            }
+            Self::OtherSerial => {
+                "The adapter on the configured device has another serial number than the entry names."
+            }
+            Self::UsbIdsUnknown => {
+                "The host reports no USB ids for the configured device, so they cannot be matched."
+            }
+            Self::OtherUsbIds => {
+                "The adapter on the configured device has other USB ids than the entry names."
+            }
         }
     }
 }
-
-const BACKEND_UNAVAILABLE: Finding = Finding::unverified(
-    "backend_unavailable",
-    "The host's serial ports could not be listed, so the adapter's identity is unknown.",
-);
-const NOT_ENUMERATED: Finding = Finding::unverified(
-    "port_not_enumerated",
-    "The configured device is not among the host's serial ports, so its identity cannot be checked.",
-);
-const SERIAL_UNKNOWN: Finding = Finding::unverified(
-    "serial_unknown",
-    "The host reports no serial number for the configured device, so it cannot be matched.",
-);
-const OTHER_SERIAL: Finding = Finding::mismatch(
-    "The adapter on the configured device has another serial number than the entry names.",
-);
-const USB_IDS_UNKNOWN: Finding = Finding::unverified(
-    "usb_ids_unknown",
-    "The host reports no USB ids for the configured device, so they cannot be matched.",
-);
-const OTHER_USB_IDS: Finding = Finding::mismatch(
-    "The adapter on the configured device has other USB ids than the entry names.",
-);
 
 /// Compares the host's adapter on `device` with the expectation, recording what it found in
 /// `identity`; `None` when everything declared matches.
@@ -173,7 +177,7 @@ fn judge(
     device: &str,
     ports: &[HostPort],
     identity: &mut Map<String, Value>,
-) -> Option<&'static Finding> {
+) -> Option<Finding> {
     let matching: Vec<&HostPort> = ports
         .iter()
         .filter(|p| {
@@ -184,7 +188,7 @@ fn judge(
         })
         .collect();
     let [found] = matching.as_slice() else {
-        return Some(&NOT_ENUMERATED);
+        return Some(Finding::NotEnumerated);
     };
     insert_some(
         identity,
@@ -195,7 +199,7 @@ fn judge(
     insert_some(identity, "found_pid", found.pid.as_ref());
     if let Some(want) = &expected.serial {
         let Some(have) = &found.serial_number else {
-            return Some(&SERIAL_UNKNOWN);
+            return Some(Finding::SerialUnknown);
         };
         if !want.eq_ignore_ascii_case(have) {
             if let Some(elsewhere) = ports.iter().find(|p| {
@@ -205,17 +209,17 @@ fn judge(
             }) {
                 identity.insert("expected_device".into(), json!(elsewhere.device));
             }
-            return Some(&OTHER_SERIAL);
+            return Some(Finding::OtherSerial);
         }
     }
     if expected.vid.is_some() || expected.pid.is_some() {
         if found.vid.is_none() || found.pid.is_none() {
-            return Some(&USB_IDS_UNKNOWN);
+            return Some(Finding::UsbIdsUnknown);
         }
         if expected.vid.is_some_and(|v| Some(v) != found.vid)
             || expected.pid.is_some_and(|p| Some(p) != found.pid)
         {
-            return Some(&OTHER_USB_IDS);
+            return Some(Finding::OtherUsbIds);
         }
     }
     None
@@ -230,21 +234,21 @@ fn insert_some<T: serde::Serialize>(doc: &mut Map<String, Value>, key: &str, val
 fn refusal(
     tool: &str,
     port_id: &str,
-    finding: &Finding,
+    finding: Finding,
     identity: Map<String, Value>,
 ) -> Box<Outcome> {
     let device = identity.get("device").cloned().unwrap_or(Value::Null);
-    let error_type = if finding.mismatch {
+    let error_type = if finding.is_mismatch() {
         ErrorType::ComPortIdentityMismatch
     } else {
         ErrorType::ComPortIdentityUnverified
     };
-    let mut outcome = Outcome::refused(tool, error_type, finding.summary)
+    let mut outcome = Outcome::refused(tool, error_type, finding.summary())
         .with("port_id", port_id)
         .with("configured_device", device)
         .with("identity", Value::Object(identity))
         .not_contacted();
-    if finding.mismatch {
+    if finding.is_mismatch() {
         outcome.likely_causes = vec![
             "another board's adapter now has this device name".into(),
             "the configured serial number or USB ids are out of date".into(),
