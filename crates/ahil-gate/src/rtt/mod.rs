@@ -38,9 +38,9 @@ pub struct Session {
     pub log: SessionLog,
     pub started_at: String,
     pub close_limit: Duration,
-    /// What `rtt_read` has shown of each up channel's stream (by index), masked in its context as
-    /// a COM session's reads are.
-    pub shown: std::sync::Mutex<std::collections::HashMap<u32, crate::audit::StreamMask>>,
+    /// Each up channel's stream (by index) as `rtt_read` may observe it, masked as a COM
+    /// session's is.
+    pub shown: std::sync::Mutex<std::collections::HashMap<u32, crate::audit::MaskedStream>>,
     /// The debugger's keys, given back when the session ends. Last, so the link stops first.
     pub locks: SessionLocks,
 }
