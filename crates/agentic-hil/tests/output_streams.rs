@@ -261,3 +261,43 @@ async fn an_until_on_a_prefix_of_a_printed_credential_never_matches_and_text_aft
     }
     client.cancel().await.expect("client closes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rtt_until_on_a_prefix_of_a_printed_credential_never_matches_and_text_after_it_does() {
+    let world = sim_world(
+        "  board:\n    type: qemu\n    timeout_s: 10\n    rtt:\n\
+         \x20     scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
+         \x20       - {name: terminal, direction: up, index: 0}\n\
+         \x20       - {name: terminal_in, direction: down, index: 0}\n\
+         \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
+         \x20     allow_rtt_write: true\n",
+        "",
+        &["ahil-fw-v1.elf"],
+    );
+    let _board = SimBoard::start(&world);
+    let client = support::connect(&world).await;
+    support::ok(&client, "rtt_session_start", json!({})).await;
+    let echo = json!({"channel": "terminal_in", "text": "id AKIAKEYIDSECRET12345 echoed\n"});
+    support::ok(&client, "rtt_write", echo.clone()).await;
+    let probe = json!({"channel": "terminal", "until": "AKIAK", "wait_timeout_s": 0.8});
+    let started = std::time::Instant::now();
+    let doc = support::ok(&client, "rtt_read", probe).await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "the wait ran out"
+    );
+    assert_eq!(doc["until_matched"], json!(false), "{doc}");
+    let text = doc["data"]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("id [redacted] echoed\n") && !text.contains("AKIA"),
+        "{text:?}"
+    );
+    support::ok(&client, "rtt_write", echo).await;
+    let after = json!({"channel": "terminal", "until": "] echoed", "wait_timeout_s": 10});
+    let doc = support::ok(&client, "rtt_read", after).await;
+    assert_eq!(doc["until_matched"], json!(true), "{doc}");
+    let text = doc["data"]["text"].as_str().unwrap_or_default();
+    assert!(text.ends_with("id [redacted] echoed"), "{text:?}");
+    support::ok(&client, "rtt_session_stop", json!({})).await;
+    client.cancel().await.expect("client closes");
+}

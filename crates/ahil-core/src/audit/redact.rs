@@ -120,6 +120,19 @@ fn mask_device_hex(
 /// The content pass over one string. Each step masks its own shape and leaves `[redacted]` as
 /// it found it, so the pass is idempotent.
 pub fn redact_text(text: &str) -> String {
+    redact_cow(text).into_owned()
+}
+
+/// As [`redact_text`], taking the text: handed back as it is, without a copy, when nothing in it
+/// is masked (a defmt line, most of the time).
+pub fn redact_string(text: String) -> String {
+    match redact_cow(&text) {
+        Cow::Owned(masked) => masked,
+        Cow::Borrowed(_) => text,
+    }
+}
+
+fn redact_cow(text: &str) -> Cow<'_, str> {
     let mut text = Cow::Borrowed(text);
     for pass in PASSES {
         // Most strings hold no credential: a pass that masked nothing hands its input back.
@@ -127,7 +140,7 @@ pub fn redact_text(text: &str) -> String {
             text = Cow::Owned(masked);
         }
     }
-    text.into_owned()
+    text
 }
 
 /// One step of the content pass: its input as it was when it masked nothing.

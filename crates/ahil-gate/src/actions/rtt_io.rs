@@ -156,13 +156,18 @@ fn read(
         outcome.meta = Some(meta);
         return Acted::new(outcome.with_log(&session.log.path), none());
     }
-    let taken = take_masked(
+    let stream = Arc::clone(
         session
             .shown
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entry(channel.index)
             .or_default(),
+    );
+    let taken = take_masked(
+        &mut stream
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
         ring,
         max_bytes,
         deadline,

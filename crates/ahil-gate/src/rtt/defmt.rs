@@ -15,7 +15,7 @@ use ahil_drivers::rtt::defmt::{DefmtStream, DefmtTable, Frame};
 use ahil_drivers::serial::Ring;
 use serde_json::{Value, json};
 
-use crate::audit::redact_text;
+use crate::audit::redact::redact_string;
 use crate::serial::text::to_hex;
 
 /// A session's table and its defmt channels.
@@ -160,7 +160,7 @@ fn choose(
 /// masked whole, and `until` matches the masked line: a credential the target logs decides
 /// nothing a read answers.
 fn queued(frame: Frame) -> (Frame, String) {
-    let line = redact_text(&line(&frame));
+    let line = redact_string(line(&frame));
     (frame, line)
 }
 
