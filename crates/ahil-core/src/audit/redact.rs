@@ -412,28 +412,40 @@ fn mask_assignments(text: &str) -> Cow<'_, str> {
             i = value_start + MASK.len();
             continue;
         }
-        let query = start > 0 && matches!(bytes[start - 1], b'?' | b'&');
-        let (mask_start, mask_end, resume) = if let Some(span) = quoted_value(bytes, value_start) {
-            span
-        } else if query {
-            let end = text[value_start..]
-                .find(|c: char| c.is_whitespace() || matches!(c, '&' | '#' | '"' | '\''))
-                .map_or(text.len(), |n| value_start + n);
-            (value_start, end, end)
-        } else if bytes[i] == b'=' && value_start == i + 1 {
-            shell_word(bytes, value_start)
-        } else {
-            let end = text[value_start..]
-                .find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '}' | ']' | ')'))
-                .map_or(text.len(), |n| value_start + n);
-            (value_start, end, end)
-        };
+        let (mask_start, mask_end, resume) = value_span(text, start, i, value_start);
         if mask_end > mask_start && !is_syntax(&bytes[mask_start..mask_end]) {
             masked.mask(mask_start, mask_end);
         }
         i = resume.max(i + 1);
     }
     masked.finish()
+}
+
+/// The value of the assignment whose name starts at `start`, separator at `sep`:
+/// `(mask_start, mask_end, value_end)`.
+pub(super) fn value_span(
+    text: &str,
+    start: usize,
+    sep: usize,
+    value_start: usize,
+) -> (usize, usize, usize) {
+    let bytes = text.as_bytes();
+    let query = start > 0 && matches!(bytes[start - 1], b'?' | b'&');
+    if let Some(span) = quoted_value(bytes, value_start) {
+        span
+    } else if query {
+        let end = text[value_start..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '&' | '#' | '"' | '\''))
+            .map_or(text.len(), |n| value_start + n);
+        (value_start, end, end)
+    } else if bytes[sep] == b'=' && value_start == sep + 1 {
+        shell_word(bytes, value_start)
+    } else {
+        let end = text[value_start..]
+            .find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '}' | ']' | ')'))
+            .map_or(text.len(), |n| value_start + n);
+        (value_start, end, end)
+    }
 }
 
 /// A value of at most three ASCII punctuation bytes is syntax a diagnostic names after a secret

@@ -9,7 +9,7 @@
 //! (a closing quote, or the syntax a diagnostic names). A stream shows its text up to the first
 //! byte that one of those could still mask, and holds the rest until the shape is decided.
 
-use super::redact::{assignment_at, ends_credential, is_name_byte};
+use super::redact::{assignment_at, ends_credential, is_name_byte, value_span};
 use super::shapes::{ISSUED, alnum_under, ends_bare_word, plain_user, url_b64};
 
 /// The first byte of `text` that a whole-shape pass could still mask once more text arrives,
@@ -149,8 +149,13 @@ fn after_keyword_open(bytes: &[u8], word: usize) -> Option<usize> {
         && spaced >= 6
         && before[spaced - 6..spaced].eq_ignore_ascii_case(b"bearer")
         && (spaced == 6 || !is_name_byte(before[spaced - 7]));
+    let ended = |from: usize| {
+        bytes[from..]
+            .iter()
+            .any(|b| ends_credential(char::from(*b)))
+    };
     if bearer {
-        return Some(word);
+        return (!ended(word)).then_some(word);
     }
     // `authorization`, quotes and spaces, `:` or `=`, spaces and quotes, then the value.
     let from = word.saturating_sub(64);
@@ -169,13 +174,13 @@ fn after_keyword_open(bytes: &[u8], word: usize) -> Option<usize> {
     while i < bytes.len() && matches!(bytes[i], b' ' | b'"' | b'\'') {
         i += 1;
     }
-    let first_word_ended = bytes[i..].iter().any(|b| ends_credential(char::from(*b)));
-    (i < bytes.len() && !first_word_ended).then_some(i)
+    (i < bytes.len() && !ended(i)).then_some(i)
 }
 
-/// A secret-named assignment's value in the last word: it is masked as it arrives, but a closing
-/// quote narrows the mask to the quotes' inside, and a value that ends as a little punctuation is
-/// syntax, not a secret; so it waits for its word to end.
+/// A secret-named assignment's value that has not ended: it is masked as it arrives, but a
+/// closing quote narrows the mask to the quotes' inside, and a value that ends as a little
+/// punctuation is syntax, not a secret; so it waits for its end (`{"token":"x"}` goes out at its
+/// `}`, not at the next white space).
 fn assignment_open(text: &str, word: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     // The separator may stand just before the spaces that begin the word (`token: '}'`).
@@ -187,7 +192,11 @@ fn assignment_open(text: &str, word: usize) -> Option<usize> {
     let from = if spaces > 0 { word - spaces - 1 } else { word };
     (from..bytes.len())
         .filter(|&sep| matches!(bytes[sep], b'=' | b':'))
-        .find_map(|sep| assignment_at(text, sep).map(|(_, value)| value))
+        .find_map(|sep| {
+            let (start, value) = assignment_at(text, sep)?;
+            let (_, _, end) = value_span(text, start, sep, value);
+            (end >= bytes.len()).then_some(value)
+        })
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ const HELD: &[(&str, &str)] = &[
     ("authorization:\"dXNl", "dXNl"),
     ("unexpected token: '}'", "'}'"),
     ("password=hunt", "hunt"),
+    ("{\"status\":\"ok\",\"token\":\"ab", "\"ab"),
+    ("token: '}", "'}"),
 ];
 
 /// Unfinished ends that no pass could mask whatever follows: they go out whole.
@@ -38,9 +40,13 @@ const SETTLED: &[&str] = &[
     "eyX",
     "see https://example.com/a",
     "the bearer",
+    "(Bearer abc.def)",
     "Authorization: Bearer ",
     "Authorization: Bearer abc ok",
     "prompt>",
+    "{\"status\":\"ok\",\"token\":\"abc\"}",
+    "token: '}',",
+    "password: hunter2;",
     "a\n",
     "",
 ];

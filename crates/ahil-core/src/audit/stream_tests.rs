@@ -60,7 +60,25 @@ const SHAPES: &[&str] = &[
     "Cookie: session=abc; id=2\n",
     "run --password hunter2 --speed 4000\n",
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nAAAA\n-----END RSA PRIVATE KEY-----\n",
+    "{\"status\":\"ok\",\"token\":\"abc123\"} next\n",
 ];
+
+#[test]
+fn a_near_miss_polled_at_any_cut_point_reads_as_it_came() {
+    for whole in [
+        "unexpected token: '}' at 3:14\n",
+        "clone ssh://git@github.com/org/repo.git ok\n",
+        "login: root@board:~# ASIA 12:30 e\n",
+    ] {
+        assert_eq!(redact_text(whole), whole);
+        for cut in 0..=whole.len() {
+            let mut mask = StreamMask::default();
+            let mut all = mask.next(&whole.as_bytes()[..cut]);
+            all.extend(mask.next(&whole.as_bytes()[cut..]));
+            assert_eq!(text(&all), whole, "cut after {:?}", &whole[..cut]);
+        }
+    }
+}
 
 #[test]
 fn a_poll_at_any_cut_point_of_any_shape_never_shows_more_than_the_masked_whole() {
