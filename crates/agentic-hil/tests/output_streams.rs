@@ -174,3 +174,130 @@ async fn an_rtt_credential_read_a_byte_at_a_time_or_logged_in_pieces_is_masked()
         "the mirror shows the received stream masked: {logged:?}"
     );
 }
+
+/// What the echo board prints for each probe: a key id between ordinary words.
+const PLANTED: &str = "boot id akiaiosfodnn7example ready\n";
+const PLANTED_SHOWN: &str = "BOOT ID [redacted] READY\n";
+
+/// Has the echo board print [`PLANTED`] and waits for it to arrive.
+async fn plant(client: &support::Client) {
+    let write = json!({"port_id": "uart0", "text": PLANTED});
+    support::ok(client, "com_write", write).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_until_on_a_prefix_of_a_printed_credential_never_matches_and_text_after_it_does() {
+    let world = World::new();
+    let board = EchoBoard::start();
+    configure_uart(&world, &board.device);
+    let client = support::connect(&world).await;
+    let port = json!({"port_id": "uart0", "clear_buffer": true});
+    support::ok(&client, "com_session_start", port).await;
+    // Each probe reads as an `until` that never arrives: the whole masked line after the full
+    // wait, never the credential's bytes, never an early end.
+    for probe in [
+        "AKIA",
+        "AKIAI",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ID AKIAI",
+        "EXAMPLE READY",
+    ] {
+        plant(&client).await;
+        let started = std::time::Instant::now();
+        let read = json!({"port_id": "uart0", "until": probe, "wait_timeout_s": 0.6});
+        let doc = support::ok(&client, "com_read", read).await;
+        assert!(
+            started.elapsed() >= Duration::from_millis(600),
+            "{probe}: the wait ran out"
+        );
+        assert_eq!(doc["until_matched"], json!(false), "{probe}: {doc}");
+        assert_eq!(doc["data"]["text"], json!(PLANTED_SHOWN), "{probe}: {doc}");
+        assert_eq!(
+            doc["bytes_read"],
+            json!(PLANTED_SHOWN.len()),
+            "{probe}: {doc}"
+        );
+    }
+    // Ordinary text after the credential matches, and the read ends there.
+    plant(&client).await;
+    let read = json!({"port_id": "uart0", "until": "READY", "wait_timeout_s": 5});
+    let doc = support::ok(&client, "com_read", read).await;
+    assert_eq!(doc["until_matched"], json!(true), "{doc}");
+    assert_eq!(doc["matched"], json!("READY"), "{doc}");
+    assert_eq!(
+        doc["data"]["text"],
+        json!("BOOT ID [redacted] READY"),
+        "{doc}"
+    );
+    assert_eq!(doc["buffer_remaining_bytes"], json!(1), "{doc}");
+    support::ok(&client, "com_session_stop", json!({"port_id": "uart0"})).await;
+    // A test plan's expect reads the same stream: the prefix is never seen, the text after is.
+    for (expect, passes) in [("AKIAI", false), ("ID [redacted] READY", true)] {
+        let plan = world.write_plan(
+            "probe.yaml",
+            &format!(
+                "version: 5\nname: probe\nsteps:\n\
+                 - {{device: uart0, action: uart_open, clear_buffer: true}}\n\
+                 - {{device: uart0, action: uart_write, text: \"{}\"}}\n\
+                 - {{device: uart0, action: uart_expect, text: \"{expect}\", timeout_s: 1}}\n\
+                 - {{device: uart0, action: uart_close}}\n",
+                PLANTED.trim_end()
+            ),
+        );
+        let (doc, _) = support::call(
+            &client,
+            "test_reactor_run",
+            json!({"test_config_path": plan}),
+        )
+        .await;
+        let expected = doc["steps"][2]["result"].clone();
+        assert_eq!(expected["ok"], json!(passes), "{expect}: {doc}");
+        if !passes {
+            assert_eq!(expected["error_type"], "uart_expect_timeout", "{doc}");
+            let tail = expected["received_tail"].as_str().unwrap_or_default();
+            assert!(!tail.contains("AKIA"), "{tail:?}");
+        }
+    }
+    client.cancel().await.expect("client closes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rtt_until_on_a_prefix_of_a_printed_credential_never_matches_and_text_after_it_does() {
+    let world = sim_world(
+        "  board:\n    type: qemu\n    timeout_s: 10\n    rtt:\n\
+         \x20     scan: {start: \"0x20000000\", size: 4096}\n      channels:\n\
+         \x20       - {name: terminal, direction: up, index: 0}\n\
+         \x20       - {name: terminal_in, direction: down, index: 0}\n\
+         \x20   permissions:\n      allow_flash: true\n      allow_reset: true\n\
+         \x20     allow_rtt_write: true\n",
+        "",
+        &["ahil-fw-v1.elf"],
+    );
+    let _board = SimBoard::start(&world);
+    let client = support::connect(&world).await;
+    support::ok(&client, "rtt_session_start", json!({})).await;
+    let echo = json!({"channel": "terminal_in", "text": "id AKIAKEYIDSECRET12345 echoed\n"});
+    support::ok(&client, "rtt_write", echo.clone()).await;
+    let probe = json!({"channel": "terminal", "until": "AKIAK", "wait_timeout_s": 0.8});
+    let started = std::time::Instant::now();
+    let doc = support::ok(&client, "rtt_read", probe).await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "the wait ran out"
+    );
+    assert_eq!(doc["until_matched"], json!(false), "{doc}");
+    let text = doc["data"]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("id [redacted] echoed\n") && !text.contains("AKIA"),
+        "{text:?}"
+    );
+    support::ok(&client, "rtt_write", echo).await;
+    let after = json!({"channel": "terminal", "until": "] echoed", "wait_timeout_s": 10});
+    let doc = support::ok(&client, "rtt_read", after).await;
+    assert_eq!(doc["until_matched"], json!(true), "{doc}");
+    let text = doc["data"]["text"].as_str().unwrap_or_default();
+    assert!(text.ends_with("id [redacted] echoed"), "{text:?}");
+    support::ok(&client, "rtt_session_stop", json!({})).await;
+    client.cancel().await.expect("client closes");
+}

@@ -26,6 +26,7 @@ mod record;
 pub mod redact;
 pub mod report;
 pub mod safe;
+mod settle;
 mod shapes;
 pub mod sink;
 pub mod stream;
@@ -34,7 +35,7 @@ pub use chain::{ChainFault, MirrorVerdict, Sidecar, verify_chain, verify_mirror}
 pub use record::{audit_broken_hook, record, unavailable};
 pub use redact::{redact, redact_text};
 pub use sink::{Scrubbed, Sink};
-pub use stream::StreamMask;
+pub use stream::{MaskedStream, Pulled, StreamMask, Took};
 
 /// Why the audit trail could not be read or written. Messages name files relative to their base
 /// directory, never by absolute path.

@@ -120,6 +120,19 @@ fn mask_device_hex(
 /// The content pass over one string. Each step masks its own shape and leaves `[redacted]` as
 /// it found it, so the pass is idempotent.
 pub fn redact_text(text: &str) -> String {
+    redact_cow(text).into_owned()
+}
+
+/// As [`redact_text`], taking the text: handed back as it is, without a copy, when nothing in it
+/// is masked (a defmt line, most of the time).
+pub fn redact_string(text: String) -> String {
+    match redact_cow(&text) {
+        Cow::Owned(masked) => masked,
+        Cow::Borrowed(_) => text,
+    }
+}
+
+fn redact_cow(text: &str) -> Cow<'_, str> {
     let mut text = Cow::Borrowed(text);
     for pass in PASSES {
         // Most strings hold no credential: a pass that masked nothing hands its input back.
@@ -127,7 +140,7 @@ pub fn redact_text(text: &str) -> String {
             text = Cow::Owned(masked);
         }
     }
-    text.into_owned()
+    text
 }
 
 /// One step of the content pass: its input as it was when it masked nothing.
@@ -181,14 +194,22 @@ fn mask_userinfo(text: &str) -> Cow<'_, str> {
             .find(|c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\''))
             .unwrap_or(rest.len());
         let authority = &rest[..authority_end];
-        if let Some(at_sign) = authority.rfind('@') {
-            // Without a colon the user name is the credential (`https://<token>@host`).
-            let keep = authority[..at_sign].find(':').map_or(0, |colon| colon + 1);
-            out.push_str(&authority[..keep]);
-            out.push_str(MASK);
-            out.push_str(&authority[at_sign..]);
-            rest = &rest[authority_end..];
-        }
+        let Some(at_sign) = authority.rfind('@') else {
+            continue;
+        };
+        let userinfo = &authority[..at_sign];
+        // With a colon, the password is the secret and the user name is not. Without one, the
+        // user name is the credential only when it reads as one (`https://<token>@host`): a
+        // plain name (`ssh://git@host`, `ftp://anonymous@host`) logs in with a key or nothing.
+        let keep = match userinfo.find(':') {
+            Some(colon) => colon + 1,
+            None if reads_as_credential(userinfo, 8) => 0,
+            None => continue,
+        };
+        out.push_str(&authority[..keep]);
+        out.push_str(MASK);
+        out.push_str(&authority[at_sign..]);
+        rest = &rest[authority_end..];
     }
     out.push_str(rest);
     Cow::Owned(out)
@@ -228,11 +249,7 @@ fn credential_span(text: &str, lower: &str, at: usize) -> (usize, usize) {
         .bytes()
         .next_back()
         .filter(|b| matches!(b, b'"' | b'\''));
-    let word_end = |from: usize| {
-        lower[from..]
-            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';'))
-            .map_or(lower.len(), |n| from + n)
-    };
+    let word_end = |from: usize| credential_end(text, from);
     let scheme_end = word_end(at);
     let scheme = &lower[at..scheme_end];
     let cred = scheme_end
@@ -249,15 +266,43 @@ fn credential_span(text: &str, lower: &str, at: usize) -> (usize, usize) {
             .map_or(lower.len(), |n| cred + n);
         return (cred, end);
     }
-    // A word such as `required` or `Denied` is prose; a credential mixes cases, digits or symbols.
-    let word = &text[at..scheme_end];
-    let looks_secret =
-        word.len() >= 8 && word.bytes().skip(1).any(|b| !b.is_ascii_lowercase()) && word != MASK;
-    if looks_secret {
+    if reads_as_credential(&text[at..scheme_end], 8) {
         (at, scheme_end)
     } else {
         (at, at)
     }
+}
+
+/// Whether `c` ends a one-word credential (an `Authorization` scheme's, a bare `Bearer`'s): white
+/// space, a quote, a list's `,` or `;`, or a closing bracket. A credential (RFC 7235 token68, a
+/// key, a JWT) holds no bracket, so a `)`, `]` or `}` closes the text around it, as in
+/// `(Authorization: Bearer X)`, and stays.
+pub(super) fn ends_credential(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';' | ')' | ']' | '}')
+}
+
+/// Where a one-word credential starting at `from` ends; a [`MASK`] there is one word, brackets
+/// and all, so masking again changes nothing.
+pub(super) fn credential_end(text: &str, from: usize) -> usize {
+    if text[from..].starts_with(MASK) {
+        return from + MASK.len();
+    }
+    text[from..]
+        .find(ends_credential)
+        .map_or(text.len(), |n| from + n)
+}
+
+/// Whether a word that only its place marks as a possible credential (a bare `Authorization`
+/// value, a bare `Bearer`'s word, a URL's user name without a password) reads as one: at least
+/// `min` bytes, and not a word or a name (`required`, `Denied`, `john.smith`): past its first
+/// byte a credential has a digit, a capital or a symbol other than a name's `.`, `_` and `-`.
+pub(super) fn reads_as_credential(word: &str, min: usize) -> bool {
+    word.len() >= min
+        && word != MASK
+        && word
+            .bytes()
+            .skip(1)
+            .any(|b| !b.is_ascii_lowercase() && !matches!(b, b'.' | b'_' | b'-'))
 }
 
 /// `Authorization: Bearer <cred>` (optionally quoted) → the credential masked, the scheme kept.
@@ -367,23 +412,8 @@ fn mask_assignments(text: &str) -> Cow<'_, str> {
             i = value_start + MASK.len();
             continue;
         }
-        let query = start > 0 && matches!(bytes[start - 1], b'?' | b'&');
-        let (mask_start, mask_end, resume) = if let Some(span) = quoted_value(bytes, value_start) {
-            span
-        } else if query {
-            let end = text[value_start..]
-                .find(|c: char| c.is_whitespace() || matches!(c, '&' | '#' | '"' | '\''))
-                .map_or(text.len(), |n| value_start + n);
-            (value_start, end, end)
-        } else if bytes[i] == b'=' && value_start == i + 1 {
-            shell_word(bytes, value_start)
-        } else {
-            let end = text[value_start..]
-                .find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '}' | ']' | ')'))
-                .map_or(text.len(), |n| value_start + n);
-            (value_start, end, end)
-        };
-        if mask_end > mask_start {
+        let (mask_start, mask_end, resume) = value_span(text, start, i, value_start);
+        if mask_end > mask_start && !is_syntax(&bytes[mask_start..mask_end]) {
             masked.mask(mask_start, mask_end);
         }
         i = resume.max(i + 1);
@@ -391,9 +421,44 @@ fn mask_assignments(text: &str) -> Cow<'_, str> {
     masked.finish()
 }
 
+/// The value of the assignment whose name starts at `start`, separator at `sep`:
+/// `(mask_start, mask_end, value_end)`.
+pub(super) fn value_span(
+    text: &str,
+    start: usize,
+    sep: usize,
+    value_start: usize,
+) -> (usize, usize, usize) {
+    let bytes = text.as_bytes();
+    let query = start > 0 && matches!(bytes[start - 1], b'?' | b'&');
+    if let Some(span) = quoted_value(bytes, value_start) {
+        span
+    } else if query {
+        let end = text[value_start..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '&' | '#' | '"' | '\''))
+            .map_or(text.len(), |n| value_start + n);
+        (value_start, end, end)
+    } else if bytes[sep] == b'=' && value_start == sep + 1 {
+        shell_word(bytes, value_start)
+    } else {
+        let end = text[value_start..]
+            .find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '}' | ']' | ')'))
+            .map_or(text.len(), |n| value_start + n);
+        (value_start, end, end)
+    }
+}
+
+/// A value of at most three ASCII punctuation bytes is syntax a diagnostic names after a secret
+/// word (`unexpected token: '}'`, `token: =>`), not a secret: a password or key that short and
+/// without a letter or digit protects nothing, and masking it loses the one word an engineer
+/// needs. Anything with a letter, a digit or a fourth byte is masked.
+fn is_syntax(value: &[u8]) -> bool {
+    value.len() <= 3 && value.iter().all(u8::is_ascii_punctuation)
+}
+
 /// When `text[sep]` is the `=` or `:` of a secret-named assignment: where its name starts and
 /// where its value does. `==`, `::` and `://` are not assignments.
-fn assignment_at(text: &str, sep: usize) -> Option<(usize, usize)> {
+pub(super) fn assignment_at(text: &str, sep: usize) -> Option<(usize, usize)> {
     let bytes = text.as_bytes();
     let b = *bytes.get(sep)?;
     if !matches!(b, b'=' | b':') || bytes.get(sep + 1) == Some(&b) {

@@ -3,71 +3,79 @@
 //! masked in the context of what came before it, so `passw` + `ord=hunter2`, or a credential
 //! read one byte at a time, shows `[redacted]` rather than the credential's bytes one by one.
 
+use std::time::Instant;
+
 use super::redact::redact_text;
-use super::shapes::may_become_credential;
+use super::settle::unsettled_from;
 
 /// How much earlier output a piece is read against: enough for a private-key block's header to
 /// still be in view at its last body line.
 const CONTEXT_BYTES: usize = 8 * 1024;
 
-/// The longest unfinished word a cut read holds back: past it the word goes out as it reads.
-const MAX_HELD: usize = 512;
+/// The longest unfinished tail a stream holds back (a JWT's header and payload fit): past it the
+/// tail goes out as it reads.
+const MAX_HELD: usize = 4 * 1024;
 
 /// The recent output of one stream, one character a byte (Latin-1), so any encoding and any
 /// stray byte reads the same to the masker and every unmasked byte goes out as it came.
+///
+/// What it shows is the masked text of the settled part of the stream: everything before the
+/// first byte a whole-shape pass could still mask once more arrives ([`super::settle`]). The rest
+/// is held until its shape is decided, whoever reads and however the device paused, so no
+/// poll, cut or uncut, shows a token's first bytes before the token is whole.
 #[derive(Debug, Default)]
 pub struct StreamMask {
     seen: String,
-    /// The masked text shown so far, in the same window as `seen`: what a new piece is compared
-    /// with, so each piece costs one pass.
+    /// Where the held tail of `seen` begins.
+    settled: usize,
+    /// The masked text of `seen[..settled]`: what a new piece is compared with, so each piece
+    /// costs one pass.
     shown: String,
 }
 
 impl StreamMask {
-    /// `piece`, masked as it reads after everything before it: the part of the masked whole that
-    /// differs from what was shown. A shape that only becomes a credential with this piece (a
-    /// URL's `@`) is masked from where the shown text and the whole first differ.
+    /// `piece`, masked as it reads after everything before it: the part of the masked settled
+    /// text that differs from what was shown. A shape that only becomes a credential with this
+    /// piece is masked from where the shown text and the whole first differ.
     pub fn next(&mut self, piece: &[u8]) -> Vec<u8> {
-        self.next_cut(piece, false)
+        if piece.is_empty() {
+            return Vec::new();
+        }
+        self.seen.extend(piece.iter().map(|&b| char::from(b)));
+        let open = unsettled_from(&self.seen, MAX_HELD).unwrap_or(self.seen.len());
+        self.show(open.max(self.settled))
     }
 
-    /// As [`StreamMask::next`]; when `cut` (the reader asked for fewer bytes than were waiting),
-    /// an unfinished last word that could still become a credential is held back until more of it
-    /// is read, so a caller cannot take a token (`AKIA…`, `user:pass@host`) a few bytes at a time
-    /// before its shape is complete. Any other text goes out as the read takes it.
-    pub fn next_cut(&mut self, piece: &[u8], cut: bool) -> Vec<u8> {
-        self.seen.extend(piece.iter().map(|&b| char::from(b)));
-        let mut after = redact_text(&self.seen);
+    /// The held tail, masked as it reads: the stream has ended, so nothing will complete it.
+    pub fn finish(&mut self) -> Vec<u8> {
+        if self.settled == self.seen.len() {
+            return Vec::new();
+        }
+        self.show(self.seen.len())
+    }
+
+    fn show(&mut self, settled: usize) -> Vec<u8> {
+        let after = redact_text(&self.seen[..settled]);
         let common = self
             .shown
             .char_indices()
             .zip(after.chars())
             .find(|((_, a), b)| a != b)
             .map_or(self.shown.len().min(after.len()), |((at, _), _)| at);
-        let mut end = after.len();
-        if cut {
-            let word = after
-                .rfind(|c: char| c.is_ascii_whitespace())
-                .map_or(0, |at| at + 1);
-            if after.len() - word <= MAX_HELD && may_become_credential(&after[word..]) {
-                end = word.max(common);
-            }
-        }
-        let shown: Vec<u8> = after[common..end]
+        let shown: Vec<u8> = after[common..]
             .chars()
             .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
             .collect();
-        let held = end < after.len();
-        after.truncate(end);
         self.shown = after;
-        if !held && self.seen.len() > 2 * CONTEXT_BYTES {
+        self.settled = settled;
+        if self.seen.len() > 2 * CONTEXT_BYTES {
             self.forget_old();
         }
         shown
     }
 
-    /// Keeps about the last [`CONTEXT_BYTES`], from a line start where there is one. Only called
-    /// with nothing held back, so the shown text is the masked window.
+    /// Keeps about the last [`CONTEXT_BYTES`], from a line start where there is one, and never
+    /// past the held tail.
     fn forget_old(&mut self) {
         let mut cut = self.seen.len() - CONTEXT_BYTES;
         while !self.seen.is_char_boundary(cut) {
@@ -75,89 +83,136 @@ impl StreamMask {
         }
         let cut = self.seen[cut..]
             .find('\n')
-            .map_or(cut, |line| cut + line + 1);
+            .map_or(cut, |line| cut + line + 1)
+            .min(self.settled);
         self.seen.drain(..cut);
-        self.shown = redact_text(&self.seen);
+        self.settled -= cut;
+        self.shown = redact_text(&self.seen[..self.settled]);
     }
+}
+
+/// What a source (a receive ring) had when a read pulled from it.
+#[derive(Debug, Default)]
+pub struct Pulled {
+    pub bytes: Vec<u8>,
+    /// The source has ended: nothing more will come, so the held tail goes out as it reads.
+    pub ended: bool,
+}
+
+/// What a read of a [`MaskedStream`] took: masked bytes only, and decisions made on them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Took {
+    pub bytes: Vec<u8>,
+    /// With patterns: whether the bytes end with a match.
+    pub matched: Option<bool>,
+    /// Masked bytes still waiting for a read.
+    pub remaining: usize,
+    /// Masked bytes dropped, oldest first, because more than the cap waited unread.
+    pub dropped: u64,
+}
+
+/// A device's output as the agent may observe it: the stream masked ([`StreamMask`]) and queued,
+/// and every decision of a read made on that queue: where an `until` pattern matches, how many
+/// bytes a read returns, when its wait ends. A credential's bytes are not in the queue, so no
+/// pattern can match them, nor end a wait, nor count them: probing `until: "AKIAQ"` against a key
+/// id the device prints reads as any pattern that never arrives.
+#[derive(Debug, Default)]
+pub struct MaskedStream {
+    mask: StreamMask,
+    ready: Vec<u8>,
+    dropped: u64,
+}
+
+impl MaskedStream {
+    /// Takes up to `max` masked bytes: at once what waits without `patterns`, else through the
+    /// first match (the rest stays queued); waiting until `deadline` for bytes, a match or `max`
+    /// bytes. `pull(until)` takes everything the source has, first waiting for a byte until
+    /// `until`; at most `cap` masked bytes wait between reads.
+    pub fn read(
+        &mut self,
+        max: usize,
+        deadline: Instant,
+        patterns: &[Vec<u8>],
+        cap: usize,
+        mut pull: impl FnMut(Instant) -> Pulled,
+    ) -> Took {
+        let max = max.max(1);
+        let longest = patterns.iter().map(Vec::len).max().unwrap_or(0);
+        // Queued bytes before `scanned` hold no match that ends inside them.
+        let mut scanned = 0;
+        let mut wait_until = Instant::now();
+        loop {
+            let pulled = pull(wait_until);
+            wait_until = deadline;
+            let mut arrived = self.mask.next(&pulled.bytes);
+            if pulled.ended {
+                arrived.extend(self.mask.finish());
+            }
+            if self.queue(&arrived, cap) {
+                scanned = 0;
+            }
+            if patterns.is_empty() {
+                if !self.ready.is_empty() {
+                    break;
+                }
+            } else {
+                if let Some(end) = first_match(&self.ready, scanned, max, patterns) {
+                    return self.split(end, Some(true));
+                }
+                scanned = self
+                    .ready
+                    .len()
+                    .min(max)
+                    .saturating_sub(longest.saturating_sub(1));
+                if self.ready.len() >= max {
+                    break;
+                }
+            }
+            if pulled.ended || Instant::now() >= deadline {
+                break;
+            }
+        }
+        let n = self.ready.len().min(max);
+        self.split(n, (!patterns.is_empty()).then_some(false))
+    }
+
+    /// Queues `arrived`, dropping the oldest past `cap`; true when some were dropped.
+    fn queue(&mut self, arrived: &[u8], cap: usize) -> bool {
+        self.ready.extend_from_slice(arrived);
+        let excess = self.ready.len().saturating_sub(cap.max(1));
+        if excess > 0 {
+            self.ready.drain(..excess);
+            self.dropped += excess as u64;
+        }
+        excess > 0
+    }
+
+    fn split(&mut self, n: usize, matched: Option<bool>) -> Took {
+        Took {
+            bytes: self.ready.drain(..n).collect(),
+            matched,
+            remaining: self.ready.len(),
+            dropped: self.dropped,
+        }
+    }
+}
+
+/// The end of the earliest match that ends within the first `max` bytes, searching from `from`.
+fn first_match(hay: &[u8], from: usize, max: usize, patterns: &[Vec<u8>]) -> Option<usize> {
+    let hay = &hay[..hay.len().min(max)];
+    let start = from.min(hay.len());
+    patterns
+        .iter()
+        .filter(|p| !p.is_empty() && hay.len() >= p.len())
+        .filter_map(|p| {
+            hay[start..]
+                .windows(p.len())
+                .position(|w| w == p.as_slice())
+                .map(|at| start + at + p.len())
+        })
+        .min()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pieces(mask: &mut StreamMask, pieces: &[&[u8]]) -> Vec<u8> {
-        pieces.iter().flat_map(|p| mask.next(p)).collect()
-    }
-
-    #[test]
-    fn a_credential_read_one_byte_at_a_time_is_masked() {
-        let mut mask = StreamMask::default();
-        let text = b"boot\npassword=hunter2 ok\nAuthorization: Bearer abc.def\n";
-        let shown: Vec<u8> = text.iter().flat_map(|b| mask.next(&[*b])).collect();
-        assert_eq!(
-            String::from_utf8_lossy(&shown),
-            "boot\npassword=[redacted] ok\nAuthorization: Bearer [redacted]\n"
-        );
-    }
-
-    #[test]
-    fn a_credential_split_across_pieces_is_masked_and_other_bytes_pass_as_they_came() {
-        let mut mask = StreamMask::default();
-        assert_eq!(
-            pieces(
-                &mut mask,
-                &[b"wifi passw", b"ord=hun", b"ter2 up\n\xff\x00 tick"]
-            ),
-            b"wifi password=[redacted] up\n\xff\x00 tick"
-        );
-        // A URL's password is only a password once its `@` arrives: from there on, masked.
-        let mut mask = StreamMask::default();
-        assert_eq!(
-            pieces(&mut mask, &[b"fetch https://bob:hunter2", b"@host/x\n"]),
-            b"fetch https://bob:hunter2[redacted]@host/x\n"
-        );
-    }
-
-    #[test]
-    fn a_cut_read_holds_back_an_unfinished_word_until_its_shape_is_known() {
-        let text = b"id AKIAIOSFODNN7EXAMPLE scp bob:hunter2@host:/x done\n";
-        let mut mask = StreamMask::default();
-        let mut shown = Vec::new();
-        for (n, b) in text.iter().enumerate() {
-            shown.extend(mask.next_cut(&[*b], n + 1 < text.len()));
-        }
-        assert_eq!(
-            String::from_utf8_lossy(&shown),
-            "id [redacted] scp bob:[redacted]@host:/x done\n"
-        );
-        // An uncut read, or the last piece of a cut one, shows everything it has.
-        assert_eq!(mask.next_cut(b"ghp_ab", true), b"");
-        assert_eq!(mask.next_cut(b"", false), b"ghp_ab");
-    }
-
-    #[test]
-    fn a_cut_read_gives_every_byte_of_a_word_that_cannot_become_a_credential() {
-        let mut mask = StreamMask::default();
-        // `max_bytes: 5` of `hello world`: the five bytes, as an unmasked read gives them.
-        assert_eq!(mask.next_cut(b"hello", true), b"hello");
-        assert_eq!(mask.next_cut(b" wor", true), b" wor");
-        // A time has a `:` and waits for its word to end; then all of it goes out.
-        assert_eq!(mask.next_cut(b"ld 12:3", true), b"ld ");
-        assert_eq!(mask.next_cut(b"0 ok", false), b"12:30 ok");
-    }
-
-    #[test]
-    fn a_long_stream_keeps_a_bounded_context_and_still_masks() {
-        let mut mask = StreamMask::default();
-        let line = [b'x'; 100];
-        for _ in 0..400 {
-            mask.next(&line);
-            mask.next(b"\n");
-        }
-        assert!(mask.seen.len() <= 2 * CONTEXT_BYTES);
-        assert_eq!(
-            pieces(&mut mask, &[b"token=", b"abc\n"]),
-            b"token=[redacted]\n"
-        );
-    }
-}
+#[path = "stream_tests.rs"]
+mod tests;

@@ -4,15 +4,16 @@ use super::args::Args;
 use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ahil_drivers::Contact;
-use ahil_drivers::serial::{SerialError, Taken};
+use ahil_drivers::serial::{Ring, SerialError, Taken};
 use serde_json::{Value, json};
 
 use super::com_ports::{device, port_entry};
 use super::com_session::{WithLog, encoding_of};
 use super::{Acted, Context, DriverJob, Plan, Work};
+use crate::audit::{MaskedStream, Pulled};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::Action;
 use crate::serial::{Encoding, Session, reader_error, text, untrusted_meta};
@@ -83,27 +84,14 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         });
     }
     // com_read
-    let ReadRequest {
-        max_bytes,
-        patterns,
-        wait,
-    } = read_request(ctx, port.max_buffer_bytes, encoding)?;
+    let request = read_request(ctx, port.max_buffer_bytes, encoding)?;
     let port_id_owned = port_id.to_owned();
     Ok(session_lifecycle::read_plan(
         Action::ComRead,
         device(port_id, port),
-        wait,
+        request.wait,
         "a read only takes bytes already received",
-        move || {
-            read(
-                &port_id_owned,
-                session,
-                max_bytes,
-                wait,
-                &patterns,
-                encoding,
-            )
-        },
+        move || read(&port_id_owned, session, &request, encoding),
     ))
 }
 
@@ -156,11 +144,13 @@ pub(super) fn write_payload(
     Ok(payload)
 }
 
-/// What a read asks for: at most `max_bytes`, through the first of `patterns`, waiting `wait`.
+/// What a read asks for: at most `max_bytes`, through the first of `patterns`, waiting `wait`;
+/// `cap` is the buffer's size, the most masked bytes that wait between reads.
 pub(super) struct ReadRequest {
     pub max_bytes: usize,
     pub patterns: Vec<Vec<u8>>,
     pub wait: Duration,
+    pub cap: usize,
 }
 
 /// A read's `max_bytes`, `until` patterns and wait: `com_read`'s rules, which `rtt_read` shares.
@@ -200,24 +190,54 @@ pub(super) fn read_request(
         max_bytes,
         patterns,
         wait: session_lifecycle::read_wait(ctx.args, default_wait, MAX_WAIT_S),
+        cap: usize::try_from(max_buffer_bytes).unwrap_or(usize::MAX),
     })
 }
 
-/// What a read that took `taken` shows of its stream: masked in context, and with its last word
-/// held back while more bytes wait than the read asked for (its shape may not be complete yet).
-pub(super) fn shown(mask: &mut crate::audit::StreamMask, taken: &Taken) -> Vec<u8> {
-    let cut = taken.remaining > 0 && taken.matched != Some(true);
-    mask.next_cut(&taken.bytes, cut)
+/// A read of `ring` as the agent may observe it: everything received is pulled into `stream`,
+/// masked there, and the read's decisions (where `until` matches, how many bytes it returns,
+/// when its wait ends) are made on the masked queue, so a credential's bytes decide nothing
+/// ([`MaskedStream`]). The answer's bytes are masked; its counts are of masked bytes, plus the
+/// raw bytes that arrived after the last pull. At most `cap` masked bytes wait between reads.
+pub(crate) fn take_masked(
+    stream: &mut MaskedStream,
+    ring: &Ring,
+    max: usize,
+    deadline: Instant,
+    patterns: &[Vec<u8>],
+    cap: usize,
+) -> Taken {
+    let mut overflow = 0;
+    let mut reader_error = None;
+    let took = stream.read(max, deadline, patterns, cap, |until| {
+        // Asked before the take: an ended reader has pushed its last bytes, so the held tail
+        // can go out after them.
+        let ended = ring.reader_done();
+        let taken = ring.take(usize::MAX, until, &[]);
+        overflow = taken.overflow;
+        reader_error = taken.reader_error;
+        Pulled {
+            bytes: taken.bytes,
+            ended,
+        }
+    });
+    Taken {
+        bytes: took.bytes,
+        matched: took.matched,
+        remaining: took.remaining + ring.levels().0,
+        overflow: overflow + took.dropped,
+        reader_error,
+    }
 }
 
-/// The answer to a read that took `taken`: `com_read`'s fields, which `rtt_read` shares. `id` is the
-/// (key, value) naming what was read, `what` its kind in the summary ("COM port"); `shown` is the
-/// taken bytes as the stream's [`crate::audit::StreamMask`] masked them.
+/// The answer to a read that took `taken` (masked by [`take_masked`]): `com_read`'s fields,
+/// which `rtt_read` shares. `id` is the (key, value) naming what was read, `what` its kind in the
+/// summary ("COM port").
 pub(super) fn read_outcome(
     tool: ToolId,
     id: (&str, &str),
     what: &str,
-    (taken, shown): (&Taken, &[u8]),
+    taken: &Taken,
     patterns: &[Vec<u8>],
     encoding: Encoding,
 ) -> Outcome {
@@ -231,7 +251,7 @@ pub(super) fn read_outcome(
         .with("bytes_read", taken.bytes.len())
         .with("buffer_remaining_bytes", taken.remaining)
         .with("overflow_bytes", taken.overflow)
-        .with("data", data(shown, encoding));
+        .with("data", data(&taken.bytes, encoding));
     if let Some(matched) = taken.matched {
         outcome.set("until_matched", matched);
         if matched && let Some(pattern) = patterns.iter().find(|p| taken.bytes.ends_with(p)) {
@@ -306,32 +326,39 @@ fn write(
 fn read(
     port_id: &str,
     session: Option<Arc<Session>>,
-    max_bytes: usize,
-    wait: Duration,
-    patterns: &[Vec<u8>],
+    ReadRequest {
+        max_bytes,
+        patterns,
+        wait,
+        cap,
+    }: &ReadRequest,
     encoding: Encoding,
 ) -> Acted {
     const TOOL: ToolId = ToolId::ComRead;
+    let (max_bytes, wait, cap) = (*max_bytes, *wait, *cap);
     let none = || Contact::none("a read only takes bytes already received");
     let Some(session) = session else {
         return Acted::new(not_active(TOOL.name(), port_id, None), none());
     };
-    let taken = session.port.read(max_bytes, wait, patterns);
-    if taken.bytes.is_empty() && taken.reader_error.is_some() {
-        return Acted::new(not_active(TOOL.name(), port_id, Some(&session)), none());
-    }
-    let shown = shown(
+    let taken = take_masked(
         &mut session
             .shown
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner),
-        &taken,
+        session.port.ring(),
+        max_bytes,
+        Instant::now() + wait,
+        patterns,
+        cap,
     );
+    if taken.bytes.is_empty() && taken.reader_error.is_some() {
+        return Acted::new(not_active(TOOL.name(), port_id, Some(&session)), none());
+    }
     let mut outcome = read_outcome(
         TOOL,
         ("port_id", port_id),
         "COM port",
-        (&taken, &shown),
+        &taken,
         patterns,
         encoding,
     );

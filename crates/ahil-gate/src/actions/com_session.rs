@@ -154,11 +154,15 @@ pub(super) fn rx_tap(audit: &Audit, log_name: &str, encoding: Encoding) -> RxTap
     };
     Box::new(move |bytes: &[u8]| {
         // The reader's chunks split lines wherever the device paused: each is masked in the
-        // context of the stream before it, and its unfinished last word waits for the next chunk
-        // (a key id or `user:pass@host` is a credential only once whole), so the mirror shows no
-        // credential in pieces.
-        let shown = log.mask.next_cut(bytes, true);
-        log.append(bytes.len(), &shown);
+        // context of the stream before it, and an unfinished end that could still become a
+        // credential waits for the next chunk (a key id or `user:pass@host` is one only once
+        // whole), so the mirror shows no credential in pieces.
+        // The record counts the bytes it shows: a held chunk, or a credential's length, is not
+        // told apart from the masked text.
+        let shown = log.mask.next(bytes);
+        if !shown.is_empty() {
+            log.append(&shown);
+        }
     })
 }
 
@@ -171,7 +175,7 @@ struct RxLog {
 }
 
 impl RxLog {
-    fn append(&self, bytes: usize, shown: &[u8]) {
+    fn append(&self, shown: &[u8]) {
         // Passive lines only reach the workspace mirror; a failed append loses log text, never
         // received bytes (they are in the ring already).
         let _ = self.audit.append_passive(
@@ -179,7 +183,7 @@ impl RxLog {
             &json!({
                 "direction": "rx",
                 "time": ahil_config::time::now_millis(),
-                "bytes": bytes,
+                "bytes": shown.len(),
                 "hex": to_hex(shown),
                 "text": self.encoding.decode(shown),
             }),
@@ -190,9 +194,9 @@ impl RxLog {
 impl Drop for RxLog {
     /// The reader is done: the word still held back is logged as it reads.
     fn drop(&mut self) {
-        let rest = self.mask.next(b"");
+        let rest = self.mask.finish();
         if !rest.is_empty() {
-            self.append(0, &rest);
+            self.append(&rest);
         }
     }
 }

@@ -14,14 +14,15 @@ use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::time::{Duration, Instant};
 
-use ahil_drivers::serial::{OpenOptions, Port, Taken};
+use ahil_drivers::serial::{OpenOptions, Port, Ring};
 use serde_json::{Value, json};
 
 use super::Context;
 use super::args::Args;
+use super::com_io::take_masked;
 use super::com_session::{encoding_of, open_options, rx_tap};
 use super::probe::invalid;
-use crate::audit::{Audit, unavailable};
+use crate::audit::{Audit, MaskedStream, unavailable};
 use crate::envelope::Outcome;
 use crate::policy::{Action, Device, DeviceUse};
 use crate::serial::{Encoding, log_stamp, text};
@@ -312,9 +313,7 @@ impl Open<'_> {
             encoding: capture.encoding,
             max_bytes: capture.max_bytes,
         };
-        let read = rules.read(wait, |max, left, patterns| {
-            self.port.read(max, left, patterns)
-        });
+        let read = rules.read(wait, self.port.ring());
         let closed = self.port.close(CLOSE_LIMIT);
         // The reader is stopped, so every rx line is in the log before its stop event.
         let logged = capture.audit.append_event(
@@ -362,14 +361,10 @@ pub(super) struct Rules<'c> {
 }
 
 impl Rules<'_> {
-    /// `com_read`'s read with the capture's patterns; without any, everything the board prints
-    /// in the window (or `max_bytes`): a boot log comes in bursts, and the capture closes after.
-    /// `take` is one read of the ring (most bytes, how long to wait, the patterns).
-    pub(super) fn read(
-        &self,
-        wait: Duration,
-        take: impl Fn(usize, Duration, &[Vec<u8>]) -> Taken,
-    ) -> Read {
+    /// `com_read`'s read of `ring` with the capture's patterns, decided on the masked stream as
+    /// com_read's is; without any, everything the board prints in the window (or `max_bytes`): a
+    /// boot log comes in bursts, and the capture closes after.
+    pub(super) fn read(&self, wait: Duration, ring: &Ring) -> Read {
         let deadline = Instant::now() + wait;
         let patterns: Vec<Vec<u8>> = self
             .until
@@ -382,10 +377,10 @@ impl Rules<'_> {
             overflow: 0,
             reader_error: None,
         };
+        let mut stream = MaskedStream::default();
         loop {
             let left = self.max_bytes.saturating_sub(read.bytes.len());
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let taken = take(left, remaining, &patterns);
+            let taken = take_masked(&mut stream, ring, left, deadline, &patterns, self.max_bytes);
             read.bytes.extend_from_slice(&taken.bytes);
             read.overflow = taken.overflow;
             read.reader_error = taken.reader_error;

@@ -173,10 +173,7 @@ impl RttCapture {
         let (read, frames) = match &decoding {
             Ok(decoding) => self.read_frames(decoding, ring, deadline),
             Err(_) => (
-                rules.read(
-                    deadline.saturating_duration_since(Instant::now()),
-                    |max, wait, patterns| ring.take(max, Instant::now() + wait, patterns),
-                ),
+                rules.read(deadline.saturating_duration_since(Instant::now()), ring),
                 None,
             ),
         };

@@ -9,7 +9,7 @@ use ahil_drivers::Contact;
 use ahil_drivers::serial::Ring;
 use serde_json::{Value, json};
 
-use super::com_io::{ReadRequest, data, read_outcome, read_request, shown, write_payload};
+use super::com_io::{ReadRequest, data, read_outcome, read_request, take_masked, write_payload};
 use super::com_session::WithLog;
 use super::debugger_info::device;
 use super::rtt_session::rtt_entry;
@@ -63,11 +63,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             }),
         });
     }
-    let ReadRequest {
-        max_bytes,
-        patterns,
-        wait,
-    } = read_request(ctx, rtt.max_buffer_bytes, ENCODING)?;
+    let request = read_request(ctx, rtt.max_buffer_bytes, ENCODING)?;
     Ok(Plan {
         action: Action::RttRead,
         device: Some(device(name, debugger)),
@@ -75,18 +71,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         also: Vec::new(),
         resources: Vec::new(),
         work: Work::Driver(DriverJob {
-            deadline: wait + Duration::from_secs(5),
+            deadline: request.wait + Duration::from_secs(5),
             if_abandoned: Contact::none("a read only takes bytes already polled"),
-            run: Box::new(move |_cancel| {
-                read(
-                    &owned,
-                    &channel,
-                    session.as_deref(),
-                    max_bytes,
-                    wait,
-                    &patterns,
-                )
-            }),
+            run: Box::new(move |_cancel| read(&owned, &channel, session.as_deref(), &request)),
         }),
     })
 }
@@ -149,16 +136,15 @@ fn read(
     debugger: &str,
     channel: &RttChannel,
     session: Option<&Session>,
-    max_bytes: usize,
-    wait: Duration,
-    patterns: &[Vec<u8>],
+    request: &ReadRequest,
 ) -> Acted {
     const TOOL: ToolId = ToolId::RttRead;
+    let (max_bytes, patterns) = (request.max_bytes, request.patterns.as_slice());
     let none = || Contact::none("a read only takes bytes already polled");
     let Some((session, ring)) = session.and_then(|s| Some((s, s.link.ring(channel.index)?))) else {
         return Acted::new(not_active(TOOL, debugger), none());
     };
-    let deadline = std::time::Instant::now() + wait;
+    let deadline = std::time::Instant::now() + request.wait;
     if channel.format == RttFormat::Defmt
         && let Some(decoding) = &session.defmt
     {
@@ -170,21 +156,29 @@ fn read(
         outcome.meta = Some(meta);
         return Acted::new(outcome.with_log(&session.log.path), none());
     }
-    let taken = ring.take(max_bytes, deadline, patterns);
-    let shown = shown(
+    let stream = Arc::clone(
         session
             .shown
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entry(channel.index)
             .or_default(),
-        &taken,
+    );
+    let taken = take_masked(
+        &mut stream
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+        ring,
+        max_bytes,
+        deadline,
+        patterns,
+        request.cap,
     );
     let mut outcome = read_outcome(
         TOOL,
         ("channel", &channel.name),
         "RTT channel",
-        (&taken, &shown),
+        &taken,
         patterns,
         ENCODING,
     )

@@ -367,15 +367,19 @@ pub(super) fn rx_tap(log: &SessionLog, rtt: &Rtt) -> Tap {
     };
     Box::new(move |index, bytes| {
         // Each channel's chunks are masked in the context of that channel's stream, and a
-        // chunk's unfinished last word waits for the next, as a COM session's log does.
+        // chunk's unfinished end that could still become a credential waits for the next, as a
+        // COM session's log does.
         let shown = log
             .masks
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .entry(index)
             .or_default()
-            .next_cut(bytes, true);
-        log.append(index, bytes.len(), &shown);
+            .next(bytes);
+        // The record counts the bytes it shows, as a COM session's does.
+        if !shown.is_empty() {
+            log.append(index, &shown);
+        }
     })
 }
 
@@ -388,7 +392,7 @@ struct RxLog {
 }
 
 impl RxLog {
-    fn append(&self, index: u32, bytes: usize, shown: &[u8]) {
+    fn append(&self, index: u32, shown: &[u8]) {
         let channel = self.names.iter().find(|(i, _)| *i == index).map(|(_, n)| n);
         // Passive lines reach the workspace mirror only; a failed append loses log text, never
         // received bytes (they are in the ring already).
@@ -398,7 +402,7 @@ impl RxLog {
                 "direction": "rx",
                 "channel": channel,
                 "time": ahil_config::time::now_millis(),
-                "bytes": bytes,
+                "bytes": shown.len(),
                 "hex": to_hex(shown),
                 "text": Encoding::Utf8.decode(shown),
             }),
@@ -411,9 +415,9 @@ impl Drop for RxLog {
     fn drop(&mut self) {
         let masks = std::mem::take(self.masks.get_mut().unwrap_or_else(PoisonError::into_inner));
         for (index, mut mask) in masks {
-            let rest = mask.next(b"");
+            let rest = mask.finish();
             if !rest.is_empty() {
-                self.append(index, 0, &rest);
+                self.append(index, &rest);
             }
         }
     }

@@ -2,7 +2,7 @@
 //! decoder's state and the frames decoded but not yet returned.
 //!
 //! `rtt_read` on such a channel keeps `com_read`'s rules on the decoded text: each frame is one line
-//! (`<timestamp> <LEVEL> <text>`), `until` matches within a line and the read ends with the line that
+//! (`<timestamp> <LEVEL> <text>`, masked as the output step masks text), `until` matches within a line and the read ends with the line that
 //! matched, `max_bytes` caps the lines' bytes (a frame is never split: at least one is returned, the
 //! rest stay queued for the next read). A frame that does not decode is a line of its own, marked,
 //! with its bytes in hex.
@@ -15,6 +15,7 @@ use ahil_drivers::rtt::defmt::{DefmtStream, DefmtTable, Frame};
 use ahil_drivers::serial::Ring;
 use serde_json::{Value, json};
 
+use crate::audit::redact::redact_string;
 use crate::serial::text::to_hex;
 
 /// A session's table and its defmt channels.
@@ -81,8 +82,7 @@ impl Decoding {
         loop {
             let taken = ring.take(usize::MAX, wait_until, &[]);
             for frame in channel.stream.push(&self.table, &taken.bytes) {
-                let line = line(&frame);
-                channel.ready.push_back((frame, line));
+                channel.ready.push_back(queued(frame));
             }
             let now = Instant::now();
             let out_of_time = now >= deadline || ring.reader_done();
@@ -154,6 +154,14 @@ fn choose(
         return Some((at + 1, Some(true)));
     }
     (out_of_time || fit < ready.len()).then_some((fit, Some(false)))
+}
+
+/// A decoded frame and the line a read shows and matches. A frame is a whole line, so it is
+/// masked whole, and `until` matches the masked line: a credential the target logs decides
+/// nothing a read answers.
+fn queued(frame: Frame) -> (Frame, String) {
+    let line = redact_string(line(&frame));
+    (frame, line)
 }
 
 /// A frame as one line of text: `<timestamp> <LEVEL> <text>`, or the undecoded frame's mark.
@@ -236,6 +244,30 @@ mod tests {
         ("no frame waits", &[], 10, &[], false, None),
         ("no frame, out of time", &[], 10, &[], true, Some((0, None))),
     ];
+
+    #[test]
+    fn an_until_is_matched_against_the_masked_line_never_the_credential_it_hides() {
+        let frame = Frame {
+            level: Some("info"),
+            timestamp: None,
+            text: "key AKIAIOSFODNN7EXAMPLE loaded".into(),
+            location: None,
+            raw: None,
+            error: None,
+        };
+        let ready: VecDeque<(Frame, String)> = [queued(frame)].into();
+        assert_eq!(ready[0].1, "INFO key [redacted] loaded");
+        let until = |p: &str| vec![p.to_owned()];
+        assert_eq!(choose(&ready, 1000, &until("AKIAI"), false), None);
+        assert_eq!(
+            choose(&ready, 1000, &until("AKIAI"), true),
+            Some((1, Some(false)))
+        );
+        assert_eq!(
+            choose(&ready, 1000, &until("loaded"), false),
+            Some((1, Some(true)))
+        );
+    }
 
     #[test]
     fn a_read_ends_at_a_match_or_max_bytes_never_splitting_the_first_line_else_at_its_deadline() {

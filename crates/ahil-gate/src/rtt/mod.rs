@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 use crate::ownership::SessionLocks;
 use crate::session_lifecycle::SessionLog;
 
+/// One up channel's masked stream, shared by its reads.
+pub type Channel = std::sync::Arc<std::sync::Mutex<crate::audit::MaskedStream>>;
+
 /// The RTT sessions of one gate, by debugger name.
 pub type Sessions = crate::session_table::Table<Session>;
 
@@ -38,9 +41,9 @@ pub struct Session {
     pub log: SessionLog,
     pub started_at: String,
     pub close_limit: Duration,
-    /// What `rtt_read` has shown of each up channel's stream (by index), masked in its context as
-    /// a COM session's reads are.
-    pub shown: std::sync::Mutex<std::collections::HashMap<u32, crate::audit::StreamMask>>,
+    /// Each up channel's stream (by index) as `rtt_read` may observe it, masked as a COM
+    /// session's is; one lock a channel, so a read waiting on one does not hold up another.
+    pub shown: std::sync::Mutex<std::collections::HashMap<u32, Channel>>,
     /// The debugger's keys, given back when the session ends. Last, so the link stops first.
     pub locks: SessionLocks,
 }

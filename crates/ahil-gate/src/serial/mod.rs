@@ -41,9 +41,10 @@ pub struct Session {
     pub encoding: Encoding,
     pub close_limit: Duration,
     pub identity: Value,
-    /// What `com_read` has shown of the received stream: each read is masked in its context, so a
-    /// credential read a byte at a time is not shown a byte at a time.
-    pub shown: std::sync::Mutex<crate::audit::StreamMask>,
+    /// The received stream as `com_read` may observe it: masked in its context, so a credential
+    /// read a byte at a time is not shown a byte at a time, and every read's `until`, count and
+    /// wait decided on the masked bytes.
+    pub shown: std::sync::Mutex<crate::audit::MaskedStream>,
     /// The port's configured key and the host keys read when the session began; given back
     /// exactly as taken, whatever the link names by the end. Last, so the port closes first.
     pub locks: SessionLocks,
