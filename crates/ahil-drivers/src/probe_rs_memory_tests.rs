@@ -197,12 +197,10 @@ fn an_rtt_link_over_the_probe_rs_worker_reads_the_up_channel_and_publishes_rdoff
     let link = Link::start(opener, &options, None).expect("the block is found");
     assert_eq!(link.address(), RAM + 0x100);
     let ring = link.ring(0).expect("up 0");
-    let taken = ring.take(
-        4096,
-        Instant::now() + Duration::from_secs(5),
-        &[b"\n".to_vec()],
+    assert_eq!(
+        crate::serial::ring::take_until_seen(ring, "\n"),
+        b"hello over probe-rs\n"
     );
-    assert_eq!(taken.bytes, b"hello over probe-rs\n");
     assert_eq!(link.write(0, b"hi").expect("a write goes in"), 2);
     assert!(link.close(Duration::from_secs(2)));
     let requests = fake.requests();

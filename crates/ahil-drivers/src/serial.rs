@@ -7,7 +7,7 @@
 //! answers `ENOTTY`, which is reported in [`Port::modem`], not treated as a failure.
 
 mod enumerate;
-mod ring;
+pub(crate) mod ring;
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -196,12 +196,6 @@ impl Port {
         }
         drop(writer);
         self.ring.clear();
-    }
-
-    /// Takes up to `max` buffered bytes, waiting until `wait` has passed for any byte, or with
-    /// `patterns` for the first match (the bytes through it are returned, the rest stays buffered).
-    pub fn read(&self, max: usize, wait: Duration, patterns: &[Vec<u8>]) -> Taken {
-        self.ring.take(max, Instant::now() + wait, patterns)
     }
 
     /// Writes all of `data`, retrying the remainder of a short write a few times, then drains.

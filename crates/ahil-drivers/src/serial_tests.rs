@@ -17,15 +17,13 @@ fn wait() -> Duration {
 }
 
 #[test]
-fn bytes_sent_by_the_device_are_read_until_a_pattern_and_each_byte_once() {
+fn bytes_sent_by_the_device_are_read_each_byte_once() {
     let mut peer = PtyPeer::open().expect("pty pair");
     let port = Port::open(&options(peer.device(), 4096), None).expect("open");
-    peer.send(b"noise\r\nboot ok\r\nmore").expect("send");
-    let first = port.read(4096, wait(), &[b"boot ok".to_vec()]);
-    assert_eq!(first.matched, Some(true));
-    assert_eq!(first.bytes, b"noise\r\nboot ok");
-    let rest = port.read(4096, wait(), &[b"more".to_vec()]);
-    assert_eq!(rest.bytes, b"\r\nmore");
+    let sent = b"noise\r\nboot ok\r\nmore";
+    peer.send(sent).expect("send");
+    assert_eq!(ring::take_until_seen(port.ring(), "more"), sent);
+    assert!(port.ring().take(64, Instant::now()).bytes.is_empty());
     port.close(wait()).expect("closes");
 }
 
@@ -62,7 +60,7 @@ fn overflow_beyond_the_cap_is_counted_and_the_newest_bytes_kept() {
     {
         std::thread::sleep(Duration::from_millis(5));
     }
-    let taken = port.read(64, Duration::ZERO, &[]);
+    let taken = port.ring().take(64, Instant::now());
     assert_eq!(taken.overflow, 4);
     assert_eq!(taken.bytes, b"456789abcdefXYZW");
     port.close(wait()).expect("closes");
@@ -96,8 +94,7 @@ fn the_tap_sees_every_received_chunk() {
     });
     let port = Port::open(&options(peer.device(), 64), Some(tap)).expect("open");
     peer.send(b"hello").expect("send");
-    let taken = port.read(64, wait(), &[b"hello".to_vec()]);
-    assert_eq!(taken.matched, Some(true));
+    assert_eq!(ring::take_until_seen(port.ring(), "hello"), b"hello");
     port.close(wait()).expect("closes");
     assert_eq!(seen.lock().expect("tap lock").as_slice(), b"hello");
 }

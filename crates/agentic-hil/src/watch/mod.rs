@@ -103,13 +103,13 @@ fn observed(workspace: &Path, env: &Environment) -> BenchView {
         Ok(loaded) => sink.with_config(&loaded),
         Err(_) => sink,
     };
-    scrubbed(observe(workspace, env), &sink)
+    scrubbed(&observe(workspace, env), &sink)
 }
 
 /// Every string of the view through the sink, by way of its JSON form: a field added to the view
 /// is scrubbed without being named here. A view that does not come back whole is not shown.
-fn scrubbed(view: BenchView, sink: &Sink) -> BenchView {
-    serde_json::to_value(&view)
+fn scrubbed(view: &BenchView, sink: &Sink) -> BenchView {
+    serde_json::to_value(view)
         .and_then(|value| serde_json::from_value(sink.scrub(&value).into_value()))
         .unwrap_or_else(|_| BenchView {
             problem: Some("The bench view could not be scrubbed, so it is not shown.".into()),
@@ -188,7 +188,7 @@ mod tests {
             log: "/home/u/x.jsonl".into(),
             lines: vec!["password=hunter2".into()],
         });
-        let view = scrubbed(view, &sink);
+        let view = scrubbed(&view, &sink);
         assert_eq!(view.actions[0].summary, "wrote ~/x with token=[redacted]");
         assert_eq!(view.lease.state.as_deref(), Some("token=[redacted]"));
         assert_eq!(view.sessions[0].log, "~/x.jsonl");
@@ -233,8 +233,8 @@ mod tests {
             }],
             places: vec![text()],
         };
-        let shown =
-            serde_json::to_string(&scrubbed(view, &Sink::new(Some(Path::new("/home/u"))))).unwrap();
+        let shown = serde_json::to_string(&scrubbed(&view, &Sink::new(Some(Path::new("/home/u")))))
+            .unwrap();
         assert!(
             !shown.contains("abc") && !shown.contains("/home/u"),
             "{shown}"

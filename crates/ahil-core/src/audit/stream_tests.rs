@@ -186,6 +186,65 @@ fn read(
     (took, started.elapsed())
 }
 
+#[test]
+fn an_until_without_credentials_reads_through_the_first_match_and_keeps_the_rest() {
+    // (case, pieces as they arrive, max_bytes, patterns, bytes taken, matched, bytes left)
+    type Case<'a> = (
+        &'a str,
+        &'a [&'a [u8]],
+        usize,
+        &'a [&'a str],
+        &'a str,
+        bool,
+        usize,
+    );
+    let cases: [Case; 4] = [
+        (
+            "earliest of two patterns",
+            &[b"boot ok\nready\n"],
+            64,
+            &["ready", "ok"],
+            "boot ok",
+            true,
+            7,
+        ),
+        (
+            "a match split across arrivals",
+            &[b"bo", b"ot ok"],
+            64,
+            &["boot ok"],
+            "boot ok",
+            true,
+            0,
+        ),
+        (
+            "never sent",
+            &[b"partial"],
+            64,
+            &["never"],
+            "partial",
+            false,
+            0,
+        ),
+        (
+            "beyond max_bytes",
+            &[b"0123456789ok"],
+            4,
+            &["ok"],
+            "0123",
+            false,
+            8,
+        ),
+    ];
+    for (case, pieces, max, until, taken, matched, left) in cases {
+        let mut stream = MaskedStream::default();
+        let (took, _) = read(&mut stream, pieces, max, until);
+        assert_eq!(text(&took.bytes), taken, "{case}");
+        assert_eq!(took.matched, Some(matched), "{case}");
+        assert_eq!(took.remaining, left, "{case}");
+    }
+}
+
 const PLANTED: &[u8] = b"boot\nid AKIAIOSFODNN7EXAMPLE\nready\n";
 
 #[test]

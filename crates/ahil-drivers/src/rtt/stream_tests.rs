@@ -2,7 +2,7 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::*;
 use crate::rtt::link::{Link, Locate, Options};
@@ -33,13 +33,9 @@ impl Drop for Server {
 }
 
 fn wait_for(ring: &crate::serial::Ring, text: &str) -> String {
-    let taken = ring.take(
-        4096,
-        Instant::now() + Duration::from_secs(5),
-        &[text.as_bytes().to_vec()],
-    );
-    let seen = String::from_utf8_lossy(&taken.bytes).into_owned();
-    assert_eq!(taken.matched, Some(true), "{text:?} never came: {seen:?}");
+    let seen =
+        String::from_utf8_lossy(&crate::serial::ring::take_until_seen(ring, text)).into_owned();
+    assert!(seen.contains(text), "{text:?} never came: {seen:?}");
     seen
 }
 

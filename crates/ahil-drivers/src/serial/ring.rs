@@ -1,5 +1,7 @@
 //! The receive ring: a capped byte queue shared by the reader thread and the callers, with a condvar
-//! so a caller waiting for bytes or a pattern sleeps until the reader appends, never polls.
+//! so a caller waiting for bytes sleeps until the reader appends, never polls. It matches no
+//! pattern: an `until` is decided on the masked stream the agent sees (the gate's
+//! `MaskedStream`), never on raw bytes, so the ring offers no way to decide on them.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
@@ -10,8 +12,6 @@ use std::time::Instant;
 pub struct Taken {
     /// The bytes, consumed from the front of the ring: each byte is handed out once.
     pub bytes: Vec<u8>,
-    /// With patterns: whether the bytes end with a match.
-    pub matched: Option<bool>,
     /// Bytes still buffered after this read.
     pub remaining: usize,
     /// Bytes dropped (oldest first) because the ring was full, since the session started or was cleared.
@@ -115,35 +115,11 @@ impl Ring {
         (inner.buf.len(), inner.overflow)
     }
 
-    /// Waits until `deadline` for bytes (without patterns: any byte; with patterns: the first match,
-    /// or `max` bytes buffered), then takes up to `max` bytes, through the first match if there is one.
-    pub fn take(&self, max: usize, deadline: Instant, patterns: &[Vec<u8>]) -> Taken {
-        let max = max.max(1);
-        let longest = patterns.iter().map(Vec::len).max().unwrap_or(0);
+    /// Waits until `deadline` for a byte (not at all once the reader has ended), then takes up to
+    /// `max` bytes.
+    pub fn take(&self, max: usize, deadline: Instant) -> Taken {
         let mut inner = self.lock();
-        // Bytes before `scanned` have been searched and hold no match that ends inside them.
-        let mut scanned = 0usize;
-        loop {
-            if patterns.is_empty() {
-                if !inner.buf.is_empty() {
-                    break;
-                }
-            } else {
-                if let Some(end) = first_match(&mut inner.buf, scanned, max, patterns) {
-                    return Self::split(&mut inner, end, Some(true));
-                }
-                scanned = inner
-                    .buf
-                    .len()
-                    .min(max)
-                    .saturating_sub(longest.saturating_sub(1));
-                if inner.buf.len() >= max {
-                    break;
-                }
-            }
-            if inner.reader_done {
-                break;
-            }
+        while inner.buf.is_empty() && !inner.reader_done {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -154,16 +130,14 @@ impl Ring {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        let n = inner.buf.len().min(max);
-        let matched = (!patterns.is_empty()).then_some(false);
-        Self::split(&mut inner, n, matched)
+        let n = inner.buf.len().min(max.max(1));
+        Self::split(&mut inner, n)
     }
 
-    fn split(inner: &mut Inner, n: usize, matched: Option<bool>) -> Taken {
+    fn split(inner: &mut Inner, n: usize) -> Taken {
         let bytes: Vec<u8> = inner.buf.drain(..n).collect();
         Taken {
             bytes,
-            matched,
             remaining: inner.buf.len(),
             overflow: inner.overflow,
             reader_error: inner.reader_error.clone(),
@@ -171,30 +145,15 @@ impl Ring {
     }
 }
 
-/// The end of the earliest match that ends within the first `max` bytes, searching from `from`.
-fn first_match(
-    buf: &mut VecDeque<u8>,
-    from: usize,
-    max: usize,
-    patterns: &[Vec<u8>],
-) -> Option<usize> {
-    let limit = buf.len().min(max);
-    let hay = &buf.make_contiguous()[..limit];
-    let mut best: Option<usize> = None;
-    for pattern in patterns.iter().filter(|p| !p.is_empty()) {
-        if hay.len() < pattern.len() {
-            continue;
-        }
-        let start = from.min(hay.len());
-        if let Some(at) = hay[start..]
-            .windows(pattern.len())
-            .position(|w| w == pattern.as_slice())
-        {
-            let end = start + at + pattern.len();
-            best = Some(best.map_or(end, |b| b.min(end)));
-        }
+/// For tests: everything the ring hands out until the bytes so far hold `text` (or 5 s pass).
+#[cfg(test)]
+pub(crate) fn take_until_seen(ring: &Ring, text: &str) -> Vec<u8> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(5);
+    let mut got = Vec::new();
+    while !got.windows(text.len()).any(|w| w == text.as_bytes()) && Instant::now() < deadline {
+        got.extend(ring.take(usize::MAX, deadline).bytes);
     }
-    best
+    got
 }
 
 #[cfg(test)]
@@ -210,52 +169,44 @@ mod tests {
     fn a_full_ring_drops_the_oldest_bytes_and_counts_them() {
         let ring = Ring::new(4);
         ring.push(b"abcdef");
-        let taken = ring.take(10, soon(), &[]);
+        let taken = ring.take(10, soon());
         assert_eq!(taken.bytes, b"cdef");
         assert_eq!(taken.overflow, 2);
     }
 
     #[test]
-    fn a_pattern_read_returns_through_the_first_match_and_keeps_the_rest() {
+    fn a_take_hands_out_at_most_max_bytes_once_and_keeps_the_rest() {
         let ring = Ring::new(64);
         ring.push(b"boot ok\nready\n");
-        let taken = ring.take(64, soon(), &[b"ready".to_vec(), b"ok".to_vec()]);
-        assert_eq!(taken.bytes, b"boot ok");
-        assert_eq!(taken.matched, Some(true));
-        assert_eq!(taken.remaining, 7);
+        let taken = ring.take(7, soon());
+        assert_eq!(
+            (taken.bytes.as_slice(), taken.remaining),
+            (&b"boot ok"[..], 7)
+        );
+        assert_eq!(ring.take(64, soon()).bytes, b"\nready\n");
+        assert!(ring.take(64, soon()).bytes.is_empty());
     }
 
     #[test]
-    fn a_pattern_split_across_two_arrivals_is_found() {
+    fn a_take_sleeps_until_the_first_byte_arrives() {
         let ring = std::sync::Arc::new(Ring::new(64));
-        ring.push(b"bo");
         let writer = std::sync::Arc::clone(&ring);
         let thread = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(30));
-            writer.push(b"ot ok");
+            writer.push(b"boot");
         });
-        let taken = ring.take(
-            64,
-            Instant::now() + Duration::from_secs(5),
-            &[b"boot ok".to_vec()],
-        );
+        let taken = ring.take(64, Instant::now() + Duration::from_secs(5));
         thread.join().expect("writer thread");
-        assert_eq!(taken.bytes, b"boot ok");
-        assert_eq!(taken.matched, Some(true));
+        assert_eq!(taken.bytes, b"boot");
     }
 
     #[test]
-    fn a_pattern_not_found_within_max_bytes_returns_the_bytes_so_far_at_the_deadline() {
-        // (case, bytes pushed, max_bytes, pattern, bytes taken)
-        for (case, pushed, max_bytes, pattern, expected) in [
-            ("never sent", "partial", 64, "never", "partial"),
-            ("beyond max_bytes", "0123456789ok", 4, "ok", "0123"),
-        ] {
-            let ring = Ring::new(64);
-            ring.push(pushed.as_bytes());
-            let taken = ring.take(max_bytes, soon(), &[pattern.as_bytes().to_vec()]);
-            assert_eq!(taken.bytes, expected.as_bytes(), "{case}");
-            assert_eq!(taken.matched, Some(false), "{case}");
-        }
+    fn a_take_on_an_ended_reader_answers_at_once_with_its_error() {
+        let ring = Ring::new(64);
+        ring.finish(Some("unplugged".into()));
+        let started = Instant::now();
+        let taken = ring.take(64, started + Duration::from_secs(5));
+        assert!(started.elapsed() < Duration::from_secs(4));
+        assert_eq!(taken.reader_error.as_deref(), Some("unplugged"));
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::Contact;
-use ahil_drivers::serial::{Ring, SerialError, Taken};
+use ahil_drivers::serial::{Ring, SerialError};
 use serde_json::{Value, json};
 
 use super::com_ports::{device, port_entry};
@@ -194,6 +194,19 @@ pub(super) fn read_request(
     })
 }
 
+/// What a read took of a device's masked stream: the masked bytes, and what was decided on them.
+pub(crate) struct MaskedRead {
+    pub bytes: Vec<u8>,
+    /// With patterns: whether the bytes end with a match.
+    pub matched: Option<bool>,
+    /// Bytes still waiting: masked ones queued, and raw ones not yet pulled.
+    pub remaining: usize,
+    /// Bytes dropped, oldest first, by the ring or the masked queue.
+    pub overflow: u64,
+    /// Why the device's reader stopped, if it did.
+    pub reader_error: Option<String>,
+}
+
 /// A read of `ring` as the agent may observe it: everything received is pulled into `stream`,
 /// masked there, and the read's decisions (where `until` matches, how many bytes it returns,
 /// when its wait ends) are made on the masked queue, so a credential's bytes decide nothing
@@ -206,14 +219,14 @@ pub(crate) fn take_masked(
     deadline: Instant,
     patterns: &[Vec<u8>],
     cap: usize,
-) -> Taken {
+) -> MaskedRead {
     let mut overflow = 0;
     let mut reader_error = None;
     let took = stream.read(max, deadline, patterns, cap, |until| {
         // Asked before the take: an ended reader has pushed its last bytes, so the held tail
         // can go out after them.
         let ended = ring.reader_done();
-        let taken = ring.take(usize::MAX, until, &[]);
+        let taken = ring.take(usize::MAX, until);
         overflow = taken.overflow;
         reader_error = taken.reader_error;
         Pulled {
@@ -221,7 +234,7 @@ pub(crate) fn take_masked(
             ended,
         }
     });
-    Taken {
+    MaskedRead {
         bytes: took.bytes,
         matched: took.matched,
         remaining: took.remaining + ring.levels().0,
@@ -237,7 +250,7 @@ pub(super) fn read_outcome(
     tool: ToolId,
     id: (&str, &str),
     what: &str,
-    taken: &Taken,
+    taken: &MaskedRead,
     patterns: &[Vec<u8>],
     encoding: Encoding,
 ) -> Outcome {

@@ -80,7 +80,7 @@ impl Decoding {
         let max_bytes = max_bytes.max(1);
         let mut wait_until = Instant::now();
         loop {
-            let taken = ring.take(usize::MAX, wait_until, &[]);
+            let taken = ring.take(usize::MAX, wait_until);
             for frame in channel.stream.push(&self.table, &taken.bytes) {
                 channel.ready.push_back(queued(frame));
             }
