@@ -84,15 +84,24 @@ def main():
             channel = dict(servers).get(sock)
             if channel is not None:
                 client, _ = sock.accept()
-                client.sendall(b"boot ok (openocd rtt, channel %d)\n" % channel)
                 clients[client] = channel
+                try:
+                    client.sendall(b"boot ok (openocd rtt, channel %d)\n" % channel)
+                except OSError:
+                    pass
                 continue
-            data = sock.recv(4096)
-            if not data:
-                del clients[sock]
-                sock.close()
-            else:
-                sock.sendall(b"echo: " + data)
+            # A client gone before it read its greeting (the gate's readiness probe connects and
+            # closes at once) answers with a reset: that client ends, the server goes on, as
+            # OpenOCD's does.
+            try:
+                data = sock.recv(4096)
+                if data:
+                    sock.sendall(b"echo: " + data)
+                    continue
+            except OSError:
+                pass
+            del clients[sock]
+            sock.close()
 
 
 main()
