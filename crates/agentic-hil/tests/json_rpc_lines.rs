@@ -319,3 +319,140 @@ fn check_window(
         Expect::Id(_) | Expect::Nothing => assert!(nulls.is_empty(), "{name}: {nulls:?}"),
     }
 }
+
+/// The server's cap on requests worked on at once (`mcp/in_flight.rs`).
+const MAX_IN_FLIGHT: usize = 64;
+/// A workspace whose debugger is a fake openocd that does not answer while `hold` exists: every
+/// call that reaches it stays in flight until the test removes the file, with no hardware.
+fn slow_world() -> (World, std::path::PathBuf) {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let hold = world.home.join("hold");
+    let openocd = world.write_fake_tool(
+        "openocd",
+        &format!(
+            "#!/bin/sh\nwhile [ -e '{}' ]; do sleep 0.05; done\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 0\n",
+            hold.display()
+        ),
+    );
+    let path = world.config_path();
+    let text = std::fs::read_to_string(&path).expect("read config");
+    let text = text
+        .replacen(
+            "executable: null",
+            &format!("executable: \"{}\"", openocd.display()),
+            1,
+        )
+        .replacen("probe_id: null", "probe_id: \"BOARD7\"", 1);
+    std::fs::write(&path, text).expect("write config");
+    (world, hold)
+}
+
+#[test]
+fn a_flood_of_slow_calls_runs_at_most_the_cap_at_once_answers_every_line_and_still_takes_a_cancel()
+{
+    let flood = MAX_IN_FLIGHT + 16;
+    let (world, hold) = slow_world();
+    let mut server = Server::start(&world);
+    server.send(&line(
+        &json!({"jsonrpc":"2.0","id":"init","method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}),
+    ));
+    while server.next("init")["id"] != "init" {}
+    server.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    std::fs::write(&hold, "").expect("hold the fake debugger");
+
+    // Every line at once, no answer waited for.
+    let mut lines = Vec::new();
+    for i in 0..flood {
+        lines.extend(line(
+            &json!({"jsonrpc":"2.0","id":format!("slow-{i}"),"method":"tools/call",
+            "params":{"name":"probe_target","arguments":{}}}),
+        ));
+        lines.push(b'\n');
+    }
+    let stdin = server.stdin.as_mut().expect("stdin");
+    stdin.write_all(&lines).expect("the server reads the flood");
+    stdin.flush().expect("flush");
+
+    // Those beyond the cap are answered at once; those within it are still running.
+    let mut refused = Vec::new();
+    let early = std::time::Instant::now() + Duration::from_secs(3);
+    while let Some(left) = early.checked_duration_since(std::time::Instant::now()) {
+        let Ok(answer) = server.answers.recv_timeout(left) else {
+            break;
+        };
+        assert_eq!(
+            answer["error"]["code"], -32000,
+            "only a refusal is answered this early: {answer}"
+        );
+        assert_eq!(
+            answer["error"]["data"]["max_in_flight"], MAX_IN_FLIGHT,
+            "{answer}"
+        );
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Wait for the answers")),
+            "{answer}"
+        );
+        refused.push(answer["id"].as_str().expect("an id").to_owned());
+    }
+    assert_eq!(
+        refused.len(),
+        flood - MAX_IN_FLIGHT,
+        "the requests beyond the cap, and only those, were refused: {refused:?}"
+    );
+
+    // At the cap, a cancel still reaches a running call: its answer is never sent.
+    let running: Vec<String> = (0..flood)
+        .map(|i| format!("slow-{i}"))
+        .filter(|id| !refused.contains(id))
+        .collect();
+    let cancelled = running[0].clone();
+    server.send(&line(
+        &json!({"jsonrpc":"2.0","method":"notifications/cancelled",
+        "params":{"requestId":cancelled,"reason":"enough"}}),
+    ));
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::remove_file(&hold).expect("let the fake debugger answer");
+
+    let mut answered: HashMap<String, Value> = HashMap::new();
+    let deadline = std::time::Instant::now() + Duration::from_mins(2);
+    while answered.len() < running.len() - 1 {
+        let left = deadline
+            .checked_duration_since(std::time::Instant::now())
+            .unwrap_or_else(|| panic!("not every running call was answered: {answered:?}"));
+        let Ok(answer) = server.answers.recv_timeout(left) else {
+            continue;
+        };
+        let id = answer["id"].as_str().expect("an id").to_owned();
+        assert_ne!(id, cancelled, "the cancelled call was answered: {answer}");
+        assert!(
+            running.contains(&id),
+            "an answer to nothing running: {answer}"
+        );
+        assert_eq!(
+            answer["result"]["structuredContent"]["tool"], "probe_target",
+            "a call within the cap ran to its end: {answer}"
+        );
+        assert!(answered.insert(id, answer).is_none(), "answered twice");
+    }
+    // The slots are free again: the next request is run, not refused.
+    server.send(br#"{"jsonrpc":"2.0","id":"after","method":"tools/list"}"#);
+    loop {
+        let answer = server.next("the request after the flood");
+        assert_ne!(answer["id"], json!(cancelled), "{answer}");
+        if answer["id"] == "after" {
+            assert!(answer["result"]["tools"].is_array(), "{answer}");
+            break;
+        }
+    }
+    let (rest, code) = server.finish();
+    assert!(
+        rest.iter().all(|a| a["id"] != json!(cancelled)),
+        "the cancelled call was answered: {rest:?}"
+    );
+    assert_eq!(code, Some(0), "{rest:?}");
+}

@@ -7,15 +7,17 @@
 //! reports are read as the atomic renames left them.
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
+use std::path::Path;
 
 use ahil_config::{Environment, LoadedConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::actions::lease::configured_devices;
-use crate::audit::Audit;
+use crate::audit::{Audit, safe};
 use crate::ownership::coordination::{Coordinator, Dirs};
 use crate::ownership::{KernelLocks, LockRoot};
 
@@ -268,26 +270,13 @@ fn actions(audit: &Audit) -> Vec<Action> {
     out
 }
 
-/// The last `TAIL_BYTES` of a file, from its first whole line.
-fn tail(path: &Path) -> Option<String> {
-    use std::os::unix::fs::OpenOptionsExt as _;
+/// The last `TAIL_BYTES` of the log `name` in the logs folder `dir`, from its first whole line.
+fn tail(dir: &OwnedFd, name: &OsStr) -> Option<String> {
     // The log mirror lies in the agent's workspace: a FIFO put there would hold `watch` forever
     // and a link would show another file's tail, so only a regular file is read, opened
-    // non-blocking without following a link.
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(
-            (rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW)
-                .bits()
-                .cast_signed(),
-        )
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    let len = meta.len();
+    // non-blocking without following a link, relative to the folder listed.
+    let mut file = safe::open_read_at(dir, name)?;
+    let len = file.metadata().ok()?.len();
     let start = len.saturating_sub(TAIL_BYTES);
     file.seek(SeekFrom::Start(start)).ok()?;
     let mut bytes = Vec::new();
@@ -340,10 +329,27 @@ fn session_lines(log: &str) -> Vec<String> {
     lines
 }
 
+/// The logs folder `logs_rel` of `workspace`, opened, and the names of the COM session logs in it
+/// newest first; `None` when it is missing or is (or lies under) a link.
+fn session_logs(workspace: &Path, logs_rel: &str) -> Option<(OwnedFd, Vec<String>)> {
+    // The agent owns the workspace: a logs folder (or a folder above it) made a link to a folder
+    // outside would have `watch` list and tail files there, so the folder is opened from the
+    // workspace without following a link, and listed and read through that descriptor only.
+    let dir = safe::open_dir(workspace, &workspace.join(logs_rel)).ok()??;
+    let mut names: Vec<String> = safe::names(&dir)
+        .ok()?
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .filter(|n| n.starts_with("com-") && Path::new(n).extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    // `com-<stamp>-<port>.jsonl`: newest first by name.
+    names.sort_unstable_by(|a, b| b.cmp(a));
+    Some((dir, names))
+}
+
 fn sessions(loaded: &LoadedConfig, audit: &Audit, holds: &[Hold]) -> Vec<Session> {
     let logs_rel = audit.logs_rel().to_owned();
-    let dir: PathBuf = audit.workspace().join(&logs_rel);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Some((dir, names)) = session_logs(audit.workspace(), &logs_rel) else {
         return Vec::new();
     };
     let held: HashSet<&str> = holds
@@ -351,13 +357,6 @@ fn sessions(loaded: &LoadedConfig, audit: &Audit, holds: &[Hold]) -> Vec<Session
         .filter(|h| h.held != Some(false))
         .map(|h| h.resource.as_str())
         .collect();
-    let mut names: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.starts_with("com-") && Path::new(n).extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    // `com-<stamp>-<port>.jsonl`: newest first by name.
-    names.sort_unstable_by(|a, b| b.cmp(a));
     let mut out = Vec::new();
     for (port_id, port) in &loaded.config.com_ports {
         if !held.contains(port.lock_key(port_id).as_str()) {
@@ -367,7 +366,7 @@ fn sessions(loaded: &LoadedConfig, audit: &Audit, holds: &[Hold]) -> Vec<Session
         let Some(name) = names.iter().find(|n| n.ends_with(&suffix)) else {
             continue;
         };
-        let Some(text) = tail(&dir.join(name)) else {
+        let Some(text) = tail(&dir, OsStr::new(name)) else {
             continue;
         };
         let lines = session_lines(&text);
@@ -403,19 +402,53 @@ mod tests {
         let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
         rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, mode, 0)
             .expect("fifo");
+        let logs = safe::open_dir(dir.path(), dir.path())
+            .expect("open")
+            .expect("the folder");
         let (tx, rx) = std::sync::mpsc::channel();
-        let (at_link, at_fifo) = (link.clone(), fifo.clone());
         std::thread::spawn(move || {
-            let _ = tx.send((tail(&at_link), tail(&at_fifo)));
+            let link = tail(&logs, OsStr::new("com-9-uart.jsonl"));
+            let _ = tx.send((link, tail(&logs, OsStr::new("com-8-uart.jsonl"))));
         });
         let Ok(tails) = rx.recv_timeout(std::time::Duration::from_secs(5)) else {
             drop(std::fs::OpenOptions::new().write(true).open(&fifo));
             panic!("the tail of a FIFO blocked");
         };
         assert_eq!(tails, (None, None));
-        let plain = dir.path().join("com-7-uart.jsonl");
-        std::fs::write(&plain, "line\n").expect("log");
-        assert_eq!(tail(&plain).as_deref(), Some("line\n"));
+        std::fs::write(dir.path().join("com-7-uart.jsonl"), "line\n").expect("log");
+        let logs = safe::open_dir(dir.path(), dir.path())
+            .expect("open")
+            .expect("the folder");
+        assert_eq!(
+            tail(&logs, OsStr::new("com-7-uart.jsonl")).as_deref(),
+            Some("line\n")
+        );
+    }
+
+    #[test]
+    fn a_logs_folder_that_is_a_link_out_of_the_workspace_shows_no_sessions() {
+        let outside = tempfile::tempdir().expect("outside");
+        std::fs::write(outside.path().join("com-1-uart.jsonl"), "{}\n").expect("a log outside");
+        let workspace = tempfile::tempdir().expect("workspace");
+        let state = workspace.path().join(".agentic-hil");
+        std::fs::create_dir(&state).expect("state folder");
+        std::os::unix::fs::symlink(outside.path(), state.join("logs")).expect("link");
+        assert!(session_logs(workspace.path(), ".agentic-hil/logs").is_none());
+        // A link higher up the way is refused as well.
+        std::fs::create_dir(outside.path().join("logs")).expect("logs outside");
+        std::fs::write(outside.path().join("logs/com-2-uart.jsonl"), "{}\n").expect("a log");
+        let higher = tempfile::tempdir().expect("workspace");
+        std::os::unix::fs::symlink(outside.path(), higher.path().join(".agentic-hil"))
+            .expect("link");
+        assert!(session_logs(higher.path(), ".agentic-hil/logs").is_none());
+        // The same folder really in the workspace is listed, newest first.
+        std::fs::remove_file(state.join("logs")).expect("unlink");
+        std::fs::create_dir(state.join("logs")).expect("logs");
+        for name in ["com-1-uart.jsonl", "com-3-uart.jsonl", "notes.txt"] {
+            std::fs::write(state.join("logs").join(name), "{}\n").expect("a log");
+        }
+        let (_, names) = session_logs(workspace.path(), ".agentic-hil/logs").expect("listed");
+        assert_eq!(names, ["com-3-uart.jsonl", "com-1-uart.jsonl"]);
     }
 
     #[test]

@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 use tokio::sync::RwLock;
 
 mod framing;
+mod in_flight;
 mod progress;
 mod resources;
 mod screen;
@@ -88,7 +89,8 @@ pub fn serve(workspace: &Path, env: &Environment) -> anyhow::Result<ExitCode> {
         // The framing already enforces the limit; rmcp's own cap only has to sit above it.
         let transport = AsyncRwTransport::new_server(requests, answers)
             .with_max_line_length(limit.saturating_add(1024));
-        let running = Box::pin(server.serve(transport)).await;
+        let limited = in_flight::Limited::new(server, in_flight::MAX_IN_FLIGHT);
+        let running = Box::pin(limited.serve(transport)).await;
         if let Ok(running) = running {
             let token = running.cancellation_token();
             tokio::select! {

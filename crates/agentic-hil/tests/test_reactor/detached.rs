@@ -258,3 +258,58 @@ async fn a_worker_killed_with_sigkill_is_reported_worker_gone() {
     assert_ne!(doc["error_type"], "device_busy", "{doc}");
     client.cancel().await.expect("client closes");
 }
+
+/// A client that polls the run record and reads the report as soon as the state is terminal never
+/// finds the report missing, staged, or a previous run's: the worker writes it (fsynced, through the
+/// audit trail) before the record's state turns `finished`.
+#[test]
+fn whenever_the_record_of_a_detached_run_is_terminal_its_report_is_already_complete() {
+    let world = world();
+    let plan = write_plan(
+        &world,
+        "short.yaml",
+        "version: 5\nname: short\nsteps:\n - {device: uart, action: delay, duration_ms: 300}\n",
+    );
+    let (doc, code) = world.run_json(&["test-reactor", "--test-config", &plan, "--detach"]);
+    assert_eq!(code, Some(0), "{doc}");
+    let run = doc["run"].as_str().expect("a handle").to_owned();
+    let record_path = runs_dir(&world).join(format!("{run}.json"));
+    let state_root = world.home.join(".local/state/agentic-hil");
+    // As tight as a client can poll: any window between the terminal record and the report shows.
+    let deadline = Instant::now() + Duration::from_mins(1);
+    let record = loop {
+        assert!(Instant::now() < deadline, "{run} never ended");
+        let Ok(bytes) = std::fs::read(&record_path) else {
+            continue;
+        };
+        let Ok(record) = serde_json::from_slice::<Value>(&bytes) else {
+            continue;
+        };
+        if matches!(record["state"].as_str(), Some("finished" | "stopped")) {
+            break record;
+        }
+    };
+    // Read at once, before anything else: this is what the polling client would read.
+    let canonical = record["canonical_report_path"]
+        .as_str()
+        .expect("the record names the run's report")
+        .trim_start_matches("<state_root>/");
+    let report = std::fs::read(state_root.join(canonical));
+    let view = std::fs::read(
+        world
+            .workspace
+            .join(record["report_path"].as_str().expect("the workspace view")),
+    );
+    let report: Value = serde_json::from_slice(&report.expect("the run's report exists"))
+        .expect("the run's report is whole JSON");
+    assert_eq!(report["run_handle"], run.as_str(), "{report}");
+    assert!(
+        report.get("canonical_write_pending").is_none(),
+        "the report is still staged: {report}"
+    );
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(record["run_ok"], true, "{record}");
+    let view: Value = serde_json::from_slice(&view.expect("the workspace view exists"))
+        .expect("the view is whole JSON");
+    assert_eq!(view["run_handle"], run.as_str(), "{view}");
+}

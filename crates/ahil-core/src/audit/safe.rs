@@ -386,6 +386,41 @@ pub fn size(base: &Path, path: &Path) -> Result<u64, AuditError> {
     }
 }
 
+/// Opens the existing directory `dir` (`base` or below it) for listing, walking from `base` one
+/// component at a time without following a link; `None` when it is missing. A link anywhere on
+/// the way is refused (`unsafe_path`), so what is listed and opened through the answer lies
+/// beneath `base` whatever the agent made of its workspace.
+pub fn open_dir(base: &Path, dir: &Path) -> Result<Option<OwnedFd>, AuditError> {
+    open_dir_beneath(base, dir, false)
+}
+
+/// The names in the directory `dir` opened by [`open_dir`] (neither `.` nor `..`).
+pub fn names(dir: &OwnedFd) -> io::Result<Vec<std::ffi::OsString>> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut out = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let name = entry?.file_name().to_bytes().to_vec();
+        if name != b"." && name != b".." {
+            out.push(OsStr::from_bytes(&name).to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// Opens the regular file `name` in the directory `dir` opened by [`open_dir`] for reading, not
+/// following a link and not waiting on a FIFO; `None` for anything else or when it is missing.
+pub fn open_read_at(dir: &OwnedFd, name: &OsStr) -> Option<File> {
+    let fd = openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let file = File::from(fd);
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
 /// `ELOOP` from `O_NOFOLLOW` means a link was planted after the check.
 fn classify_open(base: &Path, path: &Path, err: &io::Error) -> AuditError {
     if err.raw_os_error() == Some(libc::ELOOP) {

@@ -146,6 +146,9 @@ pub async fn execute(bench: &Bench, request: Request) -> Outcome {
     outcome.set("run", handle.as_str());
     outcome.set("test_config_sha256", plan.sha256.as_str());
     outcome.config_in_force = Some(snapshot.in_force.clone());
+    // The report is written (fsynced, renamed into place) before the record turns terminal: a
+    // client that polls the record and reads the report the moment it sees `finished` must find
+    // this run's report whole, never none or the previous run's.
     report::write(&view, &mut outcome, handle.as_str());
     if let Some(target) = &request.junit {
         let planned: Vec<&str> = plan.plan.steps.iter().map(Step::action).collect();
