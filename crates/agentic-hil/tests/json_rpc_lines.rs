@@ -329,23 +329,10 @@ fn slow_world() -> (World, std::path::PathBuf) {
     let (_, code) = world.run_json(&["init"]);
     assert_eq!(code, Some(0), "init succeeds");
     let hold = world.home.join("hold");
-    let openocd = world.write_fake_tool(
-        "openocd",
-        &format!(
-            "#!/bin/sh\nwhile [ -e '{}' ]; do sleep 0.05; done\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 0\n",
-            hold.display()
-        ),
-    );
-    let path = world.config_path();
-    let text = std::fs::read_to_string(&path).expect("read config");
-    let text = text
-        .replacen(
-            "executable: null",
-            &format!("executable: \"{}\"", openocd.display()),
-            1,
-        )
-        .replacen("probe_id: null", "probe_id: \"BOARD7\"", 1);
-    std::fs::write(&path, text).expect("write config");
+    world.bind_fake_openocd(&format!(
+        "#!/bin/sh\nwhile [ -e '{}' ]; do sleep 0.05; done\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 0\n",
+        hold.display()
+    ));
     (world, hold)
 }
 

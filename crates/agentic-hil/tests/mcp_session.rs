@@ -153,17 +153,7 @@ fn a_broken_configuration_stops_the_server_with_the_refusal_on_stderr_only() {
 const FAKE_OPENOCD: &str = "#!/bin/sh\necho 'Open On-Chip Debugger 0.12.0' >&2\nexit 0\n";
 
 fn bind_debugger(world: &World) {
-    let openocd = world.write_fake_tool("openocd", FAKE_OPENOCD);
-    let path = world.config_path();
-    let text = std::fs::read_to_string(&path).expect("read config");
-    let text = text
-        .replacen(
-            "executable: null",
-            &format!("executable: \"{}\"", openocd.display()),
-            1,
-        )
-        .replacen("probe_id: null", "probe_id: \"BOARD7\"", 1);
-    std::fs::write(&path, text).expect("write config");
+    world.bind_fake_openocd(FAKE_OPENOCD);
 }
 
 #[tokio::test]

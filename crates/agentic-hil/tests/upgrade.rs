@@ -633,20 +633,9 @@ async fn server_upgrade_needs_allow_upgrade() {
 async fn server_upgrade_is_refused_while_a_run_holds_the_bench() {
     let install = CargoInstall::new();
     initialised(&install);
-    let openocd = install.world.write_fake_tool(
-        "openocd",
-        "#!/bin/sh\necho 'Open On-Chip Debugger 0.12.0' >&2\n",
-    );
-    let path = install.world.config_path();
-    let text = std::fs::read_to_string(&path)
-        .expect("config")
-        .replacen(
-            "executable: null",
-            &format!("executable: \"{}\"", openocd.display()),
-            1,
-        )
-        .replacen("probe_id: null", "probe_id: \"BOARD7\"", 1);
-    std::fs::write(&path, text).expect("bind the debugger");
+    install
+        .world
+        .bind_fake_openocd("#!/bin/sh\necho 'Open On-Chip Debugger 0.12.0' >&2\n");
     let client = connect(&install).await;
     let (run, is_error) = call(
         &client,

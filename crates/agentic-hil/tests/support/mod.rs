@@ -146,6 +146,22 @@ impl World {
         rel
     }
 
+    /// Binds the configuration's one debugger (as `init` wrote it) to a fake `openocd` running
+    /// `script`, on probe `BOARD7`.
+    pub fn bind_fake_openocd(&self, script: &str) {
+        let openocd = self.write_fake_tool("openocd", script);
+        let path = self.config_path();
+        let text = std::fs::read_to_string(&path)
+            .expect("read config")
+            .replacen(
+                "executable: null",
+                &format!("executable: \"{}\"", openocd.display()),
+                1,
+            )
+            .replacen("probe_id: null", "probe_id: \"BOARD7\"", 1);
+        std::fs::write(&path, text).expect("bind the debugger");
+    }
+
     pub fn write_fake_tool(&self, name: &str, script: &str) -> PathBuf {
         let dir = self.home.join("tools");
         std::fs::create_dir_all(&dir).expect("tools dir");
