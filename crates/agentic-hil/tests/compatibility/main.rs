@@ -7,9 +7,12 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod arguments;
 mod capture;
 mod differences;
 mod driver;
+mod permissions;
+mod plans;
 mod shared_bus;
 
 use std::fmt::Write as _;
@@ -670,6 +673,9 @@ const SCOPES: &[&str] = &[
     "ours-alone/",
     "shared/",
     "capture/",
+    "perm/",
+    "args/",
+    "plans/",
 ];
 
 /// The documentation explains every reason the table uses, so no difference is listed without one,
