@@ -29,6 +29,8 @@ pub enum Reason {
     Maxima,
     /// A plan refused at preflight answers its cause's `error_type` and the key the plan wrote.
     PreflightCause,
+    /// A version 1 file's read grants (`allow_probe`, `allow_read`) narrow over MCP like any other.
+    ReadGrantsNarrow,
     /// A bug of ours, a TODO(#25): fix ours, then delete its row.
     KnownBug,
 }
@@ -48,6 +50,7 @@ impl Reason {
             Self::PoweredBoard => "a-powered-board-needs-its-reset-grant",
             Self::Maxima => "every-number-has-a-maximum",
             Self::PreflightCause => "a-plan-refused-at-preflight-names-its-cause",
+            Self::ReadGrantsNarrow => "version-1-read-grants-narrow-too",
             Self::KnownBug => "known-bug",
         }
     }
@@ -64,7 +67,7 @@ pub type Difference = (
 
 use Reason::{
     Frames, GrantsFirst, HeldCapturePort, LoneParticipant, Maxima, NoPaths, OursAlone, PlanDevice,
-    PoweredBoard, PreflightCause, Programs, RetrySafe,
+    PoweredBoard, PreflightCause, Programs, ReadGrantsNarrow, RetrySafe,
 };
 
 #[rustfmt::skip]
@@ -128,6 +131,19 @@ pub const DIFFERENCES: &[Difference] = &[
     ("perm/v3/allow_reset/project_config_adopt_hardware", "permission", r#""permissions.allow_config_description_write""#, "null", GrantsFirst),
     ("perm/v3/allow_debug_execution/debug_continue", "error_type", r#""permission_denied""#, r#""session_not_active""#, GrantsFirst),
     ("perm/v3/allow_debug_execution/debug_continue", "permission", r#""debuggers.dut.permissions.allow_debug_execution""#, "null", GrantsFirst),
+    // Narrowing each grant over MCP (narrowing.rs).
+    ("narrow/v1/narrowing debuggers.dut.permissions.allow_probe", "isError", "false", "true", ReadGrantsNarrow),
+    ("narrow/v1/narrowing debuggers.dut.permissions.allow_probe", "error_type", "null", r#""invalid_argument""#, ReadGrantsNarrow),
+    ("narrow/v1/narrowing debuggers.dut.permissions.allow_probe", "field", "null", r#""changes.0.key""#, ReadGrantsNarrow),
+    ("narrow/v1/narrowing debuggers.dut.permissions.allow_probe", "reload_required", "true", "null", ReadGrantsNarrow),
+    ("narrow/v1/narrowing com_ports.nowrite.permissions.allow_read", "isError", "false", "true", ReadGrantsNarrow),
+    ("narrow/v1/narrowing com_ports.nowrite.permissions.allow_read", "error_type", "null", r#""invalid_argument""#, ReadGrantsNarrow),
+    ("narrow/v1/narrowing com_ports.nowrite.permissions.allow_read", "field", "null", r#""changes.0.key""#, ReadGrantsNarrow),
+    ("narrow/v1/narrowing com_ports.nowrite.permissions.allow_read", "reload_required", "true", "null", ReadGrantsNarrow),
+    ("narrow/v1/narrowing can_buses.nowrite.permissions.allow_read", "isError", "false", "true", ReadGrantsNarrow),
+    ("narrow/v1/narrowing can_buses.nowrite.permissions.allow_read", "error_type", "null", r#""invalid_argument""#, ReadGrantsNarrow),
+    ("narrow/v1/narrowing can_buses.nowrite.permissions.allow_read", "field", "null", r#""changes.0.key""#, ReadGrantsNarrow),
+    ("narrow/v1/narrowing can_buses.nowrite.permissions.allow_read", "reload_required", "true", "null", ReadGrantsNarrow),
     // Argument validation (arguments.rs): the maxima the reference does not publish.
     ("args/flash_firmware capture of the wrong type", "validator", r#""oneOf""#, r#""type""#, OursAlone),
     ("args/debug_start_session timeout_s above its maximum", "error_type", r#""invalid_argument""#, r#""artifact_not_found""#, Maxima),

@@ -11,6 +11,7 @@ mod arguments;
 mod capture;
 mod differences;
 mod driver;
+mod narrowing;
 mod permissions;
 mod plans;
 mod shared_bus;
@@ -674,6 +675,7 @@ const SCOPES: &[&str] = &[
     "shared/",
     "capture/",
     "perm/",
+    "narrow/",
     "args/",
     "plans/",
 ];

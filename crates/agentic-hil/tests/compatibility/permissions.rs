@@ -181,7 +181,7 @@ fn grants(flags: &[(&str, &[u8])], version: u8, closed: &[&str]) -> String {
 /// grants false where `closed` names them (every other one true), ports and buses named for the
 /// grants they lack, and (version 3) supplies that power `dut`. No port's device exists, and no
 /// supply's.
-fn write_bench(world: &World, version: u8, closed: &[&str]) {
+pub fn write_bench(world: &World, version: u8, closed: &[&str]) {
     let tools = world.home.join("tools");
     std::fs::create_dir_all(&tools).expect("tools dir");
     let exe = tools.join("openocd.py");
