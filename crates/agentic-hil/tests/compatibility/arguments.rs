@@ -188,6 +188,62 @@ fn rows(name: &'static str, schema: &Value) -> Vec<Step> {
     steps
 }
 
+/// Objects inside the arguments, whose members get the same rows: (tool, a base call, where the
+/// object sits in it, where its schema sits in the tool's).
+#[rustfmt::skip]
+const NESTED: &[(&str, &str, &str, &str)] = &[
+    ("flash_firmware", r#"{"image_path": "fw/missing.elf", "reset_after_flash": true, "capture": {"port_id": "nope"}}"#, "/capture", "/properties/capture"),
+    ("bench_run_start", r#"{"devices": [{"kind": "uart", "id": "nope"}]}"#, "/devices/0", "/properties/devices/items"),
+    ("project_config_set", r#"{"changes": [{"key": "debuggers.dut.permissions.allow_nothing", "value": false}]}"#, "/changes/0", "/properties/changes/items"),
+    ("debug_set_breakpoint", r#"{"location": {"file": "main.c", "line": 3}}"#, "/location", "/properties/location/oneOf/3"),
+];
+
+/// The rows of one object inside a tool's arguments.
+fn nested_rows(
+    schemas: &[(&'static str, Value)],
+    row: &(&'static str, &str, &str, &str),
+) -> Vec<Step> {
+    let (name, base, at, schema_at) = *row;
+    let schema = schemas
+        .iter()
+        .find(|(tool, _)| *tool == name)
+        .and_then(|(_, schema)| schema.pointer(schema_at))
+        .unwrap_or_else(|| panic!("{name} has a schema at {schema_at}"));
+    let base: Value = serde_json::from_str(base).expect("a nested base call is JSON");
+    let mut steps = Vec::new();
+    let mut push = |what: String, edit: &dyn Fn(&mut Map<String, Value>)| {
+        let mut args = base.clone();
+        let object = args
+            .pointer_mut(at)
+            .and_then(Value::as_object_mut)
+            .expect("the base call has the object");
+        edit(object);
+        steps.push(tool(
+            leak(format!("args/{name} {at} {what}")),
+            name,
+            args,
+            FIELDS,
+        ));
+    };
+    for required in schema["required"].as_array().into_iter().flatten() {
+        let required = required.as_str().expect("a member name");
+        push(format!("without {required}"), &|o| {
+            o.remove(required);
+        });
+    }
+    push("with an unknown member".into(), &|o| {
+        o.insert("bogus".into(), json!(1));
+    });
+    for (member, member_schema) in schema["properties"].as_object().into_iter().flatten() {
+        for (label, value) in variants(member, member_schema) {
+            push(format!("{member} {label}"), &|o| {
+                o.insert(member.clone(), value.clone());
+            });
+        }
+    }
+    steps
+}
+
 /// Shapes the generated rows do not reach: members inside arrays and objects, and the rules across
 /// members. (Arguments that are not an object never reach ours as a call: rmcp answers them with a
 /// JSON-RPC error, where the reference answers `invalid_argument`.)
@@ -294,6 +350,7 @@ fn arguments_outside_each_tools_schema_are_refused_as_the_reference_does() {
         .iter()
         .flat_map(|(name, schema)| rows(name, schema))
         .collect();
+    steps.extend(NESTED.iter().flat_map(|row| nested_rows(&schemas, row)));
     steps.extend(nested());
     let mut cases: Vec<&str> = steps.iter().map(|s| s.case).collect();
     cases.sort_unstable();
