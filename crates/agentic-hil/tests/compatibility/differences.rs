@@ -207,6 +207,13 @@ pub const DIFFERENCES: &[Difference] = &[
     ("args/debug_set_breakpoint /location line above its maximum", "field", r#""location""#, "null", Maxima),
     ("args/debug_set_breakpoint /location line above its maximum", "validator", r#""oneOf""#, "null", Maxima),
     // Test plans through test_reactor_run (plans.rs).
+    ("plan-bench/v1/allow_flash/a port as a debugger", "error_type", r#""unknown_device""#, r#""test_config_invalid""#, PreflightCause),
+    ("plan-bench/v1/allow_flash/a port as a debugger", "field|validation_error.field", r#""steps[0].device""#, r#""steps[0].debugger""#, PreflightCause),
+    ("plan-bench/v3/allow_flash/a port as a debugger", "error_type", r#""unknown_device""#, r#""test_config_invalid""#, PreflightCause),
+    ("plan-bench/v3/allow_flash/a port as a debugger", "field|validation_error.field", r#""steps[0].device""#, r#""steps[0].debugger""#, PreflightCause),
+    ("plan-bench/v3/allow_flash/a dump outside the workspace", "error_type", r#""output_validation_failed""#, r#""test_config_invalid""#, PreflightCause),
+    ("plan-bench/v3/allow_flash/a dump of a symbol not allowed", "error_type", r#""permission_denied""#, r#""test_config_invalid""#, PreflightCause),
+    ("plan-bench/v3/allow_flash/a breakpoint on a symbol not allowed", "error_type", r#""permission_denied""#, r#""test_config_invalid""#, PreflightCause),
     ("plans/valid 01-spec-example-v5.yaml", "error_type", r#""artifact_not_found""#, r#""test_config_invalid""#, PreflightCause),
     ("plans/valid 02-demo-v3.yaml", "error_type", r#""artifact_not_found""#, r#""test_config_invalid""#, PreflightCause),
     ("plans/valid 03-aliases-v2.yaml", "error_type", r#""artifact_not_found""#, r#""test_config_invalid""#, PreflightCause),

@@ -678,6 +678,7 @@ const SCOPES: &[&str] = &[
     "narrow/",
     "args/",
     "plans/",
+    "plan-bench/",
 ];
 
 /// The documentation explains every reason the table uses, so no difference is listed without one,

@@ -25,7 +25,7 @@ const V3: &[u8] = &[3];
 /// entries named for them (those entries are the same in every variant), `nothing` the rows no
 /// grant refuses.
 #[rustfmt::skip]
-const VARIANTS: &[(&[u8], &[&str])] = &[
+pub const VARIANTS: &[(&[u8], &[&str])] = &[
     (ANY, &["allow_flash", "allow_config_write", "allow_read", "allow_write", "allow_set", "allow_output", "nothing"]),
     (V1, &["allow_probe"]),
     (ANY, &["allow_reset", "allow_config_description_write"]),
@@ -232,6 +232,7 @@ pub fn write_bench(world: &World, version: u8, closed: &[&str]) {
          permissions:\n{project}\
          debuggers:\n  dut:\n    type: openocd\n    executable: \"{exe}\"\n    timeout_s: 5\n\
          \x20   permissions:\n{dut}\
+         debug:\n  allowed_symbols: [main]\n\
          artifacts:\n  allowed_roots: [fw]\n  allow_upload: {uploads}\n",
         ws = world.workspace.display(),
         state = world.home.join(".local/state/agentic-hil").display(),

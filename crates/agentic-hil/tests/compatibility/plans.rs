@@ -126,3 +126,74 @@ fn steps() -> Vec<Step> {
 fn malformed_test_plans_are_refused_as_the_reference_does() {
     compare("plans/", &plans_bench, &steps());
 }
+
+/// Plans on the permission matrix's bench (permissions.rs): each refused at preflight by a grant
+/// the variant closes, or by the plan's own order (`nothing`): (name, steps, grant, versions).
+#[rustfmt::skip]
+const ON_THE_BENCH: &[(&str, &str, &str, &[u8])] = &[
+    ("flash", "- {device: dut, action: flash, image_path: fw/fw.elf}", "allow_flash", &[1, 3]),
+    ("flash and reset", "- {device: dut, action: flash, image_path: fw/fw.elf, reset_after_flash: true}", "allow_reset", &[1, 3]),
+    ("reset", "- {device: dut, action: reset, mode: run}", "allow_reset", &[1, 3]),
+    ("debug attach", "- {device: dut, action: debug_start, image_path: fw/fw.elf, mode: attach}", "allow_probe", &[1]),
+    ("debug load", "- {device: dut, action: debug_start, image_path: fw/fw.elf, mode: load}", "allow_flash", &[1, 3]),
+    ("run to a breakpoint", "- {device: dut, action: debug_start, image_path: fw/fw.elf, mode: attach}\n- {device: dut, action: run_until_breakpoint, location: main, timeout_s: 1}", "allow_debug_execution", &[1, 3]),
+    ("open a port without read", "- {device: closed, action: uart_open}", "allow_read", &[1]),
+    ("write a port without write", "- {device: nowrite, action: uart_open}\n- {device: nowrite, action: uart_write, text: x}", "allow_write", &[1, 3]),
+    ("open a bus without read", "- {device: closed, action: can_open}", "allow_read", &[1]),
+    ("send on a bus without write", "- {device: nowrite, action: can_open}\n- {device: nowrite, action: can_send, frame_id: \"0x1\", data_hex: \"01\"}", "allow_write", &[1, 3]),
+    ("write a port never opened", "- {device: nowrite, action: uart_write, text: x}", "nothing", &[1, 3]),
+    ("read a bus never opened", "- {device: nowrite, action: can_read, max_frames: 1}", "nothing", &[1, 3]),
+    ("run to a breakpoint without a session", "- {device: dut, action: run_until_breakpoint, location: main, timeout_s: 1}", "nothing", &[1, 3]),
+    ("a participant on a bus without shares", "- {device: nowrite, action: can_open, participant: tester}", "nothing", &[1, 3]),
+    ("a port as a debugger", "- {device: nowrite, action: reset, mode: run}", "nothing", &[1, 3]),
+    ("a debug image that is no elf", "- {device: dut, action: debug_start, image_path: fw/fw.hex, mode: attach}", "allow_flash", &[3]),
+    ("a dump outside the workspace", "- {device: dut, action: debug_start, image_path: fw/fw.elf, mode: attach}\n- {device: dut, action: dump_memory, symbol: main, output_path: ../dump.hex}", "allow_flash", &[3]),
+    ("a dump of a symbol not allowed", "- {device: dut, action: debug_start, image_path: fw/fw.elf, mode: attach}\n- {device: dut, action: dump_memory, symbol: counter, output_path: counter.hex}", "allow_flash", &[3]),
+    ("a breakpoint on a symbol not allowed", "- {device: dut, action: debug_start, image_path: fw/fw.elf, mode: attach}\n- {device: dut, action: run_until_breakpoint, location: counter, timeout_s: 1}", "allow_flash", &[3]),
+    ("a debug session on reset without reset", "- {device: dut, action: debug_start, image_path: fw/fw.elf, mode: reset_halt}", "allow_reset", &[1, 3]),
+];
+
+#[test]
+fn plans_a_closed_grant_refuses_are_refused_as_the_reference_does() {
+    use crate::permissions::{VARIANTS, write_bench};
+    let mut failed = Vec::new();
+    for version in [1_u8, 3] {
+        for (versions, closed) in VARIANTS {
+            let rows: Vec<_> = ON_THE_BENCH
+                .iter()
+                .filter(|(_, _, grant, v)| closed.contains(grant) && v.contains(&version))
+                .collect();
+            if !versions.contains(&version) || rows.is_empty() {
+                continue;
+            }
+            let scope = leak(format!("plan-bench/v{version}/{}/", closed[0]));
+            let bench = |world: &World, _: &Path| {
+                write_bench(world, version, closed);
+                for (name, steps, _, _) in ON_THE_BENCH {
+                    let text = format!("version: 5\nsteps:\n{}\n", steps.replace("- ", "  - "));
+                    world.write_plan(&format!("{}.yaml", name.replace(' ', "-")), &text);
+                }
+            };
+            let steps: Vec<Step> = rows
+                .iter()
+                .map(|(name, _, _, _)| {
+                    let path = format!("plans/{}.yaml", name.replace(' ', "-"));
+                    tool(
+                        leak(format!("{scope}{name}")),
+                        "test_reactor_run",
+                        run(&path),
+                        FIELDS,
+                    )
+                })
+                .collect();
+            // Every variant runs, so one answer shows every difference.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                compare(scope, &bench, &steps);
+            }));
+            if ran.is_err() {
+                failed.push(scope);
+            }
+        }
+    }
+    assert!(failed.is_empty(), "variants that differ: {failed:?}");
+}
