@@ -31,6 +31,8 @@ pub enum Reason {
     PreflightCause,
     /// A version 1 file's read grants (`allow_probe`, `allow_read`) narrow over MCP like any other.
     ReadGrantsNarrow,
+    /// A refusal of an argument's value names the argument in `field`.
+    NamedArgument,
     /// A bug of ours, a TODO(#25): fix ours, then delete its row.
     KnownBug,
 }
@@ -51,6 +53,7 @@ impl Reason {
             Self::Maxima => "every-number-has-a-maximum",
             Self::PreflightCause => "a-plan-refused-at-preflight-names-its-cause",
             Self::ReadGrantsNarrow => "version-1-read-grants-narrow-too",
+            Self::NamedArgument => "a-refused-argument-is-named",
             Self::KnownBug => "known-bug",
         }
     }
@@ -66,8 +69,8 @@ pub type Difference = (
 );
 
 use Reason::{
-    Frames, GrantsFirst, HeldCapturePort, LoneParticipant, Maxima, NoPaths, OursAlone, PlanDevice,
-    PoweredBoard, PreflightCause, Programs, ReadGrantsNarrow, RetrySafe,
+    Frames, GrantsFirst, HeldCapturePort, LoneParticipant, Maxima, NamedArgument, NoPaths,
+    OursAlone, PlanDevice, PoweredBoard, PreflightCause, Programs, ReadGrantsNarrow, RetrySafe,
 };
 
 #[rustfmt::skip]
@@ -206,6 +209,18 @@ pub const DIFFERENCES: &[Difference] = &[
     ("args/debug_set_breakpoint /location line above its maximum", "error_type", r#""invalid_argument""#, r#""session_not_active""#, Maxima),
     ("args/debug_set_breakpoint /location line above its maximum", "field", r#""location""#, "null", Maxima),
     ("args/debug_set_breakpoint /location line above its maximum", "validator", r#""oneOf""#, "null", Maxima),
+    // Arguments only the bench can judge (semantics.rs).
+    ("bench-args/com_write hex that is not hex, no session", "field", r#""hex""#, "null", NamedArgument),
+    ("bench-args/com_write an odd hex, no session", "field", r#""hex""#, "null", NamedArgument),
+    ("bench-args/can_send hex that is not hex", "field", r#""data_hex""#, "null", NamedArgument),
+    ("bench-args/can_send an odd hex", "field", r#""data_hex""#, "null", NamedArgument),
+    ("bench-args/can_send an extended id without extended", "field", r#""frame_id""#, "null", NamedArgument),
+    ("bench-args/can_send an extended id as a string", "field", r#""frame_id""#, "null", NamedArgument),
+    ("bench-args/can_read more frames than the buffer", "field", r#""max_frames""#, "null", NamedArgument),
+    ("bench-args/debug_set_breakpoint a symbol not allowed", "error_type", r#""permission_denied""#, r#""session_not_active""#, GrantsFirst),
+    ("bench-args/debug_set_breakpoint a file line without allow_all_symbols", "error_type", r#""permission_denied""#, r#""session_not_active""#, GrantsFirst),
+    ("bench-args/debug_symbol_value a symbol not allowed", "error_type", r#""permission_denied""#, r#""session_not_active""#, GrantsFirst),
+    ("bench-args/bench_run_start a supply without id", "field", r#""id""#, "null", NamedArgument),
     // Test plans through test_reactor_run (plans.rs).
     ("plan-bench/v1/allow_flash/a port as a debugger", "error_type", r#""unknown_device""#, r#""test_config_invalid""#, PreflightCause),
     ("plan-bench/v1/allow_flash/a port as a debugger", "field|validation_error.field", r#""steps[0].device""#, r#""steps[0].debugger""#, PreflightCause),

@@ -14,6 +14,7 @@ mod driver;
 mod narrowing;
 mod permissions;
 mod plans;
+mod semantics;
 mod shared_bus;
 
 use std::fmt::Write as _;
@@ -679,6 +680,7 @@ const SCOPES: &[&str] = &[
     "args/",
     "plans/",
     "plan-bench/",
+    "bench-args/",
 ];
 
 /// The documentation explains every reason the table uses, so no difference is listed without one,

@@ -215,9 +215,10 @@ pub fn write_bench(world: &World, version: u8, closed: &[&str]) {
             ("noread", false, true),
             ("nowrite", true, false),
             ("closed", false, false),
+            ("open", true, true),
         ]
     } else {
-        &[("nowrite", true, false)]
+        &[("nowrite", true, false), ("open", true, true)]
     };
     let mut yaml = String::new();
     let header = if version == 1 {
