@@ -124,6 +124,11 @@ const ROWS: &[Row] = &[
     ("can_session_start", r#"{"bus_id": "nowrite"}"#, "nothing", ANY),
     ("can_read", r#"{"bus_id": "nowrite", "max_frames": 1}"#, "nothing", ANY),
     ("can_session_stop", r#"{"bus_id": "nowrite"}"#, "nothing", ANY),
+    // A version 1 session opened on write alone: it sends, and its reads stay refused.
+    ("can_session_start", r#"{"bus_id": "noread"}"#, "nothing", V1),
+    ("can_send", r#"{"bus_id": "noread", "frame_id": 291, "data_hex": "01"}"#, "nothing", V1),
+    ("can_read", r#"{"bus_id": "noread", "max_frames": 1, "wait_timeout_s": 0}"#, "nothing", V1),
+    ("can_session_stop", r#"{"bus_id": "noread"}"#, "nothing", V1),
 ];
 
 /// The supplies, named for the grant each lacks (`open` lacks none).
@@ -152,6 +157,7 @@ fn label(args: &str) -> String {
         "reset_after_flash",
         "artifact_id",
         "capture",
+        "max_frames",
     ] {
         match doc.get(key) {
             None => {}
@@ -160,6 +166,7 @@ fn label(args: &str) -> String {
             }
             Some(Value::Object(_)) => words.push(key.into()),
             Some(Value::Bool(b)) => words.push(format!("{key}={b}")),
+            Some(Value::Number(n)) => words.push(format!("{key}={n}")),
             Some(Value::String(s)) => words.push(s.clone()),
             Some(other) => words.push(other.to_string()),
         }
