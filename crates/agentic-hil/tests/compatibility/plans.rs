@@ -111,6 +111,22 @@ fn steps() -> Vec<Step> {
             FIELDS,
         ));
     }
+    // Detached, a plan is still judged before the answer: the refusal is the call's.
+    for (label, path) in [
+        (
+            "detached, an unknown action",
+            "plans/corpus/17-action-unknown.yaml",
+        ),
+        ("detached, an unknown device", "plans/unknown-device.yaml"),
+        ("detached, a missing plan", "plans/missing.yaml"),
+    ] {
+        steps.push(tool(
+            leak(format!("plans/{label}")),
+            "test_reactor_run",
+            json!({"test_config_path": path, "detach": true}),
+            FIELDS,
+        ));
+    }
     for (label, path) in PATHS {
         steps.push(tool(
             leak(format!("plans/{label}")),
