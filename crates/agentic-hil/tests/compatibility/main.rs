@@ -681,6 +681,7 @@ const SCOPES: &[&str] = &[
     "plans/",
     "plan-bench/",
     "bench-args/",
+    "one-grant/",
 ];
 
 /// The documentation explains every reason the table uses, so no difference is listed without one,

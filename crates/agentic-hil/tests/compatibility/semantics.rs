@@ -89,3 +89,68 @@ fn arguments_only_the_bench_can_judge_are_refused_as_the_reference_does() {
     };
     crate::driver::compare("bench-args/", &bench, &steps);
 }
+
+/// Compared there: the grant a refusal names, and what a write did.
+const SESSION_FIELDS: &[&str] = &["permission", "bytes_written", "was_active"];
+
+/// A version 1 port session opened on one grant alone, on a pty that echoes: what it may do and
+/// what stays refused, in both.
+#[rustfmt::skip]
+const ONE_GRANT_SESSIONS: &[(&str, &str, &str)] = &[
+    ("com_session_start on write alone", "com_session_start", r#"{"port_id": "noread"}"#),
+    ("com_write on write alone", "com_write", r#"{"port_id": "noread", "text": "ping\n"}"#),
+    ("com_read on write alone", "com_read", r#"{"port_id": "noread", "wait_timeout_s": 0}"#),
+    ("com_session_stop on write alone", "com_session_stop", r#"{"port_id": "noread"}"#),
+    ("com_session_start on read alone", "com_session_start", r#"{"port_id": "nowrite"}"#),
+    ("com_write on read alone", "com_write", r#"{"port_id": "nowrite", "text": "ping\n"}"#),
+    ("com_read on read alone", "com_read", r#"{"port_id": "nowrite", "wait_timeout_s": 0}"#),
+    ("com_session_stop on read alone", "com_session_stop", r#"{"port_id": "nowrite"}"#),
+];
+
+#[test]
+fn a_version_one_session_on_one_grant_alone_answers_as_the_reference_does() {
+    use crate::support::raw::EchoBoard;
+    let steps: Vec<Step> = ONE_GRANT_SESSIONS
+        .iter()
+        .map(|(case, name, args)| {
+            let args = serde_json::from_str(args).expect("a row's arguments are JSON");
+            tool(
+                leak(format!("one-grant/{case}")),
+                name,
+                args,
+                SESSION_FIELDS,
+            )
+        })
+        .collect();
+    let bench = |world: &World, _: &Path| {
+        write_bench(world, 1, &[]);
+        let boards = [EchoBoard::start(), EchoBoard::start()];
+        let path = world.config_path();
+        let mut text = std::fs::read_to_string(&path).expect("config");
+        for (name, board) in ["noread", "nowrite"].iter().zip(&boards) {
+            let tty = world.home.join(format!("tty-{name}"));
+            text = text.replace(
+                &format!("\"{}\"", tty.display()),
+                &format!("\"{}\"", board.device),
+            );
+        }
+        std::fs::write(&path, text).expect("config");
+        boards
+    };
+    crate::driver::compare("one-grant/", &bench, &steps);
+    // Not vacuous: in ours the write-only session wrote, and its read was refused by its grant.
+    let seen = crate::driver::observe(Path::new(World::binary()), &bench, &steps);
+    let value = |case: &str, spec: &str| {
+        seen.iter()
+            .find(|(c, s, _)| c.ends_with(case) && s == spec)
+            .map(|(_, _, v)| v.clone())
+    };
+    assert_eq!(
+        value("com_write on write alone", "bytes_written"),
+        Some(serde_json::json!(5))
+    );
+    assert_eq!(
+        value("com_read on write alone", "permission"),
+        Some(serde_json::json!("com_ports.noread.permissions.allow_read"))
+    );
+}
