@@ -73,6 +73,43 @@ async fn set_writes_a_description_key_with_one_change_line_and_provenance() {
     client.cancel().await.expect("closes");
 }
 
+/// `reload_required` is the file against what the server enforces, as `config_status` says: a
+/// call that changes nothing after one that did still needs the reload (the reference's answer).
+#[tokio::test]
+async fn a_set_that_changes_nothing_after_one_that_did_still_says_reload_required() {
+    let world = provisioned();
+    let client = connect(&world).await;
+    let first = set(&client, json!([{"key": "target.name", "value": "bench-7"}])).await;
+    assert_eq!(first["reload_required"], json!(true), "{first}");
+    let same = set(&client, json!([{"key": "target.name", "value": "bench-7"}])).await;
+    assert_eq!(same["written"], json!(false), "{same}");
+    assert_eq!(same["reload_required"], json!(true), "{same}");
+    assert_eq!(
+        same["config_status"]["reload_required"],
+        json!(true),
+        "{same}"
+    );
+    client.cancel().await.expect("closes");
+}
+
+/// A permission of an entry the file does not have is refused naming the entry: a mistyped name
+/// must not answer "already closed", and a permission does not create a device.
+#[tokio::test]
+async fn a_permission_of_an_entry_the_file_lacks_is_refused_naming_the_entry() {
+    let world = provisioned();
+    let client = connect(&world).await;
+    let before = config_text(&world);
+    let doc = set(
+        &client,
+        json!([{"key": "debuggers.dtu.permissions.allow_flash", "value": false}]),
+    )
+    .await;
+    assert_eq!(doc["error_type"], json!("invalid_argument"), "{doc}");
+    assert_eq!(doc["field"], json!("debuggers.dtu"), "{doc}");
+    assert_eq!(config_text(&world), before, "nothing was written");
+    client.cancel().await.expect("closes");
+}
+
 #[tokio::test]
 async fn a_permission_can_be_closed_but_an_open_request_is_refused_naming_it() {
     let world = provisioned();

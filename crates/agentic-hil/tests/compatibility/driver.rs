@@ -25,7 +25,8 @@ pub struct Step {
     pub call: Call,
     /// Compared beside `isError` and `error_type`: a dotted path into the envelope, optionally
     /// `#len` (an array's length) or `#leaks_root` (whether the value names the test's temp root),
-    /// or `array@name@path` (`path` in the element of `array` whose `key` is `name`).
+    /// or `array@name@path` (`path` in the element of `array` whose `key` is `name`), or `a|b` (the
+    /// first of them that is not null).
     pub fields: &'static [&'static str],
 }
 
@@ -98,6 +99,14 @@ pub fn lookup(doc: &Value, path: &str) -> Value {
 pub fn field(result: &Value, spec: &str, root: &Path) -> Value {
     if spec == "isError" {
         return Value::Bool(result["isError"].as_bool().unwrap_or(false));
+    }
+    // `a|b`: the first of the fields that is not null (a refusal that puts it at another level).
+    if spec.contains('|') {
+        return spec
+            .split('|')
+            .map(|one| field(result, one, root))
+            .find(|value| !value.is_null())
+            .unwrap_or(Value::Null);
     }
     let envelope = &result["structuredContent"];
     // `keys@name@field`: `field` of the element of array `keys` whose `key` is `name` (key names

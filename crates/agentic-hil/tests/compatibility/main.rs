@@ -7,9 +7,14 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod arguments;
 mod capture;
 mod differences;
 mod driver;
+mod narrowing;
+mod permissions;
+mod plans;
+mod semantics;
 mod shared_bus;
 
 use std::fmt::Write as _;
@@ -670,6 +675,13 @@ const SCOPES: &[&str] = &[
     "ours-alone/",
     "shared/",
     "capture/",
+    "perm/",
+    "narrow/",
+    "args/",
+    "plans/",
+    "plan-bench/",
+    "bench-args/",
+    "one-grant/",
 ];
 
 /// The documentation explains every reason the table uses, so no difference is listed without one,

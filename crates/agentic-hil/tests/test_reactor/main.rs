@@ -405,6 +405,8 @@ async fn preflight_refuses_unknown_devices_and_missing_grants_before_any_step() 
         doc["validation_error"]["permission"], "com_ports.uart.permissions.allow_write",
         "{doc}"
     );
+    // The key that asks for the grant, as the reference names it.
+    assert_eq!(doc["validation_error"]["field"], "steps[1].action", "{doc}");
 
     let (doc, _) = world.run_json(&[
         "test-reactor",

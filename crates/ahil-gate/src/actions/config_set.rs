@@ -187,16 +187,19 @@ fn set(ctx: &Context<'_>, changes: &[Change]) -> Outcome {
         .with("path", loaded.display_path.as_str())
         .with("workspace_root", loaded.workspace.display().to_string())
         .with("changes", Value::Array(change_list));
+    // The file now differs from what this server enforces (after this write or an earlier one);
+    // say so with the status after the write, and `reload_required` read off that same status, so
+    // a call that changed nothing does not answer "no reload" while the file is stale.
+    let status = loaded.status();
     let mut outcome = with_applied(outcome, &applied)
         .with("written", written.written)
         .with("provenance", written.provenance)
-        .with("reload_required", written.written)
+        .with("reload_required", status.reload_required)
         .with("next_steps", next_steps);
     if frozen {
         outcome.set("permissions_frozen", true);
     }
-    // The file now differs from what this server enforces; say so with the status after the write.
-    outcome.config_status = serde_json::to_value(loaded.status()).ok();
+    outcome.config_status = serde_json::to_value(status).ok();
     outcome.not_contacted()
 }
 
@@ -291,6 +294,17 @@ pub fn refusal(tool: &str, err: WriteError<Refused>) -> Outcome {
         .with("operator_command", format!("agentic-hil grant {}", keys.join(" ")))
         .with_next_step("Report which permission the task needs and stop; the operator decides whether to run the grant."),
         WriteError::Refused(Refused::OperatorOnly { keys }) => operator_only(tool, &keys),
+        WriteError::Refused(Refused::UnknownEntry { key, entry }) => Outcome::refused(
+            tool,
+            ErrorType::InvalidArgument,
+            format!(
+                "`{entry}` is not in this configuration, and a permission does not create a device; nothing was written."
+            ),
+        )
+        .with("field", entry.as_str())
+        .with("unknown_entry", entry.as_str())
+        .with("key", key)
+        .with_next_step("Check the entry's name against project_config_describe; a device is described first, and its new entry starts with every permission false."),
         WriteError::Refused(Refused::Invalid { key, reason }) => Outcome::refused(
             tool,
             ErrorType::InvalidArgument,

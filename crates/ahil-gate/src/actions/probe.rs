@@ -186,10 +186,13 @@ pub(super) fn flash_args(
         None | Some(Value::Null) => None,
         Some(spec) => {
             if !reset_after {
-                return Err(invalid(
+                // Named as the reference names it: the argument to drop or complete.
+                let mut refused = invalid(
                     tool,
                     "capture needs reset_after_flash: without a reset the new firmware prints nothing to capture.",
-                ));
+                );
+                refused.set("field", "capture");
+                return Err(refused);
             }
             Some(flash_capture::plan(ctx, spec, resources)?)
         }

@@ -37,6 +37,9 @@ pub enum Refused {
     OperatorOnly { keys: Vec<String> },
     /// A key or value no field-wise write accepts (`invalid_argument`).
     Invalid { key: String, reason: String },
+    /// A permission of an entry the file does not have (`<section>.<name>`, `invalid_argument`): a
+    /// permission does not create a device, and a mistyped entry must not read as narrowed.
+    UnknownEntry { key: String, entry: String },
 }
 
 /// What an accepted change set did to the document.
@@ -61,6 +64,9 @@ pub fn apply_agent_changes(
     changes: &[Change],
 ) -> Result<Applied, Refused> {
     let rules = classify_all(changes, version)?;
+    if let Some(refused) = permission_of_a_missing_entry(document, &rules) {
+        return Err(refused);
+    }
     let programs: Vec<String> = rules
         .iter()
         .filter(|r| r.operator_only)
@@ -115,6 +121,38 @@ pub fn apply_agent_changes(
         return Err(Refused::Widening { keys: opened });
     }
     Ok(applied)
+}
+
+/// The first permission key, in request order, whose entry neither the file nor an earlier
+/// description change of the same request has (the reference's order: a device is described
+/// first, and its new entry starts with every grant false).
+fn permission_of_a_missing_entry(document: &Value, rules: &[KeyRule]) -> Option<Refused> {
+    const ENTRY_SECTIONS: &[&str] = &["debuggers", "com_ports", "can_buses", "power_supplies"];
+    let mut described: Vec<(&str, &str)> = Vec::new();
+    for rule in rules {
+        if rule.right != Right::Permissions {
+            if let Some((section, name)) = &rule.entry {
+                described.push((section.name(), name.as_str()));
+            }
+            continue;
+        }
+        // `<section>.<name>.permissions.<flag>`; a name may hold dots, a flag never does.
+        let Some((section, name)) = ENTRY_SECTIONS.iter().find_map(|section| {
+            let rest = rule.key.strip_prefix(section)?.strip_prefix('.')?;
+            let (name, _) = rest.rsplit_once(".permissions.")?;
+            Some((*section, name))
+        }) else {
+            continue;
+        };
+        let exists = document.get(section).and_then(|s| s.get(name)).is_some();
+        if !exists && !described.contains(&(section, name)) {
+            return Some(Refused::UnknownEntry {
+                key: rule.key.clone(),
+                entry: format!("{section}.{name}"),
+            });
+        }
+    }
+    None
 }
 
 /// The operator's `grant` / `revoke`: permission keys only, either direction, no grant needed.
@@ -497,6 +535,41 @@ mod tests {
             agent_sets(&mut d, OPEN, "state_root", json!("/x")),
             Err(Refused::Invalid { .. })
         ));
+    }
+
+    #[test]
+    fn a_permission_of_an_entry_the_file_lacks_is_refused_naming_the_entry() {
+        for (key, entry) in [
+            ("debuggers.dtu.permissions.allow_flash", "debuggers.dtu"),
+            (
+                "com_ports.uart.1.permissions.allow_write",
+                "com_ports.uart.1",
+            ),
+            (
+                "power_supplies.bench.permissions.allow_set",
+                "power_supplies.bench",
+            ),
+        ] {
+            let mut d = doc();
+            assert_eq!(
+                agent_sets(&mut d, OPEN, key, json!(false)),
+                Err(Refused::UnknownEntry {
+                    key: key.into(),
+                    entry: entry.into()
+                }),
+                "{key}"
+            );
+            assert_eq!(d, doc(), "{key}: nothing was created");
+        }
+        // Described first in the same request, the entry exists when its grant is narrowed.
+        let mut d = doc();
+        let both = [
+            change("com_ports.uart.1.device", json!("/dev/ttyACM0")),
+            change("com_ports.uart.1.permissions.allow_write", json!(false)),
+        ];
+        let applied =
+            apply_agent_changes(&mut d, 3, OPEN, &both).expect("described, then narrowed");
+        assert_eq!(applied.created_entries, ["com_ports.uart.1"]);
     }
 
     #[test]

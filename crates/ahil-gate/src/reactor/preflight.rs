@@ -219,16 +219,19 @@ impl Walk<'_> {
         Ok(name)
     }
 
+    /// `key` is the step's key that asks for the grant (`action`, or the `mode` or
+    /// `reset_after_flash` that adds one), which a refusal names as its field.
     fn authorize(
         &self,
         step: &Step,
         at: &str,
+        key: &str,
         device: Option<Device<'_>>,
         action: &Action<'_>,
     ) -> Result<(), Box<Invalid>> {
         let config = self.config();
         policy::authorize(config.version, &config.permissions, device, action).map_err(|refusal| {
-            let mut invalid = self.fail(step, at, "", refusal.error_type, refusal.summary);
+            let mut invalid = self.fail(step, at, key, refusal.error_type, refusal.summary);
             invalid.permission = refusal.permission;
             invalid
         })
@@ -361,11 +364,7 @@ impl Walk<'_> {
             symbol,
             allowlist: self.allowlist(),
         };
-        self.authorize(step, at, self.debugger(debugger), &action)
-            .map_err(|mut e| {
-                e.field = format!("{at}.symbol");
-                e
-            })
+        self.authorize(step, at, "symbol", self.debugger(debugger), &action)
     }
 
     fn step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
@@ -435,7 +434,7 @@ impl Walk<'_> {
         if let Some(summary) = summary {
             return Err(self.fail(step, at, "channel", "rtt_not_configured", summary));
         }
-        self.authorize(step, at, self.debugger(&name), &Action::RttRead)?;
+        self.authorize(step, at, "action", self.debugger(&name), &Action::RttRead)?;
         if let UartMatch::Pattern(pattern) = matcher {
             self.regex(step, at, "pattern", pattern, false)?;
         }
@@ -454,14 +453,21 @@ impl Walk<'_> {
                 if self.debug_open {
                     return Err(self.invalid(step, at, "action", "Flashing is refused while the plan's debug session is open; add a debug_stop step first.".into()));
                 }
-                self.authorize(
-                    step,
-                    at,
-                    self.debugger(&name),
-                    &Action::Flash {
-                        reset_after: *reset_after_flash,
-                    },
-                )?;
+                let flash = Action::Flash {
+                    reset_after: *reset_after_flash,
+                };
+                self.authorize(step, at, "action", self.debugger(&name), &flash)
+                    .map_err(|mut refused| {
+                        // The reset the flag asks for is the flag's: name it, not the flash.
+                        let reset = refused
+                            .permission
+                            .as_deref()
+                            .is_some_and(|p| p.ends_with(".allow_reset"));
+                        if reset && *reset_after_flash {
+                            refused.field = format!("{at}.reset_after_flash");
+                        }
+                        refused
+                    })?;
                 self.image(step, at, image_path)?;
             }
             Step::Reset { route, .. } => {
@@ -469,7 +475,7 @@ impl Walk<'_> {
                 if self.debug_open {
                     return Err(self.invalid(step, at, "action", "A reset is refused while the plan's debug session is open; add a debug_stop step first.".into()));
                 }
-                self.authorize(step, at, self.debugger(&name), &Action::Reset)?;
+                self.authorize(step, at, "action", self.debugger(&name), &Action::Reset)?;
             }
             _ => unreachable!("step() routes only these kinds here"),
         }
@@ -481,12 +487,15 @@ impl Walk<'_> {
         match step {
             Step::UartOpen { route, .. } => {
                 let name = self.route(step, at, Some(route), Kind::Uart)?;
-                self.authorize(step, at, self.port(&name), &Action::ComRead)?;
+                self.authorize(step, at, "action", self.port(&name), &Action::ComRead)?;
                 self.uart_open.insert(name);
             }
             Step::UartWrite { route, .. } => {
-                let name = self.in_session(step, at, route, Kind::Uart)?;
-                self.authorize(step, at, self.port(&name), &Action::ComWrite)?;
+                // The grant first, as every call answers it: a write the port never allows is
+                // refused as such, whether or not the plan opened the port before it.
+                let name = self.route(step, at, Some(route), Kind::Uart)?;
+                self.authorize(step, at, "action", self.port(&name), &Action::ComWrite)?;
+                self.in_session(step, at, route, Kind::Uart)?;
             }
             Step::UartRead {
                 route, comparator, ..
@@ -518,7 +527,7 @@ impl Walk<'_> {
                 route, participant, ..
             } => {
                 let name = self.route(step, at, Some(route), Kind::Can)?;
-                self.authorize(step, at, self.bus(&name), &Action::CanRead)?;
+                self.authorize(step, at, "action", self.bus(&name), &Action::CanRead)?;
                 if let Some(participant) = participant {
                     let selector = json!({"kind": "can", "id": name, "participant": participant});
                     if !self.selectors.contains(&selector) {
@@ -528,8 +537,9 @@ impl Walk<'_> {
                 self.can_open.insert(name);
             }
             Step::CanSend { route, .. } => {
-                let name = self.in_session(step, at, route, Kind::Can)?;
-                self.authorize(step, at, self.bus(&name), &Action::CanWrite)?;
+                let name = self.route(step, at, Some(route), Kind::Can)?;
+                self.authorize(step, at, "action", self.bus(&name), &Action::CanWrite)?;
+                self.in_session(step, at, route, Kind::Can)?;
                 if self
                     .config()
                     .can_buses
@@ -575,12 +585,13 @@ impl Walk<'_> {
                     ));
                 }
                 let device = self.debugger(&name);
-                self.authorize(step, at, device, &Action::DebugSessionStart)?;
+                self.authorize(step, at, "action", device, &Action::DebugSessionStart)?;
                 if *mode != DebugStartMode::Attach {
-                    self.authorize(step, at, device, &Action::Reset)?;
+                    self.authorize(step, at, "mode", device, &Action::Reset)?;
                 }
                 if *mode == DebugStartMode::Load {
-                    self.authorize(step, at, device, &Action::Flash { reset_after: false })?;
+                    let flash = Action::Flash { reset_after: false };
+                    self.authorize(step, at, "mode", device, &flash)?;
                 }
                 if !image_path.to_ascii_lowercase().ends_with(".elf") {
                     return Err(self.invalid(
@@ -606,13 +617,14 @@ impl Walk<'_> {
                 self.authorize(
                     step,
                     at,
+                    "location",
                     device,
                     &Action::DebugBreakpoint {
                         at: at_symbol,
                         allowlist: self.allowlist(),
                     },
                 )?;
-                self.authorize(step, at, device, &Action::DebugContinue)?;
+                self.authorize(step, at, "action", device, &Action::DebugContinue)?;
             }
             Step::DumpMemory {
                 route,
