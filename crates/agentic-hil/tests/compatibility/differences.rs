@@ -229,8 +229,6 @@ pub const DIFFERENCES: &[Difference] = &[
     ("plan-bench/v3/allow_flash/a dump outside the workspace", "error_type", r#""output_validation_failed""#, r#""test_config_invalid""#, PreflightCause),
     ("plan-bench/v3/allow_flash/a dump of a symbol not allowed", "error_type", r#""permission_denied""#, r#""test_config_invalid""#, PreflightCause),
     ("plan-bench/v3/allow_flash/a breakpoint on a symbol not allowed", "error_type", r#""permission_denied""#, r#""test_config_invalid""#, PreflightCause),
-    ("plans/detached, an unknown device", "isError", "true", "false", PreflightCause),
-    ("plans/detached, an unknown device", "error_type", r#""unknown_device""#, "null", PreflightCause),
     ("plans/valid 01-spec-example-v5.yaml", "error_type", r#""artifact_not_found""#, r#""test_config_invalid""#, PreflightCause),
     ("plans/valid 02-demo-v3.yaml", "error_type", r#""artifact_not_found""#, r#""test_config_invalid""#, PreflightCause),
     ("plans/valid 03-aliases-v2.yaml", "error_type", r#""artifact_not_found""#, r#""test_config_invalid""#, PreflightCause),

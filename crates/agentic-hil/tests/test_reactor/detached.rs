@@ -313,3 +313,29 @@ fn whenever_the_record_of_a_detached_run_is_terminal_its_report_is_already_compl
         .expect("the view is whole JSON");
     assert_eq!(view["run_handle"], run.as_str(), "{view}");
 }
+
+/// A plan that loads but names a device the configuration lacks is judged before the answer, so
+/// a detached start is refused by the call itself: no handle, no worker, no record.
+#[tokio::test]
+async fn a_detached_plan_naming_an_unknown_device_is_refused_by_the_call_and_starts_no_worker() {
+    let world = world();
+    let plan = write_plan(
+        &world,
+        "unknown-device.yaml",
+        "version: 5\nsteps:\n  - {device: uart9, action: uart_open}\n",
+    );
+    let client = support::connect(&world).await;
+    let (doc, is_error) = call(
+        &client,
+        "test_reactor_run",
+        json!({"test_config_path": plan, "detach": true}),
+    )
+    .await;
+    assert!(is_error, "{doc}");
+    assert_eq!(doc["error_type"], "unknown_device", "{doc}");
+    assert_eq!(doc["validation_error"]["field"], "steps[0].device", "{doc}");
+    assert!(doc["run"].is_null(), "no handle was given: {doc}");
+    let records = std::fs::read_dir(runs_dir(&world)).map_or(0, Iterator::count);
+    assert_eq!(records, 0, "no worker was started, so no run record exists");
+    client.cancel().await.expect("client closes");
+}

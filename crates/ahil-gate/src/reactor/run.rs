@@ -163,6 +163,26 @@ pub async fn execute(bench: &Bench, request: Request) -> Outcome {
     outcome
 }
 
+/// The plan checked against this bench before anything is locked or touched; the run's refusal
+/// when it does not fit (a device it names is missing or of another kind, a grant it needs is
+/// closed, a path or symbol it names is refused).
+pub fn preflight(view: &View<'_>, plan: &LoadedPlan) -> Result<preflight::Prepared, Box<Outcome>> {
+    preflight::check(view.loaded(), &plan.plan).map_err(|invalid| {
+        let mut outcome = base(plan);
+        outcome.ok = false;
+        outcome.error_type = Some(invalid.error_type.clone());
+        outcome.summary = format!(
+            "The plan was refused before any step ran: {}",
+            invalid.summary
+        );
+        Box::new(no_step(
+            outcome
+                .with("validation_error", invalid.to_value())
+                .with("failed_step", invalid.step),
+        ))
+    })
+}
+
 /// The first part of the result every run has.
 fn base(plan: &LoadedPlan) -> Outcome {
     Outcome::ok(TOOL, "")
@@ -178,22 +198,9 @@ async fn drive(
     request: &Request,
 ) -> Outcome {
     // Preflight: nothing is locked or touched until the whole plan fits this bench.
-    let prepared = match preflight::check(view.loaded(), &plan.plan) {
+    let prepared = match preflight(view, plan) {
         Ok(prepared) => prepared,
-        Err(invalid) => {
-            let mut outcome = base(plan);
-            outcome.ok = false;
-            outcome.error_type = Some(invalid.error_type.clone());
-            outcome.summary = format!(
-                "The plan was refused before any step ran: {}",
-                invalid.summary
-            );
-            return no_step(
-                outcome
-                    .with("validation_error", invalid.to_value())
-                    .with("failed_step", invalid.step),
-            );
-        }
+        Err(refused) => return *refused,
     };
     let devices = match runs::resolve(view.loaded(), TOOL.name(), &prepared.selectors) {
         Ok(devices) => devices,

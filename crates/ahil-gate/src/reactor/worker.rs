@@ -31,6 +31,13 @@ pub async fn start_detached(bench: &Bench, plan_path: Option<String>, wait: Dura
         Ok(ready) => ready,
         Err(refusal) => return *refusal,
     };
+    // Preflight here too: a plan that cannot run on this bench is the call's refusal, every time,
+    // not a race between the worker's refusal and the wait for it to report `running`.
+    if let Err(refused) = run::preflight(&view, &plan) {
+        let mut refused = *refused;
+        TOOL.clone_into(&mut refused.tool);
+        return refused;
+    }
     let dir = RunsDir::new(&view.loaded().config.state_root);
     let handle = Handle::mint();
     let child = match spawn(
