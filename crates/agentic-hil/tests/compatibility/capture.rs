@@ -6,19 +6,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::driver::{Step, compare, tool};
+use crate::driver::{Step, compare, install_openocd_fake, tool};
 use crate::support::World;
 use crate::support::raw::BootBoard;
 
 /// The whole configuration, written over the one `init` made: an OpenOCD fake with flash and
 /// reset, and a `console` port on the boot board.
 fn capture_bench(world: &World, _program: &Path) -> BootBoard {
+    let exe = install_openocd_fake(world);
     let tools = world.home.join("tools");
-    std::fs::create_dir_all(&tools).expect("tools dir");
-    let exe = tools.join("openocd.py");
-    let fake = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py");
-    std::fs::copy(fake, &exe).expect("the fake is installed");
-    std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
     let board = BootBoard::start(&tools.join("board-resets"), &tools.join("board-booted"));
     let config = format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\

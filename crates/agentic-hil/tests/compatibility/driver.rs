@@ -2,7 +2,7 @@
 //! its answers, and the two sides held to the table of listed differences.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
@@ -75,6 +75,18 @@ pub fn init(world: &World, program: &Path) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Installs ahil-sim's scripted OpenOCD fake (`probe_cli.py`, which both servers run) in the
+/// world's `tools/`, scenario `ok`; its path, for the configuration's `executable`.
+pub fn install_openocd_fake(world: &World) -> PathBuf {
+    let tools = world.home.join("tools");
+    std::fs::create_dir_all(&tools).expect("tools dir");
+    let exe = tools.join("openocd.py");
+    let fake = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py");
+    std::fs::copy(fake, &exe).expect("the fake is installed");
+    std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+    exe
 }
 
 pub fn edit_config(world: &World, from: &str, to: &str) {

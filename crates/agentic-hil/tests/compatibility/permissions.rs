@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::driver::{Step, compare, tool};
+use crate::driver::{Step, compare, install_openocd_fake, tool};
 use crate::support::{self, World};
 
 const V1: &[u8] = &[1];
@@ -189,12 +189,7 @@ fn grants(flags: &[(&str, &[u8])], version: u8, closed: &[&str]) -> String {
 /// grants they lack, and (version 3) supplies that power `dut`. No port's device exists, and no
 /// supply's.
 pub fn write_bench(world: &World, version: u8, closed: &[&str]) {
-    let tools = world.home.join("tools");
-    std::fs::create_dir_all(&tools).expect("tools dir");
-    let exe = tools.join("openocd.py");
-    let fake = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py");
-    std::fs::copy(fake, &exe).expect("the fake is installed");
-    std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+    let exe = install_openocd_fake(world);
     let bridge = world.write_fake_tool(
         "bridge",
         &format!(

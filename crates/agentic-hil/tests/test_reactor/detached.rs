@@ -2,6 +2,16 @@
 
 use super::*;
 
+/// `test_reactor_run` of `plan` with `detach: true`: the answer and whether it is an error.
+async fn run_detached(client: &Client, plan: &str) -> (Value, bool) {
+    call(
+        client,
+        "test_reactor_run",
+        json!({"test_config_path": plan, "detach": true}),
+    )
+    .await
+}
+
 const LONG_DELAY: &str = "version: 5\nname: long\nsteps:\n - {device: uart, action: delay, duration_ms: 600000}\n - {device: board, action: reset}\n";
 
 #[tokio::test]
@@ -18,12 +28,7 @@ async fn a_detached_run_is_followed_to_completion_over_mcp() {
          - {device: uart, action: delay, duration_ms: 700}\n",
     );
     let client = support::connect(&world).await;
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan, "detach": true}),
-    )
-    .await;
+    let (doc, is_error) = run_detached(&client, &plan).await;
     assert!(!is_error, "{doc}");
     assert_eq!(doc["tool"], "test_reactor_start", "{doc}");
     assert_eq!(doc["detached"], true, "{doc}");
@@ -86,12 +91,7 @@ async fn a_detached_worker_is_the_servers_own_binary_even_with_a_lookalike_first
     let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
         .expect("the server starts");
     let client = ().serve(transport).await.expect("handshake");
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan, "detach": true}),
-    )
-    .await;
+    let (doc, is_error) = run_detached(&client, &plan).await;
     assert!(!is_error, "{doc}");
     let run = doc["run"].as_str().expect("a handle").to_owned();
     let record: Value = serde_json::from_slice(
@@ -127,12 +127,7 @@ async fn a_detached_worker_gets_the_child_environment_not_the_servers() {
     let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
         .expect("the server starts");
     let client = ().serve(transport).await.expect("handshake");
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan, "detach": true}),
-    )
-    .await;
+    let (doc, is_error) = run_detached(&client, &plan).await;
     assert!(!is_error, "{doc}");
     let run = doc["run"].as_str().expect("a handle").to_owned();
     let record: Value = serde_json::from_slice(
@@ -325,12 +320,7 @@ async fn a_detached_plan_naming_an_unknown_device_is_refused_by_the_call_and_sta
         "version: 5\nsteps:\n  - {device: uart9, action: uart_open}\n",
     );
     let client = support::connect(&world).await;
-    let (doc, is_error) = call(
-        &client,
-        "test_reactor_run",
-        json!({"test_config_path": plan, "detach": true}),
-    )
-    .await;
+    let (doc, is_error) = run_detached(&client, &plan).await;
     assert!(is_error, "{doc}");
     assert_eq!(doc["error_type"], "unknown_device", "{doc}");
     assert_eq!(doc["validation_error"]["field"], "steps[0].device", "{doc}");
