@@ -56,6 +56,19 @@ pub fn adopt_hardware(
 /// would write (never written), so its report lands where the project's own will.
 pub fn debugger_probes(workspace: &Path, env: &Environment) -> anyhow::Result<Value> {
     let (loaded, tool) = match crate::logs::load_config(workspace, env) {
+        // The debuggers as `init` wrote them name no toolchain to ask, and the operator lists
+        // probes now to bind one (`adopt-hardware --probe-id`): the host's own listing answers,
+        // as the reference's serial inventory does, instead of a refusal.
+        Ok(loaded)
+            if !loaded.config.debuggers.is_empty()
+                && loaded
+                    .config
+                    .debuggers
+                    .values()
+                    .all(ahil_config::Debugger::is_placeholder_starter) =>
+        {
+            (loaded, "debugger_probes_bootstrap")
+        }
         Ok(loaded) => (loaded, "debugger_probes_list"),
         // Before `init` there is no backend to ask, but the operator needs a probe id to write one.
         Err(err) if err.error_type() == "config_file_not_found" => {

@@ -133,17 +133,42 @@ fn steps(report: &Value) -> Vec<Value> {
                 .iter()
                 .enumerate()
                 .map(|(i, step)| {
+                    // A run report's step keeps its verdict under `result`, beside the `action`;
+                    // a flat step (an older or hand-written report) keeps it on the step itself.
+                    let result = step.get("result").filter(|r| r.is_object()).unwrap_or(step);
+                    let pick = |key: &str| {
+                        step.get(key)
+                            .or_else(|| result.get(key))
+                            .cloned()
+                            .unwrap_or(Value::Null)
+                    };
+                    let name = ["name", "action", "tool"]
+                        .into_iter()
+                        .map(pick)
+                        .find(|v| !v.is_null())
+                        .unwrap_or(Value::Null);
                     json!({
                         "index": i,
-                        "name": step.get("name").or_else(|| step.get("tool")).cloned().unwrap_or(Value::Null),
-                        "ok": step.get("ok").cloned().unwrap_or(Value::Null),
-                        "error_type": step.get("error_type").cloned().unwrap_or(Value::Null),
-                        "summary": step.get("summary").cloned().unwrap_or(Value::Null),
+                        "name": name,
+                        "ok": pick("ok"),
+                        "error_type": pick("error_type"),
+                        "summary": pick("summary"),
                     })
                 })
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The run's verdict as the reference names it: `success`, `refused` (no step ran) or `failure`.
+fn outcome(report: &Value, summary: &Value) -> &'static str {
+    if summary["overall_success"] == true {
+        "success"
+    } else if report["steps"].as_array().is_none_or(Vec::is_empty) {
+        "refused"
+    } else {
+        "failure"
+    }
 }
 
 fn markdown(summary: &Value) -> String {
@@ -287,9 +312,11 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
         }
     };
     let Ok(report) = serde_json::from_slice::<Value>(&bytes) else {
+        // A file that reads but does not parse is an invalid report, as the reference names it;
+        // `unreadable` is for a file that could not be read at all.
         return refusal(
             TOOL,
-            "run_report_unreadable",
+            "run_report_invalid",
             format!("The run report `{shown}` is not JSON."),
         );
     };
@@ -371,6 +398,17 @@ pub fn run_evidence(workspace: &Path, report_path: &Path, out_dir: &Path) -> Val
             .and_then(|mut f| f.write_all(md.as_bytes()));
     }
     let mut doc = summary;
+    // Where the evidence went and the run's verdict, under the reference's keys, as the operator
+    // named the paths (never resolved to absolute ones).
+    let out_shown = out_dir.display().to_string();
+    let under = |name: &str| out_dir.join(name).display().to_string();
+    doc["outcome"] = outcome(&report, &doc).into();
+    doc["report"] = report_path.display().to_string().into();
+    doc["out"] = out_shown.into();
+    doc["run_summary_path"] = under("run-summary.json").into();
+    doc["job_summary_path"] = under("job-summary.md").into();
+    doc["logs_path"] = under("logs").into();
+    doc["logs_copied"] = doc["logs"].clone();
     doc["summary"] = format!(
         "Wrote run-summary.json, job-summary.md and {} log(s) for {shown}.",
         doc["logs"].as_array().map_or(0, Vec::len)
@@ -411,6 +449,27 @@ mod tests {
         assert!(
             md.contains("FAIL") && md.contains("uart_expect_timeout"),
             "{md}"
+        );
+        assert_eq!(doc["outcome"], "failure", "{doc}");
+        assert_eq!(doc["logs_copied"], json!(["com-1.jsonl"]), "{doc}");
+    }
+
+    #[test]
+    fn run_evidence_reads_each_step_of_a_run_report_from_its_result() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ws = dir.path();
+        let report = json!({"ok": true, "tool": "test_reactor_run", "steps": [
+            {"index": 1, "route": "uart0", "action": "uart_open",
+             "result": {"ok": true, "tool": "com_session_start", "summary": "opened"}}]});
+        std::fs::write(ws.join("run.json"), report.to_string()).expect("report");
+        let doc = run_evidence(ws, Path::new("run.json"), Path::new("evidence"));
+        assert_eq!(doc["steps"][0]["name"], "uart_open", "{doc}");
+        assert_eq!(doc["steps"][0]["ok"], true, "{doc}");
+        assert_eq!(doc["steps"][0]["summary"], "opened", "{doc}");
+        assert_eq!(doc["outcome"], "success", "{doc}");
+        assert_eq!(
+            doc["run_summary_path"], "evidence/run-summary.json",
+            "{doc}"
         );
     }
 
@@ -473,6 +532,9 @@ mod tests {
         assert_eq!(doc["error_type"], "run_report_not_found");
         std::fs::write(dir.path().join("x.json"), "[1]").expect("write");
         let doc = run_evidence(dir.path(), Path::new("x.json"), Path::new("out"));
+        assert_eq!(doc["error_type"], "run_report_invalid");
+        std::fs::write(dir.path().join("y.json"), "{").expect("write");
+        let doc = run_evidence(dir.path(), Path::new("y.json"), Path::new("out"));
         assert_eq!(doc["error_type"], "run_report_invalid");
     }
 }

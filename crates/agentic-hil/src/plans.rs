@@ -104,6 +104,14 @@ fn summary(
 }
 
 fn check_one(workspace: &Path, plan: &Path, declared: Option<&Config>) -> Value {
+    let mut doc = check_loaded(workspace, plan, declared);
+    // `plan` is the argument as the operator wrote it, the key the reference reports it under;
+    // `path` is where it resolved inside the workspace.
+    doc["plan"] = plan.display().to_string().into();
+    doc
+}
+
+fn check_loaded(workspace: &Path, plan: &Path, declared: Option<&Config>) -> Value {
     match load_plan(workspace, plan) {
         Ok(loaded) => {
             let mut doc = json!({

@@ -125,7 +125,7 @@ fn answer(
     Outcome::ok(
         TOOL,
         format!(
-            "{} debugger probe(s) seen by bootstrap discovery (this workspace has no configuration yet). {how}",
+            "{} debugger probe(s) seen by bootstrap discovery (no configured debugger names its toolchain yet). {how}",
             listed.len()
         ),
     )
@@ -140,7 +140,7 @@ fn answer(
     .with("probes", Value::Array(listed))
     .with("complete", complete)
     .with_next_step(
-        "Write this workspace's configuration with `agentic-hil setup` (or `init`), naming the probe in probe_id; this command then asks the configured backend.",
+        "Name the probe in probe_id: `agentic-hil adopt-hardware --probe-id <id>` where this workspace has a configuration, else `agentic-hil setup` (or `init`); this command then asks the configured backend.",
     )
     .not_contacted()
 }

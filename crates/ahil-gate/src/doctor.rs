@@ -57,10 +57,13 @@ pub(crate) fn check(loaded: &LoadedConfig) -> Outcome {
     let binding_finding = check_binding(loaded);
     // The binding verdict also stands alone at the top, where the reference's doctor puts it.
     let binding = binding_finding.to_value();
+    let state_root_finding = check_state_root(&loaded.config.state_root);
+    // So does the state root's (without its path): an operator's script reads `state_root.ok`.
+    let state_root = state_root_finding.to_value();
     let findings: Vec<Finding> = [debuggers_finding]
         .into_iter()
         .chain(targets_finding)
-        .chain([check_state_root(&loaded.config.state_root), binding_finding])
+        .chain([state_root_finding, binding_finding])
         .collect();
     let unhealthy: Vec<&str> = findings.iter().filter(|f| !f.ok).map(|f| f.name).collect();
     let ok = unhealthy.is_empty();
@@ -93,6 +96,7 @@ pub(crate) fn check(loaded: &LoadedConfig) -> Outcome {
         .with("findings", Value::Array(findings.iter().map(Finding::to_value).collect()))
         .with("unhealthy", json!(unhealthy))
         .with("bench_binding", binding)
+        .with("state_root", state_root)
         .with(
             "target",
             json!({"name": loaded.config.target.name, "controller": loaded.config.target.controller}),

@@ -387,9 +387,15 @@ fn propose(
         }
     };
     let Some(entry) = config.debuggers.get(&debugger_id) else {
-        return Err(refuse(
-            ErrorType::UnknownDevice,
-            format!("No debugger `{debugger_id}` is configured."),
+        // The argument that named it, as the reference says (`--debugger` on the command line).
+        let names: Vec<&String> = config.debuggers.keys().collect();
+        return Err(Box::new(
+            (*refuse(
+                ErrorType::UnknownDevice,
+                format!("No debugger `{debugger_id}` is configured."),
+            ))
+            .with("field", "debugger_id")
+            .with("configured_debuggers", json!(names)),
         ));
     };
     if let Some(found) = discovered.filter(|_| lists(entry.kind)) {

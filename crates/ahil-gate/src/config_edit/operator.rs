@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::keys::classify;
 use super::ratchet::{Change, Refused, apply_operator_changes, config_surface, permission_surface};
 use super::refusals::{config_refusal, replace_failed};
-use super::reload::{DescriptionSlot, NOT_RELOADED, reload};
+use super::reload::{DescriptionSlot, NOT_RELOADED, RELOADED_SECTIONS, reload};
 use crate::envelope::Outcome;
 use crate::ownership::Ownership;
 use crate::ownership::runs::debugger_keys;
@@ -53,6 +53,7 @@ pub fn set_permissions(
             ErrorType::InvalidArgument,
             "Some keys are not permissions of this configuration; nothing was changed.",
         )
+        .with("command", tool.as_str())
         .with("field", "keys")
         .with("rejected_keys", Value::Array(rejected))
         .with("permission_keys_here", json!(here))
@@ -101,6 +102,21 @@ pub fn set_permissions(
             .with("permission_keys_here", json!(here))
             .not_started(true);
         }
+        Err(WriteError::Refused(Refused::UnknownEntry { key, entry })) => {
+            return Outcome::refused(
+                &tool,
+                ErrorType::InvalidArgument,
+                format!(
+                    "`{entry}` is not in this configuration, and a permission does not create a device; nothing was changed."
+                ),
+            )
+            .with("command", tool.as_str())
+            .with("field", entry.as_str())
+            .with("unknown_entry", entry.as_str())
+            .with("key", key)
+            .with_next_step("Describe the device in the configuration first, then grant its permission.")
+            .not_started(true);
+        }
         Err(WriteError::Refused(_)) => {
             return Outcome::refused(
                 &tool,
@@ -141,9 +157,9 @@ pub fn set_permissions(
     } else {
         "Every permission already held that value; nothing was written.".to_owned()
     };
-    let reloaded_status = load_authoritative(workspace, env).map_or(Value::Null, |l| {
-        serde_json::to_value(l.status()).unwrap_or(Value::Null)
-    });
+    // Against the document read before the write, as the reference does: a grant that was
+    // written is `changed` with `reload_required`, since a running server still enforces the old.
+    let status = serde_json::to_value(loaded.status()).unwrap_or(Value::Null);
     let mut outcome = Outcome::ok(&tool, summary)
         .with("command", tool.as_str())
         .with("changed", Value::Array(moved))
@@ -160,7 +176,7 @@ pub fn set_permissions(
                 Vec::new()
             }),
         );
-    outcome.config_status = Some(reloaded_status);
+    outcome.config_status = Some(status);
     outcome
 }
 
@@ -261,12 +277,22 @@ pub fn preview_reload(workspace: &Path, env: &Environment) -> Outcome {
         Err(e) => return config_refusal(tool, &e),
     };
     let config = &merged.loaded.config;
+    // `why` is the tool's key for it (and the reference's); `reason` is kept for older callers.
     let not_reloaded: Vec<Value> = NOT_RELOADED
         .iter()
-        .map(|(section, why)| json!({"section": section, "reason": why}))
+        .map(|(section, why)| json!({"section": section, "why": why, "reason": why}))
         .collect();
-    Outcome::ok(tool, "A running server's project_config_reload_description would take this description; nothing was written.")
+    // The reload's own facts, as the tool answers them and the reference's preview does: what a
+    // server that loaded this very file would take from it.
+    let mut outcome = Outcome::ok(tool, "A running server's project_config_reload_description would take this description; nothing was written.")
         .with("scope", "preview")
+        .with("reloaded", true)
+        .with("description_changed", !merged.description_changes.is_empty())
+        .with("description_changes", json!(merged.description_changes))
+        .with("reloaded_sections", json!(RELOADED_SECTIONS))
+        .with("permissions_reloaded", false)
+        .with("permission_differences", json!(merged.permission_differences))
+        .with("restart_required_for", json!(merged.restart_required_for))
         .with("path", loaded.display_path.as_str())
         .with("would_reload", json!({
             "target": {"name": config.target.name, "controller": config.target.controller},
@@ -278,7 +304,9 @@ pub fn preview_reload(workspace: &Path, env: &Environment) -> Outcome {
         .with("permissions_in_file", json!(config_surface(config)))
         .with("next_steps", json!([
             "Ask the agent to call project_config_reload_description, or restart the MCP server to apply grants too."
-        ]))
+        ]));
+    outcome.config_status = serde_json::to_value(loaded.status()).ok();
+    outcome
 }
 
 /// A configuration that cannot be loaded, as a result document.

@@ -162,6 +162,10 @@ pub fn apply_operator_changes(
     changes: &[Change],
 ) -> Result<Applied, Refused> {
     let rules = classify_all(changes, version)?;
+    // A grant names a device the file describes; it never creates one (as over MCP).
+    if let Some(refused) = permission_of_a_missing_entry(document, &rules) {
+        return Err(refused);
+    }
     if let Some(rule) = rules.iter().find(|r| r.right != Right::Permissions) {
         return Err(Refused::Invalid {
             key: rule.key.clone(),

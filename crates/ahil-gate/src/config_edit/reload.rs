@@ -56,6 +56,10 @@ pub const NOT_RELOADED: &[(&str, &str)] = &[
         "the audit trail's place is fixed for the life of the server",
     ),
     (
+        "power_supplies",
+        "a supply's port, limits and grants are read once at startup",
+    ),
+    (
         "<entry>.permissions",
         "device grants are read once at startup; new devices get every grant false",
     ),

@@ -483,7 +483,7 @@ pub(super) const ENTRIES: &[Entry] = &[
     ),
     entry!(
         "run_report_invalid",
-        "The run report is not a run report this program wrote.",
+        "The run report is not JSON, or not a run report this program wrote.",
         ["Pass the report of a finished run (reports/runs/<handle>.json)."],
         []
     ),
@@ -495,7 +495,7 @@ pub(super) const ENTRIES: &[Entry] = &[
     ),
     entry!(
         "run_report_unreadable",
-        "The run report could not be read or is not JSON.",
+        "The run report could not be read (not a regular file, or no access).",
         ["Check the file is a regular, readable JSON file."],
         []
     ),
