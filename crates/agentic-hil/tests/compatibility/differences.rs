@@ -33,6 +33,23 @@ pub enum Reason {
     ReadGrantsNarrow,
     /// A refusal of an argument's value names the argument in `field`.
     NamedArgument,
+    /// An operator command runs as an operator-only tool (decision 0013), and `tool` names it.
+    OperatorTools,
+    /// Before a debugger names its toolchain, probes are listed from the host's USB devices.
+    UsbInventory,
+    /// The debugger entry `init` writes drives no toolchain until the operator names one.
+    StarterDrivesNothing,
+    /// `recover` answers a missing confirmation in its document, and needs an incident id only
+    /// when an incident stands.
+    RecoverRefusesInItsDocument,
+    /// A schema the CLI writes stays inside the workspace.
+    OutputsStayInTheWorkspace,
+    /// `check-plan` leads its document with the first refused plan's `error_type`.
+    FirstRefusalLeads,
+    /// `run-evidence` reads only a report this program wrote.
+    RunReportsOnly,
+    /// After a failed step a run resets only a debugger it held.
+    RecoveryOfItsOwnDebugger,
     /// A bug of ours, a TODO(#25): fix ours, then delete its row.
     KnownBug,
 }
@@ -54,6 +71,14 @@ impl Reason {
             Self::PreflightCause => "a-plan-refused-at-preflight-names-its-cause",
             Self::ReadGrantsNarrow => "version-1-read-grants-narrow-too",
             Self::NamedArgument => "a-refused-argument-is-named",
+            Self::OperatorTools => "operator-commands-are-operator-only-tools",
+            Self::UsbInventory => "probes-are-listed-from-the-usb-devices",
+            Self::StarterDrivesNothing => "the-starter-debugger-drives-no-toolchain",
+            Self::RecoverRefusesInItsDocument => "recover-refuses-in-its-document",
+            Self::OutputsStayInTheWorkspace => "schemas-are-written-inside-the-workspace",
+            Self::FirstRefusalLeads => "check-plan-leads-with-the-first-refusal",
+            Self::RunReportsOnly => "run-evidence-reads-only-run-reports",
+            Self::RecoveryOfItsOwnDebugger => "a-run-resets-only-a-debugger-it-held",
             Self::KnownBug => "known-bug",
         }
     }
@@ -69,8 +94,10 @@ pub type Difference = (
 );
 
 use Reason::{
-    Frames, GrantsFirst, HeldCapturePort, LoneParticipant, Maxima, NamedArgument, NoPaths,
-    OursAlone, PlanDevice, PoweredBoard, PreflightCause, Programs, ReadGrantsNarrow, RetrySafe,
+    FirstRefusalLeads, Frames, GrantsFirst, HeldCapturePort, LoneParticipant, Maxima,
+    NamedArgument, NoPaths, OperatorTools, OursAlone, OutputsStayInTheWorkspace, PlanDevice,
+    PoweredBoard, PreflightCause, Programs, ReadGrantsNarrow, RecoverRefusesInItsDocument,
+    RecoveryOfItsOwnDebugger, RetrySafe, RunReportsOnly, StarterDrivesNothing, UsbInventory,
 };
 
 #[rustfmt::skip]
@@ -245,4 +272,48 @@ pub const DIFFERENCES: &[Difference] = &[
     ("plans/debugger-as-bus.yaml", "field|validation_error.field", r#""steps[0].device""#, r#""steps[0].bus_id""#, PreflightCause),
     ("plans/image-outside.yaml", "error_type", r#""artifact_validation_failed""#, r#""test_config_invalid""#, PreflightCause),
     ("plans/image-absolute.yaml", "error_type", r#""artifact_validation_failed""#, r#""test_config_invalid""#, PreflightCause),
+    // The operator's command lines (cli.rs).
+    ("cli-grant/init", "config_path#leaks_root", "false", "true", NoPaths),
+    ("cli-grant/grant", "path#leaks_root", "false", "true", NoPaths),
+    ("cli-grant/grant an unknown permission", "permission_keys_here#len", "13", "12", OursAlone),
+    ("cli-grant/grant an unknown permission", "retry_safe", "true", "false", RetrySafe),
+    ("cli-grant/grant a key that is no permission", "permission_keys_here#len", "13", "12", OursAlone),
+    ("cli-grant/grant a key that is no permission", "retry_safe", "true", "false", RetrySafe),
+    ("cli-grant/grant without a configuration", "path#leaks_root", "false", "true", NoPaths),
+    ("cli-revoke/revoke", "path#leaks_root", "false", "true", NoPaths),
+    ("cli-revoke/revoke an unknown permission", "permission_keys_here#len", "13", "12", OursAlone),
+    ("cli-revoke/revoke an unknown permission", "retry_safe", "true", "false", RetrySafe),
+    ("cli-config/config-reload", "path#leaks_root", "false", "true", NoPaths),
+    ("cli-config/debugger-probes", "discovered_by", r#""usb_inventory""#, r#""usb_serial_inventory""#, UsbInventory),
+    ("cli-config/debugger-probes", "tool", r#""debugger_probes_bootstrap""#, r#""debugger_probes_list""#, OperatorTools),
+    ("cli-config/debugger-probes without a configuration", "discovered_by", r#""usb_inventory""#, r#""usb_serial_inventory""#, UsbInventory),
+    ("cli-config/debugger-probes without a configuration", "tool", r#""debugger_probes_bootstrap""#, r#""debugger_probes_list""#, OperatorTools),
+    ("cli-config/adopt-hardware --dry-run", "error_type", r#""debugger_not_found""#, r#""probe_inventory_incomplete""#, StarterDrivesNothing),
+    ("cli-config/adopt-hardware --dry-run", "tool", r#""adopt_hardware""#, r#""project_config_adopt_hardware""#, OperatorTools),
+    ("cli-state/doctor", "config_path#leaks_root", "false", "true", NoPaths),
+    ("cli-state/recover without confirmation", "exit", "1", "2", RecoverRefusesInItsDocument),
+    ("cli-state/recover without confirmation", "exit --json", "1", "2", RecoverRefusesInItsDocument),
+    ("cli-state/recover without confirmation", "json", "true", "false", RecoverRefusesInItsDocument),
+    ("cli-state/recover without confirmation", "error_type", r#""operator_confirmation_required""#, "null", RecoverRefusesInItsDocument),
+    ("cli-state/recover without an incident id", "exit", "0", "2", RecoverRefusesInItsDocument),
+    ("cli-state/recover without an incident id", "exit --json", "0", "2", RecoverRefusesInItsDocument),
+    ("cli-state/recover without an incident id", "json", "true", "false", RecoverRefusesInItsDocument),
+    ("cli-files/test-schema --output outside the workspace", "exit", "1", "0", OutputsStayInTheWorkspace),
+    ("cli-files/test-schema --output outside the workspace", "exit --json", "1", "0", OutputsStayInTheWorkspace),
+    ("cli-files/test-schema --output outside the workspace", "error_type", r#""unsafe_configured_path""#, "null", OutputsStayInTheWorkspace),
+    ("cli-files/test-schema --output outside the workspace", "ok", "false", "true", OutputsStayInTheWorkspace),
+    ("cli-files/mcp-config --output", "path#leaks_root", "false", "true", NoPaths),
+    ("cli-files/check-plan an unknown action", "error_type", r#""test_config_invalid""#, "null", FirstRefusalLeads),
+    ("cli-files/check-plan a duplicate key", "error_type", r#""test_config_invalid""#, "null", FirstRefusalLeads),
+    ("cli-files/check-plan a missing plan", "error_type", r#""test_config_not_found""#, "null", FirstRefusalLeads),
+    ("cli-files/check-plan a plan outside the workspace", "error_type", r#""test_config_invalid""#, "null", FirstRefusalLeads),
+    ("cli-files/run-evidence JSON that is no report", "exit", "1", "0", RunReportsOnly),
+    ("cli-files/run-evidence JSON that is no report", "exit --json", "1", "0", RunReportsOnly),
+    ("cli-files/run-evidence JSON that is no report", "error_type", r#""run_report_invalid""#, "null", RunReportsOnly),
+    ("cli-files/run-evidence JSON that is no report", "ok", "false", "true", RunReportsOnly),
+    ("cli-refused/doctor without a configuration", "path#leaks_root", "false", "true", NoPaths),
+    ("cli-run/test-reactor", "test_config_path#leaks_root", "false", "true", NoPaths),
+    ("cli-run/test-reactor", "canonical_report_path#leaks_root", "false", "true", NoPaths),
+    ("cli-run/test-reactor a comparator unmet", "recovery.attempted", "false", "true", RecoveryOfItsOwnDebugger),
+    ("cli-run/test-reactor a comparator unmet", "recovery.outcome", r#""skipped""#, r#""failed""#, RecoveryOfItsOwnDebugger),
 ];

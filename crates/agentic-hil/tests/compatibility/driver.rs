@@ -209,13 +209,19 @@ pub fn compare<G>(scope: &str, bench: &dyn Fn(&World, &Path) -> G, steps: &[Step
     }
     let ours = observe(Path::new(World::binary()), bench, steps);
     let theirs = observe(&reference(), bench, steps);
+    judge(scope, &ours, &theirs);
+}
+
+/// Holds the values both observed (in the same order) under `scope` to [`DIFFERENCES`]: an
+/// unlisted difference fails, and so does a listed one that did not occur.
+pub fn judge(scope: &str, ours: &Observed, theirs: &Observed) {
     let listed: Vec<&Difference> = DIFFERENCES
         .iter()
         .filter(|d| d.0.starts_with(scope))
         .collect();
     let mut failures = String::new();
     let mut occurred = vec![false; listed.len()];
-    for ((case, spec, mine), (_, _, other)) in ours.iter().zip(&theirs) {
+    for ((case, spec, mine), (_, _, other)) in ours.iter().zip(theirs) {
         let entry = listed.iter().position(|d| d.0 == *case && d.1 == spec);
         match entry {
             Some(i) if parse(listed[i].2) == *mine && parse(listed[i].3) == *other => {

@@ -9,6 +9,7 @@ mod support;
 
 mod arguments;
 mod capture;
+mod cli;
 mod differences;
 mod driver;
 mod narrowing;
@@ -682,6 +683,13 @@ const SCOPES: &[&str] = &[
     "plan-bench/",
     "bench-args/",
     "one-grant/",
+    "cli-grant/",
+    "cli-revoke/",
+    "cli-config/",
+    "cli-state/",
+    "cli-files/",
+    "cli-refused/",
+    "cli-run/",
 ];
 
 /// The documentation explains every reason the table uses, so no difference is listed without one,
