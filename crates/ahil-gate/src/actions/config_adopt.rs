@@ -388,14 +388,14 @@ fn propose(
     };
     let Some(entry) = config.debuggers.get(&debugger_id) else {
         // The argument that named it, as the reference says (`--debugger` on the command line).
-        let names: Vec<&String> = config.debuggers.keys().collect();
+        let configured: Vec<&String> = config.debuggers.keys().collect();
         return Err(Box::new(
             (*refuse(
                 ErrorType::UnknownDevice,
                 format!("No debugger `{debugger_id}` is configured."),
             ))
             .with("field", "debugger_id")
-            .with("configured_debuggers", json!(names)),
+            .with("configured_debuggers", json!(configured)),
         ));
     };
     if let Some(found) = discovered.filter(|_| lists(entry.kind)) {
