@@ -62,6 +62,9 @@ enum Kind {
     Board,
     /// One CLI backend: a fake OpenOCD, pinned by its absolute path outside the workspace.
     Cli,
+    /// Debian's own OpenOCD with its own board scripts, which `find` the scripts they source in
+    /// `~/.openocd` before OpenOCD's own folder.
+    RealOpenocd,
 }
 
 impl Hostile {
@@ -93,6 +96,11 @@ impl Hostile {
                 "  cli:\n    type: openocd\n    executable: \"{}\"\n    probe_id: SIM0\n    \
                  interface_cfg: interface/stlink.cfg\n    target_cfg: target/stm32f4x.cfg\n    timeout_s: 10\n{GRANTS}",
                 openocd.display()
+            ),
+            Kind::RealOpenocd => format!(
+                "  cli:\n    type: openocd\n    executable: /usr/bin/openocd\n    probe_id: SIM0\n    \
+                 interface_cfg: /usr/share/openocd/scripts/interface/stlink.cfg\n    \
+                 target_cfg: /usr/share/openocd/scripts/target/stm32f4x.cfg\n    timeout_s: 10\n{GRANTS}"
             ),
         };
         let config = format!(
@@ -332,6 +340,112 @@ async fn a_home_the_agent_points_into_the_workspace_runs_no_child_and_answers_wo
         let (doc, is_error) = call(&client, tool, args).await;
         assert!(is_error, "{tool}: {doc}");
         assert_eq!(doc["error_type"], "workspace_is_home", "{tool}: {doc}");
+        assert_none_ran(&bench, tool, &doc);
+    }
+    client.cancel().await.expect("the session closes");
+}
+
+/// The calls that start a Python backend (the fake OpenOCD is a Python script).
+fn backend_calls() -> [(&'static str, Value); 3] {
+    [
+        ("debugger_info", json!({})),
+        ("debugger_probes_list", json!({})),
+        (
+            "flash_firmware",
+            json!({"image_path": "fw/ahil-fw-v1.elf", "reset_after_flash": true}),
+        ),
+    ]
+}
+
+/// A HOME is judged where the kernel takes it, not where its spelling folds to: `<ws>/hop/../..`
+/// folds lexically to the workspace's parent, but `hop` is a link two folders deep into the
+/// workspace's `fakehome`, so every open through that HOME lands in the workspace: OpenOCD's board
+/// scripts `find` what they source in its `~/.openocd` first, and a Tcl script there runs `exec`.
+#[tokio::test]
+async fn a_home_spelled_to_climb_out_through_a_link_that_leads_into_the_workspace_is_workspace_is_home()
+ {
+    let bench = Hostile::new(Kind::RealOpenocd);
+    let home = bench.world.workspace.join("fakehome");
+    let scripts = home.join(".openocd").join("target");
+    std::fs::create_dir_all(&scripts).expect("the agent's OpenOCD scripts");
+    std::fs::write(
+        scripts.join("swj-dp.tcl"),
+        format!(
+            "exec touch {}\n",
+            bench.marks.join("openocd-home-script").display()
+        ),
+    )
+    .expect("a script OpenOCD's stm32f4x.cfg sources");
+    let deep = home.join("a").join("b");
+    std::fs::create_dir_all(&deep).expect("deep folder");
+    let hop = bench.world.workspace.join("hop");
+    std::os::unix::fs::symlink(&deep, &hop).expect("link");
+    let spelled = hop.join("..").join("..");
+    assert_eq!(
+        std::fs::canonicalize(&spelled).expect("resolves"),
+        home,
+        "the kernel takes the spelling into the workspace"
+    );
+    let client = bench.connect_with_home(&spelled).await;
+    let mut answers = Vec::new();
+    for (tool, args) in backend_calls() {
+        answers.push((tool, call(&client, tool, args).await));
+    }
+    assert_none_ran(&bench, "every call", &json!(format!("{answers:?}")));
+    for (tool, (doc, is_error)) in answers {
+        assert!(is_error, "{tool}: {doc}");
+        assert_eq!(doc["error_type"], "workspace_is_home", "{tool}: {doc}");
+    }
+    client.cancel().await.expect("the session closes");
+}
+
+/// OpenOCD's `find` looks in its working directory before any script folder, and the server runs in
+/// the workspace: a CLI backend runs in its own directory, so the scripts Debian's board files source
+/// are never taken from a copy the agent planted in the workspace.
+#[tokio::test]
+async fn openocd_never_finds_the_scripts_it_sources_in_the_workspace() {
+    let bench = Hostile::new(Kind::RealOpenocd);
+    for script in [
+        "target/swj-dp.tcl",
+        "mem_helper.tcl",
+        "interface/stlink-dap.cfg",
+    ] {
+        let path = bench.world.workspace.join(script);
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("folder");
+        let mark = bench.marks.join(script.replace('/', "-"));
+        std::fs::write(&path, format!("exec touch {}\n", mark.display())).expect("script");
+    }
+    let client = bench.connect().await;
+    let mut answers = Vec::new();
+    for (tool, args) in backend_calls() {
+        answers.push((tool, call(&client, tool, args).await));
+    }
+    assert_none_ran(&bench, "every call", &json!(format!("{answers:?}")));
+    let (doc, _) = &answers[2].1;
+    assert_eq!(doc["tool"], "flash_firmware", "{doc}");
+    assert!(
+        doc.to_string().contains("openocd"),
+        "OpenOCD ran the flash: {doc}"
+    );
+    client.cancel().await.expect("the session closes");
+}
+
+/// The HOME the server judged at startup is the HOME every child gets: a HOME spelled through a link
+/// in the workspace that led outside when the server started, and that the agent then points at a
+/// home of its own, still gives each backend the home that was judged.
+#[tokio::test]
+async fn a_home_link_the_agent_repoints_after_startup_never_reaches_a_child() {
+    let bench = Hostile::new(Kind::Cli);
+    let planted = plant_usercustomize(&bench);
+    let link = bench.world.workspace.join("homelink");
+    std::os::unix::fs::symlink(&bench.world.home, &link).expect("link");
+    let client = bench.connect_with_home(&link).await;
+    let doc = ok(&client, "debugger_info", json!({})).await;
+    assert_none_ran(&bench, "debugger_info before the link moved", &doc);
+    std::fs::remove_file(&link).expect("unlink");
+    std::os::unix::fs::symlink(&planted, &link).expect("relink");
+    for (tool, args) in backend_calls() {
+        let doc = ok(&client, tool, args).await;
         assert_none_ran(&bench, tool, &doc);
     }
     client.cancel().await.expect("the session closes");

@@ -45,9 +45,9 @@ fn absolute_var(name: &str) -> Option<PathBuf> {
 impl Environment {
     pub fn from_process() -> Self {
         Self {
-            home: std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map_or_else(|| PathBuf::from("/"), PathBuf::from),
+            // Resolved once, and the same path every child is given (`ahil_wire::home`).
+            home: ahil_wire::home::process_home()
+                .map_or_else(|| PathBuf::from("/"), Path::to_path_buf),
             xdg_config_home: absolute_var("XDG_CONFIG_HOME"),
             xdg_state_home: absolute_var("XDG_STATE_HOME"),
             config_override: std::env::var_os(CONFIG_ENV_VAR),

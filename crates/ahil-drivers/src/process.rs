@@ -225,8 +225,10 @@ pub fn child_environment() -> Vec<(OsString, OsString)> {
         (OsString::from("PATH"), OsString::from(CHILD_PATH)),
         (OsString::from("LANG"), OsString::from("C.UTF-8")),
     ];
-    if let Some(home) = std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
-        env.push((OsString::from("HOME"), home));
+    // The HOME the configuration's discovery judged, resolved once: never the spelling the server
+    // was given, whose links the agent may have re-pointed since.
+    if let Some(home) = ahil_wire::home::process_home() {
+        env.push((OsString::from("HOME"), home.as_os_str().to_owned()));
     }
     // The test seams (a probe-rs worker told to hang, say) exist only in debug builds, which read
     // them in the server itself too; a release build passes none.
