@@ -216,6 +216,53 @@ async fn two_servers_contending_for_one_board_get_device_busy_naming_the_holder(
     first.cancel().await.expect("closes");
 }
 
+/// The device locks are the account's, wherever an agent's `.mcp.json` points HOME: a server started
+/// with another HOME (its configuration still found through XDG_CONFIG_HOME) meets the holds of a
+/// server started with the account's own, for a run and for a one-shot call alike.
+#[tokio::test]
+async fn a_server_given_another_home_still_meets_the_device_locks_of_the_account() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    bind_debugger(&world);
+    let first = connect(&world).await;
+    let elsewhere = tempfile::tempdir().expect("another home, outside the workspace");
+    let mut cmd = std::process::Command::new(World::binary());
+    world.scrub(&mut cmd);
+    cmd.env("HOME", elsewhere.path());
+    let second = support::connect_command(cmd).await;
+
+    let held = first
+        .call_tool(
+            CallToolRequestParams::new("bench_run_start").with_arguments(args(
+                json!({"devices": [{"kind": "debugger"}], "label": "first"}),
+            )),
+        )
+        .await
+        .expect("answers");
+    assert_eq!(held.is_error, Some(false), "{:?}", held.structured_content);
+    for (tool, arguments) in [
+        (
+            "bench_run_start",
+            json!({"devices": [{"kind": "debugger"}], "label": "second"}),
+        ),
+        ("probe_target", json!({})),
+    ] {
+        let refused = second
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(args(arguments)))
+            .await
+            .expect("answers");
+        let doc = refused.structured_content.expect("envelope");
+        assert_eq!(doc["error_type"], json!("device_busy"), "{tool}: {doc}");
+        assert_eq!(doc["holder"]["label"], json!("first"), "{tool}: {doc}");
+    }
+    assert!(
+        !elsewhere.path().join(".agentic-hil").exists(),
+        "no lock root was made under the other HOME"
+    );
+    second.cancel().await.expect("closes");
+    first.cancel().await.expect("closes");
+}
+
 #[tokio::test]
 async fn a_run_naming_an_unknown_device_locks_nothing() {
     let world = World::new();

@@ -1,6 +1,7 @@
 //! Bench ownership: who may drive which physical device right now. Machine-wide device locks live
 //! here; leases, runs and incidents build on them.
 
+pub mod account;
 pub mod coordination;
 pub mod device_keys;
 pub mod device_lock;
@@ -11,6 +12,7 @@ pub mod reasons;
 pub mod runs;
 pub mod session_locks;
 
+pub use account::account_home;
 pub use device_lock::{Acquired, Busy, DeviceLocks, LockRoot};
 pub use kernel_locks::KernelLocks;
 pub use owner::Owner;
@@ -77,8 +79,14 @@ pub struct Ownership {
 }
 
 impl Ownership {
-    /// The ownership of this process, seen by others as `frontend` (`mcp`, `operator-cli`, …).
-    pub fn for_process(home: &Path, frontend: &str) -> Self {
+    /// The ownership of this process, seen by others as `frontend` (`mcp`, `operator-cli`, …): its
+    /// locks under the account's home, never the environment's HOME ([`account_home`]).
+    pub fn for_process(env: &ahil_config::Environment, frontend: &str) -> Self {
+        Self::under_home(&account_home(env), frontend)
+    }
+
+    /// The ownership of this process with its locks under `home` (a test's own home).
+    pub fn under_home(home: &Path, frontend: &str) -> Self {
         Self {
             locks: DeviceLocks::new(LockRoot::for_home(home), Owner::this_process(frontend)),
             runs: RunSlot::default(),
@@ -206,8 +214,8 @@ mod tests {
     /// Two MCP servers over one HOME's device locks.
     pub(super) fn two_processes() -> (tempfile::TempDir, Arc<Ownership>, Arc<Ownership>) {
         let home = tempfile::tempdir().expect("home");
-        let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
-        let theirs = Arc::new(Ownership::for_process(home.path(), "mcp"));
+        let ours = Arc::new(Ownership::under_home(home.path(), "mcp"));
+        let theirs = Arc::new(Ownership::under_home(home.path(), "mcp"));
         (home, ours, theirs)
     }
 
