@@ -430,6 +430,66 @@ async fn openocd_never_finds_the_scripts_it_sources_in_the_workspace() {
     client.cancel().await.expect("the session closes");
 }
 
+/// An ELF names scripts for gdb to run in its `.debug_gdb_scripts` section, inline Python among them,
+/// and gdb loads the agent's image; only gdb's `auto-load safe-path` refuses them, and that is the
+/// build's or the operator's setting (a gdb built without one, or a wrapper that trusts every path).
+/// gdb is started with auto-load off, so the image's scripts never run whatever that setting is.
+#[tokio::test]
+async fn scripts_an_image_names_for_gdb_never_run_even_in_a_gdb_that_trusts_every_path() {
+    let bench = Hostile::new(Kind::Board);
+    let gdb = bench.world.write_fake_tool(
+        "trusting-gdb",
+        "#!/bin/sh\nexec /usr/bin/gdb-multiarch -iex 'set auto-load safe-path /' \"$@\"\n",
+    );
+    let config = bench.world.config_path();
+    let text = std::fs::read_to_string(&config).expect("config");
+    let text = format!("{text}debug:\n  gdb_executable: \"{}\"\n", gdb.display());
+    std::fs::write(&config, text).expect("the trusting gdb is pinned");
+
+    let fw = bench.world.workspace.join("fw");
+    let mut section = b"\x04gdb.inlined-script\n".to_vec();
+    section.extend(
+        format!(
+            "open({:?}, 'w').write('ran')\n\0",
+            bench.marks.join("gdb-inline-script").display().to_string()
+        )
+        .bytes(),
+    );
+    std::fs::write(fw.join("scripts.bin"), section).expect("section");
+    let out = std::process::Command::new("/usr/bin/arm-none-eabi-objcopy")
+        .current_dir(&fw)
+        .args([
+            "--add-section",
+            ".debug_gdb_scripts=scripts.bin",
+            "--set-section-flags",
+            ".debug_gdb_scripts=readonly,debug",
+            "ahil-fw-v1.elf",
+            "scripted.elf",
+        ])
+        .output()
+        .expect("objcopy runs");
+    assert!(out.status.success(), "{out:?}");
+    std::fs::remove_file(fw.join("scripts.bin")).expect("section removed");
+
+    let client = bench.connect().await;
+    let doc = ok(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/scripted.elf", "reset_after_flash": true}),
+    )
+    .await;
+    assert_none_ran(&bench, "flash_firmware", &doc);
+    let doc = ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/scripted.elf"}),
+    )
+    .await;
+    let stopped = ok(&client, "debug_stop_session", json!({})).await;
+    assert_none_ran(&bench, "a debug session", &json!([doc, stopped]));
+    client.cancel().await.expect("the session closes");
+}
+
 /// The HOME the server judged at startup is the HOME every child gets: a HOME spelled through a link
 /// in the workspace that led outside when the server started, and that the agent then points at a
 /// home of its own, still gives each backend the home that was judged.
