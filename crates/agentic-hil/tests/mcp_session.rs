@@ -263,6 +263,64 @@ async fn a_server_given_another_home_still_meets_the_device_locks_of_the_account
     first.cancel().await.expect("closes");
 }
 
+/// `~` in the operator's configuration is the account's home, wherever the agent points HOME: a
+/// `state_root: ~/…` keeps the evidence, incidents and quarantines of a server started with another
+/// HOME where every other server of the project keeps them.
+#[tokio::test]
+async fn a_state_root_written_with_a_tilde_stays_the_accounts_whatever_home_the_server_is_given() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    bind_debugger(&world);
+    let config = world.config_path();
+    let text: String = std::fs::read_to_string(&config)
+        .expect("config")
+        .lines()
+        .map(|line| {
+            if line.starts_with("state_root:") {
+                "state_root: \"~/.local/state/agentic-hil\"\n".to_owned()
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&config, text).expect("state_root under ~");
+    let elsewhere = tempfile::tempdir().expect("another home, outside the workspace");
+    let mut cmd = std::process::Command::new(World::binary());
+    world.scrub(&mut cmd);
+    cmd.env("HOME", elsewhere.path());
+    let client = support::connect_command(cmd).await;
+    // The fake answers without OpenOCD's markers: a refusal, and a report all the same.
+    let (doc, _) = support::call(&client, "probe_target", json!({})).await;
+    assert_eq!(doc["tool"], "probe_target", "{doc}");
+    client.cancel().await.expect("closes");
+    assert!(
+        !elsewhere.path().join(".local").exists(),
+        "the state root followed HOME"
+    );
+    let reports = world.home.join(".local/state/agentic-hil");
+    let written = walk(&reports);
+    assert!(
+        written
+            .iter()
+            .any(|p| p.to_string_lossy().contains("probe_target")),
+        "the call's report is in the account's state root: {written:?}"
+    );
+}
+
+/// Every file below `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
 #[tokio::test]
 async fn a_run_naming_an_unknown_device_locks_nothing() {
     let world = World::new();

@@ -65,7 +65,7 @@ impl Sink {
             |location| location.path,
         );
         let mut sink = Self::new(Some(&env.home))
-            .with_root(&crate::ownership::account_home(env), "~")
+            .with_root(&env.account_home(), "~")
             .with_root(&ahil_config::default_state_root(env), "<state_root>");
         if let Some(dir) = config.parent() {
             sink = sink.with_root(dir, "<config_dir>");

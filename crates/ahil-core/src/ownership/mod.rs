@@ -1,7 +1,6 @@
 //! Bench ownership: who may drive which physical device right now. Machine-wide device locks live
 //! here; leases, runs and incidents build on them.
 
-pub mod account;
 pub mod coordination;
 pub mod device_keys;
 pub mod device_lock;
@@ -12,7 +11,6 @@ pub mod reasons;
 pub mod runs;
 pub mod session_locks;
 
-pub use account::account_home;
 pub use device_lock::{Acquired, Busy, DeviceLocks, LockRoot};
 pub use kernel_locks::KernelLocks;
 pub use owner::Owner;
@@ -80,9 +78,10 @@ pub struct Ownership {
 
 impl Ownership {
     /// The ownership of this process, seen by others as `frontend` (`mcp`, `operator-cli`, …): its
-    /// locks under the account's home, never the environment's HOME ([`account_home`]).
+    /// locks under the account's home, never the environment's HOME
+    /// ([`ahil_config::Environment::account_home`]).
     pub fn for_process(env: &ahil_config::Environment, frontend: &str) -> Self {
-        Self::under_home(&account_home(env), frontend)
+        Self::under_home(&env.account_home(), frontend)
     }
 
     /// The ownership of this process with its locks under `home` (a test's own home).

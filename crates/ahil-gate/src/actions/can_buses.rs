@@ -205,7 +205,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             .map(|(id, bus)| {
                 (
                     id.clone(),
-                    status(id, bus, &ctx.can, &crate::ownership::account_home(ctx.env)),
+                    status(id, bus, &ctx.can, &ctx.env.account_home()),
                 )
             })
             .collect();

@@ -1,9 +1,11 @@
-//! The home of the account this process runs as: where the machine-wide meeting places of every
-//! server of the account live (device locks, CAN brokers).
+//! The home of the account this process runs as: what `~` in the operator's configuration means,
+//! and where the machine-wide meeting places of every server of the account live (device locks, CAN
+//! brokers).
 //!
 //! Not `$HOME`: an agent's `.mcp.json` sets the server's environment, and a server given another
 //! HOME (its configuration still found through `XDG_CONFIG_HOME` or `AGENTIC_HIL_CONFIG`) would take
-//! its locks in a folder no other server looks in, and drive a board another server holds. The
+//! its locks in a folder no other server looks in, and drive a board another server holds; a
+//! `state_root: ~/…` would move its evidence, incidents and quarantines to a fresh folder. The
 //! password database names the account's home whatever the environment says; with the account's
 //! own HOME, as the reference runs, the two are the same folder, so the reference and we still
 //! exclude each other.
@@ -12,28 +14,30 @@ use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use ahil_config::Environment;
+use crate::discover::Environment;
 
 /// Debug builds only: the account's home for a test's servers, which each get their own HOME (the
 /// password database's answer would make every test on the machine share one lock folder).
 const TEST_ACCOUNT_HOME: &str = "AHIL_TEST_ACCOUNT_HOME";
 
-/// The account's home: the password database's entry for this process's user. A user the database
-/// does not know (a container run under a bare uid) falls back to the environment's HOME, as before
-/// there was this lookup. A debug build takes `AHIL_TEST_ACCOUNT_HOME` when set, else the
-/// environment's HOME.
-pub fn account_home(env: &Environment) -> PathBuf {
-    if cfg!(debug_assertions) {
-        return std::env::var_os(TEST_ACCOUNT_HOME)
-            .filter(|v| !v.is_empty())
-            .map_or_else(|| env.home.clone(), PathBuf::from);
+impl Environment {
+    /// The account's home: the password database's entry for this process's user. A user the
+    /// database does not know (a container run under a bare uid) falls back to the environment's
+    /// HOME, as before there was this lookup. A debug build takes `AHIL_TEST_ACCOUNT_HOME` when set,
+    /// else the environment's HOME.
+    pub fn account_home(&self) -> PathBuf {
+        if cfg!(debug_assertions) {
+            return std::env::var_os(TEST_ACCOUNT_HOME)
+                .filter(|v| !v.is_empty())
+                .map_or_else(|| self.home.clone(), PathBuf::from);
+        }
+        password_database_home().unwrap_or_else(|| self.home.clone())
     }
-    password_database_home().unwrap_or_else(|| env.home.clone())
 }
 
 /// The home directory `getpwuid_r` gives for the real user id, when it names an absolute one.
 #[allow(unsafe_code)]
-pub fn password_database_home() -> Option<PathBuf> {
+fn password_database_home() -> Option<PathBuf> {
     let uid = rustix::process::getuid().as_raw();
     let mut buffer = vec![0 as libc::c_char; 64 * 1024];
     // SAFETY: `passwd` is plain old data (integers and pointers); all zero is a valid value that
