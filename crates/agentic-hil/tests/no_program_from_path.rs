@@ -305,8 +305,14 @@ fn user_site(home: &Path) -> PathBuf {
 /// A `usercustomize.py` in a HOME inside the workspace that records when Python imports it.
 fn plant_usercustomize(bench: &Hostile) -> PathBuf {
     let home = bench.world.workspace.join("fakehome");
-    let site = user_site(&home);
-    assert!(site.starts_with(&home), "{}", site.display());
+    plant_usercustomize_in(bench, &home);
+    home
+}
+
+/// A `usercustomize.py` in `home`'s Python user site that records when Python imports it.
+fn plant_usercustomize_in(bench: &Hostile, home: &Path) {
+    let site = user_site(home);
+    assert!(site.starts_with(home), "{}", site.display());
     std::fs::create_dir_all(&site).expect("user site");
     std::fs::write(
         site.join("usercustomize.py"),
@@ -316,7 +322,6 @@ fn plant_usercustomize(bench: &Hostile) -> PathBuf {
         ),
     )
     .expect("usercustomize");
-    home
 }
 
 /// Children get the server's HOME (where it found the operator's configuration), so with a HOME the
@@ -487,6 +492,23 @@ async fn scripts_an_image_names_for_gdb_never_run_even_in_a_gdb_that_trusts_ever
     .await;
     let stopped = ok(&client, "debug_stop_session", json!({})).await;
     assert_none_ran(&bench, "a debug session", &json!([doc, stopped]));
+    client.cancel().await.expect("the session closes");
+}
+
+/// Children are given the account's home, never the HOME the agent's `.mcp.json` names: a HOME
+/// outside the workspace is not the agent's to write, but it may be anyone's (`/tmp`, another
+/// checkout), and a Python backend imports the `usercustomize.py` of whatever home it is given.
+#[tokio::test]
+async fn a_home_outside_the_workspace_that_holds_a_usercustomize_never_reaches_a_child() {
+    let bench = Hostile::new(Kind::Cli);
+    let shared = tempfile::tempdir().expect("a folder outside the workspace");
+    let home = std::fs::canonicalize(shared.path()).expect("resolves");
+    plant_usercustomize_in(&bench, &home);
+    let client = bench.connect_with_home(&home).await;
+    for (tool, args) in backend_calls() {
+        let doc = ok(&client, tool, args).await;
+        assert_none_ran(&bench, tool, &doc);
+    }
     client.cancel().await.expect("the session closes");
 }
 
