@@ -10,9 +10,10 @@
 //! own HOME, as the reference runs, the two are the same folder, so the reference and we still
 //! exclude each other.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::discover::Environment;
+use crate::discover::{Environment, canonical_config_path, default_state_root, resolve_lenient};
+use crate::error::{ConfigError, Refusal};
 
 impl Environment {
     /// The account's home: the password database's entry for this process's user. A user the
@@ -27,4 +28,47 @@ impl Environment {
         }
         ahil_wire::home::password_database_home().unwrap_or_else(|| self.home.clone())
     }
+}
+
+impl Environment {
+    /// The environment `agentic-hil init` sees in the account's own shell with nothing overridden:
+    /// the account's home, the XDG folders' defaults below it, no `AGENTIC_HIL_CONFIG`.
+    #[must_use]
+    pub fn of_account(&self) -> Self {
+        Self {
+            home: self.account_home(),
+            xdg_config_home: None,
+            xdg_state_home: None,
+            config_override: None,
+            path: self.path.clone(),
+        }
+    }
+}
+
+/// Refuses to write a first configuration for `workspace` at `path` with `state_root` unless both
+/// are where the account's own would be: the server's environment (HOME, `XDG_CONFIG_HOME`,
+/// `XDG_STATE_HOME`, `AGENTIC_HIL_CONFIG`) is the agent's to set, and a file written where only
+/// that server looks would shadow the one the operator keeps, or gets later from `init`.
+pub fn check_first_configuration_place(
+    workspace: &Path,
+    env: &Environment,
+    path: &Path,
+    state_root: &Path,
+) -> Result<(), ConfigError> {
+    let account = env.of_account();
+    let expected_path = canonical_config_path(workspace, &account);
+    let expected_state = default_state_root(&account);
+    if resolve_lenient(path) == resolve_lenient(&expected_path)
+        && resolve_lenient(state_root) == resolve_lenient(&expected_state)
+    {
+        return Ok(());
+    }
+    Err(ConfigError::invalid(
+        Refusal::new(
+            "This server looks for its configuration where the account does not keep it (HOME, XDG_CONFIG_HOME, XDG_STATE_HOME or AGENTIC_HIL_CONFIG is overridden), so it writes none there.",
+        )
+        .with("path", env.display_path(path))
+        .with("expected_path", env.display_path(&expected_path))
+        .fix("Run `agentic-hil init` in the project from the operator's shell, or start the server without those overrides."),
+    ))
 }

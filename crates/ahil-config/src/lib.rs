@@ -5,6 +5,7 @@
 //! writes, and with its `error_type` vocabulary.
 
 mod account;
+pub use account::check_first_configuration_place;
 pub mod digest;
 mod discover;
 mod error;
