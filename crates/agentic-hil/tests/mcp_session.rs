@@ -216,6 +216,111 @@ async fn two_servers_contending_for_one_board_get_device_busy_naming_the_holder(
     first.cancel().await.expect("closes");
 }
 
+/// The device locks are the account's, wherever an agent's `.mcp.json` points HOME: a server started
+/// with another HOME (its configuration still found through XDG_CONFIG_HOME) meets the holds of a
+/// server started with the account's own, for a run and for a one-shot call alike.
+#[tokio::test]
+async fn a_server_given_another_home_still_meets_the_device_locks_of_the_account() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    bind_debugger(&world);
+    let first = connect(&world).await;
+    let elsewhere = tempfile::tempdir().expect("another home, outside the workspace");
+    let mut cmd = std::process::Command::new(World::binary());
+    world.scrub(&mut cmd);
+    cmd.env("HOME", elsewhere.path());
+    let second = support::connect_command(cmd).await;
+
+    let held = first
+        .call_tool(
+            CallToolRequestParams::new("bench_run_start").with_arguments(args(
+                json!({"devices": [{"kind": "debugger"}], "label": "first"}),
+            )),
+        )
+        .await
+        .expect("answers");
+    assert_eq!(held.is_error, Some(false), "{:?}", held.structured_content);
+    for (tool, arguments) in [
+        (
+            "bench_run_start",
+            json!({"devices": [{"kind": "debugger"}], "label": "second"}),
+        ),
+        ("probe_target", json!({})),
+    ] {
+        let refused = second
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(args(arguments)))
+            .await
+            .expect("answers");
+        let doc = refused.structured_content.expect("envelope");
+        assert_eq!(doc["error_type"], json!("device_busy"), "{tool}: {doc}");
+        assert_eq!(doc["holder"]["label"], json!("first"), "{tool}: {doc}");
+    }
+    assert!(
+        !elsewhere.path().join(".agentic-hil").exists(),
+        "no lock root was made under the other HOME"
+    );
+    second.cancel().await.expect("closes");
+    first.cancel().await.expect("closes");
+}
+
+/// `~` in the operator's configuration is the account's home, wherever the agent points HOME: a
+/// `state_root: ~/…` keeps the evidence, incidents and quarantines of a server started with another
+/// HOME where every other server of the project keeps them.
+#[tokio::test]
+async fn a_state_root_written_with_a_tilde_stays_the_accounts_whatever_home_the_server_is_given() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    bind_debugger(&world);
+    let config = world.config_path();
+    let text: String = std::fs::read_to_string(&config)
+        .expect("config")
+        .lines()
+        .map(|line| {
+            if line.starts_with("state_root:") {
+                "state_root: \"~/.local/state/agentic-hil\"\n".to_owned()
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&config, text).expect("state_root under ~");
+    let elsewhere = tempfile::tempdir().expect("another home, outside the workspace");
+    let mut cmd = std::process::Command::new(World::binary());
+    world.scrub(&mut cmd);
+    cmd.env("HOME", elsewhere.path());
+    let client = support::connect_command(cmd).await;
+    // The fake answers without OpenOCD's markers: a refusal, and a report all the same.
+    let (doc, _) = support::call(&client, "probe_target", json!({})).await;
+    assert_eq!(doc["tool"], "probe_target", "{doc}");
+    client.cancel().await.expect("closes");
+    assert!(
+        !elsewhere.path().join(".local").exists(),
+        "the state root followed HOME"
+    );
+    let reports = world.home.join(".local/state/agentic-hil");
+    let written = walk(&reports);
+    assert!(
+        written
+            .iter()
+            .any(|p| p.to_string_lossy().contains("probe_target")),
+        "the call's report is in the account's state root: {written:?}"
+    );
+}
+
+/// Every file below `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
+}
+
 #[tokio::test]
 async fn a_run_naming_an_unknown_device_locks_nothing() {
     let world = World::new();

@@ -62,6 +62,9 @@ enum Kind {
     Board,
     /// One CLI backend: a fake OpenOCD, pinned by its absolute path outside the workspace.
     Cli,
+    /// Debian's own OpenOCD with its own board scripts, which `find` the scripts they source in
+    /// `~/.openocd` before OpenOCD's own folder.
+    RealOpenocd,
 }
 
 impl Hostile {
@@ -93,6 +96,11 @@ impl Hostile {
                 "  cli:\n    type: openocd\n    executable: \"{}\"\n    probe_id: SIM0\n    \
                  interface_cfg: interface/stlink.cfg\n    target_cfg: target/stm32f4x.cfg\n    timeout_s: 10\n{GRANTS}",
                 openocd.display()
+            ),
+            Kind::RealOpenocd => format!(
+                "  cli:\n    type: openocd\n    executable: /usr/bin/openocd\n    probe_id: SIM0\n    \
+                 interface_cfg: /usr/share/openocd/scripts/interface/stlink.cfg\n    \
+                 target_cfg: /usr/share/openocd/scripts/target/stm32f4x.cfg\n    timeout_s: 10\n{GRANTS}"
             ),
         };
         let config = format!(
@@ -297,8 +305,14 @@ fn user_site(home: &Path) -> PathBuf {
 /// A `usercustomize.py` in a HOME inside the workspace that records when Python imports it.
 fn plant_usercustomize(bench: &Hostile) -> PathBuf {
     let home = bench.world.workspace.join("fakehome");
-    let site = user_site(&home);
-    assert!(site.starts_with(&home), "{}", site.display());
+    plant_usercustomize_in(bench, &home);
+    home
+}
+
+/// A `usercustomize.py` in `home`'s Python user site that records when Python imports it.
+fn plant_usercustomize_in(bench: &Hostile, home: &Path) {
+    let site = user_site(home);
+    assert!(site.starts_with(home), "{}", site.display());
     std::fs::create_dir_all(&site).expect("user site");
     std::fs::write(
         site.join("usercustomize.py"),
@@ -308,7 +322,6 @@ fn plant_usercustomize(bench: &Hostile) -> PathBuf {
         ),
     )
     .expect("usercustomize");
-    home
 }
 
 /// Children get the server's HOME (where it found the operator's configuration), so with a HOME the
@@ -332,6 +345,189 @@ async fn a_home_the_agent_points_into_the_workspace_runs_no_child_and_answers_wo
         let (doc, is_error) = call(&client, tool, args).await;
         assert!(is_error, "{tool}: {doc}");
         assert_eq!(doc["error_type"], "workspace_is_home", "{tool}: {doc}");
+        assert_none_ran(&bench, tool, &doc);
+    }
+    client.cancel().await.expect("the session closes");
+}
+
+/// The calls that start a Python backend (the fake OpenOCD is a Python script).
+fn backend_calls() -> [(&'static str, Value); 3] {
+    [
+        ("debugger_info", json!({})),
+        ("debugger_probes_list", json!({})),
+        (
+            "flash_firmware",
+            json!({"image_path": "fw/ahil-fw-v1.elf", "reset_after_flash": true}),
+        ),
+    ]
+}
+
+/// A HOME is judged where the kernel takes it, not where its spelling folds to: `<ws>/hop/../..`
+/// folds lexically to the workspace's parent, but `hop` is a link two folders deep into the
+/// workspace's `fakehome`, so every open through that HOME lands in the workspace: OpenOCD's board
+/// scripts `find` what they source in its `~/.openocd` first, and a Tcl script there runs `exec`.
+#[tokio::test]
+async fn a_home_spelled_to_climb_out_through_a_link_that_leads_into_the_workspace_is_workspace_is_home()
+ {
+    let bench = Hostile::new(Kind::RealOpenocd);
+    let home = bench.world.workspace.join("fakehome");
+    let scripts = home.join(".openocd").join("target");
+    std::fs::create_dir_all(&scripts).expect("the agent's OpenOCD scripts");
+    std::fs::write(
+        scripts.join("swj-dp.tcl"),
+        format!(
+            "exec touch {}\n",
+            bench.marks.join("openocd-home-script").display()
+        ),
+    )
+    .expect("a script OpenOCD's stm32f4x.cfg sources");
+    let deep = home.join("a").join("b");
+    std::fs::create_dir_all(&deep).expect("deep folder");
+    let hop = bench.world.workspace.join("hop");
+    std::os::unix::fs::symlink(&deep, &hop).expect("link");
+    let spelled = hop.join("..").join("..");
+    assert_eq!(
+        std::fs::canonicalize(&spelled).expect("resolves"),
+        home,
+        "the kernel takes the spelling into the workspace"
+    );
+    let client = bench.connect_with_home(&spelled).await;
+    let mut answers = Vec::new();
+    for (tool, args) in backend_calls() {
+        answers.push((tool, call(&client, tool, args).await));
+    }
+    assert_none_ran(&bench, "every call", &json!(format!("{answers:?}")));
+    for (tool, (doc, is_error)) in answers {
+        assert!(is_error, "{tool}: {doc}");
+        assert_eq!(doc["error_type"], "workspace_is_home", "{tool}: {doc}");
+    }
+    client.cancel().await.expect("the session closes");
+}
+
+/// OpenOCD's `find` looks in its working directory before any script folder, and the server runs in
+/// the workspace: a CLI backend runs in its own directory, so the scripts Debian's board files source
+/// are never taken from a copy the agent planted in the workspace.
+#[tokio::test]
+async fn openocd_never_finds_the_scripts_it_sources_in_the_workspace() {
+    let bench = Hostile::new(Kind::RealOpenocd);
+    for script in [
+        "target/swj-dp.tcl",
+        "mem_helper.tcl",
+        "interface/stlink-dap.cfg",
+    ] {
+        let path = bench.world.workspace.join(script);
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("folder");
+        let mark = bench.marks.join(script.replace('/', "-"));
+        std::fs::write(&path, format!("exec touch {}\n", mark.display())).expect("script");
+    }
+    let client = bench.connect().await;
+    let mut answers = Vec::new();
+    for (tool, args) in backend_calls() {
+        answers.push((tool, call(&client, tool, args).await));
+    }
+    assert_none_ran(&bench, "every call", &json!(format!("{answers:?}")));
+    let (doc, _) = &answers[2].1;
+    assert_eq!(doc["tool"], "flash_firmware", "{doc}");
+    assert!(
+        doc.to_string().contains("openocd"),
+        "OpenOCD ran the flash: {doc}"
+    );
+    client.cancel().await.expect("the session closes");
+}
+
+/// An ELF names scripts for gdb to run in its `.debug_gdb_scripts` section, inline Python among them,
+/// and gdb loads the agent's image; only gdb's `auto-load safe-path` refuses them, and that is the
+/// build's or the operator's setting (a gdb built without one, or a wrapper that trusts every path).
+/// gdb is started with auto-load off, so the image's scripts never run whatever that setting is.
+#[tokio::test]
+async fn scripts_an_image_names_for_gdb_never_run_even_in_a_gdb_that_trusts_every_path() {
+    let bench = Hostile::new(Kind::Board);
+    let gdb = bench.world.write_fake_tool(
+        "trusting-gdb",
+        "#!/bin/sh\nexec /usr/bin/gdb-multiarch -iex 'set auto-load safe-path /' \"$@\"\n",
+    );
+    let config = bench.world.config_path();
+    let text = std::fs::read_to_string(&config).expect("config");
+    let text = format!("{text}debug:\n  gdb_executable: \"{}\"\n", gdb.display());
+    std::fs::write(&config, text).expect("the trusting gdb is pinned");
+
+    let fw = bench.world.workspace.join("fw");
+    let mut section = b"\x04gdb.inlined-script\n".to_vec();
+    section.extend(
+        format!(
+            "open({:?}, 'w').write('ran')\n\0",
+            bench.marks.join("gdb-inline-script").display().to_string()
+        )
+        .bytes(),
+    );
+    std::fs::write(fw.join("scripts.bin"), section).expect("section");
+    let out = std::process::Command::new("/usr/bin/arm-none-eabi-objcopy")
+        .current_dir(&fw)
+        .args([
+            "--add-section",
+            ".debug_gdb_scripts=scripts.bin",
+            "--set-section-flags",
+            ".debug_gdb_scripts=readonly,debug",
+            "ahil-fw-v1.elf",
+            "scripted.elf",
+        ])
+        .output()
+        .expect("objcopy runs");
+    assert!(out.status.success(), "{out:?}");
+    std::fs::remove_file(fw.join("scripts.bin")).expect("section removed");
+
+    let client = bench.connect().await;
+    let doc = ok(
+        &client,
+        "flash_firmware",
+        json!({"image_path": "fw/scripted.elf", "reset_after_flash": true}),
+    )
+    .await;
+    assert_none_ran(&bench, "flash_firmware", &doc);
+    let doc = ok(
+        &client,
+        "debug_start_session",
+        json!({"image_path": "fw/scripted.elf"}),
+    )
+    .await;
+    let stopped = ok(&client, "debug_stop_session", json!({})).await;
+    assert_none_ran(&bench, "a debug session", &json!([doc, stopped]));
+    client.cancel().await.expect("the session closes");
+}
+
+/// Children are given the account's home, never the HOME the agent's `.mcp.json` names: a HOME
+/// outside the workspace is not the agent's to write, but it may be anyone's (`/tmp`, another
+/// checkout), and a Python backend imports the `usercustomize.py` of whatever home it is given.
+#[tokio::test]
+async fn a_home_outside_the_workspace_that_holds_a_usercustomize_never_reaches_a_child() {
+    let bench = Hostile::new(Kind::Cli);
+    let shared = tempfile::tempdir().expect("a folder outside the workspace");
+    let home = std::fs::canonicalize(shared.path()).expect("resolves");
+    plant_usercustomize_in(&bench, &home);
+    let client = bench.connect_with_home(&home).await;
+    for (tool, args) in backend_calls() {
+        let doc = ok(&client, tool, args).await;
+        assert_none_ran(&bench, tool, &doc);
+    }
+    client.cancel().await.expect("the session closes");
+}
+
+/// The HOME the server judged at startup is the HOME every child gets: a HOME spelled through a link
+/// in the workspace that led outside when the server started, and that the agent then points at a
+/// home of its own, still gives each backend the home that was judged.
+#[tokio::test]
+async fn a_home_link_the_agent_repoints_after_startup_never_reaches_a_child() {
+    let bench = Hostile::new(Kind::Cli);
+    let planted = plant_usercustomize(&bench);
+    let link = bench.world.workspace.join("homelink");
+    std::os::unix::fs::symlink(&bench.world.home, &link).expect("link");
+    let client = bench.connect_with_home(&link).await;
+    let doc = ok(&client, "debugger_info", json!({})).await;
+    assert_none_ran(&bench, "debugger_info before the link moved", &doc);
+    std::fs::remove_file(&link).expect("unlink");
+    std::os::unix::fs::symlink(&planted, &link).expect("relink");
+    for (tool, args) in backend_calls() {
+        let doc = ok(&client, tool, args).await;
         assert_none_ran(&bench, tool, &doc);
     }
     client.cancel().await.expect("the session closes");

@@ -413,11 +413,19 @@ async fn before_any_configuration_exists_no_result_names_a_private_directory() {
         }
     }
     client.cancel().await.expect("client closes");
-    assert_eq!(created["created"], json!(true), "{created}");
+    // XDG folders that are not the account's own: the server writes no first configuration there
+    // (the operator's `init` does), and its refusal names the file by placeholder too.
+    assert_eq!(created["error_type"], json!("config_invalid"), "{created}");
     assert!(
         created.to_string().contains("<config_dir>/config.yaml"),
-        "the new file is named by placeholder: {created}"
+        "the file is named by placeholder: {created}"
     );
+    let out = outside(planted(&world))
+        .args(["init", "--json"])
+        .output()
+        .expect("the CLI runs");
+    forbidden.output("`init --json`", &out);
+    assert!(out.status.success(), "init: {out:?}");
     for args in [
         &["doctor"][..],
         &["doctor", "--json"],

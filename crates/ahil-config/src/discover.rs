@@ -45,9 +45,9 @@ fn absolute_var(name: &str) -> Option<PathBuf> {
 impl Environment {
     pub fn from_process() -> Self {
         Self {
-            home: std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map_or_else(|| PathBuf::from("/"), PathBuf::from),
+            // Resolved once, and the same path every child is given (`ahil_wire::home`).
+            home: ahil_wire::home::process_home()
+                .map_or_else(|| PathBuf::from("/"), Path::to_path_buf),
             xdg_config_home: absolute_var("XDG_CONFIG_HOME"),
             xdg_state_home: absolute_var("XDG_STATE_HOME"),
             config_override: std::env::var_os(CONFIG_ENV_VAR),
@@ -201,11 +201,18 @@ impl ConfigLocation {
 }
 
 /// Refuses a workspace that is the home directory or one of its ancestors: a config bound
-/// there would authorize every project below it.
+/// there would authorize every project below it, and children would read the agent's dotfiles. Both
+/// homes are judged: the HOME the server was given and the account's, which children get.
 pub fn check_workspace_not_home(workspace: &Path, env: &Environment) -> Result<(), ConfigError> {
     let ws = resolve_lenient(workspace);
-    let home = resolve_lenient(&env.home);
-    if home.starts_with(&ws) {
+    for home in [&env.home, &env.account_home()] {
+        check_home(&ws, &resolve_lenient(home))?;
+    }
+    Ok(())
+}
+
+fn check_home(ws: &Path, home: &Path) -> Result<(), ConfigError> {
+    if home.starts_with(ws) {
         let summary = if home == ws {
             "The workspace is the home directory, which is not a project."
         } else {

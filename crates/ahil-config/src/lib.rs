@@ -4,6 +4,8 @@
 //! Compatible with the files the reference implementation (agentic-hil 0.25) reads and
 //! writes, and with its `error_type` vocabulary.
 
+mod account;
+pub use account::check_first_configuration_place;
 pub mod digest;
 mod discover;
 mod error;

@@ -46,12 +46,13 @@ pub fn digest_bytes(bytes: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(bytes)))
 }
 
-/// Parses and checks a document; uses the process's HOME for `~` in the roots.
+/// Parses and checks a document; `~` in the roots is the account's home.
 pub fn parse_config(bytes: &[u8]) -> Result<Config, ConfigError> {
-    parse_document(bytes, &Environment::from_process().home).map(|(c, _)| c)
+    parse_document(bytes, &Environment::from_process().account_home()).map(|(c, _)| c)
 }
 
-/// The document checks (§2.3 1-18). Returns the config and whether `auto_recover` was set.
+/// The document checks (§2.3 1-18), with `home` (the account's) for `~` in the roots. Returns the
+/// config and whether `auto_recover` was set.
 pub(crate) fn parse_document(bytes: &[u8], home: &Path) -> Result<(Config, bool), ConfigError> {
     if bytes.len() > MAX_CONFIG_BYTES {
         return Err(ConfigError::invalid(
@@ -232,7 +233,7 @@ pub fn load_config_file(path: &Path) -> Result<Config, ConfigError> {
         ));
     }
     let bytes = fs::read(path).map_err(|e| read_error(&e, &shown))?;
-    parse_document(&bytes, &env.home).map(|(c, _)| c)
+    parse_document(&bytes, &env.account_home()).map(|(c, _)| c)
 }
 
 /// Opens the file refusing links on the way, checks it is one single-link regular file,
@@ -410,7 +411,7 @@ fn admit_located(
 ) -> Result<LoadedConfig, ConfigError> {
     let shown = env.display_path(&loc.path);
     let (mut cfg, auto_recover_explicit) =
-        parse_document(bytes, &env.home).map_err(|e| with_path(e, &shown))?;
+        parse_document(bytes, &env.account_home()).map_err(|e| with_path(e, &shown))?;
 
     // Machine checks: the workspace named by the file exists, the state root is usable.
     let ws_real = cfg.workspace_root.canonicalize().map_err(|_| {

@@ -73,7 +73,7 @@ fn stlink_install_dirs(env: &Environment) -> Vec<PathBuf> {
     let mut dirs = vec![
         PathBuf::from("/opt/st/STM32CubeProgrammer/bin"),
         PathBuf::from("/usr/local/STMicroelectronics/STM32Cube/STM32CubeProgrammer/bin"),
-        env.home
+        env.account_home()
             .join("STMicroelectronics/STM32Cube/STM32CubeProgrammer/bin"),
     ];
     if let Ok(rd) = std::fs::read_dir("/opt/st") {
@@ -156,7 +156,7 @@ impl Pinner<'_> {
     fn configured(&self, raw: &str, field: &str) -> Result<ExecutableState, ConfigError> {
         let is_path = raw.contains('/') || raw.contains('\\') || raw.starts_with('~');
         let candidate = if is_path {
-            absolute_lexical(&expand_tilde(raw, &self.env.home), self.workspace)
+            absolute_lexical(&expand_tilde(raw, &self.env.account_home()), self.workspace)
         } else {
             match self.search_path(raw, &[]) {
                 Some(p) => p,

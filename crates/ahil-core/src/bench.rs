@@ -121,7 +121,7 @@ impl<T: Tools> Bench<T> {
             state: State::Provisioned(Box::new(Provisioned {
                 audit: Audit::for_config(&loaded),
                 ownership: {
-                    let ownership = Arc::new(Ownership::for_process(&env.home, "mcp"));
+                    let ownership = Arc::new(Ownership::for_process(&env, "mcp"));
                     ownership.start_heartbeat();
                     ownership
                 },
@@ -142,7 +142,7 @@ impl<T: Tools> Bench<T> {
     pub fn provisioned_as(loaded: LoadedConfig, env: Environment, frontend: &str) -> Self {
         let mut bench = Self::provisioned(loaded, env);
         if let State::Provisioned(parts) = &mut bench.state {
-            parts.ownership = Arc::new(Ownership::for_process(&parts.env.home, frontend));
+            parts.ownership = Arc::new(Ownership::for_process(&parts.env, frontend));
             parts.ownership.start_heartbeat();
             parts.leases = leases::Leases::new(&parts.loaded, frontend);
             parts.operator = frontend == OPERATOR_CLI;

@@ -217,16 +217,18 @@ pub const SHELL: &str = "/bin/sh";
 pub const CHILD_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The environment every child starts from, whatever the server's own holds: a fixed PATH, a fixed
-/// UTF-8 locale (backends' output is parsed), and the HOME the server reads the operator's
-/// configuration from. Nothing else is inherited, so `PYTHONPATH`, `LD_PRELOAD`, `PYTHONSTARTUP`,
+/// UTF-8 locale (backends' output is parsed), and the account's home as HOME. Nothing else is inherited, so `PYTHONPATH`, `LD_PRELOAD`, `PYTHONSTARTUP`,
 /// `GDBHISTFILE` and the like never reach a child.
 pub fn child_environment() -> Vec<(OsString, OsString)> {
     let mut env = vec![
         (OsString::from("PATH"), OsString::from(CHILD_PATH)),
         (OsString::from("LANG"), OsString::from("C.UTF-8")),
     ];
-    if let Some(home) = std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
-        env.push((OsString::from("HOME"), home));
+    // The account's home, never the HOME the server was given: that one is the agent's to choose
+    // (any folder outside the workspace, `/tmp` among them), and a backend reads its `~/.openocd`
+    // and imports its Python user site.
+    if let Some(home) = ahil_wire::home::account_home() {
+        env.push((OsString::from("HOME"), home.as_os_str().to_owned()));
     }
     // The test seams (a probe-rs worker told to hang, say) exist only in debug builds, which read
     // them in the server itself too; a release build passes none.

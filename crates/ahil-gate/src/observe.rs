@@ -105,7 +105,7 @@ pub fn observe(workspace: &Path, env: &Environment) -> BenchView {
         }
     };
     let table = KernelLocks::read();
-    let locks = LockRoot::for_home(&env.home);
+    let locks = LockRoot::for_home(&env.account_home());
     // One row per device, under the name people know it by, held when any of its keys is (a
     // neighbour holding the node a link leads to holds this port too).
     let mut holds: Vec<Hold> = configured_devices(&loaded)

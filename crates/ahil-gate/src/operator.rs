@@ -32,7 +32,7 @@ pub fn lease_status(workspace: &Path, env: &Environment) -> Value {
         Err(err) => return config_refusal("hardware_lease_status", &err),
     };
     let coordinator = Coordinator::new(&loaded, "operator-cli");
-    let ownership = Ownership::for_process(&env.home, "operator-cli");
+    let ownership = Ownership::for_process(env, "operator-cli");
     let places = crate::ownership::places::Places::for_config(&loaded.config);
     let status = lease::status(&loaded, &coordinator, &ownership.locks, places.as_deref());
     recorded(&loaded, "hardware_lease_status", &json!({}), status)

@@ -181,7 +181,7 @@ fn hold_bench(
     };
     let mut keys = crate::actions::lease::configured_keys(&loaded);
     keys.retain(|k| crate::ownership::device_lock::is_physical(k));
-    let ownership = crate::ownership::Ownership::for_process(&env.home, "operator-cli");
+    let ownership = crate::ownership::Ownership::for_process(env, "operator-cli");
     match ownership
         .locks
         .acquire(&keys, std::time::Duration::ZERO)

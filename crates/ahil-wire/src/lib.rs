@@ -1,8 +1,10 @@
 //! `ahil-wire`: text shapes shared by crates that cannot see each other, so each has one definition.
 //! The client and the gate read the same continue predicate ([`verdict`]); the configuration writer
 //! (YAML), the debugger driver (GDB/MI) and the audit (JSON) write double-quoted strings with the
-//! same core of escapes ([`quote`]). A leaf: it names none of our crates, so the client can link it.
+//! same core of escapes ([`quote`]); the configuration's discovery and every child's environment take
+//! one HOME, resolved once ([`home`]). A leaf: it names none of our crates, so the client can link it.
 
+pub mod home;
 pub mod quote;
 pub mod verdict;
 

@@ -76,6 +76,9 @@ impl World {
         cmd.current_dir(&self.workspace)
             .env_clear()
             .env("HOME", &self.home)
+            // The password database's home, as a debug build reads it: this world's, whatever HOME
+            // a test gives a server afterwards.
+            .env("AHIL_TEST_ACCOUNT_HOME", &self.home)
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("XDG_CONFIG_HOME", self.home.join(".config"))
             .env("XDG_STATE_HOME", self.home.join(".local/state"))

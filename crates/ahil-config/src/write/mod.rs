@@ -96,7 +96,7 @@ pub fn edit_config<E>(
     let _lock = file::WriteLock::take(path).map_err(WriteError::Io)?;
     let shown = env.display_path(path);
     let bytes = read_config_bytes(path, &shown).map_err(WriteError::Current)?;
-    let (current, _) = parse_document(&bytes, &env.home).map_err(WriteError::Current)?;
+    let (current, _) = parse_document(&bytes, &env.account_home()).map_err(WriteError::Current)?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let mut document = parse_yaml(&text).map_err(WriteError::Current)?.to_json();
     let previous_digest = digest_bytes(&bytes);

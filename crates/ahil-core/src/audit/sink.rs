@@ -11,7 +11,7 @@
 //! bytes, the reader's log chunks) is first masked as a stream ([`super::StreamMask`]): one piece
 //! alone cannot show that it is half a credential.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ahil_config::{Environment, LoadedConfig};
 use serde_json::Value;
@@ -53,8 +53,7 @@ impl Sink {
 
     /// The process's HOME, as the server and CLI see it.
     pub fn for_process() -> Self {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        Self::new(home.as_deref())
+        Self::new(ahil_wire::home::process_home())
     }
 
     /// The sink of a command run in `workspace`: HOME, and the state root and configuration
@@ -66,6 +65,7 @@ impl Sink {
             |location| location.path,
         );
         let mut sink = Self::new(Some(&env.home))
+            .with_root(&env.account_home(), "~")
             .with_root(&ahil_config::default_state_root(env), "<state_root>");
         if let Some(dir) = config.parent() {
             sink = sink.with_root(dir, "<config_dir>");

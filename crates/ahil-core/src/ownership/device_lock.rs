@@ -30,8 +30,8 @@ pub fn is_physical(resource: &str) -> bool {
     PHYSICAL_PREFIXES.iter().any(|p| resource.starts_with(p))
 }
 
-/// Where the locks live. Fixed below HOME with no override, so two sessions with different
-/// configurations or state roots still see each other.
+/// Where the locks live. Fixed below the account's home ([`ahil_config::Environment::account_home`]) with no override,
+/// so two sessions with different configurations, state roots or HOMEs still see each other.
 #[derive(Debug, Clone)]
 pub struct LockRoot {
     dir: PathBuf,

@@ -77,8 +77,15 @@ pub struct Ownership {
 }
 
 impl Ownership {
-    /// The ownership of this process, seen by others as `frontend` (`mcp`, `operator-cli`, …).
-    pub fn for_process(home: &Path, frontend: &str) -> Self {
+    /// The ownership of this process, seen by others as `frontend` (`mcp`, `operator-cli`, …): its
+    /// locks under the account's home, never the environment's HOME
+    /// ([`ahil_config::Environment::account_home`]).
+    pub fn for_process(env: &ahil_config::Environment, frontend: &str) -> Self {
+        Self::under_home(&env.account_home(), frontend)
+    }
+
+    /// The ownership of this process with its locks under `home` (a test's own home).
+    pub fn under_home(home: &Path, frontend: &str) -> Self {
         Self {
             locks: DeviceLocks::new(LockRoot::for_home(home), Owner::this_process(frontend)),
             runs: RunSlot::default(),
@@ -206,8 +213,8 @@ mod tests {
     /// Two MCP servers over one HOME's device locks.
     pub(super) fn two_processes() -> (tempfile::TempDir, Arc<Ownership>, Arc<Ownership>) {
         let home = tempfile::tempdir().expect("home");
-        let ours = Arc::new(Ownership::for_process(home.path(), "mcp"));
-        let theirs = Arc::new(Ownership::for_process(home.path(), "mcp"));
+        let ours = Arc::new(Ownership::under_home(home.path(), "mcp"));
+        let theirs = Arc::new(Ownership::under_home(home.path(), "mcp"));
         (home, ours, theirs)
     }
 

@@ -84,6 +84,13 @@ impl Reply {
     }
 }
 
+/// The options every gdb of ours starts with: no init file (`-nx`, so no `~/.gdbinit` or
+/// `./.gdbinit`), and auto-load off before any file is loaded. An ELF names scripts for gdb to run in
+/// its `.debug_gdb_scripts` section (inline Python too, or a file gdb looks up in its working
+/// directory, the workspace), and the image is the agent's; without this only gdb's
+/// `auto-load safe-path` would refuse them, which is the build's or a wrapper's setting, not ours.
+pub const GDB_START_OPTIONS: [&str; 3] = ["-nx", "-iex", "set auto-load off"];
+
 /// A running `gdb --interpreter=mi3`.
 pub struct Session {
     child: Child,
@@ -100,11 +107,13 @@ pub struct Session {
 }
 
 impl Session {
-    /// Start `gdb` (for example `gdb-multiarch`) with `-nx -q --interpreter=mi3` in its own process group.
+    /// Start `gdb` (for example `gdb-multiarch`) with `-q --interpreter=mi3` and [`GDB_START_OPTIONS`]
+    /// in its own process group.
     pub fn spawn(gdb: &Path) -> Result<Self, SessionError> {
         crate::process::require_absolute(gdb).map_err(SessionError::Spawn)?;
         let mut child = crate::process::isolate(&mut std::process::Command::new(gdb))
-            .args(["--interpreter=mi3", "-nx", "-q"])
+            .args(["--interpreter=mi3", "-q"])
+            .args(GDB_START_OPTIONS)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

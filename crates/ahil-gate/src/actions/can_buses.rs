@@ -202,7 +202,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             .config
             .can_buses
             .iter()
-            .map(|(id, bus)| (id.clone(), status(id, bus, &ctx.can, &ctx.env.home)))
+            .map(|(id, bus)| {
+                (
+                    id.clone(),
+                    status(id, bus, &ctx.can, &ctx.env.account_home()),
+                )
+            })
             .collect();
         let summary = if buses.is_empty() {
             "No CAN buses are configured."

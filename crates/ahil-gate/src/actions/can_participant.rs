@@ -80,7 +80,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         bridge,
         kind: adapter::effective_kind(bus).to_owned(),
         config_version: u64::from(loaded.config.version),
-        home: ctx.env.home.clone(),
+        home: ctx.env.account_home(),
         audit: AuditPlace {
             state_root: loaded.config.state_root.clone(),
             config_path: loaded.path.clone(),

@@ -8,8 +8,9 @@ use std::path::Path;
 
 use ahil_config::write::{Stamp, WriteError, write_generated};
 use ahil_config::{
-    Actor, Config, ConfigLocation, Environment, check_workspace_not_home, default_state_root,
-    load_authoritative, load_config_file,
+    Actor, Config, ConfigLocation, Environment, check_first_configuration_place,
+    check_workspace_not_home, config_candidates, default_state_root, load_authoritative,
+    load_config_file,
 };
 use serde_json::json;
 
@@ -57,6 +58,9 @@ pub fn first_creation(workspace: &Path, env: &Environment) -> Outcome {
         Ok(location) => location,
         Err(e) => return config_refusal(TOOL, &e),
     };
+    if let Some(refusal) = shadow_refusal(workspace, env, &location.path) {
+        return refusal;
+    }
     if location.path.exists() {
         return Outcome::refused(
             TOOL,
@@ -82,6 +86,30 @@ pub fn first_creation(workspace: &Path, env: &Environment) -> Outcome {
         return config_refusal(TOOL, &e).with("rollback", json!({"attempted": true}));
     }
     outcome
+}
+
+/// A first configuration never shadows the account's own: when the account keeps one for this
+/// workspace where this server does not look (its environment, the agent's to set, moved the search),
+/// or when this server would write where the account does not keep one, nothing is written.
+fn shadow_refusal(workspace: &Path, env: &Environment, path: &Path) -> Option<Outcome> {
+    let kept = config_candidates(workspace, &env.of_account())
+        .into_iter()
+        .find(|p| p.symlink_metadata().is_ok());
+    if let Some(kept) = kept {
+        return Some(
+            Outcome::refused(
+                TOOL,
+                ErrorType::ConfigExists,
+                "A configuration for this workspace exists where the account keeps it, but this server's environment looks elsewhere; no other is written.",
+            )
+            .with("path", env.display_path(&kept))
+            .with_next_step("Start the server without overriding HOME, XDG_CONFIG_HOME or AGENTIC_HIL_CONFIG, so it loads that file.")
+            .not_started(true),
+        );
+    }
+    check_first_configuration_place(workspace, env, path, &default_state_root(env))
+        .err()
+        .map(|e| config_refusal(TOOL, &e).not_started(true))
 }
 
 fn create(

@@ -69,8 +69,8 @@ impl World {
         fixture.write_config(&fixture.starter());
         let audit = Audit::for_config(&fixture.load());
         Self {
-            ours: Arc::new(Ownership::for_process(&fixture.home, "mcp")),
-            theirs: Arc::new(Ownership::for_process(&fixture.home, "mcp")),
+            ours: Arc::new(Ownership::under_home(&fixture.home, "mcp")),
+            theirs: Arc::new(Ownership::under_home(&fixture.home, "mcp")),
             audit,
             fixture,
         }

@@ -62,7 +62,7 @@ pub fn set_permissions(
 
     // Holding every device of the bench proves no run or session (here or in another process) is
     // using a grant while it moves.
-    let ownership = Ownership::for_process(&env.home, "operator-cli");
+    let ownership = Ownership::for_process(env, "operator-cli");
     let devices = bench_keys(&loaded);
     if let Err(busy) = ownership.locks.acquire(&devices, Duration::ZERO) {
         return Outcome::refused(

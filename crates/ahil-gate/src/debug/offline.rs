@@ -405,7 +405,9 @@ impl Read {
         }
         let symbol = &self.symbol;
         let command = Command::new(gdb)
-            .args(["--batch", "-nx", "-q", "-ex"])
+            .args(["--batch", "-q"])
+            .args(ahil_drivers::gdbmi::session::GDB_START_OPTIONS)
+            .arg("-ex")
             .arg(format!(
                 "printf \"{ADDRESS_MARK}%lu\\n\", (unsigned long)&{symbol}"
             ))
@@ -714,5 +716,54 @@ mod tests {
         assert_eq!(outcome["error_type"], "adapter_not_found", "{outcome}");
         assert_eq!(outcome["backend"], "probe-rs");
         assert!(matches!(acted.contact, Some(Contact::None { .. })));
+    }
+
+    #[test]
+    fn a_script_the_flashed_elf_names_never_runs_in_the_gdb_that_resolves_its_symbols() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mark = dir.path().join("script-ran");
+        // A gdb that trusts every path for auto-load, as a build without a safe path does.
+        let gdb = dir.path().join("trusting-gdb");
+        std::fs::write(
+            &gdb,
+            "#!/bin/sh\nexec /usr/bin/gdb-multiarch -iex 'set auto-load safe-path /' \"$@\"\n",
+        )
+        .expect("gdb");
+        std::fs::set_permissions(&gdb, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let section = dir.path().join("scripts.bin");
+        let script = format!("open({:?}, 'w').write('ran')\n", mark.display().to_string());
+        std::fs::write(
+            &section,
+            [b"\x04gdb.inlined-script\n", script.as_bytes(), b"\0"].concat(),
+        )
+        .expect("section");
+        let scripted = dir.path().join("scripted.elf");
+        let made = std::process::Command::new("/usr/bin/arm-none-eabi-objcopy")
+            .arg("--add-section")
+            .arg(format!(".debug_gdb_scripts={}", section.display()))
+            .args(["--set-section-flags", ".debug_gdb_scripts=readonly,debug"])
+            .arg(probe_rs_firmware())
+            .arg(&scripted)
+            .status()
+            .expect("objcopy runs");
+        assert!(made.success());
+        let worker = worker(
+            dir.path(),
+            r#"{"ok":true,"message":"read 4 byte(s)","data":{"bytes":[239,190,173,222]}}"#,
+        );
+        let mut read = probe_rs_read(dir.path(), "g_u32", worker);
+        let elf = std::fs::read(&scripted).expect("scripted elf");
+        std::fs::write(read.record.elf(), &elf).expect("elf on record");
+        let meta =
+            json!({"path": "fw/scripted.elf", "sha256": ahil_config::digest::sha256_hex(&elf)});
+        std::fs::write(read.record.meta(), meta.to_string()).expect("meta");
+        read.gdb = Some(gdb);
+        let outcome = read.run(process::CancelFlag::default()).outcome.to_value();
+        assert_eq!(
+            outcome["resolved_from"], "debug_info",
+            "gdb resolved it: {outcome}"
+        );
+        assert!(!mark.exists(), "the ELF's script ran inside gdb");
     }
 }

@@ -56,6 +56,8 @@ pub struct BrokerSpec {
     pub kind: String,
     /// Configuration version: from 2 on, reading needs no grant.
     pub config_version: u64,
+    /// The account's home (`Environment::account_home`), below which the broker's rendezvous and
+    /// participant locks live.
     pub home: PathBuf,
     pub audit: AuditPlace,
     pub first_attach_timeout_ms: u64,

@@ -1,0 +1,167 @@
+//! The HOME of this process, resolved once.
+//!
+//! An agent's `.mcp.json` sets the server's HOME. It can spell it through a link in its workspace
+//! that leads outside when the server starts and that it re-points afterwards, or climb out of such
+//! a link with `..`, which a lexical fold and the kernel take to different folders. So HOME is
+//! resolved once, as the kernel resolves it, and that path is both what the configuration's
+//! discovery judges (a HOME in the workspace starts nothing) and what the server uses: what was
+//! judged is what is used. Children are given the account's home ([`account_home`]), which the
+//! password database names whatever HOME says. The configuration and the drivers cannot see each
+//! other; this is their one definition of both.
+
+use std::ffi::{CStr, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::OnceLock;
+
+static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
+static ACCOUNT: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// Debug builds only: the account's home for a test's servers, which each get a HOME of their own
+/// (the password database's answer would make every test on the machine share one home).
+pub const TEST_ACCOUNT_HOME: &str = "AHIL_TEST_ACCOUNT_HOME";
+
+/// HOME as this process resolved it the first time it was asked: `None` when unset or empty.
+pub fn process_home() -> Option<&'static Path> {
+    HOME.get_or_init(|| resolve(std::env::var_os("HOME")))
+        .as_deref()
+}
+
+/// The home of the account this process runs as, as the password database names it (a debug build:
+/// `AHIL_TEST_ACCOUNT_HOME` when set), else [`process_home`]: the HOME every child is given. Not
+/// the HOME the agent's `.mcp.json` names, which the server may be told to look for the operator's
+/// configuration in, but which can be any folder outside the workspace, `/tmp` or another checkout
+/// among them, whose `~/.openocd` and Python user site are anyone's.
+pub fn account_home() -> Option<&'static Path> {
+    ACCOUNT
+        .get_or_init(|| {
+            let named = if cfg!(debug_assertions) {
+                std::env::var_os(TEST_ACCOUNT_HOME)
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            } else {
+                password_database_home()
+            };
+            named.or_else(|| process_home().map(Path::to_path_buf))
+        })
+        .as_deref()
+}
+
+/// `raw` made absolute against the working directory and resolved as the kernel resolves it: the
+/// longest prefix that exists with every link followed where it stands (a `..` after a link climbs
+/// from where the link leads), the rest appended as written.
+pub fn resolve(raw: Option<OsString>) -> Option<PathBuf> {
+    let raw = PathBuf::from(raw.filter(|v| !v.is_empty())?);
+    let absolute = std::path::absolute(&raw).unwrap_or(raw);
+    let mut resolved = PathBuf::from("/");
+    let mut components = absolute.components();
+    while let Some(component) = components.next() {
+        if matches!(component, Component::RootDir | Component::Prefix(_)) {
+            continue;
+        }
+        if let Ok(next) = std::fs::canonicalize(resolved.join(component)) {
+            resolved = next;
+            continue;
+        }
+        // Nothing below a missing folder exists, so the rest can be folded as written on a prefix
+        // that holds no link.
+        for rest in std::iter::once(component).chain(components) {
+            match rest {
+                Component::ParentDir => {
+                    resolved.pop();
+                }
+                Component::Normal(name) => resolved.push(name),
+                _ => {}
+            }
+        }
+        break;
+    }
+    Some(resolved)
+}
+
+/// The home directory `getpwuid_r` gives for the real user id, when it names an absolute one.
+#[allow(unsafe_code)]
+pub fn password_database_home() -> Option<PathBuf> {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let mut buffer = vec![0 as libc::c_char; 64 * 1024];
+    // SAFETY: `passwd` is plain old data (integers and pointers); all zero is a valid value that
+    // getpwuid_r overwrites.
+    let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to a live local of the size given; getpwuid_r writes the entry's
+    // strings into `buffer` and sets `found` to `&entry` or null.
+    let status = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &raw mut entry,
+            buffer.as_mut_ptr(),
+            buffer.len(),
+            &raw mut found,
+        )
+    };
+    if status != 0 || found.is_null() || entry.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: on success `pw_dir` points to a NUL-terminated string inside `buffer`, which lives
+    // until the end of this function; the bytes are copied out before then.
+    let dir = unsafe { CStr::from_ptr(entry.pw_dir) };
+    let home = PathBuf::from(OsStr::from_bytes(dir.to_bytes()));
+    home.is_absolute().then_some(home)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ahil-wire-home-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("ws/inside/a/b")).expect("folders");
+        std::fs::canonicalize(dir).expect("resolves")
+    }
+
+    #[test]
+    fn a_parent_step_after_a_link_climbs_from_where_the_link_leads() {
+        let dir = scratch();
+        std::os::unix::fs::symlink(dir.join("ws/inside/a/b"), dir.join("ws/hop")).expect("link");
+        let spelled = dir.join("ws/hop/../..");
+        assert_eq!(
+            resolve(Some(spelled.into_os_string())),
+            Some(dir.join("ws/inside"))
+        );
+        let missing = dir.join("ws/hop/../gone/../../x");
+        assert_eq!(
+            resolve(Some(missing.into_os_string())),
+            Some(dir.join("ws/inside/x"))
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn an_unset_or_empty_home_is_none_and_a_relative_one_is_taken_from_the_working_directory() {
+        assert_eq!(resolve(None), None);
+        assert_eq!(resolve(Some(OsString::new())), None);
+        let cwd = std::fs::canonicalize(".").expect("cwd");
+        assert_eq!(
+            resolve(Some("no-such-home".into())),
+            Some(cwd.join("no-such-home"))
+        );
+    }
+
+    #[test]
+    fn the_password_database_names_the_home_getent_gives_for_this_user() {
+        let id = std::process::Command::new("/usr/bin/id")
+            .arg("-u")
+            .output()
+            .expect("id runs");
+        let uid = String::from_utf8_lossy(&id.stdout).trim().to_owned();
+        let out = std::process::Command::new("/usr/bin/getent")
+            .args(["passwd", &uid])
+            .output()
+            .expect("getent runs");
+        let line = String::from_utf8_lossy(&out.stdout);
+        let expected = line.trim_end().split(':').nth(5).map(PathBuf::from);
+        assert_eq!(password_database_home(), expected, "getent: {line}");
+    }
+}
