@@ -85,7 +85,8 @@ impl LockRoot {
 }
 
 struct HeldLock {
-    file: File,
+    /// One locked file in each root, in the roots' order.
+    files: Vec<File>,
     count: usize,
     acquired_at: String,
     /// What the hold is for (a run's label), kept so heartbeats rewrite the same owner.
@@ -96,7 +97,9 @@ impl Drop for HeldLock {
     fn drop(&mut self) {
         // Unlocked, not only closed: a child another thread is starting shares this open file
         // until its exec, and a close alone would leave the flock held for as long as it does.
-        let _ = self.file.unlock();
+        for file in &self.files {
+            let _ = file.unlock();
+        }
     }
 }
 
@@ -186,16 +189,26 @@ impl Busy {
 
 /// The locks one owner holds. Re-taking a lock it already holds counts up instead of deadlocking on
 /// its own `flock`.
+///
+/// A device is locked in every root: the account's, and the environment's HOME's when that is
+/// another folder. The account's root is where every server of the account meets whatever HOME it
+/// was given; the HOME's root is where the reference, which follows HOME, takes the same device, so
+/// the two implementations still exclude each other under any HOME.
 pub struct DeviceLocks {
-    root: LockRoot,
+    roots: Vec<LockRoot>,
     owner: Owner,
     held: Mutex<BTreeMap<String, HeldLock>>,
 }
 
 impl DeviceLocks {
     pub fn new(root: LockRoot, owner: Owner) -> Self {
+        Self::in_roots(vec![root], owner)
+    }
+
+    /// Locks taken in each of `roots` (the first is where holders are read first).
+    pub fn in_roots(roots: Vec<LockRoot>, owner: Owner) -> Self {
         Self {
-            root,
+            roots,
             owner,
             held: Mutex::new(BTreeMap::new()),
         }
@@ -315,25 +328,57 @@ impl DeviceLocks {
                 error_class: Some(format!("{:?}", err.kind())),
             })
         };
-        self.root.ensure().map_err(|e| unusable(&e))?;
-        let file = ahil_config::lockfile::open(&self.root.lock_path(resource))
-            .map_err(|e| unusable(&e))?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => {
-                let record = self.read_settled_holder(resource);
-                return Err(Box::new(Busy {
-                    resource: resource.to_owned(),
-                    holder: record.as_ref().and_then(|r| r.get("owner").cloned()),
-                    held_since: text(record.as_ref(), "acquired_at"),
-                    heartbeat_at: text(record.as_ref(), "heartbeat_at"),
-                    waited_s: 0.0,
-                    error_class: None,
-                }));
+        let mut files = Vec::with_capacity(self.roots.len());
+        for (index, root) in self.roots.iter().enumerate() {
+            let opened = root
+                .ensure()
+                .and_then(|()| ahil_config::lockfile::open(&root.lock_path(resource)));
+            let file = match opened {
+                // One folder reached by two paths (a HOME that is a link to the account's, a bind
+                // mount) is locked once: a second open file description would conflict with ours.
+                Ok(file) if index > 0 && same_file_as_any(&file, &files) => continue,
+                Ok(file) => file,
+                // Only the account's root is owed: a HOME's root the reference would use is met
+                // where it can be, and one HOME does not allow (`/`, a file) is passed over.
+                Err(_) if index > 0 => continue,
+                Err(err) => {
+                    for taken in &files {
+                        let _ = taken.unlock();
+                    }
+                    return Err(unusable(&err));
+                }
+            };
+            match file.try_lock() {
+                Ok(()) => files.push(file),
+                Err(fs::TryLockError::WouldBlock) => {
+                    // The roots already taken are given back as `files` drops.
+                    for taken in &files {
+                        let _ = taken.unlock();
+                    }
+                    let record = Self::read_settled_holder(root, resource);
+                    return Err(Box::new(Busy {
+                        resource: resource.to_owned(),
+                        holder: record.as_ref().and_then(|r| r.get("owner").cloned()),
+                        held_since: text(record.as_ref(), "acquired_at"),
+                        heartbeat_at: text(record.as_ref(), "heartbeat_at"),
+                        waited_s: 0.0,
+                        error_class: None,
+                    }));
+                }
+                Err(fs::TryLockError::Error(_)) if index > 0 => {}
+                Err(fs::TryLockError::Error(err)) => {
+                    for taken in &files {
+                        let _ = taken.unlock();
+                    }
+                    return Err(unusable(&err));
+                }
             }
-            Err(fs::TryLockError::Error(err)) => return Err(unusable(&err)),
         }
-        let previous = self.read_holder(resource);
+        let previous = self
+            .roots
+            .iter()
+            .filter_map(|root| Self::read_holder(root, resource))
+            .find(|r| r.get("state").and_then(Value::as_str) == Some("held"));
         let reclaimed = previous
             .as_ref()
             .filter(|r| r.get("state").and_then(Value::as_str) == Some("held"))
@@ -366,7 +411,7 @@ impl DeviceLocks {
         }
         Ok((
             HeldLock {
-                file,
+                files,
                 count: 1,
                 acquired_at: now,
                 label: label.map(str::to_owned),
@@ -405,7 +450,7 @@ impl DeviceLocks {
         let table = self.lock_table();
         table
             .get(resource)
-            .and_then(|held| held.file.try_clone().ok())
+            .and_then(|held| held.files.first()?.try_clone().ok())
     }
 
     /// Who holds `resource` right now, without taking it for longer than a probe: `None` when it
@@ -419,16 +464,23 @@ impl DeviceLocks {
                 "holder_is_this_owner": true,
             }));
         }
+        self.roots
+            .iter()
+            .find_map(|root| Self::peek_in(root, resource))
+    }
+
+    /// Who holds `resource` in `root`: `None` when its lock there is free or was never made.
+    fn peek_in(root: &LockRoot, resource: &str) -> Option<Value> {
         let file = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(self.root.lock_path(resource))
+            .open(root.lock_path(resource))
             .ok()?;
         match file.try_lock() {
             // Free: the probe's lock goes with the file.
             Ok(()) => None,
             Err(fs::TryLockError::WouldBlock) => {
-                let record = self.read_settled_holder(resource);
+                let record = Self::read_settled_holder(root, resource);
                 Some(json!({
                     "resource": resource,
                     "holder": record.as_ref().and_then(|r| r.get("owner").cloned()),
@@ -494,21 +546,26 @@ impl DeviceLocks {
     /// rename, and their one directory once after all of them, instead of once per record (they
     /// all live in `device-locks/`). Durable on return, as one `write_atomic` each was.
     fn write_holders(&self, records: &[(String, Value)]) -> io::Result<()> {
-        let mut files = Vec::with_capacity(records.len());
-        for (resource, record) in records {
-            let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
-            bytes.push(b'\n');
-            files.push((self.root.holder_path(resource), bytes, Durability::Synced));
+        let mut written = Ok(());
+        for root in &self.roots {
+            let mut files = Vec::with_capacity(records.len());
+            for (resource, record) in records {
+                let mut bytes = serde_json::to_vec_pretty(record).map_err(io::Error::other)?;
+                bytes.push(b'\n');
+                files.push((root.holder_path(resource), bytes, Durability::Synced));
+            }
+            // Every root is written even when one fails: each is some server's only record.
+            written = written.and(fsio::write_atomic_all(&files, 0o600));
         }
-        fsio::write_atomic_all(&files, 0o600)
+        written
     }
 
     /// The holder record as the current holder wrote it. A holder that took the lock a moment ago may
     /// not have written its record yet, so a missing or `released` record is read again briefly
     /// before the refusal names whoever it names. Half a second at most: on a loaded host a holder
     /// can take longer than a few milliseconds between its flock and its record.
-    fn read_settled_holder(&self, resource: &str) -> Option<Value> {
-        let mut record = self.read_holder(resource);
+    fn read_settled_holder(root: &LockRoot, resource: &str) -> Option<Value> {
+        let mut record = Self::read_holder(root, resource);
         for _ in 0..100 {
             if record
                 .as_ref()
@@ -519,16 +576,16 @@ impl DeviceLocks {
                 break;
             }
             std::thread::sleep(Duration::from_millis(5));
-            record = self.read_holder(resource);
+            record = Self::read_holder(root, resource);
         }
         record
     }
 
-    fn read_holder(&self, resource: &str) -> Option<Value> {
+    fn read_holder(root: &LockRoot, resource: &str) -> Option<Value> {
         let file = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(self.root.holder_path(resource))
+            .open(root.holder_path(resource))
             .ok()?;
         serde_json::from_reader(io::BufReader::new(file.take_bounded())).ok()
     }
@@ -540,6 +597,19 @@ impl Drop for DeviceLocks {
         let given_back: Vec<(String, HeldLock)> = table.into_iter().collect();
         self.write_released(&given_back);
     }
+}
+
+/// Whether `file` is one of `files` (the same device and inode).
+fn same_file_as_any(file: &File, files: &[File]) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    files.iter().any(|other| {
+        other
+            .metadata()
+            .is_ok_and(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+    })
 }
 
 fn text(record: Option<&Value>, key: &str) -> Option<String> {

@@ -25,7 +25,7 @@ fn take(owner: &DeviceLocks, keys: &[&str]) -> Result<Acquired, Box<Busy>> {
 fn assert_holder_states(owner: &DeviceLocks, devices: &[String], state: &str) {
     for device in devices {
         assert_eq!(
-            owner.read_holder(device).expect("record")["state"],
+            DeviceLocks::read_holder(&owner.roots[0], device).expect("record")["state"],
             json!(state),
             "{device}"
         );
@@ -182,4 +182,60 @@ fn taking_and_giving_back_several_devices_syncs_each_holder_record_and_their_dir
     let ((), syncs) = syncs_during(|| owner.release(&devices));
     assert_eq!(syncs, 3 + 1);
     assert_holder_states(&owner, &devices, "released");
+}
+
+/// The ownership of a server whose HOME is `home` and whose account's home is `account`.
+fn server(account: &Path, home: &Path) -> DeviceLocks {
+    crate::ownership::Ownership::in_homes(account, home, "mcp").locks
+}
+
+#[test]
+fn a_server_given_another_home_meets_a_holder_in_that_homes_root_as_the_reference_would() {
+    let account = tempfile::tempdir().expect("the account's home");
+    let home = tempfile::tempdir().expect("the HOME the server was given");
+    // The reference follows HOME: its lock is in the HOME's root only.
+    let reference = locks(home.path(), "reference");
+    take(&reference, &["probe:abc"]).expect("free device");
+    let ours = server(account.path(), home.path());
+    let busy = take(&ours, &["probe:abc"]).expect_err("held in the HOME's root");
+    assert_eq!(busy.holder.expect("holder")["frontend"], json!("reference"));
+    // Nothing of ours is left held in the account's root after the refusal.
+    take(&locks(account.path(), "other"), &["probe:abc"]).expect("the account's root is free");
+}
+
+#[test]
+fn a_server_given_another_home_holds_the_device_in_the_accounts_root_and_in_that_homes() {
+    let account = tempfile::tempdir().expect("the account's home");
+    let home = tempfile::tempdir().expect("the HOME the server was given");
+    let ours = server(account.path(), home.path());
+    take(&ours, &["probe:abc"]).expect("free device");
+    for root in [account.path(), home.path()] {
+        let busy = take(&locks(root, "other"), &["probe:abc"]).expect_err("held in both roots");
+        assert_eq!(busy.holder.expect("holder")["frontend"], json!("mcp"));
+    }
+    ours.release(&names(&["probe:abc"]));
+    for root in [account.path(), home.path()] {
+        take(&locks(root, "other"), &["probe:abc"]).expect("released in both roots");
+    }
+}
+
+#[test]
+fn a_home_where_no_lock_folder_can_be_made_is_passed_over() {
+    let account = tempfile::tempdir().expect("the account's home");
+    let file = account.path().join("not-a-folder");
+    std::fs::write(&file, "x").expect("a file as HOME");
+    let ours = server(account.path(), &file);
+    take(&ours, &["probe:abc"]).expect("the account's root is enough");
+    take(&locks(account.path(), "other"), &["probe:abc"]).expect_err("held there");
+}
+
+#[test]
+fn a_home_that_is_a_link_to_the_accounts_home_is_locked_once() {
+    let account = tempfile::tempdir().expect("the account's home");
+    let elsewhere = tempfile::tempdir().expect("a folder for the link");
+    let link = elsewhere.path().join("home");
+    std::os::unix::fs::symlink(account.path(), &link).expect("HOME links to the account's home");
+    let ours = server(account.path(), &link);
+    take(&ours, &["probe:abc"]).expect("not busy with its own lock");
+    take(&locks(account.path(), "other"), &["probe:abc"]).expect_err("held");
 }

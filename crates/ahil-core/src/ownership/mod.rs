@@ -78,10 +78,24 @@ pub struct Ownership {
 
 impl Ownership {
     /// The ownership of this process, seen by others as `frontend` (`mcp`, `operator-cli`, …): its
-    /// locks under the account's home, never the environment's HOME
-    /// ([`ahil_config::Environment::account_home`]).
+    /// locks under the account's home whatever the environment's HOME
+    /// ([`ahil_config::Environment::account_home`]), and under that HOME too when it is another
+    /// folder, where the reference (which follows HOME) takes the same devices.
     pub fn for_process(env: &ahil_config::Environment, frontend: &str) -> Self {
-        Self::under_home(&env.account_home(), frontend)
+        Self::in_homes(&env.account_home(), &env.home, frontend)
+    }
+
+    /// The ownership of this process with its locks under `account` and under `home` when that is
+    /// another folder.
+    pub fn in_homes(account: &Path, home: &Path, frontend: &str) -> Self {
+        let mut roots = vec![LockRoot::for_home(account)];
+        if home != account {
+            roots.push(LockRoot::for_home(home));
+        }
+        Self {
+            locks: DeviceLocks::in_roots(roots, Owner::this_process(frontend)),
+            runs: RunSlot::default(),
+        }
     }
 
     /// The ownership of this process with its locks under `home` (a test's own home).
