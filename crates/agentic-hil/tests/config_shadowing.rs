@@ -8,33 +8,13 @@ mod support;
 use serde_json::json;
 use support::World;
 
-fn provisioned() -> World {
-    let world = World::new();
-    let (doc, code) = world.run_json(&["init"]);
-    assert!(code.is_some(), "init ran: {doc}");
-    world
-}
-
-/// The emulated board in this world, stopped when dropped.
-struct Board<'w>(&'w World);
-
-impl Drop for Board<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["sim", "stop"]);
-    }
-}
-
-fn firmware() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf")
-}
-
 /// The operator's configuration cannot be shadowed by one the agent has a server write: a server
 /// whose `.mcp.json` points `XDG_CONFIG_HOME` at an empty folder finds no configuration there, but
 /// its `project_config_create` is refused (`config_exists`, naming the operator's file) instead of
 /// writing a first one, with a found board's grants, where only that server looks.
 #[tokio::test]
 async fn create_never_writes_a_configuration_that_shadows_the_accounts_own() {
-    let world = provisioned();
+    let world = World::provisioned();
     let state = world.home.join(".local/state/agentic-hil");
     let config = format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
@@ -46,10 +26,14 @@ async fn create_never_writes_a_configuration_that_shadows_the_accounts_own() {
     );
     std::fs::write(world.config_path(), config).expect("the operator forbids flashing");
     std::fs::create_dir_all(world.workspace.join("fw")).expect("fw");
-    std::fs::copy(firmware(), world.workspace.join("fw/ahil-fw-v1.elf")).expect("firmware");
+    std::fs::copy(
+        support::firmware_image(),
+        world.workspace.join("fw/ahil-fw-v1.elf"),
+    )
+    .expect("firmware");
     let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
     assert_eq!(code, Some(0), "sim start: {doc}");
-    let _board = Board(&world);
+    let _board = support::RunningBoard(&world);
 
     let elsewhere = tempfile::tempdir().expect("an empty configuration folder");
     let mut cmd = std::process::Command::new(World::binary());

@@ -31,20 +31,13 @@ async fn set(client: &Client, changes: Value) -> Value {
     call(client, "project_config_set", json!({"changes": changes})).await
 }
 
-fn provisioned() -> World {
-    let world = World::new();
-    let (doc, code) = world.run_json(&["init"]);
-    assert!(code.is_some(), "init ran: {doc}");
-    world
-}
-
 fn config_text(world: &World) -> String {
     std::fs::read_to_string(world.config_path()).expect("config readable")
 }
 
 #[tokio::test]
 async fn set_writes_a_description_key_with_one_change_line_and_provenance() {
-    let world = provisioned();
+    let world = World::provisioned();
     let client = connect(&world).await;
     let doc = set(&client, json!([{"key": "target.name", "value": "bench-7"}])).await;
     assert_eq!(doc["ok"], json!(true), "{doc}");
@@ -77,7 +70,7 @@ async fn set_writes_a_description_key_with_one_change_line_and_provenance() {
 /// call that changes nothing after one that did still needs the reload (the reference's answer).
 #[tokio::test]
 async fn a_set_that_changes_nothing_after_one_that_did_still_says_reload_required() {
-    let world = provisioned();
+    let world = World::provisioned();
     let client = connect(&world).await;
     let first = set(&client, json!([{"key": "target.name", "value": "bench-7"}])).await;
     assert_eq!(first["reload_required"], json!(true), "{first}");
@@ -96,7 +89,7 @@ async fn a_set_that_changes_nothing_after_one_that_did_still_says_reload_require
 /// must not answer "already closed", and a permission does not create a device.
 #[tokio::test]
 async fn a_permission_of_an_entry_the_file_lacks_is_refused_naming_the_entry() {
-    let world = provisioned();
+    let world = World::provisioned();
     let client = connect(&world).await;
     let before = config_text(&world);
     let doc = set(
@@ -112,7 +105,7 @@ async fn a_permission_of_an_entry_the_file_lacks_is_refused_naming_the_entry() {
 
 #[tokio::test]
 async fn a_permission_can_be_closed_but_an_open_request_is_refused_naming_it() {
-    let world = provisioned();
+    let world = World::provisioned();
     let client = connect(&world).await;
     let widen = set(
         &client,
@@ -153,7 +146,7 @@ async fn a_permission_can_be_closed_but_an_open_request_is_refused_naming_it() {
 
 #[tokio::test]
 async fn closing_the_permissions_grant_freezes_every_permission() {
-    let world = provisioned();
+    let world = World::provisioned();
     let client = connect(&world).await;
     let close = set(
         &client,
@@ -186,7 +179,7 @@ async fn closing_the_permissions_grant_freezes_every_permission() {
 
 #[tokio::test]
 async fn a_description_write_needs_its_grant_and_the_refusal_names_it() {
-    let world = provisioned();
+    let world = World::provisioned();
     let (revoked, code) = world.run_json(&["revoke", "permissions.allow_config_description_write"]);
     assert_eq!(code, Some(0), "{revoked}");
     let client = connect(&world).await;
@@ -201,7 +194,7 @@ async fn a_description_write_needs_its_grant_and_the_refusal_names_it() {
 
 #[tokio::test]
 async fn an_unknown_or_repeated_key_is_an_invalid_argument_and_nothing_is_written() {
-    let world = provisioned();
+    let world = World::provisioned();
     let before = config_text(&world);
     let client = connect(&world).await;
     for changes in [
@@ -227,7 +220,7 @@ async fn an_unknown_or_repeated_key_is_an_invalid_argument_and_nothing_is_writte
 
 #[tokio::test]
 async fn reload_picks_up_a_hand_edit_without_a_restart_and_new_devices_get_no_grant() {
-    let world = provisioned();
+    let world = World::provisioned();
     let client = connect(&world).await;
     let listed = call(&client, "com_ports_list", json!({})).await;
     assert_eq!(listed["ports"], json!({}), "{listed}");
@@ -278,7 +271,7 @@ async fn reload_picks_up_a_hand_edit_without_a_restart_and_new_devices_get_no_gr
 
 #[test]
 fn grant_and_revoke_move_permissions_and_say_a_restart_is_needed() {
-    let world = provisioned();
+    let world = World::provisioned();
     let (granted, code) = world.run_json(&["grant", "debuggers.dut.allow_mass_erase"]);
     assert_eq!(code, Some(0), "{granted}");
     assert_eq!(
@@ -305,7 +298,7 @@ fn grant_and_revoke_move_permissions_and_say_a_restart_is_needed() {
 
 #[test]
 fn grant_refuses_a_description_key_and_lists_the_permission_keys_here() {
-    let world = provisioned();
+    let world = World::provisioned();
     let before = config_text(&world);
     let (doc, code) = world.run_json(&["grant", "target.name", "permissions.allow_recover"]);
     assert_eq!(code, Some(1), "{doc}");
@@ -322,7 +315,7 @@ fn grant_refuses_a_description_key_and_lists_the_permission_keys_here() {
 
 #[test]
 fn config_reload_previews_the_description_and_writes_nothing() {
-    let world = provisioned();
+    let world = World::provisioned();
     let before = config_text(&world);
     let (doc, code) = world.run_json(&["config-reload"]);
     assert_eq!(code, Some(0), "{doc}");
@@ -333,7 +326,7 @@ fn config_reload_previews_the_description_and_writes_nothing() {
 
 #[tokio::test]
 async fn grant_is_not_a_tool() {
-    let world = provisioned();
+    let world = World::provisioned();
     let client = connect(&world).await;
     let tools = client.list_all_tools().await.expect("tools/list");
     assert!(tools.iter().all(|t| !t.name.contains("grant")));
@@ -373,22 +366,9 @@ async fn create_writes_the_first_configuration_and_the_server_binds_it() {
     client.cancel().await.expect("closes");
 }
 
-/// The emulated board in this world, stopped when dropped.
-struct Board<'w>(&'w World);
-
-impl Drop for Board<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["sim", "stop"]);
-    }
-}
-
-fn firmware() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf")
-}
-
 #[tokio::test]
 async fn on_the_emulated_board_create_binds_its_probe_and_uart_and_keeps_known_grants() {
-    let world = provisioned();
+    let world = World::provisioned();
     let state = world.home.join(".local/state/agentic-hil");
     let config = format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
@@ -401,10 +381,14 @@ async fn on_the_emulated_board_create_binds_its_probe_and_uart_and_keeps_known_g
     );
     std::fs::write(world.config_path(), config).expect("qemu config");
     std::fs::create_dir_all(world.workspace.join("fw")).expect("fw");
-    std::fs::copy(firmware(), world.workspace.join("fw/ahil-fw-v1.elf")).expect("firmware");
+    std::fs::copy(
+        support::firmware_image(),
+        world.workspace.join("fw/ahil-fw-v1.elf"),
+    )
+    .expect("firmware");
     let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
     assert_eq!(code, Some(0), "sim start: {doc}");
-    let _board = Board(&world);
+    let _board = support::RunningBoard(&world);
 
     let client = connect(&world).await;
     let created = call(&client, "project_config_create", json!({})).await;
@@ -459,7 +443,7 @@ async fn on_the_emulated_board_create_binds_its_probe_and_uart_and_keeps_known_g
 
 #[tokio::test]
 async fn adopt_proposes_the_boards_keys_and_writes_them_only_with_apply() {
-    let world = provisioned();
+    let world = World::provisioned();
     let state = world.home.join(".local/state/agentic-hil");
     let config = format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
@@ -471,10 +455,14 @@ async fn adopt_proposes_the_boards_keys_and_writes_them_only_with_apply() {
     );
     std::fs::write(world.config_path(), config).expect("qemu config");
     std::fs::create_dir_all(world.workspace.join("fw")).expect("fw");
-    std::fs::copy(firmware(), world.workspace.join("fw/ahil-fw-v1.elf")).expect("firmware");
+    std::fs::copy(
+        support::firmware_image(),
+        world.workspace.join("fw/ahil-fw-v1.elf"),
+    )
+    .expect("firmware");
     let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
     assert_eq!(code, Some(0), "sim start: {doc}");
-    let _board = Board(&world);
+    let _board = support::RunningBoard(&world);
     let before = config_text(&world);
 
     let client = connect(&world).await;
@@ -518,7 +506,7 @@ async fn adopt_proposes_the_boards_keys_and_writes_them_only_with_apply() {
 /// A world whose configuration names one emulated board `board` and no COM port, with the board
 /// running.
 fn board_world(project_grants: &str) -> World {
-    let world = provisioned();
+    let world = World::provisioned();
     let state = world.home.join(".local/state/agentic-hil");
     let config = format!(
         "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n{project_grants}\
@@ -529,7 +517,11 @@ fn board_world(project_grants: &str) -> World {
     );
     std::fs::write(world.config_path(), config).expect("qemu config");
     std::fs::create_dir_all(world.workspace.join("fw")).expect("fw");
-    std::fs::copy(firmware(), world.workspace.join("fw/ahil-fw-v1.elf")).expect("firmware");
+    std::fs::copy(
+        support::firmware_image(),
+        world.workspace.join("fw/ahil-fw-v1.elf"),
+    )
+    .expect("firmware");
     let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
     assert_eq!(code, Some(0), "sim start: {doc}");
     world
@@ -538,7 +530,7 @@ fn board_world(project_grants: &str) -> World {
 #[test]
 fn the_cli_adopts_the_board_as_the_operator_and_lists_its_probe() {
     let world = board_world("");
-    let _board = Board(&world);
+    let _board = support::RunningBoard(&world);
     let before = config_text(&world);
     let (dry, code) = world.run_json(&["adopt-hardware", "--dry-run"]);
     assert_eq!(code, Some(0), "{dry}");
@@ -581,7 +573,7 @@ fn com_ports_lists_the_hosts_serial_ports_without_a_configuration() {
 #[tokio::test]
 async fn writes_are_refused_while_a_run_holds_the_bench() {
     let world = board_world("permissions:\n  allow_config_description_write: true\n");
-    let _board = Board(&world);
+    let _board = support::RunningBoard(&world);
     let client = connect(&world).await;
     let run = call(
         &client,
@@ -638,7 +630,7 @@ fn run_program(world: &World, program: &std::path::Path, args: &[&str]) -> (Valu
 fn grant_and_revoke_agree_with_the_reference_and_each_reads_the_others_writes() {
     let reference = support::reference();
     let ours = std::path::Path::new(World::binary());
-    let world = provisioned();
+    let world = World::provisioned();
 
     let (granted, code) = run_program(&world, ours, &["grant", "debuggers.dut.allow_mass_erase"]);
     assert_eq!(code, Some(0), "{granted}");
@@ -712,7 +704,7 @@ fn grant_and_revoke_agree_with_the_reference_and_each_reads_the_others_writes() 
 /// The catalogue: "Bad YAML answers config_invalid"; the server still enforces what it loaded.
 #[tokio::test]
 async fn describe_of_a_file_that_no_longer_parses_is_config_invalid_and_lists_no_key() {
-    let world = provisioned();
+    let world = World::provisioned();
     let client = connect(&world).await;
     let good = config_text(&world);
     std::fs::write(world.config_path(), "version: 3\n  broken: [\n").expect("break the file");
@@ -729,7 +721,7 @@ async fn describe_of_a_file_that_no_longer_parses_is_config_invalid_and_lists_no
 /// shown beside it.
 #[tokio::test]
 async fn describe_shows_the_files_value_and_the_value_in_force_when_they_differ() {
-    let world = provisioned();
+    let world = World::provisioned();
     let client = connect(&world).await;
     let doc = set(&client, json!([{"key": "target.name", "value": "bench-7"}])).await;
     assert_eq!(doc["ok"], true, "{doc}");
@@ -752,7 +744,7 @@ async fn describe_shows_the_files_value_and_the_value_in_force_when_they_differ(
 /// before any grant is looked at; and a supply's permission takes `false` like every other one.
 #[tokio::test]
 async fn a_value_of_the_wrong_shape_is_an_invalid_argument_and_a_supply_grant_closes() {
-    let world = provisioned();
+    let world = World::provisioned();
     let text = config_text(&world);
     let ports = "com_ports:\n  uart:\n    device: \"/dev/ttyACM9\"\n    resource_id: t-uart\n    \
                  permissions:\n      allow_write: true\n  psu:\n    device: \"/dev/ttyUSB9\"\n    \

@@ -195,22 +195,13 @@ fn canonical_lines(world: &World, log: &str) -> usize {
         .map_or(0, |text| text.lines().count())
 }
 
-/// Stops the board when dropped, so a failed assertion never leaves QEMU running.
-struct Board<'a>(&'a World);
-
-impl Drop for Board<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["sim", "stop"]);
-    }
-}
-
 #[test]
 fn two_clients_of_random_calls_leak_nothing_and_every_audited_call_is_in_the_chain() {
     let world = World::new();
     configure(&world);
     let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
     assert_eq!(code, Some(0), "sim start: {doc}");
-    let _board = Board(&world);
+    let _board = support::RunningBoard(&world);
     let count = calls_per_client();
     let tallies: Vec<Tally> = std::thread::scope(|scope| {
         let handles: Vec<_> = [0x9E37_79B9_7F4A_7C15_u64, 0xD1B5_4A32_D192_ED03]

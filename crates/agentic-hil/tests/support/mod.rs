@@ -41,6 +41,14 @@ impl World {
         }
     }
 
+    /// A world whose configuration `init` wrote (unbound: init's doctor may exit non-zero).
+    pub fn provisioned() -> Self {
+        let world = Self::new();
+        let (doc, code) = world.run_json(&["init"]);
+        assert!(code.is_some(), "init ran: {doc}");
+        world
+    }
+
     /// A second workspace, `name`, beside this one and under the same HOME (so the same state
     /// root): another project sharing this bench's devices.
     pub fn another_workspace(&self, name: &str) -> Self {
@@ -261,6 +269,30 @@ pub async fn call_with_progress(
         result.structured_content
     );
     (client, collector)
+}
+
+/// The emulated board of a world, stopped when dropped, so a failed assertion never leaves QEMU
+/// running.
+pub struct RunningBoard<'w>(pub &'w World);
+
+impl<'w> RunningBoard<'w> {
+    /// Starts the world's board on `image` (workspace-relative).
+    pub fn start(world: &'w World, image: &str) -> Self {
+        let (doc, code) = world.run_json(&["sim", "start", "--image", image]);
+        assert_eq!(code, Some(0), "sim start: {doc}");
+        Self(world)
+    }
+}
+
+impl Drop for RunningBoard<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(&["sim", "stop"]);
+    }
+}
+
+/// The emulated board's firmware as the build left it.
+pub fn firmware_image() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf")
 }
 
 pub fn make_executable(path: &Path) {

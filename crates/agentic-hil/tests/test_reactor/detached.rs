@@ -17,7 +17,7 @@ const LONG_DELAY: &str = "version: 5\nname: long\nsteps:\n - {device: uart, acti
 #[tokio::test]
 async fn a_detached_run_is_followed_to_completion_over_mcp() {
     let world = world();
-    let _board = Board::start(&world);
+    let _board = support::RunningBoard::start(&world, "fw/ahil-fw-v1.elf");
     let plan = write_plan(
         &world,
         "short.yaml",

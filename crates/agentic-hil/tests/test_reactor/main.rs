@@ -50,23 +50,6 @@ fn world() -> World {
     world
 }
 
-/// A running board; stopped when dropped, whatever the test did.
-struct Board<'a>(&'a World);
-
-impl<'a> Board<'a> {
-    fn start(world: &'a World) -> Self {
-        let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
-        assert_eq!(code, Some(0), "sim start: {doc}");
-        Self(world)
-    }
-}
-
-impl Drop for Board<'_> {
-    fn drop(&mut self) {
-        let _ = self.0.run(&["sim", "stop"]);
-    }
-}
-
 fn write_plan(world: &World, name: &str, text: &str) -> String {
     world.write_plan(name, text)
 }
@@ -154,7 +137,7 @@ steps:
 #[tokio::test]
 async fn every_board_step_type_runs_end_to_end_through_the_gate() {
     let world = world();
-    let _board = Board::start(&world);
+    let _board = support::RunningBoard::start(&world, "fw/ahil-fw-v1.elf");
     let plan = write_plan(&world, "every-step.yaml", EVERY_STEP);
     let client = support::connect(&world).await;
 
@@ -238,7 +221,7 @@ async fn every_board_step_type_runs_end_to_end_through_the_gate() {
 #[tokio::test]
 async fn a_plan_runs_on_the_bench_a_description_reload_installed() {
     let world = world();
-    let _board = Board::start(&world);
+    let _board = support::RunningBoard::start(&world, "fw/ahil-fw-v1.elf");
     // The server starts while the UART is still described under its old identity.
     let config = world.config_path();
     let current = std::fs::read_to_string(&config).expect("config");
@@ -277,7 +260,7 @@ async fn a_plan_runs_on_the_bench_a_description_reload_installed() {
 #[tokio::test]
 async fn a_failing_step_ends_the_plan_closes_its_sessions_and_writes_junit_from_the_cli() {
     let world = world();
-    let _board = Board::start(&world);
+    let _board = support::RunningBoard::start(&world, "fw/ahil-fw-v1.elf");
     let plan = write_plan(
         &world,
         "fails.yaml",
