@@ -218,6 +218,7 @@ mod tests {
             vec![device(key)],
             None,
             Duration::ZERO,
+            &ahil_job::CancelFlag::default(),
         );
         assert!(started.ok);
     }
