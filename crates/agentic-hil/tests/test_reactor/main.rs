@@ -548,3 +548,50 @@ async fn a_plan_borrows_the_agents_own_sessions_and_leaves_them_open_when_it_end
     assert_eq!(stopped["was_active"], true, "{stopped}");
     client.cancel().await.expect("the session closes");
 }
+
+/// A client that cancels its attached `test_reactor_run` stops the plan as `test_reactor_stop`
+/// would: the delay in progress ends early, no later step drives the port, and the run closes its
+/// session and is recorded `stopped` (it used to run on, writing to the board, for a caller gone).
+#[test]
+fn a_cancelled_attached_run_stops_at_once_closes_its_sessions_and_runs_no_later_step() {
+    let board = support::raw::EchoBoard::start();
+    let world = World::new();
+    support::raw::configure_uart(&world, &board.device);
+    let plan = write_plan(
+        &world,
+        "cancelled.yaml",
+        "version: 5\nname: cancelled\nsteps:\n\
+         \x20 - {device: uart0, action: uart_open}\n\
+         \x20 - {device: uart0, action: delay, duration_ms: 20000}\n\
+         \x20 - {device: uart0, action: uart_write, text: \"late\\r\"}\n",
+    );
+    let mut server = support::raw::Mcp::ours(&world);
+    server.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": "test_reactor_run", "arguments": {"test_config_path": plan}}}));
+    std::thread::sleep(Duration::from_millis(1500));
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
+    );
+    let asked = Instant::now();
+    let run = loop {
+        let listed = server.envelope("test_reactor_status", &json!({}));
+        let run = listed["runs"][0].clone();
+        if run["state"] != "running" && run["state"] != "starting" {
+            break run;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "the cancelled run goes on: {listed}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(run["state"], "stopped", "{run}");
+    let status = server.envelope("test_reactor_status", &json!({"run": run["run"]}));
+    assert_eq!(status["stopped_after_step"], 2, "{status}");
+    let opened = server.envelope("com_session_start", &json!({"port_id": "uart0"}));
+    assert_eq!(
+        opened["already_active"], false,
+        "the run closed its session: {opened}"
+    );
+}

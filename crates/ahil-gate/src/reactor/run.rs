@@ -261,7 +261,8 @@ async fn drive(
             break;
         }
     }
-    let (cleanup, cleanup_errors) = cleanup(&mut exec).await;
+    // The gate's own work: a client's cancel that stopped the plan must not interrupt its closing.
+    let (cleanup, cleanup_errors) = crate::cancel::shielded(cleanup(&mut exec)).await;
     let markers = containment(&steps);
     // Recovery runs while the run still holds its devices (and after its sessions closed).
     let recovery = match &failed {
