@@ -56,7 +56,7 @@ pub fn read_plan<'a>(
     device: Device<'a>,
     wait: Duration,
     proof: &str,
-    run: impl FnOnce() -> Acted + Send + 'static,
+    run: impl FnOnce(&CancelFlag) -> Acted + Send + 'static,
 ) -> Plan<'a> {
     Plan {
         action,
@@ -66,7 +66,7 @@ pub fn read_plan<'a>(
         work: Work::Driver(DriverJob {
             deadline: wait + Duration::from_secs(5),
             if_abandoned: Contact::none(proof),
-            run: Box::new(move |_cancel| run()),
+            run: Box::new(move |cancel| run(&cancel)),
         }),
     }
 }
