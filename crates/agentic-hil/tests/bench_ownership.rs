@@ -514,3 +514,46 @@ fn init_force_does_not_rewrite_the_configuration_under_an_open_run() {
     let (doc, code) = world.run_json(&["init", "--force"]);
     assert_eq!(code, Some(0), "{doc}");
 }
+
+/// `bench_run_start` waiting for a device another server holds: this server's own status answers
+/// at once meanwhile (the wait used to hold the run slot, up to `wait_s` of 900 s), and once the
+/// client cancels the start, the device freed later is not taken for a run nobody was told of.
+#[test]
+fn a_waiting_run_start_holds_up_no_status_and_once_cancelled_takes_nothing() {
+    let board = EchoBoard::start();
+    let world = World::new();
+    configure_uart(&world, &board.device);
+    let mut holder = Mcp::ours(&world);
+    let mut waiter = Mcp::ours(&world);
+    let opened = holder.envelope("com_session_start", &json!({"port_id": "uart0"}));
+    assert_eq!(opened["ok"], true, "{opened}");
+    waiter.send(
+        &json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call", "params": {
+        "name": "bench_run_start",
+        "arguments": {"devices": [{"kind": "uart", "id": "uart0"}], "wait_s": 30}}}),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let asked = std::time::Instant::now();
+    let status = waiter.envelope("bench_run_status", &json!({}));
+    assert_eq!(status["run_active"], false, "{status}");
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(3),
+        "bench_run_status waited {:?} behind the start's wait",
+        asked.elapsed()
+    );
+    waiter.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let closed = holder.envelope("com_session_stop", &json!({"port_id": "uart0"}));
+    assert_eq!(closed["was_active"], true, "{closed}");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let status = waiter.envelope("bench_run_status", &json!({}));
+    assert_eq!(
+        status["run_active"], false,
+        "a cancelled start opened a run: {status}"
+    );
+    let reopened = holder.envelope("com_session_start", &json!({"port_id": "uart0"}));
+    assert_eq!(reopened["ok"], true, "the port is free again: {reopened}");
+}

@@ -297,6 +297,47 @@ async fn a_session_breaks_on_on_tick_reads_and_dumps_growing_globals_and_stops_w
     client.cancel().await.expect("client closes");
 }
 
+/// A call that opens the probe beside the session's own connection is refused before contact, at
+/// once: `probe_target` used to wait out its deadline on the emulated board's one gdb stub, answer
+/// `timeout` with the state unknown, and try a recovery reset on the core the session holds.
+#[tokio::test]
+async fn probing_flashing_or_resetting_during_a_session_is_refused_at_once_and_the_session_goes_on()
+{
+    let world = world("debug:\n  allowed_symbols: [on_tick, counter]\n");
+    let (_board, client) = attached(&world).await;
+    for (tool, args) in [
+        ("probe_target", json!({})),
+        ("flash_firmware", json!({"image_path": "fw/ahil-fw-v1.elf"})),
+        ("reset_target", json!({})),
+    ] {
+        let asked = std::time::Instant::now();
+        let (doc, is_error) = call(&client, tool, args).await;
+        assert!(is_error, "{tool} during a session: {doc}");
+        assert_eq!(doc["error_type"], "resource_busy", "{tool}: {doc}");
+        assert_eq!(doc["held_by"], "debug_session", "{tool}: {doc}");
+        assert_eq!(doc["target_contacted"], false, "{tool}: {doc}");
+        assert_ne!(doc["cleanup_required"], true, "{tool}: {doc}");
+        assert!(doc.get("recovery").is_none(), "{tool}: {doc}");
+        assert!(
+            asked.elapsed() < std::time::Duration::from_secs(3),
+            "{tool} answered after {:?}",
+            asked.elapsed()
+        );
+    }
+    let status = ok(&client, "hardware_lease_status", json!({})).await;
+    assert_ne!(status["incident_stands"], true, "{status}");
+    ok(
+        &client,
+        "debug_set_breakpoint",
+        json!({"location": "on_tick"}),
+    )
+    .await;
+    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
+    assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
+    ok(&client, "debug_stop_session", json!({})).await;
+    ok(&client, "probe_target", json!({})).await;
+}
+
 #[tokio::test]
 async fn an_empty_allowlist_denies_every_symbol_and_breakpoint_before_the_board_is_reached() {
     let world = world("");

@@ -24,6 +24,14 @@ pub async fn cancelled() {
     }
 }
 
+/// Whether the call running now was cancelled by its client: for work that looks between its own
+/// steps rather than waiting on [`cancelled`].
+pub fn is_cancelled() -> bool {
+    CANCEL
+        .try_with(CancellationToken::is_cancelled)
+        .unwrap_or(false)
+}
+
 /// Runs `future` out of reach of the client's cancellation. The recovery that settles a cancelled
 /// call is the gate's own work: the cancel that stopped the call must not stop the proof after it.
 pub async fn shielded<F: Future>(future: F) -> F::Output {

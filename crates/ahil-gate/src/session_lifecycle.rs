@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use ahil_config::IoPermissions;
 use ahil_drivers::Contact;
+use ahil_drivers::process::CancelFlag;
 use serde_json::{Map, Value, json};
 
 use crate::ErrorType;
@@ -55,7 +56,7 @@ pub fn read_plan<'a>(
     device: Device<'a>,
     wait: Duration,
     proof: &str,
-    run: impl FnOnce() -> Acted + Send + 'static,
+    run: impl FnOnce(&CancelFlag) -> Acted + Send + 'static,
 ) -> Plan<'a> {
     Plan {
         action,
@@ -65,7 +66,7 @@ pub fn read_plan<'a>(
         work: Work::Driver(DriverJob {
             deadline: wait + Duration::from_secs(5),
             if_abandoned: Contact::none(proof),
-            run: Box::new(move |_cancel| run()),
+            run: Box::new(move |cancel| run(&cancel)),
         }),
     }
 }
@@ -175,14 +176,27 @@ pub trait SessionKind: Sized {
     /// to the log as its `open_failed` event.
     fn open(&mut self, log: &SessionLog) -> Result<Self::Device, Box<Acted>>;
 
+    /// Closes a device no session will hold (its call was given up while it opened) before the
+    /// start answers; a kind whose device needs more than its drop says so.
+    fn close_unregistered(device: Self::Device) {
+        drop(device);
+    }
+
     /// Builds the session around `device` and registers it, answering the start's result; `None`
     /// when the table refused it (another session took the id meanwhile), the session dropped.
     fn register(self, device: Self::Device, begun: Begun) -> Option<Acted>;
 }
 
 /// Runs a start through every step; each failure answers the kind's refusal with the steps before
-/// it undone.
-pub fn start<K: SessionKind>(mut kind: K, ownership: &Arc<Ownership>, audit: &Audit) -> Acted {
+/// it undone. `cancel` is the start call's flag: raised by the client's cancel and by the pipeline
+/// once it stopped waiting (a deadline, or the cancel's grace), so a device that opens after the
+/// call was given up is closed again instead of becoming a session nobody was told of.
+pub fn start<K: SessionKind>(
+    mut kind: K,
+    ownership: &Arc<Ownership>,
+    audit: &Audit,
+    cancel: &CancelFlag,
+) -> Acted {
     let claim = kind.claim();
     let locks = match SessionLocks::take(ownership, claim.keys, &claim.label) {
         Ok(locks) => locks,
@@ -204,9 +218,32 @@ pub fn start<K: SessionKind>(mut kind: K, ownership: &Arc<Ownership>, audit: &Au
         }
         Err(NotOpened::Device(refused)) => return *refused,
     };
+    if cancel.is_cancelled() {
+        K::close_unregistered(device);
+        return abandoned(K::TOOL, &log);
+    }
     let ended = log.clone();
     kind.register(device, Begun { locks, log })
         .unwrap_or_else(|| not_registered(K::TOOL, &ended))
+}
+
+/// The refusal of a start whose call was given up while its device opened: the device is closed
+/// again (the locks go when the start returns), and the log learns why.
+fn abandoned(tool: ToolId, log: &SessionLog) -> Acted {
+    let _ = log.append(&json!({"event": "stop", "reason": "call_abandoned"}));
+    let mut outcome = Outcome::refused(
+        tool,
+        ErrorType::Interrupted,
+        "The call was cancelled (or ran past its deadline) while the device opened, so the device was closed again and no session was kept.",
+    )
+    .with("cancelled", true)
+    .with_next_step("Call the start again to open the session.");
+    outcome.log_path = Some(log.path.clone());
+    Acted {
+        outcome,
+        // Opened and closed again, as a start that lost its registration.
+        contact: Some(Contact::Possible),
+    }
 }
 
 /// Why a logged open did not happen.

@@ -469,3 +469,112 @@ fn a_junit_path_through_a_link_in_the_workspace_writes_nothing_outside_it() {
     );
     assert!(doc.get("junit_xml").is_none(), "{doc}");
 }
+
+/// The agent's own COM and CAN sessions, opened before a plan that opens the same port and bus: the
+/// plan uses them as they are, and its end closes only what it opened itself, as it already did for
+/// an RTT session (they used to be closed with the plan's, and the agent's next read failed).
+#[tokio::test]
+async fn a_plan_borrows_the_agents_own_sessions_and_leaves_them_open_when_it_ends() {
+    let board = support::raw::EchoBoard::start();
+    let world = World::new();
+    support::raw::configure_uart(&world, &board.device);
+    let bridge = world.write_fake_tool(
+        "bridge-ecu",
+        &format!(
+            "#!/bin/sh\nexec \"{}\" --mode normal --period-ms 0\n",
+            support::can_bridge_simulator().display()
+        ),
+    );
+    let path = world.config_path();
+    let text = std::fs::read_to_string(&path).expect("config").replacen(
+        "can_buses: {}",
+        &format!(
+            "can_buses:\n  ecu:\n    adapter: process\n    channel: sim-ecu\n    executable: \"{}\"\n    permissions:\n      allow_write: true",
+            bridge.display()
+        ),
+        1,
+    );
+    std::fs::write(&path, text).expect("write config");
+    let plan = write_plan(
+        &world,
+        "borrow.yaml",
+        "version: 5\nname: borrow\nsteps:\n\
+         \x20 - {device: uart0, action: uart_open, clear_buffer: false}\n\
+         \x20 - {device: uart0, action: uart_write, text: \"ping\\r\"}\n\
+         \x20 - {device: uart0, action: uart_expect, text: PING, timeout_s: 5}\n\
+         \x20 - {device: ecu, action: can_open}\n\
+         \x20 - {device: ecu, action: can_send, frame_id: 0x123, data_hex: \"01\"}\n",
+    );
+    let client = support::connect(&world).await;
+    support::ok(&client, "com_session_start", json!({"port_id": "uart0"})).await;
+    support::ok(&client, "can_session_start", json!({"bus_id": "ecu"})).await;
+    let (doc, is_error) = run_plan(&client, &plan).await;
+    assert!(!is_error, "{doc}");
+    let written = support::ok(
+        &client,
+        "com_write",
+        json!({"port_id": "uart0", "text": "after\r"}),
+    )
+    .await;
+    assert_eq!(written["bytes_written"], 6, "{written}");
+    let read = support::ok(
+        &client,
+        "com_read",
+        json!({"port_id": "uart0", "until": "AFTER", "wait_timeout_s": 5}),
+    )
+    .await;
+    assert_eq!(read["until_matched"], true, "{read}");
+    support::ok(&client, "can_read", json!({"bus_id": "ecu"})).await;
+    let stopped = support::ok(&client, "com_session_stop", json!({"port_id": "uart0"})).await;
+    assert_eq!(stopped["was_active"], true, "{stopped}");
+    let stopped = support::ok(&client, "can_session_stop", json!({"bus_id": "ecu"})).await;
+    assert_eq!(stopped["was_active"], true, "{stopped}");
+    client.cancel().await.expect("the session closes");
+}
+
+/// A client that cancels its attached `test_reactor_run` stops the plan as `test_reactor_stop`
+/// would: the delay in progress ends early, no later step drives the port, and the run closes its
+/// session and is recorded `stopped` (it used to run on, writing to the board, for a caller gone).
+#[test]
+fn a_cancelled_attached_run_stops_at_once_closes_its_sessions_and_runs_no_later_step() {
+    let board = support::raw::EchoBoard::start();
+    let world = World::new();
+    support::raw::configure_uart(&world, &board.device);
+    let plan = write_plan(
+        &world,
+        "cancelled.yaml",
+        "version: 5\nname: cancelled\nsteps:\n\
+         \x20 - {device: uart0, action: uart_open}\n\
+         \x20 - {device: uart0, action: delay, duration_ms: 20000}\n\
+         \x20 - {device: uart0, action: uart_write, text: \"late\\r\"}\n",
+    );
+    let mut server = support::raw::Mcp::ours(&world);
+    server.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": "test_reactor_run", "arguments": {"test_config_path": plan}}}));
+    std::thread::sleep(Duration::from_millis(1500));
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
+    );
+    let asked = Instant::now();
+    let run = loop {
+        let listed = server.envelope("test_reactor_status", &json!({}));
+        let run = listed["runs"][0].clone();
+        if run["state"] != "running" && run["state"] != "starting" {
+            break run;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "the cancelled run goes on: {listed}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(run["state"], "stopped", "{run}");
+    let status = server.envelope("test_reactor_status", &json!({"run": run["run"]}));
+    assert_eq!(status["stopped_after_step"], 2, "{status}");
+    let opened = server.envelope("com_session_start", &json!({"port_id": "uart0"}));
+    assert_eq!(
+        opened["already_active"], false,
+        "the run closed its session: {opened}"
+    );
+}

@@ -127,7 +127,8 @@ impl MaskedStream {
     /// Takes up to `max` masked bytes: at once what waits without `patterns`, else through the
     /// first match (the rest stays queued); waiting until `deadline` for bytes, a match or `max`
     /// bytes. `pull(until)` takes everything the source has, first waiting for a byte until
-    /// `until`; at most `cap` masked bytes wait between reads.
+    /// `until`; at most `cap` masked bytes wait between reads. Once `gave_up()` (the call was
+    /// cancelled or abandoned) the read takes nothing: what arrived stays queued for the next read.
     pub fn read(
         &mut self,
         max: usize,
@@ -135,6 +136,7 @@ impl MaskedStream {
         patterns: &[Vec<u8>],
         cap: usize,
         mut pull: impl FnMut(Instant) -> Pulled,
+        gave_up: impl Fn() -> bool,
     ) -> Took {
         let max = max.max(1);
         let longest = patterns.iter().map(Vec::len).max().unwrap_or(0);
@@ -150,6 +152,14 @@ impl MaskedStream {
             }
             if self.queue(&arrived, cap) {
                 scanned = 0;
+            }
+            if gave_up() {
+                return Took {
+                    bytes: Vec::new(),
+                    matched: (!patterns.is_empty()).then_some(false),
+                    remaining: self.ready.len(),
+                    dropped: self.dropped,
+                };
             }
             if patterns.is_empty() {
                 if !self.ready.is_empty() {

@@ -182,7 +182,14 @@ fn read(
     let patterns: Vec<Vec<u8>> = until.iter().map(|p| p.as_bytes().to_vec()).collect();
     let started = Instant::now();
     let wait = Duration::from_millis(150);
-    let took = stream.read(max, started + wait, &patterns, 1 << 16, source(pieces));
+    let took = stream.read(
+        max,
+        started + wait,
+        &patterns,
+        1 << 16,
+        source(pieces),
+        || false,
+    );
     (took, started.elapsed())
 }
 
@@ -313,15 +320,40 @@ fn a_credential_still_open_hides_what_follows_it_from_a_pattern_until_it_is_whol
 fn an_ended_source_gives_the_held_tail_and_a_full_queue_drops_its_oldest() {
     let mut stream = MaskedStream::default();
     let mut once = Some(b"x ghp_ab".to_vec());
-    let took = stream.read(64, Instant::now(), &[], 64, |_| Pulled {
-        bytes: once.take().unwrap_or_default(),
-        ended: true,
-    });
+    let took = stream.read(
+        64,
+        Instant::now(),
+        &[],
+        64,
+        |_| Pulled {
+            bytes: once.take().unwrap_or_default(),
+            ended: true,
+        },
+        || false,
+    );
     assert_eq!(text(&took.bytes), "x ghp_ab");
     let mut stream = MaskedStream::default();
-    let took = stream.read(4, Instant::now(), &[], 8, source(&[b"0123456789"]));
+    let took = stream.read(4, Instant::now(), &[], 8, source(&[b"0123456789"]), || {
+        false
+    });
     assert_eq!(
         (text(&took.bytes), took.dropped, took.remaining),
         ("2345".into(), 2, 4)
     );
+}
+
+#[test]
+fn a_read_given_up_takes_nothing_and_the_next_read_gets_what_arrived() {
+    let mut stream = MaskedStream::default();
+    let took = stream.read(
+        64,
+        Instant::now() + Duration::from_secs(30),
+        &[b"never".to_vec()],
+        64,
+        source(&[b"hello\n"]),
+        || true,
+    );
+    assert_eq!((took.bytes.len(), took.matched), (0, Some(false)));
+    let took = stream.read(64, Instant::now(), &[], 64, source(&[]), || false);
+    assert_eq!(text(&took.bytes), "hello\n");
 }

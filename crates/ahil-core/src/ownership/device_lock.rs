@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use ahil_config::time::iso_millis;
+use ahil_job::CancelFlag;
 use serde_json::{Value, json};
 
 use super::owner::Owner;
@@ -245,6 +246,18 @@ impl DeviceLocks {
         wait: Duration,
         label: Option<&str>,
     ) -> Result<Acquired, Box<Busy>> {
+        self.acquire_unless(resources, wait, label, &CancelFlag::default())
+    }
+
+    /// As [`Self::acquire_labeled`], giving up the wait as soon as `cancel` is raised: a call the
+    /// client cancelled (or the gate gave up on) must not take the devices later.
+    pub fn acquire_unless(
+        &self,
+        resources: &[String],
+        wait: Duration,
+        label: Option<&str>,
+        cancel: &CancelFlag,
+    ) -> Result<Acquired, Box<Busy>> {
         let mut names: Vec<String> = resources
             .iter()
             .filter(|r| is_physical(r))
@@ -258,7 +271,7 @@ impl DeviceLocks {
                 Ok(acquired) => return Ok(acquired),
                 Err(mut busy) => {
                     let waited = started.elapsed();
-                    if busy.error_class.is_some() || waited >= wait {
+                    if busy.error_class.is_some() || waited >= wait || cancel.is_cancelled() {
                         busy.waited_s = (waited.as_secs_f64() * 1000.0).round() / 1000.0;
                         return Err(busy);
                     }

@@ -239,6 +239,7 @@ mod tests {
             vec![device(key)],
             None,
             Duration::ZERO,
+            &ahil_job::CancelFlag::default(),
         );
         assert!(started.ok);
     }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use ahil_config::time::now_millis;
 use ahil_config::{Config, Debugger, LoadedConfig};
+use ahil_job::CancelFlag;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -384,7 +385,9 @@ impl RunSlot {
         self.slot().clone()
     }
 
-    /// Opens a run over `devices`, taking every lock or none.
+    /// Opens a run over `devices`, taking every lock or none. The slot is not held while the locks
+    /// are waited for, so this server's status and stop answer meanwhile; a wait that `cancel`
+    /// ends (the client's cancel, the gate's deadline) takes nothing.
     pub fn start(
         &self,
         locks: &DeviceLocks,
@@ -392,17 +395,10 @@ impl RunSlot {
         devices: Vec<DeclaredDevice>,
         label: Option<&str>,
         wait: Duration,
+        cancel: &CancelFlag,
     ) -> Outcome {
-        let mut slot = self.slot();
-        if let Some(run) = slot.as_ref() {
-            return Outcome::refused(
-                tool,
-                ErrorType::RunAlreadyActive,
-                "A run is already open on this server.",
-            )
-            .with("declared_devices", json!(run.keys()))
-            .with_remediation(["Call bench_run_stop first, then start the new run."])
-            .not_contacted();
+        if let Some(run) = self.slot().as_ref() {
+            return already_active(tool, run);
         }
         let keys: Vec<String> = devices
             .iter()
@@ -411,10 +407,26 @@ impl RunSlot {
         let Acquired {
             resources,
             reclaimed,
-        } = match locks.acquire_labeled(&keys, wait, label) {
+        } = match locks.acquire_unless(&keys, wait, label, cancel) {
             Ok(acquired) => acquired,
             Err(busy) => return busy.into_outcome(tool),
         };
+        let mut slot = self.slot();
+        if let Some(run) = slot.as_ref() {
+            // Another start opened a run while this one waited.
+            locks.release(&resources);
+            return already_active(tool, run);
+        }
+        if cancel.is_cancelled() {
+            locks.release(&resources);
+            return Outcome::refused(
+                tool,
+                ErrorType::Interrupted,
+                "The call was cancelled (or ran past its deadline) while it waited for the devices; no run was opened.",
+            )
+            .with("cancelled", true)
+            .not_contacted();
+        }
         let run = Run {
             label: label.map(str::to_owned),
             started_at: now_millis(),
@@ -451,7 +463,21 @@ impl RunSlot {
         *slot = Some(run);
         outcome
     }
+}
 
+/// The refusal of a start while `run` is open on this server.
+fn already_active(tool: &str, run: &Run) -> Outcome {
+    Outcome::refused(
+        tool,
+        ErrorType::RunAlreadyActive,
+        "A run is already open on this server.",
+    )
+    .with("declared_devices", json!(run.keys()))
+    .with_remediation(["Call bench_run_stop first, then start the new run."])
+    .not_contacted()
+}
+
+impl RunSlot {
     /// Ends the run and gives back its hold on each device; ending no run is not an error. A
     /// session still open on one of them keeps it: those are `still_held_devices`, and the leases
     /// `leases_holding` names for them are `open_leases`.
@@ -568,6 +594,7 @@ mod tests {
             devices.to_vec(),
             label,
             Duration::ZERO,
+            &CancelFlag::default(),
         )
     }
 

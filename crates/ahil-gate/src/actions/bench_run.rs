@@ -43,7 +43,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 if_abandoned: Contact::None {
                     proof: "bench_run_start only waits for device locks".to_owned(),
                 },
-                run: Box::new(move |_cancel| {
+                run: Box::new(move |cancel| {
                     // The run's labgrid places first, as a call's claim takes them, and kept
                     // until the run stops; a refused start gives them back as the hold drops.
                     let hold = match places
@@ -60,6 +60,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                         devices,
                         label.as_deref(),
                         wait,
+                        &cancel,
                     );
                     if outcome.ok
                         && let (Some(places), Some(hold)) = (&places, hold)

@@ -212,7 +212,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         device(bus_id, bus),
         wait,
         "a read only takes frames already received",
-        move || read(&owned_id, session, max_frames, wait, &until),
+        move |_cancel| read(&owned_id, session, max_frames, wait, &until),
     ))
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahil_drivers::Contact;
+use ahil_drivers::process::CancelFlag;
 use serde_json::{Value, json};
 
 use super::can_buses::{Entry, device};
@@ -118,20 +119,20 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         work: Work::Driver(DriverJob {
             deadline: open_timeout * 3 + Duration::from_secs(20),
             if_abandoned: Contact::Possible,
-            run: Box::new(move |_cancel| start.run()),
+            run: Box::new(move |cancel| start.run(&cancel)),
         }),
     })
 }
 
 impl StartShared {
-    fn run(self) -> Acted {
+    fn run(self, cancel: &CancelFlag) -> Acted {
         if let Some(reused) =
             super::can_session::reuse_or_replace(&self.sessions, &self.session_key, self.clear)
         {
             return reused;
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
-        session_lifecycle::start(self, &ownership, &audit)
+        session_lifecycle::start(self, &ownership, &audit, cancel)
     }
 }
 
@@ -190,6 +191,11 @@ impl SessionKind for StartShared {
                 contact: Some(contact),
             })
         })
+    }
+
+    // Dropped alone it would stay attached: the broker hears the detach.
+    fn close_unregistered(part: Participant) {
+        drop(part.detach());
     }
 
     fn register(self, part: Participant, begun: Begun) -> Option<Acted> {

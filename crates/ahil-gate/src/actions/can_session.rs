@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use ahil_drivers::Contact;
 use ahil_drivers::can::{self, AdapterSpec, Bus, CanError, OpenRequest};
+use ahil_drivers::process::CancelFlag;
 use serde_json::{Value, json};
 
 use super::can_buses::{bus_entry, device};
@@ -118,7 +119,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         work: Work::Driver(DriverJob {
             deadline,
             if_abandoned: Contact::Possible,
-            run: Box::new(move |_cancel| start.run()),
+            run: Box::new(move |cancel| start.run(&cancel)),
         }),
     })
 }
@@ -206,12 +207,12 @@ pub(super) fn reuse_or_replace(sessions: &Sessions, key: &str, clear: bool) -> O
 }
 
 impl Start {
-    fn run(self) -> Acted {
+    fn run(self, cancel: &CancelFlag) -> Acted {
         if let Some(reused) = reuse_or_replace(&self.sessions, &self.bus_id, self.clear) {
             return reused;
         }
         let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
-        session_lifecycle::start(self, &ownership, &audit)
+        session_lifecycle::start(self, &ownership, &audit, cancel)
     }
 }
 
@@ -267,6 +268,11 @@ impl SessionKind for Start {
             opened,
             drained,
         })
+    }
+
+    // Closed as a stop closes it: a bridge confirms its safe state and is reaped.
+    fn close_unregistered(device: Pumped) {
+        drop(device.bus.close());
     }
 
     fn register(self, device: Pumped, begun: Begun) -> Option<Acted> {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ahil_drivers::Contact;
+use ahil_drivers::process::CancelFlag;
 use ahil_drivers::serial::{Ring, SerialError};
 use serde_json::{Value, json};
 
@@ -21,6 +22,8 @@ use crate::session_lifecycle;
 
 /// Waits are capped here whatever the caller asks.
 const MAX_WAIT_S: f64 = 60.0;
+/// A read's wait looks at its call's cancel flag this often.
+const CANCEL_SLICE: Duration = Duration::from_millis(100);
 /// The default wait when `until` is given.
 const UNTIL_DEFAULT_WAIT_S: f64 = 10.0;
 
@@ -91,7 +94,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         device(port_id, port),
         request.wait,
         "a read only takes bytes already received",
-        move || read(&port_id_owned, session, &request, encoding),
+        move |cancel| read(&port_id_owned, session, &request, encoding, cancel),
     ))
 }
 
@@ -212,6 +215,9 @@ pub(crate) struct MaskedRead {
 /// when its wait ends) are made on the masked queue, so a credential's bytes decide nothing
 /// ([`MaskedStream`]). The answer's bytes are masked; its counts are of masked bytes, plus the
 /// raw bytes that arrived after the last pull. At most `cap` masked bytes wait between reads.
+/// The wait looks at `cancel` every slice: a read whose call was given up (the client's cancel,
+/// the gate's deadline) stops at once and takes nothing, so the bytes stay for the next read and
+/// the next read is not held up behind it.
 pub(crate) fn take_masked(
     stream: &mut MaskedStream,
     ring: &Ring,
@@ -219,21 +225,23 @@ pub(crate) fn take_masked(
     deadline: Instant,
     patterns: &[Vec<u8>],
     cap: usize,
+    cancel: &CancelFlag,
 ) -> MaskedRead {
     let mut overflow = 0;
     let mut reader_error = None;
-    let took = stream.read(max, deadline, patterns, cap, |until| {
+    let pull = |until: Instant| {
         // Asked before the take: an ended reader has pushed its last bytes, so the held tail
         // can go out after them.
         let ended = ring.reader_done();
-        let taken = ring.take(usize::MAX, until);
+        let taken = ring.take(usize::MAX, until.min(Instant::now() + CANCEL_SLICE));
         overflow = taken.overflow;
         reader_error = taken.reader_error;
         Pulled {
             bytes: taken.bytes,
             ended,
         }
-    });
+    };
+    let took = stream.read(max, deadline, patterns, cap, pull, || cancel.is_cancelled());
     MaskedRead {
         bytes: took.bytes,
         matched: took.matched,
@@ -346,6 +354,7 @@ fn read(
         cap,
     }: &ReadRequest,
     encoding: Encoding,
+    cancel: &CancelFlag,
 ) -> Acted {
     const TOOL: ToolId = ToolId::ComRead;
     let (max_bytes, wait, cap) = (*max_bytes, *wait, *cap);
@@ -363,6 +372,7 @@ fn read(
         Instant::now() + wait,
         patterns,
         cap,
+        cancel,
     );
     if taken.bytes.is_empty() && taken.reader_error.is_some() {
         return Acted::new(not_active(TOOL.name(), port_id, Some(&session)), none());

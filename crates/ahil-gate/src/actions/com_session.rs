@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use ahil_config::ComPort;
 use ahil_drivers::Contact;
+use ahil_drivers::process::CancelFlag;
 use ahil_drivers::serial::{OpenOptions, Port, RxTap, SerialError};
 use serde_json::{Value, json};
 
@@ -139,7 +140,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         work: Work::Driver(DriverJob {
             deadline: START_DEADLINE,
             if_abandoned: Contact::Possible,
-            run: Box::new(move |_cancel| start.run()),
+            run: Box::new(move |cancel| start.run(&cancel)),
         }),
     })
 }
@@ -224,7 +225,7 @@ fn close_limit(port: &ComPort) -> Duration {
 }
 
 impl Start {
-    fn run(self) -> Acted {
+    fn run(self, cancel: &CancelFlag) -> Acted {
         const TOOL: ToolId = Opening::TOOL;
         if let Some(existing) = self.sessions.get(&self.port_id) {
             if existing.port.is_alive() {
@@ -268,6 +269,7 @@ impl Start {
             },
             &ownership,
             &audit,
+            cancel,
         )
     }
 }

@@ -14,6 +14,7 @@ use crate::ErrorType;
 use crate::catalogue::ToolId;
 use std::time::{Duration, Instant};
 
+use ahil_drivers::process::CancelFlag;
 use ahil_drivers::serial::{OpenOptions, Port, Ring};
 use serde_json::{Value, json};
 
@@ -380,7 +381,15 @@ impl Rules<'_> {
         let mut stream = MaskedStream::default();
         loop {
             let left = self.max_bytes.saturating_sub(read.bytes.len());
-            let taken = take_masked(&mut stream, ring, left, deadline, &patterns, self.max_bytes);
+            let taken = take_masked(
+                &mut stream,
+                ring,
+                left,
+                deadline,
+                &patterns,
+                self.max_bytes,
+                &CancelFlag::default(),
+            );
             read.bytes.extend_from_slice(&taken.bytes);
             read.overflow = taken.overflow;
             read.reader_error = taken.reader_error;

@@ -61,21 +61,23 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         debugger,
         executable,
     };
-    let work = if matches!(tool, ToolId::FlashFirmware | ToolId::ResetTarget)
-        && ctx.debug.is_active()
-    {
-        Work::Local(Box::new(move || Acted {
+    let work = if opens_the_target(tool) && ctx.debug.is_active() {
+        Work::Local(Box::new(move || {
+            Acted {
             outcome: Outcome::refused(
                 tool,
                 ErrorType::ResourceBusy,
-                "A debug session holds the probe; flashing and resetting wait until it stops.",
+                "A debug session holds the probe; probing, flashing and resetting wait until it stops.",
             )
             .with("held_by", "debug_session")
-            .with_next_step("Call debug_stop_session first, then call this tool again.")
+            .with_next_step(
+                "Call debug_stop_session first, then call this tool again; debug_get_session_status shows the target meanwhile.",
+            )
             .not_contacted(),
             contact: Some(Contact::none(
                 "refused while a debug session holds the probe",
             )),
+        }
         }))
     } else if tool == ToolId::FlashFirmware
         && rtt_capture(ctx)
@@ -117,6 +119,17 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         resources,
         work,
     })
+}
+
+/// Whether `tool` opens its own connection to the target. A debug session's server holds the probe
+/// (the emulated board's stub takes one gdb, an adapter one OpenOCD), so a second connection cannot
+/// be served beside it: it would wait out its deadline and leave the state unknown, with a recovery
+/// reset of the core the session holds. Only the probe list, which names adapters, goes on.
+fn opens_the_target(tool: ToolId) -> bool {
+    matches!(
+        tool,
+        ToolId::ProbeTarget | ToolId::FlashFirmware | ToolId::ResetTarget
+    )
 }
 
 /// Whether the call's `capture` names an RTT channel.

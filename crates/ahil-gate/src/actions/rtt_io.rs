@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use ahil_config::{RttChannel, RttDirection, RttFormat};
 use ahil_drivers::Contact;
+use ahil_drivers::process::CancelFlag;
 use ahil_drivers::serial::Ring;
 use serde_json::{Value, json};
 
@@ -73,7 +74,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         work: Work::Driver(DriverJob {
             deadline: request.wait + Duration::from_secs(5),
             if_abandoned: Contact::none("a read only takes bytes already polled"),
-            run: Box::new(move |_cancel| read(&owned, &channel, session.as_deref(), &request)),
+            run: Box::new(move |cancel| {
+                read(&owned, &channel, session.as_deref(), &request, &cancel)
+            }),
         }),
     })
 }
@@ -137,6 +140,7 @@ fn read(
     channel: &RttChannel,
     session: Option<&Session>,
     request: &ReadRequest,
+    cancel: &CancelFlag,
 ) -> Acted {
     const TOOL: ToolId = ToolId::RttRead;
     let (max_bytes, patterns) = (request.max_bytes, request.patterns.as_slice());
@@ -173,6 +177,7 @@ fn read(
         deadline,
         patterns,
         request.cap,
+        cancel,
     );
     let mut outcome = read_outcome(
         TOOL,

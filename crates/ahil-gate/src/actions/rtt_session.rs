@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ahil_config::{Debugger, DebuggerType, Rtt, RttDirection, RttFormat, parse_address};
 use ahil_drivers::Contact;
+use ahil_drivers::process::CancelFlag;
 use ahil_drivers::rtt::link::{Link, Locate, Options, Tap};
 use serde_json::{Value, json};
 
@@ -119,17 +120,17 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             elf: None,
         };
         match named {
-            Some(image) => super::staged_job(image, START_DEADLINE, move |staged, _cancel| {
+            Some(image) => super::staged_job(image, START_DEADLINE, move |staged, cancel| {
                 Start {
                     elf: Some(staged_elf(&staged)),
                     ..start
                 }
-                .run()
+                .run(&cancel)
             }),
             None => Work::Driver(DriverJob {
                 deadline: START_DEADLINE,
                 if_abandoned: Contact::Possible,
-                run: Box::new(move |_cancel| start.run()),
+                run: Box::new(move |cancel| start.run(&cancel)),
             }),
         }
     } else {
@@ -322,7 +323,7 @@ impl Start {
         })
     }
 
-    fn run(self) -> Acted {
+    fn run(self, cancel: &CancelFlag) -> Acted {
         const TOOL: ToolId = ToolId::RttSessionStart;
         if let Some(existing) = self.sessions.get(&self.debugger) {
             if existing.link.is_alive() {
@@ -342,7 +343,7 @@ impl Start {
             Ok(found) => found,
             Err(refused) => return *refused,
         };
-        session_lifecycle::start(Opening { start: self, found }, &ownership, &audit)
+        session_lifecycle::start(Opening { start: self, found }, &ownership, &audit, cancel)
     }
 }
 

@@ -1,15 +1,17 @@
 //! The session lifecycle with a failure at each step of a start, for each session kind: COM (a pty)
 //! and CAN (a scripted bridge, a child process) at every step; RTT and debug at every step too, the
 //! steps up to the open with no target (debug through an OpenOCD that cannot start) and the
-//! registration on two emulated boards; a CAN participant (a broker that cannot be reached) at the
-//! steps before and at its open only, since its device opens only with a broker, which is this
-//! program run again (`can-broker`), not a test binary. Afterwards the
+//! registration and a call given up while the device opened on two emulated boards; a CAN
+//! participant (a broker that cannot be reached) at the steps before and at its open only, since its
+//! device opens only with a broker, which is this program run again (`can-broker`), not a test
+//! binary. Afterwards the
 //! device lock is free, no session is registered, the device opens again, no child of the test
 //! remains, and every session log that saw a start also saw how it ended.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use ahil_drivers::process::CancelFlag;
 use ahil_drivers::serial::{OpenOptions, Port, PtyPeer};
 use serde_json::Value;
 
@@ -30,9 +32,17 @@ enum Step {
     Open,
     /// Another session took the id between the lock and the registration.
     Register,
+    /// The call was given up (the client's cancel, the gate's deadline) while the device opened.
+    Cancel,
 }
 
-const STEPS: [Step; 4] = [Step::Lock, Step::Log, Step::Open, Step::Register];
+const STEPS: [Step; 5] = [
+    Step::Lock,
+    Step::Log,
+    Step::Open,
+    Step::Register,
+    Step::Cancel,
+];
 
 /// Which device a start opens.
 #[derive(Clone, Copy)]
@@ -61,6 +71,8 @@ struct World {
     audit: Audit,
     ours: Arc<Ownership>,
     theirs: Arc<Ownership>,
+    /// The start call's cancel flag.
+    cancel: CancelFlag,
 }
 
 impl World {
@@ -73,12 +85,13 @@ impl World {
             theirs: Arc::new(Ownership::under_home(&fixture.home, "mcp")),
             audit,
             fixture,
+            cancel: CancelFlag::default(),
         }
     }
 
     /// Runs `kind`'s start as our server would.
     fn start(&self, kind: impl session_lifecycle::SessionKind) -> Acted {
-        session_lifecycle::start(kind, &self.ours, &self.audit)
+        session_lifecycle::start(kind, &self.ours, &self.audit, &self.cancel)
     }
 
     /// A file where the workspace's logs directory goes: no session log can be mirrored.
@@ -612,6 +625,17 @@ fn fail_each<C: Case>(steps: &[Step], case: impl Fn(&World) -> C) {
 /// Fails `step` of a start of `case`'s kind and checks that the start left nothing behind.
 fn fail_at(world: &World, case: &dyn Case, step: Step) {
     let what = format!("{} with {step:?} failing", case.name());
+    // A session of the same kind is open on the other device: the failed start leaves it alone (a
+    // shared bus's broker lives on with it, so the participant under test can attach again).
+    let first = matches!(step, Step::Register | Step::Cancel);
+    if first {
+        let first = case.start(world, Device::Other);
+        assert!(
+            first.outcome.ok,
+            "{what}: the first session starts: {:?}",
+            first.outcome
+        );
+    }
     let mut holder = None;
     match step {
         Step::Lock => {
@@ -619,15 +643,9 @@ fn fail_at(world: &World, case: &dyn Case, step: Step) {
             holder = Some(SessionLocks::take(&world.theirs, keys, "another holder").expect("free"));
         }
         Step::Log => world.block_logs(),
-        Step::Open => {}
-        Step::Register => {
-            let first = case.start(world, Device::Other);
-            assert!(
-                first.outcome.ok,
-                "{what}: the first session starts: {:?}",
-                first.outcome
-            );
-        }
+        Step::Open | Step::Register => {}
+        // Raised before the start: the flag is only looked at once the device is open.
+        Step::Cancel => world.cancel.cancel(),
     }
     let device = if step == Step::Open {
         Device::Absent
@@ -640,6 +658,7 @@ fn fail_at(world: &World, case: &dyn Case, step: Step) {
         Step::Log => Some("audit_unavailable"),
         Step::Open => None,
         Step::Register => Some("session_already_active"),
+        Step::Cancel => Some("interrupted"),
     };
     assert!(!acted.outcome.ok, "{what}: the start is refused");
     if let Some(expected) = expected {
@@ -650,7 +669,7 @@ fn fail_at(world: &World, case: &dyn Case, step: Step) {
         );
     }
     drop(holder);
-    // Checked before the first session (in the registration step) is stopped, so its stop cannot
+    // Checked before the first session (of the last two steps) is stopped, so its stop cannot
     // have closed what the failed start left.
     let keys = case.keys(Device::UnderTest);
     drop(
@@ -659,7 +678,7 @@ fn fail_at(world: &World, case: &dyn Case, step: Step) {
         }),
     );
     assert!(case.reopens(), "{what}: the device opens again");
-    let first_session = if step == Step::Register {
+    let first_session = if first {
         case.children_per_session()
     } else {
         0
@@ -669,7 +688,7 @@ fn fail_at(world: &World, case: &dyn Case, step: Step) {
         first_session,
         "{what}: no child process of the failed start remains"
     );
-    if step == Step::Register {
+    if first {
         assert_eq!(
             case.registered(),
             Some(case.keys(Device::Other)),
@@ -702,19 +721,19 @@ fn a_can_session_start_failing_at_any_step_leaves_no_lock_session_child_or_open_
 #[test]
 fn a_can_participant_start_failing_at_any_step_leaves_no_lock_session_attachment_or_open_log() {
     fail_each(&UP_TO_OPEN, Participant::unreachable);
-    fail_each(&[Step::Register], Participant::brokered);
+    fail_each(&[Step::Register, Step::Cancel], Participant::brokered);
 }
 
 #[test]
 fn a_debug_session_start_failing_at_any_step_leaves_no_lock_session_gdb_or_open_log() {
     fail_each(&UP_TO_OPEN, Debug::new);
-    fail_each(&[Step::Register], Debug::on_boards);
+    fail_each(&[Step::Register, Step::Cancel], Debug::on_boards);
 }
 
 #[test]
 fn an_rtt_session_start_failing_at_any_step_leaves_no_lock_session_or_open_log() {
     fail_each(&UP_TO_OPEN, Rtt::new);
-    fail_each(&[Step::Register], Rtt::running);
+    fail_each(&[Step::Register, Step::Cancel], Rtt::running);
 }
 
 #[test]

@@ -2,9 +2,9 @@
 //! emulated board (gdb on QEMU's stub) or through OpenOCD (gdb on the loopback port of an OpenOCD this
 //! session started). A session owns its gdb child (own process group, killed and reaped on drop), the
 //! debug server's process when there is one, the staged ELF it debugs, and the debugger's machine-wide
-//! device lock, so flash and reset (here or in another server) wait until it stops. Dropping a session
-//! keeps the core halted: it disconnects rather than detaches (the QEMU stub resumes on a detach), and
-//! on OpenOCD first turns the gdb-detach and gdb-end events into no-ops.
+//! device lock, so probe, flash and reset (here or in another server) wait until it stops. Dropping a
+//! session keeps the core halted: it disconnects rather than detaches (the QEMU stub resumes on a
+//! detach), and on OpenOCD first turns the gdb-detach and gdb-end events into no-ops.
 
 pub mod elfsym;
 pub mod ihex;

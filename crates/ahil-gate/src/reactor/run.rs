@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use ahil_config::plan::{LoadedPlan, Step, load_plan};
 use ahil_config::time::now_millis;
+use ahil_drivers::process::CancelFlag;
 use serde_json::{Map, Value, json};
 
 use super::View;
@@ -209,10 +210,18 @@ async fn drive(
     let ownership = Arc::clone(view.ownership);
     let label = plan.name.clone();
     let wait = request.wait;
+    // Raised when this future is dropped mid-wait (its call cancelled): the wait then takes nothing.
+    let cancel = CancelFlag::default();
+    let _give_up = cancel.guard();
     let held = tokio::task::spawn_blocking(move || {
-        ownership
-            .runs
-            .start(&ownership.locks, TOOL.name(), devices, Some(&label), wait)
+        ownership.runs.start(
+            &ownership.locks,
+            TOOL.name(),
+            devices,
+            Some(&label),
+            wait,
+            &cancel,
+        )
     })
     .await
     .unwrap_or_else(|err| {
@@ -252,7 +261,8 @@ async fn drive(
             break;
         }
     }
-    let (cleanup, cleanup_errors) = cleanup(&mut exec).await;
+    // The gate's own work: a client's cancel that stopped the plan must not interrupt its closing.
+    let (cleanup, cleanup_errors) = crate::cancel::shielded(cleanup(&mut exec)).await;
     let markers = containment(&steps);
     // Recovery runs while the run still holds its devices (and after its sessions closed).
     let recovery = match &failed {

@@ -139,10 +139,12 @@ impl Exec<'_> {
         future.await
     }
 
-    /// Whether a stop was requested (remembered once seen).
+    /// Whether a stop was requested (remembered once seen): by `test_reactor_stop`, or by the client
+    /// cancelling the `test_reactor_run` call that runs this plan, which stops it as a stop request
+    /// does rather than letting the plan drive the bench on for a caller that has gone.
     pub fn stop_requested(&mut self) -> bool {
         if !self.stopped {
-            self.stopped = self.reg.stop_requested();
+            self.stopped = self.reg.stop_requested() || crate::cancel::is_cancelled();
         }
         self.stopped
     }

@@ -176,7 +176,8 @@ impl Start {
             backend,
             cancel,
         };
-        session_lifecycle::start(opening, &ownership, &audit)
+        let call = opening.cancel.clone();
+        session_lifecycle::start(opening, &ownership, &audit, &call)
     }
 }
 

@@ -3,6 +3,13 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
+/// Whether a session start step opened its session itself: one the agent (or an earlier step)
+/// already had answers `already_active: true` and is used as it is, so the run's end, which closes
+/// only what the run opened, leaves it to its owner.
+fn opened_here(started: &Done) -> bool {
+    started.ok && started.result.get("already_active") == Some(&json!(false))
+}
+
 impl Exec<'_> {
     /// A UART step.
     pub(super) async fn uart_step(&mut self, step: &Step) -> Done {
@@ -17,7 +24,7 @@ impl Exec<'_> {
                         json!({"port_id": route.name, "clear_buffer": clear_buffer}),
                     )
                     .await;
-                if done.ok && !self.opened.uarts.contains(&route.name) {
+                if opened_here(&done) && !self.opened.uarts.contains(&route.name) {
                     self.opened.uarts.push(route.name.clone());
                 }
                 done
@@ -99,7 +106,7 @@ impl Exec<'_> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        if started.detail("already_active") == Some(&json!(false)) {
+        if opened_here(&Done::from_outcome(&started)) {
             self.opened.rtt = Some(debugger.clone());
         }
         let source = Source::Rtt {
@@ -125,7 +132,7 @@ impl Exec<'_> {
                 );
                 let done = self.simple("can_session_start", args).await;
                 let key = (route.name.clone(), participant.clone());
-                if done.ok && !self.opened.cans.contains(&key) {
+                if opened_here(&done) && !self.opened.cans.contains(&key) {
                     self.opened.cans.push(key);
                 }
                 done
