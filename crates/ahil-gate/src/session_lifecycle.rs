@@ -230,18 +230,23 @@ pub fn start<K: SessionKind>(
 /// The refusal of a start whose call was given up while its device opened: the device is closed
 /// again (the locks go when the start returns), and the log learns why.
 fn abandoned(tool: ToolId, log: &SessionLog) -> Acted {
-    let _ = log.append(&json!({"event": "stop", "reason": "call_abandoned"}));
-    let mut outcome = Outcome::refused(
+    let outcome = Outcome::refused(
         tool,
         ErrorType::Interrupted,
         "The call was cancelled (or ran past its deadline) while the device opened, so the device was closed again and no session was kept.",
     )
     .with("cancelled", true)
     .with_next_step("Call the start again to open the session.");
+    closed_again(log, "call_abandoned", outcome)
+}
+
+/// A start whose device opened and was closed again without a session: the log's last event says
+/// why, and the refusal points at the log.
+fn closed_again(log: &SessionLog, reason: &str, mut outcome: Outcome) -> Acted {
+    let _ = log.append(&json!({"event": "stop", "reason": reason}));
     outcome.log_path = Some(log.path.clone());
     Acted {
         outcome,
-        // Opened and closed again, as a start that lost its registration.
         contact: Some(Contact::Possible),
     }
 }
@@ -302,18 +307,13 @@ pub fn open_logged<D, E: Refusal>(
 
 /// The refusal of a start whose session the table would not take: its device is closed again.
 fn not_registered(tool: ToolId, log: &SessionLog) -> Acted {
-    let _ = log.append(&json!({"event": "stop", "reason": "not_registered"}));
-    let mut outcome = Outcome::refused(
+    let outcome = Outcome::refused(
         tool,
         ErrorType::SessionAlreadyActive,
         "Another session on this device was registered meanwhile, so this one was closed again.",
     )
     .with_next_step("Use the open session, or stop it first.");
-    outcome.log_path = Some(log.path.clone());
-    Acted {
-        outcome,
-        contact: Some(Contact::Possible),
-    }
+    closed_again(log, "not_registered", outcome)
 }
 
 /// Where sessions of one kind are registered.

@@ -63,10 +63,7 @@ pub fn apply_agent_changes(
     rights: Rights,
     changes: &[Change],
 ) -> Result<Applied, Refused> {
-    let rules = classify_all(changes, version)?;
-    if let Some(refused) = permission_of_a_missing_entry(document, &rules) {
-        return Err(refused);
-    }
+    let rules = classify_for(document, changes, version)?;
     let programs: Vec<String> = rules
         .iter()
         .filter(|r| r.operator_only)
@@ -161,11 +158,7 @@ pub fn apply_operator_changes(
     version: u8,
     changes: &[Change],
 ) -> Result<Applied, Refused> {
-    let rules = classify_all(changes, version)?;
-    // A grant names a device the file describes; it never creates one (as over MCP).
-    if let Some(refused) = permission_of_a_missing_entry(document, &rules) {
-        return Err(refused);
-    }
+    let rules = classify_for(document, changes, version)?;
     if let Some(rule) = rules.iter().find(|r| r.right != Right::Permissions) {
         return Err(Refused::Invalid {
             key: rule.key.clone(),
@@ -183,6 +176,20 @@ pub fn apply_operator_changes(
         });
     }
     Ok(apply(document, version, &rules, changes))
+}
+
+/// The rule of each change to `document`: a permission names a device the file describes and
+/// never creates one, over MCP and from the operator's `grant` alike.
+fn classify_for(
+    document: &Value,
+    changes: &[Change],
+    version: u8,
+) -> Result<Vec<KeyRule>, Refused> {
+    let rules = classify_all(changes, version)?;
+    match permission_of_a_missing_entry(document, &rules) {
+        Some(refused) => Err(refused),
+        None => Ok(rules),
+    }
 }
 
 fn classify_all(changes: &[Change], version: u8) -> Result<Vec<KeyRule>, Refused> {
