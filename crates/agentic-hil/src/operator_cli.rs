@@ -30,12 +30,53 @@ pub fn doctor(workspace: &Path, env: &Environment) -> Outcome {
         Ok(loaded) => loaded,
         Err(error) => return ahil_gate::doctor::config_error(&error),
     };
-    call(loaded, env, "agentic_hil_doctor", json!({})).unwrap_or_else(|error| {
+    let checked = call(loaded, env, "agentic_hil_doctor", json!({})).unwrap_or_else(|error| {
         Outcome::refused(
             "agentic_hil_doctor",
             ErrorType::InternalError,
             format!("The check could not be started: {error}."),
         )
         .not_contacted()
+    });
+    if checked.error_type.is_some() {
+        return checked;
+    }
+    checked
+        .with("installation", installation())
+        .with("mcp", mcp_registration(workspace))
+}
+
+/// Which program answers: this binary's version and where it is (printed home-relative).
+fn installation() -> Value {
+    let path = std::env::current_exe()
+        .ok()
+        .and_then(|exe| std::fs::canonicalize(exe).ok());
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "package_path": path,
+        "editable": false,
     })
+}
+
+/// What to register as the MCP server (`mcp-config`'s command), or why nothing may be yet.
+fn mcp_registration(workspace: &Path) -> Value {
+    let report = json!({"transport": "stdio", "args": ["mcp-stdio"]});
+    let mut report = report;
+    match crate::install::launcher_command(workspace) {
+        Ok(command) => {
+            report["command"] = json!(command);
+            report["persistent"] = json!(true);
+            report["summary"] = json!(
+                "Register this exact path with 'agentic-hil setup --agent <agent>'; a transient runner or a bare PATH name is not a registration."
+            );
+        }
+        Err(summary) => {
+            report["command"] = Value::Null;
+            report["persistent"] = json!(false);
+            report["summary"] = json!(format!(
+                "No trusted persistent executable to register yet: {summary}"
+            ));
+        }
+    }
+    report
 }

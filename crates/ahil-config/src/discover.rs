@@ -229,6 +229,24 @@ fn check_home(ws: &Path, home: &Path) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// Refuses a configuration file inside the workspace it would authorize (`AGENTIC_HIL_CONFIG`
+/// pointing into the project), where the agent's own edit tools could widen it. `init` asks
+/// before it keeps or writes one, as the load does before it reads one.
+pub fn check_config_outside_workspace(
+    config: &Path,
+    workspace: &Path,
+    env: &Environment,
+) -> Result<(), ConfigError> {
+    if resolve_lenient(config).starts_with(resolve_lenient(workspace)) {
+        return Err(ConfigError::invalid(
+            Refusal::new("The configuration must be stored outside the workspace it authorizes.")
+                .with("path", env.display_path(config))
+                .fix("Unset AGENTIC_HIL_CONFIG (init then writes the file outside the project), or point it outside the project."),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

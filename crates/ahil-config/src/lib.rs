@@ -32,7 +32,8 @@ pub mod write;
 
 pub use discover::{
     CONFIG_ENV_VAR, ConfigLocation, Environment, TRUSTED_SEARCH_PATH, canonical_config_path,
-    check_workspace_not_home, config_candidates, default_state_root,
+    check_config_outside_workspace, check_workspace_not_home, config_candidates,
+    default_state_root,
 };
 pub use error::{ConfigError, Refusal};
 pub use holds::{Holds, MAX_HOLD_S};

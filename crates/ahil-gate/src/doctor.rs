@@ -20,6 +20,9 @@ use crate::envelope::Outcome;
 
 const TOOL: &str = "agentic_hil_doctor";
 
+/// Why the doctor's digest is not a running server's (the reference's words, shortened).
+const RUNNING_SERVER_COMPARISON: &str = "This is the configuration as it is on disk right now; the command line reads it fresh on every invocation. A running MCP server does not: it keeps serving what it parsed at startup. Compare the `loaded_digest` here with `config_status.loaded_digest` in that server's `debugger_info`; if they differ, `project_config_reload_description` on that server adopts a changed `target`, `debuggers`, `com_ports` or `can_buses`, and a restart adopts everything else, every `permissions:` block included. `agentic-hil config-reload` previews what that call would take.";
+
 /// One checked aspect of the bench.
 struct Finding {
     name: &'static str,
@@ -53,17 +56,32 @@ pub(crate) fn doctor(workspace: &Path, env: &ahil_config::Environment) -> Outcom
 /// The doctor's checks of a loaded bench: what the operator-only tool `agentic_hil_doctor` runs
 /// through the pipeline.
 pub(crate) fn check(loaded: &LoadedConfig) -> Outcome {
-    let (debuggers_finding, targets_finding, debuggers) = check_debuggers(loaded);
+    let (debuggers_finding, targets_finding, mut debuggers) = check_debuggers(loaded);
     let binding_finding = check_binding(loaded);
     // The binding verdict also stands alone at the top, where the reference's doctor puts it.
     let binding = binding_finding.to_value();
     let state_root_finding = check_state_root(&loaded.config.state_root);
-    // So does the state root's (without its path): an operator's script reads `state_root.ok`.
-    let state_root = state_root_finding.to_value();
+    // So does the state root's: an operator's script reads `state_root.ok`. Its path is named
+    // `<state_root>`, never the machine's (the reference prints it absolute).
+    let mut state_root = state_root_finding.to_value();
+    state_root["field"] = json!("state_root");
+    state_root["path"] = json!("<state_root>");
+    // The records and the report state live under the root: a walk over a root that refuses
+    // writes would answer nothing while looking like an all-clear.
+    let (report_state, standing, report_state_finding) =
+        under_the_root(loaded, state_root_finding.ok);
+    let config = &loaded.config;
+    let grants = sections::permission_summary(config);
+    let com_ports = sections::com_ports(config, &grants);
+    let access_finding = denied_access(&com_ports);
     let findings: Vec<Finding> = [debuggers_finding]
         .into_iter()
         .chain(targets_finding)
-        .chain([state_root_finding, binding_finding])
+        .chain([state_root_finding])
+        .chain(report_state_finding)
+        .chain([binding_finding])
+        .chain(standing_finding(&standing))
+        .chain(access_finding)
         .collect();
     let unhealthy: Vec<&str> = findings.iter().filter(|f| !f.ok).map(|f| f.name).collect();
     let ok = unhealthy.is_empty();
@@ -91,6 +109,33 @@ pub(crate) fn check(loaded: &LoadedConfig) -> Outcome {
         outcome.next_step = Some(next.to_owned());
     }
     outcome.config_status = serde_json::to_value(loaded.status()).ok();
+    if let Some(Value::Object(status)) = &mut outcome.config_status {
+        // A command line reads the file fresh: no description was reloaded into it.
+        status
+            .entry("description_reloaded_at")
+            .or_insert(Value::Null);
+        status.insert(
+            "compare_with_running_server".into(),
+            json!(RUNNING_SERVER_COMPARISON),
+        );
+    }
+    for (name, entry) in &mut debuggers {
+        entry["permissions"] = grants["debuggers"][name].clone();
+        if let Some(scripts) = config
+            .debuggers
+            .get(name)
+            .and_then(sections::openocd_scripts)
+        {
+            entry["scripts"] = scripts;
+        }
+    }
+    let warnings = sections::warnings(config);
+    if !warnings.is_empty() {
+        outcome = outcome.with("warnings", json!(warnings));
+    }
+    if let Some(report_state) = report_state {
+        outcome = outcome.with("report_state", report_state);
+    }
     outcome
         .with("config_path", loaded.display_path.as_str())
         .with("findings", Value::Array(findings.iter().map(Finding::to_value).collect()))
@@ -101,7 +146,70 @@ pub(crate) fn check(loaded: &LoadedConfig) -> Outcome {
             "target",
             json!({"name": loaded.config.target.name, "controller": loaded.config.target.controller}),
         )
+        .with("debugger", sections::debugger_check(&debuggers))
         .with("debuggers", Value::Object(debuggers))
+        .with("com_ports", com_ports)
+        .with("can_buses", sections::can_buses(config, &grants))
+        .with("standing_incidents", Value::Array(standing))
+}
+
+/// What lives under the state root, asked only where the root accepts writes (a walk over one
+/// that does not would answer nothing while looking like an all-clear): the report state, the
+/// incidents other projects left on this bench's devices, and the report state's finding when it
+/// does not read.
+fn under_the_root(
+    loaded: &LoadedConfig,
+    usable: bool,
+) -> (Option<Value>, Vec<Value>, Option<Finding>) {
+    if !usable {
+        return (None, Vec::new(), None);
+    }
+    let report_state = sections::report_state(loaded);
+    let finding = (report_state["ok"] != json!(true)).then(|| Finding {
+        name: "report_state",
+        ok: false,
+        summary: report_state["summary"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        details: Map::new(),
+    });
+    (
+        Some(report_state),
+        sections::standing_incidents(loaded),
+        finding,
+    )
+}
+
+/// The finding for incidents that stand on this bench's devices: its next hardware call is
+/// refused for them, though no other check looks at them.
+fn standing_finding(standing: &[Value]) -> Option<Finding> {
+    (!standing.is_empty()).then(|| Finding {
+        name: "standing_incident",
+        ok: false,
+        summary: format!(
+            "{} unresolved incident(s) of another project stand on a device this bench declares; its next hardware call is refused until that project recovers.",
+            standing.len()
+        ),
+        details: Map::new(),
+    })
+}
+
+/// The finding for a port node this account may not open, one sentence per port.
+fn denied_access(com_ports: &Value) -> Option<Finding> {
+    let denied: Vec<&str> = com_ports
+        .as_object()
+        .into_iter()
+        .flat_map(|ports| ports.values())
+        .filter(|port| port["device_access"]["ok"] == json!(false))
+        .filter_map(|port| port["device_access"]["summary"].as_str())
+        .collect();
+    (!denied.is_empty()).then(|| Finding {
+        name: "device_access",
+        ok: false,
+        summary: denied.join(" "),
+        details: Map::new(),
+    })
 }
 
 /// The doctor's answer when the configuration does not load: nothing is run.
@@ -290,19 +398,37 @@ fn check_binding(loaded: &LoadedConfig) -> Finding {
     let mut unbound = Vec::new();
     let mut reasons = Vec::new();
     if !unbound_debuggers.is_empty() {
-        unbound.push(json!({"field": "debuggers", "entries": unbound_debuggers}));
         let keys: Vec<String> = unbound_debuggers
             .iter()
             .map(|n| format!("debuggers.{n}"))
             .collect();
+        let executables: Vec<String> = keys.iter().map(|k| format!("{k}.executable")).collect();
+        unbound.push(json!({
+            "field": "debuggers",
+            "entries": unbound_debuggers,
+            "summary": format!(
+                "{} declared debugger(s) name no toolchain, so nothing can flash, reset, probe or open a debug session on them: {}",
+                keys.len(),
+                executables.join(", ")
+            ),
+        }));
         reasons.push(format!("{} names no executable", keys.join(", ")));
     }
     if !unbound_ports.is_empty() {
-        unbound.push(json!({"field": "com_ports", "entries": unbound_ports}));
         let keys: Vec<String> = unbound_ports
             .iter()
             .map(|n| format!("com_ports.{n}"))
             .collect();
+        let devices: Vec<String> = keys.iter().map(|k| format!("{k}.device")).collect();
+        unbound.push(json!({
+            "field": "com_ports",
+            "entries": unbound_ports,
+            "summary": format!(
+                "{} declared COM port(s) name no device, so every plan step and every COM tool call that opens one is refused `com_port_not_bound`: {}",
+                keys.len(),
+                devices.join(", ")
+            ),
+        }));
         reasons.push(format!("{} names no device", keys.join(", ")));
     }
     let placeholders = placeholders(config);
@@ -311,6 +437,7 @@ fn check_binding(loaded: &LoadedConfig) -> Finding {
     }
     let ok = unbound.is_empty();
     let mut details = Map::new();
+    details.insert("field".into(), json!("bench_binding"));
     details.insert("unbound".into(), Value::Array(unbound));
     details.insert("placeholders".into(), Value::Array(placeholders));
     let summary = if ok && reasons.is_empty() {
@@ -346,11 +473,19 @@ fn check_binding(loaded: &LoadedConfig) -> Finding {
 
 fn placeholders(config: &Config) -> Vec<Value> {
     if config.is_placeholder_controller() {
-        vec![json!({"field": "target.controller", "value": config.target.controller})]
+        vec![json!({
+            "field": "target.controller",
+            "value": config.target.controller,
+            "summary": format!("`target.controller` is still the placeholder ({}), so this file does not say what part the bench is. Nothing is refused for it.", config.target.controller),
+        })]
     } else {
         Vec::new()
     }
 }
+
+#[path = "doctor_sections.rs"]
+mod sections;
+pub(crate) use sections::permission_summary;
 
 #[cfg(test)]
 #[path = "doctor_tests.rs"]

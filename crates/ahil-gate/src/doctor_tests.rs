@@ -36,10 +36,8 @@ fn the_generated_starter_is_unbound_and_unusable() {
     assert_eq!(value["ok"], false);
     assert_eq!(value["unhealthy"], json!(["bench_binding"]));
     let binding = finding(&value, "bench_binding");
-    assert_eq!(
-        binding["unbound"],
-        json!([{"field": "debuggers", "entries": ["dut"]}])
-    );
+    assert_eq!(binding["unbound"][0]["field"], "debuggers");
+    assert_eq!(binding["unbound"][0]["entries"], json!(["dut"]));
     assert_eq!(binding["placeholders"][0]["field"], "target.controller");
     assert!(
         binding["summary"]

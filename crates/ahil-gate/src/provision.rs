@@ -31,6 +31,10 @@ pub fn init(
         Ok(location) => location,
         Err(err) => return refusal(&err),
     };
+    // Kept or written, a file the agent's edit tools reach is no policy.
+    if let Err(err) = ahil_config::check_config_outside_workspace(&location.path, workspace, env) {
+        return refusal(&err);
+    }
     let shown = env.display_path(&location.path);
     let existing = std::fs::read(&location.path).ok();
     // A rewrite must not move grants under a run or session, here or in another process: holding
@@ -43,7 +47,7 @@ pub fn init(
     } else {
         None
     };
-    let step = match (&existing, force) {
+    let mut step = match (&existing, force) {
         (Some(_), false) => json!({
             "ok": true,
             "skipped": true,
@@ -71,16 +75,26 @@ pub fn init(
             .unwrap_or_else(|| "Run: agentic-hil doctor".to_owned()),
         "Run: agentic-hil mcp-config, and register the server with your MCP host.".to_owned(),
     ];
+    if written {
+        // The written step carries what to do with the file it wrote, as the reference's does.
+        step["next_steps"] = json!(next_steps);
+    }
+    // The whole doctor document, as the reference's `steps.doctor`: a script reads the bench's
+    // verdict off `init` without running `doctor` again.
+    let doctor = doctor.to_value();
     Outcome::ok(TOOL, summary)
         .with("scope", "project")
         .with("config_path", shown)
+        // Ours changes no mode on anything that exists (nor does the reference any more); the
+        // lists stay because scripts read them.
+        .with("state_root_changes", json!([]))
+        .with("permission_changes", json!([]))
+        // Every refusal comes before the one write, which is atomic: nothing to roll back.
         .with(
-            "steps",
-            json!({
-                "config": step,
-                "doctor": {"ok": doctor.ok, "summary": doctor.summary},
-            }),
+            "rollback",
+            json!({"attempted": false, "ok": true, "errors": []}),
         )
+        .with("steps", json!({"config": step, "doctor": doctor}))
         .with("next_steps", next_steps)
 }
 
@@ -101,10 +115,15 @@ fn write_generated(
     fsio::create_dir_all_private(parent, 0o700).map_err(|err| Box::new(io_refusal(&err)))?;
     fsio::write_atomic(&location.path, text.as_bytes(), 0o600)
         .map_err(|err| Box::new(io_refusal(&err)))?;
+    // The reference's `permissions` (every grant the written file holds) and
+    // `narrowed_permissions` (those it withholds beyond the two the generation itself writes
+    // false): a generated file withholds none, so the list is empty.
     let mut step = json!({
         "ok": true,
         "summary": "Wrote a version 3 configuration: every permission granted except raw debugger commands and mass erase.",
         "path": env.display_path(&location.path),
+        "permissions": crate::doctor::permission_summary(&generated),
+        "narrowed_permissions": narrowed(&generated),
     });
     if let Some(old) = previous {
         step["discarded_narrowings"] = match parse_config(old) {
@@ -113,6 +132,25 @@ fn write_generated(
         };
     }
     Ok(step)
+}
+
+/// The grants `config` withholds beyond raw debugger commands and mass erase (which every
+/// generated file withholds), sorted.
+fn narrowed(config: &Config) -> Vec<String> {
+    let mut keys: Vec<String> = permission_surface(config)
+        .into_iter()
+        .filter(|(key, granted)| {
+            *granted == Value::Bool(false)
+                && !key.ends_with(".allow_raw_debugger_commands")
+                && !key.ends_with(".allow_mass_erase")
+                && !key.ends_with(".allow_probe")
+                && !key.ends_with(".allow_read")
+                && !key.ends_with(".allow_rtt_write")
+        })
+        .map(|(key, _)| key)
+        .collect();
+    keys.sort();
+    keys
 }
 
 /// Permission keys that were false in the file `--force` replaced and are true now: what the
@@ -274,6 +312,20 @@ mod tests {
             crate::doctor(&env.home, &env)
         });
         assert_eq!(outcome.error_type.as_deref(), Some("workspace_is_home"));
+    }
+
+    #[test]
+    fn init_refuses_to_keep_a_configuration_inside_the_workspace() {
+        let (_root, ws, mut env) = world();
+        init(&ws, &env, false, || crate::doctor(&ws, &env));
+        let inside = ws.join("config.yaml");
+        std::fs::copy(ahil_config::canonical_config_path(&ws, &env), &inside).expect("copy");
+        env.config_override = Some(inside.clone().into_os_string());
+        for force in [false, true] {
+            let outcome = init(&ws, &env, force, || crate::doctor(&ws, &env));
+            assert!(!outcome.ok, "force {force}: {}", outcome.to_value());
+            assert_eq!(outcome.error_type.as_deref(), Some("config_invalid"));
+        }
     }
 
     #[test]

@@ -541,6 +541,11 @@ pub fn uninstall(env: &Environment, agents: &[Agent]) -> Value {
     })
 }
 
+/// The program a host would launch as the gate from `workspace`, or why none may be registered.
+pub fn launcher_command(workspace: &Path) -> Result<String, String> {
+    launcher::resolve(workspace, None).map_err(|refused| refused.summary)
+}
+
 /// `init [--agent A]`: the project's configuration, then (for Claude Code) the write refusals on it.
 pub fn init(workspace: &Path, env: &Environment, force: bool, agent: Option<Agent>) -> Value {
     let check = || crate::operator_cli::doctor(workspace, env);
@@ -549,6 +554,15 @@ pub fn init(workspace: &Path, env: &Environment, force: bool, agent: Option<Agen
     if doc["ok"] != json!(true) {
         return doc;
     }
+    doc["agent"] = json!(agent.map(Agent::id));
+    doc["steps"]["agent_write_restriction"] = json!({
+        "ok": true,
+        "skipped": true,
+        "summary": match agent {
+            None => "No agent was named, so no agent write restriction was applied. Pass --agent to have that agent refuse its own write tools on the policy files.".to_owned(),
+            Some(agent) => format!("{} needs or takes no write refusals on the policy files.", agent.label()),
+        },
+    });
     if agent == Some(Agent::ClaudeCode) {
         let step = restrict_claude_writes(workspace, env);
         if step["ok"] == json!(false) {

@@ -26,6 +26,11 @@ enum Bench {
     Serial,
     /// [`Bench::Serial`] after one run of `echo.yaml`.
     SerialAfterRun,
+    /// [`Bench::Serial`] with a CAN bus `ecu` on a process bridge (the bridge simulator behind a
+    /// `#!/bin/sh` wrapper, as the MCP cases' bus).
+    SerialAndCan,
+    /// No configuration, and the command runs in HOME, which is no project.
+    InHome,
 }
 
 /// One command line, run on both implementations.
@@ -99,7 +104,7 @@ fn fixtures(world: &World) {
 /// Prepares `world` for `program`; what it returns must live while the line runs.
 fn prepare(world: &World, program: &Path, bench: Bench) -> Option<EchoBoard> {
     fixtures(world);
-    if matches!(bench, Bench::NoConfig) {
+    if matches!(bench, Bench::NoConfig | Bench::InHome) {
         return None;
     }
     init(world, program);
@@ -109,7 +114,7 @@ fn prepare(world: &World, program: &Path, bench: Bench) -> Option<EchoBoard> {
                 .expect("the config is copied into the workspace");
             None
         }
-        Bench::Serial | Bench::SerialAfterRun => {
+        Bench::Serial | Bench::SerialAfterRun | Bench::SerialAndCan => {
             let board = EchoBoard::start();
             let path = world.config_path();
             let text = std::fs::read_to_string(&path).expect("config");
@@ -118,7 +123,23 @@ fn prepare(world: &World, program: &Path, bench: Bench) -> Option<EchoBoard> {
                 board.device
             );
             assert!(text.contains("com_ports: {}"), "init wrote no ports");
-            std::fs::write(&path, text.replacen("com_ports: {}", &ports, 1)).expect("config");
+            let mut text = text.replacen("com_ports: {}", &ports, 1);
+            if matches!(bench, Bench::SerialAndCan) {
+                let bridge = world.write_fake_tool(
+                    "bridge",
+                    &format!(
+                        "#!/bin/sh\nexec \"{}\" --mode normal --period-ms 30\n",
+                        crate::support::can_bridge_simulator().display()
+                    ),
+                );
+                let bus = format!(
+                    "can_buses:\n  ecu:\n    adapter: process\n    channel: sim-ecu\n    executable: \"{}\"\n    timeout_s: 2\n    permissions:\n      allow_write: true",
+                    bridge.display()
+                );
+                assert!(text.contains("can_buses: {}"), "init wrote no buses");
+                text = text.replacen("can_buses: {}", &bus, 1);
+            }
+            std::fs::write(&path, text).expect("config");
             if matches!(bench, Bench::SerialAfterRun) {
                 let out = command(world, program, bench)
                     .args(["test-reactor", "--test-config", "echo.yaml"])
@@ -132,7 +153,7 @@ fn prepare(world: &World, program: &Path, bench: Bench) -> Option<EchoBoard> {
             }
             Some(board)
         }
-        Bench::Init | Bench::NoConfig => None,
+        Bench::Init | Bench::NoConfig | Bench::InHome => None,
     }
 }
 
@@ -141,6 +162,9 @@ fn command(world: &World, program: &Path, bench: Bench) -> Command {
     world.scrub(&mut cmd);
     if matches!(bench, Bench::ConfigInWorkspace) {
         cmd.env("AGENTIC_HIL_CONFIG", world.workspace.join("config.yaml"));
+    }
+    if matches!(bench, Bench::InHome) {
+        cmd.current_dir(&world.home);
     }
     cmd
 }
@@ -278,13 +302,67 @@ const REJECTED: &[&str] = &[
     "retry_safe",
 ];
 
+/// What an `init` that wrote its file answers, the doctor's whole verdict included.
+const INIT_WROTE: &[&str] = &[
+    "ok",
+    "scope",
+    "agent",
+    "config_path#leaks_root",
+    "state_root_changes",
+    "permission_changes",
+    "rollback",
+    "steps.config.ok",
+    "steps.config.skipped",
+    "steps.config.permissions",
+    "steps.config.narrowed_permissions",
+    "steps.config.next_steps#type",
+    "steps.config.optional_override#leaks_root",
+    "steps.config.available_com_ports.ok",
+    "steps.config.hardware_discovery.ok",
+    "steps.config.hardware_lease.leased",
+    "steps.doctor.ok",
+    "steps.doctor.tool",
+    "steps.doctor.unhealthy",
+    "steps.doctor.warnings#len",
+    "steps.doctor.standing_incidents",
+    "steps.doctor.bench_binding.ok",
+    "steps.doctor.state_root.ok",
+    "steps.doctor.report_state.ok",
+    "steps.doctor.debuggers.dut.permissions",
+    "steps.doctor.com_ports",
+    "steps.doctor.can_buses",
+    "steps.doctor.debugger.skipped",
+    "steps.agent_write_restriction.ok",
+    "steps.agent_write_restriction.skipped",
+];
+/// What an `init` that kept the file there answers.
+const INIT_KEPT: &[&str] = &[
+    "ok",
+    "agent",
+    "state_root_changes",
+    "permission_changes",
+    "rollback",
+    "steps.config.ok",
+    "steps.config.existing",
+    "steps.config.skipped",
+    "steps.config.path#leaks_root",
+    "steps.config.permissions",
+    "steps.doctor.ok",
+    "steps.doctor.unhealthy",
+    "steps.doctor.bench_binding.ok",
+    "steps.agent_write_restriction.skipped",
+];
+
 #[test]
 fn init_and_grant_answer_as_the_reference_does() {
-    use Bench::{Init, NoConfig};
+    use Bench::{ConfigInWorkspace, InHome, Init, NoConfig};
     #[rustfmt::skip]
     let lines = [
-        line("cli-grant/init", NoConfig, &["init"], &["ok", "scope", "steps.config.ok", "steps.doctor.ok", "config_path#leaks_root"]),
-        refusal("cli-grant/init again", Init, &["init"], &["ok", "steps.config.ok", "steps.config.existing", "steps.config.skipped"]),
+        line("cli-grant/init", NoConfig, &["init"], INIT_WROTE),
+        refusal("cli-grant/init again", Init, &["init"], INIT_KEPT),
+        line("cli-grant/init --force", Init, &["init", "--force"], INIT_WROTE),
+        refusal("cli-grant/init in the home directory", InHome, &["init"], &["ok", "rollback", "steps", "workspace_root#leaks_root", "home#leaks_root"]),
+        refusal("cli-grant/init with the configuration in the workspace", ConfigInWorkspace, &["init"], &["ok", "steps"]),
         line("cli-grant/grant", Init, &["grant", "debuggers.dut.allow_mass_erase"], CHANGED),
         line("cli-grant/grant two keys, long and short", Init, &["grant", "debuggers.dut.permissions.allow_mass_erase", "debuggers.dut.allow_raw_debugger_commands"], &["ok", "changed#len", "changed.1.key"]),
         refusal("cli-grant/grant a project permission", Init, &["grant", "artifacts.allow_upload"], UNCHANGED),
@@ -344,7 +422,7 @@ fn the_configuration_and_probe_commands_answer_as_the_reference_does() {
 
 #[test]
 fn the_state_commands_answer_as_the_reference_does() {
-    use Bench::Init;
+    use Bench::{Init, SerialAndCan};
     const HANDLE: &str = "run-0123456789abcdef";
     #[rustfmt::skip]
     let lines = [
@@ -352,13 +430,61 @@ fn the_state_commands_answer_as_the_reference_does() {
             "ok",
             "unhealthy",
             "bench_binding.ok",
+            "bench_binding.field",
+            "bench_binding.unbound.0.field",
             "bench_binding.unbound.0.entries",
+            "bench_binding.unbound.0.summary#type",
             "bench_binding.placeholders.0.field",
+            "bench_binding.placeholders.0.value",
+            "bench_binding.next_step#type",
             "state_root.ok",
-            "target.controller",
+            "state_root.field",
+            "state_root.path#leaks_root",
+            "report_state.ok",
+            "report_state.path#leaks_root",
+            "warnings",
+            "standing_incidents",
+            "target",
             "debuggers.dut.bound",
+            "debuggers.dut.type",
+            "debuggers.dut.probe_id",
+            "debuggers.dut.permissions",
+            "debuggers.dut.scripts",
+            "com_ports",
+            "can_buses",
+            "debugger.ok",
+            "debugger.tool",
+            "debugger.skipped",
+            "installation.version#type",
+            "installation.package_path#type",
+            "installation.editable",
+            "mcp.transport",
+            "mcp.args",
+            "mcp.persistent",
+            "mcp.command#type",
             "config_status.state",
+            "config_status.reload_required",
+            "config_status.description_reloaded_at",
+            "config_status.compare_with_running_server#type",
             "config_path#leaks_root",
+        ]),
+        line("cli-state/doctor with a port and a bus", SerialAndCan, &["doctor"], &[
+            "ok",
+            "unhealthy",
+            "bench_binding.ok",
+            "warnings#len",
+            "standing_incidents",
+            "com_ports.uart0.device#type",
+            "com_ports.uart0.baudrate",
+            "com_ports.uart0.encoding",
+            "com_ports.uart0.identity_source",
+            "com_ports.uart0.identity_warning#type",
+            "com_ports.uart0.permissions",
+            "com_ports.uart0.device_access.ok",
+            "com_ports.uart0.device_access.tool",
+            "com_ports.uart0.device_access.mode",
+            "com_ports.uart0.device_access.owner",
+            "can_buses",
         ]),
         line("cli-state/lease-status", Init, &["lease-status"], &[
             "ok",
@@ -466,4 +592,67 @@ fn test_reactor_runs_over_a_serial_port_answer_as_the_reference_does() {
         },
     ];
     compare("cli-run/", &lines);
+}
+
+/// `init` in `world` by `program`, then a `uart0` on `device` (the pty both projects share).
+fn init_with_uart(world: &World, program: &Path, device: &str) {
+    init(world, program);
+    let ports = format!(
+        "com_ports:\n  uart0:\n    device: \"{device}\"\n    identity_source: device\n    permissions:\n      allow_write: true\n"
+    );
+    crate::driver::edit_config(world, "com_ports: {}", &ports);
+}
+
+/// One project's server killed while its session holds the shared port, the incident its own
+/// `lease-status` records, then `doctor` in a second project on the same port; what it says.
+fn observe_a_standing_incident(program: &Path) -> Observed {
+    let world = World::new();
+    let board = EchoBoard::start();
+    init_with_uart(&world, program, &board.device);
+    let mut dead = crate::support::raw::Mcp::start(&world, program);
+    let started = dead.call("com_session_start", &json!({"port_id": "uart0"}));
+    assert_eq!(
+        started["isError"],
+        false,
+        "{}: {started}",
+        program.display()
+    );
+    dead.kill9();
+    let status = crate::driver::run_cli(&world, program, &["lease-status"]);
+    let other = world.another_workspace("other-fw");
+    init_with_uart(&other, program, &board.device);
+    let doctor = crate::driver::run_cli(&other, program, &["doctor"]);
+    let root = other.workspace.parent().expect("a parent").to_path_buf();
+    let case = "cli-incident/doctor in another project on the port";
+    let mut seen = vec![(
+        "cli-incident/lease-status of the project that held it",
+        "blocked".to_owned(),
+        field(&status, "blocked", &root),
+    )];
+    for spec in [
+        "isError",
+        "ok",
+        "unhealthy",
+        "standing_incidents#len",
+        "standing_incidents.0.cleanup_reasons",
+        "standing_incidents.0.quarantine_id#type",
+        "standing_incidents.0.project_resource#type",
+        "standing_incidents.0.resource#type",
+        "standing_incidents.0.state",
+        "standing_incidents.0.auto_recoverable",
+        "summary#type",
+    ] {
+        seen.push((case, spec.to_owned(), field(&doctor, spec, &root)));
+    }
+    seen
+}
+
+#[test]
+fn doctor_names_another_projects_incident_as_the_reference_does() {
+    let (ours, theirs) = std::thread::scope(|s| {
+        let ours = s.spawn(|| observe_a_standing_incident(Path::new(World::binary())));
+        let theirs = observe_a_standing_incident(&reference());
+        (ours.join().expect("ours observed"), theirs)
+    });
+    judge("cli-incident/", &ours, &theirs);
 }

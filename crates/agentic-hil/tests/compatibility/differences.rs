@@ -50,6 +50,11 @@ pub enum Reason {
     RunReportsOnly,
     /// After a failed step a run resets only a debugger it held.
     RecoveryOfItsOwnDebugger,
+    /// `init` writes the starter file and reads no hardware: no discovery, no host inventory.
+    InitReadsNoHardware,
+    /// Whether another project's incident settles by itself is not claimed: its record does not
+    /// say what that project's policy recovers.
+    NeighboursRecoveryUnclaimed,
     /// A bug of ours, a TODO(#25): fix ours, then delete its row.
     KnownBug,
 }
@@ -79,6 +84,8 @@ impl Reason {
             Self::FirstRefusalLeads => "check-plan-leads-with-the-first-refusal",
             Self::RunReportsOnly => "run-evidence-reads-only-run-reports",
             Self::RecoveryOfItsOwnDebugger => "a-run-resets-only-a-debugger-it-held",
+            Self::InitReadsNoHardware => "init-reads-no-hardware",
+            Self::NeighboursRecoveryUnclaimed => "a-neighbours-recovery-is-not-claimed",
             Self::KnownBug => "known-bug",
         }
     }
@@ -94,10 +101,11 @@ pub type Difference = (
 );
 
 use Reason::{
-    FirstRefusalLeads, Frames, GrantsFirst, HeldCapturePort, LoneParticipant, Maxima,
-    NamedArgument, NoPaths, OperatorTools, OursAlone, OutputsStayInTheWorkspace, PlanDevice,
-    PoweredBoard, PreflightCause, Programs, ReadGrantsNarrow, RecoverRefusesInItsDocument,
-    RecoveryOfItsOwnDebugger, RetrySafe, RunReportsOnly, StarterDrivesNothing, UsbInventory,
+    FirstRefusalLeads, Frames, GrantsFirst, HeldCapturePort, InitReadsNoHardware, LoneParticipant,
+    Maxima, NamedArgument, NeighboursRecoveryUnclaimed, NoPaths, OperatorTools, OursAlone,
+    OutputsStayInTheWorkspace, PlanDevice, PoweredBoard, PreflightCause, Programs,
+    ReadGrantsNarrow, RecoverRefusesInItsDocument, RecoveryOfItsOwnDebugger, RetrySafe,
+    RunReportsOnly, StarterDrivesNothing, UsbInventory,
 };
 
 #[rustfmt::skip]
@@ -274,6 +282,18 @@ pub const DIFFERENCES: &[Difference] = &[
     ("plans/image-absolute.yaml", "error_type", r#""artifact_validation_failed""#, r#""test_config_invalid""#, PreflightCause),
     // The operator's command lines (cli.rs).
     ("cli-grant/init", "config_path#leaks_root", "false", "true", NoPaths),
+    ("cli-grant/init", "steps.config.optional_override#leaks_root", "false", "true", NoPaths),
+    ("cli-grant/init", "steps.config.available_com_ports.ok", "null", "true", InitReadsNoHardware),
+    ("cli-grant/init", "steps.config.hardware_discovery.ok", "null", "false", InitReadsNoHardware),
+    ("cli-grant/init", "steps.config.hardware_lease.leased", "null", "false", InitReadsNoHardware),
+    ("cli-grant/init again", "steps.config.path#leaks_root", "false", "true", NoPaths),
+    ("cli-grant/init --force", "config_path#leaks_root", "false", "true", NoPaths),
+    ("cli-grant/init --force", "steps.config.optional_override#leaks_root", "false", "true", NoPaths),
+    ("cli-grant/init --force", "steps.config.available_com_ports.ok", "null", "true", InitReadsNoHardware),
+    ("cli-grant/init --force", "steps.config.hardware_discovery.ok", "null", "false", InitReadsNoHardware),
+    ("cli-grant/init --force", "steps.config.hardware_lease.leased", "null", "true", InitReadsNoHardware),
+    ("cli-grant/init in the home directory", "workspace_root#leaks_root", "false", "true", NoPaths),
+    ("cli-grant/init in the home directory", "home#leaks_root", "false", "true", NoPaths),
     ("cli-grant/grant", "path#leaks_root", "false", "true", NoPaths),
     ("cli-grant/grant an unknown permission", "permission_keys_here#len", "13", "12", OursAlone),
     ("cli-grant/grant an unknown permission", "retry_safe", "true", "false", RetrySafe),
@@ -291,6 +311,8 @@ pub const DIFFERENCES: &[Difference] = &[
     ("cli-config/adopt-hardware --dry-run", "error_type", r#""debugger_not_found""#, r#""probe_inventory_incomplete""#, StarterDrivesNothing),
     ("cli-config/adopt-hardware --dry-run", "tool", r#""adopt_hardware""#, r#""project_config_adopt_hardware""#, OperatorTools),
     ("cli-state/doctor", "config_path#leaks_root", "false", "true", NoPaths),
+    ("cli-state/doctor", "state_root.path#leaks_root", "false", "true", NoPaths),
+    ("cli-state/doctor", "report_state.path#leaks_root", "false", "true", NoPaths),
     ("cli-state/recover without confirmation", "exit", "1", "2", RecoverRefusesInItsDocument),
     ("cli-state/recover without confirmation", "exit --json", "1", "2", RecoverRefusesInItsDocument),
     ("cli-state/recover without confirmation", "json", "true", "false", RecoverRefusesInItsDocument),
@@ -312,6 +334,7 @@ pub const DIFFERENCES: &[Difference] = &[
     ("cli-files/run-evidence JSON that is no report", "error_type", r#""run_report_invalid""#, "null", RunReportsOnly),
     ("cli-files/run-evidence JSON that is no report", "ok", "false", "true", RunReportsOnly),
     ("cli-refused/doctor without a configuration", "path#leaks_root", "false", "true", NoPaths),
+    ("cli-incident/doctor in another project on the port", "standing_incidents.0.auto_recoverable", "null", "true", NeighboursRecoveryUnclaimed),
     ("cli-run/test-reactor", "test_config_path#leaks_root", "false", "true", NoPaths),
     ("cli-run/test-reactor", "canonical_report_path#leaks_root", "false", "true", NoPaths),
     ("cli-run/test-reactor a comparator unmet", "recovery.attempted", "false", "true", RecoveryOfItsOwnDebugger),

@@ -24,7 +24,8 @@ pub struct Step {
     pub case: &'static str,
     pub call: Call,
     /// Compared beside `isError` and `error_type`: a dotted path into the envelope, optionally
-    /// `#len` (an array's length) or `#leaks_root` (whether the value names the test's temp root),
+    /// `#len` (an array's length), `#leaks_root` (whether the value names the test's temp root) or
+    /// `#type` (the value's JSON type: a shape compared where the value is each machine's own),
     /// or `array@name@path` (`path` in the element of `array` whose `key` is `name`), or `a|b` (the
     /// first of them that is not null).
     pub fields: &'static [&'static str],
@@ -136,6 +137,14 @@ pub fn field(result: &Value, spec: &str, root: &Path) -> Value {
         "" => value,
         "len" => value.as_array().map_or(Value::Null, |a| json!(a.len())),
         "leaks_root" => json!(value.to_string().contains(&root.display().to_string())),
+        "type" => json!(match value {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        }),
         other => panic!("unknown field operation {other}"),
     }
 }

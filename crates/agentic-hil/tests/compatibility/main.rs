@@ -690,6 +690,7 @@ const SCOPES: &[&str] = &[
     "cli-files/",
     "cli-refused/",
     "cli-run/",
+    "cli-incident/",
 ];
 
 /// The documentation explains every reason the table uses, so no difference is listed without one,

@@ -170,8 +170,17 @@ pub(super) fn doctor() -> Value {
         "findings": {"type": "array", "items": {"type": "object"}},
         "unhealthy": list(),
         "bench_binding": object(),
+        "state_root": object(),
+        "report_state": object(),
+        "warnings": list(),
+        "standing_incidents": list(),
+        "installation": object(),
+        "mcp": object(),
         "target": object(),
+        "debugger": object(),
         "debuggers": object(),
+        "com_ports": object(),
+        "can_buses": object(),
     })
 }
 

@@ -501,7 +501,10 @@ impl Coordinator {
                 }
                 continue;
             }
+            // `resource` is the first key the incident holds (the reference's entry names one);
+            // `resources` lists every key of this bench it holds.
             found.push(json!({
+                "resource": resource,
                 "project_resource": project,
                 "quarantine_id": quarantine_id,
                 "state": marker.get("state").cloned().unwrap_or(Value::Null),
