@@ -12,6 +12,8 @@ fn launch(world: &World) -> Launch {
         .program(World::binary())
         .env_clear()
         .env("HOME", &world.home)
+        // This world's home is the account's, as for every server a test starts.
+        .env("AHIL_TEST_ACCOUNT_HOME", &world.home)
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("XDG_CONFIG_HOME", world.home.join(".config"))
         .env("XDG_STATE_HOME", world.home.join(".local/state"))

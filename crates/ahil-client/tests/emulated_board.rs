@@ -59,6 +59,8 @@ impl World {
     fn env(&self) -> Vec<(&'static str, PathBuf)> {
         vec![
             ("HOME", self.home.clone()),
+            // The account's home as a debug build reads it: this test's, not the machine's.
+            ("AHIL_TEST_ACCOUNT_HOME", self.home.clone()),
             ("PATH", std::env::var_os("PATH").unwrap_or_default().into()),
             ("XDG_CONFIG_HOME", self.home.join(".config")),
             ("XDG_STATE_HOME", self.home.join(".local/state")),

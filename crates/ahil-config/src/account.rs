@@ -18,15 +18,15 @@ use crate::error::{ConfigError, Refusal};
 impl Environment {
     /// The account's home: the password database's entry for this process's user. A user the
     /// database does not know (a container run under a bare uid) falls back to the environment's
-    /// HOME, as before there was this lookup. A debug build takes `AHIL_TEST_ACCOUNT_HOME` when set,
-    /// else the environment's HOME.
+    /// HOME, as before there was this lookup. A debug build takes `AHIL_TEST_ACCOUNT_HOME` first
+    /// ([`ahil_wire::home::account_home`]), and an environment a unit test built by hand (its HOME
+    /// is not the process's) is its own account.
     pub fn account_home(&self) -> PathBuf {
-        if cfg!(debug_assertions) {
-            return std::env::var_os(ahil_wire::home::TEST_ACCOUNT_HOME)
-                .filter(|v| !v.is_empty())
-                .map_or_else(|| self.home.clone(), PathBuf::from);
+        let of_this_process = ahil_wire::home::process_home() == Some(self.home.as_path());
+        if cfg!(debug_assertions) && !of_this_process {
+            return self.home.clone();
         }
-        ahil_wire::home::password_database_home().unwrap_or_else(|| self.home.clone())
+        ahil_wire::home::account_home().map_or_else(|| self.home.clone(), Path::to_path_buf)
     }
 }
 

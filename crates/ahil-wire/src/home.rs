@@ -27,22 +27,26 @@ pub fn process_home() -> Option<&'static Path> {
         .as_deref()
 }
 
-/// The home of the account this process runs as, as the password database names it (a debug build:
-/// `AHIL_TEST_ACCOUNT_HOME` when set), else [`process_home`]: the HOME every child is given. Not
+/// The home of the account this process runs as, as the password database names it (a debug build
+/// takes `AHIL_TEST_ACCOUNT_HOME` first), else [`process_home`]: the HOME every child is given. Not
 /// the HOME the agent's `.mcp.json` names, which the server may be told to look for the operator's
 /// configuration in, but which can be any folder outside the workspace, `/tmp` or another checkout
 /// among them, whose `~/.openocd` and Python user site are anyone's.
 pub fn account_home() -> Option<&'static Path> {
     ACCOUNT
         .get_or_init(|| {
-            let named = if cfg!(debug_assertions) {
+            // A debug build is what a test runs, but also what a developer may launch: without
+            // the seam it asks the password database as a release build does, so a HOME the agent
+            // names moves nothing there either.
+            let seam = if cfg!(debug_assertions) {
                 std::env::var_os(TEST_ACCOUNT_HOME)
                     .filter(|v| !v.is_empty())
                     .map(PathBuf::from)
             } else {
-                password_database_home()
+                None
             };
-            named.or_else(|| process_home().map(Path::to_path_buf))
+            seam.or_else(password_database_home)
+                .or_else(|| process_home().map(Path::to_path_buf))
         })
         .as_deref()
 }
@@ -163,5 +167,14 @@ mod tests {
         let line = String::from_utf8_lossy(&out.stdout);
         let expected = line.trim_end().split(':').nth(5).map(PathBuf::from);
         assert_eq!(password_database_home(), expected, "getent: {line}");
+    }
+
+    #[test]
+    fn without_the_test_seam_the_accounts_home_is_the_password_databases_whatever_home_says() {
+        // This test process sets no AHIL_TEST_ACCOUNT_HOME: a debug build then answers as a
+        // release build does, so a HOME the agent names moves no lock and no child's HOME.
+        assert!(std::env::var_os(TEST_ACCOUNT_HOME).is_none());
+        let expected = password_database_home().or_else(|| process_home().map(Path::to_path_buf));
+        assert_eq!(account_home().map(Path::to_path_buf), expected);
     }
 }

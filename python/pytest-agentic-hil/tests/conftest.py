@@ -39,6 +39,8 @@ def private_env(home: Path) -> Dict[str, str]:
     """Only what the server needs, with HOME and the XDG roots inside `home`."""
     return {
         "HOME": str(home),
+        # The account's home as a debug build reads it: this test's, not the machine's.
+        "AHIL_TEST_ACCOUNT_HOME": str(home),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_STATE_HOME": str(home / ".local" / "state"),

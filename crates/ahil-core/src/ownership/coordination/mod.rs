@@ -487,10 +487,8 @@ impl Coordinator {
             let quarantine_id = errors
                 .and_then(|e| e.iter().find_map(|x| x.get("quarantine_id").cloned()))
                 .unwrap_or(Value::Null);
-            let project = marker
-                .get("project_resource")
-                .cloned()
-                .unwrap_or(Value::Null);
+            let field = |key: &str| marker.get(key).cloned().unwrap_or(Value::Null);
+            let project = field("project_resource");
             // One entry per incident: a device held under several keys is listed once per key.
             if let Some(entry) = found
                 .iter_mut()
@@ -501,16 +499,15 @@ impl Coordinator {
                 }
                 continue;
             }
-            // `resource` is the first key the incident holds (the reference's entry names one);
-            // `resources` lists every key of this bench it holds.
+            // `resource`: the first key it holds, as the reference names one; `resources`: every key.
             found.push(json!({
                 "resource": resource,
                 "project_resource": project,
                 "quarantine_id": quarantine_id,
-                "state": marker.get("state").cloned().unwrap_or(Value::Null),
+                "state": field("state"),
                 "cleanup_reasons": reasons,
                 "resources": [resource],
-                "updated_at": marker.get("updated_at").cloned().unwrap_or(Value::Null),
+                "updated_at": field("updated_at"),
             }));
         }
         found
