@@ -169,12 +169,44 @@ mod tests {
         assert_eq!(password_database_home(), expected, "getent: {line}");
     }
 
+    /// Set in the copy of this test binary the next test starts with another HOME.
+    const ANOTHER_HOME_ROLE: &str = "AHIL_WIRE_TEST_ANOTHER_HOME";
+
     #[test]
     fn without_the_test_seam_the_accounts_home_is_the_password_databases_whatever_home_says() {
-        // This test process sets no AHIL_TEST_ACCOUNT_HOME: a debug build then answers as a
-        // release build does, so a HOME the agent names moves no lock and no child's HOME.
-        assert!(std::env::var_os(TEST_ACCOUNT_HOME).is_none());
-        let expected = password_database_home().or_else(|| process_home().map(Path::to_path_buf));
-        assert_eq!(account_home().map(Path::to_path_buf), expected);
+        if std::env::var_os(ANOTHER_HOME_ROLE).is_some() {
+            // The child: HOME names a folder that is not the account's, and no seam is set; a
+            // debug build answers as a release build does.
+            let home = process_home().expect("HOME is set").to_path_buf();
+            assert_ne!(password_database_home().as_ref(), Some(&home));
+            assert_eq!(
+                account_home().map(Path::to_path_buf),
+                password_database_home(),
+                "the account's home followed HOME"
+            );
+            return;
+        }
+        let Some(account) = password_database_home() else {
+            return; // a uid the password database does not know: nothing to tell apart
+        };
+        let another = account.join("not-the-account-home");
+        let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+            .args([
+                "--exact",
+                "home::tests::without_the_test_seam_the_accounts_home_is_the_password_databases_whatever_home_says",
+                "--test-threads=1",
+            ])
+            .env_remove(TEST_ACCOUNT_HOME)
+            .env("HOME", &another)
+            .env(ANOTHER_HOME_ROLE, "1")
+            .output()
+            .expect("the test binary runs again");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("1 passed"), "the child ran the test: {text}");
     }
 }
