@@ -147,7 +147,8 @@ pub fn available_ports() -> Value {
 ///
 /// Debug builds also take ports described in `AHIL_TEST_SERIAL_INVENTORY` (a JSON list of
 /// `{device, vid, pid, serial_number}`): a pty in a test has no USB identity, and a supply's port
-/// must declare one. Release builds never read it.
+/// must declare one. Only a pty, or a name no node answers to, may be described so: the variable is
+/// the agent's to set, and a real adapter's identity is never restated. Release builds never read it.
 pub fn host_ports() -> Result<Vec<HostPort>, SerialError> {
     let (mut ports, _) = enumerate()?;
     if cfg!(debug_assertions)
@@ -156,13 +157,17 @@ pub fn host_ports() -> Result<Vec<HostPort>, SerialError> {
         && let Ok(Value::Array(items)) = serde_json::from_str::<Value>(&text)
     {
         for item in items {
+            let device = item["device"].as_str().unwrap_or_default();
+            if !seam_may_describe(std::path::Path::new(device)) {
+                continue;
+            }
             let id = |key: &str| {
                 item.get(key)
                     .and_then(Value::as_u64)
                     .and_then(|v| u16::try_from(v).ok())
             };
             ports.push(HostPort {
-                device: item["device"].as_str().unwrap_or_default().to_owned(),
+                device: device.to_owned(),
                 kind: "usb",
                 stable_device: None,
                 serial_number: item["serial_number"].as_str().map(str::to_owned),
@@ -174,4 +179,24 @@ pub fn host_ports() -> Result<Vec<HostPort>, SerialError> {
         }
     }
     Ok(ports)
+}
+
+/// Whether the test inventory may describe `device`: a pty (which has no USB identity of its own) or
+/// a name nothing answers to, never a node that is a real adapter.
+fn seam_may_describe(device: &std::path::Path) -> bool {
+    std::fs::canonicalize(device).map_or(true, |node| node.starts_with("/dev/pts/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seam_may_describe;
+    use std::path::Path;
+
+    #[test]
+    fn the_test_inventory_describes_only_ptys_and_names_no_node_answers_to() {
+        assert!(seam_may_describe(Path::new("/dev/ttyUSB-none-such-0")));
+        // A node that exists and is not a pty (a real adapter would be one) is never restated.
+        assert!(!seam_may_describe(Path::new("/dev/null")));
+        assert!(!seam_may_describe(Path::new("/dev/ptmx")));
+    }
 }
