@@ -242,7 +242,9 @@ impl Participant {
                 .frames
                 .extend(frames.into_iter().flatten().filter_map(Frame::from_bridge));
             taken.matched = reply.get("matched") == Some(&Value::Bool(true));
-            if cancel.is_cancelled() {
+            // Looked at once: frames taken by a read given up must not go out in its answer.
+            let given_up = cancel.is_cancelled();
+            if given_up {
                 let mut held = self.held();
                 for frame in taken.frames.drain(..).rev() {
                     held.push_front(frame);
@@ -250,7 +252,7 @@ impl Participant {
                 taken.matched = false;
             }
             taken.remaining = self.levels().0;
-            if cancel.is_cancelled() {
+            if given_up {
                 return Ok(taken);
             }
             let satisfied = if until.is_empty() {
