@@ -279,3 +279,70 @@ async fn a_plan_whose_rtt_step_names_an_unknown_channel_or_debugger_is_refused_b
     }
     client.cancel().await.expect("client closes");
 }
+
+/// The report of the flash that ended last, once it has ended: MCP drops the answer to a cancelled
+/// request, so its report is where it says how it ended.
+fn flash_report(world: &World) -> Option<Value> {
+    ["last-report.json", "last-failure.json"]
+        .iter()
+        .filter_map(|name| {
+            let path = world.workspace.join(".agentic-hil/reports").join(name);
+            serde_json::from_slice::<Value>(&std::fs::read(path).ok()?).ok()
+        })
+        .find(|report| report["tool"] == "flash_firmware")
+}
+
+#[test]
+fn a_flash_cancelled_while_its_capture_waits_ends_without_waiting_the_capture_out() {
+    let world = world(RTT, "");
+    let _board = SimBoard::start(&world);
+    let mut server = support::raw::Mcp::ours(&world);
+    let capture =
+        json!({"rtt_channel": "terminal", "until": "never printed", "wait_timeout_s": 30});
+    server.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": "flash_firmware", "arguments": flash_capturing(&capture)}}));
+    // The emulated board's flash and reset take well under this; the capture then waits.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
+    );
+    let cancelled = std::time::Instant::now();
+    let report = loop {
+        if let Some(report) = flash_report(&world) {
+            break report;
+        }
+        assert!(
+            cancelled.elapsed() < std::time::Duration::from_mins(1),
+            "the cancelled flash never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    // The cancel came after the flash: the image is on the board, only the capture was cut short.
+    assert_eq!(report["success_confirmed"], true, "{report}");
+    assert!(
+        report["capture"]["capture_ms"]
+            .as_u64()
+            .is_some_and(|ms| ms < 10_000),
+        "{report}"
+    );
+    assert!(
+        cancelled.elapsed() < std::time::Duration::from_secs(5),
+        "the flash waited {:?} for its capture after the cancel: {report}",
+        cancelled.elapsed()
+    );
+    // The capture let go of the channel: a session opens on it and reads the ticks at once.
+    let asked = std::time::Instant::now();
+    let started = server.envelope("rtt_session_start", &json!({}));
+    assert_eq!(started["ok"], true, "{started}");
+    let read = server.envelope(
+        "rtt_read",
+        &json!({"channel": "terminal", "until": "rtt tick", "wait_timeout_s": 5}),
+    );
+    assert_eq!(read["until_matched"], true, "{read}");
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        asked.elapsed()
+    );
+}

@@ -311,3 +311,41 @@ async fn defmt_frames_from_the_flashed_elf_are_decoded_with_level_timestamp_and_
     ok(&client, "rtt_session_stop", json!({})).await;
     client.cancel().await.expect("client closes");
 }
+
+#[test]
+fn a_cancelled_defmt_read_takes_no_frame_and_holds_up_no_later_read() {
+    let world = world(RTT_DEFMT, "");
+    let _board = SimBoard::start(&world);
+    let mut server = support::raw::Mcp::ours(&world);
+    let flashed = server.envelope(
+        "flash_firmware",
+        &json!({"image_path": "fw/ahil-fw-defmt.elf", "reset_after_flash": true}),
+    );
+    assert_eq!(flashed["ok"], true, "{flashed}");
+    let started = server.envelope("rtt_session_start", &json!({}));
+    assert_eq!(started["session"]["defmt"]["table"], true, "{started}");
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call", "params": {
+        "name": "rtt_read",
+        "arguments": {"channel": "log", "until": "never printed", "wait_timeout_s": 30}}}),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let asked = std::time::Instant::now();
+    // The boot frame came before the cancelled read began waiting: it is still there to take.
+    let read = server.envelope("rtt_read", &read_log("boot ahil-fw"));
+    assert_eq!(read["until_matched"], true, "{read}");
+    assert_eq!(
+        read["frames"][0]["text"], "boot ahil-fw 1.0 netduinoplus2",
+        "{read}"
+    );
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(3),
+        "the read waited {:?} behind the cancelled one",
+        asked.elapsed()
+    );
+}

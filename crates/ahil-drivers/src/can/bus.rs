@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value};
 
 use super::{Adapter, CanError, Closed, Frame};
+use crate::process::CancelFlag;
+
+/// A take's wait looks at its call's cancel flag this often.
+const CANCEL_SLICE: Duration = Duration::from_millis(100);
 
 #[derive(Default)]
 struct Queue {
@@ -166,8 +170,10 @@ impl Bus {
     }
 
     /// Take up to `max` frames, waiting up to `wait` for the first (or, with `until`, for a frame
-    /// whose identifier is listed; the answer then ends at that frame).
-    pub fn take(&self, max: usize, wait: Duration, until: &[u32]) -> Taken {
+    /// whose identifier is listed; the answer then ends at that frame). Once `cancel` is up (the
+    /// call was given up) the take returns no frame: what it had taken goes back to the head of
+    /// the queue for the next read, and a later read is not held up behind it.
+    pub fn take(&self, max: usize, wait: Duration, until: &[u32], cancel: &CancelFlag) -> Taken {
         let deadline = Instant::now() + wait;
         let max = max.max(1);
         let mut frames = Vec::new();
@@ -175,6 +181,11 @@ impl Bus {
         let mut q = self.shared.queue();
         loop {
             let done = take_ready(&mut q.frames, &mut frames, &mut matched, max, until);
+            if cancel.is_cancelled() {
+                self.put_back(&mut q, frames.drain(..));
+                matched = false;
+                break;
+            }
             let now = Instant::now();
             if done || now >= deadline || q.error.is_some() {
                 break;
@@ -182,7 +193,7 @@ impl Bus {
             q = self
                 .shared
                 .arrived
-                .wait_timeout(q, deadline - now)
+                .wait_timeout(q, (deadline - now).min(CANCEL_SLICE))
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
@@ -191,6 +202,18 @@ impl Bus {
             matched,
             dropped_total: q.dropped,
             remaining: q.frames.len(),
+        }
+    }
+
+    /// Returns `taken` to the head of the queue in their order; the cap still holds, so frames
+    /// that came meanwhile push out the oldest, counted as dropped, as if they had never left.
+    fn put_back(&self, q: &mut Queue, taken: impl DoubleEndedIterator<Item = Frame>) {
+        for frame in taken.rev() {
+            q.frames.push_front(frame);
+        }
+        while q.frames.len() > self.shared.cap {
+            q.frames.pop_front();
+            q.dropped += 1;
         }
     }
 
@@ -346,18 +369,22 @@ mod tests {
     #[test]
     fn frames_are_handed_out_once_in_arrival_order() {
         let (bus, _feed) = fed_bus(16, 3);
-        let first = bus.take(2, Duration::ZERO, &[]);
+        let first = bus.take(2, Duration::ZERO, &[], &CancelFlag::default());
         assert_eq!(ids(&first.frames), [1, 2]);
-        let second = bus.take(10, Duration::ZERO, &[]);
+        let second = bus.take(10, Duration::ZERO, &[], &CancelFlag::default());
         assert_eq!(ids(&second.frames), [3]);
-        assert!(bus.take(10, Duration::ZERO, &[]).frames.is_empty());
+        assert!(
+            bus.take(10, Duration::ZERO, &[], &CancelFlag::default())
+                .frames
+                .is_empty()
+        );
         assert!(bus.close().safe_state_confirmed);
     }
 
     #[test]
     fn a_full_queue_drops_the_oldest_frames_and_counts_them() {
         let (bus, _feed) = fed_bus(4, 10);
-        let taken = bus.take(100, Duration::ZERO, &[]);
+        let taken = bus.take(100, Duration::ZERO, &[], &CancelFlag::default());
         assert_eq!(ids(&taken.frames), [7, 8, 9, 10]);
         assert_eq!(taken.dropped_total, 6);
         bus.close();
@@ -375,11 +402,37 @@ mod tests {
             tx
         });
         let started = Instant::now();
-        let taken = bus.take(100, Duration::from_secs(10), &[0x7e8]);
+        let taken = bus.take(
+            100,
+            Duration::from_secs(10),
+            &[0x7e8],
+            &CancelFlag::default(),
+        );
         assert!(taken.matched);
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(ids(&taken.frames), [1, 0x7e8]);
         let _tx = feeder.join().expect("feeder");
+        bus.close();
+    }
+
+    #[test]
+    fn a_cancelled_wait_for_an_identifier_stops_at_once_and_gives_its_frames_back() {
+        let (bus, _feed) = fed_bus(16, 3);
+        let cancel = CancelFlag::default();
+        let canceller = thread::spawn({
+            let cancel = cancel.clone();
+            move || {
+                thread::sleep(Duration::from_millis(200));
+                cancel.cancel();
+            }
+        });
+        let started = Instant::now();
+        let taken = bus.take(100, Duration::from_secs(30), &[0x7e8], &cancel);
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(taken.frames.is_empty() && !taken.matched);
+        canceller.join().expect("canceller");
+        let next = bus.take(100, Duration::ZERO, &[], &CancelFlag::default());
+        assert_eq!(ids(&next.frames), [1, 2, 3]);
         bus.close();
     }
 
@@ -391,7 +444,7 @@ mod tests {
             stderr_tail: String::new(),
         }))
         .expect("pump alive");
-        let taken = bus.take(1, Duration::from_secs(5), &[]);
+        let taken = bus.take(1, Duration::from_secs(5), &[], &CancelFlag::default());
         assert!(taken.frames.is_empty());
         assert!(!bus.is_alive());
         assert_eq!(

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use ahil_drivers::Contact;
 use ahil_drivers::can::{Frame, FrameError, frame};
+use ahil_drivers::process::CancelFlag;
 use serde_json::{Value, json};
 
 use super::can_buses::{bus_entry, device};
@@ -212,7 +213,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         device(bus_id, bus),
         wait,
         "a read only takes frames already received",
-        move |_cancel| read(&owned_id, session, max_frames, wait, &until),
+        move |cancel| read(&owned_id, session, (max_frames, wait, &until), cancel),
     ))
 }
 
@@ -292,9 +293,8 @@ fn send(
 fn read(
     bus_id: &str,
     session: Option<Arc<Session>>,
-    max_frames: usize,
-    wait: Duration,
-    until: &[u32],
+    (max_frames, wait, until): (usize, Duration, &[u32]),
+    cancel: &CancelFlag,
 ) -> Acted {
     const TOOL: ToolId = ToolId::CanRead;
     let no_contact = || Some(Contact::none("a read only takes frames already received"));
@@ -311,7 +311,7 @@ fn read(
     } else {
         wait
     };
-    let taken = session.bus.take(max_frames, wait, until);
+    let taken = session.bus.take(max_frames, wait, until, cancel);
     // A shared bus learns of a lost broker or an aborted participant during the read itself.
     let failed = failed.or_else(|| failed_session(TOOL, &session));
     let frames: Vec<Value> = taken.frames.iter().map(Frame::to_json).collect();

@@ -301,7 +301,7 @@ impl Open<'_> {
 
     /// Reads what the board printed (waiting only when the flash succeeded: a failed one prints
     /// nothing new), closes the port, and puts the capture into `outcome`.
-    pub(super) fn finish(self, outcome: &mut Outcome) {
+    pub(super) fn finish(self, outcome: &mut Outcome, cancel: &CancelFlag) {
         let capture = self.capture;
         let clock = Instant::now();
         let wait = if outcome.ok {
@@ -314,7 +314,7 @@ impl Open<'_> {
             encoding: capture.encoding,
             max_bytes: capture.max_bytes,
         };
-        let read = rules.read(wait, self.port.ring());
+        let read = rules.read(wait, self.port.ring(), cancel);
         let closed = self.port.close(CLOSE_LIMIT);
         // The reader is stopped, so every rx line is in the log before its stop event.
         let logged = capture.audit.append_event(
@@ -364,8 +364,9 @@ pub(super) struct Rules<'c> {
 impl Rules<'_> {
     /// `com_read`'s read of `ring` with the capture's patterns, decided on the masked stream as
     /// com_read's is; without any, everything the board prints in the window (or `max_bytes`): a
-    /// boot log comes in bursts, and the capture closes after.
-    pub(super) fn read(&self, wait: Duration, ring: &Ring) -> Read {
+    /// boot log comes in bursts, and the capture closes after. A flash given up (its client's
+    /// cancel, the gate's deadline) ends the wait within a slice: nobody awaits the capture.
+    pub(super) fn read(&self, wait: Duration, ring: &Ring, cancel: &CancelFlag) -> Read {
         let deadline = Instant::now() + wait;
         let patterns: Vec<Vec<u8>> = self
             .until
@@ -388,7 +389,7 @@ impl Rules<'_> {
                 deadline,
                 &patterns,
                 self.max_bytes,
-                &CancelFlag::default(),
+                cancel,
             );
             read.bytes.extend_from_slice(&taken.bytes);
             read.overflow = taken.overflow;
@@ -410,6 +411,7 @@ impl Rules<'_> {
             }
             if read.bytes.len() >= self.max_bytes
                 || read.reader_error.is_some()
+                || cancel.is_cancelled()
                 || Instant::now() >= deadline
             {
                 return read;

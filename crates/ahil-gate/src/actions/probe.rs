@@ -16,6 +16,7 @@ use ahil_config::{Debugger, DebuggerType, ExecutableState};
 use ahil_drivers::probe::{
     Budget, CoreState, DebugProbe, FlashRequest, ImageFormat, ProbeInfo, ResetMode,
 };
+use ahil_drivers::process::CancelFlag;
 use ahil_drivers::qemu::QemuProbe;
 use ahil_drivers::{Contact, DriverError};
 use serde_json::{Value, json};
@@ -482,6 +483,7 @@ pub(super) fn flash_staged(
     staged: &StagedArtifact,
     format: ImageFormat,
     args: &FlashArgs,
+    cancel: &CancelFlag,
     write: impl FnOnce(&FlashRequest, Option<&flash_capture::Open<'_>>) -> Acted,
 ) -> Acted {
     let request = FlashRequest {
@@ -512,10 +514,10 @@ pub(super) fn flash_staged(
     let mut acted = write(&request, capture.as_ref());
     acted.outcome.set("artifact", staged.report().clone());
     if let Some(open) = capture {
-        open.finish(&mut acted.outcome);
+        open.finish(&mut acted.outcome, cancel);
     }
     if let Some(Capture::Rtt(rtt)) = &args.capture {
-        rtt.finish(&mut acted.outcome, staged);
+        rtt.finish(&mut acted.outcome, staged, cancel);
     }
     acted
 }
@@ -531,46 +533,53 @@ fn flash(
 ) -> Acted {
     const TOOL: ToolId = ToolId::FlashFirmware;
     let format = loader_format(staged, base);
-    flash_staged("qemu", staged, format, args, |request, capture| {
-        let request = FlashRequest {
-            reset: None,
-            ..request.clone()
-        };
-        let clock = Instant::now();
-        let report = match probe.flash(&request, budget) {
-            Ok(report) => report,
-            Err(error) => return failure(TOOL, ErrorType::FlashFailed, &error),
-        };
-        // Whatever the old firmware printed before gdb halted it is not the new firmware's output.
-        if let Some(open) = capture {
-            open.discard_pending();
-        }
-        if args.reset_after
-            && let Err(error) = probe.reset(ResetMode::Run, budget)
-        {
-            let mut acted = failure(TOOL, ErrorType::ResetFailed, &error);
-            acted.outcome.set("image_written", true);
-            // The image is on the board whatever the reset did.
-            acted.contact = Some(Contact::Made);
-            return acted;
-        }
-        let summary = if args.reset_after {
-            "Firmware flashed, verified, and target reset."
-        } else {
-            "Firmware flashed and verified. Target was not reset."
-        };
-        Acted {
-            outcome: Outcome::ok(TOOL, summary)
-                .with("backend", "qemu")
-                .with("bytes_written", report.bytes)
-                .with("verify", report.verified)
-                .with("reset_after_flash", args.reset_after)
-                .with("success_confirmed", report.verified)
-                .with("driver_elapsed_ms", millis(clock.elapsed()))
-                .with("driver_log", report.log),
-            contact: Some(Contact::Made),
-        }
-    })
+    flash_staged(
+        "qemu",
+        staged,
+        format,
+        args,
+        budget.cancel_flag(),
+        |request, capture| {
+            let request = FlashRequest {
+                reset: None,
+                ..request.clone()
+            };
+            let clock = Instant::now();
+            let report = match probe.flash(&request, budget) {
+                Ok(report) => report,
+                Err(error) => return failure(TOOL, ErrorType::FlashFailed, &error),
+            };
+            // Whatever the old firmware printed before gdb halted it is not the new firmware's output.
+            if let Some(open) = capture {
+                open.discard_pending();
+            }
+            if args.reset_after
+                && let Err(error) = probe.reset(ResetMode::Run, budget)
+            {
+                let mut acted = failure(TOOL, ErrorType::ResetFailed, &error);
+                acted.outcome.set("image_written", true);
+                // The image is on the board whatever the reset did.
+                acted.contact = Some(Contact::Made);
+                return acted;
+            }
+            let summary = if args.reset_after {
+                "Firmware flashed, verified, and target reset."
+            } else {
+                "Firmware flashed and verified. Target was not reset."
+            };
+            Acted {
+                outcome: Outcome::ok(TOOL, summary)
+                    .with("backend", "qemu")
+                    .with("bytes_written", report.bytes)
+                    .with("verify", report.verified)
+                    .with("reset_after_flash", args.reset_after)
+                    .with("success_confirmed", report.verified)
+                    .with("driver_elapsed_ms", millis(clock.elapsed()))
+                    .with("driver_log", report.log),
+                contact: Some(Contact::Made),
+            }
+        },
+    )
 }
 
 /// Records the image a flash wrote (an ELF's copy, or that none describes the board now); a record

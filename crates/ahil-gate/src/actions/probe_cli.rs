@@ -476,6 +476,7 @@ fn flash(
         staged,
         format,
         args,
+        budget.cancel_flag(),
         |request, _capture| {
             let clock = Instant::now();
             let result = backend.flash(request, budget);

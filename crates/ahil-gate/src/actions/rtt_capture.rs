@@ -18,6 +18,7 @@
 use std::time::{Duration, Instant};
 
 use ahil_config::{Rtt, RttChannel, RttDirection, RttFormat};
+use ahil_drivers::process::CancelFlag;
 use ahil_drivers::qemu::BoardPaths;
 use ahil_drivers::qemu::memory::QemuMemory;
 use ahil_drivers::rtt::link::{Link, Locate, Options};
@@ -119,7 +120,12 @@ impl RttCapture {
 
     /// After a good flash and its reset: open the RTT, read with `com_read`'s rules, close, and
     /// put the capture into `outcome`. A failed flash started no new firmware; nothing is read.
-    pub(super) fn finish(&self, outcome: &mut Outcome, staged: &StagedArtifact) {
+    pub(super) fn finish(
+        &self,
+        outcome: &mut Outcome,
+        staged: &StagedArtifact,
+        cancel: &CancelFlag,
+    ) {
         const TOOL: ToolId = ToolId::FlashFirmware;
         if !outcome.ok {
             return;
@@ -171,9 +177,13 @@ impl RttCapture {
             .ring(self.channel.index)
             .expect("the link polls the channel it was started with");
         let (read, frames) = match &decoding {
-            Ok(decoding) => self.read_frames(decoding, ring, deadline),
+            Ok(decoding) => self.read_frames(decoding, ring, deadline, cancel),
             Err(_) => (
-                rules.read(deadline.saturating_duration_since(Instant::now()), ring),
+                rules.read(
+                    deadline.saturating_duration_since(Instant::now()),
+                    ring,
+                    cancel,
+                ),
                 None,
             ),
         };
@@ -295,6 +305,7 @@ impl RttCapture {
         decoding: &Decoding,
         ring: &ahil_drivers::serial::Ring,
         deadline: Instant,
+        cancel: &CancelFlag,
     ) -> (Read, Option<Vec<Value>>) {
         let mut read = Read {
             bytes: Vec::new(),
@@ -305,7 +316,14 @@ impl RttCapture {
         let mut frames = Vec::new();
         loop {
             let left = self.max_bytes.saturating_sub(read.bytes.len());
-            let step = decoding.read(self.channel.index, ring, left, deadline, &self.until);
+            let step = decoding.read(
+                self.channel.index,
+                ring,
+                left,
+                deadline,
+                &self.until,
+                || cancel.is_cancelled(),
+            );
             read.bytes.extend_from_slice(step.text.as_bytes());
             read.overflow = step.overflow;
             frames.extend(step.frames);
@@ -314,6 +332,7 @@ impl RttCapture {
                 return (read, Some(frames));
             }
             if read.bytes.len() >= self.max_bytes
+                || cancel.is_cancelled()
                 || Instant::now() >= deadline
                 || ring.reader_done()
             {

@@ -152,8 +152,14 @@ fn read(
     if channel.format == RttFormat::Defmt
         && let Some(decoding) = &session.defmt
     {
-        let mut outcome = defmt_outcome(decoding, channel, ring, max_bytes, deadline, patterns)
-            .with("debugger", debugger);
+        let mut outcome = defmt_outcome(
+            decoding,
+            channel,
+            ring,
+            (max_bytes, deadline, patterns),
+            cancel,
+        )
+        .with("debugger", debugger);
         let mut meta = untrusted_meta(debugger, &channel.name);
         meta["agentic_hil/untrusted_content"]["fields"] =
             json!(["data.text", "data.hex", "frames"]);
@@ -204,15 +210,16 @@ fn defmt_outcome(
     decoding: &Decoding,
     channel: &RttChannel,
     ring: &Ring,
-    max_bytes: usize,
-    deadline: std::time::Instant,
-    patterns: &[Vec<u8>],
+    (max_bytes, deadline, patterns): (usize, std::time::Instant, &[Vec<u8>]),
+    cancel: &CancelFlag,
 ) -> Outcome {
     let patterns: Vec<String> = patterns
         .iter()
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .collect();
-    let read = decoding.read(channel.index, ring, max_bytes, deadline, &patterns);
+    let read = decoding.read(channel.index, ring, max_bytes, deadline, &patterns, || {
+        cancel.is_cancelled()
+    });
     let summary = match (read.frames.is_empty(), read.matched) {
         (_, Some(false)) => "The until text was not seen in time; the frames so far are returned.",
         (true, _) => "No defmt frame was available.",

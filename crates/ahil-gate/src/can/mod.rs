@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ahil_drivers::Contact;
 use ahil_drivers::can::{Bus, CanError, Frame, Taken};
+use ahil_drivers::process::CancelFlag;
 use serde_json::{Map, Value, json};
 
 use crate::ownership::SessionLocks;
@@ -131,10 +132,12 @@ impl Link {
         }
     }
 
-    pub fn take(&self, max: usize, wait: Duration, until: &[u32]) -> Taken {
+    /// Up to `max` frames (see [`ahil_drivers::can::bus::Bus::take`]); a take whose call was given
+    /// up returns none and leaves what it had for the next read.
+    pub fn take(&self, max: usize, wait: Duration, until: &[u32], cancel: &CancelFlag) -> Taken {
         match self {
-            Self::Direct(bus) => bus.take(max, wait, until),
-            Self::Shared(part) => match part.read(max, wait, until) {
+            Self::Direct(bus) => bus.take(max, wait, until, cancel),
+            Self::Shared(part) => match part.read(max, wait, until, cancel) {
                 Ok(read) => Taken {
                     frames: read.frames,
                     matched: read.matched,

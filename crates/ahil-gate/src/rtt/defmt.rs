@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ahil_drivers::rtt::defmt::{DefmtStream, DefmtTable, Frame};
 use ahil_drivers::serial::Ring;
@@ -26,6 +26,9 @@ pub struct Decoding {
     pub source: Value,
     channels: Mutex<BTreeMap<u32, Channel>>,
 }
+
+/// A read's wait looks at whether its call was given up this often.
+const CANCEL_SLICE: Duration = Duration::from_millis(100);
 
 #[derive(Debug, Default)]
 struct Channel {
@@ -65,7 +68,9 @@ impl Decoding {
     }
 
     /// Take frames of up channel `index` from `ring`: waiting until `deadline` for a frame, or with
-    /// `patterns` for a line that holds one of them (or `max_bytes` of lines).
+    /// `patterns` for a line that holds one of them (or `max_bytes` of lines). Once `gave_up()`
+    /// (the call was cancelled or abandoned) the read returns no frame: what was decoded stays
+    /// queued for the next read, and the channel is not held up behind a wait nobody awaits.
     pub fn read(
         &self,
         index: u32,
@@ -73,6 +78,7 @@ impl Decoding {
         max_bytes: usize,
         deadline: Instant,
         patterns: &[String],
+        gave_up: impl Fn() -> bool,
     ) -> Read {
         // One reader per channel at a time, so frames are handed out once and in order.
         let mut channels = self.channels.lock().unwrap_or_else(PoisonError::into_inner);
@@ -84,13 +90,17 @@ impl Decoding {
             for frame in channel.stream.push(&self.table, &taken.bytes) {
                 channel.ready.push_back(queued(frame));
             }
+            if gave_up() {
+                let matched = (!patterns.is_empty()).then_some(false);
+                return answer(channel, ring, 0, matched, patterns, taken.overflow);
+            }
             let now = Instant::now();
             let out_of_time = now >= deadline || ring.reader_done();
             if let Some((count, matched)) = choose(&channel.ready, max_bytes, patterns, out_of_time)
             {
                 return answer(channel, ring, count, matched, patterns, taken.overflow);
             }
-            wait_until = deadline;
+            wait_until = deadline.min(Instant::now() + CANCEL_SLICE);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A participant's end: find the bus's broker (or start one), prove who we are, attach, then send,
 //! read and detach over one connection.
 
+use std::collections::VecDeque;
 use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -12,6 +13,8 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use ahil_drivers::can::Frame;
+use ahil_drivers::can::bus::take_ready;
+use ahil_drivers::process::CancelFlag;
 use serde_json::{Map, Value, json};
 
 use super::wire;
@@ -115,6 +118,8 @@ pub struct Participant {
     /// Why the attachment stopped working: the broker went away, or aborted this participant.
     failure: Mutex<Option<Refused>>,
     counters: Mutex<(usize, u64)>,
+    /// Frames a given-up read had taken from the broker, for the next read before the broker's.
+    held: Mutex<VecDeque<Frame>>,
     detached: std::sync::atomic::AtomicBool,
 }
 
@@ -176,7 +181,12 @@ impl Participant {
 
     /// (queued, received) as last seen.
     pub fn levels(&self) -> (usize, u64) {
-        *self.counters.lock().unwrap_or_else(PoisonError::into_inner)
+        let (queued, received) = *self.counters.lock().unwrap_or_else(PoisonError::into_inner);
+        (queued + self.held().len(), received)
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, VecDeque<Frame>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Asks the broker for the participant's levels (and learns of an abort).
@@ -197,13 +207,26 @@ impl Participant {
     }
 
     /// Up to `max` frames, waiting up to `wait` for the first (or for an `until` identifier).
-    pub fn read(&self, max: usize, wait: Duration, until: &[u32]) -> Result<Read, Refused> {
+    /// Once `cancel` is up (the call was given up) the read returns no frame, within a slice:
+    /// what it had taken is held for the next read, which hands it out first.
+    pub fn read(
+        &self,
+        max: usize,
+        wait: Duration,
+        until: &[u32],
+        cancel: &CancelFlag,
+    ) -> Result<Read, Refused> {
         let deadline = Instant::now() + wait;
         let mut taken = Read {
             frames: Vec::new(),
             matched: false,
             remaining: 0,
         };
+        let (frames, matched) = (&mut taken.frames, &mut taken.matched);
+        if take_ready(&mut self.held(), frames, matched, max.max(1), until) {
+            taken.remaining = self.levels().0;
+            return Ok(taken);
+        }
         loop {
             let slice = deadline
                 .saturating_duration_since(Instant::now())
@@ -219,7 +242,19 @@ impl Participant {
                 .frames
                 .extend(frames.into_iter().flatten().filter_map(Frame::from_bridge));
             taken.matched = reply.get("matched") == Some(&Value::Bool(true));
+            // Looked at once: frames taken by a read given up must not go out in its answer.
+            let given_up = cancel.is_cancelled();
+            if given_up {
+                let mut held = self.held();
+                for frame in taken.frames.drain(..).rev() {
+                    held.push_front(frame);
+                }
+                taken.matched = false;
+            }
             taken.remaining = self.levels().0;
+            if given_up {
+                return Ok(taken);
+            }
             let satisfied = if until.is_empty() {
                 !taken.frames.is_empty()
             } else {
@@ -236,7 +271,9 @@ impl Participant {
     }
 
     pub fn drain(&self) -> usize {
-        self.request(&json!({"message": "drain"}), REQUEST_TIMEOUT)
+        let held = std::mem::take(&mut *self.held()).len();
+        held + self
+            .request(&json!({"message": "drain"}), REQUEST_TIMEOUT)
             .ok()
             .and_then(|r| r.get("drained").and_then(Value::as_u64))
             .and_then(|n| usize::try_from(n).ok())
@@ -385,6 +422,7 @@ pub fn attach(
                             conn: Mutex::new(conn),
                             failure: Mutex::new(None),
                             counters: Mutex::new((0, 0)),
+                            held: Mutex::new(VecDeque::new()),
                             detached: std::sync::atomic::AtomicBool::new(false),
                         });
                     }

@@ -368,7 +368,12 @@ impl Broker {
             if self.state().stopping {
                 return;
             }
-            let taken = self.bus.take(256, Duration::from_millis(50), &[]);
+            let taken = self.bus.take(
+                256,
+                Duration::from_millis(50),
+                &[],
+                &ahil_drivers::process::CancelFlag::default(),
+            );
             if !taken.frames.is_empty() {
                 let mut state = self.state();
                 for frame in &taken.frames {
