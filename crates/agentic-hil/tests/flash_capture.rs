@@ -365,22 +365,6 @@ async fn a_capture_without_until_answers_no_until_matched_as_com_read_does() {
     client.cancel().await.expect("client closes");
 }
 
-/// The flash report once the flash has ended: MCP drops the answer to a cancelled request, so its
-/// report is where it says how it ended.
-fn flash_report(bench: &Bench) -> Option<Value> {
-    ["last-report.json", "last-failure.json"]
-        .iter()
-        .filter_map(|name| {
-            let path = bench
-                .world
-                .workspace
-                .join(".agentic-hil/reports")
-                .join(name);
-            serde_json::from_slice::<Value>(&std::fs::read(path).ok()?).ok()
-        })
-        .find(|report| report["tool"] == "flash_firmware")
-}
-
 #[test]
 fn a_flash_cancelled_while_its_com_capture_waits_ends_at_once_and_gives_the_port_back() {
     let bench = Bench::readable("openocd");
@@ -388,23 +372,15 @@ fn a_flash_cancelled_while_its_com_capture_waits_ends_at_once_and_gives_the_port
     let args = flash_with_capture(bench.image, "never printed", 30.0);
     server.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
         "params": {"name": "flash_firmware", "arguments": args}}));
-    // The fake backend's flash takes well under this; the capture then waits.
-    std::thread::sleep(std::time::Duration::from_secs(4));
-    server.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
+    // The board prints its boot text at the flash's reset: the image is written by then.
+    support::cancel_the_flash_once_its_capture_hears(
+        &mut server,
+        &bench.world.workspace,
+        900,
+        ("ready", 1),
     );
-    let cancelled = std::time::Instant::now();
-    let report = loop {
-        if let Some(report) = flash_report(&bench) {
-            break report;
-        }
-        assert!(
-            cancelled.elapsed() < std::time::Duration::from_mins(1),
-            "the cancelled flash never ended"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let (report, waited) =
+        support::flash_report_after(&bench.world.workspace, std::time::Instant::now());
     // The cancel came after the flash: the image is on the board, only the capture was cut short.
     assert_eq!(report["ok"], true, "{report}");
     assert!(
@@ -414,9 +390,8 @@ fn a_flash_cancelled_while_its_com_capture_waits_ends_at_once_and_gives_the_port
         "{report}"
     );
     assert!(
-        cancelled.elapsed() < std::time::Duration::from_secs(5),
-        "the flash waited {:?} for its capture after the cancel: {report}",
-        cancelled.elapsed()
+        waited < std::time::Duration::from_secs(5),
+        "the flash waited {waited:?} for its capture after the cancel: {report}"
     );
     let session = server.envelope("com_session_start", &json!({"port_id": "console"}));
     assert_eq!(

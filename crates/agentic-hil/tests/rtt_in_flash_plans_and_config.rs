@@ -280,18 +280,6 @@ async fn a_plan_whose_rtt_step_names_an_unknown_channel_or_debugger_is_refused_b
     client.cancel().await.expect("client closes");
 }
 
-/// The report of the flash that ended last, once it has ended: MCP drops the answer to a cancelled
-/// request, so its report is where it says how it ended.
-fn flash_report(world: &World) -> Option<Value> {
-    ["last-report.json", "last-failure.json"]
-        .iter()
-        .filter_map(|name| {
-            let path = world.workspace.join(".agentic-hil/reports").join(name);
-            serde_json::from_slice::<Value>(&std::fs::read(path).ok()?).ok()
-        })
-        .find(|report| report["tool"] == "flash_firmware")
-}
-
 #[test]
 fn a_flash_cancelled_while_its_capture_waits_ends_without_waiting_the_capture_out() {
     let world = world(RTT, "");
@@ -301,23 +289,13 @@ fn a_flash_cancelled_while_its_capture_waits_ends_without_waiting_the_capture_ou
         json!({"rtt_channel": "terminal", "until": "never printed", "wait_timeout_s": 30});
     server.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
         "params": {"name": "flash_firmware", "arguments": flash_capturing(&capture)}}));
-    // The emulated board's flash and reset take well under this; the capture then waits.
-    std::thread::sleep(std::time::Duration::from_secs(4));
-    server.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
+    support::cancel_the_flash_once_its_capture_hears(
+        &mut server,
+        &world.workspace,
+        900,
+        ("tick", 1),
     );
-    let cancelled = std::time::Instant::now();
-    let report = loop {
-        if let Some(report) = flash_report(&world) {
-            break report;
-        }
-        assert!(
-            cancelled.elapsed() < std::time::Duration::from_mins(1),
-            "the cancelled flash never ended"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let (report, waited) = support::flash_report_after(&world.workspace, std::time::Instant::now());
     // The cancel came after the flash: the image is on the board, only the capture was cut short.
     assert_eq!(report["success_confirmed"], true, "{report}");
     assert!(
@@ -327,9 +305,8 @@ fn a_flash_cancelled_while_its_capture_waits_ends_without_waiting_the_capture_ou
         "{report}"
     );
     assert!(
-        cancelled.elapsed() < std::time::Duration::from_secs(5),
-        "the flash waited {:?} for its capture after the cancel: {report}",
-        cancelled.elapsed()
+        waited < std::time::Duration::from_secs(5),
+        "the flash waited {waited:?} for its capture after the cancel: {report}"
     );
     // The capture let go of the channel: a session opens on it and reads the ticks at once.
     let asked = std::time::Instant::now();

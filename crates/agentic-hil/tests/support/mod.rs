@@ -431,6 +431,71 @@ pub fn assert_capture_log(workspace: &Path, capture: &serde_json::Value) {
     );
 }
 
+/// Cancels the flash sent as request `id` once its capture has received `text` `times` times (the
+/// board's words after the flash's reset: the image is written and the capture waits for its
+/// `until`). Returns when the cancel is sent.
+pub fn cancel_the_flash_once_its_capture_hears(
+    server: &mut raw::Mcp,
+    workspace: &Path,
+    id: u64,
+    (text, times): (&str, usize),
+) {
+    let logs = workspace.join(".agentic-hil/logs");
+    let received = || -> String {
+        let mut all = String::new();
+        for entry in std::fs::read_dir(&logs).into_iter().flatten().flatten() {
+            if !entry.file_name().to_string_lossy().starts_with("capture-") {
+                continue;
+            }
+            let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            for line in log.lines() {
+                let line: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+                if line["direction"] == "rx" {
+                    all.push_str(line["text"].as_str().unwrap_or_default());
+                }
+            }
+        }
+        all
+    };
+    let asked = std::time::Instant::now();
+    while received().matches(text).count() < times {
+        assert!(
+            asked.elapsed() < std::time::Duration::from_mins(2),
+            "the capture never heard {text:?} {times} times: {:?}",
+            received()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    server.send(
+        &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": "the user changed their mind"}}),
+    );
+}
+
+/// The flash's report in the workspace once it is written, and how long after `since` it was.
+pub fn flash_report_after(
+    workspace: &Path,
+    since: std::time::Instant,
+) -> (serde_json::Value, std::time::Duration) {
+    loop {
+        let report = ["last-report.json", "last-failure.json"]
+            .iter()
+            .filter_map(|name| {
+                let path = workspace.join(".agentic-hil/reports").join(name);
+                serde_json::from_slice::<serde_json::Value>(&std::fs::read(path).ok()?).ok()
+            })
+            .find(|report| report["tool"] == "flash_firmware");
+        if let Some(report) = report {
+            return (report, since.elapsed());
+        }
+        assert!(
+            since.elapsed() < std::time::Duration::from_mins(1),
+            "the cancelled flash never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Live (not zombie) processes whose command line holds every one of `words`.
 pub fn processes_with(words: &[&str]) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
