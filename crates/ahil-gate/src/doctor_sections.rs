@@ -147,16 +147,7 @@ pub(crate) fn com_ports(config: &Config, grants: &Value) -> Value {
                 "identity_source": port.identity_source().as_str(),
                 "permissions": grants["com_ports"][id],
             });
-            for (key, value) in [
-                ("serial_number", port.serial_number.clone().map(Value::from)),
-                ("vid", port.vid.map(Value::from)),
-                ("pid", port.pid.map(Value::from)),
-                ("resource_id", port.resource_id.clone().map(Value::from)),
-            ] {
-                if let Some(value) = value {
-                    entry[key] = value;
-                }
-            }
+            crate::actions::com_ports::add_declared_identity(&mut entry, port);
             if let Some(warning) = port_warning(port) {
                 entry["identity_warning"] = json!(warning);
             }

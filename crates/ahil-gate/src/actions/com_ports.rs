@@ -59,16 +59,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 "identity_source": port.identity_source().as_str(),
                 "lock_key": port.lock_key(id),
             });
-            for (key, value) in [
-                ("serial_number", port.serial_number.clone().map(Value::from)),
-                ("vid", port.vid.map(Value::from)),
-                ("pid", port.pid.map(Value::from)),
-                ("resource_id", port.resource_id.clone().map(Value::from)),
-            ] {
-                if let Some(value) = value {
-                    entry[key] = value;
-                }
-            }
+            crate::actions::com_ports::add_declared_identity(&mut entry, port);
             if let Some(expected) = crate::serial::identity::expected(config, id, port)
                 && let Some(from) = expected.from
             {
@@ -140,6 +131,21 @@ pub fn available_ports() -> Value {
             "error_type": err.error_type(),
             "summary": err.to_string(),
         }),
+    }
+}
+
+/// Adds the hardware identity `port` declares (serial number, USB ids, resource id) to `entry`,
+/// each key only when the configuration sets it.
+pub(crate) fn add_declared_identity(entry: &mut Value, port: &ComPort) {
+    for (key, value) in [
+        ("serial_number", port.serial_number.clone().map(Value::from)),
+        ("vid", port.vid.map(Value::from)),
+        ("pid", port.pid.map(Value::from)),
+        ("resource_id", port.resource_id.clone().map(Value::from)),
+    ] {
+        if let Some(value) = value {
+            entry[key] = value;
+        }
     }
 }
 
