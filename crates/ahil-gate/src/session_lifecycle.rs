@@ -178,7 +178,7 @@ pub trait SessionKind: Sized {
 
     /// Closes a device no session will hold (its call was given up while it opened) before the
     /// start answers; a kind whose device needs more than its drop says so.
-    fn close_unregistered(device: Self::Device) {
+    fn close_unregistered(&self, device: Self::Device) {
         drop(device);
     }
 
@@ -219,7 +219,7 @@ pub fn start<K: SessionKind>(
         Err(NotOpened::Device(refused)) => return *refused,
     };
     if cancel.is_cancelled() {
-        K::close_unregistered(device);
+        kind.close_unregistered(device);
         return abandoned(K::TOOL, &log);
     }
     let ended = log.clone();

@@ -496,6 +496,38 @@ pub fn flash_report_after(
     }
 }
 
+/// Sends the frame `stimulus` (the ECU answers it), then `can_read` with `cancelled` (a wait that will
+/// not be met, which takes the answer while it waits), cancels that a second later, then reads with
+/// `next`: its answer, which must come without waiting behind the cancelled read.
+pub fn can_read_after_a_cancelled_one(
+    server: &mut raw::Mcp,
+    stimulus: &serde_json::Value,
+    cancelled: &serde_json::Value,
+    next: &serde_json::Value,
+) -> serde_json::Value {
+    let sent = server.envelope("can_send", stimulus);
+    assert_eq!(sent["ok"], true, "{sent}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    server.send(
+        &serde_json::json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": "can_read", "arguments": cancelled}}),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    server.send(
+        &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let asked = std::time::Instant::now();
+    let answer = server.envelope("can_read", next);
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(3),
+        "the read waited {:?} behind the cancelled one",
+        asked.elapsed()
+    );
+    answer
+}
+
 /// Live (not zombie) processes whose command line holds every one of `words`.
 pub fn processes_with(words: &[&str]) -> Vec<i32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {

@@ -194,7 +194,7 @@ impl SessionKind for StartShared {
     }
 
     // Dropped alone it would stay attached: the broker hears the detach.
-    fn close_unregistered(part: Participant) {
+    fn close_unregistered(&self, part: Participant) {
         drop(part.detach());
     }
 

@@ -271,7 +271,7 @@ impl SessionKind for Start {
     }
 
     // Closed as a stop closes it: a bridge confirms its safe state and is reaped.
-    fn close_unregistered(device: Pumped) {
+    fn close_unregistered(&self, device: Pumped) {
         drop(device.bus.close());
     }
 

@@ -316,6 +316,12 @@ impl SessionKind for Opening {
         Ok(port)
     }
 
+    /// Closed and its reader joined before the refusal answers: a port only told to stop keeps its
+    /// exclusive open until its reader notices, and the next start would find it busy.
+    fn close_unregistered(&self, port: Port) {
+        let _ = port.close(self.start.close_limit);
+    }
+
     fn register(self, port: Port, begun: Begun) -> Option<Acted> {
         let Self { start, identity } = self;
         let session = Session {
