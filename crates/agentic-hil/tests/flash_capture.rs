@@ -378,6 +378,8 @@ fn a_flash_cancelled_while_its_com_capture_waits_ends_at_once_and_gives_the_port
         &bench.world.workspace,
         900,
         ("ready", 1),
+        // The board's words come at the backend's reset, a moment before the backend exits.
+        std::time::Duration::from_secs(2),
     );
     let (report, waited) =
         support::flash_report_after(&bench.world.workspace, std::time::Instant::now());

@@ -294,6 +294,7 @@ fn a_flash_cancelled_while_its_capture_waits_ends_without_waiting_the_capture_ou
         &world.workspace,
         900,
         ("tick", 1),
+        std::time::Duration::ZERO,
     );
     let (report, waited) = support::flash_report_after(&world.workspace, std::time::Instant::now());
     // The cancel came after the flash: the image is on the board, only the capture was cut short.

@@ -439,6 +439,7 @@ pub fn cancel_the_flash_once_its_capture_hears(
     workspace: &Path,
     id: u64,
     (text, times): (&str, usize),
+    settle: std::time::Duration,
 ) {
     let logs = workspace.join(".agentic-hil/logs");
     let received = || -> String {
@@ -466,6 +467,8 @@ pub fn cancel_the_flash_once_its_capture_hears(
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    // What the backend still does after the words it caused (its own exit) gets `settle`.
+    std::thread::sleep(settle);
     server.send(
         &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": id, "reason": "the user changed their mind"}}),
