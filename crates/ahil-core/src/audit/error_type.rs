@@ -93,6 +93,7 @@ error_types! {
     ComPortDiscoveryFailed = "com_port_discovery_failed",
     ComPortIdentityMismatch = "com_port_identity_mismatch",
     ComPortIdentityUnverified = "com_port_identity_unverified",
+    ComPortNotBound = "com_port_not_bound",
     ComPortNotConfigured = "com_port_not_configured",
     ComPortOpenFailed = "com_port_open_failed",
     ComPortReservedForPowerSupply = "com_port_reserved_for_power_supply",

@@ -33,6 +33,22 @@ pub fn port_entry<'a>(ctx: &Context<'a>) -> Result<(&'a str, &'a ComPort), Box<O
     ))
 }
 
+/// The entry `port_id` is declared but unbound (its `device` is null), so `consequence`: nothing
+/// was contacted, and only the operator can bind it.
+pub fn no_device(tool: ToolId, port_id: &str, consequence: &str) -> Outcome {
+    Outcome::refused(
+        tool,
+        ErrorType::ComPortNotBound,
+        format!("com_ports.{port_id} names no device yet, so {consequence}."),
+    )
+    .with("port_id", port_id)
+    .with("field", format!("com_ports.{port_id}.device"))
+    .with_remediation([
+        "The operator plugs the board in and runs `agentic-hil adopt-hardware`, or sets the entry's device (a /dev/serial/by-id name is best).",
+    ])
+    .not_contacted()
+}
+
 /// The policy device of a port entry.
 pub fn device<'a>(name: &'a str, port: &ComPort) -> Device<'a> {
     Device::ComPort {

@@ -14,7 +14,7 @@ use ahil_drivers::process::CancelFlag;
 use ahil_drivers::serial::{OpenOptions, Port, RxTap, SerialError};
 use serde_json::{Value, json};
 
-use super::com_ports::{device, port_entry};
+use super::com_ports::{device, no_device, port_entry};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::audit::Audit;
 use crate::envelope::Outcome;
@@ -94,18 +94,11 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     }
     let encoding = encoding_of(ctx.tool.name(), port_id, port)?;
     let Some(path) = port.device.clone() else {
-        return Err(Box::new(
-            Outcome::refused(
-                ctx.tool,
-                ErrorType::ComPortOpenFailed,
-                format!("com_ports.{port_id} names no device yet, so there is nothing to open."),
-            )
-            .with("port_id", port_id)
-            .with_remediation([
-                "The operator sets the entry's device (a /dev/serial/by-id name is best).",
-            ])
-            .not_contacted(),
-        ));
+        return Err(Box::new(no_device(
+            ctx.tool,
+            port_id,
+            "there is nothing to open",
+        )));
     };
     // The session opens the node its name resolves to now, and holds that very node's keys: a
     // link moved after this point cannot make it open a node it did not lock.

@@ -57,7 +57,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             ToolId::DebugDumpSymbolIhex,
         ],
     )?;
-    let (name, debugger) = bound_debugger(ctx)?;
+    let bound = bound_debugger(ctx)?;
+    let (name, debugger) = bound;
     let tool = ctx.tool;
     let executable = pinned_debugger_executable(ctx.loaded, name);
     let resources = debugger_keys(debugger, executable.as_deref());
@@ -133,13 +134,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             },
         )
     };
-    Ok(Plan {
-        action,
-        device: Some(debugger_info::device(name, debugger)),
-        also,
-        resources,
-        work,
-    })
+    Ok(debugger_info::addressed(
+        bound, action, also, resources, work,
+    ))
 }
 
 /// What a start does on its debugger beyond attaching: `reset_halt` resets the target, `load` also

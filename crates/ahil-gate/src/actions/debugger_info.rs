@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::envelope::Outcome;
-use crate::policy::{Action, Device};
+use crate::policy::{Action, Device, DeviceUse};
 use crate::snapshot::{display_path, pinned_debugger_executable};
 
 /// The gate's own margin over the driver's 10 s cap, so the driver's timeout answers first.
@@ -43,6 +43,23 @@ pub fn device<'a>(name: &'a str, debugger: &Debugger) -> Device<'a> {
     Device::Debugger {
         name,
         grants: debugger.permissions,
+    }
+}
+
+/// A call addressed to the debugger `name`, touching `also` beside it.
+pub fn addressed<'a>(
+    (name, debugger): (&'a str, &Debugger),
+    action: Action<'a>,
+    also: Vec<DeviceUse<'a>>,
+    resources: Vec<String>,
+    work: Work<'a>,
+) -> Plan<'a> {
+    Plan {
+        action,
+        device: Some(device(name, debugger)),
+        also,
+        resources,
+        work,
     }
 }
 

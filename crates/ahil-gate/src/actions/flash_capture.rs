@@ -203,10 +203,11 @@ fn com_plan(
         return Err(refusal);
     }
     let Some(path) = &port.device else {
-        return Err(invalid(
+        return Err(Box::new(super::com_ports::no_device(
             tool,
-            "The capture port names no device yet, so there is nothing to read.",
-        ));
+            port_id,
+            "there is nothing to read",
+        )));
     };
     let encoding = encoding_of(tool.name(), port_id, port)?;
     let until = spec.arg_texts("until");

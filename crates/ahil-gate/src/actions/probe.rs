@@ -37,7 +37,8 @@ const MARGIN: Duration = Duration::from_secs(5);
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let tool = probe_tool(ctx.tool)?;
-    let (name, debugger) = bound_debugger(ctx)?;
+    let entry = bound_debugger(ctx)?;
+    let (name, debugger) = entry;
     let executable = pinned_debugger_executable(ctx.loaded, name);
     let mut resources = claimed_keys(&ctx.loaded.config, debugger, executable.as_deref());
     let reset_after = ctx.args.arg_bool("reset_after_flash").unwrap_or(false);
@@ -113,13 +114,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             ),
         )
     };
-    Ok(Plan {
-        action,
-        device: Some(debugger_info::device(name, debugger)),
-        also,
-        resources,
-        work,
-    })
+    Ok(debugger_info::addressed(
+        entry, action, also, resources, work,
+    ))
 }
 
 /// Whether `tool` opens its own connection to the target. A debug session's server holds the probe

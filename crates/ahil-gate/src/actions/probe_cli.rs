@@ -91,15 +91,8 @@ fn esptool_port(
     }
     let Some(device) = port.device.clone() else {
         return Err(local(
-            refused(
-                ErrorType::ComPortOpenFailed,
-                format!("com_ports.{port_id} names no device yet, so esptool has no port to open."),
-            )
-            .with("port_id", port_id)
-            .with_remediation([
-                "The operator sets the entry's device (a /dev/serial/by-id name is best).",
-            ])
-            .not_contacted(),
+            super::com_ports::no_device(tool, port_id, "esptool has no port to open")
+                .with("backend", "esptool"),
             "refused before esptool ran",
         ));
     };

@@ -667,6 +667,18 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_BYPASS]
     ),
     entry!(
+        "com_port_not_bound",
+        "The com_ports entry names no device yet: the project declares the port, but not which of this host's serial devices it is.",
+        [
+            "Ask the operator to plug the board in and run `agentic-hil adopt-hardware`, or to set the entry's device (a /dev/serial/by-id name is best).",
+            "Call com_ports_list to see what this host reports."
+        ],
+        [
+            "Do not open a device that looks free instead: a serial device name is an enumeration order, not a board.",
+            NO_CONFIG_EDIT
+        ]
+    ),
+    entry!(
         "com_port_busy",
         "Another program holds the serial device open exclusively.",
         [
