@@ -556,3 +556,70 @@ fn the_facade_scan_expands_use_groups() {
         ["Bench", "audit", "audit::Sink", "sim::stop"]
     );
 }
+
+/// The `AHIL_TEST_*` seams stand in for what a test machine lacks (an account home per test, a fake
+/// probe, a pty with a USB identity), and the server's environment is the agent's to set: only a
+/// build made for tests may read them. The `test-seams` feature is turned on by dev-dependencies
+/// alone, so `cargo build`, debug or release, makes a binary that reads none.
+#[test]
+fn only_dev_dependencies_turn_the_test_seams_on() {
+    let meta = metadata();
+    for package in meta["packages"].as_array().expect("packages list") {
+        let name = package["name"].as_str().unwrap_or_default();
+        if name == "ahil-wire" {
+            let default = &package["features"]["default"];
+            assert!(
+                !default.to_string().contains("test-seams"),
+                "ahil-wire's default features include the test seams"
+            );
+        }
+        for dep in package["dependencies"].as_array().expect("dependency list") {
+            let seams = dep["features"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f == "test-seams"));
+            assert!(
+                !seams || dep["kind"] == "dev",
+                "{name} turns the test seams on through a {} dependency on {}",
+                dep["kind"].as_str().unwrap_or("normal"),
+                dep["name"]
+            );
+        }
+        let features = package["features"].as_object().expect("features map");
+        for (feature, enables) in features {
+            assert!(
+                !enables.to_string().contains("test-seams"),
+                "{name}'s feature {feature} turns the test seams on"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_test_seam_is_read_behind_the_one_switch() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for package in PRODUCT {
+        sources(&crates.join(package).join("src"), &mut files);
+    }
+    let mut readers = 0;
+    for file in files {
+        let Some(code) = product_code(&file) else {
+            continue;
+        };
+        if !code.contains("\"AHIL_TEST_") {
+            continue;
+        }
+        readers += 1;
+        assert!(
+            code.contains("TEST_SEAMS"),
+            "{} reads an AHIL_TEST_ variable without asking ahil_wire::TEST_SEAMS",
+            file.display()
+        );
+        assert!(
+            !code.contains("debug_assertions"),
+            "{} gates something on debug_assertions: a debug build is not a test build",
+            file.display()
+        );
+    }
+    assert!(readers >= 3, "the seam readers were found ({readers})");
+}

@@ -39,11 +39,13 @@ pub fn parse_args(args: &[String]) -> Result<Request, String> {
     }
 }
 
-/// Debug builds only: let the black-box tests make the worker hang or crash, the two failures a
+/// Test builds only ([`ahil_wire::TEST_SEAMS`]): let the black-box tests make the worker hang or crash, the two failures a
 /// real USB stack produces that no test machine can trigger on demand, or report a stage in words
 /// the test chose (`stage:<words>`: what a leaky library might print, for the output-sink test).
-#[cfg(debug_assertions)]
 fn test_seam() {
+    if !ahil_wire::TEST_SEAMS {
+        return;
+    }
     match std::env::var("AHIL_TEST_PROBE_RS_WORKER").as_deref() {
         Ok("hang") => loop {
             std::thread::sleep(std::time::Duration::from_hours(1));
@@ -57,9 +59,6 @@ fn test_seam() {
         Err(_) => {}
     }
 }
-
-#[cfg(not(debug_assertions))]
-fn test_seam() {}
 
 fn emit_answer(answer: &Answer) {
     let line = serde_json::to_string(answer).unwrap_or_else(|_| {
@@ -300,14 +299,14 @@ mod native {
     }
 
     fn open_probe(serial: Option<&str>) -> Result<Probe, Box<Answer>> {
-        #[cfg(debug_assertions)]
-        match std::env::var("AHIL_TEST_PROBE_RS_WORKER") {
-            Ok(seam) if seam == "fake" => {
+        let seam = std::env::var("AHIL_TEST_PROBE_RS_WORKER").ok();
+        match seam.filter(|_| ahil_wire::TEST_SEAMS) {
+            Some(seam) if seam == "fake" => {
                 return Ok(probe_rs::probe::fake_probe::FakeProbe::with_mocked_core().into_probe());
             }
             // The mocked core's memory is this ELF's loadable segments (zero elsewhere; writes
             // are dropped): what lets the RTT path be read end to end without a probe.
-            Ok(seam) if seam.starts_with("fake-elf:") => {
+            Some(seam) if seam.starts_with("fake-elf:") => {
                 let elf = std::path::Path::new(&seam["fake-elf:".len()..]);
                 return Ok(
                     probe_rs::probe::fake_probe::FakeProbe::with_mocked_core_and_binary(elf)

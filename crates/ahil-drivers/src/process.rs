@@ -230,9 +230,9 @@ pub fn child_environment() -> Vec<(OsString, OsString)> {
     if let Some(home) = ahil_wire::home::account_home() {
         env.push((OsString::from("HOME"), home.as_os_str().to_owned()));
     }
-    // The test seams (a probe-rs worker told to hang, say) exist only in debug builds, which read
-    // them in the server itself too; a release build passes none.
-    if cfg!(debug_assertions) {
+    // The test seams (a probe-rs worker told to hang, say) exist only in test builds, which read
+    // them in the server itself too; any other build passes none.
+    if ahil_wire::TEST_SEAMS {
         env.extend(
             std::env::vars_os().filter(|(key, _)| key.to_string_lossy().starts_with("AHIL_TEST_")),
         );

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 static HOME: OnceLock<Option<PathBuf>> = OnceLock::new();
 static ACCOUNT: OnceLock<Option<PathBuf>> = OnceLock::new();
 
-/// Debug builds only: the account's home for a test's servers, which each get a HOME of their own
+/// Test builds only ([`crate::TEST_SEAMS`]): the account's home for a test's servers, which each get a HOME of their own
 /// (the password database's answer would make every test on the machine share one home).
 pub const TEST_ACCOUNT_HOME: &str = "AHIL_TEST_ACCOUNT_HOME";
 
@@ -27,7 +27,7 @@ pub fn process_home() -> Option<&'static Path> {
         .as_deref()
 }
 
-/// The home of the account this process runs as, as the password database names it (a debug build
+/// The home of the account this process runs as, as the password database names it (a test build
 /// takes `AHIL_TEST_ACCOUNT_HOME` first), else [`process_home`]: the HOME every child is given. Not
 /// the HOME the agent's `.mcp.json` names, which the server may be told to look for the operator's
 /// configuration in, but which can be any folder outside the workspace, `/tmp` or another checkout
@@ -35,10 +35,9 @@ pub fn process_home() -> Option<&'static Path> {
 pub fn account_home() -> Option<&'static Path> {
     ACCOUNT
         .get_or_init(|| {
-            // A debug build is what a test runs, but also what a developer may launch: without
-            // the seam it asks the password database as a release build does, so a HOME the agent
-            // names moves nothing there either.
-            let seam = if cfg!(debug_assertions) {
+            // Only a test build reads the seam; every other build asks the password database, so
+            // a HOME (or a seam variable) the agent names moves nothing.
+            let seam = if crate::TEST_SEAMS {
                 std::env::var_os(TEST_ACCOUNT_HOME)
                     .filter(|v| !v.is_empty())
                     .map(PathBuf::from)
@@ -176,7 +175,7 @@ mod tests {
     fn without_the_test_seam_the_accounts_home_is_the_password_databases_whatever_home_says() {
         if std::env::var_os(ANOTHER_HOME_ROLE).is_some() {
             // The child: HOME names a folder that is not the account's, and no seam is set; a
-            // debug build answers as a release build does.
+            // test build answers as any other build does.
             let home = process_home().expect("HOME is set").to_path_buf();
             assert_ne!(password_database_home().as_ref(), Some(&home));
             assert_eq!(

@@ -9,3 +9,7 @@ pub mod quote;
 pub mod verdict;
 
 pub use verdict::{SuccessCheck, first_failed};
+
+/// Whether this build reads the `AHIL_TEST_*` seams: only a `cargo test` build, whose dev-dependencies
+/// turn the `test-seams` feature on. Every seam is read behind this one constant.
+pub const TEST_SEAMS: bool = cfg!(feature = "test-seams");

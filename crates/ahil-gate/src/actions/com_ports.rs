@@ -167,13 +167,13 @@ pub(crate) fn add_declared_identity(entry: &mut Value, port: &ComPort) {
 
 /// The host's serial ports, for a port identity check or an adoption.
 ///
-/// Debug builds also take ports described in `AHIL_TEST_SERIAL_INVENTORY` (a JSON list of
+/// Test builds ([`ahil_wire::TEST_SEAMS`]) also take ports described in `AHIL_TEST_SERIAL_INVENTORY` (a JSON list of
 /// `{device, vid, pid, serial_number}`): a pty in a test has no USB identity, and a supply's port
 /// must declare one. Only a pty, or a name no node answers to, may be described so: the variable is
-/// the agent's to set, and a real adapter's identity is never restated. Release builds never read it.
+/// the agent's to set, and a real adapter's identity is never restated. No other build reads it.
 pub fn host_ports() -> Result<Vec<HostPort>, SerialError> {
     let (mut ports, _) = enumerate()?;
-    if cfg!(debug_assertions)
+    if ahil_wire::TEST_SEAMS
         && let Some(path) = std::env::var_os("AHIL_TEST_SERIAL_INVENTORY")
         && let Ok(text) = std::fs::read_to_string(path)
         && let Ok(Value::Array(items)) = serde_json::from_str::<Value>(&text)
