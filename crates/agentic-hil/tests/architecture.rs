@@ -222,13 +222,19 @@ fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn no_product_source_names_the_simulators() {
+/// Every source file of the crates linked into the product (their unit tests included).
+fn product_sources() -> Vec<PathBuf> {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut files = Vec::new();
     for package in PRODUCT {
         sources(&crates.join(package).join("src"), &mut files);
     }
+    files
+}
+
+#[test]
+fn no_product_source_names_the_simulators() {
+    let files = product_sources();
     assert!(
         files
             .iter()
@@ -327,11 +333,7 @@ fn decides_by_name(line: &str, name: &str) -> bool {
 fn no_product_code_decides_by_a_tool_names_string() {
     // A plan step's `action` words are the plan format's own vocabulary; two equal tool names.
     const PLAN_WORDS: &str = "ahil-config/src/plan/model.rs";
-    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = Vec::new();
-    for package in PRODUCT {
-        sources(&crates.join(package).join("src"), &mut files);
-    }
+    let files = product_sources();
     let names: Vec<String> = ahil_gate::tools(true).into_iter().map(|t| t.name).collect();
     assert!(
         names.len() > 40,
@@ -596,11 +598,7 @@ fn only_dev_dependencies_turn_the_test_seams_on() {
 
 #[test]
 fn every_test_seam_is_read_behind_the_one_switch() {
-    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut files = Vec::new();
-    for package in PRODUCT {
-        sources(&crates.join(package).join("src"), &mut files);
-    }
+    let files = product_sources();
     let mut readers = 0;
     for file in files {
         let Some(code) = product_code(&file) else {
