@@ -127,7 +127,18 @@ fn write_generated(
     });
     if let Some(old) = previous {
         step["discarded_narrowings"] = match parse_config(old) {
-            Ok(old) => json!(discarded_narrowings(&old, &generated)),
+            Ok(old) => {
+                let opened = discarded_narrowings(&old, &generated);
+                if !opened.is_empty() {
+                    step["summary"] = json!(format!(
+                        "{} The file it replaced had {} permission(s) set to false that this one grants, so they are open again: {}.",
+                        step["summary"].as_str().unwrap_or_default(),
+                        opened.len(),
+                        opened.join(", ")
+                    ));
+                }
+                json!(opened)
+            }
             Err(_) => json!("the previous file did not parse"),
         };
     }
@@ -154,16 +165,19 @@ fn narrowed(config: &Config) -> Vec<String> {
 }
 
 /// Permission keys that were false in the file `--force` replaced and are true now: what the
-/// operator had narrowed and the rewrite opened again.
+/// operator had narrowed and the rewrite opened again, sorted as the reference lists them.
 fn discarded_narrowings(old: &Config, new: &Config) -> Vec<String> {
     let old = permission_surface(old);
     let new = permission_surface(new);
-    new.iter()
+    let mut opened: Vec<String> = new
+        .iter()
         .filter(|(key, granted)| {
             **granted == Value::Bool(true) && old.get(*key) == Some(&Value::Bool(false))
         })
         .map(|(key, _)| key.clone())
-        .collect()
+        .collect();
+    opened.sort();
+    opened
 }
 
 fn permission_surface(config: &Config) -> Map<String, Value> {
@@ -294,14 +308,23 @@ mod tests {
         let path = ahil_config::canonical_config_path(&ws, &env);
         let text = std::fs::read_to_string(&path)
             .expect("read")
-            .replace("allow_recover: true", "allow_recover: false");
+            .replace("allow_recover: true", "allow_recover: false")
+            .replacen("allow_flash: true", "allow_flash: false", 1)
+            .replace("  allow_upload: true", "  allow_upload: false");
         std::fs::write(&path, text).expect("write");
         let outcome = init(&ws, &env, true, || crate::doctor(&ws, &env));
         assert!(outcome.ok);
         let step = &outcome.to_value()["steps"]["config"];
-        assert_eq!(
-            step["discarded_narrowings"],
-            json!(["permissions.allow_recover"])
+        let opened = [
+            "artifacts.allow_upload",
+            "debuggers.dut.permissions.allow_flash",
+            "permissions.allow_recover",
+        ];
+        assert_eq!(step["discarded_narrowings"], json!(opened), "sorted");
+        let summary = step["summary"].as_str().unwrap_or_default();
+        assert!(
+            summary.ends_with(&format!("so they are open again: {}.", opened.join(", "))),
+            "{summary}"
         );
     }
 
