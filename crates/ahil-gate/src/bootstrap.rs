@@ -83,6 +83,7 @@ pub(crate) fn probes_without_config(workspace: &Path, env: &Environment) -> Outc
         match lister.list_probes(&Budget::new(LIST_LIMIT)) {
             Ok(listing) => {
                 return answer(
+                    TOOL,
                     &listing.probes,
                     ("stlink", "stlink_programmer", Some(cli)),
                     listing.complete,
@@ -98,6 +99,7 @@ pub(crate) fn probes_without_config(workspace: &Path, env: &Environment) -> Outc
     let probes = ahil_drivers::openocd::usb_probe_inventory(Path::new(USB_DEVICES));
     let backend = if openocd.is_some() { "openocd" } else { "usb" };
     let mut outcome = answer(
+        TOOL,
         &probes,
         (backend, "usb_inventory", openocd.as_ref()),
         false,
@@ -110,8 +112,24 @@ pub(crate) fn probes_without_config(workspace: &Path, env: &Environment) -> Outc
     outcome
 }
 
+/// `debugger_probes_list` while the bound debugger is still the starter entry `init` wrote: the
+/// host's USB devices of known probe vendors, read from sysfs. No program runs: the server's
+/// `PATH` is the agent's to set, so nothing is searched for there.
+pub(crate) fn usb_listing(tool: ToolId) -> Outcome {
+    let probes = ahil_drivers::openocd::usb_probe_inventory(Path::new(USB_DEVICES));
+    answer(
+        tool,
+        &probes,
+        ("openocd", "usb_inventory", None),
+        false,
+        Vec::new(),
+        "The bound debugger is still the starter entry (no executable, probe or target), so no toolchain was asked; this is the host's USB devices of known probe vendors, not an authoritative count.",
+    )
+}
+
 /// The listing as `debugger_probes_list` gives it; `source` is (backend, how, executable).
 fn answer(
+    tool: ToolId,
     probes: &[ProbeInfo],
     (backend, discovered_by, executable): (&str, &str, Option<&std::path::PathBuf>),
     complete: bool,
@@ -123,7 +141,7 @@ fn answer(
         .map(|p| json!({"probe_id": p.id, "description": p.description}))
         .collect();
     Outcome::ok(
-        TOOL,
+        tool,
         format!(
             "{} debugger probe(s) seen by bootstrap discovery (no configured debugger names its toolchain yet). {how}",
             listed.len()

@@ -471,6 +471,12 @@ fn an_unbound_bench_answers_config_artifact_and_plan_calls_as_the_reference_does
             &["side_effect_status", "retry_safe"],
         ),
         tool(
+            "unbound/debugger_probes_list on the starter entry",
+            "debugger_probes_list",
+            json!({}),
+            &["complete", "probes#len", "target_contacted"],
+        ),
+        tool(
             "unbound/flash_firmware missing image",
             "flash_firmware",
             json!({"image_path": "build/missing.elf"}),

@@ -98,6 +98,12 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 ),
             ),
         )?
+    } else if tool == ToolId::DebuggerProbesList && debugger.is_placeholder_starter() {
+        Work::Driver(DriverJob {
+            deadline: Duration::from_secs(15),
+            if_abandoned: Contact::none("listing the USB devices opens no target"),
+            run: Box::new(move |_cancel| Acted::local(crate::bootstrap::usb_listing(tool))),
+        })
     } else if debugger.kind == DebuggerType::Qemu {
         qemu_work(bound(), &mut resources)?
     } else if super::probe_cli::drives(debugger.kind) {
