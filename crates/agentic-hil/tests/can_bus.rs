@@ -784,6 +784,7 @@ fn a_cancelled_read_until_an_identifier_takes_no_frame_and_holds_up_no_later_rea
     assert_eq!(started["ok"], true, "{started}");
     let read = support::can_read_after_a_cancelled_one(
         &mut server,
+        &world,
         &json!({"bus_id": "quiet", "frame_id": "0x7E0", "data_hex": "10 01"}),
         &json!({"bus_id": "quiet", "until_id": 0x123, "wait_timeout_s": 30}),
         &json!({"bus_id": "quiet", "until_id": 0x7e8, "wait_timeout_s": 5}),

@@ -528,6 +528,7 @@ fn a_cancelled_read_of_a_participant_takes_no_frame_and_holds_up_no_later_read()
     assert_eq!(tester["ok"], true, "{tester}");
     let answer = support::can_read_after_a_cancelled_one(
         &mut server,
+        &world,
         &json!({"bus_id": "shared", "participant": "tester", "frame_id": "0x7E0", "data_hex": "1001"}),
         &json!({"bus_id": "shared", "participant": "tester", "until_id": 0x123, "wait_timeout_s": 30}),
         &json!({"bus_id": "shared", "participant": "tester", "until_id": 0x7e8, "wait_timeout_s": 5}),

@@ -370,27 +370,11 @@ fn a_flash_cancelled_while_its_com_capture_waits_ends_at_once_and_gives_the_port
     let bench = Bench::readable("openocd");
     let mut server = support::raw::Mcp::ours(&bench.world);
     let args = flash_with_capture(bench.image, "never printed", 30.0);
-    server.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
-        "params": {"name": "flash_firmware", "arguments": args}}));
-    // The board prints its boot text at the flash's reset: the image is written by then.
-    support::cancel_the_flash_once_its_capture_hears(
-        &mut server,
-        &bench.world.workspace,
-        900,
-        ("ready", 1),
-        // The board's words come at the backend's reset, a moment before the backend exits.
-        std::time::Duration::from_secs(2),
-    );
+    support::cancel_the_flash_once_its_capture_waits(&mut server, &args);
     let (report, waited) =
         support::flash_report_after(&bench.world.workspace, std::time::Instant::now());
     // The cancel came after the flash: the image is on the board, only the capture was cut short.
-    assert_eq!(report["ok"], true, "{report}");
-    assert!(
-        report["capture"]["capture_ms"]
-            .as_u64()
-            .is_some_and(|ms| ms < 10_000),
-        "{report}"
-    );
+    support::assert_the_capture_was_cut_short(&bench.world, &report);
     assert!(
         waited < std::time::Duration::from_secs(5),
         "the flash waited {waited:?} for its capture after the cancel: {report}"

@@ -302,9 +302,10 @@ async fn an_rtt_until_on_a_prefix_of_a_printed_credential_never_matches_and_text
     client.cancel().await.expect("client closes");
 }
 
-/// A `com_read` waiting for text, cancelled by its client: it stops waiting at once and takes
-/// nothing, so the board's answer to the next write is there for the next read (it used to wait
-/// out its 30 s, hold up every read of the port meanwhile and swallow the bytes with its answer).
+/// A `com_read` waiting for text, cancelled by its client: it stops waiting at once, is recorded as
+/// `interrupted` (not `ok` with nothing read) and takes nothing, so the board's answer to the next
+/// write is there for the next read (it used to wait out its 30 s, hold up every read of the port
+/// meanwhile and swallow the bytes with its answer).
 #[test]
 fn a_cancelled_com_read_takes_nothing_and_holds_up_no_later_read() {
     let board = EchoBoard::start();
@@ -313,17 +314,8 @@ fn a_cancelled_com_read_takes_nothing_and_holds_up_no_later_read() {
     let mut server = support::raw::Mcp::ours(&world);
     let opened = server.envelope("com_session_start", &json!({"port_id": "uart0"}));
     assert_eq!(opened["ok"], true, "{opened}");
-    server.send(
-        &json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call", "params": {
-        "name": "com_read",
-        "arguments": {"port_id": "uart0", "until": "never printed", "wait_timeout_s": 30}}}),
-    );
-    std::thread::sleep(Duration::from_secs(1));
-    server.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
-    );
-    std::thread::sleep(Duration::from_millis(300));
+    let waits = json!({"port_id": "uart0", "until": "never printed", "wait_timeout_s": 30});
+    support::cancel_a_read(&mut server, &world, "com_read", &waits);
     let written = server.envelope("com_write", &json!({"port_id": "uart0", "text": "hello\r"}));
     assert_eq!(written["ok"], true, "{written}");
     let asked = std::time::Instant::now();

@@ -312,6 +312,8 @@ async fn defmt_frames_from_the_flashed_elf_are_decoded_with_level_timestamp_and_
     client.cancel().await.expect("client closes");
 }
 
+/// An `rtt_read` cancelled while it waits, on a defmt channel and on a plain one: each is recorded as
+/// `interrupted`, takes nothing, and holds up no later read.
 #[test]
 fn a_cancelled_defmt_read_takes_no_frame_and_holds_up_no_later_read() {
     let world = world(RTT_DEFMT, "");
@@ -324,17 +326,7 @@ fn a_cancelled_defmt_read_takes_no_frame_and_holds_up_no_later_read() {
     assert_eq!(flashed["ok"], true, "{flashed}");
     let started = server.envelope("rtt_session_start", &json!({}));
     assert_eq!(started["session"]["defmt"]["table"], true, "{started}");
-    server.send(
-        &json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call", "params": {
-        "name": "rtt_read",
-        "arguments": {"channel": "log", "until": "never printed", "wait_timeout_s": 30}}}),
-    );
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    server.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
-    );
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    support::cancel_a_read(&mut server, &world, "rtt_read", &read_log("never printed"));
     let asked = std::time::Instant::now();
     // The boot frame came before the cancelled read began waiting: it is still there to take.
     let read = server.envelope("rtt_read", &read_log("boot ahil-fw"));
@@ -348,4 +340,10 @@ fn a_cancelled_defmt_read_takes_no_frame_and_holds_up_no_later_read() {
         "the read waited {:?} behind the cancelled one",
         asked.elapsed()
     );
+    // A plain channel's read is given up alike: the boot line it pulled while it waited stays queued.
+    let terminal =
+        |until: &str| json!({"channel": "terminal", "until": until, "wait_timeout_s": 10});
+    support::cancel_a_read(&mut server, &world, "rtt_read", &terminal("never printed"));
+    let read = server.envelope("rtt_read", &terminal("rtt boot ahil-fw"));
+    assert_eq!(read["until_matched"], true, "{read}");
 }

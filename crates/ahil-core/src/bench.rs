@@ -575,7 +575,8 @@ async fn cancelled(
     cancel.cancel();
     let contact = match tokio::time::timeout(CANCEL_GRACE, task).await {
         // Work that finished first stands as done; a job that saw the cancel and settled the
-        // target itself (a debug wait that halted the core) answers with its own account.
+        // target itself (a debug wait that halted the core, a read whose wait the cancel ended,
+        // a flash whose capture it cut) answers with its own account.
         Ok(Ok(acted))
             if acted.outcome.ok
                 || acted.outcome.error_type.as_deref() == Some(ErrorType::Interrupted.as_str()) =>

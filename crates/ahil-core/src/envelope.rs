@@ -207,6 +207,20 @@ impl Outcome {
         self.error_type = Some(error_type.as_str().to_owned());
     }
 
+    /// Says this result as `interrupted` by its client's cancel (`cancelled: true`, with `summary`),
+    /// keeping what the action set about its contact and effect, and its details: work it finished
+    /// stands as done, while the call did not end as asked. An earlier error's advice goes with it.
+    pub fn interrupt(&mut self, summary: impl Into<String>) {
+        self.ok = false;
+        self.set_error(ErrorType::Interrupted);
+        self.summary = summary.into();
+        self.likely_causes.clear();
+        self.remediation.clear();
+        self.do_not.clear();
+        self.next_step = None;
+        self.set("cancelled", true);
+    }
+
     /// The NOT_CONTACTED marker set: the failure provably never reached the bench.
     #[must_use]
     pub fn not_contacted(mut self) -> Self {

@@ -179,3 +179,22 @@ fn an_outcome_is_marked_committed_not_started_partial_or_unknown_as_its_effect_w
         assert_eq!(marked(outcome), expected, "{case}");
     }
 }
+
+#[test]
+fn an_interrupted_result_keeps_its_effect_and_drops_the_earlier_advice() {
+    let mut outcome = Outcome::ok("flash_firmware", "Flashed.").with("image_written", true);
+    outcome.side_effect_status = Some(SideEffectStatus::Committed);
+    outcome.next_step = Some("Read the port.".into());
+    outcome.interrupt("Cancelled while the capture waited.");
+    let value = outcome.to_value();
+    assert_eq!(value["ok"], json!(false));
+    assert_eq!(value["error_type"], json!("interrupted"));
+    assert_eq!(value["cancelled"], json!(true));
+    assert_eq!(
+        value["summary"],
+        json!("Cancelled while the capture waited.")
+    );
+    assert_eq!(value["side_effect_status"], json!("committed"));
+    assert_eq!(value["image_written"], json!(true));
+    assert!(value.get("next_step").is_none(), "{value}");
+}

@@ -82,7 +82,7 @@ pub struct FlashRequest {
     pub reset: Option<ResetMode>,
 }
 
-pub use ahil_job::{Progress, with_stage_sink};
+pub use ahil_job::{Progress, stage_sink, with_stage_sink};
 
 /// The caller's limits for one action: a deadline, a cancel flag, and where to report progress.
 #[derive(Clone)]

@@ -71,6 +71,24 @@ pub fn read_plan<'a>(
     }
 }
 
+/// The answer of a read whose wait ended because its call was given up (the wait's `gave_up`):
+/// `interrupted`, as the gate says of any cancelled job, never `ok` with nothing read. The wait
+/// took nothing, so what arrived stays queued for the next read; a read changes nothing on the
+/// target, so `contact` (the read's proof) settles it as not contacted and nothing is quarantined.
+/// The gate keeps a job's own `interrupted` answer (bench.rs `cancelled`); a read that ended by its
+/// own rules before the cancel answers as usual and stands as done.
+pub fn read_given_up(tool: ToolId, id: (&str, &str), contact: Contact) -> Acted {
+    let outcome = Outcome::refused(
+        tool,
+        ErrorType::Interrupted,
+        "The client cancelled the read while it waited; it took nothing, so what arrived stays queued for the next read.",
+    )
+    .with(id.0, id.1)
+    .with("cancelled", true)
+    .with_next_step("Read again when you want the data; nothing of it was lost.");
+    Acted::new(outcome, contact)
+}
+
 /// The device locks a start claims, and what its refusal says when they are held elsewhere.
 pub struct Claim {
     pub keys: Vec<String>,

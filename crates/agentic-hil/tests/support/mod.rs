@@ -431,47 +431,28 @@ pub fn assert_capture_log(workspace: &Path, capture: &serde_json::Value) {
     );
 }
 
-/// Cancels the flash sent as request `id` once its capture has received `text` `times` times (the
-/// board's words after the flash's reset: the image is written and the capture waits for its
-/// `until`). Returns when the cancel is sent.
-pub fn cancel_the_flash_once_its_capture_hears(
-    server: &mut raw::Mcp,
-    workspace: &Path,
-    id: u64,
-    (text, times): (&str, usize),
-    settle: std::time::Duration,
-) {
-    let logs = workspace.join(".agentic-hil/logs");
-    let received = || -> String {
-        let mut all = String::new();
-        for entry in std::fs::read_dir(&logs).into_iter().flatten().flatten() {
-            if !entry.file_name().to_string_lossy().starts_with("capture-") {
-                continue;
-            }
-            let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
-            for line in log.lines() {
-                let line: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
-                if line["direction"] == "rx" {
-                    all.push_str(line["text"].as_str().unwrap_or_default());
-                }
-            }
+/// Sends `flash_firmware` with `args` as request 900, asking for progress, and cancels it once the
+/// flash reports its `capture` stage: the flash is over (the backend has exited) and the capture
+/// waits, so the cancel lands in the capture however slow the host is. Returns when the cancel is
+/// sent.
+pub fn cancel_the_flash_once_its_capture_waits(server: &mut raw::Mcp, args: &serde_json::Value) {
+    server.send(
+        &serde_json::json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": "flash_firmware", "_meta": {"progressToken": "flash-900"},
+                   "arguments": args}}),
+    );
+    loop {
+        let message = server.next_message();
+        assert_ne!(message["id"], 900, "the flash ended first: {message}");
+        if message["params"]["progressToken"] == "flash-900"
+            && message["params"]["message"] == "flash_firmware: capture"
+        {
+            break;
         }
-        all
-    };
-    let asked = std::time::Instant::now();
-    while received().matches(text).count() < times {
-        assert!(
-            asked.elapsed() < std::time::Duration::from_mins(2),
-            "the capture never heard {text:?} {times} times: {:?}",
-            received()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    // What the backend still does after the words it caused (its own exit) gets `settle`.
-    std::thread::sleep(settle);
     server.send(
         &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": id, "reason": "the user changed their mind"}}),
+        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
     );
 }
 
@@ -499,11 +480,86 @@ pub fn flash_report_after(
     }
 }
 
+/// The report of a good flash whose capture the client's cancel cut short: `interrupted` and
+/// `cancelled`, with the capture saying it was cancelled (not that its `until` was missed), while
+/// the flash stands as done: the image written and the effect committed, the board's state known, so
+/// nothing is settled as unknown and the bench is not blocked.
+pub fn assert_the_capture_was_cut_short(world: &World, report: &serde_json::Value) {
+    assert_eq!(report["error_type"], "interrupted", "{report}");
+    assert_eq!(report["cancelled"], true, "{report}");
+    assert_eq!(report["capture"]["cancelled"], true, "{report}");
+    assert_eq!(report["capture"]["until_matched"], false, "{report}");
+    // The capture waited 30 s for its `until`; the cancel ended it at once.
+    assert!(
+        report["capture"]["capture_ms"]
+            .as_u64()
+            .is_some_and(|ms| ms < 10_000),
+        "{report}"
+    );
+    let summary = report["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("cancelled") && !summary.contains("did not see its until"),
+        "{report}"
+    );
+    assert_eq!(report["image_written"], true, "{report}");
+    assert_eq!(report["side_effect_status"], "committed", "{report}");
+    assert_eq!(report["target_contacted"], true, "{report}");
+    assert_ne!(report["hardware_state"], "unknown", "{report}");
+    let (status, _) = world.run_json(&["lease-status"]);
+    assert_eq!(status["blocked"], false, "{status}");
+}
+
+/// Sends `tool` with `args` (a wait that will not be met) as request 900 and cancels it a second
+/// later; then checks the cancelled read's report (MCP drops its answer, so the report is where it
+/// says how it ended): `interrupted` and `cancelled`, never `ok` with nothing read, and settled as
+/// not contacted (a read changes nothing on the target), so the bench is not blocked.
+pub fn cancel_a_read(server: &mut raw::Mcp, world: &World, tool: &str, args: &serde_json::Value) {
+    server.send(
+        &serde_json::json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}}),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    server.send(
+        &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
+    );
+    let path = world
+        .workspace
+        .join(".agentic-hil/reports/last-failure.json");
+    let asked = std::time::Instant::now();
+    let failure = loop {
+        let failure: serde_json::Value = std::fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        let this_one = failure["tool"] == tool && failure["arguments"] == *args;
+        if this_one || asked.elapsed() > std::time::Duration::from_secs(10) {
+            break failure;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(
+        failure["arguments"], *args,
+        "the cancelled read did not fail: {failure}"
+    );
+    assert_eq!(failure["error_type"], "interrupted", "{failure}");
+    assert_eq!(failure["cancelled"], true, "{failure}");
+    assert_eq!(failure["target_contacted"], false, "{failure}");
+    assert_eq!(failure["hardware_state"], "unchanged", "{failure}");
+    assert_eq!(failure["retry_safe"], true, "{failure}");
+    let (status, _) = world.run_json(&["lease-status"]);
+    assert_eq!(
+        status["blocked"], false,
+        "a cancelled read blocks nothing: {status}"
+    );
+}
+
 /// Sends the frame `stimulus` (the ECU answers it), then `can_read` with `cancelled` (a wait that will
-/// not be met, which takes the answer while it waits), cancels that a second later, then reads with
-/// `next`: its answer, which must come without waiting behind the cancelled read.
+/// not be met, which takes the answer while it waits), cancels that a second later ([`cancel_a_read`]),
+/// then reads with `next`: its answer, which must come without waiting behind the cancelled read.
 pub fn can_read_after_a_cancelled_one(
     server: &mut raw::Mcp,
+    world: &World,
     stimulus: &serde_json::Value,
     cancelled: &serde_json::Value,
     next: &serde_json::Value,
@@ -511,16 +567,7 @@ pub fn can_read_after_a_cancelled_one(
     let sent = server.envelope("can_send", stimulus);
     assert_eq!(sent["ok"], true, "{sent}");
     std::thread::sleep(std::time::Duration::from_millis(500));
-    server.send(
-        &serde_json::json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
-        "params": {"name": "can_read", "arguments": cancelled}}),
-    );
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    server.send(
-        &serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-        "params": {"requestId": 900, "reason": "the user changed their mind"}}),
-    );
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    cancel_a_read(server, world, "can_read", cancelled);
     let asked = std::time::Instant::now();
     let answer = server.envelope("can_read", next);
     assert!(

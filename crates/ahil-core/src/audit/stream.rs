@@ -109,6 +109,8 @@ pub struct Took {
     pub remaining: usize,
     /// Masked bytes dropped, oldest first, because more than the cap waited unread.
     pub dropped: u64,
+    /// The read ended because its call was given up, not by its own rules: it took nothing.
+    pub gave_up: bool,
 }
 
 /// A device's output as the agent may observe it: the stream masked ([`StreamMask`]) and queued,
@@ -159,6 +161,7 @@ impl MaskedStream {
                     matched: (!patterns.is_empty()).then_some(false),
                     remaining: self.ready.len(),
                     dropped: self.dropped,
+                    gave_up: true,
                 };
             }
             if patterns.is_empty() {
@@ -203,6 +206,7 @@ impl MaskedStream {
             matched,
             remaining: self.ready.len(),
             dropped: self.dropped,
+            gave_up: false,
         }
     }
 }

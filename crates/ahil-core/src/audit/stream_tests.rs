@@ -354,6 +354,11 @@ fn a_read_given_up_takes_nothing_and_the_next_read_gets_what_arrived() {
         || true,
     );
     assert_eq!((took.bytes.len(), took.matched), (0, Some(false)));
+    assert!(
+        took.gave_up,
+        "the read says it ended because it was given up"
+    );
     let took = stream.read(64, Instant::now(), &[], 64, source(&[]), || false);
     assert_eq!(text(&took.bytes), "hello\n");
+    assert!(!took.gave_up, "a read that ends by its own rules says so");
 }

@@ -53,6 +53,8 @@ pub struct Taken {
     pub dropped_total: u64,
     /// Frames still queued after this take.
     pub remaining: usize,
+    /// The take ended because its call was given up, not by its own rules: it took no frame.
+    pub gave_up: bool,
 }
 
 /// Moves queued frames into `frames` (at most `max`, stopping after an `until` identifier);
@@ -178,12 +180,14 @@ impl Bus {
         let max = max.max(1);
         let mut frames = Vec::new();
         let mut matched = false;
+        let mut gave_up = false;
         let mut q = self.shared.queue();
         loop {
             let done = take_ready(&mut q.frames, &mut frames, &mut matched, max, until);
             if cancel.is_cancelled() {
                 self.put_back(&mut q, frames.drain(..));
                 matched = false;
+                gave_up = true;
                 break;
             }
             let now = Instant::now();
@@ -202,6 +206,7 @@ impl Bus {
             matched,
             dropped_total: q.dropped,
             remaining: q.frames.len(),
+            gave_up,
         }
     }
 
@@ -430,9 +435,11 @@ mod tests {
         let taken = bus.take(100, Duration::from_secs(30), &[0x7e8], &cancel);
         assert!(started.elapsed() < Duration::from_secs(2));
         assert!(taken.frames.is_empty() && !taken.matched);
+        assert!(taken.gave_up, "the take says the cancel ended it");
         canceller.join().expect("canceller");
         let next = bus.take(100, Duration::ZERO, &[], &CancelFlag::default());
         assert_eq!(ids(&next.frames), [1, 2, 3]);
+        assert!(!next.gave_up);
         bus.close();
     }
 

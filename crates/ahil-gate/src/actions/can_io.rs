@@ -297,12 +297,9 @@ fn read(
     cancel: &CancelFlag,
 ) -> Acted {
     const TOOL: ToolId = ToolId::CanRead;
-    let no_contact = || Some(Contact::none("a read only takes frames already received"));
+    let none = || Contact::none("a read only takes frames already received");
     let Some(session) = session else {
-        return Acted {
-            outcome: not_active(TOOL.name(), bus_id),
-            contact: no_contact(),
-        };
+        return Acted::new(not_active(TOOL.name(), bus_id), none());
     };
     let failed = failed_session(TOOL, &session);
     // A failed adapter still hands out what it had queued, without waiting.
@@ -312,6 +309,9 @@ fn read(
         wait
     };
     let taken = session.bus.take(max_frames, wait, until, cancel);
+    if taken.gave_up {
+        return session_lifecycle::read_given_up(TOOL, ("bus_id", bus_id), none());
+    }
     // A shared bus learns of a lost broker or an aborted participant during the read itself.
     let failed = failed.or_else(|| failed_session(TOOL, &session));
     let frames: Vec<Value> = taken.frames.iter().map(Frame::to_json).collect();
@@ -352,8 +352,5 @@ fn read(
         outcome.set("participant", participant.clone());
     }
     outcome.meta = Some(untrusted_meta(bus_id));
-    Acted {
-        outcome,
-        contact: no_contact(),
-    }
+    Acted::new(outcome, none())
 }

@@ -208,6 +208,8 @@ pub(crate) struct MaskedRead {
     pub overflow: u64,
     /// Why the device's reader stopped, if it did.
     pub reader_error: Option<String>,
+    /// The read ended because its call was given up: it took nothing.
+    pub gave_up: bool,
 }
 
 /// A read of `ring` as the agent may observe it: everything received is pulled into `stream`,
@@ -248,6 +250,7 @@ pub(crate) fn take_masked(
         remaining: took.remaining + ring.levels().0,
         overflow: overflow + took.dropped,
         reader_error,
+        gave_up: took.gave_up,
     }
 }
 
@@ -374,6 +377,9 @@ fn read(
         cap,
         cancel,
     );
+    if taken.gave_up {
+        return session_lifecycle::read_given_up(TOOL, ("port_id", port_id), none());
+    }
     if taken.bytes.is_empty() && taken.reader_error.is_some() {
         return Acted::new(not_active(TOOL.name(), port_id, Some(&session)), none());
     }

@@ -24,7 +24,7 @@ use super::com_io::take_masked;
 use super::com_session::{encoding_of, open_options, rx_tap};
 use super::probe::invalid;
 use crate::audit::{Audit, MaskedStream, unavailable};
-use crate::envelope::Outcome;
+use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::{Action, Device, DeviceUse};
 use crate::serial::{Encoding, log_stamp, text};
 use crate::session_lifecycle::{self, NotOpened};
@@ -341,18 +341,19 @@ impl Open<'_> {
         if let Err(error) = closed {
             outcome.set("cleanup_error", error.to_string());
         }
-        if outcome.ok && read.matched.is_none() && !capture.until.is_empty() {
-            unmatched(outcome, capture.wait);
-        }
+        settle(outcome, &read, &capture.until, capture.wait);
     }
 }
 
 /// What the capture read: the bytes, the `until` (or line) it ended on, and the ring's report.
+#[derive(Default)]
 pub(super) struct Read {
     pub(super) bytes: Vec<u8>,
     pub(super) matched: Option<String>,
     pub(super) overflow: u64,
     pub(super) reader_error: Option<String>,
+    /// The call's cancel ended the capture's wait.
+    pub(super) cancelled: bool,
 }
 
 /// The read rules of one capture, COM or RTT.
@@ -366,7 +367,8 @@ impl Rules<'_> {
     /// `com_read`'s read of `ring` with the capture's patterns, decided on the masked stream as
     /// com_read's is; without any, everything the board prints in the window (or `max_bytes`): a
     /// boot log comes in bursts, and the capture closes after. A flash given up (its client's
-    /// cancel, the gate's deadline) ends the wait within a slice: nobody awaits the capture.
+    /// cancel, the gate's deadline) ends the wait within a slice, and the read says it was
+    /// `cancelled`: nobody awaits the capture.
     pub(super) fn read(&self, wait: Duration, ring: &Ring, cancel: &CancelFlag) -> Read {
         let deadline = Instant::now() + wait;
         let patterns: Vec<Vec<u8>> = self
@@ -374,12 +376,7 @@ impl Rules<'_> {
             .iter()
             .filter_map(|u| self.encoding.encode(u).ok())
             .collect();
-        let mut read = Read {
-            bytes: Vec::new(),
-            matched: None,
-            overflow: 0,
-            reader_error: None,
-        };
+        let mut read = Read::default();
         let mut stream = MaskedStream::default();
         loop {
             let left = self.max_bytes.saturating_sub(read.bytes.len());
@@ -395,6 +392,10 @@ impl Rules<'_> {
             read.bytes.extend_from_slice(&taken.bytes);
             read.overflow = taken.overflow;
             read.reader_error = taken.reader_error;
+            read.cancelled = taken.gave_up;
+            if read.cancelled {
+                return read;
+            }
             if !patterns.is_empty() {
                 // One read waits for the first match, as com_read's does.
                 if taken.matched == Some(true) {
@@ -410,9 +411,9 @@ impl Rules<'_> {
                 }
                 return read;
             }
+            // A cancel meanwhile is seen by the next take at once.
             if read.bytes.len() >= self.max_bytes
                 || read.reader_error.is_some()
-                || cancel.is_cancelled()
                 || Instant::now() >= deadline
             {
                 return read;
@@ -451,6 +452,9 @@ impl Rules<'_> {
             shown["matched"] = json!(read.matched);
             shown["until_matched"] = json!(read.matched.is_some());
         }
+        if read.cancelled {
+            shown["cancelled"] = json!(true);
+        }
         shown
     }
 }
@@ -468,14 +472,101 @@ pub(super) fn untrusted(id: (&str, &str)) -> Value {
     meta
 }
 
+/// The flash's outcome after its capture `read`. The rule: a flash that failed keeps its own error
+/// (its capture did not wait, so no cancel cut it). A good flash whose capture the call's cancel
+/// cut short is said as `interrupted` (`cancelled: true`), because the client gave the call up
+/// before the capture it asked for ended, while the flash, finished before the cancel, stands as
+/// done: its effect fields stay committed (the image is on the board, the target's state is known,
+/// so nothing is settled as unknown or quarantined). A good flash whose capture ended by its own
+/// rules without its `until` answers as [`unmatched`].
+pub(super) fn settle(outcome: &mut Outcome, read: &Read, until: &[String], wait: Duration) {
+    if !outcome.ok {
+        return;
+    }
+    if read.cancelled {
+        let summary = format!(
+            "{} The client cancelled the call while its capture waited, so the capture was cut short; the bytes so far are returned.",
+            outcome.summary
+        );
+        outcome.interrupt(summary);
+        outcome.set("image_written", true);
+        outcome.side_effect_committed = Some(true);
+        outcome.side_effect_status = Some(SideEffectStatus::Committed);
+        outcome.retry_safe = Some(false);
+        outcome.next_step = Some(IMAGE_ON_BOARD.into());
+    } else if read.matched.is_none() && !until.is_empty() {
+        unmatched(outcome, wait);
+    }
+}
+
+/// What to do after a good flash whose capture did not end as asked.
+const IMAGE_ON_BOARD: &str =
+    "The image is on the board; read the port again rather than flashing again.";
+
 /// A good flash whose capture did not see its `until` in time: as `com_read` answers a missed
 /// `until`, still ok, with `until_matched: false` and the bytes so far; the image is on the board.
-pub(super) fn unmatched(outcome: &mut Outcome, wait: Duration) {
+fn unmatched(outcome: &mut Outcome, wait: Duration) {
     outcome.summary = format!(
         "{} The capture did not see its until text within {} s; the bytes so far are returned.",
         outcome.summary,
         wait.as_secs_f64()
     );
-    outcome.next_step =
-        Some("The image is on the board; read the port again rather than flashing again.".into());
+    outcome.next_step = Some(IMAGE_ON_BOARD.into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flashed() -> Outcome {
+        Outcome::ok(ToolId::FlashFirmware, "Firmware flashed.")
+    }
+
+    #[test]
+    fn a_good_flash_whose_capture_a_cancel_cut_is_interrupted_and_stands_as_done() {
+        let mut outcome = flashed();
+        let read = Read {
+            cancelled: true,
+            ..Read::default()
+        };
+        settle(
+            &mut outcome,
+            &read,
+            &["ready".into()],
+            Duration::from_secs(30),
+        );
+        assert!(!outcome.ok);
+        assert_eq!(outcome.error_type.as_deref(), Some("interrupted"));
+        assert_eq!(
+            outcome.side_effect_status,
+            Some(SideEffectStatus::Committed)
+        );
+        assert_eq!(outcome.side_effect_committed, Some(true));
+        assert_eq!(outcome.hardware_state, None, "the state is known");
+        assert!(!outcome.summary.contains("did not see its until"));
+    }
+
+    #[test]
+    fn a_good_flash_whose_capture_missed_its_until_is_still_ok_and_a_failed_one_keeps_its_error() {
+        let mut outcome = flashed();
+        settle(
+            &mut outcome,
+            &Read::default(),
+            &["ready".into()],
+            Duration::from_secs(30),
+        );
+        assert!(outcome.ok);
+        assert!(
+            outcome
+                .summary
+                .contains("did not see its until text within 30 s")
+        );
+        let mut failed = Outcome::refused(ToolId::FlashFirmware, ErrorType::FlashFailed, "no");
+        let read = Read {
+            cancelled: true,
+            ..Read::default()
+        };
+        settle(&mut failed, &read, &[], Duration::from_secs(30));
+        assert_eq!(failed.error_type.as_deref(), Some("flash_failed"));
+    }
 }

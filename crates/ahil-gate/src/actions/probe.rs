@@ -516,6 +516,14 @@ pub(super) fn flash_staged(
     };
     let mut acted = write(&request, capture.as_ref());
     acted.outcome.set("artifact", staged.report().clone());
+    // A caller that asked for progress hears that the flash is over and its capture waits: the
+    // point after which a cancel cuts the capture, not the flash.
+    if acted.outcome.ok
+        && args.capture.is_some()
+        && let Some(progress) = ahil_drivers::probe::stage_sink()
+    {
+        progress("capture");
+    }
     if let Some(open) = capture {
         open.finish(&mut acted.outcome, cancel);
     }

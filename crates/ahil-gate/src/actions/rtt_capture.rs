@@ -28,7 +28,7 @@ use super::Context;
 use super::args::Args;
 use super::debugger_info::bound_debugger;
 use super::debugger_info::device;
-use super::flash_capture::{Read, Rules, max_bytes_of, unmatched, untrusted, wait_of};
+use super::flash_capture::{Read, Rules, max_bytes_of, settle, untrusted, wait_of};
 use super::rtt_io::channel_named;
 use super::rtt_session::{locate, rtt_entry, rx_tap};
 use crate::ErrorType;
@@ -223,9 +223,7 @@ impl RttCapture {
         if !closed {
             outcome.set("cleanup_error", "The RTT poller did not stop in time.");
         }
-        if read.matched.is_none() && !self.until.is_empty() {
-            unmatched(outcome, self.wait);
-        }
+        settle(outcome, &read, &self.until, self.wait);
     }
 
     /// Opens the link after the reset, within `deadline`.
@@ -307,12 +305,7 @@ impl RttCapture {
         deadline: Instant,
         cancel: &CancelFlag,
     ) -> (Read, Option<Vec<Value>>) {
-        let mut read = Read {
-            bytes: Vec::new(),
-            matched: None,
-            overflow: 0,
-            reader_error: None,
-        };
+        let mut read = Read::default();
         let mut frames = Vec::new();
         loop {
             let left = self.max_bytes.saturating_sub(read.bytes.len());
@@ -327,12 +320,16 @@ impl RttCapture {
             read.bytes.extend_from_slice(step.text.as_bytes());
             read.overflow = step.overflow;
             frames.extend(step.frames);
+            read.cancelled = step.gave_up;
+            if read.cancelled {
+                return (read, Some(frames));
+            }
             if !self.until.is_empty() {
                 read.matched = step.pattern;
                 return (read, Some(frames));
             }
+            // A cancel meanwhile is seen by the next read at once.
             if read.bytes.len() >= self.max_bytes
-                || cancel.is_cancelled()
                 || Instant::now() >= deadline
                 || ring.reader_done()
             {

@@ -152,14 +152,16 @@ fn read(
     if channel.format == RttFormat::Defmt
         && let Some(decoding) = &session.defmt
     {
-        let mut outcome = defmt_outcome(
+        let Some(outcome) = defmt_outcome(
             decoding,
             channel,
             ring,
             (max_bytes, deadline, patterns),
             cancel,
-        )
-        .with("debugger", debugger);
+        ) else {
+            return session_lifecycle::read_given_up(TOOL, ("channel", &channel.name), none());
+        };
+        let mut outcome = outcome.with("debugger", debugger);
         let mut meta = untrusted_meta(debugger, &channel.name);
         meta["agentic_hil/untrusted_content"]["fields"] =
             json!(["data.text", "data.hex", "frames"]);
@@ -185,6 +187,9 @@ fn read(
         request.cap,
         cancel,
     );
+    if taken.gave_up {
+        return session_lifecycle::read_given_up(TOOL, ("channel", &channel.name), none());
+    }
     let mut outcome = read_outcome(
         TOOL,
         ("channel", &channel.name),
@@ -205,14 +210,15 @@ fn read(
     Acted::new(outcome.with_log(&session.log.path), none())
 }
 
-/// A defmt channel's read: `com_read`'s answer on the decoded lines, and the frames beside it.
+/// A defmt channel's read: `com_read`'s answer on the decoded lines, and the frames beside it;
+/// `None` when the call's cancel ended the read.
 fn defmt_outcome(
     decoding: &Decoding,
     channel: &RttChannel,
     ring: &Ring,
     (max_bytes, deadline, patterns): (usize, std::time::Instant, &[Vec<u8>]),
     cancel: &CancelFlag,
-) -> Outcome {
+) -> Option<Outcome> {
     let patterns: Vec<String> = patterns
         .iter()
         .map(|p| String::from_utf8_lossy(p).into_owned())
@@ -220,6 +226,9 @@ fn defmt_outcome(
     let read = decoding.read(channel.index, ring, max_bytes, deadline, &patterns, || {
         cancel.is_cancelled()
     });
+    if read.gave_up {
+        return None;
+    }
     let summary = match (read.frames.is_empty(), read.matched) {
         (_, Some(false)) => "The until text was not seen in time; the frames so far are returned.",
         (true, _) => "No defmt frame was available.",
@@ -243,7 +252,7 @@ fn defmt_outcome(
             outcome.set("matched", pattern);
         }
     }
-    outcome
+    Some(outcome)
 }
 
 fn write(

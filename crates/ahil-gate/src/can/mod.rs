@@ -143,12 +143,14 @@ impl Link {
                     matched: read.matched,
                     dropped_total: 0,
                     remaining: read.remaining,
+                    gave_up: read.gave_up,
                 },
                 Err(_) => Taken {
                     frames: Vec::new(),
                     matched: false,
                     dropped_total: 0,
                     remaining: 0,
+                    gave_up: false,
                 },
             },
         }

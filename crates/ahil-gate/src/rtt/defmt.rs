@@ -51,6 +51,8 @@ pub struct Read {
     pub pending_bytes: usize,
     pub queued_frames: usize,
     pub overflow: u64,
+    /// The read ended because its call was given up, not by its own rules: it returned no frame.
+    pub gave_up: bool,
 }
 
 impl Decoding {
@@ -92,7 +94,11 @@ impl Decoding {
             }
             if gave_up() {
                 let matched = (!patterns.is_empty()).then_some(false);
-                return answer(channel, ring, 0, matched, patterns, taken.overflow);
+                let read = answer(channel, ring, 0, matched, patterns, taken.overflow);
+                return Read {
+                    gave_up: true,
+                    ..read
+                };
             }
             let now = Instant::now();
             let out_of_time = now >= deadline || ring.reader_done();
@@ -132,6 +138,7 @@ fn answer(
         pending_bytes: channel.stream.pending(),
         queued_frames: channel.ready.len(),
         overflow,
+        gave_up: false,
     }
 }
 

@@ -342,19 +342,9 @@ impl Opening {
 /// A start its client cancelled, settled as the timeout of the step it was in: the driver's account
 /// of contact and effect stands, said as `interrupted`.
 fn interrupted(mut acted: Acted) -> Acted {
-    let said = Outcome::refused(
-        ToolId::DebugStartSession,
-        ErrorType::Interrupted,
+    acted.outcome.interrupt(
         "The client cancelled the start; gdb and its server were stopped, as at a timeout.",
     );
-    let outcome = &mut acted.outcome;
-    outcome.error_type = said.error_type;
-    outcome.summary = said.summary;
-    outcome.likely_causes = said.likely_causes;
-    outcome.remediation = said.remediation;
-    outcome.do_not = said.do_not;
-    outcome.next_step = said.next_step;
-    outcome.set("cancelled", true);
     acted
 }
 

@@ -98,6 +98,8 @@ pub struct Read {
     pub frames: Vec<Frame>,
     pub matched: bool,
     pub remaining: usize,
+    /// The read ended because its call was given up, not by its own rules: it returned no frame.
+    pub gave_up: bool,
 }
 
 /// The end of an attachment.
@@ -221,6 +223,7 @@ impl Participant {
             frames: Vec::new(),
             matched: false,
             remaining: 0,
+            gave_up: false,
         };
         let (frames, matched) = (&mut taken.frames, &mut taken.matched);
         if take_ready(&mut self.held(), frames, matched, max.max(1), until) {
@@ -243,8 +246,8 @@ impl Participant {
                 .extend(frames.into_iter().flatten().filter_map(Frame::from_bridge));
             taken.matched = reply.get("matched") == Some(&Value::Bool(true));
             // Looked at once: frames taken by a read given up must not go out in its answer.
-            let given_up = cancel.is_cancelled();
-            if given_up {
+            taken.gave_up = cancel.is_cancelled();
+            if taken.gave_up {
                 let mut held = self.held();
                 for frame in taken.frames.drain(..).rev() {
                     held.push_front(frame);
@@ -252,7 +255,7 @@ impl Participant {
                 taken.matched = false;
             }
             taken.remaining = self.levels().0;
-            if given_up {
+            if taken.gave_up {
                 return Ok(taken);
             }
             let satisfied = if until.is_empty() {
