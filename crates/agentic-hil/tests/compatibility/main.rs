@@ -15,6 +15,7 @@ mod driver;
 mod narrowing;
 mod permissions;
 mod plans;
+mod remote_frames;
 mod semantics;
 mod shared_bus;
 

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod can_wire;
 pub mod gdb_relay;
 pub mod raw;
 pub mod shim;
