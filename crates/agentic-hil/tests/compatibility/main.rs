@@ -684,6 +684,7 @@ const SCOPES: &[&str] = &[
     "plan-bench/",
     "bench-args/",
     "one-grant/",
+    "remote/",
     "cli-grant/",
     "cli-revoke/",
     "cli-config/",
