@@ -31,6 +31,19 @@ pub struct Step {
     pub fields: &'static [&'static str],
 }
 
+/// What a lease status is compared by, over MCP (`hardware_lease_status`) and the command line
+/// (`lease-status`).
+pub const LEASE_STATUS: &[&str] = &[
+    "ok",
+    "owner_active",
+    "bench_held",
+    "blocked",
+    "incident_stands",
+    "held_devices#len",
+    "standing_incidents#len",
+    "leases#len",
+];
+
 pub fn tool(
     case: &'static str,
     name: &'static str,
