@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use support::World;
+use support::debugging::run_to_the_tick_breakpoint;
 use support::sim_board::{SimBoard, qemu_board, sim_world};
 use support::{call, ok};
 
@@ -326,14 +327,7 @@ async fn probing_flashing_or_resetting_during_a_session_is_refused_at_once_and_t
     }
     let status = ok(&client, "hardware_lease_status", json!({})).await;
     assert_ne!(status["incident_stands"], true, "{status}");
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-    assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
+    run_to_the_tick_breakpoint(&client).await;
     ok(&client, "debug_stop_session", json!({})).await;
     ok(&client, "probe_target", json!({})).await;
 }

@@ -8,6 +8,7 @@ mod support;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
+use support::debugging::run_to_the_tick_breakpoint;
 use support::shim::{
     Bench, Server, alive, gdbs_under, gone, reset_is_busy_and_on_tick_breaks_twice,
 };
@@ -114,14 +115,7 @@ async fn a_reset_halt_session_resets_through_openocd_and_runs_to_the_tick_breakp
         ["reset halt"],
         "gdb reset the core through OpenOCD"
     );
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-    assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
+    run_to_the_tick_breakpoint(&client).await;
     let doc = ok(&client, "debug_stop_session", json!({})).await;
     assert_eq!(doc["halt_confirmed"], true, "{doc}");
     assert!(gone(bench.shim_pid()), "OpenOCD ended with the session");
@@ -152,17 +146,7 @@ async fn a_load_session_writes_the_elf_between_two_resets_and_records_the_load_a
         "a reset before and after the download"
     );
     assert_ne!(board.vm_status(), "running", "halted at reset");
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-    assert_eq!(
-        doc["stop_reason"], "breakpoint_hit",
-        "the loaded image runs: {doc}"
-    );
+    run_to_the_tick_breakpoint(&client).await;
     ok(&client, "debug_stop_session", json!({})).await;
     drop(client);
 }

@@ -8,6 +8,7 @@ mod support;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
+use support::debugging::run_to_the_tick_breakpoint;
 use support::shim::{
     Bench, Server, alive, gdbs_under, gone, reset_is_busy_and_on_tick_breaks_twice,
 };
@@ -112,14 +113,7 @@ async fn a_reset_halt_session_resets_through_the_servers_monitor_and_runs_to_the
         "gdb reset the core through ST-LINK_gdbserver"
     );
     assert_ne!(board.vm_status(), "running", "reset into halt");
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-    assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
+    run_to_the_tick_breakpoint(&client).await;
     let doc = ok(&client, "debug_stop_session", json!({})).await;
     assert_eq!(doc["halt_confirmed"], true, "{doc}");
     assert!(

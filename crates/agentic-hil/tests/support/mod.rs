@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod can_wire;
+pub mod debugging;
 pub mod gdb_relay;
 pub mod raw;
 pub mod shim;
