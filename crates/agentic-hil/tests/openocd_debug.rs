@@ -22,16 +22,7 @@ fn bench(scenario: &str, timeout_s: u32) -> Bench {
 async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_with_the_board_halted()
  {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    assert_eq!(board.vm_status(), "running", "the board boots running");
-    let client = support::connect(&bench.world).await;
-
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({})).await;
     assert_eq!(doc["backend"], "openocd", "{doc}");
     assert_eq!(doc["session"]["status"], "halted", "{doc}");
     assert_eq!(doc["session"]["load_phase"], "target_connected", "{doc}");
@@ -56,8 +47,7 @@ async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_
     reset_is_busy_and_on_tick_breaks_twice(&client).await;
 
     assert!(bench.monitor().is_empty(), "an attach resets nothing");
-    let doc = ok(&client, "debug_stop_session", json!({})).await;
-    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    let doc = bench.stop_with_the_core_halted(&client, &board).await;
     assert_eq!(doc["detach_resume_guard_confirmed"], true, "{doc}");
     assert_eq!(
         bench.monitor(),
@@ -78,10 +68,6 @@ async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_
     ] {
         assert!(log.contains(wanted), "{wanted} in the session log: {log}");
     }
-    assert!(gone(bench.shim_pid()), "OpenOCD ended with the session");
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the board stays halted");
-    assert_eq!(gdbs_under(&bench.world.home), 0, "no gdb is left");
     // The probe is free again.
     let doc = ok(&client, "debug_get_session_status", json!({})).await;
     assert_eq!(doc["active"], false, "{doc}");
@@ -91,14 +77,7 @@ async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_
 #[tokio::test]
 async fn a_reset_halt_session_resets_through_openocd_and_runs_to_the_tick_breakpoint() {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    let client = support::connect(&bench.world).await;
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf", "mode": "reset_halt"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({"mode": "reset_halt"})).await;
     assert_eq!(
         doc["session"]["load_phase"], "pre_load_reset_confirmed",
         "{doc}"
@@ -116,25 +95,14 @@ async fn a_reset_halt_session_resets_through_openocd_and_runs_to_the_tick_breakp
         "gdb reset the core through OpenOCD"
     );
     run_to_the_tick_breakpoint(&client).await;
-    let doc = ok(&client, "debug_stop_session", json!({})).await;
-    assert_eq!(doc["halt_confirmed"], true, "{doc}");
-    assert!(gone(bench.shim_pid()), "OpenOCD ended with the session");
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the board stays halted");
+    bench.stop_with_the_core_halted(&client, &board).await;
     drop(client);
 }
 
 #[tokio::test]
 async fn a_load_session_writes_the_elf_between_two_resets_and_records_the_load_as_committed() {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    let client = support::connect(&bench.world).await;
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf", "mode": "load"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({"mode": "load"})).await;
     assert_eq!(
         doc["session"]["load_phase"], "post_load_reset_confirmed",
         "{doc}"

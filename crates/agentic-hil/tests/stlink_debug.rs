@@ -22,16 +22,7 @@ fn bench(scenario: &str, timeout_s: u32) -> Bench {
 async fn an_stlink_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_with_the_board_halted()
  {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    assert_eq!(board.vm_status(), "running", "the board boots running");
-    let client = support::connect(&bench.world).await;
-
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({})).await;
     assert_eq!(doc["backend"], "stlink", "{doc}");
     assert_eq!(doc["session"]["status"], "halted", "{doc}");
     assert_eq!(doc["session"]["backend"], "stlink", "{doc}");
@@ -58,20 +49,12 @@ async fn an_stlink_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_w
     reset_is_busy_and_on_tick_breaks_twice(&client).await;
     assert!(bench.monitor().is_empty(), "an attach resets nothing");
 
-    let doc = ok(&client, "debug_stop_session", json!({})).await;
-    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    let doc = bench.stop_with_the_core_halted(&client, &board).await;
     assert_eq!(
         doc["halt_confirmed_by"], "server_killed_while_halted",
         "{doc}"
     );
     assert_eq!(doc["session"]["backend"], "stlink", "{doc}");
-    assert!(
-        gone(bench.shim_pid()),
-        "ST-LINK_gdbserver ended with the session"
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the board stays halted");
-    assert_eq!(gdbs_under(&bench.world.home), 0, "no gdb is left");
     let log_path = doc["log_path"]
         .as_str()
         .expect("the stop names the session log");
@@ -95,14 +78,7 @@ async fn an_stlink_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_w
 #[tokio::test]
 async fn a_reset_halt_session_resets_through_the_servers_monitor_and_runs_to_the_tick_breakpoint() {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    let client = support::connect(&bench.world).await;
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf", "mode": "reset_halt"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({"mode": "reset_halt"})).await;
     assert_eq!(
         doc["session"]["load_phase"], "pre_load_reset_confirmed",
         "{doc}"
@@ -114,14 +90,7 @@ async fn a_reset_halt_session_resets_through_the_servers_monitor_and_runs_to_the
     );
     assert_ne!(board.vm_status(), "running", "reset into halt");
     run_to_the_tick_breakpoint(&client).await;
-    let doc = ok(&client, "debug_stop_session", json!({})).await;
-    assert_eq!(doc["halt_confirmed"], true, "{doc}");
-    assert!(
-        gone(bench.shim_pid()),
-        "ST-LINK_gdbserver ended with the session"
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the board stays halted");
+    bench.stop_with_the_core_halted(&client, &board).await;
     drop(client);
 }
 
@@ -224,14 +193,7 @@ fn a_server_killed_mid_session_takes_gdb_and_the_stlink_server_with_it_and_leave
 #[tokio::test]
 async fn a_stop_is_refused_while_the_halt_cannot_be_confirmed_on_an_stlink_server() {
     let bench = bench("deaf", 10);
-    let board = bench.start_board();
-    let client = support::connect(&bench.world).await;
-    ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf"}),
-    )
-    .await;
+    let (board, client, _) = bench.session(json!({})).await;
     let (doc, is_error) = call(&client, "debug_continue", json!({"timeout_s": 0.5})).await;
     assert!(is_error, "{doc}");
     assert_eq!(doc["halt_confirmed"], false, "{doc}");

@@ -54,9 +54,20 @@ pub enum Server {
     Stlink,
 }
 
+impl Server {
+    /// The server's name, as an assertion names it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::OpenOcd => "OpenOCD",
+            Self::Stlink => "ST-LINK_gdbserver",
+        }
+    }
+}
+
 /// A test world whose debugger's gdb server is `ahil-sim`'s shim, relaying to an emulated board.
 pub struct Bench {
     pub world: World,
+    server: Server,
     pub tools: PathBuf,
     pub board_dir: PathBuf,
     qemu_config: String,
@@ -99,6 +110,7 @@ impl Bench {
         std::fs::write(world.config_path(), &server_config).expect("config");
         Self {
             world,
+            server,
             tools,
             board_dir,
             qemu_config,
@@ -116,6 +128,37 @@ impl Bench {
         assert_eq!(code, Some(0), "sim start: {doc}");
         std::fs::write(self.world.config_path(), &self.server_config).expect("config");
         board
+    }
+
+    /// Boots the board (running), connects, and starts a session on `fw/fw.elf` with `args` beside
+    /// the image (`{"mode": ...}`, or `{}` for an attach): the board, the client and the start's
+    /// answer.
+    pub async fn session(&self, args: Value) -> (Board<'_>, Client, Value) {
+        let board = self.start_board();
+        assert_eq!(board.vm_status(), "running", "the board boots running");
+        let client = super::connect(&self.world).await;
+        let mut start = json!({"image_path": "fw/fw.elf"});
+        if let (Some(start), Value::Object(args)) = (start.as_object_mut(), args) {
+            start.extend(args);
+        }
+        let doc = ok(&client, "debug_start_session", start).await;
+        (board, client, doc)
+    }
+
+    /// Stops the session: the halt is confirmed, the server and gdb end with it, and the core stays
+    /// halted. The stop's answer.
+    pub async fn stop_with_the_core_halted(&self, client: &Client, board: &Board<'_>) -> Value {
+        let doc = ok(client, "debug_stop_session", json!({})).await;
+        assert_eq!(doc["halt_confirmed"], true, "{doc}");
+        assert!(
+            gone(self.shim_pid()),
+            "{} ended with the session",
+            self.server.name()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        assert_ne!(board.vm_status(), "running", "the board stays halted");
+        assert_eq!(gdbs_under(&self.world.home), 0, "no gdb is left");
+        doc
     }
 
     pub fn calls(&self) -> Vec<Vec<String>> {
