@@ -6,12 +6,10 @@
 mod support;
 
 use serde_json::json;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::debugging::run_to_the_tick_breakpoint;
-use support::shim::{
-    Bench, Server, alive, gdbs_under, gone, reset_is_busy_and_on_tick_breaks_twice,
-};
+use support::shim::{Bench, Server, alive, gone, reset_is_busy_and_on_tick_breaks_twice};
 use support::{call, ok};
 
 fn bench(scenario: &str, timeout_s: u32) -> Bench {
@@ -125,13 +123,7 @@ async fn an_openocd_that_exits_before_its_port_opens_fails_the_start_with_its_wo
     let bench = bench("exit-early", 10);
     let client = support::connect(&bench.world).await;
     for _ in 0..2 {
-        let (doc, is_error) = call(
-            &client,
-            "debug_start_session",
-            json!({"image_path": "fw/fw.elf"}),
-        )
-        .await;
-        assert!(is_error, "{doc}");
+        let doc = bench.refused_start(&client, json!({})).await;
         assert_eq!(doc["error_type"], "adapter_not_found", "{doc}");
         assert_eq!(doc["backend_error_type"], "adapter_not_found", "{doc}");
         assert_eq!(doc["load_phase"], "server_spawned", "{doc}");
@@ -140,9 +132,7 @@ async fn an_openocd_that_exits_before_its_port_opens_fails_the_start_with_its_wo
         assert_eq!(doc["retry_safe"], true, "{doc}");
         assert!(!alive(bench.shim_pid()), "the shim is gone");
     }
-    assert_eq!(gdbs_under(&bench.world.home), 0, "gdb never started");
-    let doc = ok(&client, "debug_get_session_status", json!({})).await;
-    assert_eq!(doc["active"], false, "{doc}");
+    bench.assert_nothing_started(&client).await;
     drop(client);
 }
 
@@ -150,13 +140,9 @@ async fn an_openocd_that_exits_before_its_port_opens_fails_the_start_with_its_wo
 async fn an_openocd_that_never_opens_its_port_is_killed_at_the_timeout() {
     let bench = bench("no-port", 1);
     let client = support::connect(&bench.world).await;
-    let (doc, is_error) = call(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf", "mode": "reset_halt"}),
-    )
-    .await;
-    assert!(is_error, "{doc}");
+    let doc = bench
+        .refused_start(&client, json!({"mode": "reset_halt"}))
+        .await;
     assert_eq!(doc["error_type"], "timeout", "{doc}");
     assert_eq!(doc["backend_error_type"], "gdb_server_not_ready", "{doc}");
     // OpenOCD already ran `init; reset halt`: what that did is not known.
@@ -168,28 +154,7 @@ async fn an_openocd_that_never_opens_its_port_is_killed_at_the_timeout() {
 
 #[test]
 fn a_server_killed_mid_session_takes_gdb_and_openocd_with_it_and_leaves_the_core_halted() {
-    let bench = bench("ok", 10);
-    let board = bench.start_board();
-    let mut server = support::raw::Mcp::ours(&bench.world);
-    let started = server.call("debug_start_session", &json!({"image_path": "fw/fw.elf"}));
-    assert_eq!(started["isError"], false, "{started}");
-    let openocd = bench.shim_pid();
-    assert!(alive(openocd), "the session runs OpenOCD");
-    assert_eq!(gdbs_under(&bench.world.home), 1, "the session runs gdb");
-    // SIGKILL: none of the server's cleanup runs; the keepers end gdb and OpenOCD.
-    server.kill9();
-    assert!(gone(openocd), "OpenOCD ended with the server");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while gdbs_under(&bench.world.home) > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(
-        gdbs_under(&bench.world.home),
-        0,
-        "gdb ended with the server"
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the core stays halted");
+    bench("ok", 10).kill_the_server_mid_session();
 }
 
 /// Runs the core past a lost halt: `debug_continue` times out and its interrupt is not confirmed.

@@ -137,12 +137,44 @@ impl Bench {
         let board = self.start_board();
         assert_eq!(board.vm_status(), "running", "the board boots running");
         let client = super::connect(&self.world).await;
-        let mut start = json!({"image_path": "fw/fw.elf"});
-        if let (Some(start), Value::Object(args)) = (start.as_object_mut(), args) {
-            start.extend(args);
-        }
-        let doc = ok(&client, "debug_start_session", start).await;
+        let doc = ok(&client, "debug_start_session", start_args(args)).await;
         (board, client, doc)
+    }
+
+    /// A session start as [`Bench::session`] makes it, which must be refused: its answer.
+    pub async fn refused_start(&self, client: &Client, args: Value) -> Value {
+        let (doc, is_error) = call(client, "debug_start_session", start_args(args)).await;
+        assert!(is_error, "{doc}");
+        doc
+    }
+
+    /// After refused starts: gdb never started, and no session stands.
+    pub async fn assert_nothing_started(&self, client: &Client) {
+        assert_eq!(gdbs_under(&self.world.home), 0, "gdb never started");
+        let doc = ok(client, "debug_get_session_status", json!({})).await;
+        assert_eq!(doc["active"], false, "{doc}");
+    }
+
+    /// The server killed (SIGKILL, so none of its cleanup runs) in the middle of a session: the
+    /// keepers end gdb and the gdb server, and the core stays halted.
+    pub fn kill_the_server_mid_session(&self) {
+        let board = self.start_board();
+        let mut server = super::raw::Mcp::ours(&self.world);
+        let started = server.call("debug_start_session", &json!({"image_path": "fw/fw.elf"}));
+        assert_eq!(started["isError"], false, "{started}");
+        let name = self.server.name();
+        let pid = self.shim_pid();
+        assert!(alive(pid), "the session runs {name}");
+        assert_eq!(gdbs_under(&self.world.home), 1, "the session runs gdb");
+        server.kill9();
+        assert!(gone(pid), "{name} ended with the server");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while gdbs_under(&self.world.home) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(gdbs_under(&self.world.home), 0, "gdb ended with the server");
+        std::thread::sleep(Duration::from_millis(300));
+        assert_ne!(board.vm_status(), "running", "the core stays halted");
     }
 
     /// Stops the session: the halt is confirmed, the server and gdb end with it, and the core stays
@@ -185,6 +217,15 @@ impl Bench {
             .parse()
             .expect("a pid")
     }
+}
+
+/// `debug_start_session`'s arguments: `fw/fw.elf`, with `args` (an object) beside it.
+fn start_args(args: Value) -> Value {
+    let mut start = json!({"image_path": "fw/fw.elf"});
+    if let (Some(start), Value::Object(args)) = (start.as_object_mut(), args) {
+        start.extend(args);
+    }
+    start
 }
 
 /// A running board; stopped when dropped, whatever the test did.
