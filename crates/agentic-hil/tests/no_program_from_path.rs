@@ -72,16 +72,7 @@ impl Hostile {
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
-        let openocd = tools.join("openocd.py");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py"),
-            &openocd,
-        )
-        .expect("the fake OpenOCD is installed");
-        support::make_executable(&openocd);
-        std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+        let openocd = support::fakes::install_probe_cli(&world, "openocd.py", "ok");
         let bridge = world.write_fake_tool(
             "bridge",
             &format!(

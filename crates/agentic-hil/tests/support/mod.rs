@@ -4,6 +4,7 @@
 
 pub mod can_wire;
 pub mod debugging;
+pub mod fakes;
 pub mod gdb_relay;
 pub mod raw;
 pub mod shim;

@@ -80,11 +80,9 @@ impl Bench {
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
         let state = world.home.join(".local/state/agentic-hil");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
-        let fakes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes");
-        let entry = install(server, &fakes, &tools, timeout_s);
-        std::fs::write(tools.join("fake-scenario"), scenario).expect("scenario");
+        let tools = super::fakes::tools(&world);
+        let entry = install(server, &super::fakes::fakes_dir(), &tools, timeout_s);
+        super::fakes::play(&tools, scenario);
         let board_dir = state.join("sim").join("board");
         std::fs::write(tools.join("board-dir"), board_dir.display().to_string())
             .expect("board dir");
@@ -194,11 +192,7 @@ impl Bench {
     }
 
     pub fn calls(&self) -> Vec<Vec<String>> {
-        std::fs::read_to_string(self.tools.join("calls.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("call line"))
-            .collect()
+        super::fakes::calls(&self.tools)
     }
 
     /// The monitor commands gdb sent through the shim, in order.
