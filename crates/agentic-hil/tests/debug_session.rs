@@ -531,14 +531,7 @@ fn a_server_killed_mid_session_leaves_no_gdb_and_the_core_halted() {
     use std::io::{BufRead, BufReader, Write};
     let world = world("debug:\n  allow_all_symbols: true\n");
     let board = SimBoard::start(&world);
-    let mut server = world
-        .command()
-        .arg("mcp-stdio")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("server starts");
+    let mut server = support::raw::spawn_stdio(&mut world.command());
     let mut stdin = server.stdin.take().expect("stdin");
     for line in [
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,

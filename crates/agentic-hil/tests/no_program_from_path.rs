@@ -8,7 +8,6 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use support::{Client, World, call, ok};
 
@@ -168,13 +167,8 @@ impl Hostile {
             .env("PYTHONPATH", &self.python)
             .env("PYTHONSTARTUP", self.python.join("sitecustomize.py"))
             .env("CARGO_HOME", self.world.workspace.join("cargo"))
-            .env("TMPDIR", self.tmp())
-            .arg("mcp-stdio");
-        let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
-            .expect("the server process starts");
-        ().serve(transport)
-            .await
-            .expect("the MCP handshake succeeds")
+            .env("TMPDIR", self.tmp());
+        support::connect_command(cmd).await
     }
 
     /// The server's TMPDIR, in the workspace.
