@@ -106,10 +106,7 @@ impl Hostile {
             bridge = bridge.display(),
         );
         std::fs::write(world.config_path(), config).expect("the test config is written");
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-        std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf")).expect("firmware");
+        support::sim_board::copy_firmware(&world, &["ahil-fw-v1.elf"]);
         if kind == Kind::Board {
             let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
             assert_eq!(code, Some(0), "sim start: {doc}");

@@ -179,10 +179,7 @@ impl Bench {
 /// sinks may not show.
 fn configure(world: &World, config: &str) -> Forbidden {
     std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    std::fs::copy(built.join("ahil-fw-v1.elf"), fw.join("fw.elf")).expect("firmware copies");
+    support::sim_board::copy_firmware_as(world, &[("ahil-fw-v1.elf", "fw.elf")]);
     Forbidden {
         paths: vec![world.home.display().to_string()],
     }

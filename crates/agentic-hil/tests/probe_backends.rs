@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use support::shim::alive;
+use support::sim_board::copy_firmware_as;
 use support::{World, call, fakes};
 
 type Client = RunningService<rmcp::RoleClient, ()>;
@@ -53,16 +54,10 @@ impl Bench {
             exe = exe.display(),
         );
         std::fs::write(world.config_path(), config).expect("the test config is written");
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-        for ext in ["elf", "bin"] {
-            std::fs::copy(
-                built.join(format!("ahil-fw-v1.{ext}")),
-                fw.join(format!("fw.{ext}")),
-            )
-            .expect("firmware copies");
-        }
+        copy_firmware_as(
+            &world,
+            &[("ahil-fw-v1.elf", "fw.elf"), ("ahil-fw-v1.bin", "fw.bin")],
+        );
         Self {
             world,
             tools,

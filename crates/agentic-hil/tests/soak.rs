@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 use support::World;
@@ -61,10 +61,7 @@ fn configure(world: &World) {
         bridge = bridge.display(),
     );
     std::fs::write(world.config_path(), config).expect("config");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf")).expect("fw copy");
+    support::sim_board::copy_firmware(world, &["ahil-fw-v1.elf"]);
 }
 
 fn proc_field(pid: u32, field: &str) -> u64 {

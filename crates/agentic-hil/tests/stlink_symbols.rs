@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use support::World;
+use support::sim_board::copy_firmware_as;
 use support::{call, fakes, ok};
 
 struct Bench {
@@ -37,13 +38,7 @@ impl Bench {
             exe = exe.display(),
         );
         std::fs::write(world.config_path(), config).expect("the test config is written");
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf"),
-            fw.join("fw.elf"),
-        )
-        .expect("firmware copies");
+        copy_firmware_as(&world, &[("ahil-fw-v1.elf", "fw.elf")]);
         Self {
             world,
             tools,

@@ -98,13 +98,7 @@ impl Bench {
             "{head}debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{GRANTS}{tail}"
         );
         let server_config = format!("{head}debuggers:\n{entry}{GRANTS}{tail}");
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf"),
-            fw.join("fw.elf"),
-        )
-        .expect("firmware copies");
+        super::sim_board::copy_firmware_as(&world, &[("ahil-fw-v1.elf", "fw.elf")]);
         std::fs::write(world.config_path(), &server_config).expect("config");
         Self {
             world,

@@ -69,11 +69,18 @@ pub fn state_root(world: &World) -> PathBuf {
 
 /// Copies the committed firmware `images` (names under `firmware/build`) into the world's `fw/`.
 pub fn copy_firmware(world: &World, images: &[&str]) {
+    let same: Vec<(&str, &str)> = images.iter().map(|name| (*name, *name)).collect();
+    copy_firmware_as(world, &same);
+}
+
+/// Copies committed firmware into the world's `fw/` under a name of the test's: each pair is
+/// (a name under `firmware/build`, its name in `fw/`).
+pub fn copy_firmware_as(world: &World, images: &[(&str, &str)]) {
     let fw = world.workspace.join("fw");
     std::fs::create_dir_all(&fw).expect("fw dir");
     let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    for name in images {
-        std::fs::copy(build.join(name), fw.join(name)).expect("firmware copies");
+    for (built, name) in images {
+        std::fs::copy(build.join(built), fw.join(name)).expect("firmware copies");
     }
 }
 
