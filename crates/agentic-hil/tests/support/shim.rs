@@ -275,23 +275,9 @@ pub fn gone(pid: i32) -> bool {
     !alive(pid)
 }
 
-/// gdb processes started under this test's HOME.
+/// How many gdb processes run under this test's HOME.
 pub fn gdbs_under(home: &Path) -> usize {
-    let wanted = format!("HOME={}", home.display());
-    std::fs::read_dir("/proc").map_or(0, |entries| {
-        entries
-            .filter_map(Result::ok)
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                String::from_utf8_lossy(&cmdline).contains("--interpreter=mi")
-                    && environ
-                        .split(|b| *b == 0)
-                        .any(|var| var == wanted.as_bytes())
-            })
-            .count()
-    })
+    super::processes::gdbs_under(home).len()
 }
 
 pub async fn counter(client: &Client) -> u64 {
