@@ -4,11 +4,11 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
 
 use ahil_gate::audit::project_digest;
 use serde_json::{Value, json};
 use support::World;
+use support::raw::spawn_stdio;
 
 const SECRET: &str = "pl4nted-s3cret-value";
 
@@ -20,13 +20,7 @@ fn mcp(world: &World, requests: &[Value]) -> Vec<Value> {
 fn mcp_with_env(world: &World, requests: &[Value], env: &[(&str, &str)]) -> Vec<Value> {
     let mut command = world.command();
     command.envs(env.iter().copied());
-    let mut child = command
-        .arg("mcp-stdio")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("server starts");
+    let mut child = spawn_stdio(&mut command);
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut send = |v: &Value| {

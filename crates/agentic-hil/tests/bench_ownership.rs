@@ -25,6 +25,19 @@ fn ledger(world: &World) -> Vec<Value> {
         .collect()
 }
 
+/// A world whose `uart0` is a pty board, after a server holding a session on it was killed
+/// (SIGKILL: it released nothing); the board lives as long as the test holds it.
+fn killed_holding_uart0() -> (World, EchoBoard) {
+    let world = World::new();
+    let board = EchoBoard::start();
+    configure_uart(&world, &board.device);
+    let mut dead = Mcp::ours(&world);
+    let started = dead.call("com_session_start", &json!({"port_id": "uart0"}));
+    assert_eq!(started["isError"], false, "{started}");
+    dead.kill9();
+    (world, board)
+}
+
 /// Every server in `servers` asks for the debugger at the same instant; returns who got it.
 fn contend(servers: &mut [Mcp]) -> Vec<(u32, Value)> {
     let barrier = Arc::new(Barrier::new(servers.len()));
@@ -162,13 +175,8 @@ fn a_run_stopped_under_an_open_com_session_names_the_lease_that_still_holds_the_
 /// is opened.
 #[test]
 fn another_projects_incident_on_a_shared_port_is_listed_and_refuses_this_projects_session() {
-    let world = World::new();
-    let board = EchoBoard::start();
-    configure_uart(&world, &board.device);
+    let (world, board) = killed_holding_uart0();
     let port = json!({"port_id": "uart0"});
-    let mut dead = Mcp::ours(&world);
-    assert_eq!(dead.call("com_session_start", &port)["isError"], false);
-    dead.kill9();
     // The dead server's own project adopts its lease as an incident.
     let (status, _) = world.run_json(&["lease-status"]);
     assert_eq!(status["blocked"], true, "{status}");
@@ -198,13 +206,8 @@ fn another_projects_incident_on_a_shared_port_is_listed_and_refuses_this_project
 
 #[test]
 fn a_server_killed_holding_a_session_leaves_an_incident_the_next_call_stands_down() {
-    let world = World::new();
-    let board = EchoBoard::start();
-    configure_uart(&world, &board.device);
+    let (world, _board) = killed_holding_uart0();
     let port = json!({"port_id": "uart0"});
-    let mut dead = Mcp::ours(&world);
-    assert_eq!(dead.call("com_session_start", &port)["isError"], false);
-    dead.kill9();
 
     let (status, code) = world.run_json(&["lease-status"]);
     assert_eq!(code, Some(0), "{status}");

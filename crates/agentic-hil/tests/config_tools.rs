@@ -5,6 +5,7 @@ mod support;
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
+use support::sim_board::{SIM_TARGET, provisioned_board, state_root};
 use support::{World, connect};
 
 type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
@@ -368,27 +369,14 @@ async fn create_writes_the_first_configuration_and_the_server_binds_it() {
 
 #[tokio::test]
 async fn on_the_emulated_board_create_binds_its_probe_and_uart_and_keeps_known_grants() {
-    let world = World::provisioned();
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         permissions:\n  allow_config_write: true\n  allow_config_description_write: true\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n      allow_flash: true\n      allow_reset: true\n\
-         artifacts:\n  allowed_roots: [fw]\n",
-        ws = world.workspace.display(),
-        state = state.display(),
+    let world = provisioned_board(
+        &format!(
+            "permissions:\n  allow_config_write: true\n  allow_config_description_write: true\n{SIM_TARGET}"
+        ),
+        "      allow_flash: true\n      allow_reset: true\n",
     );
-    std::fs::write(world.config_path(), config).expect("qemu config");
-    std::fs::create_dir_all(world.workspace.join("fw")).expect("fw");
-    std::fs::copy(
-        support::firmware_image(),
-        world.workspace.join("fw/ahil-fw-v1.elf"),
-    )
-    .expect("firmware");
-    let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
-    assert_eq!(code, Some(0), "sim start: {doc}");
-    let _board = support::RunningBoard(&world);
+    let state = state_root(&world);
+    let _board = support::RunningBoard::start(&world, "fw/ahil-fw-v1.elf");
 
     let client = connect(&world).await;
     let created = call(&client, "project_config_create", json!({})).await;
@@ -443,26 +431,8 @@ async fn on_the_emulated_board_create_binds_its_probe_and_uart_and_keeps_known_g
 
 #[tokio::test]
 async fn adopt_proposes_the_boards_keys_and_writes_them_only_with_apply() {
-    let world = World::provisioned();
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         permissions:\n  allow_config_description_write: true\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n\
-         artifacts:\n  allowed_roots: [fw]\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("qemu config");
-    std::fs::create_dir_all(world.workspace.join("fw")).expect("fw");
-    std::fs::copy(
-        support::firmware_image(),
-        world.workspace.join("fw/ahil-fw-v1.elf"),
-    )
-    .expect("firmware");
-    let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
-    assert_eq!(code, Some(0), "sim start: {doc}");
-    let _board = support::RunningBoard(&world);
+    let world = provisioned_board("permissions:\n  allow_config_description_write: true\n", "");
+    let _board = support::RunningBoard::start(&world, "fw/ahil-fw-v1.elf");
     let before = config_text(&world);
 
     let client = connect(&world).await;
@@ -503,34 +473,10 @@ async fn adopt_proposes_the_boards_keys_and_writes_them_only_with_apply() {
     client.cancel().await.expect("closes");
 }
 
-/// A world whose configuration names one emulated board `board` and no COM port, with the board
-/// running.
-fn board_world(project_grants: &str) -> World {
-    let world = World::provisioned();
-    let state = world.home.join(".local/state/agentic-hil");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n{project_grants}\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n\
-         artifacts:\n  allowed_roots: [fw]\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-    );
-    std::fs::write(world.config_path(), config).expect("qemu config");
-    std::fs::create_dir_all(world.workspace.join("fw")).expect("fw");
-    std::fs::copy(
-        support::firmware_image(),
-        world.workspace.join("fw/ahil-fw-v1.elf"),
-    )
-    .expect("firmware");
-    let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
-    assert_eq!(code, Some(0), "sim start: {doc}");
-    world
-}
-
 #[test]
 fn the_cli_adopts_the_board_as_the_operator_and_lists_its_probe() {
-    let world = board_world("");
-    let _board = support::RunningBoard(&world);
+    let world = provisioned_board("", "");
+    let _board = support::RunningBoard::start(&world, "fw/ahil-fw-v1.elf");
     let before = config_text(&world);
     let (dry, code) = world.run_json(&["adopt-hardware", "--dry-run"]);
     assert_eq!(code, Some(0), "{dry}");
@@ -572,8 +518,8 @@ fn com_ports_lists_the_hosts_serial_ports_without_a_configuration() {
 
 #[tokio::test]
 async fn writes_are_refused_while_a_run_holds_the_bench() {
-    let world = board_world("permissions:\n  allow_config_description_write: true\n");
-    let _board = support::RunningBoard(&world);
+    let world = provisioned_board("permissions:\n  allow_config_description_write: true\n", "");
+    let _board = support::RunningBoard::start(&world, "fw/ahil-fw-v1.elf");
     let client = connect(&world).await;
     let run = call(
         &client,

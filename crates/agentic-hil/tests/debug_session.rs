@@ -3,10 +3,10 @@
 
 mod support;
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 use support::World;
+use support::debugging::run_to_the_tick_breakpoint;
+use support::processes::{gdbs_under, running_under};
 use support::sim_board::{SimBoard, qemu_board, sim_world};
 use support::{call, ok};
 
@@ -25,31 +25,6 @@ fn world(debug: &str) -> World {
             "ahil-fw-v1-nodebug.elf",
         ],
     )
-}
-
-/// gdb processes started under this test's HOME (the server's children inherit it).
-fn gdbs_under(home: &Path) -> Vec<u32> {
-    processes_under(home, "--interpreter=mi")
-}
-
-/// Processes started under this test's HOME whose command line contains `marker`.
-fn processes_under(home: &Path, marker: &str) -> Vec<u32> {
-    let wanted = format!("HOME={}", home.display());
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains(marker)
-                && environ
-                    .split(|b| *b == 0)
-                    .any(|var| var == wanted.as_bytes())
-        })
-        .collect()
 }
 
 /// The board running, and a client whose debug session attached to it.
@@ -326,14 +301,7 @@ async fn probing_flashing_or_resetting_during_a_session_is_refused_at_once_and_t
     }
     let status = ok(&client, "hardware_lease_status", json!({})).await;
     assert_ne!(status["incident_stands"], true, "{status}");
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-    assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
+    run_to_the_tick_breakpoint(&client).await;
     ok(&client, "debug_stop_session", json!({})).await;
     ok(&client, "probe_target", json!({})).await;
 }
@@ -520,7 +488,7 @@ async fn a_stop_whose_halt_the_emulator_no_longer_confirms_keeps_the_session_and
 {
     let world = world("debug:\n  allow_all_symbols: true\n");
     let (_board, client) = attached(&world).await;
-    let emulators = processes_under(&world.home, "qemu-system-arm");
+    let emulators = running_under(&world.home, "qemu-system-arm");
     assert!(!emulators.is_empty(), "the board runs QEMU");
     kill_all(&emulators);
     let (doc, is_error) = call(&client, "debug_stop_session", json!({"timeout_s": 1})).await;
@@ -537,14 +505,7 @@ fn a_server_killed_mid_session_leaves_no_gdb_and_the_core_halted() {
     use std::io::{BufRead, BufReader, Write};
     let world = world("debug:\n  allow_all_symbols: true\n");
     let board = SimBoard::start(&world);
-    let mut server = world
-        .command()
-        .arg("mcp-stdio")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("server starts");
+    let mut server = support::raw::spawn_stdio(&mut world.command());
     let mut stdin = server.stdin.take().expect("stdin");
     for line in [
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#,

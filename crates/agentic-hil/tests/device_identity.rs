@@ -35,6 +35,17 @@ fn link_to(world: &World, node: &str) -> String {
     link.display().to_string()
 }
 
+/// A pty board whose `uart0` the world's project names by a link to it and a second project (its
+/// workspace returned) by its node: the board, the link, the second workspace.
+fn one_port_by_two_names(world: &World) -> (EchoBoard, String, PathBuf) {
+    let board = EchoBoard::start();
+    let link = link_to(world, &board.device);
+    configure(world, &world.workspace, &link);
+    let other = second_workspace(world);
+    configure(world, &other, &board.device);
+    (board, link, other)
+}
+
 /// `init` in `workspace`, then a `uart0` port on `device` with writes allowed.
 fn configure(world: &World, workspace: &Path, device: &str) {
     let out = world
@@ -105,11 +116,7 @@ fn start_session(mcp: &mut Mcp) -> Value {
 fn a_run_holding_a_port_by_its_link_refuses_servers_here_and_in_the_reference_naming_its_node() {
     let reference = reference();
     let world = World::new();
-    let board = EchoBoard::start();
-    let link = link_to(&world, &board.device);
-    configure(&world, &world.workspace, &link);
-    let other = second_workspace(&world);
-    configure(&world, &other, &board.device);
+    let (board, link, other) = one_port_by_two_names(&world);
 
     let mut holder = Mcp::ours(&world);
     let run = hold_by_run(&mut holder);
@@ -151,11 +158,7 @@ fn a_run_holding_a_port_by_its_link_refuses_servers_here_and_in_the_reference_na
 fn a_port_held_by_its_node_here_or_in_the_reference_refuses_a_server_naming_its_link() {
     let reference = reference();
     let world = World::new();
-    let board = EchoBoard::start();
-    let link = link_to(&world, &board.device);
-    configure(&world, &world.workspace, &link);
-    let other = second_workspace(&world);
-    configure(&world, &other, &board.device);
+    let (board, link, other) = one_port_by_two_names(&world);
 
     for holder_program in [ours(), reference.as_path()] {
         let who = holder_program.display().to_string();
@@ -198,11 +201,7 @@ fn a_port_held_by_its_node_here_or_in_the_reference_refuses_a_server_naming_its_
 #[test]
 fn a_session_opened_by_its_link_refuses_a_session_naming_its_node_before_opening_the_port() {
     let world = World::new();
-    let board = EchoBoard::start();
-    let link = link_to(&world, &board.device);
-    configure(&world, &world.workspace, &link);
-    let other = second_workspace(&world);
-    configure(&world, &other, &board.device);
+    let (board, link, other) = one_port_by_two_names(&world);
 
     let mut by_link = Mcp::ours(&world);
     let started = start_session(&mut by_link);

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use rmcp::service::RunningService;
 use serde_json::json;
 use support::World;
-use support::call;
 use support::raw::EchoBoard;
+use support::{call, fakes};
 
 type Client = RunningService<rmcp::RoleClient, ()>;
 
@@ -20,10 +20,6 @@ struct Bench {
     tools: PathBuf,
     device: String,
     _board: Option<EchoBoard>,
-}
-
-fn fake_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py")
 }
 
 fn real_esptool() -> PathBuf {
@@ -47,17 +43,12 @@ impl Bench {
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
+        let tools = fakes::tools(&world);
         let exe = executable.map_or_else(
-            || {
-                let exe = tools.join("esptool.py");
-                std::fs::copy(fake_script(), &exe).expect("the fake is installed");
-                exe
-            },
+            || fakes::install_probe_cli(&world, "esptool.py", scenario),
             Path::to_path_buf,
         );
-        std::fs::write(tools.join("fake-scenario"), scenario).expect("scenario");
+        fakes::play(&tools, scenario);
         let board = device.is_none().then(EchoBoard::start);
         let device = device.map_or_else(
             || board.as_ref().expect("board").device.clone(),
@@ -97,15 +88,11 @@ impl Bench {
     }
 
     fn scenario(&self, scenario: &str) {
-        std::fs::write(self.tools.join("fake-scenario"), scenario).expect("scenario");
+        fakes::play(&self.tools, scenario);
     }
 
     fn calls(&self) -> Vec<Vec<String>> {
-        std::fs::read_to_string(self.tools.join("calls.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("call line"))
-            .collect()
+        fakes::calls(&self.tools)
     }
 
     async fn connect(&self) -> Client {

@@ -6,13 +6,14 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use support::World;
+use support::raw::spawn_stdio;
 
 /// Silence for this long after a request means the server hung.
 const ANSWER_WITHIN: Duration = Duration::from_secs(20);
@@ -29,13 +30,7 @@ impl Server {
     fn start(world: &World) -> Self {
         let mut cmd = Command::new(World::binary());
         world.scrub(&mut cmd);
-        let mut child = cmd
-            .arg("mcp-stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts");
+        let mut child = spawn_stdio(&mut cmd);
         let stdout = child.stdout.take().expect("stdout");
         let stdin = child.stdin.take();
         let (tx, lines) = channel();

@@ -6,7 +6,7 @@ mod support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use proptest::prelude::Rng;
 use proptest::test_runner::{RngAlgorithm, TestRng};
 use serde_json::{Value, json};
 use support::World;
+use support::raw::spawn_stdio;
 
 /// The issue asks for every answer within a second of its line.
 const ANSWER_WITHIN: Duration = Duration::from_secs(1);
@@ -42,14 +43,7 @@ struct Server {
 
 impl Server {
     fn start(world: &World) -> Self {
-        let mut child = world
-            .command()
-            .arg("mcp-stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the server starts");
+        let mut child = spawn_stdio(&mut world.command());
         let stdout = child.stdout.take().expect("stdout piped");
         let (tx, answers) = channel();
         std::thread::spawn(move || {

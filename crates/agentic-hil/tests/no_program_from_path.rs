@@ -8,7 +8,6 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use support::{Client, World, call, ok};
 
@@ -72,16 +71,7 @@ impl Hostile {
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
-        let openocd = tools.join("openocd.py");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py"),
-            &openocd,
-        )
-        .expect("the fake OpenOCD is installed");
-        support::make_executable(&openocd);
-        std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+        let openocd = support::fakes::install_probe_cli(&world, "openocd.py", "ok");
         let bridge = world.write_fake_tool(
             "bridge",
             &format!(
@@ -116,10 +106,7 @@ impl Hostile {
             bridge = bridge.display(),
         );
         std::fs::write(world.config_path(), config).expect("the test config is written");
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-        std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf")).expect("firmware");
+        support::sim_board::copy_firmware(&world, &["ahil-fw-v1.elf"]);
         if kind == Kind::Board {
             let (doc, code) = world.run_json(&["sim", "start", "--image", "fw/ahil-fw-v1.elf"]);
             assert_eq!(code, Some(0), "sim start: {doc}");
@@ -177,13 +164,8 @@ impl Hostile {
             .env("PYTHONPATH", &self.python)
             .env("PYTHONSTARTUP", self.python.join("sitecustomize.py"))
             .env("CARGO_HOME", self.world.workspace.join("cargo"))
-            .env("TMPDIR", self.tmp())
-            .arg("mcp-stdio");
-        let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
-            .expect("the server process starts");
-        ().serve(transport)
-            .await
-            .expect("the MCP handshake succeeds")
+            .env("TMPDIR", self.tmp());
+        support::connect_command(cmd).await
     }
 
     /// The server's TMPDIR, in the workspace.

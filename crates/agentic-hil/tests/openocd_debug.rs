@@ -6,11 +6,10 @@
 mod support;
 
 use serde_json::json;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::shim::{
-    Bench, Server, alive, gdbs_under, gone, reset_is_busy_and_on_tick_breaks_twice,
-};
+use support::debugging::run_to_the_tick_breakpoint;
+use support::shim::{Bench, Server, alive, gone, reset_is_busy_and_on_tick_breaks_twice};
 use support::{call, ok};
 
 fn bench(scenario: &str, timeout_s: u32) -> Bench {
@@ -21,16 +20,7 @@ fn bench(scenario: &str, timeout_s: u32) -> Bench {
 async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_with_the_board_halted()
  {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    assert_eq!(board.vm_status(), "running", "the board boots running");
-    let client = support::connect(&bench.world).await;
-
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({})).await;
     assert_eq!(doc["backend"], "openocd", "{doc}");
     assert_eq!(doc["session"]["status"], "halted", "{doc}");
     assert_eq!(doc["session"]["load_phase"], "target_connected", "{doc}");
@@ -55,8 +45,7 @@ async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_
     reset_is_busy_and_on_tick_breaks_twice(&client).await;
 
     assert!(bench.monitor().is_empty(), "an attach resets nothing");
-    let doc = ok(&client, "debug_stop_session", json!({})).await;
-    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    let doc = bench.stop_with_the_core_halted(&client, &board).await;
     assert_eq!(doc["detach_resume_guard_confirmed"], true, "{doc}");
     assert_eq!(
         bench.monitor(),
@@ -77,10 +66,6 @@ async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_
     ] {
         assert!(log.contains(wanted), "{wanted} in the session log: {log}");
     }
-    assert!(gone(bench.shim_pid()), "OpenOCD ended with the session");
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the board stays halted");
-    assert_eq!(gdbs_under(&bench.world.home), 0, "no gdb is left");
     // The probe is free again.
     let doc = ok(&client, "debug_get_session_status", json!({})).await;
     assert_eq!(doc["active"], false, "{doc}");
@@ -90,14 +75,7 @@ async fn an_openocd_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_
 #[tokio::test]
 async fn a_reset_halt_session_resets_through_openocd_and_runs_to_the_tick_breakpoint() {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    let client = support::connect(&bench.world).await;
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf", "mode": "reset_halt"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({"mode": "reset_halt"})).await;
     assert_eq!(
         doc["session"]["load_phase"], "pre_load_reset_confirmed",
         "{doc}"
@@ -114,33 +92,15 @@ async fn a_reset_halt_session_resets_through_openocd_and_runs_to_the_tick_breakp
         ["reset halt"],
         "gdb reset the core through OpenOCD"
     );
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-    assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
-    let doc = ok(&client, "debug_stop_session", json!({})).await;
-    assert_eq!(doc["halt_confirmed"], true, "{doc}");
-    assert!(gone(bench.shim_pid()), "OpenOCD ended with the session");
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the board stays halted");
+    run_to_the_tick_breakpoint(&client).await;
+    bench.stop_with_the_core_halted(&client, &board).await;
     drop(client);
 }
 
 #[tokio::test]
 async fn a_load_session_writes_the_elf_between_two_resets_and_records_the_load_as_committed() {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    let client = support::connect(&bench.world).await;
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf", "mode": "load"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({"mode": "load"})).await;
     assert_eq!(
         doc["session"]["load_phase"], "post_load_reset_confirmed",
         "{doc}"
@@ -152,17 +112,7 @@ async fn a_load_session_writes_the_elf_between_two_resets_and_records_the_load_a
         "a reset before and after the download"
     );
     assert_ne!(board.vm_status(), "running", "halted at reset");
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-    assert_eq!(
-        doc["stop_reason"], "breakpoint_hit",
-        "the loaded image runs: {doc}"
-    );
+    run_to_the_tick_breakpoint(&client).await;
     ok(&client, "debug_stop_session", json!({})).await;
     drop(client);
 }
@@ -173,13 +123,7 @@ async fn an_openocd_that_exits_before_its_port_opens_fails_the_start_with_its_wo
     let bench = bench("exit-early", 10);
     let client = support::connect(&bench.world).await;
     for _ in 0..2 {
-        let (doc, is_error) = call(
-            &client,
-            "debug_start_session",
-            json!({"image_path": "fw/fw.elf"}),
-        )
-        .await;
-        assert!(is_error, "{doc}");
+        let doc = bench.refused_start(&client, json!({})).await;
         assert_eq!(doc["error_type"], "adapter_not_found", "{doc}");
         assert_eq!(doc["backend_error_type"], "adapter_not_found", "{doc}");
         assert_eq!(doc["load_phase"], "server_spawned", "{doc}");
@@ -188,9 +132,7 @@ async fn an_openocd_that_exits_before_its_port_opens_fails_the_start_with_its_wo
         assert_eq!(doc["retry_safe"], true, "{doc}");
         assert!(!alive(bench.shim_pid()), "the shim is gone");
     }
-    assert_eq!(gdbs_under(&bench.world.home), 0, "gdb never started");
-    let doc = ok(&client, "debug_get_session_status", json!({})).await;
-    assert_eq!(doc["active"], false, "{doc}");
+    bench.assert_nothing_started(&client).await;
     drop(client);
 }
 
@@ -198,13 +140,9 @@ async fn an_openocd_that_exits_before_its_port_opens_fails_the_start_with_its_wo
 async fn an_openocd_that_never_opens_its_port_is_killed_at_the_timeout() {
     let bench = bench("no-port", 1);
     let client = support::connect(&bench.world).await;
-    let (doc, is_error) = call(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf", "mode": "reset_halt"}),
-    )
-    .await;
-    assert!(is_error, "{doc}");
+    let doc = bench
+        .refused_start(&client, json!({"mode": "reset_halt"}))
+        .await;
     assert_eq!(doc["error_type"], "timeout", "{doc}");
     assert_eq!(doc["backend_error_type"], "gdb_server_not_ready", "{doc}");
     // OpenOCD already ran `init; reset halt`: what that did is not known.
@@ -216,28 +154,7 @@ async fn an_openocd_that_never_opens_its_port_is_killed_at_the_timeout() {
 
 #[test]
 fn a_server_killed_mid_session_takes_gdb_and_openocd_with_it_and_leaves_the_core_halted() {
-    let bench = bench("ok", 10);
-    let board = bench.start_board();
-    let mut server = support::raw::Mcp::ours(&bench.world);
-    let started = server.call("debug_start_session", &json!({"image_path": "fw/fw.elf"}));
-    assert_eq!(started["isError"], false, "{started}");
-    let openocd = bench.shim_pid();
-    assert!(alive(openocd), "the session runs OpenOCD");
-    assert_eq!(gdbs_under(&bench.world.home), 1, "the session runs gdb");
-    // SIGKILL: none of the server's cleanup runs; the keepers end gdb and OpenOCD.
-    server.kill9();
-    assert!(gone(openocd), "OpenOCD ended with the server");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while gdbs_under(&bench.world.home) > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(
-        gdbs_under(&bench.world.home),
-        0,
-        "gdb ended with the server"
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the core stays halted");
+    bench("ok", 10).kill_the_server_mid_session();
 }
 
 /// Runs the core past a lost halt: `debug_continue` times out and its interrupt is not confirmed.

@@ -15,9 +15,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::World;
 use support::raw::EchoBoard;
 use support::sim_board::{SimBoard, initialised, qemu_board, sim_config, state_root};
+use support::{World, fakes};
 
 const SECRETS: &[&str] = &[
     "BACKENDSECRET",
@@ -136,11 +136,8 @@ impl Bench {
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
-        let fake =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py");
-        std::fs::copy(fake, tools.join("openocd_fake.py")).expect("the fake is installed");
+        fakes::install_probe_cli(&world, "openocd_fake.py", "ok");
+        let tools = fakes::tools(&world);
         let exe = tools.join("openocd.py");
         std::fs::write(&exe, LEAKY_OPENOCD).expect("the leaky openocd");
         support::make_executable(&exe);
@@ -170,7 +167,7 @@ impl Bench {
     }
 
     fn scenario(&self, scenario: &str) {
-        std::fs::write(self.tools.join("fake-scenario"), scenario).expect("scenario");
+        fakes::play(&self.tools, scenario);
     }
 
     fn command(&self) -> Command {
@@ -182,10 +179,7 @@ impl Bench {
 /// sinks may not show.
 fn configure(world: &World, config: &str) -> Forbidden {
     std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    std::fs::copy(built.join("ahil-fw-v1.elf"), fw.join("fw.elf")).expect("firmware copies");
+    support::sim_board::copy_firmware_as(world, &[("ahil-fw-v1.elf", "fw.elf")]);
     Forbidden {
         paths: vec![world.home.display().to_string()],
     }

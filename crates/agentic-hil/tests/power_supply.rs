@@ -118,16 +118,10 @@ impl Bench {
 
     /// An MCP session whose server sees the simulator's pty as a USB port with the configured ids.
     async fn connect(&self) -> Client {
-        use rmcp::ServiceExt;
         let mut cmd = Command::new(World::binary());
         self.world.scrub(&mut cmd);
-        cmd.arg("mcp-stdio")
-            .env("AHIL_TEST_SERIAL_INVENTORY", &self.inventory);
-        let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
-            .expect("the server process starts");
-        ().serve(transport)
-            .await
-            .expect("the MCP handshake succeeds")
+        cmd.env("AHIL_TEST_SERIAL_INVENTORY", &self.inventory);
+        support::connect_command(cmd).await
     }
 
     /// Every command the simulated unit received, in order.

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
-use support::World;
-use support::call;
+use support::shim::alive;
+use support::sim_board::copy_firmware_as;
+use support::{World, call, fakes};
 
 type Client = RunningService<rmcp::RoleClient, ()>;
 
@@ -19,10 +20,6 @@ struct Bench {
     world: World,
     tools: PathBuf,
     state: PathBuf,
-}
-
-fn fake_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py")
 }
 
 fn exe_name(kind: &str) -> &'static str {
@@ -39,17 +36,12 @@ impl Bench {
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
+        let tools = fakes::tools(&world);
         let exe = executable.map_or_else(
-            || {
-                let exe = tools.join(exe_name(kind));
-                std::fs::copy(fake_script(), &exe).expect("the fake is installed");
-                exe
-            },
+            || fakes::install_probe_cli(&world, exe_name(kind), scenario),
             Path::to_path_buf,
         );
-        std::fs::write(tools.join("fake-scenario"), scenario).expect("scenario");
+        fakes::play(&tools, scenario);
         let state = world.home.join(".local/state/agentic-hil");
         let config = format!(
             "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
@@ -62,16 +54,10 @@ impl Bench {
             exe = exe.display(),
         );
         std::fs::write(world.config_path(), config).expect("the test config is written");
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        let built = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-        for ext in ["elf", "bin"] {
-            std::fs::copy(
-                built.join(format!("ahil-fw-v1.{ext}")),
-                fw.join(format!("fw.{ext}")),
-            )
-            .expect("firmware copies");
-        }
+        copy_firmware_as(
+            &world,
+            &[("ahil-fw-v1.elf", "fw.elf"), ("ahil-fw-v1.bin", "fw.bin")],
+        );
         Self {
             world,
             tools,
@@ -80,15 +66,11 @@ impl Bench {
     }
 
     fn scenario(&self, scenario: &str) {
-        std::fs::write(self.tools.join("fake-scenario"), scenario).expect("scenario");
+        fakes::play(&self.tools, scenario);
     }
 
     fn calls(&self) -> Vec<Vec<String>> {
-        std::fs::read_to_string(self.tools.join("calls.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("call line"))
-            .collect()
+        fakes::calls(&self.tools)
     }
 
     async fn connect(&self) -> Client {
@@ -103,17 +85,6 @@ impl Bench {
             "no state-root path in the result: {shown}"
         );
     }
-}
-
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or_default()
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 #[tokio::test]

@@ -6,7 +6,6 @@
 
 mod support;
 
-use rmcp::ServiceExt;
 use serde_json::json;
 use support::sim_board::{copy_firmware, sim_world};
 use support::{Client, World, call};
@@ -27,15 +26,10 @@ fn world(chip: &str, entry: &str) -> World {
 async fn serve(world: &World, seam: Option<&str>) -> Client {
     let mut cmd = std::process::Command::new(World::binary());
     world.scrub(&mut cmd);
-    cmd.arg("mcp-stdio");
     if let Some(seam) = seam {
         cmd.env("AHIL_TEST_PROBE_RS_WORKER", seam);
     }
-    let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
-        .expect("the server process starts");
-    ().serve(transport)
-        .await
-        .expect("the MCP handshake succeeds")
+    support::connect_command(cmd).await
 }
 
 /// Worker processes whose request names `marker` (a probe serial unique to the test).

@@ -5,6 +5,7 @@ mod support;
 
 use serde_json::{Value, json};
 use support::World;
+use support::debugging::run_to_the_tick_breakpoint;
 use support::ok;
 use support::sim_board::{SimBoard, sim_world};
 
@@ -74,14 +75,7 @@ async fn an_rtt_session_follows_its_own_agents_reflash_and_reads_on_beside_its_d
     assert_eq!(doc["session"]["status"], "halted", "{doc}");
     let halted = written_within(&client, 0.6).await;
     assert_eq!(halted, "", "a halted core writes nothing");
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-    assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
+    run_to_the_tick_breakpoint(&client).await;
     let doc = ok(&client, "debug_stop_session", json!({})).await;
     assert_eq!(doc["status"], "stopped", "{doc}");
     let status = ok(&client, "rtt_channels_list", json!({})).await;

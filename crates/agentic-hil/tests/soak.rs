@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 use support::World;
@@ -61,10 +61,7 @@ fn configure(world: &World) {
         bridge = bridge.display(),
     );
     std::fs::write(world.config_path(), config).expect("config");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    std::fs::copy(build.join("ahil-fw-v1.elf"), fw.join("ahil-fw-v1.elf")).expect("fw copy");
+    support::sim_board::copy_firmware(world, &["ahil-fw-v1.elf"]);
 }
 
 fn proc_field(pid: u32, field: &str) -> u64 {
@@ -82,21 +79,10 @@ fn open_fds(pid: u32) -> usize {
 
 /// Processes (other than QEMU) whose environment names this HOME: what a server left behind.
 fn children_under(home: &Path) -> Vec<String> {
-    let wanted = format!("HOME={}", home.display());
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            let ours = environ.split(|b| *b == 0).any(|v| v == wanted.as_bytes());
-            (ours && !cmdline.contains("qemu-system") && !cmdline.contains("sim supervise"))
-                .then_some(cmdline)
-        })
+    support::processes::under_home(home)
+        .into_iter()
+        .map(|(_, cmdline)| cmdline)
+        .filter(|cmdline| !cmdline.contains("qemu-system") && !cmdline.contains("sim supervise"))
         .collect()
 }
 

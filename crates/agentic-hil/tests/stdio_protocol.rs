@@ -7,6 +7,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
 use serde_json::{Value, json};
 use support::World;
+use support::raw::spawn_stdio;
 
 struct Session {
     child: Child,
@@ -16,14 +17,7 @@ struct Session {
 
 impl Session {
     fn start(world: &World) -> Self {
-        let mut child = world
-            .command()
-            .arg("mcp-stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("server starts");
+        let mut child = spawn_stdio(&mut world.command());
         let stdin = child.stdin.take().expect("stdin piped");
         let stdout = BufReader::new(child.stdout.take().expect("stdout piped"));
         Self {

@@ -6,11 +6,9 @@
 mod support;
 
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
 
-use support::shim::{
-    Bench, Server, alive, gdbs_under, gone, reset_is_busy_and_on_tick_breaks_twice,
-};
+use support::debugging::run_to_the_tick_breakpoint;
+use support::shim::{Bench, Server, alive, gone, reset_is_busy_and_on_tick_breaks_twice};
 use support::{call, ok};
 
 fn bench(scenario: &str, timeout_s: u32) -> Bench {
@@ -21,16 +19,7 @@ fn bench(scenario: &str, timeout_s: u32) -> Bench {
 async fn an_stlink_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_with_the_board_halted()
  {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    assert_eq!(board.vm_status(), "running", "the board boots running");
-    let client = support::connect(&bench.world).await;
-
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({})).await;
     assert_eq!(doc["backend"], "stlink", "{doc}");
     assert_eq!(doc["session"]["status"], "halted", "{doc}");
     assert_eq!(doc["session"]["backend"], "stlink", "{doc}");
@@ -57,20 +46,12 @@ async fn an_stlink_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_w
     reset_is_busy_and_on_tick_breaks_twice(&client).await;
     assert!(bench.monitor().is_empty(), "an attach resets nothing");
 
-    let doc = ok(&client, "debug_stop_session", json!({})).await;
-    assert_eq!(doc["halt_confirmed"], true, "{doc}");
+    let doc = bench.stop_with_the_core_halted(&client, &board).await;
     assert_eq!(
         doc["halt_confirmed_by"], "server_killed_while_halted",
         "{doc}"
     );
     assert_eq!(doc["session"]["backend"], "stlink", "{doc}");
-    assert!(
-        gone(bench.shim_pid()),
-        "ST-LINK_gdbserver ended with the session"
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the board stays halted");
-    assert_eq!(gdbs_under(&bench.world.home), 0, "no gdb is left");
     let log_path = doc["log_path"]
         .as_str()
         .expect("the stop names the session log");
@@ -94,14 +75,7 @@ async fn an_stlink_session_breaks_on_on_tick_reads_a_growing_counter_and_stops_w
 #[tokio::test]
 async fn a_reset_halt_session_resets_through_the_servers_monitor_and_runs_to_the_tick_breakpoint() {
     let bench = bench("ok", 10);
-    let board = bench.start_board();
-    let client = support::connect(&bench.world).await;
-    let doc = ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf", "mode": "reset_halt"}),
-    )
-    .await;
+    let (board, client, doc) = bench.session(json!({"mode": "reset_halt"})).await;
     assert_eq!(
         doc["session"]["load_phase"], "pre_load_reset_confirmed",
         "{doc}"
@@ -112,22 +86,8 @@ async fn a_reset_halt_session_resets_through_the_servers_monitor_and_runs_to_the
         "gdb reset the core through ST-LINK_gdbserver"
     );
     assert_ne!(board.vm_status(), "running", "reset into halt");
-    ok(
-        &client,
-        "debug_set_breakpoint",
-        json!({"location": "on_tick"}),
-    )
-    .await;
-    let doc = ok(&client, "debug_continue", json!({"timeout_s": 5})).await;
-    assert_eq!(doc["stop_reason"], "breakpoint_hit", "{doc}");
-    let doc = ok(&client, "debug_stop_session", json!({})).await;
-    assert_eq!(doc["halt_confirmed"], true, "{doc}");
-    assert!(
-        gone(bench.shim_pid()),
-        "ST-LINK_gdbserver ended with the session"
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the board stays halted");
+    run_to_the_tick_breakpoint(&client).await;
+    bench.stop_with_the_core_halted(&client, &board).await;
     drop(client);
 }
 
@@ -136,13 +96,7 @@ async fn a_server_that_finds_no_stlink_fails_the_start_with_its_words_and_leaves
     let bench = bench("exit-early", 10);
     let client = support::connect(&bench.world).await;
     for _ in 0..2 {
-        let (doc, is_error) = call(
-            &client,
-            "debug_start_session",
-            json!({"image_path": "fw/fw.elf"}),
-        )
-        .await;
-        assert!(is_error, "{doc}");
+        let doc = bench.refused_start(&client, json!({})).await;
         assert_eq!(doc["error_type"], "adapter_not_found", "{doc}");
         assert_eq!(doc["backend"], "stlink", "{doc}");
         assert_eq!(doc["backend_error_type"], "probe_not_found", "{doc}");
@@ -157,9 +111,7 @@ async fn a_server_that_finds_no_stlink_fails_the_start_with_its_words_and_leaves
         );
         assert!(!alive(bench.shim_pid()), "the server is gone");
     }
-    assert_eq!(gdbs_under(&bench.world.home), 0, "gdb never started");
-    let doc = ok(&client, "debug_get_session_status", json!({})).await;
-    assert_eq!(doc["active"], false, "{doc}");
+    bench.assert_nothing_started(&client).await;
     drop(client);
 }
 
@@ -167,20 +119,12 @@ async fn a_server_that_finds_no_stlink_fails_the_start_with_its_words_and_leaves
 /// nor gdb, and no session; answers the refusal.
 async fn a_refused_start(bench: &Bench, class: &str) -> Value {
     let client = support::connect(&bench.world).await;
-    let (doc, is_error) = call(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf"}),
-    )
-    .await;
-    assert!(is_error, "{doc}");
+    let doc = bench.refused_start(&client, json!({})).await;
     assert_eq!(doc["error_type"], "probe_server_open_failed", "{doc}");
     assert_eq!(doc["backend_error_type"], class, "{doc}");
     assert_eq!(doc["backend"], "stlink", "{doc}");
     assert!(gone(bench.shim_pid()), "the server was killed");
-    assert_eq!(gdbs_under(&bench.world.home), 0, "gdb never started");
-    let status = ok(&client, "debug_get_session_status", json!({})).await;
-    assert_eq!(status["active"], false, "{status}");
+    bench.assert_nothing_started(&client).await;
     doc
 }
 
@@ -205,39 +149,13 @@ async fn a_server_listening_beyond_loopback_is_stopped_before_gdb_connects() {
 #[test]
 fn a_server_killed_mid_session_takes_gdb_and_the_stlink_server_with_it_and_leaves_the_core_halted()
 {
-    let bench = bench("ok", 10);
-    let board = bench.start_board();
-    let mut server = support::raw::Mcp::ours(&bench.world);
-    let started = server.call("debug_start_session", &json!({"image_path": "fw/fw.elf"}));
-    assert_eq!(started["isError"], false, "{started}");
-    let stlink = bench.shim_pid();
-    assert!(alive(stlink), "the session runs ST-LINK_gdbserver");
-    server.kill9();
-    assert!(gone(stlink), "ST-LINK_gdbserver ended with the server");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while gdbs_under(&bench.world.home) > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(
-        gdbs_under(&bench.world.home),
-        0,
-        "gdb ended with the server"
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(board.vm_status(), "running", "the core stays halted");
+    bench("ok", 10).kill_the_server_mid_session();
 }
 
 #[tokio::test]
 async fn a_stop_is_refused_while_the_halt_cannot_be_confirmed_on_an_stlink_server() {
     let bench = bench("deaf", 10);
-    let board = bench.start_board();
-    let client = support::connect(&bench.world).await;
-    ok(
-        &client,
-        "debug_start_session",
-        json!({"image_path": "fw/fw.elf"}),
-    )
-    .await;
+    let (board, client, _) = bench.session(json!({})).await;
     let (doc, is_error) = call(&client, "debug_continue", json!({"timeout_s": 0.5})).await;
     assert!(is_error, "{doc}");
     assert_eq!(doc["halt_confirmed"], false, "{doc}");

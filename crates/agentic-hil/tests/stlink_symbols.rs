@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use support::World;
-use support::{call, ok};
+use support::sim_board::copy_firmware_as;
+use support::{call, fakes, ok};
 
 struct Bench {
     world: World,
@@ -21,14 +22,8 @@ impl Bench {
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
-        let exe = tools.join("STM32_Programmer_CLI.py");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py"),
-            &exe,
-        )
-        .expect("the fake is installed");
+        let exe = fakes::install_probe_cli(&world, "STM32_Programmer_CLI.py", "ok");
+        let tools = fakes::tools(&world);
         let state = world.home.join(".local/state/agentic-hil");
         let config = format!(
             "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
@@ -43,13 +38,7 @@ impl Bench {
             exe = exe.display(),
         );
         std::fs::write(world.config_path(), config).expect("the test config is written");
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf"),
-            fw.join("fw.elf"),
-        )
-        .expect("firmware copies");
+        copy_firmware_as(&world, &[("ahil-fw-v1.elf", "fw.elf")]);
         Self {
             world,
             tools,
@@ -58,14 +47,12 @@ impl Bench {
     }
 
     fn scenario(&self, scenario: &str) {
-        std::fs::write(self.tools.join("fake-scenario"), scenario).expect("scenario");
+        fakes::play(&self.tools, scenario);
     }
 
     fn reads(&self) -> Vec<Vec<String>> {
-        std::fs::read_to_string(self.tools.join("calls.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str::<Vec<String>>(line).expect("call line"))
+        fakes::calls(&self.tools)
+            .into_iter()
             .filter(|argv| argv.contains(&"-r".to_owned()))
             .collect()
     }

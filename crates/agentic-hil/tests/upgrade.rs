@@ -137,6 +137,17 @@ impl CargoInstall {
     fn installed_version(&self) -> String {
         version_of(&self.exe())
     }
+
+    /// Whether cargo was ever called with `args`, against every call it had.
+    fn assert_cargo_called(&self, args: &str, called: bool) {
+        let calls = self.cargo_calls();
+        assert_eq!(calls.contains(args), called, "{args} in {calls}");
+    }
+
+    /// The binary on disk is still the running version.
+    fn assert_still_the_running_version(&self) {
+        assert_eq!(self.installed_version(), format!("agentic-hil {RUNNING}"));
+    }
 }
 
 fn parse(out: &Output) -> Value {
@@ -194,13 +205,7 @@ fn the_upgrade_runs_the_cargo_beside_its_install_record_never_the_one_path_or_ca
     let doc = parse(&out);
     assert_eq!(doc["ok"], json!(true), "{doc}");
     assert!(!install.path_cargo_ran(), "the cargo on PATH ran");
-    assert!(
-        install
-            .cargo_calls()
-            .contains("install --locked agentic-hil"),
-        "{}",
-        install.cargo_calls()
-    );
+    install.assert_cargo_called("install --locked agentic-hil", true);
     assert_eq!(install.installed_version(), format!("agentic-hil {NEWER}"));
 }
 
@@ -235,10 +240,7 @@ fn a_cargo_install_without_its_cargo_beside_it_is_refused_and_nothing_else_runs(
         "{doc}"
     );
     assert!(!install.path_cargo_ran(), "the cargo on PATH ran");
-    assert_eq!(
-        install.installed_version(),
-        format!("agentic-hil {RUNNING}")
-    );
+    install.assert_still_the_running_version();
 }
 
 #[test]
@@ -250,15 +252,8 @@ fn a_dry_run_names_the_cargo_command_and_changes_nothing() {
     assert_eq!(doc["would_install"], json!(true));
     assert_eq!(doc["available_version"], json!(NEWER));
     assert_eq!(doc["command"], json!("cargo install --locked agentic-hil"));
-    assert!(
-        !install.cargo_calls().contains("--locked"),
-        "{}",
-        install.cargo_calls()
-    );
-    assert_eq!(
-        install.installed_version(),
-        format!("agentic-hil {RUNNING}")
-    );
+    install.assert_cargo_called("--locked", false);
+    install.assert_still_the_running_version();
 }
 
 #[test]
@@ -270,11 +265,7 @@ fn an_installation_already_current_is_not_reinstalled() {
     assert_eq!(doc["already_current"], json!(true));
     assert_eq!(doc["install_skipped"], json!(true));
     assert_eq!(doc["upgraded_on_disk"], json!(false));
-    assert!(
-        !install.cargo_calls().contains("--locked"),
-        "{}",
-        install.cargo_calls()
-    );
+    install.assert_cargo_called("--locked", false);
 }
 
 #[test]
@@ -311,12 +302,9 @@ fn a_source_directory_given_with_from_is_installed_by_cargo_from_that_path() {
         doc["command"],
         json!("cargo install --locked --path ~/src/agentic-hil")
     );
-    assert!(
-        install
-            .cargo_calls()
-            .contains(&format!("install --locked --path {}", source.display())),
-        "{}",
-        install.cargo_calls()
+    install.assert_cargo_called(
+        &format!("install --locked --path {}", source.display()),
+        true,
     );
     assert_eq!(doc["version"], json!(NEWER));
 }
@@ -332,10 +320,7 @@ fn a_pinned_cargo_install_is_not_upgraded() {
         json!("cargo install --locked agentic-hil --force")
     );
     assert!(!install.cargo_calls().contains("--locked"));
-    assert_eq!(
-        install.installed_version(),
-        format!("agentic-hil {RUNNING}")
-    );
+    install.assert_still_the_running_version();
 }
 
 #[test]
@@ -361,10 +346,7 @@ fn a_failed_cargo_install_reports_cargos_output_and_the_reinstall_command() {
         doc["reinstall_command"],
         json!("cargo install --locked agentic-hil --force")
     );
-    assert_eq!(
-        install.installed_version(),
-        format!("agentic-hil {RUNNING}")
-    );
+    install.assert_still_the_running_version();
 }
 
 #[test]
@@ -621,11 +603,7 @@ async fn server_upgrade_needs_allow_upgrade() {
     let (doc, is_error) = call(&client, "server_upgrade", json!({})).await;
     assert!(is_error);
     assert_eq!(doc["error_type"], json!("permission_denied"), "{doc}");
-    assert!(
-        !install.cargo_calls().contains("install"),
-        "{}",
-        install.cargo_calls()
-    );
+    install.assert_cargo_called("install", false);
     client.cancel().await.expect("the session closes");
 }
 
@@ -647,15 +625,8 @@ async fn server_upgrade_is_refused_while_a_run_holds_the_bench() {
     let (doc, is_error) = call(&client, "server_upgrade", json!({})).await;
     assert!(is_error);
     assert_eq!(doc["error_type"], json!("upgrade_in_open_run"), "{doc}");
-    assert!(
-        !install.cargo_calls().contains("install"),
-        "{}",
-        install.cargo_calls()
-    );
-    assert_eq!(
-        install.installed_version(),
-        format!("agentic-hil {RUNNING}")
-    );
+    install.assert_cargo_called("install", false);
+    install.assert_still_the_running_version();
     client.cancel().await.expect("the session closes");
 }
 

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use support::World;
+use support::sim_board::{qemu_board, sim_config, state_root};
 
 fn frame(world: &World) -> String {
     let out = world.run(&["watch", "--once", "--width", "110", "--height", "30"]);
@@ -26,19 +27,14 @@ fn frame(world: &World) -> String {
 fn configure(world: &World) {
     let (_, code) = world.run_json(&["init"]);
     assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let uart = state.join("sim/board/uart");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n      allow_flash: true\n      allow_reset: true\n\
-         artifacts:\n  allowed_roots: [fw]\n\
-         com_ports:\n  uart:\n    device: \"{uart}\"\n    resource_id: sim-uart\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-        uart = uart.display(),
+    let uart = state_root(world).join("sim/board/uart");
+    let rest = format!(
+        "com_ports:\n  uart:\n    device: \"{}\"\n    resource_id: sim-uart\n",
+        uart.display()
     );
-    std::fs::write(world.config_path(), config).expect("the test config is written");
+    let board = qemu_board("      allow_flash: true\n      allow_reset: true\n");
+    std::fs::write(world.config_path(), sim_config(world, &board, &rest))
+        .expect("the test config is written");
 }
 
 /// The device names the frame lists, in order.

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::driver::{Observed, field, init, judge};
+use crate::driver::{LEASE_STATUS, Observed, field, init, judge};
 use crate::support::raw::EchoBoard;
 use crate::support::{World, reference};
 
@@ -60,16 +60,13 @@ const fn line(
     }
 }
 
-/// A line whose command writes when it succeeds, but this line's does not: a refusal or a no-op.
-const fn refusal(
-    case: &'static str,
-    bench: Bench,
-    args: &'static [&'static str],
-    fields: &'static [&'static str],
-) -> Line {
-    Line {
-        shared: true,
-        ..line(case, bench, args, fields)
+impl Line {
+    /// This line's command writes when it succeeds, but this line's does not: a refusal or a no-op.
+    const fn writes_nothing(self) -> Self {
+        Self {
+            shared: true,
+            ..self
+        }
     }
 }
 
@@ -359,20 +356,20 @@ fn init_and_grant_answer_as_the_reference_does() {
     #[rustfmt::skip]
     let lines = [
         line("cli-grant/init", NoConfig, &["init"], INIT_WROTE),
-        refusal("cli-grant/init again", Init, &["init"], INIT_KEPT),
+        line("cli-grant/init again", Init, &["init"], INIT_KEPT).writes_nothing(),
         line("cli-grant/init --force", Init, &["init", "--force"], INIT_WROTE),
-        refusal("cli-grant/init in the home directory", InHome, &["init"], &["ok", "rollback", "steps", "workspace_root#leaks_root", "home#leaks_root"]),
-        refusal("cli-grant/init with the configuration in the workspace", ConfigInWorkspace, &["init"], &["ok", "steps"]),
+        line("cli-grant/init in the home directory", InHome, &["init"], &["ok", "rollback", "steps", "workspace_root#leaks_root", "home#leaks_root"]).writes_nothing(),
+        line("cli-grant/init with the configuration in the workspace", ConfigInWorkspace, &["init"], &["ok", "steps"]).writes_nothing(),
         line("cli-grant/grant", Init, &["grant", "debuggers.dut.allow_mass_erase"], CHANGED),
         line("cli-grant/grant two keys, long and short", Init, &["grant", "debuggers.dut.permissions.allow_mass_erase", "debuggers.dut.allow_raw_debugger_commands"], &["ok", "changed#len", "changed.1.key"]),
-        refusal("cli-grant/grant a project permission", Init, &["grant", "artifacts.allow_upload"], UNCHANGED),
-        refusal("cli-grant/grant one already held", Init, &["grant", "debuggers.dut.allow_flash"], UNCHANGED),
-        refusal("cli-grant/grant an unknown permission", Init, &["grant", "debuggers.dut.allow_nothing"], REJECTED),
-        refusal("cli-grant/grant a key that is no permission", Init, &["grant", "debuggers.dut.executable"], REJECTED),
-        refusal("cli-grant/grant of an entry the file lacks", Init, &["grant", "debuggers.nope.allow_flash"], &["field", "unknown_entry", "side_effect_status"]),
-        refusal("cli-grant/grant a known and an unknown key", Init, &["grant", "debuggers.dut.allow_mass_erase", "nonsense"], &["rejected_keys#len", "rejected_keys.0.key"]),
-        refusal("cli-grant/grant no key", Init, &["grant"], &[]),
-        refusal("cli-grant/grant without a configuration", NoConfig, &["grant", "debuggers.dut.allow_flash"], &["path#leaks_root"]),
+        line("cli-grant/grant a project permission", Init, &["grant", "artifacts.allow_upload"], UNCHANGED).writes_nothing(),
+        line("cli-grant/grant one already held", Init, &["grant", "debuggers.dut.allow_flash"], UNCHANGED).writes_nothing(),
+        line("cli-grant/grant an unknown permission", Init, &["grant", "debuggers.dut.allow_nothing"], REJECTED).writes_nothing(),
+        line("cli-grant/grant a key that is no permission", Init, &["grant", "debuggers.dut.executable"], REJECTED).writes_nothing(),
+        line("cli-grant/grant of an entry the file lacks", Init, &["grant", "debuggers.nope.allow_flash"], &["field", "unknown_entry", "side_effect_status"]).writes_nothing(),
+        line("cli-grant/grant a known and an unknown key", Init, &["grant", "debuggers.dut.allow_mass_erase", "nonsense"], &["rejected_keys#len", "rejected_keys.0.key"]).writes_nothing(),
+        line("cli-grant/grant no key", Init, &["grant"], &[]).writes_nothing(),
+        line("cli-grant/grant without a configuration", NoConfig, &["grant", "debuggers.dut.allow_flash"], &["path#leaks_root"]).writes_nothing(),
     ];
     compare("cli-grant/", &lines);
 }
@@ -383,8 +380,8 @@ fn revoke_answers_as_the_reference_does() {
     #[rustfmt::skip]
     let lines = [
         line("cli-revoke/revoke", Init, &["revoke", "debuggers.dut.allow_flash"], CHANGED),
-        refusal("cli-revoke/revoke one already closed", Init, &["revoke", "debuggers.dut.allow_mass_erase"], UNCHANGED),
-        refusal("cli-revoke/revoke an unknown permission", Init, &["revoke", "debuggers.dut.allow_nothing"], REJECTED),
+        line("cli-revoke/revoke one already closed", Init, &["revoke", "debuggers.dut.allow_mass_erase"], UNCHANGED).writes_nothing(),
+        line("cli-revoke/revoke an unknown permission", Init, &["revoke", "debuggers.dut.allow_nothing"], REJECTED).writes_nothing(),
     ];
     compare("cli-revoke/", &lines);
 }
@@ -486,20 +483,11 @@ fn the_state_commands_answer_as_the_reference_does() {
             "com_ports.uart0.device_access.owner",
             "can_buses",
         ]),
-        line("cli-state/lease-status", Init, &["lease-status"], &[
-            "ok",
-            "owner_active",
-            "bench_held",
-            "blocked",
-            "incident_stands",
-            "held_devices#len",
-            "standing_incidents#len",
-            "leases#len",
-        ]),
+        line("cli-state/lease-status", Init, &["lease-status"], LEASE_STATUS),
         line("cli-state/report-state-repair", Init, &["report-state-repair"], &["ok", "repaired"]),
-        refusal("cli-state/recover without confirmation", Init, &["recover"], &[]),
-        refusal("cli-state/recover without an incident id", Init, &["recover", "--confirm-safe-state"], &[]),
-        refusal("cli-state/recover with nothing standing", Init, &["recover", "--confirm-safe-state", "--quarantine-id", "q-1"], &["ok", "was_quarantined", "nothing_to_recover", "resources#len"]),
+        line("cli-state/recover without confirmation", Init, &["recover"], &[]).writes_nothing(),
+        line("cli-state/recover without an incident id", Init, &["recover", "--confirm-safe-state"], &[]).writes_nothing(),
+        line("cli-state/recover with nothing standing", Init, &["recover", "--confirm-safe-state", "--quarantine-id", "q-1"], &["ok", "was_quarantined", "nothing_to_recover", "resources#len"]).writes_nothing(),
         line("cli-state/test-reactor-status", Init, &["test-reactor-status"], &["ok", "tool", "runs#len", "active_runs#len"]),
         line("cli-state/test-reactor-status a malformed handle", Init, &["test-reactor-status", "--run", "nope"], &["field"]),
         line("cli-state/test-reactor-status an unknown handle", Init, &["test-reactor-status", "--run", HANDLE], &["run", "side_effect_committed"]),
@@ -518,20 +506,20 @@ fn the_file_commands_answer_as_the_reference_does() {
     let lines = [
         line("cli-files/schema", NoConfig, &["schema"], &["type", "required", "additionalProperties"]),
         line("cli-files/schema --output", NoConfig, &["schema", "--output", "schema.json"], &["ok", "path"]),
-        refusal("cli-files/schema --output over a file", NoConfig, &["schema", "--output", "there.json"], &["ok"]),
+        line("cli-files/schema --output over a file", NoConfig, &["schema", "--output", "there.json"], &["ok"]).writes_nothing(),
         line("cli-files/schema --output --force over a file", NoConfig, &["schema", "--output", "there.json", "--force"], &["ok"]),
         line("cli-files/test-schema", NoConfig, &["test-schema"], &["type", "required"]),
         line("cli-files/test-schema --output outside the workspace", NoConfig, &["test-schema", "--output", "../test-schema.json"], &["ok"]),
         line("cli-files/mcp-config", NoConfig, &["mcp-config"], &["mcpServers.agentic-hil.args", "mcpServers.agentic-hil.type"]),
         line("cli-files/mcp-config --output", NoConfig, &["mcp-config", "--output", ".mcp.json"], &["ok", "path#leaks_root"]),
-        refusal("cli-files/mcp-config --output over a file", NoConfig, &["mcp-config", "--output", "there.json"], &["ok"]),
+        line("cli-files/mcp-config --output over a file", NoConfig, &["mcp-config", "--output", "there.json"], &["ok"]).writes_nothing(),
         line("cli-files/check-plan", Init, &["check-plan", "plan.yaml"], &["ok", "strict", "plans#len", "plans.0.ok", "plans.0.plan", "plans.0.name", "plans.0.steps"]),
         line("cli-files/check-plan an unknown action", Init, &["check-plan", "bad.yaml"], &["ok", "plans.0.ok", "plans.0.error_type", "plans.0.plan"]),
         line("cli-files/check-plan a duplicate key", Init, &["check-plan", "dup.yaml"], &["ok", "plans.0.ok", "plans.0.error_type"]),
         line("cli-files/check-plan a missing plan", Init, &["check-plan", "missing.yaml"], &["ok", "plans.0.ok", "plans.0.error_type", "plans.0.plan"]),
         line("cli-files/check-plan a plan outside the workspace", Init, &["check-plan", "plan.yaml", "../plan.yaml"], &["ok", "plans#len", "plans.0.ok", "plans.1.ok", "plans.1.error_type", "plans.1.plan"]),
-        refusal("cli-files/run-evidence a missing report", NoConfig, &["run-evidence", "--report", "none.json", "--out", "evidence"], &["ok"]),
-        refusal("cli-files/run-evidence a report that is not JSON", NoConfig, &["run-evidence", "--report", "broken.json", "--out", "evidence"], &["ok"]),
+        line("cli-files/run-evidence a missing report", NoConfig, &["run-evidence", "--report", "none.json", "--out", "evidence"], &["ok"]).writes_nothing(),
+        line("cli-files/run-evidence a report that is not JSON", NoConfig, &["run-evidence", "--report", "broken.json", "--out", "evidence"], &["ok"]).writes_nothing(),
         line("cli-files/run-evidence JSON that is no report", NoConfig, &["run-evidence", "--report", "there.json", "--out", "evidence"], &["ok"]),
     ];
     compare("cli-files/", &lines);
@@ -549,9 +537,9 @@ fn a_missing_or_misplaced_configuration_is_refused_as_the_reference_does() {
         line("cli-refused/test-reactor-status without a configuration", NoConfig, &["test-reactor-status"], &["ok"]),
         line("cli-refused/adopt-hardware without a configuration", NoConfig, &["adopt-hardware", "--dry-run"], &["ok"]),
         line("cli-refused/check-plan without a configuration", NoConfig, &["check-plan", "plan.yaml"], &["ok", "plans.0.ok", "configuration.ok", "configuration.error_type"]),
-        refusal("cli-refused/test-reactor without a configuration", NoConfig, &["test-reactor", "--test-config", "plan.yaml"], &["ok"]),
+        line("cli-refused/test-reactor without a configuration", NoConfig, &["test-reactor", "--test-config", "plan.yaml"], &["ok"]).writes_nothing(),
         line("cli-refused/doctor with the configuration in the workspace", ConfigInWorkspace, &["doctor"], &["ok"]),
-        refusal("cli-refused/grant with the configuration in the workspace", ConfigInWorkspace, &["grant", "debuggers.dut.allow_mass_erase"], &["ok"]),
+        line("cli-refused/grant with the configuration in the workspace", ConfigInWorkspace, &["grant", "debuggers.dut.allow_mass_erase"], &["ok"]).writes_nothing(),
         line("cli-refused/lease-status with the configuration in the workspace", ConfigInWorkspace, &["lease-status"], &["ok"]),
         line("cli-refused/check-plan with the configuration in the workspace", ConfigInWorkspace, &["check-plan", "plan.yaml"], &["ok", "configuration.error_type"]),
     ];
@@ -582,9 +570,9 @@ fn test_reactor_runs_over_a_serial_port_answer_as_the_reference_does() {
             "recovery.attempted",
             "recovery.outcome",
         ]),
-        refusal("cli-run/test-reactor an unknown action", Serial, &["test-reactor", "--test-config", "bad.yaml"], &["ok", "field"]),
-        refusal("cli-run/test-reactor a missing plan", Serial, &["test-reactor", "--test-config", "missing.yaml"], &["ok"]),
-        refusal("cli-run/test-reactor a plan outside the workspace", Serial, &["test-reactor", "--test-config", "../plan.yaml"], &["ok"]),
+        line("cli-run/test-reactor an unknown action", Serial, &["test-reactor", "--test-config", "bad.yaml"], &["ok", "field"]).writes_nothing(),
+        line("cli-run/test-reactor a missing plan", Serial, &["test-reactor", "--test-config", "missing.yaml"], &["ok"]).writes_nothing(),
+        line("cli-run/test-reactor a plan outside the workspace", Serial, &["test-reactor", "--test-config", "../plan.yaml"], &["ok"]).writes_nothing(),
         line("cli-run/test-reactor-status after a run", SerialAfterRun, &["test-reactor-status"], &["ok", "runs#len", "runs.0.state|runs.0.status", "active_runs#len"]),
         Line {
             shared: true,

@@ -121,6 +121,8 @@ pub const DIFFERENCES: &[Difference] = &[
     ("can/can_send nine bytes", "retry_safe", "true", "false", Frames),
     ("can/can_read after the refused frame", "isError", "false", "true", Frames),
     ("can/can_read after the refused frame", "error_type", "null", r#""session_not_active""#, Frames),
+    ("remote/can_read on the FD bus after the refused remote frame", "isError", "false", "true", Frames),
+    ("remote/can_read on the FD bus after the refused remote frame", "error_type", "null", r#""session_not_active""#, Frames),
     ("psu/power_supply_set above the channel voltage limit", "retry_safe", "true", "false", RetrySafe),
     ("psu/power_supply_set above the channel current limit", "retry_safe", "true", "false", RetrySafe),
     ("psu/power_supply_status unknown supply", "retry_safe", "true", "false", RetrySafe),

@@ -31,6 +31,19 @@ pub struct Step {
     pub fields: &'static [&'static str],
 }
 
+/// What a lease status is compared by, over MCP (`hardware_lease_status`) and the command line
+/// (`lease-status`).
+pub const LEASE_STATUS: &[&str] = &[
+    "ok",
+    "owner_active",
+    "bench_held",
+    "blocked",
+    "incident_stands",
+    "held_devices#len",
+    "standing_incidents#len",
+    "leases#len",
+];
+
 pub fn tool(
     case: &'static str,
     name: &'static str,
@@ -81,13 +94,7 @@ pub fn init(world: &World, program: &Path) {
 /// Installs ahil-sim's scripted OpenOCD fake (`probe_cli.py`, which both servers run) in the
 /// world's `tools/`, scenario `ok`; its path, for the configuration's `executable`.
 pub fn install_openocd_fake(world: &World) -> PathBuf {
-    let tools = world.home.join("tools");
-    std::fs::create_dir_all(&tools).expect("tools dir");
-    let exe = tools.join("openocd.py");
-    let fake = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py");
-    std::fs::copy(fake, &exe).expect("the fake is installed");
-    std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
-    exe
+    crate::support::fakes::install_probe_cli(world, "openocd.py", "ok")
 }
 
 pub fn edit_config(world: &World, from: &str, to: &str) {

@@ -15,6 +15,7 @@ mod driver;
 mod narrowing;
 mod permissions;
 mod plans;
+mod remote_frames;
 mod semantics;
 mod shared_bus;
 
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
 use differences::{DIFFERENCES, Reason};
-use driver::{append_to_config, cli, compare, edit_config, tool};
+use driver::{LEASE_STATUS, append_to_config, cli, compare, edit_config, tool};
 use serde_json::{Value, json};
 use support::World;
 use support::raw::EchoBoard;
@@ -53,15 +54,7 @@ fn serial_sessions_and_leases_answer_as_the_reference_does() {
             "serial/hardware_lease_status",
             "hardware_lease_status",
             json!({}),
-            &[
-                "owner_active",
-                "bench_held",
-                "blocked",
-                "incident_stands",
-                "held_devices#len",
-                "standing_incidents#len",
-                "leases#len",
-            ],
+            LEASE_STATUS,
         ),
         tool(
             "serial/com_write no session",
@@ -689,6 +682,7 @@ const SCOPES: &[&str] = &[
     "plan-bench/",
     "bench-args/",
     "one-grant/",
+    "remote/",
     "cli-grant/",
     "cli-revoke/",
     "cli-config/",

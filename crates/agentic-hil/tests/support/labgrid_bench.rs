@@ -43,16 +43,8 @@ impl Bench {
         let world = World::new();
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
-        let exe = tools.join("openocd.py");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py"),
-            &exe,
-        )
-        .expect("the fake is installed");
-        support::make_executable(&exe);
-        std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+        let exe = support::fakes::install_probe_cli(&world, "openocd.py", "ok");
+        let tools = support::fakes::tools(&world);
         let state = world.home.join(".local/state/agentic-hil");
         let config = format!(
             "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
@@ -77,10 +69,7 @@ impl Bench {
 
     /// Every run of the probe CLI so far.
     pub fn probe_runs(&self) -> usize {
-        std::fs::read_to_string(self.tools.join("calls.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .count()
+        support::fakes::calls(&self.tools).len()
     }
 }
 

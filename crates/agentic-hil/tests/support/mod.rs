@@ -2,7 +2,11 @@
 
 #![allow(dead_code)]
 
+pub mod can_wire;
+pub mod debugging;
+pub mod fakes;
 pub mod gdb_relay;
+pub mod processes;
 pub mod raw;
 pub mod shim;
 pub mod sim_board;

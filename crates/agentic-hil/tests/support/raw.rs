@@ -30,14 +30,7 @@ impl Mcp {
     pub fn start_in(world: &World, program: &std::path::Path, workspace: &std::path::Path) -> Self {
         let mut cmd = Command::new(program);
         world.scrub(&mut cmd);
-        cmd.current_dir(workspace);
-        let mut child = cmd
-            .arg("mcp-stdio")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("mcp-stdio starts");
+        let mut child = spawn_stdio(cmd.current_dir(workspace));
         let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut mcp = Self {
@@ -144,6 +137,16 @@ impl Mcp {
     pub fn envelope(&mut self, tool: &str, args: &Value) -> Value {
         self.call(tool, args)["structuredContent"].clone()
     }
+}
+
+/// `cmd mcp-stdio` spawned for a bare client: stdin and stdout piped, stderr dropped.
+pub fn spawn_stdio(cmd: &mut Command) -> Child {
+    cmd.arg("mcp-stdio")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mcp-stdio starts")
 }
 
 impl Drop for Mcp {

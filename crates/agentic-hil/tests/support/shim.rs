@@ -54,9 +54,20 @@ pub enum Server {
     Stlink,
 }
 
+impl Server {
+    /// The server's name, as an assertion names it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::OpenOcd => "OpenOCD",
+            Self::Stlink => "ST-LINK_gdbserver",
+        }
+    }
+}
+
 /// A test world whose debugger's gdb server is `ahil-sim`'s shim, relaying to an emulated board.
 pub struct Bench {
     pub world: World,
+    server: Server,
     pub tools: PathBuf,
     pub board_dir: PathBuf,
     qemu_config: String,
@@ -69,11 +80,9 @@ impl Bench {
         let (_, code) = world.run_json(&["init"]);
         assert_eq!(code, Some(0), "init succeeds");
         let state = world.home.join(".local/state/agentic-hil");
-        let tools = world.home.join("tools");
-        std::fs::create_dir_all(&tools).expect("tools dir");
-        let fakes = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes");
-        let entry = install(server, &fakes, &tools, timeout_s);
-        std::fs::write(tools.join("fake-scenario"), scenario).expect("scenario");
+        let tools = super::fakes::tools(&world);
+        let entry = install(server, &super::fakes::fakes_dir(), &tools, timeout_s);
+        super::fakes::play(&tools, scenario);
         let board_dir = state.join("sim").join("board");
         std::fs::write(tools.join("board-dir"), board_dir.display().to_string())
             .expect("board dir");
@@ -89,16 +98,11 @@ impl Bench {
             "{head}debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n{GRANTS}{tail}"
         );
         let server_config = format!("{head}debuggers:\n{entry}{GRANTS}{tail}");
-        let fw = world.workspace.join("fw");
-        std::fs::create_dir_all(&fw).expect("fw dir");
-        std::fs::copy(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf"),
-            fw.join("fw.elf"),
-        )
-        .expect("firmware copies");
+        super::sim_board::copy_firmware_as(&world, &[("ahil-fw-v1.elf", "fw.elf")]);
         std::fs::write(world.config_path(), &server_config).expect("config");
         Self {
             world,
+            server,
             tools,
             board_dir,
             qemu_config,
@@ -118,12 +122,71 @@ impl Bench {
         board
     }
 
+    /// Boots the board (running), connects, and starts a session on `fw/fw.elf` with `args` beside
+    /// the image (`{"mode": ...}`, or `{}` for an attach): the board, the client and the start's
+    /// answer.
+    pub async fn session(&self, args: Value) -> (Board<'_>, Client, Value) {
+        let board = self.start_board();
+        assert_eq!(board.vm_status(), "running", "the board boots running");
+        let client = super::connect(&self.world).await;
+        let doc = ok(&client, "debug_start_session", start_args(args)).await;
+        (board, client, doc)
+    }
+
+    /// A session start as [`Bench::session`] makes it, which must be refused: its answer.
+    pub async fn refused_start(&self, client: &Client, args: Value) -> Value {
+        let (doc, is_error) = call(client, "debug_start_session", start_args(args)).await;
+        assert!(is_error, "{doc}");
+        doc
+    }
+
+    /// After refused starts: gdb never started, and no session stands.
+    pub async fn assert_nothing_started(&self, client: &Client) {
+        assert_eq!(gdbs_under(&self.world.home), 0, "gdb never started");
+        let doc = ok(client, "debug_get_session_status", json!({})).await;
+        assert_eq!(doc["active"], false, "{doc}");
+    }
+
+    /// The server killed (SIGKILL, so none of its cleanup runs) in the middle of a session: the
+    /// keepers end gdb and the gdb server, and the core stays halted.
+    pub fn kill_the_server_mid_session(&self) {
+        let board = self.start_board();
+        let mut server = super::raw::Mcp::ours(&self.world);
+        let started = server.call("debug_start_session", &json!({"image_path": "fw/fw.elf"}));
+        assert_eq!(started["isError"], false, "{started}");
+        let name = self.server.name();
+        let pid = self.shim_pid();
+        assert!(alive(pid), "the session runs {name}");
+        assert_eq!(gdbs_under(&self.world.home), 1, "the session runs gdb");
+        server.kill9();
+        assert!(gone(pid), "{name} ended with the server");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while gdbs_under(&self.world.home) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(gdbs_under(&self.world.home), 0, "gdb ended with the server");
+        std::thread::sleep(Duration::from_millis(300));
+        assert_ne!(board.vm_status(), "running", "the core stays halted");
+    }
+
+    /// Stops the session: the halt is confirmed, the server and gdb end with it, and the core stays
+    /// halted. The stop's answer.
+    pub async fn stop_with_the_core_halted(&self, client: &Client, board: &Board<'_>) -> Value {
+        let doc = ok(client, "debug_stop_session", json!({})).await;
+        assert_eq!(doc["halt_confirmed"], true, "{doc}");
+        assert!(
+            gone(self.shim_pid()),
+            "{} ended with the session",
+            self.server.name()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        assert_ne!(board.vm_status(), "running", "the board stays halted");
+        assert_eq!(gdbs_under(&self.world.home), 0, "no gdb is left");
+        doc
+    }
+
     pub fn calls(&self) -> Vec<Vec<String>> {
-        std::fs::read_to_string(self.tools.join("calls.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("call line"))
-            .collect()
+        super::fakes::calls(&self.tools)
     }
 
     /// The monitor commands gdb sent through the shim, in order.
@@ -142,6 +205,15 @@ impl Bench {
             .parse()
             .expect("a pid")
     }
+}
+
+/// `debug_start_session`'s arguments: `fw/fw.elf`, with `args` (an object) beside it.
+fn start_args(args: Value) -> Value {
+    let mut start = json!({"image_path": "fw/fw.elf"});
+    if let (Some(start), Value::Object(args)) = (start.as_object_mut(), args) {
+        start.extend(args);
+    }
+    start
 }
 
 /// A running board; stopped when dropped, whatever the test did.
@@ -203,23 +275,9 @@ pub fn gone(pid: i32) -> bool {
     !alive(pid)
 }
 
-/// gdb processes started under this test's HOME.
+/// How many gdb processes run under this test's HOME.
 pub fn gdbs_under(home: &Path) -> usize {
-    let wanted = format!("HOME={}", home.display());
-    std::fs::read_dir("/proc").map_or(0, |entries| {
-        entries
-            .filter_map(Result::ok)
-            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-                let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-                String::from_utf8_lossy(&cmdline).contains("--interpreter=mi")
-                    && environ
-                        .split(|b| *b == 0)
-                        .any(|var| var == wanted.as_bytes())
-            })
-            .count()
-    })
+    super::processes::gdbs_under(home).len()
 }
 
 pub async fn counter(client: &Client) -> u64 {

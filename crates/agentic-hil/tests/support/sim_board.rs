@@ -26,15 +26,40 @@ pub fn initialised() -> World {
     world
 }
 
+/// The `target` section `sim_config` writes.
+pub const SIM_TARGET: &str = "target:\n  name: sim\n  controller: stm32f405\n";
+
 /// The world's configuration text naming `debuggers`, then `rest`, as `sim_world` writes it.
 pub fn sim_config(world: &World, debuggers: &str, rest: &str) -> String {
+    config_text(world, SIM_TARGET, debuggers, rest)
+}
+
+/// A version 3 configuration: `head` (whole top-level sections), `debuggers` (the YAML under the
+/// key), `fw` as the only artifact root, then `rest`.
+fn config_text(world: &World, head: &str, debuggers: &str, rest: &str) -> String {
     format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n{head}\
          debuggers:\n{debuggers}artifacts:\n  allowed_roots: [fw]\n{rest}",
         ws = world.workspace.display(),
         state = state_root(world).display(),
     )
+}
+
+/// A provisioned world whose configuration holds `head` (whole top-level sections, each line
+/// ending in a newline: the project's `permissions`, [`SIM_TARGET`], or none) and one `qemu`
+/// debugger `board` with `grants` ([`qemu_board`]'s; empty, no `permissions` key at all), with
+/// `fw/ahil-fw-v1.elf` in place for [`super::RunningBoard::start`].
+pub fn provisioned_board(head: &str, grants: &str) -> World {
+    let world = World::provisioned();
+    let board = if grants.is_empty() {
+        "  board:\n    type: qemu\n    timeout_s: 10\n".to_owned()
+    } else {
+        qemu_board(grants)
+    };
+    let config = config_text(&world, head, &board, "");
+    std::fs::write(world.config_path(), config).expect("the qemu configuration is written");
+    copy_firmware(&world, &["ahil-fw-v1.elf"]);
+    world
 }
 
 /// Where the test configuration puts the state root.
@@ -44,11 +69,18 @@ pub fn state_root(world: &World) -> PathBuf {
 
 /// Copies the committed firmware `images` (names under `firmware/build`) into the world's `fw/`.
 pub fn copy_firmware(world: &World, images: &[&str]) {
+    let same: Vec<(&str, &str)> = images.iter().map(|name| (*name, *name)).collect();
+    copy_firmware_as(world, &same);
+}
+
+/// Copies committed firmware into the world's `fw/` under a name of the test's: each pair is
+/// (a name under `firmware/build`, its name in `fw/`).
+pub fn copy_firmware_as(world: &World, images: &[(&str, &str)]) {
     let fw = world.workspace.join("fw");
     std::fs::create_dir_all(&fw).expect("fw dir");
     let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    for name in images {
-        std::fs::copy(build.join(name), fw.join(name)).expect("firmware copies");
+    for (built, name) in images {
+        std::fs::copy(build.join(built), fw.join(name)).expect("firmware copies");
     }
 }
 

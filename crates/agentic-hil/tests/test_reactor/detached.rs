@@ -12,6 +12,15 @@ async fn run_detached(client: &Client, plan: &str) -> (Value, bool) {
     .await
 }
 
+/// The pid its record gives the detached worker of `run`.
+fn worker_pid(world: &World, run: &str) -> u64 {
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(runs_dir(world).join(format!("{run}.json"))).expect("the run record"),
+    )
+    .expect("JSON");
+    record["pid"].as_u64().expect("the worker's pid")
+}
+
 const LONG_DELAY: &str = "version: 5\nname: long\nsteps:\n - {device: uart, action: delay, duration_ms: 600000}\n - {device: board, action: reset}\n";
 
 #[tokio::test]
@@ -68,7 +77,6 @@ async fn a_detached_run_is_followed_to_completion_over_mcp() {
 /// A2: the worker the server starts is its own executable, never a program found by name.
 #[tokio::test]
 async fn a_detached_worker_is_the_servers_own_binary_even_with_a_lookalike_first_on_path() {
-    use rmcp::ServiceExt;
     let world = world();
     let plan = write_plan(&world, "long.yaml", LONG_DELAY);
     let marker = world.home.join("lookalike-ran");
@@ -87,18 +95,12 @@ async fn a_detached_worker_is_the_servers_own_binary_even_with_a_lookalike_first
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
     .expect("PATH");
-    cmd.env("PATH", path).arg("mcp-stdio");
-    let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
-        .expect("the server starts");
-    let client = ().serve(transport).await.expect("handshake");
+    cmd.env("PATH", path);
+    let client = support::connect_command(cmd).await;
     let (doc, is_error) = run_detached(&client, &plan).await;
     assert!(!is_error, "{doc}");
     let run = doc["run"].as_str().expect("a handle").to_owned();
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(runs_dir(&world).join(format!("{run}.json"))).expect("the run record"),
-    )
-    .expect("JSON");
-    let pid = record["pid"].as_u64().expect("the worker's pid");
+    let pid = worker_pid(&world, &run);
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("the worker runs");
     let ours = std::fs::canonicalize(World::binary()).expect("our binary");
     let (stop, _) = call(&client, "test_reactor_stop", json!({"run": run})).await;
@@ -114,7 +116,6 @@ async fn a_detached_worker_is_the_servers_own_binary_even_with_a_lookalike_first
 /// beyond those (PYTHONPATH, LD_LIBRARY_PATH, PATH) does not reach it.
 #[tokio::test]
 async fn a_detached_worker_gets_the_child_environment_not_the_servers() {
-    use rmcp::ServiceExt;
     let world = world();
     let plan = write_plan(&world, "long.yaml", LONG_DELAY);
     let mut cmd = std::process::Command::new(World::binary());
@@ -122,19 +123,12 @@ async fn a_detached_worker_gets_the_child_environment_not_the_servers() {
     let planted = world.workspace.join("pylib");
     cmd.env("PYTHONPATH", &planted)
         .env("LD_LIBRARY_PATH", &planted)
-        .env("PATH", format!("{}:/usr/bin:/bin", planted.display()))
-        .arg("mcp-stdio");
-    let transport = rmcp::transport::TokioChildProcess::new(tokio::process::Command::from(cmd))
-        .expect("the server starts");
-    let client = ().serve(transport).await.expect("handshake");
+        .env("PATH", format!("{}:/usr/bin:/bin", planted.display()));
+    let client = support::connect_command(cmd).await;
     let (doc, is_error) = run_detached(&client, &plan).await;
     assert!(!is_error, "{doc}");
     let run = doc["run"].as_str().expect("a handle").to_owned();
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(runs_dir(&world).join(format!("{run}.json"))).expect("the run record"),
-    )
-    .expect("JSON");
-    let pid = record["pid"].as_u64().expect("the worker's pid");
+    let pid = worker_pid(&world, &run);
     let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("the worker runs");
     let (stop, _) = call(&client, "test_reactor_stop", json!({"run": run})).await;
     assert_eq!(stop["stop_requested"], true, "{stop}");
@@ -229,11 +223,7 @@ async fn a_worker_killed_with_sigkill_is_reported_worker_gone() {
     let (doc, code) = world.run_json(&["test-reactor", "--test-config", &plan, "--detach"]);
     assert_eq!(code, Some(0), "{doc}");
     let run = doc["run"].as_str().expect("a handle").to_owned();
-    let record: Value = serde_json::from_slice(
-        &std::fs::read(runs_dir(&world).join(format!("{run}.json"))).expect("the record"),
-    )
-    .expect("JSON");
-    let pid = record["pid"].as_i64().expect("the worker's pid");
+    let pid = worker_pid(&world, &run);
     let killed = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status()

@@ -15,6 +15,7 @@ use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use support::World;
 use support::call;
+use support::sim_board::{copy_firmware, initialised, qemu_board, sim_config, state_root};
 
 type Client = RunningService<rmcp::RoleClient, ()>;
 
@@ -24,29 +25,16 @@ const GRANTS: &str =
 /// A world with the emulated board's debugger (`board`) and UART (`uart`, writable), the committed
 /// firmware in `fw/`, and no board running yet.
 fn world() -> World {
-    let world = World::new();
-    let (_, code) = world.run_json(&["init"]);
-    assert_eq!(code, Some(0), "init succeeds");
-    let state = world.home.join(".local/state/agentic-hil");
-    let uart = state.join("sim/board/uart");
-    let config = format!(
-        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
-         target:\n  name: sim\n  controller: stm32f405\n\
-         debuggers:\n  board:\n    type: qemu\n    timeout_s: 10\n    permissions:\n{GRANTS}\n\
-         artifacts:\n  allowed_roots: [fw]\n\
-         debug:\n  allowed_symbols: [on_tick, counter, g_u32, g_i16]\n\
-         com_ports:\n  uart:\n    device: \"{uart}\"\n    resource_id: sim-uart\n    permissions:\n      allow_write: true\n",
-        ws = world.workspace.display(),
-        state = state.display(),
-        uart = uart.display(),
+    let world = initialised();
+    let uart = state_root(&world).join("sim/board/uart");
+    let rest = format!(
+        "debug:\n  allowed_symbols: [on_tick, counter, g_u32, g_i16]\n\
+         com_ports:\n  uart:\n    device: \"{}\"\n    resource_id: sim-uart\n    permissions:\n      allow_write: true\n",
+        uart.display()
     );
+    let config = sim_config(&world, &qemu_board(&format!("{GRANTS}\n")), &rest);
     std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let build = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    for name in ["ahil-fw-v1.elf", "ahil-fw-v2.elf"] {
-        std::fs::copy(build.join(name), fw.join(name)).expect("firmware copies");
-    }
+    copy_firmware(&world, &["ahil-fw-v1.elf", "ahil-fw-v2.elf"]);
     world
 }
 
