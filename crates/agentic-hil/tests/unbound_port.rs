@@ -5,11 +5,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use support::World;
 use support::raw::Mcp;
+use support::{World, fakes, sim_board};
 
 /// A project whose debugger of `kind` is the scripted fake and whose `console` port is unbound;
 /// an esptool debugger flashes through that port.
@@ -17,12 +17,7 @@ fn unbound_bench(kind: &str) -> World {
     let world = World::new();
     let (_, code) = world.run_json(&["init"]);
     assert_eq!(code, Some(0), "init succeeds");
-    let tools = world.home.join("tools");
-    std::fs::create_dir_all(&tools).expect("tools dir");
-    let exe = tools.join(format!("{kind}.py"));
-    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ahil-sim/src/fakes/probe_cli.py");
-    std::fs::copy(fake, &exe).expect("the fake is installed");
-    std::fs::write(tools.join("fake-scenario"), "ok").expect("scenario");
+    let exe = fakes::install_probe_cli(&world, &format!("{kind}.py"), "ok");
     let through_console = if kind == "esptool" {
         "    com_port: console\n    flash_address: \"0x10000\"\n"
     } else {
@@ -41,16 +36,9 @@ fn unbound_bench(kind: &str) -> World {
         exe = exe.display(),
     );
     std::fs::write(world.config_path(), config).expect("the test config is written");
-    let fw = world.workspace.join("fw");
-    std::fs::create_dir_all(&fw).expect("fw dir");
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build");
-    std::fs::copy(built.join("ahil-fw-v1.elf"), fw.join("fw.elf")).expect("firmware copies");
-    std::fs::write(fw.join("fw.bin"), [0xE9_u8; 256]).expect("bin image");
+    sim_board::copy_firmware_as(&world, &[("ahil-fw-v1.elf", "fw.elf")]);
+    std::fs::write(world.workspace.join("fw/fw.bin"), [0xE9_u8; 256]).expect("bin image");
     world
-}
-
-fn calls(world: &World) -> String {
-    std::fs::read_to_string(world.home.join("tools/calls.jsonl")).unwrap_or_default()
 }
 
 /// Each call, on our server and on the reference's, is refused `com_port_not_bound` naming the
@@ -69,7 +57,10 @@ fn each_is_refused_unbound(kind: &str, tools: &[(&str, Value)]) {
             assert_eq!(doc["target_contacted"], false, "{who}: {doc}");
         }
     }
-    assert_eq!(calls(&world), "", "no backend ran");
+    assert!(
+        fakes::calls(&fakes::tools(&world)).is_empty(),
+        "no backend ran"
+    );
 }
 
 #[test]
