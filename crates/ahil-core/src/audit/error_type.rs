@@ -112,6 +112,7 @@ error_types! {
     DebuggerCommandRejected = "debugger_command_rejected",
     DebuggerConfigNotFound = "debugger_config_not_found",
     DebuggerError = "debugger_error",
+    DebuggerNotExecutable = "debugger_not_executable",
     DebuggerNotFound = "debugger_not_found",
     DetachResumeNotConfirmed = "detach_resume_not_confirmed",
     DeviceBusy = "device_busy",

@@ -211,6 +211,16 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_BYPASS]
     ),
     entry!(
+        "debugger_not_executable",
+        "The configured debugger executable is there and this host refuses to run it: `not_executable_reason` is `permission_denied` (no execute bit, or a noexec mount) or `not_an_executable_image` (a script without a shebang, an archive, a binary for another machine). Nothing was spawned.",
+        [
+            "For `permission_denied`, ask the operator to restore the execute bit (`chmod +x`) or move the file off the noexec mount.",
+            "For `not_an_executable_image`, ask the operator to point `debuggers.<name>.executable` at the real program for this machine.",
+            "Then run `agentic-hil doctor`, which repeats the check."
+        ],
+        [NO_BYPASS, NO_CONFIG_EDIT]
+    ),
+    entry!(
         "debugger_not_found",
         "The configured debugger executable is missing or not executable.",
         [

@@ -1,0 +1,99 @@
+//! Conditions an operator or agent can bring about that the reference 0.25 answers with an
+//! `error_type` of its own: each test makes the same calls on our server (or command line) and on
+//! the reference's, in one world, and holds both to the same answer.
+
+mod support;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+use support::World;
+use support::raw::Mcp;
+
+/// Both programs: ours first, then the reference.
+fn programs() -> [PathBuf; 2] {
+    [PathBuf::from(World::binary()), support::reference()]
+}
+
+/// `init`, with the one debugger's executable at `exe` (written with `contents` and `mode`) and
+/// its probe bound, so a call gets as far as starting the program.
+fn bench_with_debugger(contents: &[u8], mode: u32) -> World {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let tools = world.home.join("tools");
+    std::fs::create_dir_all(&tools).expect("tools dir");
+    let exe = tools.join("openocd");
+    std::fs::write(&exe, contents).expect("the executable is written");
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    let path = world.config_path();
+    let text = std::fs::read_to_string(&path)
+        .expect("config")
+        .replacen(
+            "executable: null",
+            &format!("executable: \"{}\"", exe.display()),
+            1,
+        )
+        .replacen("probe_id: null", "probe_id: \"BOARD7\"", 1);
+    std::fs::write(&path, text).expect("bind the debugger");
+    let fw = world.workspace.join("fw");
+    std::fs::create_dir_all(&fw).expect("fw dir");
+    std::fs::copy(support::firmware_image(), fw.join("fw.elf")).expect("firmware copies");
+    world
+}
+
+/// Each of `tools`, on both servers, is refused `error_type`; `check` sees each refusal too.
+fn each_refused(world: &World, tools: &[(&str, Value)], error_type: &str, check: impl Fn(&Value)) {
+    for program in programs() {
+        let mut mcp = Mcp::start(world, &program);
+        for (tool, args) in tools {
+            let result = mcp.call(tool, args);
+            let doc = &result["structuredContent"];
+            let who = format!("{tool} by {}", program.display());
+            assert_eq!(result["isError"], true, "{who}: {result}");
+            assert_eq!(doc["error_type"], error_type, "{who}: {doc}");
+            check(doc);
+        }
+    }
+}
+
+fn debugger_tools() -> Vec<(&'static str, Value)> {
+    vec![
+        ("debugger_info", json!({})),
+        ("probe_target", json!({})),
+        ("reset_target", json!({})),
+        ("flash_firmware", json!({"image_path": "fw/fw.elf"})),
+    ]
+}
+
+#[test]
+fn a_debugger_executable_without_its_execute_bit_is_not_executable_here_and_in_the_reference() {
+    let world = bench_with_debugger(b"#!/bin/sh\nexit 0\n", 0o644);
+    each_refused(
+        &world,
+        &debugger_tools(),
+        "debugger_not_executable",
+        |doc| {
+            assert_eq!(doc["not_executable_reason"], "permission_denied", "{doc}");
+            assert_eq!(doc["target_contacted"], false, "{doc}");
+        },
+    );
+}
+
+#[test]
+fn a_debugger_executable_that_is_no_program_is_not_executable_here_and_in_the_reference() {
+    let world = bench_with_debugger(b"\x00\x01 not a program\n", 0o755);
+    each_refused(
+        &world,
+        &debugger_tools(),
+        "debugger_not_executable",
+        |doc| {
+            assert_eq!(
+                doc["not_executable_reason"], "not_an_executable_image",
+                "{doc}"
+            );
+            assert_eq!(doc["target_contacted"], false, "{doc}");
+        },
+    );
+}
