@@ -97,3 +97,34 @@ fn a_debugger_executable_that_is_no_program_is_not_executable_here_and_in_the_re
         },
     );
 }
+
+#[test]
+fn a_junit_file_that_cannot_be_written_fails_a_passing_run_here_and_in_the_reference() {
+    let board = support::raw::EchoBoard::start();
+    let world = World::new();
+    support::raw::configure_uart(&world, &board.device);
+    let plan = world.write_plan(
+        "p.yaml",
+        "version: 5\nname: p\nsteps:\n\
+         - {device: uart0, action: uart_open}\n- {device: uart0, action: uart_close}\n",
+    );
+    // A directory where the file should go refuses the write, whoever runs it.
+    std::fs::create_dir_all(world.workspace.join("out/junit.xml")).expect("the blocking dir");
+    for program in programs() {
+        let out = world
+            .command_of(&program)
+            .args(["test-reactor", "--test-config", &plan])
+            .args(["--junit-xml", "out/junit.xml", "--json"])
+            .output()
+            .expect("test-reactor runs");
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        let who = program.display();
+        assert_eq!(out.status.code(), Some(1), "{who}: {doc}");
+        assert_eq!(doc["ok"], false, "{who}: {doc}");
+        assert_eq!(doc["error_type"], "junit_xml_write_failed", "{who}: {doc}");
+        assert_eq!(
+            doc["junit_xml_error"]["error_type"], "junit_xml_write_failed",
+            "{who}: {doc}"
+        );
+    }
+}

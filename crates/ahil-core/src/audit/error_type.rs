@@ -129,6 +129,7 @@ error_types! {
     Interrupted = "interrupted",
     InvalidArgument = "invalid_argument",
     JunitXmlRequiresSynchronousRun = "junit_xml_requires_synchronous_run",
+    JunitXmlWriteFailed = "junit_xml_write_failed",
     LabgridPlaceNotFound = "labgrid_place_not_found",
     LabgridUnavailable = "labgrid_unavailable",
     McpCommandUntrusted = "mcp_command_untrusted",

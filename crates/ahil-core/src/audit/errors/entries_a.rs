@@ -629,6 +629,14 @@ pub(super) const ENTRIES: &[Entry] = &[
         []
     ),
     entry!(
+        "junit_xml_write_failed",
+        "The run happened and its report stands; only the JUnit XML could not be written where --junit-xml said. A run that failed on its own keeps its own error_type; `junit_xml_error.backend_error` says what the write answered.",
+        [
+            "Fix the path or the permission `junit_xml_error.backend_error` names (a directory in its place, a file where a folder should be), then run the plan again with --junit-xml if the CI job needs the file."
+        ],
+        ["Do not read the missing file as a passed run: the run's own report says how it went."]
+    ),
+    entry!(
         "schema_exists",
         "The output file already exists.",
         ["Pass --force to replace it, or choose another path."],
