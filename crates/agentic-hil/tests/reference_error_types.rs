@@ -128,3 +128,37 @@ fn a_junit_file_that_cannot_be_written_fails_a_passing_run_here_and_in_the_refer
         );
     }
 }
+
+#[test]
+fn a_gdb_removed_after_the_server_started_is_gdb_not_found_before_any_server_here_and_in_the_reference()
+ {
+    // A version check may run it; anything else would be the debug server.
+    let openocd = "#!/bin/sh\n[ \"$1\" = --version ] && echo 'Open On-Chip Debugger 0.12.0' && exit 0\n\
+                   echo \"$@\" >> \"$0.ran\"\nsleep 5\n";
+    let world = bench_with_debugger(openocd.as_bytes(), 0o755);
+    let gdb = world.home.join("tools/gdb");
+    std::fs::write(&gdb, "#!/bin/sh\nexit 1\n").expect("the gdb stand-in");
+    support::make_executable(&gdb);
+    let path = world.config_path();
+    let text = std::fs::read_to_string(&path).expect("config").replacen(
+        "gdb_executable: null",
+        &format!("gdb_executable: \"{}\"", gdb.display()),
+        1,
+    );
+    std::fs::write(&path, text).expect("name the gdb");
+    for program in programs() {
+        std::fs::copy(world.home.join("tools/openocd"), &gdb).expect("gdb is back");
+        let mut mcp = Mcp::start(&world, &program);
+        std::fs::remove_file(&gdb).expect("gdb goes away");
+        let result = mcp.call("debug_start_session", &json!({"image_path": "fw/fw.elf"}));
+        let doc = &result["structuredContent"];
+        let who = program.display();
+        assert_eq!(result["isError"], true, "{who}: {result}");
+        assert_eq!(doc["error_type"], "gdb_not_found", "{who}: {doc}");
+        assert_eq!(doc["target_contacted"], false, "{who}: {doc}");
+    }
+    assert!(
+        !world.home.join("tools/openocd.ran").exists(),
+        "no debug server was started"
+    );
+}

@@ -118,6 +118,7 @@ error_types! {
     DeviceBusy = "device_busy",
     FlashEraseFailed = "flash_erase_failed",
     FlashFailed = "flash_failed",
+    GdbNotFound = "gdb_not_found",
     HaltNotConfirmed = "halt_not_confirmed",
     HardwareActionException = "hardware_action_exception",
     HardwareMismatch = "hardware_mismatch",

@@ -221,6 +221,14 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_BYPASS, NO_CONFIG_EDIT]
     ),
     entry!(
+        "gdb_not_found",
+        "A debug session needs gdb, and none is there: no gdb-multiarch or arm-none-eabi-gdb was found when the server started, or the one `debug.gdb_executable` was pinned to has gone since. Found before the debug server starts, so nothing was spawned and the board is as it was.",
+        [
+            "Ask the operator to install gdb (scripts/setup-debian.sh) or name it in `debug.gdb_executable`, then restart the MCP server: gdb is pinned when it starts."
+        ],
+        [NO_BYPASS, NO_CONFIG_EDIT]
+    ),
+    entry!(
         "debugger_not_found",
         "The configured debugger executable is missing or not executable.",
         [
