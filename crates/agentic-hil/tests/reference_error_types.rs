@@ -162,3 +162,68 @@ fn a_gdb_removed_after_the_server_started_is_gdb_not_found_before_any_server_her
         "no debug server was started"
     );
 }
+
+/// A process bridge whose bus never falls silent: every read answers as many frames as it asks for.
+const FLOODING_BRIDGE: &str = r#"#!/usr/bin/env python3
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    method, params = request.get("method"), request.get("params") or {}
+    if method == "open":
+        result = {"ok": True, "protocol_version": 2, "backend": "flood", "summary": "open"}
+    elif method == "read":
+        frame = {"id": 256, "extended": False, "dlc": 1, "data_hex": "00"}
+        result = {"ok": True, "frames": [frame] * max(1, int(params.get("max_frames") or 1))}
+    elif method == "close":
+        result = {"ok": True, "protocol_version": 2, "safe_state_confirmed": True,
+                  "safe_state": {"controller": "stopped"}}
+    else:
+        result = {"ok": True}
+    print(json.dumps({"id": request.get("id"), "result": result}), flush=True)
+    if method == "close":
+        break
+"#;
+
+#[test]
+fn clearing_a_bus_that_never_falls_silent_is_the_drain_limit_here_and_in_the_reference() {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let bridge = world.write_fake_tool("flood", FLOODING_BRIDGE);
+    let path = world.config_path();
+    let buses = format!(
+        "can_buses:\n  solo:\n    adapter: process\n    channel: sim-solo\n    executable: \"{}\"\n\
+         \x20   timeout_s: 2\n    permissions:\n      allow_write: true\n",
+        bridge.display()
+    );
+    let text = std::fs::read_to_string(&path).expect("config");
+    std::fs::write(&path, text.replacen("can_buses: {}", &buses, 1)).expect("the bus");
+    let start = |clear: bool| {
+        (
+            "can_session_start",
+            json!({"bus_id": "solo", "clear_rx_queue": clear}),
+        )
+    };
+    for program in programs() {
+        let mut mcp = Mcp::start(&world, &program);
+        let who = program.display().to_string();
+        // A new session is closed again; one already open stays, and only its clear is refused.
+        for (tool, args) in [start(true), start(false), start(true)] {
+            let result = mcp.call(tool, &args);
+            let doc = &result["structuredContent"];
+            if args["clear_rx_queue"] == false {
+                assert_eq!(result["isError"], false, "{who}: {doc}");
+                continue;
+            }
+            assert_eq!(result["isError"], true, "{who}: {doc}");
+            assert_eq!(doc["error_type"], "can_queue_clear_limit", "{who}: {doc}");
+            assert!(
+                doc["frames_drained"].as_u64() >= Some(16_384),
+                "{who}: {doc}"
+            );
+            assert_eq!(doc["retry_safe"], false, "{who}: {doc}");
+        }
+        let stop = mcp.call("can_session_stop", &json!({"bus_id": "solo"}));
+        assert_eq!(stop["isError"], false, "{who}: the session stayed: {stop}");
+    }
+}

@@ -372,6 +372,14 @@ pub(super) const ENTRIES: &[Entry] = &[
         []
     ),
     entry!(
+        "can_queue_clear_limit",
+        "`can_session_start` was clearing the receive queue and frames arrived as fast as they were read: the adapter never ran dry within the bounded drain. The bus is busy, which is not a fault. A session this call had just opened was closed again (`cleanup_confirmed`); one that was already active stays open.",
+        [
+            "On a bus that never falls silent, call can_session_start with `clear_rx_queue: false`, then can_read with `until_id` for the frame the test waits for."
+        ],
+        []
+    ),
+    entry!(
         "can_read_failed",
         "Reading from the CAN adapter failed; nothing was sent.",
         ["Stop and restart the session."],
