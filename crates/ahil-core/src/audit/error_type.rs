@@ -203,6 +203,7 @@ error_types! {
     SymbolSizeMismatch = "symbol_size_mismatch",
     SymbolSourceChanged = "symbol_source_changed",
     SymbolSourceNotAvailable = "symbol_source_not_available",
+    SymbolWidthNotNumeric = "symbol_width_not_numeric",
     TargetException = "target_exception",
     TargetNotDetected = "target_not_detected",
     TargetStateUnconfirmed = "target_state_unconfirmed",

@@ -581,6 +581,14 @@ pub(super) const ENTRIES: &[Entry] = &[
         []
     ),
     entry!(
+        "symbol_width_not_numeric",
+        "A read_symbol step's comparator met a symbol that is not 1, 2, 4 or 8 bytes wide (`integer_widths`): there was no number to compare, so nothing was judged. The bytes read are in `hex`.",
+        [
+            "Compare a member of the object (a 1, 2, 4 or 8 byte integer) instead, or drop the comparator and check `hex`."
+        ],
+        []
+    ),
+    entry!(
         "unexpected_stop",
         "The target stopped somewhere other than the breakpoint the plan ran to.",
         [
