@@ -227,3 +227,42 @@ fn clearing_a_bus_that_never_falls_silent_is_the_drain_limit_here_and_in_the_ref
         assert_eq!(stop["isError"], false, "{who}: the session stayed: {stop}");
     }
 }
+
+#[test]
+fn a_serial_node_this_account_may_not_open_is_device_access_denied_in_doctor_here_and_in_the_reference()
+ {
+    // The pty is the creator's alone (0600); only another account can be refused it, and only
+    // root can become one.
+    let root = std::process::Command::new("id").arg("-u").output();
+    if root.is_ok_and(|out| out.stdout != b"0\n") {
+        eprintln!("skipped: not root, so no other account to run doctor as");
+        return;
+    }
+    let board = support::raw::EchoBoard::start();
+    let world = World::new();
+    support::raw::configure_uart(&world, &board.device);
+    let top = world.home.parent().expect("the world's root");
+    let owned = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(top)
+        .status();
+    assert!(owned.is_ok_and(|s| s.success()), "the world is nobody's");
+    for program in programs() {
+        let mut command = world.command_of(std::path::Path::new("setpriv"));
+        let out = command
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&program)
+            .args(["doctor", "--json"])
+            .output()
+            .expect("doctor runs as nobody");
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        let access = &doc["com_ports"]["uart0"]["device_access"];
+        let who = program.display();
+        assert_eq!(out.status.code(), Some(1), "{who}: {doc}");
+        assert_eq!(access["ok"], false, "{who}: {access}");
+        assert_eq!(
+            access["error_type"], "device_access_denied",
+            "{who}: {access}"
+        );
+    }
+}

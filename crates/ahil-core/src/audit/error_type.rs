@@ -116,6 +116,7 @@ error_types! {
     DebuggerNotExecutable = "debugger_not_executable",
     DebuggerNotFound = "debugger_not_found",
     DetachResumeNotConfirmed = "detach_resume_not_confirmed",
+    DeviceAccessDenied = "device_access_denied",
     DeviceBusy = "device_busy",
     FlashEraseFailed = "flash_erase_failed",
     FlashFailed = "flash_failed",

@@ -238,6 +238,15 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_BYPASS]
     ),
     entry!(
+        "device_access_denied",
+        "`doctor` asked the kernel whether this account may open a configured serial port's node for reading and writing, and it may not: `mode`, `owner` and `group` say how the node stands. Nothing was opened.",
+        [
+            "Ask the operator to add this account to the node's `group` (then log in again), or to grant it with the device's udev rule.",
+            "Then run `agentic-hil doctor` again."
+        ],
+        ["Do not run the server as root to get past this.", NO_BYPASS]
+    ),
+    entry!(
         "device_busy",
         "Another process on this machine holds the device.",
         [
