@@ -266,3 +266,36 @@ fn a_serial_node_this_account_may_not_open_is_device_access_denied_in_doctor_her
         );
     }
 }
+
+#[test]
+fn an_agent_settings_file_of_the_wrong_shape_is_left_alone_and_named_here_and_in_the_reference() {
+    for broken in [
+        "[]",
+        "{\"permissions\": []}",
+        "{\"permissions\": {\"deny\": 5}}",
+        "{not json",
+    ] {
+        for program in programs() {
+            let world = World::new();
+            let settings = world.home.join(".claude/settings.json");
+            std::fs::create_dir_all(settings.parent().expect("dir")).expect("the agent's dir");
+            std::fs::write(&settings, broken).expect("the operator's file");
+            let out = world
+                .command_of(&program)
+                .args(["init", "--agent", "claude-code", "--json"])
+                .output()
+                .expect("init runs");
+            let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+            let step = &doc["steps"]["agent_write_restriction"];
+            let who = format!("{} on {broken}", program.display());
+            assert_eq!(out.status.code(), Some(1), "{who}: {doc}");
+            assert_eq!(step["ok"], false, "{who}: {step}");
+            assert_eq!(
+                step["error_type"], "agent_permissions_unreadable",
+                "{who}: {step}"
+            );
+            let now = std::fs::read_to_string(&settings).expect("still there");
+            assert_eq!(now, broken, "{who}: the file is left exactly as it was");
+        }
+    }
+}

@@ -31,6 +31,7 @@ macro_rules! error_types {
 error_types! {
     AdapterNotFound = "adapter_not_found",
     AgentMcpConfigInvalid = "agent_mcp_config_invalid",
+    AgentPermissionsUnreadable = "agent_permissions_unreadable",
     ArtifactChanged = "artifact_changed",
     ArtifactNotFound = "artifact_not_found",
     ArtifactStagingFailed = "artifact_staging_failed",

@@ -686,6 +686,17 @@ pub(super) const ENTRIES: &[Entry] = &[
         []
     ),
     entry!(
+        "agent_permissions_unreadable",
+        "The agent's settings file at `path` cannot be used as it stands: it does not read, is not JSON, is not an object, or its `permissions` is not an object or `permissions.deny` not a list. It is the operator's, so it was left exactly as it was and no write refusal was added to it.",
+        [
+            "Have the operator repair the file in place, keeping the settings and rules it holds.",
+            "Then run the same command again."
+        ],
+        [
+            "Do not delete or replace the file to get past this: it holds the operator's own settings."
+        ]
+    ),
+    entry!(
         "skill_conflict",
         "The host's skills directory already holds an agentic-hil skill that agentic-hil did not write.",
         ["Move that file away, or run again with --force to replace it."],
