@@ -228,42 +228,106 @@ fn clearing_a_bus_that_never_falls_silent_is_the_drain_limit_here_and_in_the_ref
     }
 }
 
+/// Whether this test can run programs as another account (`nobody`): only root can become one.
+fn can_be_nobody() -> bool {
+    let root = std::process::Command::new("id").arg("-u").output();
+    let root = root.is_ok_and(|out| out.stdout == b"0\n");
+    if !root {
+        eprintln!("skipped: not root, so no other account to run as");
+    }
+    root
+}
+
+/// Hands `path` (recursively) to `owner` (`uid:gid`).
+fn chown(owner: &str, path: &std::path::Path) {
+    let done = std::process::Command::new("chown")
+        .args(["-R", owner])
+        .arg(path)
+        .status();
+    assert!(
+        done.is_ok_and(|s| s.success()),
+        "chown {owner} {}",
+        path.display()
+    );
+}
+
+/// `program args --json` run by `nobody` in `world`: its exit code and document.
+fn as_nobody(world: &World, program: &std::path::Path, args: &[&str]) -> (Option<i32>, Value) {
+    let out = world
+        .command_of(std::path::Path::new("setpriv"))
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(program)
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("the program runs as nobody");
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|err| {
+        panic!(
+            "one JSON document ({err}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), doc)
+}
+
 #[test]
 fn a_serial_node_this_account_may_not_open_is_device_access_denied_in_doctor_here_and_in_the_reference()
  {
-    // The pty is the creator's alone (0600); only another account can be refused it, and only
-    // root can become one.
-    let root = std::process::Command::new("id").arg("-u").output();
-    if root.is_ok_and(|out| out.stdout != b"0\n") {
-        eprintln!("skipped: not root, so no other account to run doctor as");
+    if !can_be_nobody() {
         return;
     }
+    // The pty is its creator's alone (0600), so nobody may not open it.
     let board = support::raw::EchoBoard::start();
     let world = World::new();
     support::raw::configure_uart(&world, &board.device);
-    let top = world.home.parent().expect("the world's root");
-    let owned = std::process::Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(top)
-        .status();
-    assert!(owned.is_ok_and(|s| s.success()), "the world is nobody's");
+    chown(
+        "65534:65534",
+        world.home.parent().expect("the world's root"),
+    );
     for program in programs() {
-        let mut command = world.command_of(std::path::Path::new("setpriv"));
-        let out = command
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(&program)
-            .args(["doctor", "--json"])
-            .output()
-            .expect("doctor runs as nobody");
-        let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+        let (code, doc) = as_nobody(&world, &program, &["doctor"]);
         let access = &doc["com_ports"]["uart0"]["device_access"];
         let who = program.display();
-        assert_eq!(out.status.code(), Some(1), "{who}: {doc}");
+        assert_eq!(code, Some(1), "{who}: {doc}");
         assert_eq!(access["ok"], false, "{who}: {access}");
         assert_eq!(
             access["error_type"], "device_access_denied",
             "{who}: {access}"
         );
+    }
+}
+
+#[test]
+fn a_detached_run_whose_runs_directory_refuses_writes_is_run_state_unwritable_here_and_in_the_reference()
+ {
+    if !can_be_nobody() {
+        return;
+    }
+    let board = support::raw::EchoBoard::start();
+    let world = World::new();
+    support::raw::configure_uart(&world, &board.device);
+    let plan = world.write_plan(
+        "p.yaml",
+        "version: 5\nname: p\nsteps:\n\
+         - {device: uart0, action: uart_open}\n- {device: uart0, action: uart_close}\n",
+    );
+    let runs = world
+        .home
+        .join(".local/state/agentic-hil/coordination/runs");
+    std::fs::create_dir_all(&runs).expect("the runs directory");
+    chown(
+        "65534:65534",
+        world.home.parent().expect("the world's root"),
+    );
+    // Everything is nobody's but the runs directory, which stays root's (0755).
+    chown("0:0", &runs);
+    for program in programs() {
+        let args = ["test-reactor", "--test-config", &plan, "--detach"];
+        let (code, doc) = as_nobody(&world, &program, &args);
+        let who = program.display();
+        assert_eq!(code, Some(1), "{who}: {doc}");
+        assert_eq!(doc["error_type"], "run_state_unwritable", "{who}: {doc}");
+        assert_eq!(doc["errno"], 13, "{who}: {doc}");
     }
 }
 

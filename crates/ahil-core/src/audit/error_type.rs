@@ -183,6 +183,7 @@ error_types! {
     RttNotConfigured = "rtt_not_configured",
     RttWriteIncomplete = "rtt_write_incomplete",
     RunStateInvalid = "run_state_invalid",
+    RunStateUnwritable = "run_state_unwritable",
     RunStopped = "run_stopped",
     RunWorkerFailed = "run_worker_failed",
     RunWorkerGone = "run_worker_gone",

@@ -646,6 +646,14 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_STATE_EDIT]
     ),
     entry!(
+        "run_state_unwritable",
+        "The runs directory under the state root (`runs_directory`) refused a write, so the run was refused before it took any device: without its record nobody could watch it or stop it by its handle.",
+        [
+            "Ask the operator to make `runs_directory` writable for the account the server runs as (a changed owner or mode, or a full disk), then start the run again."
+        ],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
         "junit_xml_requires_synchronous_run",
         "JUnit XML is written at a run's end, so it cannot be asked of a detached run.",
         [
