@@ -363,3 +363,24 @@ fn an_agent_settings_file_of_the_wrong_shape_is_left_alone_and_named_here_and_in
         }
     }
 }
+
+#[test]
+fn a_pcan_basic_channel_is_a_missing_adapter_library_here_and_in_the_reference() {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let path = world.config_path();
+    let bus = "can_buses:\n  bus:\n    adapter: peak\n    channel: PCAN_USBBUS1\n    bitrate: 500000\n\
+               \x20   permissions:\n      allow_write: true\n";
+    let text = std::fs::read_to_string(&path).expect("config");
+    std::fs::write(&path, text.replacen("can_buses: {}", bus, 1)).expect("the bus");
+    each_refused(
+        &world,
+        &[("can_session_start", json!({"bus_id": "bus"}))],
+        "can_adapter_library_missing",
+        |doc| {
+            assert_eq!(doc["retry_safe"], true, "{doc}");
+            assert_eq!(doc["side_effect_status"], "not_started", "{doc}");
+        },
+    );
+}

@@ -49,6 +49,7 @@ error_types! {
     CanAdapterCloseFailed = "can_adapter_close_failed",
     CanAdapterInvalidRequest = "can_adapter_invalid_request",
     CanAdapterInvalidResponse = "can_adapter_invalid_response",
+    CanAdapterLibraryMissing = "can_adapter_library_missing",
     CanAdapterNotFound = "can_adapter_not_found",
     CanAdapterOpenFailed = "can_adapter_open_failed",
     CanAdapterProcessExited = "can_adapter_process_exited",

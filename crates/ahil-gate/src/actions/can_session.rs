@@ -94,7 +94,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             .with_remediation([
                 "Ask the operator to correct the can_buses entry; `agentic-hil doctor` shows it.",
             ])
-            .not_started(false),
+            .not_started(error.retry_safe()),
         )
     })?;
     let request = adapter::request(bus);

@@ -193,8 +193,17 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_BYPASS]
     ),
     entry!(
+        "can_adapter_library_missing",
+        "The bus names a PCAN-Basic channel (`PCAN_USBBUS1`, …), and this build loads no PCAN-Basic library: it reaches PEAK adapters through the kernel's SocketCAN drivers. Nothing was opened and no controller was addressed.",
+        [
+            "Ask the operator to name the adapter's SocketCAN interface (can0, …; `ip link` lists them) as the bus's channel.",
+            "`can_buses_list` shows every bus and its adapter."
+        ],
+        []
+    ),
+    entry!(
         "can_backend_not_available",
-        "This host cannot reach the adapter kind: the kernel has no SocketCAN support, or the bus names a PCAN-Basic channel, which this build does not load.",
+        "This host cannot reach the adapter kind: the kernel has no SocketCAN support.",
         [
             "On Linux use the adapter's SocketCAN interface name (can0, …) as the channel.",
             "Run `agentic-hil doctor`."
