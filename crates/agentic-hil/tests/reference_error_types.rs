@@ -184,12 +184,32 @@ for line in sys.stdin:
         break
 "#;
 
-#[test]
-fn clearing_a_bus_that_never_falls_silent_is_the_drain_limit_here_and_in_the_reference() {
+/// A process bridge that opens and then fails every read.
+const FAILING_BRIDGE: &str = r#"#!/usr/bin/env python3
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    method = request.get("method")
+    if method == "open":
+        result = {"ok": True, "protocol_version": 2, "backend": "failing", "summary": "open"}
+    elif method == "read":
+        result = {"ok": False, "error_type": "can_read_failed", "summary": "The controller is bus-off."}
+    elif method == "close":
+        result = {"ok": True, "protocol_version": 2, "safe_state_confirmed": True,
+                  "safe_state": {"controller": "stopped"}}
+    else:
+        result = {"ok": True}
+    print(json.dumps({"id": request.get("id"), "result": result}), flush=True)
+    if method == "close":
+        break
+"#;
+
+/// `init`, and one process bus `solo` whose bridge is `script`.
+fn bench_with_bridge(script: &str) -> World {
     let world = World::new();
     let (_, code) = world.run_json(&["init"]);
     assert_eq!(code, Some(0), "init succeeds");
-    let bridge = world.write_fake_tool("flood", FLOODING_BRIDGE);
+    let bridge = world.write_fake_tool("bridge", script);
     let path = world.config_path();
     let buses = format!(
         "can_buses:\n  solo:\n    adapter: process\n    channel: sim-solo\n    executable: \"{}\"\n\
@@ -198,6 +218,27 @@ fn clearing_a_bus_that_never_falls_silent_is_the_drain_limit_here_and_in_the_ref
     );
     let text = std::fs::read_to_string(&path).expect("config");
     std::fs::write(&path, text.replacen("can_buses: {}", &buses, 1)).expect("the bus");
+    world
+}
+
+#[test]
+fn a_read_that_fails_while_a_start_clears_the_queue_is_refused_here_and_in_the_reference() {
+    let world = bench_with_bridge(FAILING_BRIDGE);
+    each_refused(
+        &world,
+        &[("can_session_start", json!({"bus_id": "solo"}))],
+        "can_queue_clear_failed",
+        |doc| {
+            assert_eq!(doc["retry_safe"], true, "{doc}");
+            assert_eq!(doc["frames_drained"], 0, "{doc}");
+            assert_eq!(doc["cleanup_confirmed"], true, "{doc}");
+        },
+    );
+}
+
+#[test]
+fn clearing_a_bus_that_never_falls_silent_is_the_drain_limit_here_and_in_the_reference() {
+    let world = bench_with_bridge(FLOODING_BRIDGE);
     let start = |clear: bool| {
         (
             "can_session_start",

@@ -83,6 +83,7 @@ error_types! {
     CanParticipantIncident = "can_participant_incident",
     CanParticipantNotConfigured = "can_participant_not_configured",
     CanParticipantRequired = "can_participant_required",
+    CanQueueClearFailed = "can_queue_clear_failed",
     CanQueueClearLimit = "can_queue_clear_limit",
     CanReadFailed = "can_read_failed",
     CanSendFailed = "can_send_failed",

@@ -273,6 +273,18 @@ impl SessionKind for Start {
         let bus = Bus::start(adapter, self.cap, self.request.poll_interval);
         let drained = if self.clear {
             bus.settle(DRAIN_SETTLE);
+            if let Some(error) = bus.error() {
+                // A read that failed while clearing: the session is not kept.
+                let drained = bus.drain();
+                let closed = bus.close();
+                let confirmed = closed.safe_state_confirmed && closed.process_reaped;
+                return Err(Box::new(Acted::new(
+                    clear_failed(&self.bus_id, &error, drained)
+                        .with("cleanup_confirmed", confirmed)
+                        .with_log(&log.path),
+                    Contact::Made,
+                )));
+            }
             if let Err(drained) = bus.settle_backlog(DRAIN_LIMIT, DRAIN_SETTLE) {
                 // A session that opens with an unknown backlog behind it is not kept.
                 let closed = bus.close();
@@ -429,6 +441,32 @@ fn clear_limit(bus_id: &str, drained: u64) -> Outcome {
     outcome.side_effect_committed = Some(true);
     outcome.side_effect_status = Some(SideEffectStatus::Committed);
     outcome.retry_safe = Some(false);
+    outcome
+}
+
+/// The clear of a new session's queue, whose read failed: `drained` frames had gone before it.
+/// Retry-safe only when none had.
+fn clear_failed(bus_id: &str, error: &CanError, drained: usize) -> Outcome {
+    let mut outcome = Outcome::refused(
+        Start::TOOL,
+        ErrorType::CanQueueClearFailed,
+        format!("The CAN receive queue could not be cleared ({error}); the adapter was closed."),
+    )
+        .with("bus_id", bus_id)
+        .with("frames_drained", drained)
+        .with(
+            "backend_result",
+            json!({"error_type": error.public_error_type(), "summary": error.to_string()}),
+        )
+        .with_remediation(["Call can_session_start again; if the clear keeps failing, start with `clear_rx_queue: false` and read with can_read, which reports a failing read itself."]);
+    let none_lost = drained == 0;
+    outcome.side_effect_committed = Some(!none_lost);
+    outcome.side_effect_status = Some(if none_lost {
+        SideEffectStatus::NotStarted
+    } else {
+        SideEffectStatus::Committed
+    });
+    outcome.retry_safe = Some(none_lost);
     outcome
 }
 

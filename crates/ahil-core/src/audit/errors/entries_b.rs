@@ -381,6 +381,14 @@ pub(super) const ENTRIES: &[Entry] = &[
         []
     ),
     entry!(
+        "can_queue_clear_failed",
+        "`can_session_start` was clearing a new session's receive queue and the adapter's read failed (`backend_result` is its answer), so the session was closed again (`cleanup_confirmed`). `frames_drained` were read off and discarded before it.",
+        [
+            "`retry_safe` is true when nothing was drained: call can_session_start again; if the clear keeps failing, start with `clear_rx_queue: false` and read with can_read."
+        ],
+        []
+    ),
+    entry!(
         "can_queue_clear_limit",
         "`can_session_start` was clearing the receive queue and frames arrived as fast as they were read: the adapter never ran dry within the bounded drain. The bus is busy, which is not a fault. A session this call had just opened was closed again (`cleanup_confirmed`); one that was already active stays open.",
         [
