@@ -425,3 +425,84 @@ fn a_pcan_basic_channel_is_a_missing_adapter_library_here_and_in_the_reference()
         },
     );
 }
+
+/// An `openocd` that opens the gdb port it is given and serves nothing on it: enough for a start to
+/// reach gdb.
+const PORT_ONLY_OPENOCD: &str = r#"#!/usr/bin/python3
+import socket, sys, time
+args = sys.argv[1:]
+if args[:1] == ["--version"]:
+    print("Open On-Chip Debugger 0.12.0")
+    sys.exit(0)
+script = [part.strip() for i, a in enumerate(args) if a == "-c" and i + 1 < len(args)
+          for part in args[i + 1].split(";")]
+port = next(int(c.split()[1]) for c in script if c.startswith("gdb_port "))
+host = next((c.split()[1] for c in script if c.startswith("bindto ")), "127.0.0.1")
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind((host, port))
+server.listen(1)
+sys.stderr.write("Info : Listening on port %d for gdb connections\n" % port)
+sys.stderr.flush()
+time.sleep(60)
+"#;
+
+/// A GDB/MI that says no to asynchronous MI and yes to everything else.
+const SYNC_ONLY_GDB: &str = r#"#!/usr/bin/python3
+import sys
+print("(gdb) ", flush=True)
+for line in sys.stdin:
+    line = line.strip()
+    token = ""
+    while line and line[0].isdigit():
+        token, line = token + line[0], line[1:]
+    if "mi-async" in line:
+        print(token + '^error,msg="No symbol \\"mi\\" in current context."', flush=True)
+    else:
+        print(token + "^done", flush=True)
+    print("(gdb) ", flush=True)
+"#;
+
+/// An OpenOCD bench whose gdb (`debug.gdb_executable`) is `gdb`, written with `mode`.
+fn bench_with_gdb(gdb: &[u8], mode: u32) -> World {
+    let world = bench_with_debugger(PORT_ONLY_OPENOCD.as_bytes(), 0o755);
+    let path = world.home.join("tools/gdb");
+    std::fs::write(&path, gdb).expect("the gdb");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    let config = world.config_path();
+    let text = std::fs::read_to_string(&config).expect("config").replacen(
+        "gdb_executable: null",
+        &format!("gdb_executable: \"{}\"", path.display()),
+        1,
+    );
+    std::fs::write(&config, text).expect("name the gdb");
+    world
+}
+
+#[test]
+fn a_gdb_that_will_not_start_after_the_server_did_is_gdb_start_failed_here_and_in_the_reference() {
+    let world = bench_with_gdb(b"\x00\x01 not a program\n", 0o755);
+    each_refused(
+        &world,
+        &[("debug_start_session", json!({"image_path": "fw/fw.elf"}))],
+        "gdb_start_failed",
+        |doc| assert!(doc["backend_error"].is_string(), "{doc}"),
+    );
+}
+
+#[test]
+fn a_gdb_without_asynchronous_mi_is_gdb_async_unsupported_here_and_in_the_reference() {
+    let world = bench_with_gdb(SYNC_ONLY_GDB.as_bytes(), 0o755);
+    each_refused(
+        &world,
+        &[("debug_start_session", json!({"image_path": "fw/fw.elf"}))],
+        "gdb_async_unsupported",
+        |doc| {
+            assert_eq!(
+                doc["backend_error"], "No symbol \"mi\" in current context.",
+                "{doc}"
+            );
+            assert_eq!(doc["target_contacted"], false, "{doc}");
+        },
+    );
+}

@@ -221,6 +221,22 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_BYPASS, NO_CONFIG_EDIT]
     ),
     entry!(
+        "gdb_async_unsupported",
+        "The gdb `debug.gdb_executable` names refused `-gdb-set mi-async on` (`backend_error` is its answer). A debug session needs asynchronous MI to interrupt a running target, so this gdb cannot run one. The target was not connected.",
+        [
+            "Ask the operator to point `debug.gdb_executable` at a gdb that accepts asynchronous MI (7.8 or newer), then restart the MCP server."
+        ],
+        [NO_BYPASS, NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "gdb_start_failed",
+        "The debug server started, and the gdb `debug.gdb_executable` names could not be started for GDB/MI (`backend_error` says why: a binary for another machine, a script without a shebang). The debug server was stopped again.",
+        [
+            "Ask the operator to point `debug.gdb_executable` at a gdb that runs on this host and knows the target's architecture (gdb-multiarch, arm-none-eabi-gdb), then restart the MCP server."
+        ],
+        [NO_BYPASS, NO_CONFIG_EDIT]
+    ),
+    entry!(
         "gdb_not_found",
         "A debug session needs gdb, and none is there: no gdb-multiarch or arm-none-eabi-gdb was found when the server started, or the one `debug.gdb_executable` was pinned to has gone since. Found before the debug server starts, so nothing was spawned and the board is as it was.",
         [
