@@ -506,3 +506,43 @@ fn a_gdb_without_asynchronous_mi_is_gdb_async_unsupported_here_and_in_the_refere
         },
     );
 }
+
+/// An STM32_Programmer_CLI whose probe enumerates and refuses its USB link.
+const USB_REFUSING_PROGRAMMER: &str = r#"#!/usr/bin/python3
+import sys
+if "--version" in sys.argv or "-version" in sys.argv:
+    print("STM32CubeProgrammer version: 2.17.0")
+    sys.exit(0)
+print("      -------------------------------------------------------------------")
+print("                        STM32CubeProgrammer v2.17.0")
+print("      -------------------------------------------------------------------")
+print("")
+print("Error: ST-LINK error (DEV_USB_COMM_ERR)")
+sys.exit(1)
+"#;
+
+#[test]
+fn a_probe_whose_usb_link_refuses_the_programmer_is_adapter_usb_error_here_and_in_the_reference() {
+    let world = World::new();
+    let (_, code) = world.run_json(&["init"]);
+    assert_eq!(code, Some(0), "init succeeds");
+    let exe = world.write_fake_tool("STM32_Programmer_CLI", USB_REFUSING_PROGRAMMER);
+    let config = format!(
+        "workspace_root: \"{ws}\"\nstate_root: \"{state}\"\nversion: 3\n\
+         target:\n  name: board\n  controller: stm32f405\n\
+         debuggers:\n  probe:\n    type: stlink\n    executable: \"{exe}\"\n    \
+         probe_id: 066DFF535254887767184038\n    \
+         permissions:\n      allow_flash: true\n      allow_reset: true\n\
+         artifacts:\n  allowed_roots: [fw]\n",
+        ws = world.workspace.display(),
+        state = world.home.join(".local/state/agentic-hil").display(),
+        exe = exe.display(),
+    );
+    std::fs::write(world.config_path(), config).expect("the test config is written");
+    let fw = world.workspace.join("fw");
+    std::fs::create_dir_all(&fw).expect("fw dir");
+    std::fs::copy(support::firmware_image(), fw.join("fw.elf")).expect("firmware copies");
+    each_refused(&world, &debugger_tools()[1..], "adapter_usb_error", |doc| {
+        assert_eq!(doc["backend_error_type"], "adapter_usb_error", "{doc}")
+    });
+}

@@ -284,6 +284,14 @@ pub fn public(class: &'static str) -> Wording {
                 "the configured probe_id names another probe",
             ],
         ),
+        "adapter_usb_error" => (
+            "adapter_usb_error",
+            "The debug probe enumerates, but its USB link refused communication.",
+            &[
+                "a debug server was killed while it held the probe's USB",
+                "the USB cable or hub drops the link",
+            ],
+        ),
         "target_not_detected" => (
             "target_not_detected",
             "The probe opened but the target did not answer.",

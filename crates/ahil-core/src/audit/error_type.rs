@@ -30,6 +30,7 @@ macro_rules! error_types {
 
 error_types! {
     AdapterNotFound = "adapter_not_found",
+    AdapterUsbError = "adapter_usb_error",
     AgentMcpConfigInvalid = "agent_mcp_config_invalid",
     AgentPermissionsUnreadable = "agent_permissions_unreadable",
     ArtifactChanged = "artifact_changed",

@@ -245,6 +245,15 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_BYPASS, NO_CONFIG_EDIT]
     ),
     entry!(
+        "adapter_usb_error",
+        "The debug probe enumerates, but its USB link refused ST's tools (`ST-LINK error (DEV_USB_COMM_ERR)`, `Target USB comms error`); it is seen after a debug server was killed while it held the probe's USB. Nothing reached the target.",
+        [
+            "Do not repeat the call unchanged: the probe keeps refusing until it is reset or re-plugged.",
+            "Ask the operator to reconnect the probe's USB cable (or reset the target through an OpenOCD entry for the same probe), then call probe_target."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
         "debugger_not_found",
         "The configured debugger executable is missing or not executable.",
         [
