@@ -486,7 +486,9 @@ fn a_gdb_that_will_not_start_after_the_server_did_is_gdb_start_failed_here_and_i
         &world,
         &[("debug_start_session", json!({"image_path": "fw/fw.elf"}))],
         "gdb_start_failed",
-        |doc| assert!(doc["backend_error"].is_string(), "{doc}"),
+        |doc| {
+            assert!(doc["backend_error"].is_string(), "{doc}");
+        },
     );
 }
 
@@ -543,6 +545,6 @@ fn a_probe_whose_usb_link_refuses_the_programmer_is_adapter_usb_error_here_and_i
     std::fs::create_dir_all(&fw).expect("fw dir");
     std::fs::copy(support::firmware_image(), fw.join("fw.elf")).expect("firmware copies");
     each_refused(&world, &debugger_tools()[1..], "adapter_usb_error", |doc| {
-        assert_eq!(doc["backend_error_type"], "adapter_usb_error", "{doc}")
+        assert_eq!(doc["backend_error_type"], "adapter_usb_error", "{doc}");
     });
 }

@@ -111,7 +111,7 @@ fn refusal_from(err: &RecordError) -> Outcome {
         )
         .with("runs_directory", RUNS_DIRECTORY)
         .not_started(true),
-        other => Outcome::refused(
+        other @ RecordError::Invalid(_) => Outcome::refused(
             TOOL,
             ErrorType::AuditUnavailable,
             format!("The run could not be registered: {other}."),
