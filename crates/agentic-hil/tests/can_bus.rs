@@ -523,7 +523,9 @@ async fn a_misbehaving_bridge_is_refused_with_its_failure_named() {
     for bus in ["silent", "crashopen", "onbus"] {
         assert_eq!(list["buses"][bus]["session_active"], false);
     }
-    ok(&client, "can_session_start", json!({"bus_id": "badframes"})).await;
+    // Not cleared: a clearing start reads first and is refused (tests/reference_error_types.rs).
+    let args = json!({"bus_id": "badframes", "clear_rx_queue": false});
+    ok(&client, "can_session_start", args).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     refused(
         &client,

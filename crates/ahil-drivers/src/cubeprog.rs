@@ -38,11 +38,18 @@ pub(crate) const NO_STLINK: [&str; 4] = [
     "stlink not found",
 ];
 
+/// How ST's tools say the probe enumerates but its USB link refuses them, lowercased: the CLI's
+/// `ST-LINK error (DEV_USB_COMM_ERR)`, ST-LINK_gdbserver's `Target USB comms error`.
+pub(crate) const USB_LINK_REFUSED: [&str; 2] = ["dev_usb_comm_err", "usb comms error"];
+
 /// The CLI's output, sorted into the backend classes (first match wins).
 pub fn classify(output: &str, flashing: bool) -> &'static str {
     let lower = output.to_lowercase();
     if any(&lower, &NO_STLINK) || lower.contains("no debug probe") {
         return "probe_not_found";
+    }
+    if any(&lower, &USB_LINK_REFUSED) {
+        return "adapter_usb_error";
     }
     if any(
         &lower,

@@ -83,21 +83,14 @@ pub fn run_hearing(
     }
     let line = command.display_line();
     let finished = process::run(&command).map_err(|error| {
-        DriverError::Classified(Box::new(Classified {
-            error_type: "debugger_not_found",
-            backend_error_type: not_found_class,
-            summary: format!("The debugger executable could not be started ({error})."),
-            likely_causes: vec![
-                "the tool is not installed where the configuration points".into(),
-                "the file is not executable".into(),
-            ],
-            contact: Contact::none("the debugger executable never started"),
-            transcripts: vec![Transcript {
+        DriverError::Classified(not_started(
+            &error,
+            not_found_class,
+            vec![Transcript {
                 command: line.clone(),
                 ..Transcript::default()
             }],
-            details: Map::new(),
-        }))
+        ))
     })?;
     let exit = finished.exit;
     Ok(Ran {
@@ -112,6 +105,53 @@ pub fn run_hearing(
             stderr: finished.stderr_text(),
         },
         exit,
+    })
+}
+
+/// The pinned executable could not be started (`error`): `debugger_not_executable`, with its
+/// `not_executable_reason`, when the file is there and the host refuses to execute it, else
+/// `debugger_not_found` as `not_found_class`. Either way nothing was spawned.
+pub fn not_started(
+    error: &std::io::Error,
+    not_found_class: &'static str,
+    transcripts: Vec<Transcript>,
+) -> Box<Classified> {
+    let contact = Contact::none("the debugger executable never started");
+    let Some(reason) = process::not_executable_reason(error) else {
+        return Box::new(Classified {
+            error_type: "debugger_not_found",
+            backend_error_type: not_found_class,
+            summary: format!("The debugger executable could not be started ({error})."),
+            likely_causes: vec![
+                "the tool is not installed where the configuration points".into(),
+                "the file is not executable".into(),
+            ],
+            contact,
+            transcripts,
+            details: Map::new(),
+        });
+    };
+    let words = if reason == "permission_denied" {
+        "refuses to execute it (permission denied)"
+    } else {
+        "cannot run it as a program (not an executable image)"
+    };
+    let mut details = Map::new();
+    details.insert("not_executable_reason".into(), reason.into());
+    Box::new(Classified {
+        error_type: "debugger_not_executable",
+        backend_error_type: reason,
+        summary: format!(
+            "The configured debugger executable is present and will not run: this host {words}."
+        ),
+        likely_causes: vec![
+            "the file lost its execute bit, or lives on a noexec mount".into(),
+            "the file is a script without a shebang, an archive, or a binary for another machine"
+                .into(),
+        ],
+        contact,
+        transcripts,
+        details,
     })
 }
 
@@ -242,6 +282,14 @@ pub fn public(class: &'static str) -> Wording {
                 "another program holds the probe",
                 "missing USB permissions (udev rules)",
                 "the configured probe_id names another probe",
+            ],
+        ),
+        "adapter_usb_error" => (
+            "adapter_usb_error",
+            "The debug probe enumerates, but its USB link refused communication.",
+            &[
+                "a debug server was killed while it held the probe's USB",
+                "the USB cable or hub drops the link",
             ],
         ),
         "target_not_detected" => (

@@ -310,6 +310,20 @@ pub fn require_absolute(program: &Path) -> io::Result<()> {
     }
 }
 
+/// Why the host refused to execute a program that is there, as the reference names it:
+/// `permission_denied` (no execute bit, or a `noexec` mount) or `not_an_executable_image` (not a
+/// program this machine runs). `None` for every other failure to start (no such file, no pipes),
+/// which stays `debugger_not_found`.
+pub fn not_executable_reason(error: &io::Error) -> Option<&'static str> {
+    if error.kind() == io::ErrorKind::PermissionDenied {
+        Some("permission_denied")
+    } else if error.raw_os_error() == Some(libc::ENOEXEC) {
+        Some("not_an_executable_image")
+    } else {
+        None
+    }
+}
+
 /// Run `command` to completion, the deadline, or cancellation. Blocking: async callers use
 /// `spawn_blocking`. An `Err` means the child could not be started (not found, not executable, no
 /// pipes); every started child yields `Ok`.

@@ -6,7 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::error::{Contact, DriverError};
+use crate::error::{Contact, DriverError, Transcript};
+use crate::probe_cli;
 use crate::process::{self, CancelFlag, Command, Exit};
 
 /// The version check never waits longer than this, whatever the entry's `timeout_s` says.
@@ -96,9 +97,23 @@ pub fn debugger_version(
     if let Some(flag) = cancel {
         command = command.cancel_on(flag);
     }
-    let finished = process::run(&command).map_err(|error| DriverError::DebuggerNotFound {
-        detail: error.to_string(),
-        contact: no_contact(),
+    let finished = process::run(&command).map_err(|error| {
+        if process::not_executable_reason(&error).is_some() {
+            let line = command.display_line();
+            DriverError::Classified(probe_cli::not_started(
+                &error,
+                "debugger_not_found",
+                vec![Transcript {
+                    command: line,
+                    ..Transcript::default()
+                }],
+            ))
+        } else {
+            DriverError::DebuggerNotFound {
+                detail: error.to_string(),
+                contact: no_contact(),
+            }
+        }
     })?;
     let stdout = finished.stdout_text();
     let stderr = finished.stderr_text();
@@ -278,12 +293,12 @@ mod tests {
     }
 
     #[test]
-    fn a_file_that_is_not_executable_is_debugger_not_found() {
+    fn a_file_that_is_not_executable_is_debugger_not_executable() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("openocd");
         fs::write(&path, "not a program").expect("write");
         let error = debugger_version(Backend::OpenOcd, &path, Duration::from_secs(5), None)
             .expect_err("not executable");
-        assert_eq!(error.error_type(), "debugger_not_found");
+        assert_eq!(error.error_type(), "debugger_not_executable");
     }
 }

@@ -46,7 +46,7 @@ pub(crate) fn port_access(device: &str) -> Option<Value> {
             "This account may open {what} for reading and writing ({mode} {owner}:{group})."
         ));
     } else {
-        verdict["error_type"] = json!("device_access_denied");
+        verdict["error_type"] = json!(crate::ErrorType::DeviceAccessDenied.as_str());
         verdict["summary"] = json!(format!(
             "This account may not open {what} for reading and writing: it is {mode} {owner}:{group}. Add this account to group {group} (then log in again), or have the node's udev rule grant it."
         ));

@@ -89,6 +89,18 @@ fn deny_list(
     Ok(Some(deny))
 }
 
+/// Why the settings file cannot be used as it stands: it does not read, is not JSON, is not an
+/// object, or holds `permissions` / `permissions.deny` of another type. `None` when it can (an
+/// absent file can). Such a file is the operator's to repair, never ours to replace.
+pub fn unreadable(env: &Environment) -> Option<String> {
+    let path = settings_file(env);
+    let shown = env.display_path(&path);
+    let shape = read_text(&path)
+        .and_then(|text| jsonc::parse(&text))
+        .and_then(|root| deny_list(&root, None).map(drop));
+    shape.err().map(|e| format!("{shown}: {e}"))
+}
+
 /// Adds the rules not already there; returns how many were added and the key paths created.
 pub fn add(
     env: &Environment,

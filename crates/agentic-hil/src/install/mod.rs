@@ -18,6 +18,7 @@ use crate::cli::Registration;
 use std::path::Path;
 
 use ahil_config::Environment;
+use ahil_gate::ErrorType;
 use serde_json::{Value, json};
 
 use crate::files::refusal;
@@ -567,7 +568,10 @@ pub fn init(workspace: &Path, env: &Environment, force: bool, agent: Option<Agen
         let step = restrict_claude_writes(workspace, env);
         if step["ok"] == json!(false) {
             doc["ok"] = json!(false);
-            doc["error_type"] = json!("output_write_failed");
+            doc["error_type"] = step
+                .get("error_type")
+                .cloned()
+                .unwrap_or_else(|| json!("output_write_failed"));
             doc["summary"] = step["summary"].clone();
         }
         doc["steps"]["agent_write_restriction"] = step;
@@ -587,6 +591,14 @@ fn restrict_claude_writes(workspace: &Path, env: &Environment) -> Value {
     let config_dir = loaded.path.parent().unwrap_or(&loaded.path);
     let mut journal = Journal::default();
     let settings = env.display_path(&env.home.join(".claude/settings.json"));
+    if let Some(why) = deny::unreadable(env) {
+        return json!({
+            "ok": false,
+            "error_type": ErrorType::AgentPermissionsUnreadable.as_str(),
+            "path": settings,
+            "summary": format!("{why}; left untouched, so no write refusal was added."),
+        });
+    }
     let added = deny::add(env, &[config_dir, &loaded.config.state_root], &mut journal).and_then(
         |(added, created)| {
             if added > 0 {

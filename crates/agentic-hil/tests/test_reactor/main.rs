@@ -28,7 +28,7 @@ fn world() -> World {
     let world = initialised();
     let uart = state_root(&world).join("sim/board/uart");
     let rest = format!(
-        "debug:\n  allowed_symbols: [on_tick, counter, g_u32, g_i16]\n\
+        "debug:\n  allowed_symbols: [on_tick, counter, g_u32, g_i16, g_sample]\n\
          com_ports:\n  uart:\n    device: \"{}\"\n    resource_id: sim-uart\n    permissions:\n      allow_write: true\n",
         uart.display()
     );
@@ -565,4 +565,26 @@ fn a_cancelled_attached_run_stops_at_once_closes_its_sessions_and_runs_no_later_
         opened["already_active"], false,
         "the run closed its session: {opened}"
     );
+}
+
+/// The reference 0.25 answers the same step `symbol_width_not_numeric` (seen on its ST-Link
+/// symbol read; it has no emulated board to run this plan on).
+#[test]
+fn a_comparator_on_a_symbol_of_no_integer_width_is_not_judged() {
+    let world = world();
+    let _board = support::RunningBoard::start(&world, "fw/ahil-fw-v1.elf");
+    let (doc, code) = run_plan_cli(
+        &world,
+        "wide.yaml",
+        "version: 5\nsteps:\n\
+         - {device: board, action: debug_start, image_path: fw/ahil-fw-v1.elf, mode: attach}\n\
+         - {device: board, action: read_symbol, symbol: g_sample, comparator: {equals: 7}}\n\
+         - {device: board, action: debug_stop}\n",
+    );
+    assert_eq!(code, Some(1), "{doc}");
+    assert_eq!(doc["step_error_type"], "symbol_width_not_numeric", "{doc}");
+    let step = &doc["steps"][1]["result"];
+    assert_eq!(step["size_bytes"], 12, "{doc}");
+    assert_eq!(step["integer_widths"], json!([1, 2, 4, 8]), "{doc}");
+    assert_eq!(step["comparator"], json!({"equals": "7"}), "{doc}");
 }

@@ -25,6 +25,8 @@ struct Queue {
     received: u64,
     /// Adapter reads completed, so a caller can wait for one that started after it.
     reads: u64,
+    /// The last read came back with as many frames as it asked for: the adapter may hold more.
+    last_read_full: bool,
     /// The failure that stopped the pump.
     error: Option<CanError>,
 }
@@ -163,6 +165,27 @@ impl Bus {
         drop(settled);
     }
 
+    /// After [`Bus::settle`]: while the adapter's reads keep coming back full (it held more than a
+    /// read takes), wait for one that does not, for at most `max_frames` more frames or `limit`.
+    /// `Err` with the frames that came meanwhile when no read came back short: the adapter's queue
+    /// never emptied, so whatever a start clears, older frames may still be behind it.
+    pub fn settle_backlog(&self, max_frames: u64, limit: Duration) -> Result<(), u64> {
+        let q = self.shared.queue();
+        let from = q.received;
+        let (q, _) = self
+            .shared
+            .arrived
+            .wait_timeout_while(q, limit, |q| {
+                q.last_read_full && q.received - from < max_frames && q.error.is_none()
+            })
+            .unwrap_or_else(PoisonError::into_inner);
+        if q.last_read_full && q.error.is_none() {
+            Err(q.received - from)
+        } else {
+            Ok(())
+        }
+    }
+
     /// Drop everything queued; answers how many frames went.
     pub fn drain(&self) -> usize {
         let mut q = self.shared.queue();
@@ -244,6 +267,7 @@ fn pump(adapter: &dyn Adapter, shared: &Shared, poll: Duration) {
         let result = adapter.read(shared.cap, poll);
         let mut q = shared.queue();
         q.reads += 1;
+        q.last_read_full = matches!(&result, Ok(frames) if frames.len() >= shared.cap);
         match result {
             Ok(frames) if frames.is_empty() => shared.arrived.notify_all(),
             Ok(frames) => {

@@ -87,6 +87,9 @@ pub fn classify_exit(output: &str) -> &'static str {
     if any(&lower, &super::NO_STLINK) {
         return "probe_not_found";
     }
+    if any(&lower, &super::USB_LINK_REFUSED) {
+        return "adapter_usb_error";
+    }
     if any(
         &lower,
         &[
@@ -153,6 +156,10 @@ mod tests {
         assert_eq!(
             classify_exit("Error in initializing ST-LINK device.\nReason: ST-LINK DLL error."),
             "probe_server_open_failed"
+        );
+        assert_eq!(
+            classify_exit("Error in initializing ST-LINK device.\nReason: Target USB comms error."),
+            "adapter_usb_error"
         );
     }
 

@@ -66,7 +66,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         Box::new(
             Outcome::refused(ctx.tool, error.error_type(), error.to_string())
                 .with("bus_id", bus_id)
-                .not_started(false),
+                .not_started(error.retry_safe()),
         )
     })?;
     let loaded = ctx.loaded;

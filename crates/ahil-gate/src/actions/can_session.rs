@@ -25,6 +25,9 @@ use crate::session_lifecycle::{self, Begun, SessionKind, SessionLog, Stopping};
 
 /// How long a start waits for the adapter's backlog to reach the queue before it drains.
 const DRAIN_SETTLE: Duration = Duration::from_secs(1);
+/// Frames a start reads off a bus whose adapter never runs dry before it gives the clear up, as
+/// the reference's bounded drain does.
+const DRAIN_LIMIT: u64 = 16_384;
 
 /// What the start job needs, owned so the blocking job can carry it.
 struct Start {
@@ -91,7 +94,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             .with_remediation([
                 "Ask the operator to correct the can_buses entry; `agentic-hil doctor` shows it.",
             ])
-            .not_started(false),
+            .not_started(error.retry_safe()),
         )
     })?;
     let request = adapter::request(bus);
@@ -179,7 +182,18 @@ pub(super) fn reuse_or_replace(sessions: &Sessions, key: &str, clear: bool) -> O
         let _ = super::can_participant::stop(sessions, &existing);
         return None;
     }
-    let drained = if clear { existing.bus.drain() } else { 0 };
+    let drained = if clear {
+        if let Err(drained) = existing.bus.settle_backlog(DRAIN_LIMIT, DRAIN_SETTLE) {
+            // The session stays as it was; only the clear is refused.
+            return Some(Acted::new(
+                clear_limit(&existing.bus_id, drained).with_log(&existing.log.path),
+                Contact::Made,
+            ));
+        }
+        existing.bus.drain()
+    } else {
+        0
+    };
     // A participant is named by its share; a bus session by its adapter.
     let (summary, (key, named)) = match &existing.participant {
         Some(participant) => (
@@ -259,6 +273,29 @@ impl SessionKind for Start {
         let bus = Bus::start(adapter, self.cap, self.request.poll_interval);
         let drained = if self.clear {
             bus.settle(DRAIN_SETTLE);
+            if let Some(error) = bus.error() {
+                // A read that failed while clearing: the session is not kept.
+                let drained = bus.drain();
+                let closed = bus.close();
+                let confirmed = closed.safe_state_confirmed && closed.process_reaped;
+                return Err(Box::new(Acted::new(
+                    clear_failed(&self.bus_id, &error, drained)
+                        .with("cleanup_confirmed", confirmed)
+                        .with_log(&log.path),
+                    Contact::Made,
+                )));
+            }
+            if let Err(drained) = bus.settle_backlog(DRAIN_LIMIT, DRAIN_SETTLE) {
+                // A session that opens with an unknown backlog behind it is not kept.
+                let closed = bus.close();
+                let confirmed = closed.safe_state_confirmed && closed.process_reaped;
+                return Err(Box::new(Acted::new(
+                    clear_limit(&self.bus_id, drained)
+                        .with("cleanup_confirmed", confirmed)
+                        .with_log(&log.path),
+                    Contact::Made,
+                )));
+            }
             bus.drain()
         } else {
             0
@@ -387,6 +424,50 @@ fn open_refusal(bus_id: &str, error: &CanError) -> Outcome {
             .with_remediation(["Check the bridge on its own, then call can_session_start again."]),
         _ => outcome.with_remediation(["Call can_buses_list, check the adapter and its cabling, then call can_session_start again."]),
     }
+}
+
+/// The clear of a bus whose frames came as fast as they were read: `drained` frames went and the
+/// adapter still held more.
+fn clear_limit(bus_id: &str, drained: u64) -> Outcome {
+    let mut outcome = Outcome::refused(
+        Start::TOOL,
+        ErrorType::CanQueueClearLimit,
+        "The CAN receive queue did not become empty within the bounded drain: frames arrived as fast as they were read.",
+    )
+    .with("bus_id", bus_id)
+    .with("frames_drained", drained)
+    .with_remediation(["On a bus that never falls silent, call can_session_start with `clear_rx_queue: false`, then can_read with `until_id` for the frame the test waits for."]);
+    // The frames read off were discarded for good: a retry does not find them again.
+    outcome.side_effect_committed = Some(true);
+    outcome.side_effect_status = Some(SideEffectStatus::Committed);
+    outcome.retry_safe = Some(false);
+    outcome
+}
+
+/// The clear of a new session's queue, whose read failed: `drained` frames had gone before it.
+/// Retry-safe only when none had.
+fn clear_failed(bus_id: &str, error: &CanError, drained: usize) -> Outcome {
+    let mut outcome = Outcome::refused(
+        Start::TOOL,
+        ErrorType::CanQueueClearFailed,
+        format!("The CAN receive queue could not be cleared ({error}); the adapter was closed."),
+    )
+        .with("bus_id", bus_id)
+        .with("frames_drained", drained)
+        .with(
+            "backend_result",
+            json!({"error_type": error.public_error_type(), "summary": error.to_string()}),
+        )
+        .with_remediation(["Call can_session_start again; if the clear keeps failing, start with `clear_rx_queue: false` and read with can_read, which reports a failing read itself."]);
+    let none_lost = drained == 0;
+    outcome.side_effect_committed = Some(!none_lost);
+    outcome.side_effect_status = Some(if none_lost {
+        SideEffectStatus::NotStarted
+    } else {
+        SideEffectStatus::Committed
+    });
+    outcome.retry_safe = Some(none_lost);
+    outcome
 }
 
 /// A stop whose adapter never said it left the bus safe: the session is gone, the state unknown.

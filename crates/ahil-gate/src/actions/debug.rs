@@ -212,6 +212,32 @@ pub(super) fn wait_of(args: &Value, ceiling: Duration) -> Duration {
     }
 }
 
+/// The gdb a debug session runs. One removed since the server pinned it is found missing here,
+/// before the debug server starts and takes the probe, as the reference finds it.
+fn pinned_gdb(
+    loaded: &ahil_config::LoadedConfig,
+    tool: ToolId,
+    backend: &str,
+) -> Result<std::path::PathBuf, Box<Outcome>> {
+    match &loaded.executables.gdb {
+        Some(ExecutableState::Pinned { path }) if path.is_file() => Ok(path.clone()),
+        pinned => {
+            let summary = if matches!(pinned, Some(ExecutableState::Pinned { .. })) {
+                "The gdb `debug.gdb_executable` was pinned to when this server started is no longer there."
+            } else {
+                "Debug sessions need gdb (gdb-multiarch or arm-none-eabi-gdb), and none was found."
+            };
+            Err(Box::new(
+                Outcome::refused(tool, ErrorType::GdbNotFound, summary)
+                    .with("backend", backend)
+                    .with("field", "debug.gdb_executable")
+                    .with_remediation(["Install it with scripts/setup-debian.sh, or have the operator name it in `debug.gdb_executable`; then restart the server."])
+                    .not_contacted(),
+            ))
+        }
+    }
+}
+
 fn session_work<'a>(
     ctx: &'a Context<'a>,
     tool: ToolId,
@@ -230,23 +256,8 @@ fn session_work<'a>(
             Purpose::DebugElf,
             ArtifactPolicy::from_config(config),
         )?;
-        let gdb = match &ctx.loaded.executables.gdb {
-            Some(ExecutableState::Pinned { path }) => path.clone(),
-            _ => {
-                return Ok(missing_program(
-                    elf,
-                    Outcome::refused(
-                        tool,
-                        ErrorType::DebuggerNotFound,
-                        "Debug sessions need gdb (gdb-multiarch or arm-none-eabi-gdb), and none was found.",
-                    )
-                    .with("backend", backend)
-                    .with_remediation(["Install it with scripts/setup-debian.sh, or name it in `debug.gdb_executable`."])
-                    .not_contacted(),
-                ));
-            }
-        };
-        let server = if debugger.kind == DebuggerType::Openocd {
+        let gdb = pinned_gdb(ctx.loaded, tool, backend);
+        let openocd = if debugger.kind == DebuggerType::Openocd {
             let Some(executable) = pinned_debugger_executable(ctx.loaded, name) else {
                 return Ok(missing_program(
                     elf,
@@ -260,6 +271,16 @@ fn session_work<'a>(
                     .not_contacted(),
                 ));
             };
+            Some(executable)
+        } else {
+            None
+        };
+        // The debugger's own program is named first, as the reference does.
+        let gdb = match gdb {
+            Ok(gdb) => gdb,
+            Err(refusal) => return Ok(missing_program(elf, *refusal)),
+        };
+        let server = if let Some(executable) = openocd {
             ServerKind::OpenOcd {
                 openocd: OpenOcd::new(
                     CliSettings {

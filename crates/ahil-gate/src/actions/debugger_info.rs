@@ -279,6 +279,11 @@ fn answer(
                 outcome.set("backend_error_type", "unknown_debugger_error");
                 outcome.set("backend_error", tail(output));
             }
+            if let DriverError::Classified(classified) = &error {
+                for (key, value) in &classified.details {
+                    outcome.set(key, value.clone());
+                }
+            }
             outcome = outcome.with_remediation([
                 "Run `agentic-hil doctor`: it repeats this check and shows what the toolchain printed.",
             ]);

@@ -18,7 +18,7 @@ pub enum ResolveError {
     #[error("can_buses.{0}.executable is no longer a file")]
     BridgeMissing(String),
     #[error(
-        "can_buses.{bus}.channel `{channel}` is a PCAN-Basic name; this build reaches PEAK adapters only as SocketCAN interfaces (can0, …)"
+        "can_buses.{bus}.channel `{channel}` is a PCAN-Basic name, and this build loads no PCAN-Basic library: it reaches PEAK adapters only as SocketCAN interfaces (can0, …). Nothing was opened"
     )]
     PcanBasic { bus: String, channel: String },
     #[error(
@@ -32,8 +32,15 @@ impl ResolveError {
         match self {
             Self::BridgeNotPinned(_) | Self::BadChannel { .. } => ErrorType::ConfigInvalid,
             Self::BridgeMissing(_) => ErrorType::CanAdapterNotFound,
-            Self::PcanBasic { .. } => ErrorType::CanBackendNotAvailable,
+            // The reference's answer on a host without PCAN-Basic, which this build is everywhere.
+            Self::PcanBasic { .. } => ErrorType::CanAdapterLibraryMissing,
         }
+    }
+
+    /// Only the missing library is the host's, not the entry's: the same call is safe again once
+    /// the bus names the adapter's SocketCAN interface; nothing was opened either way.
+    pub fn retry_safe(&self) -> bool {
+        matches!(self, Self::PcanBasic { .. })
     }
 }
 

@@ -118,6 +118,19 @@ impl Link {
         }
     }
 
+    /// See [`ahil_drivers::can::bus::Bus::settle_backlog`], after a read that began now (a session
+    /// just started may not have read yet); a participant's queue is the broker's, which clears it
+    /// on its own terms.
+    pub fn settle_backlog(&self, max_frames: u64, limit: Duration) -> Result<(), u64> {
+        match self {
+            Self::Direct(bus) => {
+                bus.settle(limit);
+                bus.settle_backlog(max_frames, limit)
+            }
+            Self::Shared(_) => Ok(()),
+        }
+    }
+
     pub fn drain(&self) -> usize {
         match self {
             Self::Direct(bus) => bus.drain(),

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 use super::View;
 use super::junit;
 use super::steps::Exec;
+use crate::ErrorType;
 use crate::envelope::Outcome;
 use crate::fsio::WriteError;
 
@@ -171,10 +172,22 @@ pub fn write_junit(view: &View<'_>, outcome: &mut Outcome, target: &Path, planne
             "junit_xml_error",
             json!({"error_type": "output_validation_failed", "summary": format!("The JUnit XML was not written: `{at}` in the workspace is a symbolic link.")}),
         ),
-        Err(WriteError::Io(err)) => outcome.set(
-            "junit_xml_error",
-            json!({"error_type": "audit_write_failed", "summary": format!("The JUnit XML could not be written ({:?}).", err.kind())}),
-        ),
+        Err(WriteError::Io(err)) => {
+            let error_type = ErrorType::JunitXmlWriteFailed;
+            outcome.set(
+                "junit_xml_error",
+                json!({"error_type": error_type.as_str(), "summary": "The JUnit XML could not be written where --junit-xml said.", "backend_error": err.to_string()}),
+            );
+            // The CI job reads the file, not the run: a run that passed without it has not passed
+            // for that job. A run that failed keeps its own error_type.
+            if outcome.ok {
+                outcome.ok = false;
+                outcome.set_error(error_type);
+                outcome
+                    .summary
+                    .push_str(" The JUnit XML could not be written; `junit_xml_error` says why.");
+            }
+        }
     }
 }
 

@@ -104,7 +104,14 @@ fn refusal_from(err: &RecordError) -> Outcome {
         )
         .with("run", handle.as_str())
         .not_started(true),
-        other => Outcome::refused(
+        RecordError::Io(kind) => Outcome::refused(
+            TOOL,
+            ErrorType::RunStateUnwritable,
+            format!("The run could not be registered: the runs directory refused a write ({kind:?}), so no device was taken."),
+        )
+        .with("runs_directory", RUNS_DIRECTORY)
+        .not_started(true),
+        other @ RecordError::Invalid(_) => Outcome::refused(
             TOOL,
             ErrorType::AuditUnavailable,
             format!("The run could not be registered: {other}."),
@@ -112,6 +119,9 @@ fn refusal_from(err: &RecordError) -> Outcome {
         .not_started(false),
     }
 }
+
+/// Where run records and detached workers' logs are kept, as results name it.
+pub const RUNS_DIRECTORY: &str = "<state_root>/coordination/runs";
 
 /// Runs a plan attached: answers when it ended.
 pub async fn execute(bench: &Bench, request: Request) -> Outcome {

@@ -40,8 +40,12 @@ pub async fn start_detached(bench: &Bench, plan_path: Option<String>, wait: Dura
     }
     let dir = RunsDir::new(&view.loaded().config.state_root);
     let handle = Handle::mint();
+    let log = match open_log(&dir, &handle) {
+        Ok(log) => log,
+        Err(err) => return runs_unwritable(&err),
+    };
     let child = match spawn(
-        &dir,
+        log,
         &handle,
         view.loaded().workspace.as_path(),
         run::plan_arg(&plan),
@@ -97,20 +101,42 @@ pub async fn start_detached(bench: &Bench, plan_path: Option<String>, wait: Dura
     }
 }
 
+/// The detached worker's log, under the runs directory: the first thing a detached run writes.
+fn open_log(dir: &RunsDir, handle: &Handle) -> std::io::Result<std::fs::File> {
+    dir.ensure()?;
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir.log_path(handle))
+}
+
+/// The runs directory refused the log: no worker was started and nothing was taken. Without a
+/// record nobody could watch or stop the run by its handle.
+fn runs_unwritable(err: &std::io::Error) -> Outcome {
+    let mut outcome = Outcome::refused(
+        TOOL,
+        ErrorType::RunStateUnwritable,
+        format!(
+            "The detached run's log could not be written under the runs directory ({:?}), so no worker was started and nothing was touched.",
+            err.kind()
+        ),
+    )
+    .with("runs_directory", run::RUNS_DIRECTORY);
+    if let Some(errno) = err.raw_os_error() {
+        outcome.set("errno", errno);
+    }
+    outcome.not_started(true)
+}
+
 fn spawn(
-    dir: &RunsDir,
+    log: std::fs::File,
     handle: &Handle,
     workspace: &std::path::Path,
     plan: &std::path::Path,
     wait: Duration,
 ) -> std::io::Result<Child> {
-    dir.ensure()?;
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(dir.log_path(handle))?;
     ahil_drivers::process::isolate_own_binary(&mut Command::new(std::env::current_exe()?))
         .arg("test-reactor")
         .arg("--test-config")

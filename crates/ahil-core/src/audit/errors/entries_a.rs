@@ -211,6 +211,49 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_BYPASS]
     ),
     entry!(
+        "debugger_not_executable",
+        "The configured debugger executable is there and this host refuses to run it: `not_executable_reason` is `permission_denied` (no execute bit, or a noexec mount) or `not_an_executable_image` (a script without a shebang, an archive, a binary for another machine). Nothing was spawned.",
+        [
+            "For `permission_denied`, ask the operator to restore the execute bit (`chmod +x`) or move the file off the noexec mount.",
+            "For `not_an_executable_image`, ask the operator to point `debuggers.<name>.executable` at the real program for this machine.",
+            "Then run `agentic-hil doctor`, which repeats the check."
+        ],
+        [NO_BYPASS, NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "gdb_async_unsupported",
+        "The gdb `debug.gdb_executable` names refused `-gdb-set mi-async on` (`backend_error` is its answer). A debug session needs asynchronous MI to interrupt a running target, so this gdb cannot run one. The target was not connected.",
+        [
+            "Ask the operator to point `debug.gdb_executable` at a gdb that accepts asynchronous MI (7.8 or newer), then restart the MCP server."
+        ],
+        [NO_BYPASS, NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "gdb_start_failed",
+        "The debug server started, and the gdb `debug.gdb_executable` names could not be started for GDB/MI (`backend_error` says why: a binary for another machine, a script without a shebang). The debug server was stopped again.",
+        [
+            "Ask the operator to point `debug.gdb_executable` at a gdb that runs on this host and knows the target's architecture (gdb-multiarch, arm-none-eabi-gdb), then restart the MCP server."
+        ],
+        [NO_BYPASS, NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "gdb_not_found",
+        "A debug session needs gdb, and none is there: no gdb-multiarch or arm-none-eabi-gdb was found when the server started, or the one `debug.gdb_executable` was pinned to has gone since. Found before the debug server starts, so nothing was spawned and the board is as it was.",
+        [
+            "Ask the operator to install gdb (scripts/setup-debian.sh) or name it in `debug.gdb_executable`, then restart the MCP server: gdb is pinned when it starts."
+        ],
+        [NO_BYPASS, NO_CONFIG_EDIT]
+    ),
+    entry!(
+        "adapter_usb_error",
+        "The debug probe enumerates, but its USB link refused ST's tools (`ST-LINK error (DEV_USB_COMM_ERR)`, `Target USB comms error`); it is seen after a debug server was killed while it held the probe's USB. Nothing reached the target.",
+        [
+            "Do not repeat the call unchanged: the probe keeps refusing until it is reset or re-plugged.",
+            "Ask the operator to reconnect the probe's USB cable (or reset the target through an OpenOCD entry for the same probe), then call probe_target."
+        ],
+        [NO_BYPASS]
+    ),
+    entry!(
         "debugger_not_found",
         "The configured debugger executable is missing or not executable.",
         [
@@ -218,6 +261,15 @@ pub(super) const ENTRIES: &[Entry] = &[
             "Or ask the operator to set `debuggers.<name>.executable` to its absolute path."
         ],
         [NO_BYPASS]
+    ),
+    entry!(
+        "device_access_denied",
+        "`doctor` asked the kernel whether this account may open a configured serial port's node for reading and writing, and it may not: `mode`, `owner` and `group` say how the node stands. Nothing was opened.",
+        [
+            "Ask the operator to add this account to the node's `group` (then log in again), or to grant it with the device's udev rule.",
+            "Then run `agentic-hil doctor` again."
+        ],
+        ["Do not run the server as root to get past this.", NO_BYPASS]
     ),
     entry!(
         "device_busy",
@@ -563,6 +615,14 @@ pub(super) const ENTRIES: &[Entry] = &[
         []
     ),
     entry!(
+        "symbol_width_not_numeric",
+        "A read_symbol step's comparator met a symbol that is not 1, 2, 4 or 8 bytes wide (`integer_widths`): there was no number to compare, so nothing was judged. The bytes read are in `hex`.",
+        [
+            "Compare a member of the object (a 1, 2, 4 or 8 byte integer) instead, or drop the comparator and check `hex`."
+        ],
+        []
+    ),
+    entry!(
         "unexpected_stop",
         "The target stopped somewhere other than the breakpoint the plan ran to.",
         [
@@ -611,12 +671,28 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_STATE_EDIT]
     ),
     entry!(
+        "run_state_unwritable",
+        "The runs directory under the state root (`runs_directory`) refused a write, so the run was refused before it took any device: without its record nobody could watch it or stop it by its handle.",
+        [
+            "Ask the operator to make `runs_directory` writable for the account the server runs as (a changed owner or mode, or a full disk), then start the run again."
+        ],
+        [NO_STATE_EDIT]
+    ),
+    entry!(
         "junit_xml_requires_synchronous_run",
         "JUnit XML is written at a run's end, so it cannot be asked of a detached run.",
         [
             "Drop --detach to get the JUnit XML, or drop --junit-xml and read the run's report later."
         ],
         []
+    ),
+    entry!(
+        "junit_xml_write_failed",
+        "The run happened and its report stands; only the JUnit XML could not be written where --junit-xml said. A run that failed on its own keeps its own error_type; `junit_xml_error.backend_error` says what the write answered.",
+        [
+            "Fix the path or the permission `junit_xml_error.backend_error` names (a directory in its place, a file where a folder should be), then run the plan again with --junit-xml if the CI job needs the file."
+        ],
+        ["Do not read the missing file as a passed run: the run's own report says how it went."]
     ),
     entry!(
         "schema_exists",
@@ -641,6 +717,17 @@ pub(super) const ENTRIES: &[Entry] = &[
             "Then run agent-install again."
         ],
         []
+    ),
+    entry!(
+        "agent_permissions_unreadable",
+        "The agent's settings file at `path` cannot be used as it stands: it does not read, is not JSON, is not an object, or its `permissions` is not an object or `permissions.deny` not a list. It is the operator's, so it was left exactly as it was and no write refusal was added to it.",
+        [
+            "Have the operator repair the file in place, keeping the settings and rules it holds.",
+            "Then run the same command again."
+        ],
+        [
+            "Do not delete or replace the file to get past this: it holds the operator's own settings."
+        ]
     ),
     entry!(
         "skill_conflict",

@@ -193,8 +193,17 @@ pub(super) const ENTRIES: &[Entry] = &[
         [NO_BYPASS]
     ),
     entry!(
+        "can_adapter_library_missing",
+        "The bus names a PCAN-Basic channel (`PCAN_USBBUS1`, …), and this build loads no PCAN-Basic library: it reaches PEAK adapters through the kernel's SocketCAN drivers. Nothing was opened and no controller was addressed.",
+        [
+            "Ask the operator to name the adapter's SocketCAN interface (can0, …; `ip link` lists them) as the bus's channel.",
+            "`can_buses_list` shows every bus and its adapter."
+        ],
+        []
+    ),
+    entry!(
         "can_backend_not_available",
-        "This host cannot reach the adapter kind: the kernel has no SocketCAN support, or the bus names a PCAN-Basic channel, which this build does not load.",
+        "This host cannot reach the adapter kind: the kernel has no SocketCAN support.",
         [
             "On Linux use the adapter's SocketCAN interface name (can0, …) as the channel.",
             "Run `agentic-hil doctor`."
@@ -369,6 +378,22 @@ pub(super) const ENTRIES: &[Entry] = &[
         "can_session_not_owned",
         "This server's session on the bus is another participant's.",
         ["Name the participant this server started, or leave `participant` out."],
+        []
+    ),
+    entry!(
+        "can_queue_clear_failed",
+        "`can_session_start` was clearing a new session's receive queue and the adapter's read failed (`backend_result` is its answer), so the session was closed again (`cleanup_confirmed`). `frames_drained` were read off and discarded before it.",
+        [
+            "`retry_safe` is true when nothing was drained: call can_session_start again; if the clear keeps failing, start with `clear_rx_queue: false` and read with can_read."
+        ],
+        []
+    ),
+    entry!(
+        "can_queue_clear_limit",
+        "`can_session_start` was clearing the receive queue and frames arrived as fast as they were read: the adapter never ran dry within the bounded drain. The bus is busy, which is not a fault. A session this call had just opened was closed again (`cleanup_confirmed`); one that was already active stays open.",
+        [
+            "On a bus that never falls silent, call can_session_start with `clear_rx_queue: false`, then can_read with `until_id` for the frame the test waits for."
+        ],
         []
     ),
     entry!(

@@ -131,23 +131,24 @@ pub(super) fn start_stlink(
     cancel: &CancelFlag,
 ) -> Result<Reached, Box<Acted>> {
     const TOOL: ToolId = ToolId::DebugStartSession;
-    let failed = |outcome: Outcome,
-                  class: &'static str,
-                  tails: &ahil_drivers::openocd::gdbserver::Tails| {
-        let causes: &[&str] = match class {
-            "probe_not_found" | "target_not_detected" => ahil_drivers::probe_cli::public(class).2,
-            _ => &[
-                "another program holds the ST-LINK",
-                "the server found no STM32CubeProgrammer beside debuggers.<name>.executable",
-                "the ST-LINK firmware is older than this ST-LINK_gdbserver accepts",
-            ],
+    let failed =
+        |outcome: Outcome, class: &'static str, tails: &ahil_drivers::openocd::gdbserver::Tails| {
+            let causes: &[&str] = match class {
+                "probe_not_found" | "target_not_detected" | "adapter_usb_error" => {
+                    ahil_drivers::probe_cli::public(class).2
+                }
+                _ => &[
+                    "another program holds the ST-LINK",
+                    "the server found no STM32CubeProgrammer beside debuggers.<name>.executable",
+                    "the ST-LINK firmware is older than this ST-LINK_gdbserver accepts",
+                ],
+            };
+            outcome
+                .with("backend", "stlink")
+                .with("backend_error_type", class)
+                .with("server_output_tail", tail_lines(&tails.text()))
+                .with_causes(causes.iter().copied())
         };
-        outcome
-            .with("backend", "stlink")
-            .with("backend_error_type", class)
-            .with("server_output_tail", tail_lines(&tails.text()))
-            .with_causes(causes.iter().copied())
-    };
     progress.phase = "server_spawned";
     match server.start(timeout, Some(cancel)) {
         Ok(process) => Ok(progress.served(
@@ -183,7 +184,7 @@ pub(super) fn start_stlink(
             let class = ahil_drivers::cubeprog::gdbserver::classify_exit(&output.text());
             let error_type = match class {
                 "probe_not_found" => "adapter_not_found",
-                "target_not_detected" => "target_not_detected",
+                "target_not_detected" | "adapter_usb_error" => class,
                 _ => "probe_server_open_failed",
             };
             Err(Box::new(progress.failed(

@@ -313,11 +313,13 @@ impl Opening {
             }));
         }
         let mut gdb = Gdb::spawn(&gdb_path).map_err(|error| {
+            // gdb is there (checked before the server started) and would not start.
             let outcome = Outcome::refused(
                 Self::TOOL,
-                ErrorType::DebuggerNotFound,
-                format!("gdb could not be started: {error}."),
+                ErrorType::GdbStartFailed,
+                "gdb could not be started for GDB/MI, so the debug server was stopped.",
             )
+            .with("backend_error", error.to_string())
             .with("backend", self.backend);
             Box::new(match self.backend {
                 "qemu" => Acted::new(outcome, Contact::none("gdb did not start")),
@@ -405,6 +407,9 @@ fn opened_twice() -> Acted {
     }
 }
 
+/// The first start command: the session's interrupts need asynchronous MI.
+const ASYNC_MI: &str = "-gdb-set mi-async on";
+
 /// The gdb commands that open a session: settings, the ELF, the remote, and for `reset_halt` and
 /// `load` the resets (and the download) the mode asks for.
 pub(super) fn start_commands(
@@ -414,7 +419,7 @@ pub(super) fn start_commands(
     reset_halt: &[String],
 ) -> Vec<String> {
     let mut commands = vec![
-        "-gdb-set mi-async on".to_owned(),
+        ASYNC_MI.to_owned(),
         "-gdb-set pagination off".to_owned(),
         "-gdb-set confirm off".to_owned(),
         format!(
@@ -458,9 +463,9 @@ pub(super) fn run_start_commands(
 ) -> Result<(Gdb, Server), Box<Acted>> {
     for command in commands {
         progress.before(command);
-        let (failed, timed_out) = match gdb.command(command, step) {
-            Ok(reply) if reply.ok() => (None, false),
-            Ok(reply) => (Some(reply.message()), false),
+        let (failed, timed_out, answered) = match gdb.command(command, step) {
+            Ok(reply) if reply.ok() => (None, false, true),
+            Ok(reply) => (Some(reply.message()), false, true),
             Err(error) => (
                 Some(error.to_string()),
                 // A cancelled wait is settled as the timeout it cut short.
@@ -469,6 +474,7 @@ pub(super) fn run_start_commands(
                     gdbmi::session::SessionError::Timeout { .. }
                         | gdbmi::session::SessionError::Cancelled { .. }
                 ),
+                false,
             ),
         };
         if let Some(message) = failed {
@@ -481,14 +487,23 @@ pub(super) fn run_start_commands(
             }
             drop(gdb);
             drop(server);
-            let outcome = Outcome::refused(
-                ToolId::DebugStartSession,
-                ErrorType::DebuggerError,
-                format!(
-                    "gdb refused a start step: {}.",
-                    message.lines().next().unwrap_or_default()
-                ),
-            )
+            let first_line = message.lines().next().unwrap_or_default();
+            // A session interrupts a running core only through asynchronous MI: a gdb that says
+            // no to it can never run one, whatever is retried (the reference's own type for it).
+            let outcome = if answered && command == ASYNC_MI {
+                Outcome::refused(
+                    ToolId::DebugStartSession,
+                    ErrorType::GdbAsyncUnsupported,
+                    "gdb refused `-gdb-set mi-async on`, and a debug session needs asynchronous MI to interrupt a running target.",
+                )
+                .with("backend_error", first_line)
+            } else {
+                Outcome::refused(
+                    ToolId::DebugStartSession,
+                    ErrorType::DebuggerError,
+                    format!("gdb refused a start step: {first_line}."),
+                )
+            }
             .with("backend", backend)
             .with("command", command.split(' ').next().unwrap_or_default());
             if backend == "qemu" {

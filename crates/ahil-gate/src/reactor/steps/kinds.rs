@@ -2,6 +2,8 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::ErrorType;
+use ahil_config::plan::SymbolComparator;
 
 /// Whether a session start step opened its session itself: one the agent (or an earlier step)
 /// already had answers `already_active: true` and is used as it is, so the run's end, which closes
@@ -282,6 +284,19 @@ impl Exec<'_> {
                 }
                 if let Some(comparator) = comparator {
                     let mut doc = as_map(done.result.clone());
+                    // A width with no integer reading is no verdict on the firmware.
+                    if !matches!(
+                        outcome.detail("size_bytes").and_then(Value::as_u64),
+                        Some(1 | 2 | 4 | 8)
+                    ) {
+                        doc.insert("comparator".into(), comparator_doc(comparator));
+                        doc.insert("integer_widths".into(), json!([1, 2, 4, 8]));
+                        doc.insert(
+                            "summary".into(),
+                            json!(format!("{symbol} is not 1, 2, 4 or 8 bytes wide, so the comparator could not be judged.")),
+                        );
+                        return Done::failed(ErrorType::SymbolWidthNotNumeric.as_str(), doc);
+                    }
                     match matching::symbol(comparator, &done.result) {
                         Ok(judged) => {
                             doc.insert("comparator".into(), Value::Object(judged));
@@ -315,4 +330,29 @@ impl Exec<'_> {
             _ => unreachable!("run() routes only these kinds here"),
         }
     }
+}
+
+/// The plan's comparator as a result names it (numbers as decimal strings, as the judged ones are).
+fn comparator_doc(comparator: &SymbolComparator) -> Value {
+    let (mut doc, signed) = match comparator {
+        SymbolComparator::Equals {
+            value,
+            mask,
+            signed,
+        } => {
+            let mut doc = json!({"equals": value.to_string()});
+            if let Some(mask) = mask {
+                doc["mask"] = json!(mask.to_string());
+            }
+            (doc, signed)
+        }
+        SymbolComparator::Range { min, max, signed } => (
+            json!({"range": {"min": min.to_string(), "max": max.to_string()}}),
+            signed,
+        ),
+    };
+    if *signed {
+        doc["signed"] = json!(true);
+    }
+    doc
 }
