@@ -5,7 +5,7 @@ mod support;
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
-use support::sim_board::{SIM_TARGET, provisioned_board, state_root};
+use support::sim_board::{SIM_TARGET, provisioned_board, qemu_board, sim_world, state_root};
 use support::{World, connect};
 
 type Client = rmcp::service::RunningService<rmcp::RoleClient, ()>;
@@ -334,14 +334,33 @@ async fn grant_is_not_a_tool() {
     client.cancel().await.expect("closes");
 }
 
+/// Discovery that saw nothing is no proof of an empty bench, so no first configuration is written
+/// off it (as the reference refuses); once the emulated board runs (started by another project of
+/// the account, under the same state root), the first one is written and this server binds it.
 #[tokio::test]
-async fn create_writes_the_first_configuration_and_the_server_binds_it() {
-    let world = World::new();
+async fn create_writes_the_first_configuration_only_off_a_bench_it_saw_and_the_server_binds_it() {
+    let bench = sim_world(&qemu_board("      allow_reset: true\n"), "", &["ahil-fw-v1.elf"]);
+    let world = bench.another_workspace("agent-fw");
     let client = connect(&world).await;
     let describe = call(&client, "project_config_describe", json!({})).await;
     assert_eq!(describe["error_type"], json!("config_file_not_found"));
+    let blind = call(&client, "project_config_create", json!({})).await;
+    assert_eq!(
+        blind["error_type"],
+        json!("probe_inventory_incomplete"),
+        "{blind}"
+    );
+    assert_eq!(blind["side_effect_status"], json!("not_started"), "{blind}");
+    let projects = std::fs::read_dir(world.home.join(".config/agentic-hil/projects"))
+        .expect("the bench project's folder")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|name| name.starts_with("agent-fw-"))
+        .count();
+    assert_eq!(projects, 0, "nothing was written off an empty reading");
+    let _board = support::RunningBoard::start(&bench, "fw/ahil-fw-v1.elf");
     let created = call(&client, "project_config_create", json!({})).await;
     assert_eq!(created["ok"], json!(true), "{created}");
+    assert_eq!(created["hardware_discovery"]["debuggers"], json!(["board"]));
     assert_eq!(
         created["provenance"]["created_via"],
         json!("mcp:project_config_create")

@@ -159,6 +159,7 @@ error_types! {
     PowerSupplyNoReply = "power_supply_no_reply",
     PowerSupplyReadbackMismatch = "power_supply_readback_mismatch",
     ProbeDiscoveryFailed = "probe_discovery_failed",
+    ProbeInventoryIncomplete = "probe_inventory_incomplete",
     ProbeServerOpenFailed = "probe_server_open_failed",
     QuarantineChanged = "quarantine_changed",
     QuarantineIdRequired = "quarantine_id_required",

@@ -121,6 +121,19 @@ fn create(
     disk: Option<&Config>,
 ) -> Outcome {
     let found = discover(state_root);
+    // An empty reading is not proof of an empty bench (a probe with no serial port shows in
+    // neither source), so no configuration is written off one: the reference refuses the same way,
+    // and the operator's `init` writes the starter file.
+    if found.is_empty() {
+        return Outcome::refused(
+            TOOL,
+            ErrorType::ProbeInventoryIncomplete,
+            "Discovery saw no emulated board and no USB serial adapter, and that reading is not an authoritative count: a probe with no serial port does not show in it. Nothing was written.",
+        )
+        .with("hardware_discovery", json!({"ran": found.ran}))
+        .with_next_step("Start the bench (`agentic-hil sim start` for the emulated board, or plug the probe in) and call project_config_create again; or ask the operator to run `agentic-hil init`.")
+        .not_started(true);
+    }
     let generated = match generate(
         workspace,
         state_root,
@@ -168,17 +181,11 @@ fn create(
         .collect();
     let shown = env.display_path(path);
     let config = &written.config;
-    let summary = if skeleton {
-        format!(
-            "Discovery found no board and no USB serial adapter; wrote the starter configuration to {shown}."
-        )
-    } else {
-        format!(
-            "Wrote the configuration to {shown}: {} probe(s) and {} serial port(s) from discovery.",
-            config.debuggers.len(),
-            config.com_ports.len()
-        )
-    };
+    let summary = format!(
+        "Wrote the configuration to {shown}: {} probe(s) and {} serial port(s) from discovery.",
+        config.debuggers.len(),
+        config.com_ports.len()
+    );
     let next_steps = super::next_steps(&[
         (
             known.is_some(),
@@ -187,10 +194,6 @@ fn create(
         (
             known.is_none(),
             "Call project_config_describe: this server now enforces the new file.",
-        ),
-        (
-            skeleton,
-            "Start the bench (`agentic-hil sim start` for the emulated board, or plug the probe in) and call project_config_create again, or fill debuggers with project_config_set.",
         ),
     ]);
     Outcome::ok(TOOL, summary)

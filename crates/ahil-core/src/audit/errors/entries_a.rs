@@ -272,6 +272,18 @@ pub(super) const ENTRIES: &[Entry] = &[
         ["Do not run the server as root to get past this.", NO_BYPASS]
     ),
     entry!(
+        "probe_inventory_incomplete",
+        "Discovery saw no board on this host, and what it reads (the emulated boards under the state root, the USB serial inventory) is no authoritative count: a probe without a serial port does not show in it. Nothing was written.",
+        [
+            "Start the bench (`agentic-hil sim start` for the emulated board, or plug the probe in) and call the tool again.",
+            "Or ask the operator to run `agentic-hil init`, which writes the starter configuration, and `agentic-hil adopt-hardware` with the board attached."
+        ],
+        [
+            "Do not write the configuration file yourself; it is the operator's.",
+            NO_CONFIG_EDIT
+        ]
+    ),
+    entry!(
         "device_busy",
         "Another process on this machine holds the device.",
         [
