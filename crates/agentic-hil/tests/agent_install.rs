@@ -462,3 +462,52 @@ fn init_for_claude_code_adds_its_write_refusals_once() {
     );
     assert_eq!(std::fs::read(&settings).expect("settings"), first);
 }
+
+/// A settings file the operator left in a shape uninstall cannot read keeps agentic-hil's rules and
+/// their ledger, and says so; once the file is repaired, uninstall takes the rules out.
+#[test]
+fn uninstall_keeps_the_write_refusals_and_their_ledger_while_the_settings_file_is_unreadable() {
+    let world = World::new();
+    let (doc, code) = run_json(&world, &["init", "--agent", "claude-code"]);
+    assert_eq!(code, Some(0), "{doc:#}");
+    let settings = world.home.join(".claude/settings.json");
+    let ledger = world
+        .home
+        .join(".config/agentic-hil/claude-deny-rules.json");
+    let good = std::fs::read_to_string(&settings).expect("settings written");
+    assert!(good.contains("Edit(//"), "{good}");
+    assert!(ledger.exists(), "init kept a ledger of its rules");
+    std::fs::write(&settings, format!("[{good}]")).expect("the operator's mistake");
+
+    let (doc, _) = run_json(&world, &["uninstall", "--agent", "claude-code"]);
+    let kept: Vec<&Value> = doc["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .flat_map(|a| a["left_alone"].as_array().expect("list"))
+        .filter(|k| k["what"] == "write-refusal rules")
+        .collect();
+    assert_eq!(kept.len(), 1, "{doc:#}");
+    assert!(
+        kept[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("uninstall again")),
+        "{doc:#}"
+    );
+    assert!(ledger.exists(), "the ledger went while its rules stayed");
+    assert_eq!(
+        std::fs::read_to_string(&settings).expect("settings"),
+        format!("[{good}]"),
+        "the operator's file is theirs to repair"
+    );
+
+    std::fs::write(&settings, &good).expect("repaired");
+    let (doc, code) = run_json(&world, &["uninstall", "--agent", "claude-code"]);
+    assert_eq!(code, Some(0), "{doc:#}");
+    let after = std::fs::read_to_string(&settings).expect("settings");
+    assert!(
+        !after.contains("Edit(//"),
+        "the rules were taken out: {after}"
+    );
+    assert!(!ledger.exists(), "the ledger went with them");
+}

@@ -339,7 +339,11 @@ async fn grant_is_not_a_tool() {
 /// the account, under the same state root), the first one is written and this server binds it.
 #[tokio::test]
 async fn create_writes_the_first_configuration_only_off_a_bench_it_saw_and_the_server_binds_it() {
-    let bench = sim_world(&qemu_board("      allow_reset: true\n"), "", &["ahil-fw-v1.elf"]);
+    let bench = sim_world(
+        &qemu_board("      allow_reset: true\n"),
+        "",
+        &["ahil-fw-v1.elf"],
+    );
     let world = bench.another_workspace("agent-fw");
     let client = connect(&world).await;
     let describe = call(&client, "project_config_describe", json!({})).await;

@@ -145,18 +145,32 @@ pub fn add(
     Ok((added.len(), created))
 }
 
-/// Takes out the rules the ledger says we added; returns how many were removed.
-pub fn remove(env: &Environment, journal: &mut Journal) -> Result<usize, String> {
+/// What became of the rules the ledger says we added.
+pub enum Removed {
+    /// This many were taken out (0 when none was left), and the ledger with them.
+    Rules(usize),
+    /// The settings file cannot be read as it stands (the reason); it and the ledger are kept, so
+    /// a later uninstall, once the operator has repaired the file, still finds the rules.
+    Kept(String),
+}
+
+/// Takes out the rules the ledger says we added.
+pub fn remove(env: &Environment, journal: &mut Journal) -> Result<Removed, String> {
     let recorded = ledger(env);
     if recorded.is_empty() {
-        return Ok(0);
+        return Ok(Removed::Rules(0));
     }
     let path = settings_file(env);
     let shown = env.display_path(&path);
-    let text = read_text(&path).map_err(|e| format!("{shown}: {e}"))?;
-    let root = jsonc::parse(&text).map_err(|e| format!("{shown}: {e}"))?;
+    let readable = read_text(&path)
+        .and_then(|text| jsonc::parse(&text))
+        .and_then(|root| deny_list(&root, None).map(|deny| (root, deny)));
+    let (root, deny) = match readable {
+        Ok(read) => read,
+        Err(e) => return Ok(Removed::Kept(format!("{shown}: {e}"))),
+    };
     let mut removed = 0;
-    if let Ok(Some(deny)) = deny_list(&root, None) {
+    if let Some(deny) = deny {
         for element in deny.elements() {
             if element
                 .to_serde_value()
@@ -177,7 +191,7 @@ pub fn remove(env: &Environment, journal: &mut Journal) -> Result<usize, String>
     journal
         .remove(&ledger_file(env))
         .map_err(|e| e.to_string())?;
-    Ok(removed)
+    Ok(Removed::Rules(removed))
 }
 
 #[cfg(test)]

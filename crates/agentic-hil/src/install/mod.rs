@@ -367,8 +367,21 @@ fn restore_recorded(
 ) -> Result<Vec<record::Edit>, String> {
     let mut changed = Vec::new();
     let ours = our_files(env, agent);
-    for edit in record.take(agent) {
+    let ledger = deny::ledger_file(env);
+    let mut edits = record.take(agent);
+    // The rules' ledger goes back only with the settings file it describes: when that file was
+    // changed since install, `deny::remove` reads the ledger to take the rules out (or keeps both
+    // while the file cannot be read), so the ledger is not put back here on its own.
+    edits.sort_by_key(|edit| edit.path == ledger);
+    for edit in edits {
         if !ours.contains(&edit.path) {
+            continue;
+        }
+        if edit.path == ledger
+            && changed
+                .iter()
+                .any(|e: &record::Edit| e.path.file_name().is_some_and(|n| n == "settings.json"))
+        {
             continue;
         }
         let shown = env.display_path(&edit.path);
@@ -436,12 +449,20 @@ fn uninstall_one(
         }
     }
     if agent == Agent::ClaudeCode {
-        let removed_rules = deny::remove(env, journal)?;
-        if removed_rules > 0 {
-            let settings = env.display_path(&env.home.join(".claude/settings.json"));
-            let mut rules = item("write-refusal rules", &settings);
-            rules["count"] = json!(removed_rules);
-            removed.push(rules);
+        let settings = env.display_path(&env.home.join(".claude/settings.json"));
+        let mut rules = item("write-refusal rules", &settings);
+        match deny::remove(env, journal)? {
+            deny::Removed::Rules(0) => {}
+            deny::Removed::Rules(count) => {
+                rules["count"] = json!(count);
+                removed.push(rules);
+            }
+            deny::Removed::Kept(reason) => {
+                rules["reason"] = json!(format!(
+                    "{reason}; the rules agentic-hil added stay until the operator repairs the file and runs uninstall again."
+                ));
+                left_alone.push(rules);
+            }
         }
     }
     if agent == Agent::Codex {
