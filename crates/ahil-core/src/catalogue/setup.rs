@@ -45,12 +45,11 @@ project_config_set with keys taken from writable_keys.",
     .about(
         "Generate the project configuration",
         "Read the bench (emulated boards under the state root, USB serial adapters) and write the \
-whole configuration from what was found. New entries get the \
-generated grants with raw debugger commands and mass erase false; entries this server already knows keep \
-their grants. Works without a configuration; over one it needs permissions.allow_config_write. Answers what \
-discovery ran and found, dropped_entries and reload_required. Fails with permission_denied, \
-config_write_in_open_run, config_invalid, or probe_inventory_incomplete when discovery saw nothing (nothing \
-written; the operator's `agentic-hil init` writes the starter file).",
+whole configuration from it: new entries get the generated grants (raw debugger commands and mass erase \
+false), known ones keep theirs. Works without a configuration; over one it needs \
+permissions.allow_config_write. Answers what discovery ran and found, dropped_entries and reload_required. \
+Fails with permission_denied, config_write_in_open_run, config_invalid or probe_inventory_incomplete \
+(discovery saw nothing; `agentic-hil init` writes the starter file), writing nothing.",
     ),
     Declaration::new(ToolId::ProjectConfigSet, "project_config_set", Kind::DESTRUCTIVE, Gate::LOCAL)
         .schema(config_set_schema)
