@@ -288,13 +288,16 @@ fn a_plan_reads_a_stlink_symbol_without_debug_start_here_and_in_the_reference() 
         );
         mcp.close();
 
-        // Nothing flashed: the plan runs, and its read fails as the tool does.
+        // Only a flash of this run counts: the ELF the tool flashed before the plan is not read.
         let bench = Bench::new();
         let plan = bench.world.write_plan(
             "unflashed.yaml",
             "version: 5\nsteps:\n - {device: probe, action: read_symbol, symbol: counter}\n",
         );
         let mut mcp = Mcp::start(&bench.world, &program);
+        let flash = json!({"image_path": "fw/fw.elf"});
+        let (doc, is_error) = answer(&mut mcp, &who, "flash_firmware", &flash);
+        assert!(!is_error, "{who}: {doc}");
         let run = json!({"test_config_path": plan});
         let (doc, is_error) = answer(&mut mcp, &who, "test_reactor_run", &run);
         assert!(is_error, "{who}: {doc}");
@@ -303,6 +306,10 @@ fn a_plan_reads_a_stlink_symbol_without_debug_start_here_and_in_the_reference() 
             "{who}: {doc}"
         );
         assert_eq!(doc["failed_step"], 1, "{who}: {doc}");
+        let read = &doc["steps"][0]["result"];
+        assert_eq!(read["tool"], "debug_symbol_value", "{who}: {read}");
+        assert_eq!(read["target_contacted"], false, "{who}: {read}");
+        assert!(bench.reads().is_empty(), "{who}: nothing was read");
         mcp.close();
 
         // A debugger that reads symbols only in a session still needs the debug_start step.

@@ -342,7 +342,7 @@ impl Walk<'_> {
 
     /// A symbol read or dump needs an earlier `debug_start`, except on a debugger whose symbol reads
     /// are served from the last flashed ELF without a session (ST-Link, as the reference does, and
-    /// probe-rs): the step then fails at run time only if no ELF is on record.
+    /// probe-rs): the step then fails at run time if no flash step of the run wrote an ELF.
     fn reads_symbols(&self, step: &Step, at: &str, name: &str) -> Result<(), Box<Invalid>> {
         let kind = self.config().debuggers.get(name).map(|d| d.kind);
         if matches!(kind, Some(DebuggerType::Stlink | DebuggerType::ProbeRs)) {
