@@ -170,6 +170,11 @@ async fn probe_rs_offers_no_debug_session_and_reads_symbols_only_from_a_flashed_
             json!({"symbol": "counter"}),
             "symbol_source_not_available",
         ),
+        (
+            "debug_symbol_info",
+            json!({"symbol": "counter"}),
+            "symbol_source_not_available",
+        ),
     ] {
         let (doc, is_error) = call(&client, tool, args).await;
         assert!(is_error, "{doc}");

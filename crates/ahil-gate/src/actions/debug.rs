@@ -3,7 +3,7 @@
 //! resumes a detached core, OpenOCD runs its gdb-detach handler). The session start is the same for
 //! every backend but its debug server: the emulated board's stub, or an OpenOCD or ST-LINK_gdbserver
 //! started for the session on a loopback port. ST-Link entries without a gdb server, ST-Link symbol
-//! reads outside a session, and probe-rs symbol reads are served from the last flashed ELF
+//! lookups and reads outside a session, and probe-rs symbol lookups and reads are served from the last flashed ELF
 //! (`debug/offline.rs`); other debugger types answer `not_supported`.
 
 use super::args::Args;
@@ -110,8 +110,10 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         _ => false,
     };
     let work = if sessionless
-        && matches!(tool, ToolId::DebugSymbolValue | ToolId::DebugDumpSymbolIhex)
-    {
+        && matches!(
+            tool,
+            ToolId::DebugSymbolInfo | ToolId::DebugSymbolValue | ToolId::DebugDumpSymbolIhex
+        ) {
         debug::offline::work(ctx, tool, name, debugger)?
     } else if matches!(debugger.kind, DebuggerType::Qemu | DebuggerType::Openocd)
         || stlink_server.is_some()
@@ -123,9 +125,9 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
             tool,
             kind,
             if kind == DebuggerType::Stlink {
-                "Typed debug sessions on ST-Link need ST-LINK_gdbserver, and none is pinned (debuggers.<name>.gdb_server_executable); without it ST-Link serves only debug_symbol_value and debug_dump_symbol_ihex.".to_owned()
+                "Typed debug sessions on ST-Link need ST-LINK_gdbserver, and none is pinned (debuggers.<name>.gdb_server_executable); without it ST-Link serves only debug_symbol_info, debug_symbol_value and debug_dump_symbol_ihex, from the last flashed ELF.".to_owned()
             } else if kind == DebuggerType::ProbeRs {
-                "probe-rs serves no typed debug session here; it serves debug_symbol_value and debug_dump_symbol_ihex from the last flashed ELF.".to_owned()
+                "probe-rs serves no typed debug session here; it serves debug_symbol_info, debug_symbol_value and debug_dump_symbol_ihex from the last flashed ELF.".to_owned()
             } else {
                 format!(
                     "Typed debug sessions need the OpenOCD backend (or the emulated board), not {}.",

@@ -161,7 +161,8 @@ impl Reader {
     }
 }
 
-/// The work of `debug_symbol_value` or `debug_dump_symbol_ihex` on an ST-Link or probe-rs entry.
+/// The work of `debug_symbol_info` (resolved only, nothing read), `debug_symbol_value` or
+/// `debug_dump_symbol_ihex` on an ST-Link or probe-rs entry.
 pub fn work<'a>(
     ctx: &'a Context<'a>,
     tool: ToolId,
@@ -300,6 +301,10 @@ impl Read {
             .with("size_bytes", size)
             .with("resolved_from", resolved_from)
             .with("symbol_source", source);
+        if tool == ToolId::DebugSymbolInfo {
+            "Symbol resolved.".clone_into(&mut outcome.summary);
+            return *quiet(read_only(outcome));
+        }
         if size > self.max_dump {
             return *quiet(
                 Outcome::refused(

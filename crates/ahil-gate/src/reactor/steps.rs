@@ -103,6 +103,8 @@ pub struct Exec<'a> {
     pub bench: &'a Bench,
     pub reg: &'a mut Registration,
     pub opened: Opened,
+    /// The last flash step of this run wrote an ELF: symbol reads without a session trust only it.
+    pub flashed_elf: bool,
     pub stopped: bool,
     pub progress: Option<ProgressSink>,
     pub total_steps: usize,
@@ -124,6 +126,7 @@ impl<'a> Exec<'a> {
             bench,
             reg,
             opened: Opened::default(),
+            flashed_elf: false,
             stopped: false,
             progress,
             total_steps,
@@ -214,11 +217,16 @@ impl Exec<'_> {
                     reset_after_flash,
                     ..
                 } => {
-                    self.simple(
-                        "flash_firmware",
-                        json!({"image_path": image_path, "reset_after_flash": reset_after_flash}),
-                    )
-                    .await
+                    let done = self
+                        .simple(
+                            "flash_firmware",
+                            json!({"image_path": image_path, "reset_after_flash": reset_after_flash}),
+                        )
+                        .await;
+                    if done.ok {
+                        self.flashed_elf = image_path.to_ascii_lowercase().ends_with(".elf");
+                    }
+                    done
                 }
                 Step::Reset { mode, .. } => {
                     let mode = match mode {

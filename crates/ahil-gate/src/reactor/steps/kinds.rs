@@ -3,6 +3,7 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 use crate::ErrorType;
+use crate::catalogue::ToolId;
 use ahil_config::plan::SymbolComparator;
 
 /// Whether a session start step opened its session itself: one the agent (or an earlier step)
@@ -252,6 +253,9 @@ impl Exec<'_> {
                 output_path,
                 ..
             } => {
+                if let Some(refused) = self.unflashed(ToolId::DebugDumpSymbolIhex, symbol) {
+                    return refused;
+                }
                 self.simple(
                     "debug_dump_symbol_ihex",
                     json!({"symbol": symbol, "output_path": output_path}),
@@ -264,6 +268,9 @@ impl Exec<'_> {
                 comparator,
                 ..
             } => {
+                if let Some(refused) = self.unflashed(ToolId::DebugSymbolValue, symbol) {
+                    return refused;
+                }
                 let outcome = self
                     .call("debug_symbol_value", json!({"symbol": symbol}))
                     .await;
@@ -329,6 +336,30 @@ impl Exec<'_> {
             }
             _ => unreachable!("run() routes only these kinds here"),
         }
+    }
+}
+
+impl Exec<'_> {
+    /// A symbol step outside a debug session (ST-Link, probe-rs) reads from the ELF a flash step of
+    /// this run wrote, or fails before any contact: as in the reference, a board flashed before the
+    /// plan (or by an earlier run) is not taken to run a known image.
+    fn unflashed(&self, tool: ToolId, symbol: &str) -> Option<Done> {
+        if self.opened.debug.is_some() || self.flashed_elf {
+            return None;
+        }
+        let outcome = Outcome::refused(
+            tool.name(),
+            ErrorType::SymbolSourceNotAvailable,
+            "No ELF was flashed by this run, so no symbol table describes what is on the target.",
+        )
+        .with("symbol", symbol)
+        .with_causes([
+            "the plan has no flash step of the ELF before this step",
+            "the plan's last flash step wrote a HEX or BIN image, which carries no symbols",
+        ])
+        .with_next_step("Add a flash step of the ELF before this step, or a debug_start step.")
+        .not_contacted();
+        Some(Done::from_outcome(&outcome))
     }
 }
 
