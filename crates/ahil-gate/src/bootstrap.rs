@@ -112,11 +112,16 @@ pub(crate) fn probes_without_config(workspace: &Path, env: &Environment) -> Outc
     outcome
 }
 
+/// The host's USB devices of known probe vendors, read from sysfs: no program runs.
+pub(crate) fn usb_probes() -> Vec<ProbeInfo> {
+    ahil_drivers::openocd::usb_probe_inventory(Path::new(USB_DEVICES))
+}
+
 /// `debugger_probes_list` while the bound debugger is still the starter entry `init` wrote: the
 /// host's USB devices of known probe vendors, read from sysfs. No program runs: the server's
 /// `PATH` is the agent's to set, so nothing is searched for there.
 pub(crate) fn usb_listing(tool: ToolId) -> Outcome {
-    let probes = ahil_drivers::openocd::usb_probe_inventory(Path::new(USB_DEVICES));
+    let probes = usb_probes();
     answer(
         tool,
         &probes,

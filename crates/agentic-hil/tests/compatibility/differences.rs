@@ -37,8 +37,6 @@ pub enum Reason {
     OperatorTools,
     /// Before a debugger names its toolchain, probes are listed from the host's USB devices.
     UsbInventory,
-    /// The debugger entry `init` writes drives no toolchain until the operator names one.
-    StarterDrivesNothing,
     /// `recover` answers a missing confirmation in its document, and needs an incident id only
     /// when an incident stands.
     RecoverRefusesInItsDocument,
@@ -78,7 +76,6 @@ impl Reason {
             Self::NamedArgument => "a-refused-argument-is-named",
             Self::OperatorTools => "operator-commands-are-operator-only-tools",
             Self::UsbInventory => "probes-are-listed-from-the-usb-devices",
-            Self::StarterDrivesNothing => "the-starter-debugger-drives-no-toolchain",
             Self::RecoverRefusesInItsDocument => "recover-refuses-in-its-document",
             Self::OutputsStayInTheWorkspace => "schemas-are-written-inside-the-workspace",
             Self::FirstRefusalLeads => "check-plan-leads-with-the-first-refusal",
@@ -105,7 +102,7 @@ use Reason::{
     Maxima, NamedArgument, NeighboursRecoveryUnclaimed, NoPaths, OperatorTools, OursAlone,
     OutputsStayInTheWorkspace, PlanDevice, PoweredBoard, PreflightCause, Programs,
     ReadGrantsNarrow, RecoverRefusesInItsDocument, RecoveryOfItsOwnDebugger, RetrySafe,
-    RunReportsOnly, StarterDrivesNothing, UsbInventory,
+    RunReportsOnly, UsbInventory,
 };
 
 #[rustfmt::skip]
@@ -310,7 +307,6 @@ pub const DIFFERENCES: &[Difference] = &[
     ("cli-config/debugger-probes", "tool", r#""debugger_probes_bootstrap""#, r#""debugger_probes_list""#, OperatorTools),
     ("cli-config/debugger-probes without a configuration", "discovered_by", r#""usb_inventory""#, r#""usb_serial_inventory""#, UsbInventory),
     ("cli-config/debugger-probes without a configuration", "tool", r#""debugger_probes_bootstrap""#, r#""debugger_probes_list""#, OperatorTools),
-    ("cli-config/adopt-hardware --dry-run", "error_type", r#""debugger_not_found""#, r#""probe_inventory_incomplete""#, StarterDrivesNothing),
     ("cli-config/adopt-hardware --dry-run", "tool", r#""adopt_hardware""#, r#""project_config_adopt_hardware""#, OperatorTools),
     ("cli-state/doctor", "config_path#leaks_root", "false", "true", NoPaths),
     ("cli-state/doctor", "state_root.path#leaks_root", "false", "true", NoPaths),

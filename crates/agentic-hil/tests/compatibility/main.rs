@@ -470,6 +470,12 @@ fn an_unbound_bench_answers_config_artifact_and_plan_calls_as_the_reference_does
             &["side_effect_status"],
         ),
         tool(
+            "unbound/project_config_adopt_hardware on the starter entry",
+            "project_config_adopt_hardware",
+            json!({}),
+            &["side_effect_status"],
+        ),
+        tool(
             "unbound/debugger_probes_list on the starter entry",
             "debugger_probes_list",
             json!({}),

@@ -140,7 +140,25 @@ fn chosen<'c>(config: &'c Config, target: &Target) -> Option<(&'c str, &'c Debug
         .map(|(name, entry)| (name.as_str(), entry))
 }
 
+/// The entry names no program to list probes with. The starter entry `init` wrote is never
+/// autodetected (a program is the operator's to name); while the host's USB devices show no probe
+/// either, the answer is the reference's for that bench, `probe_inventory_incomplete`: nothing to
+/// adopt from a reading that cannot prove there is no probe.
 fn no_executable(tool: &str, name: &str, entry: &Debugger) -> Outcome {
+    if entry.is_placeholder_starter() && crate::bootstrap::usb_probes().is_empty() {
+        return Outcome::refused(
+            tool,
+            ErrorType::ProbeInventoryIncomplete,
+            "The host's USB devices show no debug probe, and that reading is not an authoritative count: a probe behind another vendor's id does not appear. Nothing was adopted.",
+        )
+        .with("backend", entry.kind.as_str())
+        .with("probes", json!([]))
+        .with("complete", false)
+        .with_next_step(format!(
+            "Plug the probe in and call again, or ask the operator to name its program in debuggers.{name}.executable (and its probe_id)."
+        ))
+        .not_started(true);
+    }
     Outcome::refused(
         tool,
         ErrorType::DebuggerNotFound,
