@@ -279,6 +279,22 @@ fn can_be_nobody() -> bool {
     root
 }
 
+/// A world with a `uart0` port on an echo board, handed to `nobody`; `None` when this test cannot
+/// run programs as another account.
+fn a_uart_bench_run_by_nobody() -> Option<(support::raw::EchoBoard, World)> {
+    if !can_be_nobody() {
+        return None;
+    }
+    let board = support::raw::EchoBoard::start();
+    let world = World::new();
+    support::raw::configure_uart(&world, &board.device);
+    chown(
+        "65534:65534",
+        world.home.parent().expect("the world's root"),
+    );
+    Some((board, world))
+}
+
 /// Hands `path` (recursively) to `owner` (`uid:gid`).
 fn chown(owner: &str, path: &std::path::Path) {
     let done = std::process::Command::new("chown")
@@ -314,17 +330,10 @@ fn as_nobody(world: &World, program: &std::path::Path, args: &[&str]) -> (Option
 #[test]
 fn a_serial_node_this_account_may_not_open_is_device_access_denied_in_doctor_here_and_in_the_reference()
  {
-    if !can_be_nobody() {
-        return;
-    }
     // The pty is its creator's alone (0600), so nobody may not open it.
-    let board = support::raw::EchoBoard::start();
-    let world = World::new();
-    support::raw::configure_uart(&world, &board.device);
-    chown(
-        "65534:65534",
-        world.home.parent().expect("the world's root"),
-    );
+    let Some((_board, world)) = a_uart_bench_run_by_nobody() else {
+        return;
+    };
     for program in programs() {
         let (code, doc) = as_nobody(&world, &program, &["doctor"]);
         let access = &doc["com_ports"]["uart0"]["device_access"];
@@ -341,12 +350,9 @@ fn a_serial_node_this_account_may_not_open_is_device_access_denied_in_doctor_her
 #[test]
 fn a_detached_run_whose_runs_directory_refuses_writes_is_run_state_unwritable_here_and_in_the_reference()
  {
-    if !can_be_nobody() {
+    let Some((_board, world)) = a_uart_bench_run_by_nobody() else {
         return;
-    }
-    let board = support::raw::EchoBoard::start();
-    let world = World::new();
-    support::raw::configure_uart(&world, &board.device);
+    };
     let plan = world.write_plan(
         "p.yaml",
         "version: 5\nname: p\nsteps:\n\

@@ -263,18 +263,29 @@ const READS_WITHOUT_A_SESSION: &str = "version: 5\nsteps:\n\
      - {device: probe, action: read_symbol, symbol: counter, size_bytes: 4, comparator: {equals: 50462976}}\n\
      - {device: probe, action: dump_memory, symbol: counter, output_path: fw/out/counter.hex}\n";
 
+/// `READS_WITHOUT_A_SESSION` run by `program` on `bench`: the open server, the answer and whether
+/// it is an error.
+fn run_reads_without_a_session(
+    bench: &Bench,
+    program: &std::path::Path,
+    who: &str,
+) -> (Mcp, Value, bool) {
+    let plan = bench
+        .world
+        .write_plan("reads.yaml", READS_WITHOUT_A_SESSION);
+    let mut mcp = Mcp::start(&bench.world, program);
+    let run = json!({"test_config_path": plan});
+    let (doc, is_error) = answer(&mut mcp, who, "test_reactor_run", &run);
+    (mcp, doc, is_error)
+}
+
 #[test]
 fn a_plan_reads_a_stlink_symbol_without_debug_start_here_and_in_the_reference() {
     for program in each_program() {
         let who = program.display().to_string();
 
         let bench = Bench::new();
-        let plan = bench
-            .world
-            .write_plan("reads.yaml", READS_WITHOUT_A_SESSION);
-        let mut mcp = Mcp::start(&bench.world, &program);
-        let run = json!({"test_config_path": plan});
-        let (doc, is_error) = answer(&mut mcp, &who, "test_reactor_run", &run);
+        let (mut mcp, doc, is_error) = run_reads_without_a_session(&bench, &program, &who);
         assert!(!is_error, "{who}: {doc}");
         let read = &doc["steps"][1]["result"];
         assert_eq!(read["ok"], true, "{who}: {doc}");
@@ -314,12 +325,7 @@ fn a_plan_reads_a_stlink_symbol_without_debug_start_here_and_in_the_reference() 
 
         // A debugger that reads symbols only in a session still needs the debug_start step.
         let bench = Bench::of("openocd", "openocd.py");
-        let plan = bench
-            .world
-            .write_plan("reads.yaml", READS_WITHOUT_A_SESSION);
-        let mut mcp = Mcp::start(&bench.world, &program);
-        let run = json!({"test_config_path": plan});
-        let (doc, is_error) = answer(&mut mcp, &who, "test_reactor_run", &run);
+        let (mut mcp, doc, is_error) = run_reads_without_a_session(&bench, &program, &who);
         assert!(is_error, "{who}: {doc}");
         assert_eq!(doc["error_type"], "test_config_invalid", "{who}: {doc}");
         assert_eq!(
