@@ -397,39 +397,33 @@ fn check_binding(loaded: &LoadedConfig) -> Finding {
         .collect();
     let mut unbound = Vec::new();
     let mut reasons = Vec::new();
-    if !unbound_debuggers.is_empty() {
-        let keys: Vec<String> = unbound_debuggers
-            .iter()
-            .map(|n| format!("debuggers.{n}"))
-            .collect();
-        let executables: Vec<String> = keys.iter().map(|k| format!("{k}.executable")).collect();
+    for (field, entries, key, missing, consequence) in [
+        (
+            "debuggers",
+            &unbound_debuggers,
+            "executable",
+            "names no executable",
+            "declared debugger(s) name no toolchain, so nothing can flash, reset, probe or open a debug session on them",
+        ),
+        (
+            "com_ports",
+            &unbound_ports,
+            "device",
+            "names no device",
+            "declared COM port(s) name no device, so every plan step and every COM tool call that opens one is refused `com_port_not_bound`",
+        ),
+    ] {
+        if entries.is_empty() {
+            continue;
+        }
+        let keys: Vec<String> = entries.iter().map(|n| format!("{field}.{n}")).collect();
+        let unset: Vec<String> = keys.iter().map(|k| format!("{k}.{key}")).collect();
         unbound.push(json!({
-            "field": "debuggers",
-            "entries": unbound_debuggers,
-            "summary": format!(
-                "{} declared debugger(s) name no toolchain, so nothing can flash, reset, probe or open a debug session on them: {}",
-                keys.len(),
-                executables.join(", ")
-            ),
+            "field": field,
+            "entries": entries,
+            "summary": format!("{} {consequence}: {}", keys.len(), unset.join(", ")),
         }));
-        reasons.push(format!("{} names no executable", keys.join(", ")));
-    }
-    if !unbound_ports.is_empty() {
-        let keys: Vec<String> = unbound_ports
-            .iter()
-            .map(|n| format!("com_ports.{n}"))
-            .collect();
-        let devices: Vec<String> = keys.iter().map(|k| format!("{k}.device")).collect();
-        unbound.push(json!({
-            "field": "com_ports",
-            "entries": unbound_ports,
-            "summary": format!(
-                "{} declared COM port(s) name no device, so every plan step and every COM tool call that opens one is refused `com_port_not_bound`: {}",
-                keys.len(),
-                devices.join(", ")
-            ),
-        }));
-        reasons.push(format!("{} names no device", keys.join(", ")));
+        reasons.push(format!("{} {missing}", keys.join(", ")));
     }
     let placeholders = placeholders(config);
     if !placeholders.is_empty() {

@@ -279,7 +279,7 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
     );
     let unconfirmed =
         detached.last && close_result.get("safe_state_confirmed") != Some(&Value::Bool(true));
-    let mut outcome = if unconfirmed {
+    let outcome = if unconfirmed {
         super::can_session::safe_state_unconfirmed(
             "The last participant detached, but the adapter did not confirm it left the bus in a safe state.",
         )
@@ -300,21 +300,16 @@ pub fn stop(sessions: &Sessions, session: &Session) -> Acted {
             ),
         )
     };
-    outcome = outcome
-        .with("bus_id", session.bus_id.as_str())
-        .with("participant", part.name.as_str())
-        .with("was_active", true)
-        .with("last_participant", detached.last)
-        .with("broker_exited", detached.broker_exited)
-        .with("session", session.describe(false))
-        .with("close_result", close_result)
-        .with_log(&session.log.path);
-    if let Some(error) = failure {
-        outcome.set(
-            "adapter_error",
-            json!({"error_type": error.error_type, "summary": error.summary}),
-        );
-    }
+    let outcome = super::can_session::stopped(
+        outcome
+            .with("bus_id", session.bus_id.as_str())
+            .with("participant", part.name.as_str())
+            .with("last_participant", detached.last)
+            .with("broker_exited", detached.broker_exited),
+        session,
+        close_result,
+        failure.map(crate::can::Failure::Broker),
+    );
     Acted {
         outcome: session_lifecycle::with_event_logged(outcome, logged),
         contact: Some(Contact::none(

@@ -499,6 +499,28 @@ pub(super) fn not_active(bus_id: &str, participant: Option<&str>) -> Acted {
     acted
 }
 
+/// `outcome` with what every stopped CAN session reports, direct or participant: the session, the
+/// adapter's close, its log, and the failure that had ended the bus, if one had.
+pub(super) fn stopped(
+    outcome: Outcome,
+    session: &Session,
+    close: Value,
+    failure: Option<crate::can::Failure>,
+) -> Outcome {
+    let mut outcome = outcome
+        .with("was_active", true)
+        .with("session", session.describe(false))
+        .with("close_result", close)
+        .with_log(&session.log.path);
+    if let Some(error) = failure {
+        outcome.set(
+            "adapter_error",
+            json!({"error_type": error.error_type(), "summary": error.summary()}),
+        );
+    }
+    outcome
+}
+
 /// Stops the session on `bus_id`: pump stopped, adapter closed, bridge reaped, lock released.
 pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
     const TOOL: ToolId = ToolId::CanSessionStop;
@@ -542,7 +564,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
             "process_reaped": closed.process_reaped,
         }),
     );
-    let mut outcome = if closed.safe_state_confirmed {
+    let outcome = if closed.safe_state_confirmed {
         Outcome::ok(TOOL, "CAN bus session stopped.")
     } else {
         // The bridge is gone (reaped) but never said the bus was left safe: the lock is released
@@ -551,18 +573,7 @@ pub fn stop(sessions: &Sessions, bus_id: &str) -> Acted {
             "The bus session ended, but the bridge did not confirm it left the bus in a safe state.",
         )
     };
-    outcome = outcome
-        .with("bus_id", bus_id)
-        .with("was_active", true)
-        .with("session", session.describe(false))
-        .with("close_result", close)
-        .with_log(&session.log.path);
-    if let Some(error) = failure {
-        outcome.set(
-            "adapter_error",
-            json!({"error_type": error.error_type(), "summary": error.summary()}),
-        );
-    }
+    let outcome = stopped(outcome.with("bus_id", bus_id), &session, close, failure);
     Acted {
         outcome: session_lifecycle::with_event_logged(outcome, logged),
         contact: Some(if closed.safe_state_confirmed {

@@ -2,11 +2,18 @@
 //! `project_config_adopt_hardware`, `project_config_reload_description`, and the operator's hand edits of the description in between) turns a permission from false to
 //! true, neither in force nor in the file; and every grant refusal names the permission that would
 //! open it.
+//!
+//! One emulated board runs for the whole property and is shown in every case's state root, so
+//! `project_config_create` regenerates the file from a bench it finds (with no bench in sight it is
+//! refused and writes nothing, which would leave regeneration out of the property).
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};
 
 use super::ratchet::permission_surface;
@@ -99,10 +106,45 @@ fn no_opening(
     Ok(())
 }
 
-fn run(ops: &[Op]) -> Result<(), TestCaseError> {
+/// The emulated board every case's discovery finds.
+struct SharedBoard {
+    dir: tempfile::TempDir,
+    _board: ahil_drivers::qemu::Board,
+    /// How many `project_config_create` calls wrote a file, across all cases.
+    created: AtomicUsize,
+}
+
+impl SharedBoard {
+    fn start() -> Self {
+        use ahil_drivers::qemu::{Board, BoardConfig};
+        let dir = tempfile::tempdir().expect("temp dir");
+        let image =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../firmware/build/ahil-fw-v1.elf");
+        let board = Board::start(BoardConfig::new(dir.path()).with_image(image)).expect("a board");
+        Self {
+            dir,
+            _board: board,
+            created: AtomicUsize::new(0),
+        }
+    }
+
+    /// Shows the board in `state_root` as a board started there would be: its sockets, UART link
+    /// and pid file under `sim/bench`.
+    fn show_in(&self, state_root: &Path) {
+        let shown = state_root.join("sim/bench");
+        fs::create_dir_all(&shown).expect("the sim directory");
+        for name in ["qmp.sock", "gdb.sock", "uart", "qemu.pid"] {
+            std::os::unix::fs::symlink(self.dir.path().join(name), shown.join(name))
+                .expect("link the board");
+        }
+    }
+}
+
+fn run(ops: &[Op], board: &SharedBoard) -> Result<(), TestCaseError> {
     let fixture = Fixture::new();
     let text = fixture.starter().replace("com_ports: {}\n", PORT);
     let path = fixture.write_config(&text);
+    board.show_in(&fixture.load().config.state_root);
     let bench = Bench::provisioned(fixture.load(), fixture.env.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -129,6 +171,9 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
                     _ => ("project_config_adopt_hardware", json!({"apply": true})),
                 };
                 let result = rt.block_on(bench.call(tool, args)).to_value();
+                if matches!(op, Op::Create) && result["ok"] == true {
+                    board.created.fetch_add(1, Ordering::Relaxed);
+                }
                 if let Some(kind @ ("permission_denied" | "permission_widening_denied")) =
                     result["error_type"].as_str()
                 {
@@ -170,10 +215,19 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
-    #[test]
-    fn no_sequence_of_mcp_calls_opens_a_permission(ops in prop::collection::vec(op(), 1..8)) {
-        run(&ops)?;
+#[test]
+fn no_sequence_of_mcp_calls_opens_a_permission() {
+    let board = SharedBoard::start();
+    let mut runner = TestRunner::new(ProptestConfig {
+        cases: 48,
+        ..ProptestConfig::default()
+    });
+    let ops = prop::collection::vec(op(), 1..8);
+    if let Err(failure) = runner.run(&ops, |ops| run(&ops, &board)) {
+        panic!("{failure}");
     }
+    assert!(
+        board.created.load(Ordering::Relaxed) > 0,
+        "no project_config_create regenerated the file, so the property never saw one"
+    );
 }

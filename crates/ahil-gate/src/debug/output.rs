@@ -100,6 +100,14 @@ mod tests {
     use super::*;
 
     /// A workspace with `fw/out/` and a folder outside it, and the output `fw/out/dump.hex`.
+    /// Whether nothing was written in `dir`.
+    fn is_empty(dir: &Path) -> bool {
+        std::fs::read_dir(dir)
+            .expect("a directory")
+            .next()
+            .is_none()
+    }
+
     fn world() -> (tempfile::TempDir, PathBuf, PathBuf, Output) {
         let root = tempfile::tempdir().expect("temp dir");
         let workspace = root.path().join("ws");
@@ -123,10 +131,7 @@ mod tests {
         });
         assert_eq!(written, Ok(()));
         assert!(
-            std::fs::read_dir(&outside)
-                .expect("outside")
-                .next()
-                .is_none(),
+            is_empty(&outside),
             "the dump was written outside the workspace"
         );
         let kept = std::fs::read_to_string(workspace.join("fw/moved/dump.hex")).expect("dump");
@@ -142,13 +147,7 @@ mod tests {
             std::os::unix::fs::symlink(outside.join(target), &at).expect("link");
             let refused = output.write(":00000001FF\n").expect_err(link);
             assert!(refused.contains("is a link"), "{link}: {refused}");
-            assert!(
-                std::fs::read_dir(&outside)
-                    .expect("outside")
-                    .next()
-                    .is_none(),
-                "{link}"
-            );
+            assert!(is_empty(&outside), "{link}");
         }
     }
 

@@ -323,11 +323,7 @@ impl Walk<'_> {
         kind: Kind,
     ) -> Result<String, Box<Invalid>> {
         let name = self.route(step, at, Some(route), kind)?;
-        let (open, opener) = match kind {
-            Kind::Uart => (&self.uart_open, "uart_open"),
-            Kind::Can => (&self.can_open, "can_open"),
-            Kind::Debugger | Kind::Any => unreachable!("only serial and CAN steps open sessions"),
-        };
+        let (open, opener) = self.sessions(kind);
         if open.contains(&name) {
             Ok(name)
         } else {
@@ -338,6 +334,48 @@ impl Walk<'_> {
                 format!("No earlier {opener} step opens '{name}'."),
             ))
         }
+    }
+
+    /// The serial or CAN entries the plan has opened so far, and the step that opens one.
+    fn sessions(&mut self, kind: Kind) -> (&mut BTreeSet<String>, &'static str) {
+        match kind {
+            Kind::Uart => (&mut self.uart_open, "uart_open"),
+            Kind::Can => (&mut self.can_open, "can_open"),
+            Kind::Debugger | Kind::Any => unreachable!("only serial and CAN steps open sessions"),
+        }
+    }
+
+    /// The serial or CAN entry a step names, once its grant for `action` is checked: the grant
+    /// first, as every call answers it, so a write the entry never allows is refused as such
+    /// whether or not the plan opened the entry before it.
+    fn granted(
+        &mut self,
+        step: &Step,
+        at: &str,
+        route: &Route,
+        kind: Kind,
+        action: &Action<'_>,
+    ) -> Result<String, Box<Invalid>> {
+        let name = self.route(step, at, Some(route), kind)?;
+        let device = match kind {
+            Kind::Uart => self.port(&name),
+            _ => self.bus(&name),
+        };
+        self.authorize(step, at, "action", device, action)?;
+        Ok(name)
+    }
+
+    /// A `uart_close` or `can_close`: the entry must be open, and is closed from here on.
+    fn close(
+        &mut self,
+        step: &Step,
+        at: &str,
+        route: &Route,
+        kind: Kind,
+    ) -> Result<(), Box<Invalid>> {
+        let name = self.in_session(step, at, route, kind)?;
+        self.sessions(kind).0.remove(&name);
+        Ok(())
     }
 
     /// A symbol read or dump needs an earlier `debug_start`, except on a debugger whose symbol reads
@@ -497,15 +535,11 @@ impl Walk<'_> {
     fn uart_step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
         match step {
             Step::UartOpen { route, .. } => {
-                let name = self.route(step, at, Some(route), Kind::Uart)?;
-                self.authorize(step, at, "action", self.port(&name), &Action::ComRead)?;
+                let name = self.granted(step, at, route, Kind::Uart, &Action::ComRead)?;
                 self.uart_open.insert(name);
             }
             Step::UartWrite { route, .. } => {
-                // The grant first, as every call answers it: a write the port never allows is
-                // refused as such, whether or not the plan opened the port before it.
-                let name = self.route(step, at, Some(route), Kind::Uart)?;
-                self.authorize(step, at, "action", self.port(&name), &Action::ComWrite)?;
+                self.granted(step, at, route, Kind::Uart, &Action::ComWrite)?;
                 self.in_session(step, at, route, Kind::Uart)?;
             }
             Step::UartRead {
@@ -522,10 +556,7 @@ impl Walk<'_> {
                     self.regex(step, at, "pattern", pattern, false)?;
                 }
             }
-            Step::UartClose { route } => {
-                let name = self.in_session(step, at, route, Kind::Uart)?;
-                self.uart_open.remove(&name);
-            }
+            Step::UartClose { route } => self.close(step, at, route, Kind::Uart)?,
             _ => unreachable!("step() routes only these kinds here"),
         }
         Ok(())
@@ -537,8 +568,7 @@ impl Walk<'_> {
             Step::CanOpen {
                 route, participant, ..
             } => {
-                let name = self.route(step, at, Some(route), Kind::Can)?;
-                self.authorize(step, at, "action", self.bus(&name), &Action::CanRead)?;
+                let name = self.granted(step, at, route, Kind::Can, &Action::CanRead)?;
                 if let Some(participant) = participant {
                     let selector = json!({"kind": "can", "id": name, "participant": participant});
                     if !self.selectors.contains(&selector) {
@@ -548,8 +578,7 @@ impl Walk<'_> {
                 self.can_open.insert(name);
             }
             Step::CanSend { route, .. } => {
-                let name = self.route(step, at, Some(route), Kind::Can)?;
-                self.authorize(step, at, "action", self.bus(&name), &Action::CanWrite)?;
+                let name = self.granted(step, at, route, Kind::Can, &Action::CanWrite)?;
                 self.in_session(step, at, route, Kind::Can)?;
                 if self
                     .config()
@@ -568,10 +597,7 @@ impl Walk<'_> {
                     self.matcher(step, at, matcher)?;
                 }
             }
-            Step::CanClose { route, .. } => {
-                let name = self.in_session(step, at, route, Kind::Can)?;
-                self.can_open.remove(&name);
-            }
+            Step::CanClose { route, .. } => self.close(step, at, route, Kind::Can)?,
             _ => unreachable!("step() routes only these kinds here"),
         }
         Ok(())

@@ -577,35 +577,46 @@ impl Progress {
         }
     }
 
+    /// `command` is about to be sent to gdb.
     pub(super) fn before(&mut self, command: &str) {
-        if command.starts_with("-target-select") {
-            self.phase = "target_connect_started";
-        } else if command == "-target-download" {
-            self.phase = "download_started";
-            self.firmware = "partial_or_unknown";
-        } else if command.contains("reset") {
-            self.phase = if self.firmware == "not_started" {
-                "pre_load_reset_started"
-            } else {
-                "post_load_reset_started"
-            };
-        }
+        self.mark(command, false);
     }
 
+    /// gdb answered `command` with success.
     pub(super) fn after(&mut self, command: &str) {
-        if command.starts_with("-target-select") {
-            self.phase = "target_connected";
-            self.connected = true;
+        self.mark(command, true);
+    }
+
+    /// Moves the phase for the commands that change what is known of the target: the connect, the
+    /// download and a reset (before or after the load), each started and then confirmed.
+    fn mark(&mut self, command: &str, confirmed: bool) {
+        let stage = if command.starts_with("-target-select") {
+            self.connected |= confirmed;
+            "target_connect"
         } else if command == "-target-download" {
-            self.phase = "download_confirmed";
-            self.firmware = "committed";
-        } else if command.contains("reset") {
-            self.phase = if self.firmware == "not_started" {
-                "pre_load_reset_confirmed"
+            self.firmware = if confirmed {
+                "committed"
             } else {
-                "post_load_reset_confirmed"
+                "partial_or_unknown"
             };
-        }
+            "download"
+        } else if !command.contains("reset") {
+            return;
+        } else if self.firmware == "not_started" {
+            "pre_load_reset"
+        } else {
+            "post_load_reset"
+        };
+        self.phase = match (stage, confirmed) {
+            ("target_connect", true) => "target_connected",
+            ("target_connect", false) => "target_connect_started",
+            ("download", true) => "download_confirmed",
+            ("download", false) => "download_started",
+            ("pre_load_reset", true) => "pre_load_reset_confirmed",
+            ("pre_load_reset", false) => "pre_load_reset_started",
+            ("post_load_reset", true) => "post_load_reset_confirmed",
+            _ => "post_load_reset_started",
+        };
     }
 
     /// A failed start with its effect: an attach that never reached the target changed nothing, a
