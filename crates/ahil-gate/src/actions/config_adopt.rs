@@ -145,7 +145,14 @@ fn chosen<'c>(config: &'c Config, target: &Target) -> Option<(&'c str, &'c Debug
 /// either, the answer is the reference's for that bench, `probe_inventory_incomplete`: nothing to
 /// adopt from a reading that cannot prove there is no probe.
 fn no_executable(tool: &str, name: &str, entry: &Debugger) -> Outcome {
-    if entry.is_placeholder_starter() && crate::bootstrap::usb_probes().is_empty() {
+    let probe_in_sight =
+        entry.is_placeholder_starter() && !crate::bootstrap::usb_probes().is_empty();
+    no_executable_seeing(tool, name, entry, probe_in_sight)
+}
+
+/// [`no_executable`] once the host's USB devices were read: `probe_in_sight` when they show a probe.
+fn no_executable_seeing(tool: &str, name: &str, entry: &Debugger, probe_in_sight: bool) -> Outcome {
+    if entry.is_placeholder_starter() && !probe_in_sight {
         return Outcome::refused(
             tool,
             ErrorType::ProbeInventoryIncomplete,
@@ -716,6 +723,30 @@ fn consider(proposal: &mut Proposal, key: &str, current: Option<Value>, discover
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_starter_entry_is_an_incomplete_inventory_only_while_no_probe_is_in_sight() {
+        let starter = Debugger::default();
+        assert!(starter.is_placeholder_starter());
+        let refused = |entry: &Debugger, in_sight| {
+            no_executable_seeing("project_config_adopt_hardware", "dut", entry, in_sight).to_value()
+        };
+        assert_eq!(
+            refused(&starter, false)["error_type"],
+            "probe_inventory_incomplete"
+        );
+        assert_eq!(refused(&starter, true)["error_type"], "debugger_not_found");
+        let named = Debugger {
+            probe_id: Some("0483:3748:ABC".into()),
+            ..Debugger::default()
+        };
+        for in_sight in [false, true] {
+            assert_eq!(
+                refused(&named, in_sight)["error_type"],
+                "debugger_not_found"
+            );
+        }
+    }
 
     #[test]
     fn an_agents_adoption_carries_no_program_and_the_operators_does() {
