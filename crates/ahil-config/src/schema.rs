@@ -66,40 +66,43 @@ fn choice(values: &[&str], default: Option<&str>) -> Spec {
     }
 }
 
+/// A device entry's grants: first its read flag, which only version 1 has (later versions refuse
+/// it by name), then the others; `what` describes the object.
+fn device_grants(
+    (read_key, read_note): (&'static str, &'static str),
+    grants: Vec<(&'static str, Spec)>,
+    what: &'static str,
+) -> Spec {
+    let read = boolean(false).deprecated().describe(read_note);
+    Spec::object([(read_key, read)].into_iter().chain(grants).collect())
+        .default(json!({}))
+        .describe(what)
+}
+
 fn debugger_permissions() -> Spec {
-    Spec::object(vec![
-        (
-            "allow_probe",
-            boolean(false)
-                .deprecated()
-                .describe("Version 1 only: reading the probe."),
-        ),
-        ("allow_flash", boolean(false)),
-        ("allow_reset", boolean(false)),
-        ("allow_debug_execution", boolean(false)),
-        ("allow_raw_debugger_commands", boolean(false)),
-        ("allow_mass_erase", boolean(false)),
-        (
-            "allow_rtt_write",
-            boolean(false).describe("Writing to RTT down channels (ours alone)."),
-        ),
-    ])
-    .default(json!({}))
-    .describe("What this probe may do beyond reading it; an absent flag is false.")
+    device_grants(
+        ("allow_probe", "Version 1 only: reading the probe."),
+        vec![
+            ("allow_flash", boolean(false)),
+            ("allow_reset", boolean(false)),
+            ("allow_debug_execution", boolean(false)),
+            ("allow_raw_debugger_commands", boolean(false)),
+            ("allow_mass_erase", boolean(false)),
+            (
+                "allow_rtt_write",
+                boolean(false).describe("Writing to RTT down channels (ours alone)."),
+            ),
+        ],
+        "What this probe may do beyond reading it; an absent flag is false.",
+    )
 }
 
 fn io_permissions() -> Spec {
-    Spec::object(vec![
-        (
-            "allow_read",
-            boolean(false)
-                .deprecated()
-                .describe("Version 1 only: reading the device."),
-        ),
-        ("allow_write", boolean(false)),
-    ])
-    .default(json!({}))
-    .describe("What this port or bus may do beyond reading it; an absent flag is false.")
+    device_grants(
+        ("allow_read", "Version 1 only: reading the device."),
+        vec![("allow_write", boolean(false))],
+        "What this port or bus may do beyond reading it; an absent flag is false.",
+    )
 }
 
 fn usb_id() -> Spec {
