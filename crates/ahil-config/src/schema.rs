@@ -105,6 +105,11 @@ fn io_permissions() -> Spec {
     )
 }
 
+/// Entries by name; none when the key is absent.
+fn named(entry: Spec) -> Spec {
+    Spec::map_of(Pattern::Name, entry).default(json!({}))
+}
+
 fn usb_id() -> Spec {
     Spec::of(&[Ty::Int, Ty::Str, Ty::Null])
         .min(0.0)
@@ -332,8 +337,7 @@ fn can_bus_entry() -> Spec {
         ),
         (
             "shares",
-            Spec::map_of(Pattern::Name, share_entry())
-                .default(json!({}))
+            named(share_entry())
                 .describe("Named participants of a brokered bus; absent means one owner."),
         ),
     ])
@@ -384,9 +388,7 @@ fn power_supply_entry() -> Spec {
 }
 
 fn labgrid_section() -> Spec {
-    let places = || {
-        Spec::map_of(Pattern::Name, Spec::of(&[Ty::Str]).pattern(Pattern::Name)).default(json!({}))
-    };
+    let places = || named(Spec::of(&[Ty::Str]).pattern(Pattern::Name));
     Spec::object(vec![
         (
             "coordinator",
@@ -532,28 +534,21 @@ fn build() -> Spec {
         ("target", target),
         (
             "debuggers",
-            Spec::map_of(Pattern::Name, debugger_entry())
-                .default(json!({}))
-                .describe("Debug probes by name."),
+            named(debugger_entry()).describe("Debug probes by name."),
         ),
         ("debug", debug),
         ("artifacts", artifacts),
         (
             "com_ports",
-            Spec::map_of(Pattern::Name, com_port_entry())
-                .default(json!({}))
-                .describe("Serial ports by name."),
+            named(com_port_entry()).describe("Serial ports by name."),
         ),
         (
             "can_buses",
-            Spec::map_of(Pattern::Name, can_bus_entry())
-                .default(json!({}))
-                .describe("CAN buses by name."),
+            named(can_bus_entry()).describe("CAN buses by name."),
         ),
         (
             "power_supplies",
-            Spec::map_of(Pattern::Name, power_supply_entry())
-                .default(json!({}))
+            named(power_supply_entry())
                 .describe("Bench power supplies, version 2 and later; written only by a person."),
         ),
         ("validation", validation),
