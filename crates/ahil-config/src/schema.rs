@@ -66,40 +66,48 @@ fn choice(values: &[&str], default: Option<&str>) -> Spec {
     }
 }
 
+/// A device entry's grants: first its read flag, which only version 1 has (later versions refuse
+/// it by name), then the others; `what` describes the object.
+fn device_grants(
+    (read_key, read_note): (&'static str, &'static str),
+    grants: Vec<(&'static str, Spec)>,
+    what: &'static str,
+) -> Spec {
+    let read = boolean(false).deprecated().describe(read_note);
+    Spec::object([(read_key, read)].into_iter().chain(grants).collect())
+        .default(json!({}))
+        .describe(what)
+}
+
 fn debugger_permissions() -> Spec {
-    Spec::object(vec![
-        (
-            "allow_probe",
-            boolean(false)
-                .deprecated()
-                .describe("Version 1 only: reading the probe."),
-        ),
-        ("allow_flash", boolean(false)),
-        ("allow_reset", boolean(false)),
-        ("allow_debug_execution", boolean(false)),
-        ("allow_raw_debugger_commands", boolean(false)),
-        ("allow_mass_erase", boolean(false)),
-        (
-            "allow_rtt_write",
-            boolean(false).describe("Writing to RTT down channels (ours alone)."),
-        ),
-    ])
-    .default(json!({}))
-    .describe("What this probe may do beyond reading it; an absent flag is false.")
+    device_grants(
+        ("allow_probe", "Version 1 only: reading the probe."),
+        vec![
+            ("allow_flash", boolean(false)),
+            ("allow_reset", boolean(false)),
+            ("allow_debug_execution", boolean(false)),
+            ("allow_raw_debugger_commands", boolean(false)),
+            ("allow_mass_erase", boolean(false)),
+            (
+                "allow_rtt_write",
+                boolean(false).describe("Writing to RTT down channels (ours alone)."),
+            ),
+        ],
+        "What this probe may do beyond reading it; an absent flag is false.",
+    )
 }
 
 fn io_permissions() -> Spec {
-    Spec::object(vec![
-        (
-            "allow_read",
-            boolean(false)
-                .deprecated()
-                .describe("Version 1 only: reading the device."),
-        ),
-        ("allow_write", boolean(false)),
-    ])
-    .default(json!({}))
-    .describe("What this port or bus may do beyond reading it; an absent flag is false.")
+    device_grants(
+        ("allow_read", "Version 1 only: reading the device."),
+        vec![("allow_write", boolean(false))],
+        "What this port or bus may do beyond reading it; an absent flag is false.",
+    )
+}
+
+/// Entries by name; none when the key is absent.
+fn named(entry: Spec) -> Spec {
+    Spec::map_of(Pattern::Name, entry).default(json!({}))
 }
 
 fn usb_id() -> Spec {
@@ -329,8 +337,7 @@ fn can_bus_entry() -> Spec {
         ),
         (
             "shares",
-            Spec::map_of(Pattern::Name, share_entry())
-                .default(json!({}))
+            named(share_entry())
                 .describe("Named participants of a brokered bus; absent means one owner."),
         ),
     ])
@@ -381,9 +388,7 @@ fn power_supply_entry() -> Spec {
 }
 
 fn labgrid_section() -> Spec {
-    let places = || {
-        Spec::map_of(Pattern::Name, Spec::of(&[Ty::Str]).pattern(Pattern::Name)).default(json!({}))
-    };
+    let places = || named(Spec::of(&[Ty::Str]).pattern(Pattern::Name));
     Spec::object(vec![
         (
             "coordinator",
@@ -529,28 +534,21 @@ fn build() -> Spec {
         ("target", target),
         (
             "debuggers",
-            Spec::map_of(Pattern::Name, debugger_entry())
-                .default(json!({}))
-                .describe("Debug probes by name."),
+            named(debugger_entry()).describe("Debug probes by name."),
         ),
         ("debug", debug),
         ("artifacts", artifacts),
         (
             "com_ports",
-            Spec::map_of(Pattern::Name, com_port_entry())
-                .default(json!({}))
-                .describe("Serial ports by name."),
+            named(com_port_entry()).describe("Serial ports by name."),
         ),
         (
             "can_buses",
-            Spec::map_of(Pattern::Name, can_bus_entry())
-                .default(json!({}))
-                .describe("CAN buses by name."),
+            named(can_bus_entry()).describe("CAN buses by name."),
         ),
         (
             "power_supplies",
-            Spec::map_of(Pattern::Name, power_supply_entry())
-                .default(json!({}))
+            named(power_supply_entry())
                 .describe("Bench power supplies, version 2 and later; written only by a person."),
         ),
         ("validation", validation),

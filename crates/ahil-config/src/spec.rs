@@ -52,7 +52,8 @@ impl Ty {
 /// A check that needs sibling values (the CAN frame size depends on `fd`).
 pub(crate) type PostCheck = fn(&Node, &Path, &mut Vec<Problem>);
 
-#[derive(Debug, Clone)]
+/// Every constraint is unset by default; [`Spec::of`] and the builders set the ones a key has.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Spec {
     pub types: Vec<Ty>,
     pub choices: Option<Vec<Value>>,
@@ -89,22 +90,7 @@ impl Spec {
     pub(crate) fn of(types: &[Ty]) -> Self {
         Self {
             types: types.to_vec(),
-            choices: None,
-            pattern: None,
-            minimum: None,
-            maximum: None,
-            exclusive_minimum: None,
-            min_length: None,
-            min_items: None,
-            default: None,
-            description: None,
-            props: Vec::new(),
-            required: Vec::new(),
-            entries: None,
-            items: None,
-            usb_id: false,
-            deprecated: false,
-            post: None,
+            ..Default::default()
         }
     }
 

@@ -77,6 +77,11 @@ fn positive_timeout() -> Shape {
     .describe("Seconds, more than 0.")
 }
 
+/// A file path a step names: any non-empty text.
+fn path() -> Shape {
+    s(1, None)
+}
+
 fn symbol() -> Shape {
     s(0, Some(Pat::Symbol))
 }
@@ -341,7 +346,6 @@ fn build() -> Vec<StepKind> {
 /// Steps on the board itself.
 fn board_kinds() -> Vec<StepKind> {
     use Routes::Debugger;
-    let path = || s(1, None);
     vec![
         plain(
             def(
@@ -516,7 +520,6 @@ fn can_kinds() -> Vec<StepKind> {
 /// Debug-session steps.
 fn debug_kinds() -> Vec<StepKind> {
     use Routes::Debugger;
-    let path = || s(1, None);
     vec![
         plain(
             def(

@@ -162,8 +162,10 @@ pub enum Location {
 }
 
 /// One step of a plan. Routes are `None` only where the plan may omit them (a debugger
-/// step when the configuration has exactly one debugger).
-#[derive(Debug, Clone, PartialEq)]
+/// step when the configuration has exactly one debugger). A variant's `action:` is its name
+/// in snake case.
+#[derive(Debug, Clone, PartialEq, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
 pub enum Step {
     Flash {
         route: Option<Route>,
@@ -268,27 +270,7 @@ pub enum Step {
 impl Step {
     /// The `action:` this step was written with.
     pub fn action(&self) -> &'static str {
-        match self {
-            Step::Flash { .. } => "flash",
-            Step::Reset { .. } => "reset",
-            Step::UartOpen { .. } => "uart_open",
-            Step::UartWrite { .. } => "uart_write",
-            Step::UartRead { .. } => "uart_read",
-            Step::UartExpect { .. } => "uart_expect",
-            Step::UartClose { .. } => "uart_close",
-            Step::RttExpect { .. } => "rtt_expect",
-            Step::CanOpen { .. } => "can_open",
-            Step::CanClose { .. } => "can_close",
-            Step::CanSend { .. } => "can_send",
-            Step::CanRead { .. } => "can_read",
-            Step::DebugStart { .. } => "debug_start",
-            Step::RunUntilBreakpoint { .. } => "run_until_breakpoint",
-            Step::DumpMemory { .. } => "dump_memory",
-            Step::ReadSymbol { .. } => "read_symbol",
-            Step::DebugStop { .. } => "debug_stop",
-            Step::Delay { .. } => "delay",
-            Step::Repeat { .. } => "repeat",
-        }
+        self.into()
     }
 
     /// The device this step drives, when it names one.
@@ -652,5 +634,46 @@ pub(crate) fn int_of(n: &Node) -> Option<i128> {
         #[allow(clippy::cast_possible_truncation)]
         Node::Float(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e30 => Some(*f as i128),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::catalogue::actions;
+    use super::super::load::parse_plan;
+
+    #[test]
+    fn every_step_answers_the_action_it_was_written_with() {
+        let plan = parse_plan(
+            br#"
+version: 6
+steps:
+  - {device: dut, action: flash, image_path: app.elf}
+  - {device: dut, action: reset}
+  - {device: uart, action: uart_open}
+  - {device: uart, action: uart_write, text: "x"}
+  - {device: uart, action: uart_read}
+  - {device: uart, action: uart_expect, text: "x", timeout_s: 1}
+  - {device: uart, action: uart_close}
+  - {device: dut, action: rtt_expect, channel: log, text: "x", timeout_s: 1}
+  - {device: can, action: can_open}
+  - {device: can, action: can_close}
+  - {device: can, action: can_send, frame_id: 1}
+  - {device: can, action: can_read}
+  - {device: dut, action: debug_start, image_path: app.elf}
+  - {device: dut, action: run_until_breakpoint, location: main}
+  - {device: dut, action: dump_memory, symbol: buf, output_path: buf.hex}
+  - {device: dut, action: read_symbol, symbol: word}
+  - {device: dut, action: debug_stop}
+  - {device: dut, action: delay, duration_ms: 1}
+  - {action: repeat, count: 1, steps: [{device: dut, action: reset}]}
+"#,
+        )
+        .expect("a plan of every kind");
+        let mut answered: Vec<&str> = plan.steps.iter().map(super::Step::action).collect();
+        let mut written = actions();
+        answered.sort_unstable();
+        written.sort_unstable();
+        assert_eq!(answered, written);
     }
 }
