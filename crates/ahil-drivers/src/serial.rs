@@ -29,33 +29,33 @@ const READ_CHUNK: usize = 4096;
 const WRITE_RETRIES: usize = 3;
 
 /// A serial failure; each variant maps to one public `error_type`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, strum::IntoStaticStr)]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum SerialError {
     #[error("the host's serial ports could not be listed: {detail}")]
+    #[strum(serialize = "com_port_discovery_failed")]
     Discovery { detail: String },
     #[error("{device} is held by another program: {detail}")]
+    #[strum(serialize = "com_port_busy")]
     Busy { device: String, detail: String },
     #[error("{device} could not be opened: {detail}")]
+    #[strum(serialize = "com_port_open_failed")]
     Open { device: String, detail: String },
     #[error("the write failed after {written} bytes: {detail}")]
+    #[strum(serialize = "serial_write_failed")]
     Write { detail: String, written: usize },
     #[error("only {written} of {requested} bytes were written")]
+    #[strum(serialize = "serial_write_incomplete")]
     Incomplete { written: usize, requested: usize },
     #[error("the reader did not stop within {limit:?}")]
+    #[strum(serialize = "com_port_close_failed")]
     Close { limit: Duration },
 }
 
 impl SerialError {
     /// The public `error_type` of this failure.
     pub fn error_type(&self) -> &'static str {
-        match self {
-            Self::Discovery { .. } => "com_port_discovery_failed",
-            Self::Busy { .. } => "com_port_busy",
-            Self::Open { .. } => "com_port_open_failed",
-            Self::Write { .. } => "serial_write_failed",
-            Self::Incomplete { .. } => "serial_write_incomplete",
-            Self::Close { .. } => "com_port_close_failed",
-        }
+        self.into()
     }
 
     /// What is known about contact with the device when this failure ended the operation.

@@ -17,6 +17,17 @@ fn wait() -> Duration {
 }
 
 #[test]
+fn each_serial_failure_keeps_its_published_error_type() {
+    use strum::IntoEnumIterator;
+    let types: Vec<&str> = SerialError::iter().map(|e| e.error_type()).collect();
+    assert_eq!(
+        types.join(" "),
+        "com_port_discovery_failed com_port_busy com_port_open_failed serial_write_failed \
+         serial_write_incomplete com_port_close_failed"
+    );
+}
+
+#[test]
 fn bytes_sent_by_the_device_are_read_each_byte_once() {
     let mut peer = PtyPeer::open().expect("pty pair");
     let port = Port::open(&options(peer.device(), 4096), None).expect("open");

@@ -158,25 +158,31 @@ pub trait PowerSupply {
 }
 
 /// Why a supply conversation ended.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, strum::IntoStaticStr)]
+#[cfg_attr(test, derive(strum::EnumIter))]
 pub enum PsuError {
     #[error("{device} could not be opened: {detail}")]
+    #[strum(serialize = "open_failed")]
     Open { device: String, detail: String },
     #[error("{device} is held by another program: {detail}")]
+    #[strum(serialize = "port_busy")]
     Busy { device: String, detail: String },
     #[error("the supply did not answer {command} within {limit:?}")]
+    #[strum(serialize = "no_reply")]
     NoReply {
         command: String,
         limit: Duration,
         after_write: bool,
     },
     #[error("the supply answered {command} with {reply:?}, which is not a valid answer")]
+    #[strum(serialize = "invalid_reply")]
     Garbled {
         command: String,
         reply: String,
         after_write: bool,
     },
     #[error("sending {command} failed: {detail}")]
+    #[strum(serialize = "write_failed")]
     Send {
         command: String,
         detail: String,
@@ -185,20 +191,14 @@ pub enum PsuError {
         after_write: bool,
     },
     #[error("the call was cancelled")]
+    #[strum(serialize = "cancelled")]
     Cancelled { after_write: bool },
 }
 
 impl PsuError {
     /// What ended the conversation, for the result's `cause`.
     pub fn cause(&self) -> &'static str {
-        match self {
-            Self::Open { .. } => "open_failed",
-            Self::Busy { .. } => "port_busy",
-            Self::NoReply { .. } => "no_reply",
-            Self::Garbled { .. } => "invalid_reply",
-            Self::Send { .. } => "write_failed",
-            Self::Cancelled { .. } => "cancelled",
-        }
+        self.into()
     }
 
     /// Whether anything that changes the unit had been sent before the failure.
@@ -237,6 +237,16 @@ impl PsuError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_way_a_conversation_ends_keeps_its_published_cause() {
+        use strum::IntoEnumIterator;
+        let causes: Vec<&str> = PsuError::iter().map(|end| end.cause()).collect();
+        assert_eq!(
+            causes.join(" "),
+            "open_failed port_busy no_reply invalid_reply write_failed cancelled"
+        );
+    }
 
     #[test]
     fn fixed_parses_device_text_exactly() {

@@ -82,19 +82,22 @@ impl Ring {
 
     /// Waits until the reader has ended or `deadline` passes; true if it ended.
     pub fn wait_done(&self, deadline: Instant) -> bool {
-        let mut inner = self.lock();
-        while !inner.reader_done {
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            inner = self
-                .arrived
-                .wait_timeout(inner, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        true
+        self.lock_when(deadline, |inner| inner.reader_done)
+            .reader_done
+    }
+
+    /// The lock, taken once `ready` holds or `deadline` has passed, whichever comes first.
+    fn lock_when(
+        &self,
+        deadline: Instant,
+        ready: impl Fn(&Inner) -> bool,
+    ) -> MutexGuard<'_, Inner> {
+        let inner = self.lock();
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.arrived
+            .wait_timeout_while(inner, left, |inner| !ready(inner))
+            .unwrap_or_else(PoisonError::into_inner)
+            .0
     }
 
     /// The reader's failure, if it failed.
@@ -118,18 +121,8 @@ impl Ring {
     /// Waits until `deadline` for a byte (not at all once the reader has ended), then takes up to
     /// `max` bytes.
     pub fn take(&self, max: usize, deadline: Instant) -> Taken {
-        let mut inner = self.lock();
-        while inner.buf.is_empty() && !inner.reader_done {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            inner = self
-                .arrived
-                .wait_timeout(inner, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
+        let mut inner =
+            self.lock_when(deadline, |inner| !inner.buf.is_empty() || inner.reader_done);
         let n = inner.buf.len().min(max.max(1));
         Self::split(&mut inner, n)
     }
