@@ -173,6 +173,11 @@ fn source(pieces: &[&[u8]]) -> impl FnMut(Instant) -> Pulled {
     }
 }
 
+/// What a read shows the agent: the masked text and whether a pattern matched.
+fn shown(took: &Took) -> (String, Option<bool>) {
+    (text(&took.bytes), took.matched)
+}
+
 fn read(
     stream: &mut MaskedStream,
     pieces: &[&[u8]],
@@ -246,8 +251,7 @@ fn an_until_without_credentials_reads_through_the_first_match_and_keeps_the_rest
     for (case, pieces, max, until, taken, matched, left) in cases {
         let mut stream = MaskedStream::default();
         let (took, _) = read(&mut stream, pieces, max, until);
-        assert_eq!(text(&took.bytes), taken, "{case}");
-        assert_eq!(took.matched, Some(matched), "{case}");
+        assert_eq!(shown(&took), (taken.into(), Some(matched)), "{case}");
         assert_eq!(took.remaining, left, "{case}");
     }
 }
@@ -260,10 +264,9 @@ fn an_until_on_a_credentials_prefix_reads_as_text_that_never_arrives() {
     for prefix in ["AKIAI", "AKIAIOSFODNN7EXAMPLE", "id AKIA", "EXAMPLE"] {
         let mut stream = MaskedStream::default();
         let (took, waited) = read(&mut stream, &[PLANTED], 1 << 16, &[prefix]);
-        assert_eq!(took.matched, Some(false), "{prefix}");
         assert_eq!(
-            text(&took.bytes),
-            "boot\nid [redacted]\nready\n",
+            shown(&took),
+            ("boot\nid [redacted]\nready\n".into(), Some(false)),
             "{prefix}"
         );
         assert!(waited >= wait, "{prefix}: the wait ran out");
@@ -278,8 +281,10 @@ fn an_until_on_a_credentials_prefix_reads_as_text_that_never_arrives() {
 fn an_until_on_text_after_a_credential_matches_where_the_masked_stream_has_it() {
     let mut stream = MaskedStream::default();
     let (took, waited) = read(&mut stream, &[PLANTED], 1 << 16, &["ready"]);
-    assert_eq!(took.matched, Some(true));
-    assert_eq!(text(&took.bytes), "boot\nid [redacted]\nready");
+    assert_eq!(
+        shown(&took),
+        ("boot\nid [redacted]\nready".into(), Some(true))
+    );
     assert_eq!(took.remaining, 1);
     assert!(waited < Duration::from_millis(150));
     // A pattern across the mask matches the mask, as the agent sees it.
@@ -289,10 +294,7 @@ fn an_until_on_text_after_a_credential_matches_where_the_masked_stream_has_it() 
     // max_bytes counts masked bytes.
     let mut stream = MaskedStream::default();
     let (took, _) = read(&mut stream, &[PLANTED], 12, &["ready"]);
-    assert_eq!(
-        (text(&took.bytes), took.matched),
-        ("boot\nid [red".into(), Some(false))
-    );
+    assert_eq!(shown(&took), ("boot\nid [red".into(), Some(false)));
 }
 
 #[test]
@@ -300,20 +302,14 @@ fn a_credential_still_open_hides_what_follows_it_from_a_pattern_until_it_is_whol
     // The key id has not ended: nothing from it on is in the masked stream yet.
     let mut stream = MaskedStream::default();
     let (took, waited) = read(&mut stream, &[b"id AKIAIOSF"], 1 << 16, &["AKIA"]);
-    assert_eq!(
-        (text(&took.bytes), took.matched),
-        ("id ".into(), Some(false))
-    );
+    assert_eq!(shown(&took), ("id ".into(), Some(false)));
     assert!(waited >= Duration::from_millis(150));
     // Without a pattern the read takes what is settled and leaves the open word.
     let (took, _) = read(&mut stream, &[b"ODNN7EXAMPLE"], 1 << 16, &[]);
     assert_eq!(text(&took.bytes), "");
     // Its end decides it, and the text after it can match.
     let (took, _) = read(&mut stream, &[b" done\n"], 1 << 16, &["done"]);
-    assert_eq!(
-        (text(&took.bytes), took.matched),
-        ("[redacted] done".into(), Some(true))
-    );
+    assert_eq!(shown(&took), ("[redacted] done".into(), Some(true)));
 }
 
 #[test]

@@ -38,6 +38,13 @@ const SESSION_READ: Gate = Gate::leased(
 /// Reads the target's memory through the open session.
 const SYMBOL_READ: Gate = SESSION_READ.audited();
 
+/// Acts on the core through the open session (a breakpoint, a resume) and reports whether it did.
+const fn session_effect(unconfirmed: &'static str) -> Gate {
+    Gate::leased(Lease::Call, unconfirmed, "debug_audit_broken")
+        .audited()
+        .reports_effect()
+}
+
 pub(super) const DECLARED: &[Declaration] = &[
     Declaration::new(ToolId::DebuggerProbesList, "debugger_probes_list", Kind::ReadOnly, PROBE_READ)
         .about(
@@ -154,14 +161,8 @@ breakpoints and its last stop. Touches no hardware.",
         ToolId::DebugSetBreakpoint,
         "debug_set_breakpoint",
         Kind::ADDITIVE,
-        Gate::leased(
-            Lease::Call,
-            "debug_breakpoint_cleanup_unconfirmed",
-            "debug_audit_broken",
-        )
-        .audited()
-        .reports_effect()
-        .needs(&[need(Touched::Debugger, "allow_probe")]),
+        session_effect("debug_breakpoint_cleanup_unconfirmed")
+            .needs(&[need(Touched::Debugger, "allow_probe")]),
     )
     .schema(debug_set_breakpoint_schema)
     .about(
@@ -199,14 +200,7 @@ cleared. A breakpoint gdb still lists gives breakpoint_reconciliation_failed.",
         ToolId::DebugContinue,
         "debug_continue",
         Kind::ADDITIVE,
-        Gate::leased(
-            Lease::Call,
-            "debug_target_state_unconfirmed",
-            "debug_audit_broken",
-        )
-        .audited()
-        .reports_effect()
-        .needs(&[
+        session_effect("debug_target_state_unconfirmed").needs(&[
             need(Touched::Debugger, "allow_probe"),
             need(Touched::Debugger, "allow_debug_execution"),
         ]),
