@@ -378,15 +378,26 @@ impl Walk<'_> {
         Ok(())
     }
 
-    /// A symbol read or dump needs an earlier `debug_start`, except on a debugger whose symbol reads
-    /// are served from the last flashed ELF without a session (ST-Link, as the reference does, and
-    /// probe-rs): the step then fails at run time if no flash step of the run wrote an ELF.
-    fn reads_symbols(&self, step: &Step, at: &str, name: &str) -> Result<(), Box<Invalid>> {
-        let kind = self.config().debuggers.get(name).map(|d| d.kind);
-        if matches!(kind, Some(DebuggerType::Stlink | DebuggerType::ProbeRs)) {
-            return Ok(());
+    /// A symbol read or dump of `symbol`: its grant on the step's debugger. The step needs an earlier `debug_start`, except on a debugger whose symbol reads are served
+    /// from the last flashed ELF without a session (ST-Link, as the reference does, and probe-rs):
+    /// the step then fails at run time if no flash step of the run wrote an ELF.
+    fn symbol_read(
+        &mut self,
+        step: &Step,
+        at: &str,
+        route: Option<&Route>,
+        symbol: &str,
+    ) -> Result<(), Box<Invalid>> {
+        let name = self.route(step, at, route, Kind::Debugger)?;
+        let kind = self.config().debuggers.get(&name).map(|d| d.kind);
+        if !matches!(kind, Some(DebuggerType::Stlink | DebuggerType::ProbeRs)) {
+            self.in_debug(step, at)?;
         }
-        self.in_debug(step, at)
+        let action = Action::SymbolRead {
+            symbol,
+            allowlist: self.allowlist(),
+        };
+        self.authorize(step, at, "symbol", self.debugger(&name), &action)
     }
 
     fn in_debug(&self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
@@ -400,20 +411,6 @@ impl Walk<'_> {
                 "No earlier debug_start step opens a debug session.".into(),
             ))
         }
-    }
-
-    fn symbol(
-        &self,
-        step: &Step,
-        at: &str,
-        debugger: &str,
-        symbol: &str,
-    ) -> Result<(), Box<Invalid>> {
-        let action = Action::SymbolRead {
-            symbol,
-            allowlist: self.allowlist(),
-        };
-        self.authorize(step, at, "symbol", self.debugger(debugger), &action)
     }
 
     fn step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
@@ -668,9 +665,7 @@ impl Walk<'_> {
                 symbol,
                 output_path,
             } => {
-                let name = self.route(step, at, route.as_ref(), Kind::Debugger)?;
-                self.reads_symbols(step, at, &name)?;
-                self.symbol(step, at, &name, symbol)?;
+                self.symbol_read(step, at, route.as_ref(), symbol)?;
                 crate::debug::output::check("test_reactor", self.config(), output_path).map_err(
                     |refusal| {
                         self.fail(
@@ -692,9 +687,7 @@ impl Walk<'_> {
                 size_bytes,
                 comparator,
             } => {
-                let name = self.route(step, at, route.as_ref(), Kind::Debugger)?;
-                self.reads_symbols(step, at, &name)?;
-                self.symbol(step, at, &name, symbol)?;
+                self.symbol_read(step, at, route.as_ref(), symbol)?;
                 if let Some(size) = size_bytes {
                     if comparator.is_some() && !matches!(size, 1 | 2 | 4 | 8) {
                         return Err(self.invalid(
