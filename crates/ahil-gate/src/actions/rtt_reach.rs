@@ -29,7 +29,9 @@ use crate::envelope::Outcome;
 /// QMP steps, worker answers: each access is capped at this.
 const STEP: Duration = Duration::from_secs(5);
 
-/// A backend's way to the target's RTT, decided at plan time.
+/// A backend's way to the target's RTT, decided at plan time; its name is the backend's in results.
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub(super) enum Reach {
     Qemu(BoardPaths),
     ProbeRs {
@@ -115,11 +117,7 @@ pub(super) fn reach(
 impl Reach {
     /// The backend's name in results.
     pub(super) fn backend(&self) -> &'static str {
-        match self {
-            Self::Qemu(_) => "qemu",
-            Self::ProbeRs { .. } => "probe-rs",
-            Self::OpenOcd { .. } => "openocd",
-        }
+        self.into()
     }
 
     /// Open the link (the memory and its block, or OpenOCD and its streams), or the refusal,

@@ -206,11 +206,7 @@ pub(super) fn start_stlink(
 
 impl ServerKind {
     pub(super) fn backend(&self) -> &'static str {
-        match self {
-            Self::Qemu(_) => "qemu",
-            Self::OpenOcd { .. } => "openocd",
-            Self::Stlink { .. } => "stlink",
-        }
+        self.into()
     }
 }
 

@@ -10,7 +10,9 @@ use ahil_drivers::openocd::gdbserver::GdbServer;
 use ahil_drivers::process::CancelFlag;
 use std::borrow::Cow;
 
-/// The debug server a session starts against.
+/// The debug server a session starts against; its name is the backend's in results.
+#[derive(strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub(super) enum ServerKind {
     /// The emulated board's stub, which `agentic-hil sim start` keeps running.
     Qemu(QemuProbe),
