@@ -234,6 +234,9 @@ impl CubeProg {
 impl CubeProg {
     /// Read `size` bytes at `address` into the Intel HEX file `out` (`-r 0x<addr> <size> <file>`).
     /// The caller owns `out`'s directory; success needs the CLI's "Data read successfully".
+    /// It connects `HOTPLUG`, without a halt or a reset, as the reference does: a read answers
+    /// `side_effect_status: not_started`, and a `NORMAL` connection halts the core (or resets it,
+    /// with the probe's reset mode) before reading.
     pub fn read_memory_hex(
         &self,
         address: u64,
@@ -241,7 +244,7 @@ impl CubeProg {
         out: &std::path::Path,
         budget: &Budget,
     ) -> Result<CliSuccess, DriverError> {
-        let mut args = self.connect_args("NORMAL");
+        let mut args = self.connect_args("HOTPLUG");
         args.push("-r".into());
         args.push(format!("{address:#x}").into());
         args.push(size.to_string().into());

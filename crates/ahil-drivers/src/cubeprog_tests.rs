@@ -176,12 +176,17 @@ fn a_hung_programmer_is_killed_with_its_grandchild() {
 fn a_memory_read_writes_intel_hex_and_needs_its_success_sentence() {
     let (dir, exe) = fake::install("STM32_Programmer_CLI.py", "ok");
     let out = dir.path().join("read.hex");
-    let done = backend(&exe, Some("STLINK123"), ConnectMode::Hotplug)
+    // Whatever mode the entry flashes with, a read connects without a halt or a reset.
+    let done = backend(&exe, Some("STLINK123"), ConnectMode::UnderReset)
         .read_memory_hex(0x2000_0000, 4, &out, &budget())
         .expect("read");
     assert_eq!(done.matched_success_text, ["Data read successfully"]);
     let hex = std::fs::read_to_string(&out).expect("hex written");
     assert!(hex.starts_with(":020000042000DA"), "{hex}");
+    assert_eq!(
+        fake::calls(dir.path())[0][..4],
+        ["-q", "-c", "port=SWD", "mode=HOTPLUG"]
+    );
     assert_eq!(
         fake::calls(dir.path())[0][4..7],
         [
