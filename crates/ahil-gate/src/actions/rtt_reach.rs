@@ -31,18 +31,17 @@ const STEP: Duration = Duration::from_secs(5);
 
 /// A backend's way to the target's RTT, decided at plan time; its name is the backend's in results.
 #[derive(strum::IntoStaticStr)]
-#[strum(serialize_all = "kebab-case")]
 pub(super) enum Reach {
+    #[strum(serialize = "qemu")]
     Qemu(BoardPaths),
+    #[strum(serialize = "probe-rs")]
     ProbeRs {
         worker: PathBuf,
         target: TargetRef,
         attach: Duration,
     },
-    OpenOcd {
-        openocd: OpenOcd,
-        limit: Duration,
-    },
+    #[strum(serialize = "openocd")]
+    OpenOcd { openocd: OpenOcd, limit: Duration },
 }
 
 fn refused(tool: ToolId, error_type: ErrorType, summary: String) -> Box<Outcome> {

@@ -12,16 +12,18 @@ use std::borrow::Cow;
 
 /// The debug server a session starts against; its name is the backend's in results.
 #[derive(strum::IntoStaticStr)]
-#[strum(serialize_all = "lowercase")]
 pub(super) enum ServerKind {
     /// The emulated board's stub, which `agentic-hil sim start` keeps running.
+    #[strum(serialize = "qemu")]
     Qemu(QemuProbe),
     /// An OpenOCD this session starts and ends.
+    #[strum(serialize = "openocd")]
     OpenOcd {
         openocd: OpenOcd,
         gdb: std::path::PathBuf,
     },
     /// An ST-LINK_gdbserver this session starts and ends.
+    #[strum(serialize = "stlink")]
     Stlink {
         server: StlinkGdbServer,
         gdb: std::path::PathBuf,
