@@ -163,17 +163,17 @@ fn a_gdb_removed_after_the_server_started_is_gdb_not_found_before_any_server_her
     );
 }
 
-/// A process bridge whose bus never falls silent: every read answers as many frames as it asks for.
-const FLOODING_BRIDGE: &str = r#"#!/usr/bin/env python3
+/// A process bridge that opens, answers every read with `READ_RESULT` (a Python expression over the
+/// request's `params`), and closes in a safe state.
+const SCRIPTED_BRIDGE: &str = r#"#!/usr/bin/env python3
 import json, sys
 for line in sys.stdin:
     request = json.loads(line)
     method, params = request.get("method"), request.get("params") or {}
     if method == "open":
-        result = {"ok": True, "protocol_version": 2, "backend": "flood", "summary": "open"}
+        result = {"ok": True, "protocol_version": 2, "backend": "scripted", "summary": "open"}
     elif method == "read":
-        frame = {"id": 256, "extended": False, "dlc": 1, "data_hex": "00"}
-        result = {"ok": True, "frames": [frame] * max(1, int(params.get("max_frames") or 1))}
+        result = READ_RESULT
     elif method == "close":
         result = {"ok": True, "protocol_version": 2, "safe_state_confirmed": True,
                   "safe_state": {"controller": "stopped"}}
@@ -184,32 +184,19 @@ for line in sys.stdin:
         break
 "#;
 
-/// A process bridge that opens and then fails every read.
-const FAILING_BRIDGE: &str = r#"#!/usr/bin/env python3
-import json, sys
-for line in sys.stdin:
-    request = json.loads(line)
-    method = request.get("method")
-    if method == "open":
-        result = {"ok": True, "protocol_version": 2, "backend": "failing", "summary": "open"}
-    elif method == "read":
-        result = {"ok": False, "error_type": "can_read_failed", "summary": "The controller is bus-off."}
-    elif method == "close":
-        result = {"ok": True, "protocol_version": 2, "safe_state_confirmed": True,
-                  "safe_state": {"controller": "stopped"}}
-    else:
-        result = {"ok": True}
-    print(json.dumps({"id": request.get("id"), "result": result}), flush=True)
-    if method == "close":
-        break
-"#;
+/// A bus that never falls silent: every read answers as many frames as it asks for.
+const FLOODING_READ: &str = r#"{"ok": True, "frames": [{"id": 256, "extended": False, "dlc": 1, "data_hex": "00"}] * max(1, int(params.get("max_frames") or 1))}"#;
 
-/// `init`, and one process bus `solo` whose bridge is `script`.
-fn bench_with_bridge(script: &str) -> World {
+/// A controller that fails every read.
+const FAILING_READ: &str =
+    r#"{"ok": False, "error_type": "can_read_failed", "summary": "The controller is bus-off."}"#;
+
+/// `init`, and one process bus `solo` whose bridge answers each read with `read`.
+fn bench_with_bridge(read: &str) -> World {
     let world = World::new();
     let (_, code) = world.run_json(&["init"]);
     assert_eq!(code, Some(0), "init succeeds");
-    let bridge = world.write_fake_tool("bridge", script);
+    let bridge = world.write_fake_tool("bridge", &SCRIPTED_BRIDGE.replace("READ_RESULT", read));
     let path = world.config_path();
     let buses = format!(
         "can_buses:\n  solo:\n    adapter: process\n    channel: sim-solo\n    executable: \"{}\"\n\
@@ -223,7 +210,7 @@ fn bench_with_bridge(script: &str) -> World {
 
 #[test]
 fn a_read_that_fails_while_a_start_clears_the_queue_is_refused_here_and_in_the_reference() {
-    let world = bench_with_bridge(FAILING_BRIDGE);
+    let world = bench_with_bridge(FAILING_READ);
     each_refused(
         &world,
         &[("can_session_start", json!({"bus_id": "solo"}))],
@@ -238,7 +225,7 @@ fn a_read_that_fails_while_a_start_clears_the_queue_is_refused_here_and_in_the_r
 
 #[test]
 fn clearing_a_bus_that_never_falls_silent_is_the_drain_limit_here_and_in_the_reference() {
-    let world = bench_with_bridge(FLOODING_BRIDGE);
+    let world = bench_with_bridge(FLOODING_READ);
     let start = |clear: bool| {
         (
             "can_session_start",
