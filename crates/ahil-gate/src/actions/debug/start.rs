@@ -594,33 +594,24 @@ impl Progress {
     /// Moves the phase for the commands that change what is known of the target: the connect, the
     /// download and a reset (before or after the load), each started and then confirmed.
     fn mark(&mut self, command: &str, confirmed: bool) {
-        let stage = if command.starts_with("-target-select") {
+        let (started, done) = if command.starts_with("-target-select") {
             self.connected |= confirmed;
-            "target_connect"
+            ("target_connect_started", "target_connected")
         } else if command == "-target-download" {
             self.firmware = if confirmed {
                 "committed"
             } else {
                 "partial_or_unknown"
             };
-            "download"
+            ("download_started", "download_confirmed")
         } else if !command.contains("reset") {
             return;
         } else if self.firmware == "not_started" {
-            "pre_load_reset"
+            ("pre_load_reset_started", "pre_load_reset_confirmed")
         } else {
-            "post_load_reset"
+            ("post_load_reset_started", "post_load_reset_confirmed")
         };
-        self.phase = match (stage, confirmed) {
-            ("target_connect", true) => "target_connected",
-            ("target_connect", false) => "target_connect_started",
-            ("download", true) => "download_confirmed",
-            ("download", false) => "download_started",
-            ("pre_load_reset", true) => "pre_load_reset_confirmed",
-            ("pre_load_reset", false) => "pre_load_reset_started",
-            ("post_load_reset", true) => "post_load_reset_confirmed",
-            _ => "post_load_reset_started",
-        };
+        self.phase = if confirmed { done } else { started };
     }
 
     /// A failed start with its effect: an attach that never reached the target changed nothing, a
