@@ -584,12 +584,8 @@ pub fn can_read_after_a_cancelled_one(
 
 /// Live (not zombie) processes whose command line holds every one of `words`.
 pub fn processes_with(words: &[&str]) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+    processes::pids()
+        .filter_map(|pid| i32::try_from(pid).ok())
         .filter(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let text = String::from_utf8_lossy(&cmdline);

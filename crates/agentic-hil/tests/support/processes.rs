@@ -7,12 +7,7 @@ use std::path::Path;
 /// spaces); one whose environment or command line cannot be read is not listed.
 pub fn under_home(home: &Path) -> Vec<(u32, String)> {
     let wanted = format!("HOME={}", home.display());
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+    pids()
         .filter_map(|pid| {
             let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
@@ -20,6 +15,15 @@ pub fn under_home(home: &Path) -> Vec<(u32, String)> {
             ours.then(|| (pid, String::from_utf8_lossy(&cmdline).replace('\0', " ")))
         })
         .collect()
+}
+
+/// Every process id /proc lists now (none when /proc cannot be read).
+pub fn pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
 }
 
 /// The processes under `home` whose command line contains `marker`.
