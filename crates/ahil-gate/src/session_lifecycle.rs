@@ -89,6 +89,30 @@ pub fn read_given_up(tool: ToolId, id: (&str, &str), contact: Contact) -> Acted 
     Acted::new(outcome, contact)
 }
 
+/// What a session start uses of the gate: the audit its log chains into, the machine-wide
+/// ownership its locks come from, and the table (of sessions `S`) it registers in.
+pub struct Host<S> {
+    pub audit: Audit,
+    pub ownership: Arc<Ownership>,
+    pub sessions: Arc<S>,
+}
+
+impl<S> Host<S> {
+    pub fn new(audit: Audit, ownership: &Arc<Ownership>, sessions: &Arc<S>) -> Self {
+        Self {
+            audit,
+            ownership: Arc::clone(ownership),
+            sessions: Arc::clone(sessions),
+        }
+    }
+}
+
+impl<S> Clone for Host<S> {
+    fn clone(&self) -> Self {
+        Self::new(self.audit.clone(), &self.ownership, &self.sessions)
+    }
+}
+
 /// The device locks a start claims, and what its refusal says when they are held elsewhere.
 pub struct Claim {
     pub keys: Vec<String>,
@@ -138,6 +162,68 @@ pub struct Begun {
     pub log: SessionLog,
 }
 
+/// What a device is busy with while a session holds it. The holder records' label and a busy
+/// refusal's `held_by` name it, and it fixes the session's start tool, log name and the proofs a
+/// start gives when it stops before the device is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionClass {
+    Com,
+    Can,
+    Rtt,
+    Debug,
+}
+
+impl SessionClass {
+    /// The holder records' label before `:` and the session's id; a refusal's `held_by`.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Com => "com_session",
+            Self::Can => "can_session",
+            Self::Rtt => "rtt_session",
+            Self::Debug => "debug_session",
+        }
+    }
+
+    /// The tool that starts a session of this class.
+    pub const fn start_tool(self) -> ToolId {
+        match self {
+            Self::Com => ToolId::ComSessionStart,
+            Self::Can => ToolId::CanSessionStart,
+            Self::Rtt => ToolId::RttSessionStart,
+            Self::Debug => ToolId::DebugStartSession,
+        }
+    }
+
+    /// The session log's name begins with this and a `-`.
+    pub const fn log_prefix(self) -> &'static str {
+        match self {
+            Self::Com => "com",
+            Self::Can => "can",
+            Self::Rtt => "rtt",
+            Self::Debug => "gdb",
+        }
+    }
+
+    /// Why nothing was contacted when the device lock is refused.
+    const fn lock_refused(self) -> &'static str {
+        match self {
+            Self::Com => "the device lock was refused before the port was opened",
+            Self::Can => "the device lock was refused before the adapter was opened",
+            Self::Rtt => "the device lock was refused before the target's memory was read",
+            Self::Debug => "the device lock was refused before gdb started",
+        }
+    }
+
+    /// Why nothing was contacted when the session log cannot be written.
+    const fn log_refused(self) -> &'static str {
+        match self {
+            Self::Com => "the session log could not be written, so the port was not opened",
+            Self::Debug => "the session log could not be written, so gdb was not started",
+            Self::Can | Self::Rtt => "the session log could not be written, so nothing was opened",
+        }
+    }
+}
+
 /// One kind of session: what names it, how its device opens and how its session is registered. A
 /// kind declares its names and its start event's fields; its claim and log are built from them here,
 /// so every kind's label, log name and start event keep one form.
@@ -145,16 +231,11 @@ pub trait SessionKind: Sized {
     /// The open device (a port, a bus, a broker attachment, gdb and its server). Dropping it closes
     /// it and ends any child process it runs.
     type Device;
-    /// The start tool that answers for this kind.
-    const TOOL: ToolId;
-    /// What the holder records say a held device is busy with, before `:` and the session's id.
-    const CLAIM: &'static str;
+    /// What the device is busy with while the session holds it: its start tool, claim label and
+    /// log name come from it.
+    const CLASS: SessionClass;
     /// Why nothing was contacted when the lock is refused.
-    const LOCK_REFUSED: &'static str;
-    /// The session log's name begins with this and a `-`.
-    const LOG_PREFIX: &'static str;
-    /// Why nothing was contacted when the log cannot be written.
-    const LOG_REFUSED: &'static str = "the session log could not be written, so nothing was opened";
+    const LOCK_REFUSED: &'static str = Self::CLASS.lock_refused();
 
     /// The session's id in its claim's label and its log's name: the port, bus (a shared bus's
     /// participant after a `#`) or debugger.
@@ -169,14 +250,19 @@ pub trait SessionKind: Sized {
     /// The session log's name: the start's stamp keeps each session's log apart from the last one's
     /// on the same device.
     fn log_name(&self) -> String {
-        format!("{}-{}-{}.jsonl", Self::LOG_PREFIX, log_stamp(), self.id())
+        format!(
+            "{}-{}-{}.jsonl",
+            Self::CLASS.log_prefix(),
+            log_stamp(),
+            self.id()
+        )
     }
 
     /// The locks to claim and what their refusal says.
     fn claim(&self) -> Claim {
         Claim::new(
             self.lock_keys(),
-            format!("{}:{}", Self::CLAIM, self.id()),
+            format!("{}:{}", Self::CLASS.label(), self.id()),
             Self::LOCK_REFUSED,
         )
     }
@@ -209,40 +295,35 @@ pub trait SessionKind: Sized {
 /// it undone. `cancel` is the start call's flag: raised by the client's cancel and by the pipeline
 /// once it stopped waiting (a deadline, or the cancel's grace), so a device that opens after the
 /// call was given up is closed again instead of becoming a session nobody was told of.
-pub fn start<K: SessionKind>(
-    mut kind: K,
-    ownership: &Arc<Ownership>,
-    audit: &Audit,
-    cancel: &CancelFlag,
-) -> Acted {
+pub fn start<K: SessionKind, S>(mut kind: K, host: &Host<S>, cancel: &CancelFlag) -> Acted {
     let claim = kind.claim();
-    let locks = match SessionLocks::take(ownership, claim.keys, &claim.label) {
+    let locks = match SessionLocks::take(&host.ownership, claim.keys, &claim.label) {
         Ok(locks) => locks,
         Err(busy) => {
             return Acted {
-                outcome: busy.into_outcome(K::TOOL.name()),
+                outcome: busy.into_outcome(K::CLASS.start_tool().name()),
                 contact: Some(Contact::none(claim.refused)),
             };
         }
     };
     let (name, started) = kind.log_start();
-    let (log, device) = match open_logged(audit, name, &started, |log| kind.open(log)) {
+    let (log, device) = match open_logged(&host.audit, name, &started, |log| kind.open(log)) {
         Ok(opened) => opened,
         Err(NotOpened::Log(err)) => {
             return Acted {
-                outcome: unavailable(K::TOOL.name(), &err),
-                contact: Some(Contact::none(K::LOG_REFUSED)),
+                outcome: unavailable(K::CLASS.start_tool().name(), &err),
+                contact: Some(Contact::none(K::CLASS.log_refused())),
             };
         }
         Err(NotOpened::Device(refused)) => return *refused,
     };
     if cancel.is_cancelled() {
         kind.close_unregistered(device);
-        return abandoned(K::TOOL, &log);
+        return abandoned(K::CLASS.start_tool(), &log);
     }
     let ended = log.clone();
     kind.register(device, Begun { locks, log })
-        .unwrap_or_else(|| not_registered(K::TOOL, &ended))
+        .unwrap_or_else(|| not_registered(K::CLASS.start_tool(), &ended))
 }
 
 /// The refusal of a start whose call was given up while its device opened: the device is closed

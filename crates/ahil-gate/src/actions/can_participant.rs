@@ -20,10 +20,9 @@ use crate::can::broker::client::Participant;
 use crate::can::broker::{self, AuditPlace, BrokerSpec};
 use crate::can::{Link, Session, Sessions, adapter};
 use crate::envelope::Outcome;
-use crate::ownership::Ownership;
 use crate::policy::Action;
 use crate::serial::log_stamp;
-use crate::session_lifecycle::{self, Begun, SessionKind, SessionLog};
+use crate::session_lifecycle::{self, Begun, Host, SessionClass, SessionKind, SessionLog};
 
 struct StartShared {
     spec: BrokerSpec,
@@ -32,9 +31,7 @@ struct StartShared {
     lock_key: String,
     clear: bool,
     open_timeout: Duration,
-    audit: Audit,
-    ownership: Arc<Ownership>,
-    sessions: Arc<Sessions>,
+    host: Host<Sessions>,
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box<Outcome>> {
@@ -100,9 +97,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         lock_key: lock_key.clone(),
         clear: ctx.args.arg_bool("clear_rx_queue").unwrap_or(true),
         open_timeout,
-        audit: Audit::for_config(ctx.loaded),
-        ownership: Arc::clone(ctx.ownership),
-        sessions,
+        host: Host::new(Audit::for_config(ctx.loaded), ctx.ownership, &sessions),
     };
     let action = if broker::share_writes(bus, share)
         && !broker::share_reads(u64::from(loaded.config.version), share)
@@ -127,22 +122,20 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
 impl StartShared {
     fn run(self, cancel: &CancelFlag) -> Acted {
         if let Some(reused) =
-            super::can_session::reuse_or_replace(&self.sessions, &self.session_key, self.clear)
+            super::can_session::reuse_or_replace(&self.host.sessions, &self.session_key, self.clear)
         {
             return reused;
         }
-        let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
-        session_lifecycle::start(self, &ownership, &audit, cancel)
+        let host = self.host.clone();
+        session_lifecycle::start(self, &host, cancel)
     }
 }
 
 impl SessionKind for StartShared {
     type Device = Participant;
-    const TOOL: ToolId = ToolId::CanSessionStart;
-    const CLAIM: &'static str = "can_session";
+    const CLASS: SessionClass = SessionClass::Can;
     const LOCK_REFUSED: &'static str =
         "the participant lock was refused before the broker was asked";
-    const LOG_PREFIX: &'static str = "can";
 
     fn id(&self) -> Cow<'_, str> {
         Cow::from(crate::can::session_key(
@@ -170,7 +163,7 @@ impl SessionKind for StartShared {
         let (bus_id, participant) = (&self.spec.bus_id, &self.participant);
         format!(
             "{}-{}-{bus_id}-{participant}.jsonl",
-            Self::LOG_PREFIX,
+            Self::CLASS.log_prefix(),
             log_stamp()
         )
     }
@@ -184,7 +177,7 @@ impl SessionKind for StartShared {
             };
             let failure = crate::can::Failure::Broker(refused);
             Box::new(Acted {
-                outcome: super::can_session::failure_refusal(Self::TOOL, &self.spec.bus_id, &failure)
+                outcome: super::can_session::failure_refusal(Self::CLASS.start_tool(), &self.spec.bus_id, &failure)
                     .with("participant", self.participant.as_str())
                     .with_remediation(["Call can_buses_list to see the bus and its active_participants, then call can_session_start again."])
                     .with_log(&log.path),
@@ -225,11 +218,11 @@ impl SessionKind for StartShared {
             log: begun.log,
             locks: begun.locks,
         };
-        let session = self.sessions.register_started(session)?;
+        let session = self.host.sessions.register_started(session)?;
         let drained = if self.clear { session.bus.drain() } else { 0 };
         Some(Acted {
             outcome: Outcome::ok(
-                Self::TOOL,
+                Self::CLASS.start_tool(),
                 format!(
                     "CAN bus session started as participant `{}`.",
                     self.participant
@@ -326,9 +319,7 @@ pub(super) fn test_kind(
     home: &std::path::Path,
     participant: &str,
     lock_key: &str,
-    audit: &Audit,
-    ownership: &Arc<Ownership>,
-    sessions: &Arc<Sessions>,
+    host: &Host<Sessions>,
 ) -> impl SessionKind + use<> {
     StartShared {
         spec: test_spec(home),
@@ -337,9 +328,7 @@ pub(super) fn test_kind(
         lock_key: lock_key.to_owned(),
         clear: false,
         open_timeout: Duration::from_millis(200),
-        audit: audit.clone(),
-        ownership: Arc::clone(ownership),
-        sessions: Arc::clone(sessions),
+        host: host.clone(),
     }
 }
 

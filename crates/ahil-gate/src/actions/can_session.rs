@@ -19,9 +19,10 @@ use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::audit::Audit;
 use crate::can::{Failure, Link, Session, Sessions, adapter};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
-use crate::ownership::Ownership;
 use crate::policy::Action;
-use crate::session_lifecycle::{self, Begun, SessionKind, SessionLog, Stopping};
+use crate::session_lifecycle::{
+    self, Begun, Host, SessionClass, SessionKind, SessionLog, Stopping,
+};
 
 /// How long a start waits for the adapter's backlog to reach the queue before it drains.
 const DRAIN_SETTLE: Duration = Duration::from_secs(1);
@@ -38,9 +39,7 @@ struct Start {
     cap: usize,
     clear: bool,
     lock_key: String,
-    audit: Audit,
-    ownership: Arc<Ownership>,
-    sessions: Arc<Sessions>,
+    host: Host<Sessions>,
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
@@ -107,9 +106,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         cap: usize::try_from(bus.max_buffer_frames.max(1)).unwrap_or(usize::MAX),
         clear,
         lock_key,
-        audit: Audit::for_config(ctx.loaded),
-        ownership: Arc::clone(ctx.ownership),
-        sessions,
+        host: Host::new(Audit::for_config(ctx.loaded), ctx.ownership, &sessions),
     };
     let action =
         session_lifecycle::start_action(bus.permissions, Action::CanRead, Action::CanWrite);
@@ -222,11 +219,11 @@ pub(super) fn reuse_or_replace(sessions: &Sessions, key: &str, clear: bool) -> O
 
 impl Start {
     fn run(self, cancel: &CancelFlag) -> Acted {
-        if let Some(reused) = reuse_or_replace(&self.sessions, &self.bus_id, self.clear) {
+        if let Some(reused) = reuse_or_replace(&self.host.sessions, &self.bus_id, self.clear) {
             return reused;
         }
-        let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
-        session_lifecycle::start(self, &ownership, &audit, cancel)
+        let host = self.host.clone();
+        session_lifecycle::start(self, &host, cancel)
     }
 }
 
@@ -239,10 +236,7 @@ struct Pumped {
 
 impl SessionKind for Start {
     type Device = Pumped;
-    const TOOL: ToolId = ToolId::CanSessionStart;
-    const CLAIM: &'static str = "can_session";
-    const LOCK_REFUSED: &'static str = "the device lock was refused before the adapter was opened";
-    const LOG_PREFIX: &'static str = "can";
+    const CLASS: SessionClass = SessionClass::Can;
 
     fn id(&self) -> Cow<'_, str> {
         Cow::from(&self.bus_id)
@@ -331,7 +325,7 @@ impl SessionKind for Start {
             log: begun.log,
             locks: begun.locks,
         };
-        let session = self.sessions.register_started(session)?;
+        let session = self.host.sessions.register_started(session)?;
         Some(Acted {
             outcome: self.started(&session, &opened, drained),
             // The channel is on the bus now: in active mode the controller acknowledges frames.
@@ -357,7 +351,7 @@ impl Start {
                 .into(),
             );
         }
-        let mut outcome = Outcome::ok(Self::TOOL, "CAN bus session started.")
+        let mut outcome = Outcome::ok(Self::CLASS.start_tool(), "CAN bus session started.")
             .with("bus_id", self.bus_id.as_str())
             .with("already_active", false)
             .with("adapter", self.kind)
@@ -383,9 +377,7 @@ pub(super) fn test_kind(
     bus_id: &str,
     executable: &std::path::Path,
     lock_key: &str,
-    audit: &Audit,
-    ownership: &Arc<Ownership>,
-    sessions: &Arc<Sessions>,
+    host: &Host<Sessions>,
 ) -> impl SessionKind + use<> {
     Start {
         bus_id: bus_id.to_owned(),
@@ -406,15 +398,13 @@ pub(super) fn test_kind(
         cap: 64,
         clear: false,
         lock_key: lock_key.to_owned(),
-        audit: audit.clone(),
-        ownership: Arc::clone(ownership),
-        sessions: Arc::clone(sessions),
+        host: host.clone(),
     }
 }
 
 /// The refusal of an adapter that would not open, with the likely causes of its kind of failure.
 fn open_refusal(bus_id: &str, error: &CanError) -> Outcome {
-    let outcome = adapter_refusal(Start::TOOL.name(), bus_id, error);
+    let outcome = adapter_refusal(Start::CLASS.start_tool().name(), bus_id, error);
     match error.error_type() {
         "can_listen_only_unsupported" | "can_listen_only_unconfirmed" => outcome
             .with_causes(["the adapter cannot prove its controller stays silent on the bus"])
@@ -430,7 +420,7 @@ fn open_refusal(bus_id: &str, error: &CanError) -> Outcome {
 /// adapter still held more.
 fn clear_limit(bus_id: &str, drained: u64) -> Outcome {
     let mut outcome = Outcome::refused(
-        Start::TOOL,
+        Start::CLASS.start_tool(),
         ErrorType::CanQueueClearLimit,
         "The CAN receive queue did not become empty within the bounded drain: frames arrived as fast as they were read.",
     )
@@ -448,7 +438,7 @@ fn clear_limit(bus_id: &str, drained: u64) -> Outcome {
 /// Retry-safe only when none had.
 fn clear_failed(bus_id: &str, error: &CanError, drained: usize) -> Outcome {
     let mut outcome = Outcome::refused(
-        Start::TOOL,
+        Start::CLASS.start_tool(),
         ErrorType::CanQueueClearFailed,
         format!("The CAN receive queue could not be cleared ({error}); the adapter was closed."),
     )

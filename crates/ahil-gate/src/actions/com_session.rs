@@ -18,10 +18,12 @@ use super::com_ports::{device, no_device, port_entry};
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::audit::Audit;
 use crate::envelope::Outcome;
-use crate::ownership::{Ownership, device_keys};
+use crate::ownership::device_keys;
 use crate::policy::Action;
 use crate::serial::{Encoding, Session, Sessions, identity, text::to_hex};
-use crate::session_lifecycle::{self, Begun, SessionKind, SessionLog, Stopping};
+use crate::session_lifecycle::{
+    self, Begun, Host, SessionClass, SessionKind, SessionLog, Stopping,
+};
 
 /// Generous: identity checks read sysfs and the open itself is quick.
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -55,9 +57,7 @@ struct Start {
     encoding: Encoding,
     close_limit: Duration,
     expected: Option<identity::Expected>,
-    audit: Audit,
-    ownership: Arc<Ownership>,
-    sessions: Arc<Sessions>,
+    host: Host<Sessions>,
 }
 
 pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
@@ -119,9 +119,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
         encoding,
         close_limit: close_limit(port),
         expected: identity::expected(&ctx.loaded.config, port_id, port),
-        audit: Audit::for_config(ctx.loaded),
-        ownership: Arc::clone(ctx.ownership),
-        sessions,
+        host: Host::new(Audit::for_config(ctx.loaded), ctx.ownership, &sessions),
     };
     let action =
         session_lifecycle::start_action(port.permissions, Action::ComRead, Action::ComWrite);
@@ -219,8 +217,8 @@ fn close_limit(port: &ComPort) -> Duration {
 
 impl Start {
     fn run(self, cancel: &CancelFlag) -> Acted {
-        const TOOL: ToolId = Opening::TOOL;
-        if let Some(existing) = self.sessions.get(&self.port_id) {
+        const TOOL: ToolId = Opening::CLASS.start_tool();
+        if let Some(existing) = self.host.sessions.get(&self.port_id) {
             if existing.port.is_alive() {
                 if self.clear {
                     existing.port.clear();
@@ -238,7 +236,7 @@ impl Start {
                 };
             }
             // A session whose reader died is replaced.
-            let _ = stop(&self.sessions, &self.port_id);
+            let _ = stop(&self.host.sessions, &self.port_id);
         }
         let identity = match identity::verify_on_host(
             TOOL.name(),
@@ -254,14 +252,13 @@ impl Start {
                 );
             }
         };
-        let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
+        let host = self.host.clone();
         session_lifecycle::start(
             Opening {
                 start: self,
                 identity,
             },
-            &ownership,
-            &audit,
+            &host,
             cancel,
         )
     }
@@ -275,12 +272,7 @@ struct Opening {
 
 impl SessionKind for Opening {
     type Device = Port;
-    const TOOL: ToolId = ToolId::ComSessionStart;
-    const CLAIM: &'static str = "com_session";
-    const LOCK_REFUSED: &'static str = "the device lock was refused before the port was opened";
-    const LOG_PREFIX: &'static str = "com";
-    const LOG_REFUSED: &'static str =
-        "the session log could not be written, so the port was not opened";
+    const CLASS: SessionClass = SessionClass::Com;
 
     fn id(&self) -> Cow<'_, str> {
         Cow::from(&self.start.port_id)
@@ -329,11 +321,11 @@ impl SessionKind for Opening {
             shown: std::sync::Mutex::default(),
             locks: begun.locks,
         };
-        let session = start.sessions.register_opened(session, |refused| {
+        let session = start.host.sessions.register_opened(session, |refused| {
             let _ = refused.port.close(refused.close_limit);
         })?;
         Some(Acted {
-            outcome: Outcome::ok(Self::TOOL, "COM port session started.")
+            outcome: Outcome::ok(Self::CLASS.start_tool(), "COM port session started.")
                 .with("port_id", start.port_id.as_str())
                 .with("already_active", false)
                 .with("session", session.describe(true))
@@ -351,9 +343,7 @@ pub(super) fn test_kind(
     port_id: &str,
     device: &str,
     lock_keys: Vec<String>,
-    audit: &Audit,
-    ownership: &Arc<Ownership>,
-    sessions: &Arc<Sessions>,
+    host: &Host<Sessions>,
 ) -> impl SessionKind + use<> {
     Opening {
         start: Start {
@@ -373,9 +363,7 @@ pub(super) fn test_kind(
             encoding: Encoding::Utf8,
             close_limit: Duration::from_secs(1),
             expected: None,
-            audit: audit.clone(),
-            ownership: Arc::clone(ownership),
-            sessions: Arc::clone(sessions),
+            host: host.clone(),
         },
         identity: Value::Null,
     }

@@ -29,9 +29,9 @@ use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::artifacts::{ArtifactPolicy, ArtifactUse, Purpose, StagedArtifact};
 use crate::debug::{self, Live, Server, Sessions};
 use crate::envelope::{HardwareState, Outcome, SideEffectStatus};
-use crate::ownership::Ownership;
 use crate::ownership::runs::debugger_keys;
 use crate::policy::{Action, BreakpointAt, DeviceUse, SymbolAllowlist};
+use crate::session_lifecycle::Host;
 use crate::snapshot::pinned_debugger_executable;
 
 /// The gate's margin over the session's own waits.
@@ -332,9 +332,11 @@ fn session_work<'a>(
                 pinned_debugger_executable(ctx.loaded, name).as_deref(),
             ),
             debugger: name.to_owned(),
-            audit: crate::audit::Audit::for_config(ctx.loaded),
-            ownership: Arc::clone(ctx.ownership),
-            sessions,
+            host: Host::new(
+                crate::audit::Audit::for_config(ctx.loaded),
+                ctx.ownership,
+                &sessions,
+            ),
         };
         return Ok(super::staged_job(
             elf,

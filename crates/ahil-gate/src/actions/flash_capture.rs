@@ -27,7 +27,7 @@ use crate::audit::{Audit, MaskedStream, unavailable};
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::policy::{Action, Device, DeviceUse};
 use crate::serial::{Encoding, log_stamp, text};
-use crate::session_lifecycle::{self, NotOpened};
+use crate::session_lifecycle::{self, NotOpened, SessionClass};
 
 /// Capture waits 10 s unless told otherwise, 60 s at most.
 const CAPTURE_DEFAULT: f64 = 10.0;
@@ -184,7 +184,7 @@ fn com_plan(
                 format!("A COM session holds com_ports.{port_id}, the capture's port; nothing was flashed."),
             )
             .with("port_id", port_id)
-            .with("held_by", "com_session")
+            .with("held_by", SessionClass::Com.label())
             .with_next_step("Call com_session_stop on that port first, or flash without capture and read the session.")
             .not_contacted(),
         ));

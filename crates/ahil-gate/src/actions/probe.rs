@@ -28,6 +28,7 @@ use crate::artifacts::{ArtifactPolicy, ArtifactUse, Format, Purpose, StagedArtif
 use crate::envelope::{Outcome, SideEffectStatus};
 use crate::ownership::runs::claimed_keys;
 use crate::policy::{Action, DeviceUse};
+use crate::session_lifecycle::SessionClass;
 use crate::snapshot::pinned_debugger_executable;
 
 /// Where a raw BIN goes when the entry names no `flash_address`: the STM32 flash base.
@@ -71,7 +72,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 ErrorType::ResourceBusy,
                 "A debug session holds the probe; probing, flashing and resetting wait until it stops.",
             )
-            .with("held_by", "debug_session")
+            .with("held_by", SessionClass::Debug.label())
             .with_next_step(
                 "Call debug_stop_session first, then call this tool again; debug_get_session_status shows the target meanwhile.",
             )

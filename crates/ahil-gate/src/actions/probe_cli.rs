@@ -26,6 +26,7 @@ use super::{Acted, Context, DriverJob, Work};
 use crate::artifacts::StagedArtifact;
 use crate::debug::offline::{ClassifiedRefusal, classified_refusal};
 use crate::envelope::{Outcome, SideEffectStatus};
+use crate::session_lifecycle::SessionClass;
 
 /// The gate's margin over the driver's budget, so the driver's timeout answers first.
 const MARGIN: Duration = Duration::from_secs(5);
@@ -83,7 +84,7 @@ fn esptool_port(
                 ),
             )
             .with("port_id", port_id)
-            .with("held_by", "com_session")
+            .with("held_by", SessionClass::Com.label())
             .with_next_step("Call com_session_stop on that port first, then call this tool again.")
             .not_contacted(),
             "refused while a COM session holds the port",

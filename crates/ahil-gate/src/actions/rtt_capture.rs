@@ -39,7 +39,7 @@ use crate::envelope::Outcome;
 use crate::policy::{Action, DeviceUse};
 use crate::rtt::defmt::Decoding;
 use crate::serial::{Encoding, log_stamp};
-use crate::session_lifecycle::{self, NotOpened, SessionLog};
+use crate::session_lifecycle::{self, NotOpened, SessionClass, SessionLog};
 
 /// QMP steps while finding the block are capped at this each.
 const STEP: Duration = Duration::from_secs(5);
@@ -94,7 +94,7 @@ pub(super) fn plan(ctx: &Context<'_>, spec: &Value) -> Result<RttCapture, Box<Ou
                 ErrorType::ResourceBusy,
                 format!("An RTT session reads debuggers.{name}'s RTT, the capture's channel; nothing was flashed."),
             )
-            .with("held_by", "rtt_session")
+            .with("held_by", SessionClass::Rtt.label())
             .with_next_step("Call rtt_session_stop first, or flash without capture and read the session (it follows the reset).")
             .not_contacted(),
         ));

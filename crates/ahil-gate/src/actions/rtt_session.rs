@@ -25,13 +25,14 @@ use crate::audit::{Audit, StreamMask};
 use crate::catalogue::ToolId;
 use crate::debug::offline::Record;
 use crate::envelope::Outcome;
-use crate::ownership::Ownership;
 use crate::ownership::runs::debugger_keys;
 use crate::policy::Action;
 use crate::rtt::defmt::Decoding;
 use crate::rtt::{Session, Sessions, channel_doc};
 use crate::serial::{Encoding, text::to_hex};
-use crate::session_lifecycle::{self, Begun, Registry, SessionKind, SessionLog, Stopping};
+use crate::session_lifecycle::{
+    self, Begun, Host, Registry, SessionClass, SessionKind, SessionLog, Stopping,
+};
 use crate::snapshot::pinned_debugger_executable;
 
 const START_DEADLINE: Duration = Duration::from_secs(30);
@@ -109,9 +110,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
             lock_keys: resources.clone(),
-            audit: Audit::for_config(ctx.loaded),
-            ownership: Arc::clone(ctx.ownership),
-            sessions,
+            host: Host::new(Audit::for_config(ctx.loaded), ctx.ownership, &sessions),
             record: Record::for_debugger(
                 &ctx.loaded.config.state_root,
                 debugger,
@@ -249,9 +248,7 @@ struct Start {
     rtt: Rtt,
     clear: bool,
     lock_keys: Vec<String>,
-    audit: Audit,
-    ownership: Arc<Ownership>,
-    sessions: Arc<Sessions>,
+    host: Host<Sessions>,
     /// What the last confirmed flash on this debugger wrote.
     record: Record,
     /// The ELF the call named, staged.
@@ -325,7 +322,7 @@ impl Start {
 
     fn run(self, cancel: &CancelFlag) -> Acted {
         const TOOL: ToolId = ToolId::RttSessionStart;
-        if let Some(existing) = self.sessions.get(&self.debugger) {
+        if let Some(existing) = self.host.sessions.get(&self.debugger) {
             if existing.link.is_alive() {
                 return Acted {
                     outcome: Outcome::ok(TOOL, "The RTT session was already active.")
@@ -336,14 +333,14 @@ impl Start {
                     contact: Some(Contact::none("the open session was reused")),
                 };
             }
-            let _ = stop(&self.sessions, &self.debugger);
+            let _ = stop(&self.host.sessions, &self.debugger);
         }
-        let (ownership, audit) = (Arc::clone(&self.ownership), self.audit.clone());
+        let host = self.host.clone();
         let found = match self.read_elf() {
             Ok(found) => found,
             Err(refused) => return *refused,
         };
-        session_lifecycle::start(Opening { start: self, found }, &ownership, &audit, cancel)
+        session_lifecycle::start(Opening { start: self, found }, &host, cancel)
     }
 }
 
@@ -426,11 +423,7 @@ impl Drop for RxLog {
 
 impl SessionKind for Opening {
     type Device = Link;
-    const TOOL: ToolId = ToolId::RttSessionStart;
-    const CLAIM: &'static str = "rtt_session";
-    const LOCK_REFUSED: &'static str =
-        "the device lock was refused before the target's memory was read";
-    const LOG_PREFIX: &'static str = "rtt";
+    const CLASS: SessionClass = SessionClass::Rtt;
 
     fn id(&self) -> Cow<'_, str> {
         Cow::from(&self.start.debugger)
@@ -494,12 +487,12 @@ impl SessionKind for Opening {
             "event": "control_block",
             "address": format!("{:#010x}", session.link.address()),
         }));
-        if let Err(refused) = start.sessions.register(Arc::clone(&session)) {
+        if let Err(refused) = start.host.sessions.register(Arc::clone(&session)) {
             let _ = refused.link.close(refused.close_limit);
             return None;
         }
         Some(Acted {
-            outcome: Outcome::ok(Self::TOOL, "RTT session started.")
+            outcome: Outcome::ok(Self::CLASS.start_tool(), "RTT session started.")
                 .with("debugger", start.debugger.as_str())
                 .with("already_active", false)
                 .with("session", session.describe(true))
@@ -521,9 +514,7 @@ pub(super) const TEST_BLOCK: u32 = 0x2000_0070;
 pub(super) fn test_kind(
     board_dir: &std::path::Path,
     lock_keys: Vec<String>,
-    audit: &Audit,
-    ownership: &Arc<Ownership>,
-    sessions: &Arc<Sessions>,
+    host: &Host<Sessions>,
 ) -> impl SessionKind + use<> {
     Opening {
         start: Start {
@@ -533,9 +524,7 @@ pub(super) fn test_kind(
             rtt: Rtt::default(),
             clear: false,
             lock_keys,
-            audit: audit.clone(),
-            ownership: Arc::clone(ownership),
-            sessions: Arc::clone(sessions),
+            host: host.clone(),
             record: Record::new(board_dir, "rtt-test"),
             elf: None,
         },

@@ -89,9 +89,14 @@ impl World {
         }
     }
 
+    /// What our server's starts use of its gate, with `sessions` as their table.
+    fn host<S>(&self, sessions: &Arc<S>) -> session_lifecycle::Host<S> {
+        session_lifecycle::Host::new(self.audit.clone(), &self.ours, sessions)
+    }
+
     /// Runs `kind`'s start as our server would.
     fn start(&self, kind: impl session_lifecycle::SessionKind) -> Acted {
-        session_lifecycle::start(kind, &self.ours, &self.audit, &self.cancel)
+        session_lifecycle::start(kind, &self.host(&Arc::new(())), &self.cancel)
     }
 
     /// A file where the workspace's logs directory goes: no session log can be mirrored.
@@ -228,9 +233,7 @@ impl Case for Com {
             "uart",
             &self.device(device),
             self.keys(device),
-            &world.audit,
-            &world.ours,
-            &self.sessions,
+            &world.host(&self.sessions),
         );
         world.start(kind)
     }
@@ -310,9 +313,7 @@ impl Case for Can {
             "bus",
             executable,
             &self.keys(device)[0],
-            &world.audit,
-            &world.ours,
-            &self.sessions,
+            &world.host(&self.sessions),
         );
         world.start(kind)
     }
@@ -404,7 +405,7 @@ impl Case for Debug {
             board,
             self.keys(device),
             staged,
-            &self.sessions,
+            &world.host(&self.sessions),
         );
         world.start(kind)
     }
@@ -489,9 +490,7 @@ impl Case for Participant {
             home,
             Self::participant(device),
             &self.keys(device)[0],
-            &world.audit,
-            &world.ours,
-            &self.sessions,
+            &world.host(&self.sessions),
         );
         world.start(kind)
     }
@@ -598,9 +597,7 @@ impl Case for Rtt {
         let kind = rtt_session::test_kind(
             self.boards.dir(device),
             self.keys(device),
-            &world.audit,
-            &world.ours,
-            &self.sessions,
+            &world.host(&self.sessions),
         );
         world.start(kind)
     }

@@ -5,7 +5,9 @@ use super::servers::{start_openocd, start_stlink};
 #[allow(clippy::wildcard_imports)]
 use super::*;
 use crate::debug::Loopback;
-use crate::session_lifecycle::{self, Begun, Registry, SessionKind, SessionLog};
+use crate::session_lifecycle::{
+    self, Begun, Host, Registry, SessionClass, SessionKind, SessionLog,
+};
 use ahil_drivers::openocd::gdbserver::GdbServer;
 use ahil_drivers::process::CancelFlag;
 use std::borrow::Cow;
@@ -68,9 +70,7 @@ pub(super) struct Start {
     pub(super) lock_keys: Vec<String>,
     /// The debugger's name in the configuration.
     pub(super) debugger: String,
-    pub(super) audit: crate::audit::Audit,
-    pub(super) ownership: Arc<Ownership>,
-    pub(super) sessions: Arc<Sessions>,
+    pub(super) host: Host<Sessions>,
 }
 
 /// The debug server to reach: the emulated board must answer before anything is claimed (and its
@@ -127,7 +127,7 @@ pub(super) fn pending_server(server: ServerKind, budget: &Budget) -> Result<Pend
 impl Start {
     /// The refusal while a session is open: one debug session per gate.
     pub(super) fn already_active(&self) -> Option<Acted> {
-        let live = self.sessions.get()?;
+        let live = self.host.sessions.get()?;
         let session = debug::lock(&live).describe();
         Some(Acted {
             outcome: Outcome::refused(
@@ -155,9 +155,7 @@ impl Start {
             timeout,
             lock_keys,
             debugger,
-            audit,
-            ownership,
-            sessions,
+            host,
             ..
         } = self;
         let backend = server.backend();
@@ -174,14 +172,14 @@ impl Start {
             timeout,
             lock_keys,
             debugger,
-            sessions,
+            host,
             staged,
             header,
             backend,
             cancel,
         };
-        let call = opening.cancel.clone();
-        session_lifecycle::start(opening, &ownership, &audit, &call)
+        let (call, host) = (opening.cancel.clone(), opening.host.clone());
+        session_lifecycle::start(opening, &host, &call)
     }
 }
 
@@ -196,7 +194,7 @@ struct Opening {
     timeout: Duration,
     lock_keys: Vec<String>,
     debugger: String,
-    sessions: Arc<Sessions>,
+    host: Host<Sessions>,
     staged: StagedArtifact,
     header: Vec<u8>,
     backend: &'static str,
@@ -213,12 +211,7 @@ struct Attached {
 
 impl SessionKind for Opening {
     type Device = Attached;
-    const TOOL: ToolId = ToolId::DebugStartSession;
-    const CLAIM: &'static str = "debug_session";
-    const LOCK_REFUSED: &'static str = "the device lock was refused before gdb started";
-    const LOG_PREFIX: &'static str = "gdb";
-    const LOG_REFUSED: &'static str =
-        "the session log could not be written, so gdb was not started";
+    const CLASS: SessionClass = SessionClass::Debug;
 
     fn id(&self) -> Cow<'_, str> {
         Cow::from(&self.debugger)
@@ -239,7 +232,7 @@ impl SessionKind for Opening {
 
     // The log is named by the session's id, which already carries the start's stamp.
     fn log_name(&self) -> String {
-        format!("{}-{}.jsonl", Self::LOG_PREFIX, self.session_id)
+        format!("{}-{}.jsonl", Self::CLASS.log_prefix(), self.session_id)
     }
 
     fn open(&mut self, log: &SessionLog) -> Result<Attached, Box<Acted>> {
@@ -271,14 +264,17 @@ impl SessionKind for Opening {
             step: self.timeout.min(STEP_MAX),
             timeout: self.timeout,
         };
-        let mut outcome = Outcome::ok(Self::TOOL, "Debug session started and target is halted.")
-            .with("backend", self.backend)
-            .with("mode", live.mode.as_str())
-            .with("artifact", live.elf.report().clone())
-            .with("session", live.describe())
-            .with("target_state", "halted");
+        let mut outcome = Outcome::ok(
+            Self::CLASS.start_tool(),
+            "Debug session started and target is halted.",
+        )
+        .with("backend", self.backend)
+        .with("mode", live.mode.as_str())
+        .with("artifact", live.elf.report().clone())
+        .with("session", live.describe())
+        .with("target_state", "halted");
         outcome.log_path = Some(live.log.path.clone());
-        self.sessions.register(live).ok()?;
+        self.host.sessions.register(live).ok()?;
         Some(Acted::new(outcome, Contact::Made))
     }
 }
@@ -319,7 +315,7 @@ impl Opening {
         let mut gdb = Gdb::spawn(&gdb_path).map_err(|error| {
             // gdb is there (checked before the server started) and would not start.
             let outcome = Outcome::refused(
-                Self::TOOL,
+                Self::CLASS.start_tool(),
                 ErrorType::GdbStartFailed,
                 "gdb could not be started for GDB/MI, so the debug server was stopped.",
             )
@@ -362,7 +358,7 @@ pub(in crate::actions) fn test_kind(
     board: Option<(&std::path::Path, &std::path::Path)>,
     lock_keys: Vec<String>,
     staged: StagedArtifact,
-    sessions: &Arc<Sessions>,
+    host: &Host<Sessions>,
 ) -> impl SessionKind + use<> {
     let timeout = Duration::from_secs(2);
     let (pending, backend) = if let Some((dir, gdb)) = board {
@@ -391,7 +387,7 @@ pub(in crate::actions) fn test_kind(
         timeout,
         lock_keys,
         debugger: "probe".to_owned(),
-        sessions: Arc::clone(sessions),
+        host: host.clone(),
         staged,
         header: Vec::new(),
         backend,

@@ -28,9 +28,9 @@ fn names(kind: &impl SessionKind) -> (String, &'static str, String, String) {
 #[test]
 fn every_session_kind_names_its_claim_log_and_start_event_as_it_always_did() {
     let world = World::new();
-    let (audit, ours, key) = (&world.audit, &world.ours, "the:key");
+    let key = "the:key";
     let keys = || vec![key.to_owned()];
-    let com = com_session::test_kind("uart", "/dev/ttyX", keys(), audit, ours, &Arc::default());
+    let com = com_session::test_kind("uart", "/dev/ttyX", keys(), &world.host(&Arc::default()));
     assert_eq!(
         names(&com),
         (
@@ -41,7 +41,7 @@ fn every_session_kind_names_its_claim_log_and_start_event_as_it_always_did() {
         )
     );
     let bridge = std::path::Path::new("/nonexistent/bridge");
-    let can = can_session::test_kind("bus", bridge, key, audit, ours, &Arc::default());
+    let can = can_session::test_kind("bus", bridge, key, &world.host(&Arc::default()));
     assert_eq!(
         names(&can),
         (
@@ -52,7 +52,7 @@ fn every_session_kind_names_its_claim_log_and_start_event_as_it_always_did() {
         )
     );
     let home = &world.fixture.home;
-    let part = can_participant::test_kind(home, "tester", key, audit, ours, &Arc::default());
+    let part = can_participant::test_kind(home, "tester", key, &world.host(&Arc::default()));
     assert_eq!(
         names(&part),
         (
@@ -62,7 +62,7 @@ fn every_session_kind_names_its_claim_log_and_start_event_as_it_always_did() {
             r#"{"event":"start","bus_id":"bus","participant":"tester","adapter":"socketcan","channel":"","listen_only":false}"#.to_owned(),
         )
     );
-    let rtt = rtt_session::test_kind(home, keys(), audit, ours, &Arc::default());
+    let rtt = rtt_session::test_kind(home, keys(), &world.host(&Arc::default()));
     assert_eq!(
         names(&rtt),
         (
@@ -80,7 +80,13 @@ fn every_session_kind_names_its_claim_log_and_start_event_as_it_always_did() {
     )
     .expect("the ELF stages");
     let sha256 = staged.sha256().to_owned();
-    let gdb = debug::test_kind(&case.openocd, None, keys(), staged, &case.sessions);
+    let gdb = debug::test_kind(
+        &case.openocd,
+        None,
+        keys(),
+        staged,
+        &world.host(&case.sessions),
+    );
     let (label, refused, log, started) = names(&gdb);
     assert_eq!(
         (label.as_str(), refused, log.as_str()),
