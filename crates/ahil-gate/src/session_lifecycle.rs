@@ -237,12 +237,9 @@ pub trait SessionKind: Sized {
     /// Why nothing was contacted when the lock is refused.
     const LOCK_REFUSED: &'static str = Self::CLASS.lock_refused();
 
-    /// The session's id in its claim's label and its log's name: the port, bus (a shared bus's
-    /// participant after a `#`) or debugger.
-    fn id(&self) -> Cow<'_, str>;
-
-    /// The locks to claim.
-    fn lock_keys(&self) -> Vec<String>;
+    /// What the session holds: its id, which its claim's label and its log's name carry (the port,
+    /// bus (a shared bus's participant after a `#`) or debugger), and the device locks it claims.
+    fn holds(&self) -> (Cow<'_, str>, &[String]);
 
     /// What the start event says after `"event": "start"`, as an object.
     fn start_fields(&self) -> Value;
@@ -254,15 +251,16 @@ pub trait SessionKind: Sized {
             "{}-{}-{}.jsonl",
             Self::CLASS.log_prefix(),
             log_stamp(),
-            self.id()
+            self.holds().0
         )
     }
 
     /// The locks to claim and what their refusal says.
     fn claim(&self) -> Claim {
+        let (id, keys) = self.holds();
         Claim::new(
-            self.lock_keys(),
-            format!("{}:{}", Self::CLASS.label(), self.id()),
+            keys.to_vec(),
+            format!("{}:{}", Self::CLASS.label(), id),
             Self::LOCK_REFUSED,
         )
     }

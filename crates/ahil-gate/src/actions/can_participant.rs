@@ -137,15 +137,9 @@ impl SessionKind for StartShared {
     const LOCK_REFUSED: &'static str =
         "the participant lock was refused before the broker was asked";
 
-    fn id(&self) -> Cow<'_, str> {
-        Cow::from(crate::can::session_key(
-            &self.spec.bus_id,
-            Some(&self.participant),
-        ))
-    }
-
-    fn lock_keys(&self) -> Vec<String> {
-        vec![self.lock_key.clone()]
+    fn holds(&self) -> (Cow<'_, str>, &[String]) {
+        let id = crate::can::session_key(&self.spec.bus_id, Some(&self.participant));
+        (Cow::from(id), std::slice::from_ref(&self.lock_key))
     }
 
     fn start_fields(&self) -> Value {

@@ -238,12 +238,11 @@ impl SessionKind for Start {
     type Device = Pumped;
     const CLASS: SessionClass = SessionClass::Can;
 
-    fn id(&self) -> Cow<'_, str> {
-        Cow::from(&self.bus_id)
-    }
-
-    fn lock_keys(&self) -> Vec<String> {
-        vec![self.lock_key.clone()]
+    fn holds(&self) -> (Cow<'_, str>, &[String]) {
+        (
+            Cow::from(&self.bus_id),
+            std::slice::from_ref(&self.lock_key),
+        )
     }
 
     fn start_fields(&self) -> Value {

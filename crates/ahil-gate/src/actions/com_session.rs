@@ -274,12 +274,8 @@ impl SessionKind for Opening {
     type Device = Port;
     const CLASS: SessionClass = SessionClass::Com;
 
-    fn id(&self) -> Cow<'_, str> {
-        Cow::from(&self.start.port_id)
-    }
-
-    fn lock_keys(&self) -> Vec<String> {
-        self.start.lock_keys.clone()
+    fn holds(&self) -> (Cow<'_, str>, &[String]) {
+        (Cow::from(&self.start.port_id), &self.start.lock_keys)
     }
 
     fn start_fields(&self) -> Value {

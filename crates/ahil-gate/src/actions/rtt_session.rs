@@ -425,12 +425,8 @@ impl SessionKind for Opening {
     type Device = Link;
     const CLASS: SessionClass = SessionClass::Rtt;
 
-    fn id(&self) -> Cow<'_, str> {
-        Cow::from(&self.start.debugger)
-    }
-
-    fn lock_keys(&self) -> Vec<String> {
-        self.start.lock_keys.clone()
+    fn holds(&self) -> (Cow<'_, str>, &[String]) {
+        (Cow::from(&self.start.debugger), &self.start.lock_keys)
     }
 
     fn start_fields(&self) -> Value {

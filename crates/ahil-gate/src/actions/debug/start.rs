@@ -213,12 +213,8 @@ impl SessionKind for Opening {
     type Device = Attached;
     const CLASS: SessionClass = SessionClass::Debug;
 
-    fn id(&self) -> Cow<'_, str> {
-        Cow::from(&self.debugger)
-    }
-
-    fn lock_keys(&self) -> Vec<String> {
-        self.lock_keys.clone()
+    fn holds(&self) -> (Cow<'_, str>, &[String]) {
+        (Cow::from(&self.debugger), &self.lock_keys)
     }
 
     fn start_fields(&self) -> Value {
