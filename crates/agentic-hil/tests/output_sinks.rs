@@ -654,3 +654,54 @@ async fn backend_words_pass_the_output_step(
         "the log shows {masked}: {logged}"
     );
 }
+
+/// The agent's `.mcp.json` may name any HOME; backends still run with the account's own (the
+/// password database's), and print paths below it. Every sink shows the account's home as `~`
+/// too, the workspace mirrors as well as the results they copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_home_the_agent_names_elsewhere_unmasks_no_path_below_the_accounts_home() {
+    let bench = Bench::new();
+    bench.scenario("ok");
+    let elsewhere = bench.world.home.with_file_name("agent-home");
+    std::fs::create_dir_all(&elsewhere).expect("the agent's HOME");
+    let forbidden = Forbidden {
+        paths: vec![bench.world.home.display().to_string()],
+    };
+    let agents_home = || {
+        let mut cmd = bench.command();
+        cmd.env("HOME", &elsewhere);
+        cmd
+    };
+    let client = support::connect_command(agents_home()).await;
+    let mut answers = Vec::new();
+    for tool in ["probe_target", "flash_firmware", "reset_target"] {
+        answers.push(call_and_check(&client, &forbidden, tool, arguments(tool)).await);
+    }
+    bench.scenario("target-absent");
+    answers.push(call_and_check(&client, &forbidden, "probe_target", json!({})).await);
+    bench.scenario("ok");
+    client.cancel().await.expect("client closes");
+    let all = Value::Array(answers).to_string();
+    assert!(
+        all.contains("~/tools/openocd.py"),
+        "the results name the account's tool by `~`: {all}"
+    );
+    for args in [
+        &["doctor", "--json"][..],
+        &["lease-status", "--json"],
+        &["doctor"],
+    ] {
+        let out = agents_home().args(args).output().expect("the CLI runs");
+        forbidden.output(&format!("`{}`", args.join(" ")), &out);
+    }
+    let mut files = Vec::new();
+    workspace_files(&bench.world.workspace.join(".agentic-hil"), &mut files);
+    assert!(
+        files.iter().any(|f| f.ends_with("last-failure.json")),
+        "the failed probe wrote its mirror: {files:?}"
+    );
+    for file in &files {
+        let text = String::from_utf8_lossy(&std::fs::read(file).expect("readable")).into_owned();
+        forbidden.check(&format!("{}", file.display()), &text);
+    }
+}

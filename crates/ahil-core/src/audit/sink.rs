@@ -51,9 +51,15 @@ impl Sink {
         sink
     }
 
-    /// The process's HOME, as the server and CLI see it.
+    /// The process's HOME, as the server and CLI see it, and the account's home (the password
+    /// database's), which every backend runs with and prints paths below whatever HOME the agent
+    /// named: both are `~`.
     pub fn for_process() -> Self {
-        Self::new(ahil_wire::home::process_home())
+        let sink = Self::new(ahil_wire::home::process_home());
+        match ahil_wire::home::account_home() {
+            Some(account) => sink.with_root(account, "~"),
+            None => sink,
+        }
     }
 
     /// The sink of a command run in `workspace`: HOME, and the state root and configuration
