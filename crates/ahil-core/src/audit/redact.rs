@@ -24,6 +24,7 @@ const SECRET_WORDS: &[&str] = &[
     "password",
     "passwd",
     "passphrase",
+    "psk",
     "apikey",
     "api_key",
     "authkey",
@@ -255,7 +256,7 @@ fn credential_span(text: &str, lower: &str, at: usize) -> (usize, usize) {
     let cred = scheme_end
         + lower[scheme_end..]
             .bytes()
-            .take_while(|b| *b == b' ')
+            .take_while(|b| matches!(b, b' ' | b'\t'))
             .count();
     if cred > scheme_end && TOKEN_SCHEMES.contains(&scheme) {
         return (cred, word_end(cred));
@@ -321,14 +322,14 @@ fn mask_authorization(text: &str) -> Cow<'_, str> {
         while i < bytes.len() && matches!(bytes[i], b'"' | b'\'') {
             i += 1;
         }
-        while i < bytes.len() && bytes[i] == b' ' {
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t') {
             i += 1;
         }
         if i >= bytes.len() || !matches!(bytes[i], b':' | b'=') {
             continue;
         }
         i += 1;
-        while i < bytes.len() && matches!(bytes[i], b' ' | b'"' | b'\'') {
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'"' | b'\'') {
             i += 1;
         }
         let (cred, end) = credential_span(text, &lower, i);

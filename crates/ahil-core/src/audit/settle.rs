@@ -164,14 +164,14 @@ fn after_keyword_open(bytes: &[u8], word: usize) -> Option<usize> {
             .windows(13)
             .rposition(|w| w.eq_ignore_ascii_case(b"authorization"))?;
     let mut i = found + 13;
-    while i < bytes.len() && matches!(bytes[i], b'"' | b'\'' | b' ') {
+    while i < bytes.len() && matches!(bytes[i], b'"' | b'\'' | b' ' | b'\t') {
         i += 1;
     }
     if i >= bytes.len() || !matches!(bytes[i], b':' | b'=') {
         return None;
     }
     i += 1;
-    while i < bytes.len() && matches!(bytes[i], b' ' | b'"' | b'\'') {
+    while i < bytes.len() && matches!(bytes[i], b' ' | b'\t' | b'"' | b'\'') {
         i += 1;
     }
     (i < bytes.len() && !ended(i)).then_some(i)

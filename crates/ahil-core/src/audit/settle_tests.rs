@@ -19,6 +19,8 @@ const HELD: &[(&str, &str)] = &[
     ("X-Auth: Bearer abc.d", "abc.d"),
     ("Authorization: dXNlcjp", "dXNlcjp"),
     ("authorization:\"dXNl", "dXNl"),
+    ("Authorization:\tdXNlcjp", "dXNlcjp"),
+    ("WIFI_PSK=hunt", "hunt"),
     ("unexpected token: '}'", "'}'"),
     ("password=hunt", "hunt"),
     ("{\"status\":\"ok\",\"token\":\"ab", "\"ab"),

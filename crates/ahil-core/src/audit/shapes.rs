@@ -437,6 +437,14 @@ mod tests {
             "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n[redacted]\n-----END PGP PRIVATE KEY BLOCK-----",
         ),
         ("password:hunter2", "password:[redacted]"),
+        // A board's Wi-Fi key, as firmware and wpa_supplicant print it; a tab after a header.
+        ("WIFI_PSK=hunter22 ok", "WIFI_PSK=[redacted] ok"),
+        ("psk=\"my wifi key\"\n", "psk=\"[redacted]\"\n"),
+        ("wifi.sta.psk: s3cret", "wifi.sta.psk: [redacted]"),
+        (
+            "Authorization:\tBearer abcdefghijkl",
+            "Authorization:\tBearer [redacted]",
+        ),
         ("Password = 'hunter 2' ok", "Password = '[redacted]' ok"),
         (
             "-----BEGIN RSA PRIVATE KEY-----\nMIIEow (cut)",
