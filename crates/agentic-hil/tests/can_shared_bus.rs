@@ -538,3 +538,29 @@ fn a_cancelled_read_of_a_participant_takes_no_frame_and_holds_up_no_later_read()
         "the answer is still there: {answer}"
     );
 }
+
+/// A plan step runs as the participant it names, so its share's grants are the step's: a plan that
+/// sends as a participant whose share may not write is refused at preflight, naming the share's
+/// grant, before its first step opens the bus (it used to pass preflight, open the bus and start
+/// its broker, and fail only at the send).
+#[test]
+fn a_plan_that_sends_as_a_participant_that_may_not_write_is_refused_before_any_step() {
+    let world = World::new();
+    provisioned(&world);
+    let plan = world.write_plan(
+        "monitor-sends.yaml",
+        "version: 6\nname: monitor-sends\nsteps:\n\
+         \x20 - {device: shared, action: can_open, participant: monitor}\n\
+         \x20 - {device: shared, action: can_send, participant: monitor, frame_id: 0x100, data_hex: \"01\"}\n",
+    );
+    let (doc, code) = world.run_json(&["test-reactor", "--test-config", &plan]);
+    assert_eq!(code, Some(1), "{doc}");
+    assert_eq!(doc["error_type"], "permission_denied", "{doc}");
+    assert_eq!(
+        doc["validation_error"]["permission"],
+        "can_buses.shared.shares.monitor.permissions.allow_write",
+        "{doc}"
+    );
+    assert_eq!(doc["validation_error"]["field"], "steps[1].action", "{doc}");
+    assert_eq!(doc["steps"], json!([]), "no step ran: {doc}");
+}

@@ -635,20 +635,68 @@ async fn a_port_whose_usb_ids_differ_is_never_opened() {
     client.cancel().await.expect("the session closes");
 }
 
+/// The supply's serial link is reserved from COM sessions under every name of its device: the
+/// entry the supply names, and another entry naming the node its link leads to (a session on that
+/// one used to open the pty and let `com_write` reach the supply past its grants and limits).
 #[tokio::test]
-async fn the_supply_port_is_reserved_from_com_sessions() {
-    let bench = Bench::new(&Supply::default());
-    let client = bench.connect().await;
-    let doc = refused(
-        &client,
-        "com_session_start",
-        json!({"port_id": "psu"}),
-        "com_port_reserved_for_power_supply",
+async fn the_supply_port_is_reserved_from_com_sessions_under_every_name_of_its_device() {
+    let bench = Bench::new(&Supply {
+        entry: "    voltage_limit_v: 5.5\n    current_limit_a: 1.5\n",
+        ..Supply::default()
+    });
+    let node = std::fs::canonicalize(bench.world.home.join("psu-tty")).expect("the pty's node");
+    let config = std::fs::read_to_string(bench.world.config_path()).expect("config");
+    let alias = format!(
+        "com_ports:\n  console:\n    device: \"{}\"\n    identity_source: device\n    permissions:\n      allow_write: true\n",
+        node.display()
+    );
+    std::fs::write(
+        bench.world.config_path(),
+        config.replacen("com_ports:\n", &alias, 1),
     )
-    .await;
-    assert_eq!(doc["power_supply"], "bench");
-    assert!(bench.journal().is_empty());
+    .expect("the alias is configured");
+    let client = bench.connect().await;
+    for port_id in ["psu", "console"] {
+        let args = json!({"port_id": port_id});
+        let doc = refused(
+            &client,
+            "com_session_start",
+            args,
+            "com_port_reserved_for_power_supply",
+        )
+        .await;
+        assert_eq!(doc["power_supply"], "bench", "{doc}");
+        let write = json!({"port_id": port_id, "text": "VSET1:5.00\n"});
+        let (sent, _) = call(&client, "com_write", write).await;
+        assert!(
+            bench.journal().is_empty(),
+            "{port_id}: the supply heard {:?}: {sent}",
+            bench.journal()
+        );
+    }
     client.cancel().await.expect("the session closes");
+}
+
+/// A plan's `uart_open` on the supply's port would call a COM session the port refuses: preflight
+/// refuses the plan first, naming the step, so no step runs and no device is claimed for it.
+#[test]
+fn a_plan_that_opens_the_supply_port_is_refused_at_preflight() {
+    let bench = Bench::new(&Supply::default());
+    let plan = bench.world.write_plan(
+        "psu-open.yaml",
+        "version: 5\nname: psu-open\nsteps:\n  - {device: psu, action: uart_open}\n",
+    );
+    let (doc, code) = bench
+        .world
+        .run_json(&["test-reactor", "--test-config", &plan]);
+    assert_eq!(code, Some(1), "{doc}");
+    assert_eq!(
+        doc["error_type"], "com_port_reserved_for_power_supply",
+        "{doc}"
+    );
+    assert_eq!(doc["validation_error"]["field"], "steps[0].device", "{doc}");
+    assert_eq!(doc["steps"], json!([]), "no step ran: {doc}");
+    assert!(bench.journal().is_empty());
 }
 
 #[tokio::test]

@@ -24,11 +24,20 @@ pub enum Device<'a> {
     CanBus {
         name: &'a str,
         grants: PortGrants,
+        /// The participant a call on a shared bus acts as: its share narrows the bus's grants.
+        share: Option<Share<'a>>,
     },
     PowerSupply {
         name: &'a str,
         grants: SupplyGrants,
     },
+}
+
+/// A participant of a shared bus (`can_buses.<bus>.shares.<name>`) and its own grants.
+#[derive(Debug, Clone, Copy)]
+pub struct Share<'a> {
+    pub name: &'a str,
+    pub grants: PortGrants,
 }
 
 impl Device<'_> {
@@ -429,14 +438,32 @@ fn authorize_port(
     section: &str,
     reads_need_grants: bool,
 ) -> Result<(), Refusal> {
-    let ((Some(Device::ComPort { name, grants }), "com_ports")
-    | (Some(Device::CanBus { name, grants }), "can_buses")) = (device, section)
+    let ((Some(Device::ComPort { name, grants }), "com_ports", share)
+    | (
+        Some(Device::CanBus {
+            name,
+            grants,
+            share,
+        }),
+        "can_buses",
+        _,
+    )) = (device, section, None::<Share<'_>>)
     else {
         return Err(Refusal::unsupported(format!(
             "This action needs a configured `{section}` entry."
         )));
     };
     let need = |grant, what: &str| require(grant, |flag| device_key(section, name, flag), what);
+    // A participant writes only where its share and the bus both grant it; the share first, as it
+    // narrows the bus.
+    if let (Action::CanWrite, Some(Share { name: who, grants })) = (action, share) {
+        let share_key = |flag: &str| device_key(section, &format!("{name}.shares.{who}"), flag);
+        require(
+            grant!(grants.allow_write),
+            share_key,
+            "Writing as this participant of the bus",
+        )?;
+    }
     match action {
         Action::ComWrite | Action::CanWrite => {
             need(grant!(grants.allow_write), "Writing to this device")

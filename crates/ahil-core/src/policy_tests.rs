@@ -102,6 +102,7 @@ fn decide(version: u8, grants: &Grants, kind: Kind, action: &Action<'_>) -> Resu
         Kind::Can => Some(Device::CanBus {
             name: "dut",
             grants: grants.port,
+            share: None,
         }),
         Kind::Supply => Some(Device::PowerSupply {
             name: "dut",
@@ -445,4 +446,44 @@ fn a_call_is_refused_by_the_first_device_it_touches_that_lacks_a_grant_and_names
     );
     // From version 2 on a read needs no grant, so the same call passes.
     assert_eq!(authorize_all(3, &open().project, &uses), Ok(()));
+}
+
+#[test]
+fn a_participant_writes_only_where_its_share_and_the_bus_both_grant_it_and_its_share_is_named_first()
+ {
+    let bus = |bus: PortGrants, share: PortGrants| Device::CanBus {
+        name: "shared",
+        grants: bus,
+        share: Some(Share {
+            name: "monitor",
+            grants: share,
+        }),
+    };
+    let project = open().project;
+    let (open, shut) = (open().port, closed("allow_write").port);
+    for version in [1, 3] {
+        let denied = |device| {
+            authorize(version, &project, Some(device), &Action::CanWrite)
+                .expect_err("a closed grant refuses")
+                .permission
+        };
+        let share_key = "can_buses.shared.shares.monitor.permissions.allow_write";
+        assert_eq!(denied(bus(open, shut)).as_deref(), Some(share_key));
+        assert_eq!(denied(bus(shut, shut)).as_deref(), Some(share_key));
+        assert_eq!(
+            denied(bus(shut, open)).as_deref(),
+            Some("can_buses.shared.permissions.allow_write")
+        );
+        let both = Some(bus(open, open));
+        assert_eq!(
+            authorize(version, &project, both, &Action::CanWrite),
+            Ok(())
+        );
+        // Reading is the bus's to grant: the share narrows writes.
+        let reading = Some(bus(open, shut));
+        assert_eq!(
+            authorize(version, &project, reading, &Action::CanRead),
+            Ok(())
+        );
+    }
 }

@@ -10,16 +10,33 @@ use serde_json::{Map, Value, json};
 use super::{Acted, Context, Plan, Work};
 use crate::can::{Sessions, adapter, broker};
 use crate::envelope::Outcome;
-use crate::policy::Device;
+use crate::policy::{Device, Share};
 
 /// The adapters a configuration may name.
 pub const SUPPORTED_ADAPTERS: [&str; 3] = ["peak", "socketcan", "process"];
 
-/// The policy device of a bus.
+/// The policy device of a bus, addressed as no participant.
 pub fn device<'a>(bus_id: &'a str, bus: &CanBus) -> Device<'a> {
     Device::CanBus {
         name: bus_id,
         grants: bus.permissions,
+        share: None,
+    }
+}
+
+/// The policy device of a bus addressed as `participant` (its share narrows the bus's grants).
+pub fn shared_device<'a>(
+    bus_id: &'a str,
+    bus: &CanBus,
+    share: Option<(&'a str, &CanShare)>,
+) -> Device<'a> {
+    Device::CanBus {
+        name: bus_id,
+        grants: bus.permissions,
+        share: share.map(|(name, share)| Share {
+            name,
+            grants: share.permissions,
+        }),
     }
 }
 
@@ -30,7 +47,7 @@ pub struct Entry<'a> {
     pub share: Option<(&'a str, &'a CanShare)>,
 }
 
-impl Entry<'_> {
+impl<'a> Entry<'a> {
     /// The lock this call's session holds: the bus's own, or the participant's on a shared bus
     /// (whose bus lock the broker holds).
     pub fn lock_key(&self) -> String {
@@ -38,6 +55,11 @@ impl Entry<'_> {
             Some((participant, _)) => broker::participant_lock(&self.bus.lock_key(), participant),
             None => self.bus.lock_key(),
         }
+    }
+
+    /// The policy device this call addresses: the bus, as its participant on a shared bus.
+    pub fn device(&self) -> Device<'a> {
+        shared_device(self.bus_id, self.bus, self.share)
     }
 
     /// The key of this call's session in the gate's table.

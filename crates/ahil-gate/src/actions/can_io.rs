@@ -11,7 +11,7 @@ use ahil_drivers::can::{Frame, FrameError, frame};
 use ahil_drivers::process::CancelFlag;
 use serde_json::{Value, json};
 
-use super::can_buses::{bus_entry, device};
+use super::can_buses::bus_entry;
 use super::can_session::failure_refusal;
 use super::com_session::WithLog;
 use super::{Acted, Context, DriverJob, Plan, Work};
@@ -139,32 +139,13 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
                 .not_started(false),
             ));
         }
-        if let Some((participant, share)) = entry.share
-            && !share.permissions.allow_write
-        {
-            // The share narrows the bus: its own grant is asked before the bus's.
-            return Err(Box::new(
-                Outcome::refused(
-                    ctx.tool,
-                    ErrorType::PermissionDenied,
-                    format!("Participant `{participant}` of can_buses.{bus_id} may not write."),
-                )
-                .with(
-                    "permission",
-                    format!("can_buses.{bus_id}.shares.{participant}.permissions.allow_write"),
-                )
-                .with_remediation([
-                    "Use can_read; writing needs the operator to grant it to this share.",
-                ])
-                .not_contacted(),
-            ));
-        }
         let args = ctx.args.clone();
         let (fd, max_bytes) = (bus.fd, usize::from(bus.max_frame_data_bytes));
         let timeout = adapter::timeout(bus);
         return Ok(Plan {
             action: Action::CanWrite,
-            device: Some(device(bus_id, bus)),
+            // As its participant: the share's own grant is asked before the bus's.
+            device: Some(entry.device()),
             also: Vec::new(),
             resources: vec![entry.lock_key()],
             work: Work::Driver(DriverJob {
@@ -210,7 +191,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let wait = session_lifecycle::read_wait(ctx.args, default_wait, max_wait);
     Ok(session_lifecycle::read_plan(
         Action::CanRead,
-        device(bus_id, bus),
+        entry.device(),
         wait,
         "a read only takes frames already received",
         move |cancel| read(&owned_id, session, (max_frames, wait, &until), cancel),

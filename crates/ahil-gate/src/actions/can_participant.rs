@@ -12,7 +12,7 @@ use ahil_drivers::Contact;
 use ahil_drivers::process::CancelFlag;
 use serde_json::{Value, json};
 
-use super::can_buses::{Entry, device};
+use super::can_buses::Entry;
 use super::com_session::WithLog;
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::audit::Audit;
@@ -46,7 +46,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
         let (owned, name) = (bus_id.to_owned(), participant.to_owned());
         return Ok(Plan {
             action: Action::CanStop,
-            device: Some(device(bus_id, bus)),
+            device: Some(entry.device()),
             also: Vec::new(),
             resources: vec![lock_key],
             work: Work::Driver(DriverJob {
@@ -108,7 +108,7 @@ pub fn plan<'a>(ctx: &'a Context<'a>, entry: &Entry<'a>) -> Result<Plan<'a>, Box
     };
     Ok(Plan {
         action,
-        device: Some(device(bus_id, bus)),
+        device: Some(entry.device()),
         also: Vec::new(),
         resources: vec![lock_key],
         work: Work::Driver(DriverJob {

@@ -65,7 +65,8 @@ pub fn plan<'a>(ctx: &'a Context<'a>) -> Result<Plan<'a>, Box<Outcome>> {
     let (port_id, port) = port_entry(ctx)?;
     // A supply's serial link carries its commands only: a second writer would interleave bytes.
     if ctx.tool == ToolId::ComSessionStart
-        && let Some(supply) = super::power::supply_holding(&ctx.loaded.config, port_id)
+        && let Some(supply) =
+            super::power::supply_holding(&ctx.loaded.config, &ctx.snapshot.nodes, port_id)
     {
         return Err(Box::new(super::power::port_reserved(
             ctx.tool.name(),

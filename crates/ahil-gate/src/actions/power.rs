@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use super::{Acted, Context, DriverJob, Plan, Work};
 use crate::envelope::{Outcome, SideEffectStatus};
+use crate::ownership::device_keys::{self, Nodes};
 use crate::ownership::runs::debugger_keys;
 use crate::policy::{Action, Device, DeviceUse};
 use crate::power::{
@@ -382,12 +383,30 @@ fn above_limit(
     .with_do_not(["Do not drive the supply another way to get past the limit."])
 }
 
-/// Whether `port_id` is the serial link of a configured supply, and which.
-pub fn supply_holding<'a>(config: &'a ahil_config::Config, port_id: &str) -> Option<&'a str> {
+/// Whether `port_id` is the serial link of a configured supply, and which: the entry a supply names,
+/// or another entry naming the same device by any spelling (a link, the node it leads to), since
+/// either opens the supply's port. `nodes` is the call's one reading of where each name leads.
+pub fn supply_holding<'a>(
+    config: &'a ahil_config::Config,
+    nodes: &Nodes,
+    port_id: &str,
+) -> Option<&'a str> {
+    let keys = |name: &str| -> Vec<String> {
+        config
+            .com_ports
+            .get(name)
+            .and_then(|p| p.device.as_deref())
+            .filter(|d| !d.is_empty())
+            .map(|d| device_keys::node_keys(&nodes.of(d)))
+            .unwrap_or_default()
+    };
+    let opened = keys(port_id);
     config
         .power_supplies
         .iter()
-        .find(|(_, s)| s.com_port == port_id)
+        .find(|(_, s)| {
+            s.com_port == port_id || keys(&s.com_port).iter().any(|k| opened.contains(k))
+        })
         .map(|(name, _)| name.as_str())
 }
 

@@ -3,7 +3,7 @@
 //! regex compiles, every image and dump path is acceptable, every symbol is allowlisted, and sessions
 //! are opened before they are used. A plan that fails here never touches the bench.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ahil_config::plan::{
     CanComparator, DebugStartMode, Location, Matcher, Route, RouteKey, Step, SymbolComparator,
@@ -60,6 +60,8 @@ struct Walk<'a> {
     top: usize,
     uart_open: BTreeSet<String>,
     can_open: BTreeSet<String>,
+    /// The participant each bus's `can_open` named: later steps on the bus act as it.
+    can_as: BTreeMap<String, String>,
     debug_open: bool,
     selectors: Vec<Value>,
 }
@@ -72,6 +74,7 @@ pub fn check(loaded: &LoadedConfig, plan: &TestPlan) -> Result<Prepared, Box<Inv
         top: 0,
         uart_open: BTreeSet::new(),
         can_open: BTreeSet::new(),
+        can_as: BTreeMap::new(),
         debug_open: false,
         selectors: Vec::new(),
     };
@@ -251,11 +254,14 @@ impl Walk<'_> {
         })
     }
 
-    fn bus<'c>(&'c self, name: &'c str) -> Option<Device<'c>> {
-        self.config().can_buses.get(name).map(|b| Device::CanBus {
-            name,
-            grants: b.permissions,
-        })
+    /// The bus `name` as `participant` (the step's, else the one its `can_open` named), whose
+    /// share narrows the bus's grants as it does for the tool the step calls.
+    fn bus<'c>(&'c self, name: &'c str, participant: Option<&'c str>) -> Option<Device<'c>> {
+        let bus = self.config().can_buses.get(name)?;
+        let participant = participant.or_else(|| self.can_as.get(name).map(String::as_str));
+        let share = participant.and_then(|p| bus.shares.as_ref()?.get_key_value(p));
+        let share = share.map(|(p, share)| (p.as_str(), share));
+        Some(crate::actions::can_buses::shared_device(name, bus, share))
     }
 
     fn allowlist(&self) -> SymbolAllowlist<'_> {
@@ -355,14 +361,48 @@ impl Walk<'_> {
         route: &Route,
         kind: Kind,
         action: &Action<'_>,
+        participant: Option<&str>,
     ) -> Result<String, Box<Invalid>> {
         let name = self.route(step, at, Some(route), kind)?;
         let device = match kind {
             Kind::Uart => self.port(&name),
-            _ => self.bus(&name),
+            _ => self.bus(&name, participant),
         };
         self.authorize(step, at, "action", device, action)?;
         Ok(name)
+    }
+
+    /// A supply's serial link (by any entry naming its device) is the supply tools' alone, so the
+    /// `com_session_start` a `uart_open` step calls would be refused: refused here, before any step.
+    fn not_a_supply_link(
+        &self,
+        step: &Step,
+        at: &str,
+        route: &Route,
+        name: &str,
+    ) -> Result<(), Box<Invalid>> {
+        let nodes = crate::ownership::device_keys::Nodes::resolve(self.config());
+        match crate::actions::power::supply_holding(self.config(), &nodes, name) {
+            Some(supply) => {
+                let refusal = crate::actions::power::port_reserved("test_reactor", name, supply);
+                let error_type = refusal.error_type.unwrap_or_default();
+                Err(self.fail(step, at, route.key.as_str(), &error_type, refusal.summary))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// [`Self::granted`] for a CAN step, acting as the participant it names.
+    fn granted_can(
+        &mut self,
+        step: &Step,
+        at: &str,
+        route: &Route,
+        action: &Action<'_>,
+        participant: Option<&String>,
+    ) -> Result<String, Box<Invalid>> {
+        let participant = participant.map(String::as_str);
+        self.granted(step, at, route, Kind::Can, action, participant)
     }
 
     /// A `uart_close` or `can_close`: the entry must be open, and is closed from here on.
@@ -532,11 +572,12 @@ impl Walk<'_> {
     fn uart_step(&mut self, step: &Step, at: &str) -> Result<(), Box<Invalid>> {
         match step {
             Step::UartOpen { route, .. } => {
-                let name = self.granted(step, at, route, Kind::Uart, &Action::ComRead)?;
+                let name = self.granted(step, at, route, Kind::Uart, &Action::ComRead, None)?;
+                self.not_a_supply_link(step, at, route, &name)?;
                 self.uart_open.insert(name);
             }
             Step::UartWrite { route, .. } => {
-                self.granted(step, at, route, Kind::Uart, &Action::ComWrite)?;
+                self.granted(step, at, route, Kind::Uart, &Action::ComWrite, None)?;
                 self.in_session(step, at, route, Kind::Uart)?;
             }
             Step::UartRead {
@@ -565,8 +606,10 @@ impl Walk<'_> {
             Step::CanOpen {
                 route, participant, ..
             } => {
-                let name = self.granted(step, at, route, Kind::Can, &Action::CanRead)?;
+                let name =
+                    self.granted_can(step, at, route, &Action::CanRead, participant.as_ref())?;
                 if let Some(participant) = participant {
+                    self.can_as.insert(name.clone(), participant.clone());
                     let selector = json!({"kind": "can", "id": name, "participant": participant});
                     if !self.selectors.contains(&selector) {
                         self.selectors.push(selector);
@@ -574,8 +617,11 @@ impl Walk<'_> {
                 }
                 self.can_open.insert(name);
             }
-            Step::CanSend { route, .. } => {
-                let name = self.granted(step, at, route, Kind::Can, &Action::CanWrite)?;
+            Step::CanSend {
+                route, participant, ..
+            } => {
+                let name =
+                    self.granted_can(step, at, route, &Action::CanWrite, participant.as_ref())?;
                 self.in_session(step, at, route, Kind::Can)?;
                 if self
                     .config()
