@@ -189,6 +189,14 @@ fn com_plan(
             .not_contacted(),
         ));
     }
+    // A supply's serial link (by any entry naming its device) carries the supply's answers only.
+    if let Some(supply) = super::power::supply_holding(config, &ctx.snapshot.nodes, port_id) {
+        let mut refusal = super::power::port_reserved(tool.name(), port_id, supply);
+        refusal.set("field", "capture.port_id");
+        // Refused in the plan: neither the port nor the target was reached.
+        refusal.target_contacted = Some(false);
+        return Err(Box::new(refusal));
+    }
     let debugger_port = config
         .debuggers
         .values()

@@ -501,3 +501,21 @@ fn the_table_covers_exactly_the_needs_the_declarations_name() {
         "the declarations' needs and the property test's rows differ"
     );
 }
+
+/// A capture on a supply's serial link would read the supply's answers while the flash runs: it is
+/// refused before the flash, and the link is never opened (it used to be opened and read).
+#[test]
+fn a_capture_on_a_supply_port_is_refused_before_the_flash() {
+    let world = World::new(3, &[]);
+    let capture = FLASH_CAPTURE.replace("\"console\"", "\"psu\"");
+    let doc = world.call("flash_firmware", &capture);
+    assert_eq!(
+        doc["error_type"],
+        json!("com_port_reserved_for_power_supply"),
+        "{doc}"
+    );
+    world
+        .debugger
+        .assert_not_started(&doc, "a capture on the supply's port");
+    assert!(!world.psu.opened(), "the supply's port was opened: {doc}");
+}
