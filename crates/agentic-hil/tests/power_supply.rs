@@ -745,3 +745,20 @@ async fn bad_arguments_are_refused_before_contact() {
     assert!(bench.journal().is_empty());
     client.cancel().await.expect("the session closes");
 }
+
+#[tokio::test]
+async fn a_channel_written_as_a_whole_float_names_that_channel_and_never_the_first() {
+    let bench = Bench::new(&Supply::default());
+    // 2.0 validates as the integer 2; this supply has one channel, so it must not switch channel 1.
+    let on_channel_two = json!({"supply_id": "bench", "channel": 2.0, "on": true});
+    let client = bench.connect().await;
+    let (doc, is_error) = call(&client, "power_supply_output", on_channel_two).await;
+    assert!(is_error, "channel 2.0 was switched: {doc}");
+    assert_eq!(
+        (&doc["error_type"], &doc["field"]),
+        (&json!("invalid_argument"), &json!("channel")),
+        "{doc}"
+    );
+    assert!(bench.writes().is_empty(), "{:?}", bench.journal());
+    client.cancel().await.expect("the session closes");
+}

@@ -243,7 +243,7 @@ impl<T: Tools> Bench<T> {
         outcome
     }
 
-    async fn run_call(&self, tool: &str, args: Value) -> Outcome {
+    async fn run_call(&self, tool: &str, mut args: Value) -> Outcome {
         let started = SystemTime::now();
         let clock = Instant::now();
         // The one parse of a tool's name: an unknown one reaches no tool's code. Only the operator's
@@ -279,7 +279,7 @@ impl<T: Tools> Bench<T> {
         };
 
         // 1 validate
-        if let Err(refusal) = validate::validate_arguments(tool, &input_schema, &args) {
+        if let Err(refusal) = validate::validate_arguments(tool, &input_schema, &mut args) {
             return answer(*refusal, &Snapshot::take(&bench.loaded), started, clock);
         }
 

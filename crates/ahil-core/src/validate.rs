@@ -89,10 +89,12 @@ pub fn first_violation(schema: &Value, arguments: &Value) -> Option<Violation> {
 }
 
 /// Validate a tool call's arguments and turn the first violation into an `invalid_argument` envelope.
+/// Arguments that conform are left as the values the plans read: a whole float where an integer
+/// is asked is that integer, so the value validated is the value used.
 pub fn validate_arguments(
     tool: &str,
     schema: &Value,
-    arguments: &Value,
+    arguments: &mut Value,
 ) -> Result<(), Box<Outcome>> {
     if !arguments.is_object() {
         return Err(Box::new(
@@ -110,6 +112,7 @@ pub fn validate_arguments(
         ));
     }
     let Some(violation) = first_violation(schema, arguments) else {
+        integral(schema, arguments);
         return Ok(());
     };
     let mut outcome = Outcome::refused(
@@ -130,6 +133,85 @@ pub fn validate_arguments(
             .with_do_not(["Do not resend the same arguments: the schema is checked before anything runs."])
             .not_contacted(),
     ))
+}
+
+/// Where the schema asks for an integer, a number written with a fraction of zero (`2.0`, `-0`)
+/// becomes that integer. Validation accepts `2.0` as the draft says; a plan reads integers only, so
+/// without this the validated `channel: 2.0` would read as no channel and the call would act on
+/// the default one.
+fn integral(schema: &Value, value: &mut Value) {
+    let Some(schema) = schema.as_object() else {
+        return;
+    };
+    if wants_integer(schema)
+        && let Some(whole) = whole_number(value)
+    {
+        *value = whole;
+    }
+    match value {
+        Value::Object(members) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            for (name, member) in members.iter_mut() {
+                match properties.and_then(|p| p.get(name)) {
+                    Some(member_schema) => integral(member_schema, member),
+                    None => {
+                        if let Some(extra @ Value::Object(_)) = schema.get("additionalProperties") {
+                            integral(extra, member);
+                        }
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items.iter_mut() {
+                    integral(item_schema, item);
+                }
+            }
+        }
+        _ => {}
+    }
+    // Only the branches the value validated against say what it is.
+    for keyword in ["oneOf", "anyOf", "allOf"] {
+        if let Some(Value::Array(options)) = schema.get(keyword) {
+            for option in options {
+                if conforms(option, value) {
+                    integral(option, value);
+                }
+            }
+        }
+    }
+}
+
+/// Whether the schema takes an integer and no other number.
+fn wants_integer(schema: &Map<String, Value>) -> bool {
+    match schema.get("type") {
+        Some(Value::String(name)) => name == "integer",
+        Some(Value::Array(names)) => {
+            names.iter().any(|n| n == "integer") && !names.iter().any(|n| n == "number")
+        }
+        _ => false,
+    }
+}
+
+/// A float with no fraction as the integer it is, when an integer type holds it.
+fn whole_number(value: &Value) -> Option<Value> {
+    let Value::Number(number) = value else {
+        return None;
+    };
+    if number.is_i64() || number.is_u64() {
+        return None;
+    }
+    let float = number
+        .as_f64()
+        .filter(|f| f.is_finite() && f.fract() == 0.0)?;
+    // Printed without a fraction, a whole f64 is its exact digits; past i128 it is no integer a
+    // plan reads anyway.
+    let whole: i128 = format!("{float:.0}").parse().ok()?;
+    u64::try_from(whole)
+        .map(Value::from)
+        .or_else(|_| i64::try_from(whole).map(Value::from))
+        .ok()
 }
 
 /// JSON cannot carry NaN or infinity, but a literal like `1e400` overflows an f64. The stdio framing

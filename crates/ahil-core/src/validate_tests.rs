@@ -194,7 +194,7 @@ fn max_items_is_checked() {
 
 #[test]
 fn non_object_arguments_are_an_invalid_argument() {
-    let refusal = validate_arguments("debugger_info", &object(&json!({})), &json!([1]))
+    let refusal = validate_arguments("debugger_info", &object(&json!({})), &mut json!([1]))
         .expect_err("arrays are not arguments");
     assert_eq!(refusal.error_type.as_deref(), Some("invalid_argument"));
     assert_eq!(refusal.detail("field"), Some(&json!("$")));
@@ -203,8 +203,8 @@ fn non_object_arguments_are_an_invalid_argument() {
 #[test]
 fn the_refusal_carries_field_validator_and_allowed_values() {
     let schema = object(&json!({"mode": {"type": "string", "enum": ["run", "halt"]}}));
-    let refusal =
-        validate_arguments("reset_target", &schema, &json!({"mode": "x"})).expect_err("bad mode");
+    let refusal = validate_arguments("reset_target", &schema, &mut json!({"mode": "x"}))
+        .expect_err("bad mode");
     let value = refusal.to_value();
     assert_eq!(value["error_type"], json!("invalid_argument"));
     assert_eq!(value["field"], json!("mode"));
@@ -240,4 +240,21 @@ fn an_overflowing_number_marked_by_the_framing_is_refused_as_non_finite_by_name(
         .expect("the marker is a violation");
     assert_eq!(violation.validator, "finite");
     assert_eq!(violation.field(), "wait_s");
+}
+
+#[test]
+fn a_whole_float_where_an_integer_is_asked_is_used_as_that_integer() {
+    let schema = object(&json!({
+        "n": {"type": "integer"},
+        "t": {"type": "number"},
+        "ids": {"oneOf": [{"type": "integer"}, {"type": "array", "items": {"type": "integer"}}]},
+        "at": {"type": "object", "properties": {"line": {"type": "integer"}}},
+    }));
+    let mut used = json!({"n": 2.0, "t": 3.0, "ids": [256.0, -0.0], "at": {"line": 10.0}});
+    validate_arguments("t", &schema, &mut used).expect("the arguments conform");
+    assert_eq!(used["n"].as_u64(), Some(2));
+    assert_eq!(used["ids"][0].as_u64(), Some(256));
+    assert_eq!(used["ids"][1].as_u64(), Some(0));
+    assert_eq!(used["at"]["line"].as_u64(), Some(10));
+    assert!(used["t"].is_f64(), "a number stays as sent: {used}");
 }
