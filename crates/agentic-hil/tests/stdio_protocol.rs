@@ -197,3 +197,42 @@ fn a_number_too_large_for_a_float_is_refused_as_non_finite_naming_the_argument()
     assert_eq!(envelope["field"], json!("timeout_s"));
     assert!(session.finish().success());
 }
+
+#[test]
+fn arguments_that_are_no_object_are_refused_as_an_invalid_argument_envelope() {
+    let world = World::new();
+    world.run_json(&["init"]);
+    let not_objects = [json!([1]), json!("x"), json!(5), json!(true)];
+    let mut session = Session::start(&world);
+    session.initialize("2025-06-18");
+    for (id, arguments) in (5..).zip(not_objects) {
+        session.send(
+            &json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
+            "name":"debugger_info","arguments":arguments}}),
+        );
+        let answer = session.response(id);
+        assert!(answer.get("error").is_none(), "{answer}");
+        let envelope = &answer["result"]["structuredContent"];
+        assert_eq!(answer["result"]["isError"], json!(true), "{answer}");
+        assert_eq!(
+            envelope["error_type"],
+            json!("invalid_argument"),
+            "{answer}"
+        );
+        assert_eq!(envelope["field"], json!("$"), "{answer}");
+        assert!(envelope["remediation"][0].is_string(), "{answer}");
+    }
+    // Only a refusal travels that way: an object beside it is still the call's arguments.
+    session.send(
+        &json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{
+        "name":"debugger_info","arguments":{},
+        "_meta":{"io.agentic-hil/arguments-not-an-object":[1]}}}),
+    );
+    let answer = session.response(9);
+    assert_ne!(
+        answer["result"]["structuredContent"]["field"],
+        json!("$"),
+        "{answer}"
+    );
+    assert!(session.finish().success());
+}

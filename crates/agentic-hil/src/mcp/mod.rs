@@ -294,9 +294,17 @@ impl ServerHandler for Server {
         };
         let progress =
             progress::Progress::for_request(request.meta.as_ref(), &context, sink.clone());
-        let arguments = request
-            .arguments
-            .map_or(Value::Object(Map::new()), Value::Object);
+        let arguments = match request.arguments {
+            Some(object) => Value::Object(object),
+            // Arguments that are no object, carried here by the screen: the gate refuses them.
+            None => [request.meta.as_ref(), Some(&context.meta)]
+                .into_iter()
+                .flatten()
+                .find_map(|meta| meta.get(screen::NOT_AN_OBJECT))
+                .filter(|carried| !carried.is_object())
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+        };
         // A `notifications/cancelled` for this request cancels `context.ct`; the gate stops the
         // driver job through it.
         let call = Box::pin(ahil_gate::cancel::with_cancel(

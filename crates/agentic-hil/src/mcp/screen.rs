@@ -113,6 +113,11 @@ pub fn screen(line: &[u8], lifecycle: &mut Lifecycle, max_line: usize) -> Verdic
             ClientRequest::CustomRequest(custom)
                 if MCP_METHODS.contains(&custom.method.as_str()) =>
             {
+                if custom.method == "tools/call"
+                    && let Some(carried) = carry_arguments(bytes).filter(|l| l.len() <= max_line)
+                {
+                    return Verdict::Forward(Some(carried));
+                }
                 answer(
                     id,
                     INVALID_PARAMS,
@@ -124,6 +129,37 @@ pub fn screen(line: &[u8], lifecycle: &mut Lifecycle, max_line: usize) -> Verdic
         },
         Ok(_) => Verdict::Forward(rewritten),
     }
+}
+
+/// Where a `tools/call` whose `arguments` is no object (an array, a string, a number) carries them
+/// past rmcp, which reads only an object there: in `_meta`, so the gate refuses them as an
+/// `invalid_argument` envelope like any other bad argument, instead of a bare JSON-RPC error.
+pub const NOT_AN_OBJECT: &str = "io.agentic-hil/arguments-not-an-object";
+
+/// The line with its non-object `arguments` moved to `_meta` ([`NOT_AN_OBJECT`]), if that is all
+/// that keeps rmcp from reading it as a `tools/call`.
+fn carry_arguments(bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut message: Value = serde_json::from_slice(bytes).ok()?;
+    let params = message.get_mut("params")?.as_object_mut()?;
+    if !params.get("name").is_some_and(Value::is_string) {
+        return None;
+    }
+    let arguments = params.remove("arguments")?;
+    if arguments.is_object() || arguments.is_null() {
+        return None;
+    }
+    params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()?
+        .insert(NOT_AN_OBJECT.into(), arguments);
+    let carried = serde_json::to_vec(&message).ok()?;
+    matches!(
+        serde_json::from_slice::<ClientJsonRpcMessage>(&carried),
+        Ok(ClientJsonRpcMessage::Request(request))
+            if matches!(request.request, ClientRequest::CallToolRequest(_))
+    )
+    .then_some(carried)
 }
 
 /// The MCP request methods rmcp reads into their own types when the params fit.
