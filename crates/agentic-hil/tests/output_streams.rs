@@ -330,3 +330,36 @@ fn a_cancelled_com_read_takes_nothing_and_holds_up_no_later_read() {
         asked.elapsed()
     );
 }
+
+/// A read waiting for its `until` ends when its session is stopped, and says the session ended
+/// rather than that its wait ran out, with what arrived before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_waiting_for_its_until_when_the_session_stops_says_the_session_ended() {
+    let world = World::new();
+    let board = EchoBoard::start();
+    configure_uart(&world, &board.device);
+    let client = support::connect(&world).await;
+    let port = json!({"port_id": "uart0", "clear_buffer": true});
+    support::ok(&client, "com_session_start", port).await;
+    let text = json!({"port_id": "uart0", "text": "boot\n"});
+    support::ok(&client, "com_write", text).await;
+    let waiting = json!({"port_id": "uart0", "until": "never printed", "wait_timeout_s": 30});
+    let read = support::ok(&client, "com_read", waiting);
+    let stop = async {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        support::ok(&client, "com_session_stop", json!({"port_id": "uart0"})).await
+    };
+    let (read, _) = tokio::join!(read, stop);
+    assert_eq!(read["until_matched"], json!(false), "{read}");
+    assert_eq!(
+        read["summary"],
+        "The COM port session ended before the until text was seen; the bytes so far are returned.",
+        "{read}"
+    );
+    assert!(
+        read["data"]["text"]
+            .as_str()
+            .is_some_and(|d| d.contains("BOOT")),
+        "{read}"
+    );
+}

@@ -210,6 +210,9 @@ pub(crate) struct MaskedRead {
     pub reader_error: Option<String>,
     /// The read ended because its call was given up: it took nothing.
     pub gave_up: bool,
+    /// The device's reader had ended when the read returned (its session stopped, or the device
+    /// went away), so no more bytes could come.
+    pub ended: bool,
 }
 
 /// A read of `ring` as the agent may observe it: everything received is pulled into `stream`,
@@ -251,6 +254,7 @@ pub(crate) fn take_masked(
         overflow: overflow + took.dropped,
         reader_error,
         gave_up: took.gave_up,
+        ended: ring.reader_done(),
     }
 }
 
@@ -282,8 +286,13 @@ pub(super) fn read_outcome(
             outcome.set("matched", encoding.decode(pattern));
         }
         if !matched {
-            outcome.summary =
-                "The until text was not seen in time; the bytes so far are returned.".into();
+            outcome.summary = if taken.ended {
+                format!(
+                    "The {what} session ended before the until text was seen; the bytes so far are returned."
+                )
+            } else {
+                "The until text was not seen in time; the bytes so far are returned.".into()
+            };
         }
     }
     outcome
